@@ -1,0 +1,38 @@
+"""topkeval: exact top-k evaluation of rankings, under explicit conventions.
+
+>>> import topkeval as tk
+>>> tk.recall_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], k=3)
+0.6666666666666666
+"""
+
+from .api import (
+    evaluate,
+    f1_at_k,
+    fbeta_at_k,
+    precision_at_k,
+    r_precision,
+    recall_at_k,
+    specificity_at_k,
+)
+from .conventions import PRESETS, Conventions
+from .errors import (
+    ColumnError,
+    DataError,
+    EmptyQueryError,
+    InputFileError,
+    ParameterError,
+    ShortListError,
+    TopkevalError,
+    UnknownMetricError,
+)
+from .names import FAMILIES, Metric, parse_metric
+from .results import Results
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError",
+    "InputFileError", "Metric", "ParameterError", "Results", "ShortListError", "TopkevalError",
+    "UnknownMetricError", "evaluate", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k",
+    "r_precision", "recall_at_k", "specificity_at_k",
+]

@@ -1,0 +1,413 @@
+"""evaluate() and the single-ranking functions: inputs -> grouped log -> statistics -> Results."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import log as logmod
+from .conventions import UNSET, Conventions, resolve
+from .errors import DataError, EmptyQueryError, ParameterError, ShortListError
+from .io import read_columns
+from .kernels.stats import QueryStats
+from .metrics import metric_values
+from .names import Metric, parse_metrics
+from .results import Results
+
+DEFAULT_METRICS = ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")
+
+
+def _cutoffs(metrics: Sequence[Metric]) -> np.ndarray:
+    ks = sorted({m.k for m in metrics if m.k is not None})
+    return np.asarray(ks or [1], dtype=np.int64)
+
+
+def compute_stats(log: logmod.GroupedLog, model: str, rel: np.ndarray, R: np.ndarray,
+                  metrics: Sequence[Metric], conv: Conventions, *, threads=None,
+                  force_path: int = 0) -> QueryStats:
+    """Run the CPU kernel for one model of a grouped log."""
+    from .kernels import cpu
+
+    cutoffs = _cutoffs(metrics)
+    want_r = any(m.family == "r_precision" for m in metrics)
+    h, hit, h_at_r, n, rel_ret, tie = cpu.compute(
+        log.offsets, log.scores[model], rel, log.items, R, cutoffs,
+        thr=conv.score_threshold, tie=conv.ties, want_r=want_r, threads=threads, force_path=force_path,
+    )
+    return QueryStats(cutoffs, h, hit, h_at_r, n, rel_ret, R, tie)
+
+
+def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
+    for m in metrics:
+        need = st.R if m.family == "r_precision" else (m.k if m.k is not None else None)
+        if need is None:
+            continue
+        short = st.n < need
+        if short.any():
+            q = int(np.argmax(short))
+            k = int(need if np.isscalar(need) else need[q])
+            raise ShortListError(
+                f"{m} looks at the top {k}, but query {queries[q]!r} has only {int(st.n[q])} "
+                f"candidates{' for model ' + repr(model) if model else ''} ({int(short.sum())} queries "
+                "are that short). Use short_lists='pad' to count the missing slots as non-relevant, "
+                "short_lists='shrink' to divide by the list length, or a smaller k."
+            )
+
+
+def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conventions, *,
+                 n_rows: int, threads=None, force_path: int = 0) -> Results:
+    """Evaluate an already grouped log (the engine behind evaluate and the single functions)."""
+    if conv.ties in ("item_desc", "item_asc") and log.items is None:
+        raise ParameterError(
+            f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
+            "pass item='<column>' (or items= for one ranking), or choose another tie rule."
+        )
+    rel = log.relevant(conv.threshold)
+    R = log.per_query_sum(rel)
+    empty = R == 0
+    if conv.empty_queries == "error" and empty.any():
+        ids = ", ".join(repr(q) for q in log.queries[empty][:5])
+        raise EmptyQueryError(
+            f"{int(empty.sum())} queries have no relevant item (for example {ids}) and "
+            "empty_queries='error'. Use empty_queries='skip' to leave them out of the means or "
+            "'keep' to score them with the 'undefined' value."
+        )
+    keep = ~empty if conv.empty_queries == "skip" else np.ones(len(R), bool)
+    names = [str(m) for m in metrics]
+    frames = []
+    summary = {}
+    ties_at_cutoff = {}
+    for model in log.scores:
+        st = compute_stats(log, model, rel, R, metrics, conv, threads=threads, force_path=force_path)
+        if not keep.all():
+            st = st.take(keep)
+        if conv.short_lists == "error":
+            _check_short(st, metrics, log.queries[keep], model if len(log.scores) > 1 else "")
+        values = {name: metric_values(st, m, conv) for name, m in zip(names, metrics)}
+        summary[model] = {name: (float(np.nanmean(v)) if np.isfinite(v).any() else math.nan)
+                          for name, v in values.items()}
+        ties_at_cutoff[model] = int(st.tie_at_cutoff.sum())
+        frame = pd.DataFrame(values)
+        frame.insert(0, "query", log.queries[keep])
+        frame.insert(0, "model", model)
+        frames.append(frame)
+    per_query = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=names)
+    summary_df.index.name = "model"
+    info = {
+        "queries": int(len(R)),
+        "evaluated": int(keep.sum()),
+        "skipped_empty": int((~keep).sum()),
+        "ties_at_cutoff": ties_at_cutoff,
+        "rows": int(n_rows),
+        "models": list(log.scores),
+        "metrics": names,
+        "conventions": conv.as_dict(),
+    }
+    return Results(summary_df, per_query, info)
+
+
+def evaluate(
+    data,
+    metrics=DEFAULT_METRICS,
+    query: str = "query",
+    relevance: str = "relevance",
+    score: str | Sequence[str] = "score",
+    item: str | None = None,
+    *,
+    conventions: str | Conventions | None = None,
+    ties=UNSET,
+    empty_queries=UNSET,
+    undefined=UNSET,
+    short_lists=UNSET,
+    threshold=UNSET,
+    score_threshold=UNSET,
+    threads: int | None = None,
+) -> Results:
+    """Evaluate one or more models on a log of many queries.
+
+    Each row of ``data`` is a candidate: a query id, a relevance grade and one score column per
+    model. For every model and query the kernel computes h(k) (relevant candidates among the top
+    k) for all requested cutoffs in one pass; metrics are functions of h(k), R (relevant items)
+    and N (non-relevant candidates), for example ``recall@k = h(k) / R`` and
+    ``precision@k = h(k) / k``. The summary is the mean over the evaluated queries.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of arrays, str or Path
+        The log, or a path to a .parquet file (or directory) or a .csv file. Rows of a query need
+        not be contiguous.
+    metrics : str or list of str
+        Metric names such as ``"recall@20"``, ``"fbeta(beta=0.5)@10"``, ``"r_precision"``;
+        aliases (``P@10``, ``Rprec``, ``success@5``) are accepted.
+    query, relevance : str
+        Column names of the query id and the relevance grade.
+    score : str or list of str
+        One score column per model (higher is better); the column name is the model name.
+    item : str, optional
+        Item id column: checks that no item appears twice in a query, and is needed by
+        ``ties="item_desc"`` / ``"item_asc"``.
+    conventions : str or Conventions, optional
+        A preset (``"trec_eval"``, ``"surprise"``); the keywords below override it.
+    ties, empty_queries, undefined, short_lists, threshold, score_threshold
+        The conventions of :mod:`topkeval.conventions` (defaults: ``"expected"``, ``"skip"``,
+        ``0.0``, ``"pad"``, ``None``, ``None``).
+    threads : int, optional
+        Threads for the kernel (default: the CPUs available, or ``TOPKEVAL_THREADS``).
+
+    Returns
+    -------
+    Results
+        ``summary`` (model x metric means), ``per_query`` and ``info``.
+
+    Raises
+    ------
+    TopkevalError
+        A ValueError subclass for every user error: missing columns, NaN scores, unknown metrics or
+        conventions, duplicate (query, item) rows, an empty table, a missing file.
+
+    Examples
+    --------
+    >>> import topkeval as tk
+    >>> log = {"query": [1, 1, 1, 2, 2], "relevance": [1, 0, 1, 0, 1],
+    ...        "score": [0.9, 0.8, 0.1, 0.5, 0.4]}
+    >>> res = tk.evaluate(log, metrics=["recall@2", "precision@2"])
+    >>> res.summary
+           recall@2  precision@2
+    model
+    score      0.75          0.5
+    """
+    conv = resolve(conventions, owner="evaluate", ties=ties, empty_queries=empty_queries,
+                   undefined=undefined, short_lists=short_lists, threshold=threshold,
+                   score_threshold=score_threshold)
+    mets = parse_metrics(metrics)
+    scores = [score] if isinstance(score, str) else list(score)
+    if not scores or not all(isinstance(s, str) for s in scores):
+        raise ParameterError(f"score must be a column name or a list of column names. Got {score!r}.")
+    if len(set(scores)) != len(scores):
+        raise ParameterError(f"score lists a column twice: {scores!r}.")
+    for name, value in (("query", query), ("relevance", relevance)):
+        if not isinstance(value, str):
+            raise ParameterError(f"{name} must be a column name. Got {value!r}.")
+    wanted = [query, relevance, *scores] + ([item] if item is not None else [])
+    if len(set(wanted)) != len(wanted):
+        raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
+    cols = read_columns(data, wanted)
+    log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
+                    cols[item] if item is not None else None,
+                    names=dict(query=query, relevance=relevance, item=item or "item"))
+    return evaluate_log(log, mets, conv, n_rows=len(cols[query]), threads=threads)
+
+
+def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.ndarray | None,
+              names: dict) -> logmod.GroupedLog:
+    """Validate columns and group them by query."""
+    grades = logmod.numeric_column(grades, names["relevance"], "grade")
+    scores = {m: logmod.numeric_column(v, m, "score") for m, v in scores.items()}
+    offsets, perm, labels = logmod.group_rows(query, names["query"])
+    codes = item_labels = None
+    if items is not None:
+        codes, item_labels = logmod.item_codes(items, names["item"])
+    if perm is not None:
+        grades = grades[perm]
+        scores = {m: v[perm] for m, v in scores.items()}
+        codes = codes[perm] if codes is not None else None
+    if codes is not None:
+        logmod.check_duplicates(offsets, codes, item_labels, labels, names["item"])
+    return logmod.GroupedLog(offsets, labels, grades, scores, codes, item_labels)
+
+
+# ---------------------------------------------------------------------------------------------
+# one ranking
+
+
+def _as_1d(values, name: str, owner: str) -> np.ndarray:
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise DataError(f"{name} of {owner} must be one-dimensional (one value per candidate); got shape {arr.shape}.")
+    return arr
+
+
+def _check_k(k, owner: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ParameterError(f"The 'k' parameter of {owner} must be a positive int. Got {k!r} instead.")
+    return int(k)
+
+
+def _single(family: str, relevance, scores, k, *, beta=None, items=None, conventions=None,
+            owner: str, **settings) -> float:
+    conv = resolve(conventions, owner=owner, **settings)
+    rel = _as_1d(relevance, "relevance", owner)
+    sc = _as_1d(scores, "scores", owner)
+    if len(rel) != len(sc):
+        raise DataError(f"relevance and scores of {owner} must have the same length; got {len(rel)} and {len(sc)}.")
+    if len(rel) == 0:
+        raise DataError(f"{owner} got an empty ranking: relevance and scores have no values.")
+    if items is not None:
+        items = _as_1d(items, "items", owner)
+        if len(items) != len(rel):
+            raise DataError(f"items of {owner} must have one id per candidate; got {len(items)} for {len(rel)}.")
+    metric = Metric(family, None if k is None else _check_k(k, owner), beta)
+    log = build_log(np.zeros(len(rel), np.int64), rel, {"score": sc}, items,
+                    names=dict(query="query", relevance="relevance", item="items"))
+    res = evaluate_log(log, [metric], conv, n_rows=len(rel), threads=1)
+    if res.info["evaluated"] == 0:
+        return math.nan
+    return float(res.per_query.iloc[0, 2])
+
+
+_SINGLE_PARAMS = """
+    Parameters
+    ----------
+    relevance : array-like of shape (n,)
+        Relevance grade of each candidate (1/0 clicks, ratings, TREC grades).
+    scores : array-like of shape (n,)
+        The model's score of each candidate; higher ranks first. Must be finite.
+    k : int
+        The cutoff, a positive integer.
+    ties, empty_queries, undefined, short_lists, threshold, score_threshold, conventions
+        The conventions of :mod:`topkeval.conventions`, keyword-only.
+    items : array-like of shape (n,), optional
+        Item ids, for ``ties="item_desc"`` / ``"item_asc"``.
+
+    Returns
+    -------
+    float
+        nan when the ranking has no relevant item and ``empty_queries="skip"`` (nothing to
+        average), the ``undefined`` value under ``"keep"``.
+
+    Raises
+    ------
+    TopkevalError
+        Lengths differ, k is not a positive int, NaN scores, ``empty_queries="error"`` with no
+        relevant item, ``short_lists="error"`` with k > n.
+"""
+
+
+def _conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold):
+    return dict(ties=ties, empty_queries=empty_queries, undefined=undefined, short_lists=short_lists,
+                threshold=threshold, score_threshold=score_threshold)
+
+
+def recall_at_k(relevance, scores, k, *, ties=UNSET, empty_queries=UNSET, undefined=UNSET,
+                short_lists=UNSET, threshold=UNSET, score_threshold=UNSET, items=None,
+                conventions=None) -> float:
+    """Recall at k of one ranking: the share of the relevant items found in the top k.
+
+    ``recall@k = h(k) / R`` where h(k) counts the relevant candidates among the top k (its
+    expected value over tie orders under ``ties="expected"``) and R the relevant items.
+    {params}
+    Examples
+    --------
+    >>> recall_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3)  # ranks: 0.5, 0.4, 0.3
+    0.6666666666666666
+    >>> recall_at_k([1, 0, 0], [0.5, 0.5, 0.1], 1)  # a tie across the cutoff: expected value
+    0.5
+    """
+    return _single("recall", relevance, scores, k, items=items, conventions=conventions, owner="recall_at_k",
+                   **_conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold))
+
+
+def precision_at_k(relevance, scores, k, *, ties=UNSET, empty_queries=UNSET, undefined=UNSET,
+                   short_lists=UNSET, threshold=UNSET, score_threshold=UNSET, items=None,
+                   conventions=None) -> float:
+    """Precision at k of one ranking: the share of relevant candidates in the top k.
+
+    ``precision@k = h(k) / k``; with ``short_lists="shrink"`` the denominator is min(k, n).
+    {params}
+    Examples
+    --------
+    >>> precision_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3)
+    0.6666666666666666
+    >>> precision_at_k([1, 0], [0.9, 0.1], 4), precision_at_k([1, 0], [0.9, 0.1], 4, short_lists="shrink")
+    (0.25, 0.5)
+    """
+    return _single("precision", relevance, scores, k, items=items, conventions=conventions,
+                   owner="precision_at_k",
+                   **_conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold))
+
+
+def fbeta_at_k(relevance, scores, k, *, beta=1.0, ties=UNSET, empty_queries=UNSET, undefined=UNSET,
+               short_lists=UNSET, threshold=UNSET, score_threshold=UNSET, items=None,
+               conventions=None) -> float:
+    """F-beta at k of one ranking: the weighted harmonic mean of precision@k and recall@k.
+
+    ``fbeta@k = (1 + b^2) h(k) / (b^2 R + k)``, which equals
+    ``(1 + b^2) P R / (b^2 P + R)`` and is 0 (not undefined) when h(k) = 0.
+    {params}
+    beta : float
+        Weight of recall relative to precision (positive).
+
+    Examples
+    --------
+    >>> fbeta_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3, beta=2.0)
+    0.6666666666666666
+    """
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not (math.isfinite(beta) and beta > 0):
+        raise ParameterError(f"The 'beta' parameter of fbeta_at_k must be a positive number. Got {beta!r} instead.")
+    family, b = ("f1", None) if float(beta) == 1.0 else ("fbeta", float(beta))
+    return _single(family, relevance, scores, k, beta=b, items=items, conventions=conventions,
+                   owner="fbeta_at_k",
+                   **_conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold))
+
+
+def f1_at_k(relevance, scores, k, *, ties=UNSET, empty_queries=UNSET, undefined=UNSET,
+            short_lists=UNSET, threshold=UNSET, score_threshold=UNSET, items=None,
+            conventions=None) -> float:
+    """F1 at k of one ranking: the harmonic mean of precision@k and recall@k.
+
+    ``f1@k = 2 h(k) / (k + R)``; 0 when no relevant candidate is in the top k.
+    {params}
+    Examples
+    --------
+    >>> f1_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3)
+    0.6666666666666666
+    """
+    return _single("f1", relevance, scores, k, items=items, conventions=conventions, owner="f1_at_k",
+                   **_conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold))
+
+
+def specificity_at_k(relevance, scores, k, *, ties=UNSET, empty_queries=UNSET, undefined=UNSET,
+                     short_lists=UNSET, threshold=UNSET, score_threshold=UNSET, items=None,
+                     conventions=None) -> float:
+    """Specificity at k of one ranking: the share of non-relevant candidates kept out of the top k.
+
+    ``specificity@k = (N - (min(k, n) - h(k))) / N`` with N the non-relevant candidates
+    (true negatives over all negatives); undefined when N = 0.
+    {params}
+    Examples
+    --------
+    >>> specificity_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3)  # one negative in the top 3
+    0.5
+    """
+    return _single("specificity", relevance, scores, k, items=items, conventions=conventions,
+                   owner="specificity_at_k",
+                   **_conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold))
+
+
+def r_precision(relevance, scores, *, ties=UNSET, empty_queries=UNSET, undefined=UNSET,
+                short_lists=UNSET, threshold=UNSET, score_threshold=UNSET, items=None,
+                conventions=None) -> float:
+    """R-precision of one ranking: precision at rank R, R being the number of relevant items.
+
+    ``r_precision = h(R) / R`` (TREC ``Rprec``). Not the min(k, R) variants some tools call
+    R-precision.
+    {params}
+    Examples
+    --------
+    >>> r_precision([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3])  # R = 3, top 3 holds 2
+    0.6666666666666666
+    """
+    return _single("r_precision", relevance, scores, None, items=items, conventions=conventions,
+                   owner="r_precision",
+                   **_conv_kwargs(ties, empty_queries, undefined, short_lists, threshold, score_threshold))
+
+
+for _f in (recall_at_k, precision_at_k, fbeta_at_k, f1_at_k, specificity_at_k, r_precision):
+    _f.__doc__ = _f.__doc__.replace("    {params}", _SINGLE_PARAMS.rstrip("\n"))

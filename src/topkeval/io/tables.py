@@ -1,0 +1,137 @@
+"""Read the columns evaluate() needs from whatever table the user has.
+
+pandas is a dependency; polars and pyarrow tables are recognised by their type's module, so a
+user who never touches polars never imports it (narwhals does the same).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ColumnError, DataError, InputFileError, did_you_mean
+
+
+def _module(obj) -> str:
+    return type(obj).__module__.split(".")[0]
+
+
+def _read_file(path: Path, columns: Sequence[str]):
+    import pyarrow as pa
+
+    if not path.exists():
+        raise InputFileError(f"File not found: '{path}'. Check the path, or pass a table instead.")
+    suffixes = "".join(path.suffixes).lower()
+    try:
+        if path.is_dir() or suffixes.endswith((".parquet", ".pq")):
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(path) if path.is_file() else pq.ParquetDataset(path).schema
+            present = [c for c in columns if c in schema.names]
+            _check_columns(columns, schema.names, f"file '{path}'")
+            return pq.read_table(path, columns=present)
+        if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+            import pyarrow.csv as pcsv
+
+            delimiter = "\t" if ".tsv" in suffixes else ","
+            return pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=delimiter))
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputFileError(f"Cannot read '{path}': {first}") from None
+    raise InputFileError(
+        f"Cannot read '{path}': unknown file type {path.suffix or '(none)'!r}. "
+        "Use a .parquet file (or a directory of them) or a .csv / .tsv file."
+    )
+
+
+def _check_columns(wanted: Sequence[str], available: Sequence[str], where: str) -> None:
+    available = [str(a) for a in available]
+    for name in wanted:
+        if name not in available:
+            shown = ", ".join(repr(a) for a in available[:20]) + (" ..." if len(available) > 20 else "")
+            raise ColumnError(
+                f"Column {name!r} not found in {where}.{did_you_mean(name, available)} Available: {shown}."
+            )
+
+
+def _to_numpy(col) -> np.ndarray:
+    mod = _module(col)
+    if mod == "pandas":
+        if isinstance(col.dtype, np.dtype):
+            return col.to_numpy()
+        import pandas as pd
+
+        # extension dtypes (nullable Int64 / Float64 / boolean, arrow): a missing number is NaN
+        if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            return col.to_numpy(dtype=np.float64, na_value=np.nan)
+        return col.to_numpy()
+    if mod == "polars":
+        return col.to_numpy()
+    if mod == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if col.null_count and pa.types.is_floating(col.type) is False and (
+            pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)
+        ):
+            col = col.cast(pa.float64())
+        return col.to_numpy(zero_copy_only=False)
+    return np.asarray(col)
+
+
+def read_columns(data, columns: Sequence[str], owner: str = "evaluate") -> dict[str, np.ndarray]:
+    """Return ``{name: numpy array}`` for each wanted column of ``data``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of arrays, str or Path
+        A table, or a path to a .parquet file (or directory of them) or a .csv / .tsv file.
+    columns : sequence of str
+        Column names to read; each must exist.
+
+    Raises
+    ------
+    ColumnError
+        A column is missing (the message names the closest match and the available columns).
+    InputFileError
+        The file is missing, unreadable or of an unknown type.
+    DataError
+        The table is empty or its columns differ in length.
+    """
+    if isinstance(data, (str, os.PathLike)):
+        data = _read_file(Path(data), columns)
+    mod = _module(data)
+    if mod == "pandas" and hasattr(data, "columns"):
+        names = [str(c) for c in data.columns]
+        _check_columns(columns, names, "the DataFrame")
+        out = {c: _to_numpy(data[c]) for c in columns}
+    elif mod == "polars" and hasattr(data, "columns"):
+        if type(data).__name__ == "LazyFrame":
+            data = data.select(list(columns)).collect()
+        _check_columns(columns, data.columns, "the DataFrame")
+        out = {c: _to_numpy(data.get_column(c)) for c in columns}
+    elif mod == "pyarrow" and hasattr(data, "schema"):
+        _check_columns(columns, data.schema.names, "the table")
+        out = {c: _to_numpy(data.column(c)) for c in columns}
+    elif isinstance(data, Mapping):
+        _check_columns(columns, list(data.keys()), "the dict")
+        out = {c: np.asarray(data[c]) for c in columns}
+    else:
+        raise DataError(
+            f"data must be a pandas, polars or pyarrow table, a dict of arrays, or a path to a "
+            f".parquet / .csv file. Got {type(data).__name__}."
+        )
+    lengths = {c: len(v) if v.ndim == 1 else -1 for c, v in out.items()}
+    bad = [c for c, n in lengths.items() if n < 0]
+    if bad:
+        raise DataError(f"Column {bad[0]!r} must be one-dimensional; got shape {out[bad[0]].shape}.")
+    if len(set(lengths.values())) > 1:
+        desc = ", ".join(f"{c!r}: {n}" for c, n in lengths.items())
+        raise DataError(f"Columns differ in length ({desc}); every column needs one value per row.")
+    if not lengths or next(iter(lengths.values())) == 0:
+        raise DataError("The table is empty: there is nothing to evaluate.")
+    return out

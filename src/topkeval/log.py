@@ -1,0 +1,196 @@
+"""The grouped columnar log that every input becomes.
+
+Rows of one query are contiguous (CSR-like ``offsets``), queries in order of first appearance.
+A log that already arrives grouped is used as it is (no copy of the score columns); otherwise the
+query ids are factorised (hashing, never sorting strings) and the rows placed by a counting sort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ColumnError, DataError
+
+
+@dataclass
+class GroupedLog:
+    """Rows grouped by query.
+
+    Attributes
+    ----------
+    offsets : ndarray of int64, shape (Q + 1,)
+        Rows of query q are ``offsets[q]:offsets[q + 1]``.
+    queries : ndarray, shape (Q,)
+        The query ids, in order of first appearance.
+    grades : ndarray, shape (rows,)
+        Relevance grades, grouped.
+    scores : dict of str to ndarray
+        One float array per model, grouped.
+    items : ndarray of int64 or None
+        Order-preserving item codes (string order for strings, numeric order for numbers).
+    item_labels : ndarray or None
+        ``item_labels[code]`` is the item id.
+    """
+
+    offsets: np.ndarray
+    queries: np.ndarray
+    grades: np.ndarray
+    scores: dict
+    items: np.ndarray | None = None
+    item_labels: np.ndarray | None = None
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+    def relevant(self, threshold: float | None) -> np.ndarray:
+        """Boolean relevance: grade > 0, or grade >= threshold."""
+        return self.grades > 0 if threshold is None else self.grades >= threshold
+
+    def per_query_sum(self, values: np.ndarray) -> np.ndarray:
+        """Sum of a row array within each query."""
+        csum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+        return csum[self.offsets[1:]] - csum[self.offsets[:-1]]
+
+
+def _is_missing(values: np.ndarray) -> np.ndarray | None:
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind == "O":
+        import pandas as pd
+
+        return pd.isna(values)
+    return None
+
+
+def group_rows(query: np.ndarray, column: str = "query"):
+    """Return ``(offsets, perm, labels)``; ``perm`` is None when the rows are already grouped.
+
+    Raises
+    ------
+    ColumnError
+        The query column has missing values.
+    """
+    missing = _is_missing(query)
+    if missing is not None and missing.any():
+        raise ColumnError(
+            f"Column {column!r} has {int(missing.sum())} missing query ids (first at row "
+            f"{int(np.argmax(missing))}); drop those rows or fill them in."
+        )
+    n = len(query)
+    if query.dtype.kind in "iufbUSM":
+        change = np.flatnonzero(query[1:] != query[:-1]) + 1
+        starts = np.concatenate([[0], change])
+        labels = query[starts]
+        if len(np.unique(labels)) == len(labels):
+            return np.concatenate([starts, [n]]).astype(np.int64), None, labels
+    import pandas as pd
+
+    from .kernels.grouping import counting_sort
+
+    codes, labels = pd.factorize(query, sort=False)
+    if len(labels) == n or np.all(codes[1:] >= codes[:-1]):
+        # every row its own query, or already grouped: no permutation needed
+        counts = np.bincount(codes, minlength=len(labels))
+        return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), None, np.asarray(labels)
+    offsets, perm = counting_sort(codes.astype(np.int64), len(labels))
+    return offsets, perm, np.asarray(labels)
+
+
+def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
+    """Check that a score or grade column is numeric and finite; return it as float64/float32.
+
+    Raises
+    ------
+    ColumnError
+        Non-numeric values.
+    DataError
+        NaN or infinite values.
+    """
+    if values.dtype.kind == "b":
+        values = values.astype(np.float64)
+    elif values.dtype.kind in "iu":
+        if len(values) and values.dtype.itemsize == 8 and np.abs(values).max() > 2**53:
+            raise ColumnError(
+                f"Column {column!r} has integer {role}s beyond 2**53, which a float cannot hold "
+                "exactly (ties would be wrong); rescale them."
+            )
+        values = values.astype(np.float64)
+    elif values.dtype.kind == "f":
+        if values.dtype not in (np.float32, np.float64):
+            values = values.astype(np.float64)
+    else:
+        try:
+            converted = values.astype(np.float64)
+        except (TypeError, ValueError):
+            sample = next((v for v in values if not _looks_numeric(v)), values[0])
+            raise ColumnError(
+                f"Column {column!r} must hold numeric {role}s; found {sample!r} "
+                f"(dtype {values.dtype}). Convert it to numbers first."
+            ) from None
+        if values.dtype.kind in "OUS" and any(isinstance(v, (str, bytes)) for v in values[:1000]):
+            raise ColumnError(
+                f"Column {column!r} must hold numeric {role}s, not text (found {values[0]!r}). "
+                "Convert it to numbers first."
+            )
+        values = converted
+    bad = ~np.isfinite(values)
+    if bad.any():
+        first = int(np.argmax(bad))
+        what = "missing or NaN" if np.isnan(values[first]) else "infinite"
+        raise DataError(
+            f"Column {column!r} has {int(bad.sum())} non-finite {role}s ({what} at row {first}). "
+            f"Every {role} must be a finite number: drop those rows or fill them in"
+            + (" (a candidate that was not retrieved is simply left out of the log)." if role == "score" else ".")
+        )
+    return values
+
+
+def _looks_numeric(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def item_codes(items: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Order-preserving integer codes of item ids (strings in string order, numbers numerically)."""
+    import pandas as pd
+
+    missing = _is_missing(items)
+    if missing is not None and missing.any():
+        raise ColumnError(f"Column {column!r} has {int(missing.sum())} missing item ids; fill them in.")
+    if items.dtype.kind == "O":
+        kinds = {type(v) for v in items[: min(len(items), 100000)]}
+        if len(kinds) > 1 and not all(issubclass(k, (int, np.integer)) for k in kinds):
+            names = ", ".join(sorted(k.__name__ for k in kinds))
+            raise ColumnError(
+                f"Column {column!r} mixes item id types ({names}); ids are compared as typed, so use "
+                "one type (all strings or all numbers)."
+            )
+    try:
+        codes, labels = pd.factorize(items, sort=True)
+    except TypeError as exc:
+        raise ColumnError(f"Column {column!r}: item ids cannot be ordered ({exc}); use one type.") from None
+    return codes.astype(np.int64), np.asarray(labels)
+
+
+def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray, queries: np.ndarray,
+                     column: str) -> None:
+    """Raise if an item appears twice within one query."""
+    q_of_row = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+    n_items = int(items.max()) + 1 if len(items) else 1
+    key = q_of_row * n_items + items
+    import pandas as pd
+
+    dup = pd.Series(key).duplicated().to_numpy()
+    if dup.any():
+        row = int(np.argmax(dup))
+        raise DataError(
+            f"Column {column!r} has {int(dup.sum())} duplicate (query, item) rows; for example "
+            f"query {queries[q_of_row[row]]!r} lists item {labels[items[row]]!r} twice. "
+            "Each item may appear once per query: deduplicate the log (keep the row you mean)."
+        )

@@ -1,0 +1,26 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+settings.register_profile(
+    "ci", max_examples=int(os.environ.get("TOPKEVAL_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("ci")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if os.environ.get("TOPKEVAL_SHARED"):
+    SHARED = Path(os.environ["TOPKEVAL_SHARED"])
+
+
+@pytest.fixture
+def shared_dir():
+    """The ../shared folder beside the checkout; tests that need it skip cleanly without it."""
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: it exists beside the development checkout and in CI only")
+    return SHARED

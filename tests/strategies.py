@@ -1,0 +1,56 @@
+"""Hypothesis strategies: small random logs with heavy ties, short lists and empty queries."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from topkeval.conventions import TIES
+
+SCORES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, -1.0])
+GRADES = st.sampled_from([0, 0, 1, 2, 3])
+FAMILIES_K = ["precision", "recall", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp", "fn", "tn"]
+
+
+@st.composite
+def logs(draw, max_queries=5, max_len=6, models=("a", "b")):
+    """A shuffled list of rows: query, item, grade, and one score per model."""
+    rows = []
+    n_q = draw(st.integers(1, max_queries))
+    for q in range(n_q):
+        n = draw(st.integers(1, max_len))
+        items = draw(st.permutations(list(range(10)))) [:n]
+        for j in range(n):
+            row = {"query": f"q{q}", "item": items[j], "grade": draw(GRADES)}
+            for m in models:
+                row[m] = draw(SCORES)
+            rows.append(row)
+    order = draw(st.permutations(list(range(len(rows)))))
+    return [rows[i] for i in order]
+
+
+@st.composite
+def conventions(draw):
+    return {
+        "ties": draw(st.sampled_from(TIES)),
+        "empty_queries": draw(st.sampled_from(["skip", "keep"])),
+        "undefined": draw(st.sampled_from([0.0, 1.0, math.nan])),
+        "short_lists": draw(st.sampled_from(["pad", "shrink"])),
+        "threshold": draw(st.sampled_from([None, 1, 2, 0.5])),
+        "score_threshold": draw(st.sampled_from([None, None, 0.0, 1.0])),
+    }
+
+
+@st.composite
+def metric_specs(draw):
+    """(name, family, k, beta) tuples, with the canonical name the engine must print."""
+    out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
+    for _ in range(draw(st.integers(1, 4))):
+        fam = draw(st.sampled_from(FAMILIES_K))
+        k = draw(st.integers(1, 8))
+        beta = draw(st.sampled_from([0.5, 2.0])) if fam == "fbeta" else None
+        name = f"fbeta(beta={beta:g})@{k}" if fam == "fbeta" else f"{fam}@{k}"
+        if name not in [o[0] for o in out]:
+            out.append((name, fam, k, beta))
+    return out
