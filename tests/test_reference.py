@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pandas as pd
 from hypothesis import given
-from reference import evaluate_reference
-from strategies import conventions, logs, metric_specs
 
 import topkeval as tk
+from reference import evaluate_reference
+from strategies import conventions, logs, metric_specs
 from topkeval.api import build_log, evaluate_log
 from topkeval.conventions import resolve
 from topkeval.names import parse_metrics

@@ -11,7 +11,7 @@ import pandas as pd
 
 from . import log as logmod
 from .conventions import UNSET, Conventions, resolve
-from .errors import DataError, EmptyQueryError, ParameterError, ShortListError
+from .errors import DataError, EmptyQueryError, ParameterError, ShortListError, show
 from .io import read_columns
 from .kernels.stats import QueryStats
 from .metrics import metric_values
@@ -51,7 +51,7 @@ def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
             q = int(np.argmax(short))
             k = int(need if np.isscalar(need) else need[q])
             raise ShortListError(
-                f"{m} looks at the top {k}, but query {queries[q]!r} has only {int(st.n[q])} "
+                f"{m} looks at the top {k}, but query {show(queries[q])} has only {int(st.n[q])} "
                 f"candidates{' for model ' + repr(model) if model else ''} ({int(short.sum())} queries "
                 "are that short). Use short_lists='pad' to count the missing slots as non-relevant, "
                 "short_lists='shrink' to divide by the list length, or a smaller k."
@@ -70,7 +70,7 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
     R = log.per_query_sum(rel)
     empty = R == 0
     if conv.empty_queries == "error" and empty.any():
-        ids = ", ".join(repr(q) for q in log.queries[empty][:5])
+        ids = ", ".join(show(q) for q in log.queries[empty][:5])
         raise EmptyQueryError(
             f"{int(empty.sum())} queries have no relevant item (for example {ids}) and "
             "empty_queries='error'. Use empty_queries='skip' to leave them out of the means or "

@@ -61,3 +61,11 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 def bad_parameter(param: str, owner: str, expected: str, got: object) -> ParameterError:
     """The one message template for bad arguments (as scikit-learn words it)."""
     return ParameterError(f"The {param!r} parameter of {owner} must be {expected}. Got {got!r} instead.")
+
+
+def show(value) -> str:
+    """repr() of an id as the user wrote it (numpy scalars shown as Python values)."""
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy":
+        value = item()
+    return repr(value)

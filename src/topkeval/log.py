@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ColumnError, DataError
+from .errors import ColumnError, DataError, show
 
 
 @dataclass
@@ -191,6 +191,6 @@ def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray,
         row = int(np.argmax(dup))
         raise DataError(
             f"Column {column!r} has {int(dup.sum())} duplicate (query, item) rows; for example "
-            f"query {queries[q_of_row[row]]!r} lists item {labels[items[row]]!r} twice. "
+            f"query {show(queries[q_of_row[row]])} lists item {show(labels[items[row]])} twice. "
             "Each item may appear once per query: deduplicate the log (keep the row you mean)."
         )

@@ -1,0 +1,113 @@
+"""Registry-wide invariances: row order, query order, monotone score transforms, batch = one at a
+time, and every input form (pandas, polars, pyarrow, dict, parquet, csv) gives the same numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import topkeval as tk
+from strategies import conventions, logs
+from topkeval.names import FAMILIES
+
+ALL_METRICS = [f"{name}(beta=0.5)@3" if fam.params else (f"{name}@3" if fam.cutoff == "required" else name)
+               for name, fam in FAMILIES.items()] + ["precision@1", "recall@10", "hit_rate@2"]
+
+
+def _eval(frame, conv, **kw):
+    return tk.evaluate(frame, metrics=ALL_METRICS, query="query", relevance="grade", score=["a", "b"],
+                       item="item", **conv, **kw)
+
+
+def _sorted(pq):
+    return pq.sort_values(["model", "query"]).reset_index(drop=True)
+
+
+@given(rows=logs(), conv=conventions(), seed=st.integers(0, 2**31))
+def test_row_and_query_order(rows, conv, seed):
+    frame = pd.DataFrame(rows)
+    base = _eval(frame, conv)
+    keys = np.random.default_rng(seed).random(len(frame))
+    if conv["ties"] == "first":
+        # "first" ranks tied rows in input order by definition: interleave the queries but keep
+        # each query's rows in their relative order
+        for idx in frame.groupby("query").indices.values():
+            keys[idx] = np.sort(keys[idx])
+    shuffled = frame.iloc[np.argsort(keys)]
+    other = _eval(shuffled, conv)
+    pd.testing.assert_frame_equal(_sorted(base.per_query), _sorted(other.per_query))
+    pd.testing.assert_frame_equal(base.summary, other.summary, rtol=1e-12)
+
+
+@given(rows=logs(), conv=conventions())
+def test_monotone_transform_of_scores(rows, conv):
+    frame = pd.DataFrame(rows)
+    moved = frame.assign(a=frame["a"] * 3 + 7, b=np.exp(frame["b"]))  # order and ties preserved
+    thr = conv["score_threshold"]
+    conv = dict(conv, score_threshold=None)  # a threshold is on the raw scale: leave it out here
+    del thr
+    pd.testing.assert_frame_equal(_eval(frame, conv).per_query, _eval(moved, conv).per_query)
+
+
+@given(rows=logs(), conv=conventions())
+def test_batch_equals_one_query_at_a_time(rows, conv):
+    frame = pd.DataFrame(rows)
+    batch = _eval(frame, conv).per_query.set_index(["model", "query"])
+    for q, part in frame.groupby("query", sort=False):
+        single = _eval(part.reset_index(drop=True), conv).per_query.set_index(["model", "query"])
+        for key in single.index:
+            pd.testing.assert_series_equal(single.loc[key], batch.loc[key], check_names=False)
+
+
+@given(rows=logs(), conv=conventions())
+def test_values_in_range(rows, conv):
+    res = _eval(pd.DataFrame(rows), conv)
+    for name in res.metrics:
+        fam = tk.parse_metric(name).info
+        v = res.per_query[name].to_numpy()
+        v = v[~np.isnan(v)]
+        assert (v >= -1e-12).all()
+        if fam.bounded:
+            assert (v <= 1 + 1e-12).all(), name
+
+
+def test_single_functions_equal_evaluate():
+    rng = np.random.default_rng(0)
+    rel = rng.integers(0, 2, 12)
+    sc = rng.integers(0, 4, 12).astype(float)
+    res = tk.evaluate({"query": np.zeros(12), "relevance": rel, "score": sc},
+                      metrics=["recall@4", "precision@4", "f1@4", "fbeta(beta=2)@4", "specificity@4", "r_precision"])
+    got = res.summary.iloc[0].tolist()
+    single = [tk.recall_at_k(rel, sc, 4), tk.precision_at_k(rel, sc, 4), tk.f1_at_k(rel, sc, 4),
+              tk.fbeta_at_k(rel, sc, 4, beta=2), tk.specificity_at_k(rel, sc, 4), tk.r_precision(rel, sc)]
+    assert got == pytest.approx(single)
+
+
+def test_input_forms_agree(tmp_path):
+    pl = pytest.importorskip("polars")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(1)
+    n = 500
+    frame = pd.DataFrame({"query": rng.choice(["x", "y", "z", "w"], n), "item": rng.permutation(n),
+                          "grade": rng.integers(0, 3, n), "a": rng.integers(0, 9, n) / 4, "b": rng.random(n)})
+    pq.write_table(pa.Table.from_pandas(frame), tmp_path / "log.parquet")
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    forms = [frame, pl.from_pandas(frame), pa.Table.from_pandas(frame),
+             {c: frame[c].to_numpy() for c in frame}, tmp_path / "log.parquet", str(tmp_path / "log.csv")]
+    results = [_eval(f, {}) for f in forms]
+    for other in results[1:]:
+        pd.testing.assert_frame_equal(results[0].summary, other.summary)
+        pd.testing.assert_frame_equal(results[0].per_query, other.per_query)
+
+
+def test_inputs_not_mutated():
+    frame = pd.DataFrame({"query": [2, 1, 2, 1], "item": [1, 2, 3, 4], "grade": [1, 0, 0, 1],
+                          "a": [0.1, 0.2, 0.3, 0.4], "b": [1.0, 1.0, 1.0, 1.0]})
+    copy = frame.copy()
+    _eval(frame, {})
+    pd.testing.assert_frame_equal(frame, copy)

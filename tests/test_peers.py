@@ -1,0 +1,66 @@
+"""Cross-checks against other evaluators where they implement the same convention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import topkeval as tk
+
+pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec_eval (pytrec-eval-terrier) is a test extra")
+
+pytestmark = pytest.mark.peers
+
+
+def _random_log(seed, ties):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(40):
+        n = int(rng.integers(1, 30))
+        items = rng.choice(200, n, replace=False)
+        scores = rng.integers(0, 6, n) / 2 if ties else rng.permutation(n) + rng.random()
+        grades = rng.choice([0, 0, 0, 1, 2], n)
+        rows += [(f"q{q:02d}", f"d{it:03d}", float(s), int(g)) for it, s, g in zip(items, scores, grades)]
+    return pd.DataFrame(rows, columns=["query", "item", "score", "grade"])
+
+
+def _pytrec(frame, measures):
+    qrel, run = {}, {}
+    for q, it, s, g in frame.itertuples(index=False):
+        qrel.setdefault(q, {})[it] = g
+        run.setdefault(q, {})[it] = s
+    return pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("ties", [False, True])
+def test_trec_eval_preset_equals_pytrec_eval(seed, ties):
+    frame = _random_log(seed, ties)
+    ref = _pytrec(frame, {"P.1,5,10,50", "recall.1,5,10,50", "Rprec", "success.1,5,10"})
+    metrics = ["P@1", "P@5", "P@10", "P@50", "R@1", "R@5", "R@10", "R@50", "Rprec", "success@1", "success@5",
+               "success@10"]
+    trec_names = ["P_1", "P_5", "P_10", "P_50", "recall_1", "recall_5", "recall_10", "recall_50", "Rprec",
+                  "success_1", "success_5", "success_10"]
+    res = tk.evaluate(frame, metrics=metrics, query="query", relevance="grade", score="score", item="item",
+                      conventions="trec_eval")
+    pq = res.per_query.set_index("query")
+    assert sorted(pq.index) == sorted(ref)
+    for q, values in ref.items():
+        for ours, theirs in zip(res.metrics, trec_names):
+            assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-12), (q, ours)
+    for ours, theirs in zip(res.metrics, trec_names):
+        assert res.summary.iloc[0][ours] == pytest.approx(np.mean([v[theirs] for v in ref.values()]), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_default_conventions_equal_pytrec_eval_without_ties(seed):
+    """Without ties and with every query holding a relevant item, the defaults agree with trec_eval."""
+    frame = _random_log(seed, ties=False)
+    has_rel = frame.groupby("query")["grade"].transform("max") > 0
+    frame = frame[has_rel]
+    ref = _pytrec(frame, {"P.5,10", "recall.5,10", "Rprec"})
+    res = tk.evaluate(frame, metrics=["precision@5", "precision@10", "recall@5", "recall@10", "r_precision"],
+                      query="query", relevance="grade", score="score")
+    expected = [np.mean([v[m] for v in ref.values()]) for m in ["P_5", "P_10", "recall_5", "recall_10", "Rprec"]]
+    assert res.summary.iloc[0].tolist() == pytest.approx(expected, abs=1e-12)
