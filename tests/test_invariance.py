@@ -46,9 +46,7 @@ def test_row_and_query_order(rows, conv, seed):
 def test_monotone_transform_of_scores(rows, conv):
     frame = pd.DataFrame(rows)
     moved = frame.assign(a=frame["a"] * 3 + 7, b=np.exp(frame["b"]))  # order and ties preserved
-    thr = conv["score_threshold"]
     conv = dict(conv, score_threshold=None)  # a threshold is on the raw scale: leave it out here
-    del thr
     pd.testing.assert_frame_equal(_eval(frame, conv).per_query, _eval(moved, conv).per_query)
 
 
@@ -56,7 +54,7 @@ def test_monotone_transform_of_scores(rows, conv):
 def test_batch_equals_one_query_at_a_time(rows, conv):
     frame = pd.DataFrame(rows)
     batch = _eval(frame, conv).per_query.set_index(["model", "query"])
-    for q, part in frame.groupby("query", sort=False):
+    for _q, part in frame.groupby("query", sort=False):
         single = _eval(part.reset_index(drop=True), conv).per_query.set_index(["model", "query"])
         for key in single.index:
             pd.testing.assert_series_equal(single.loc[key], batch.loc[key], check_names=False)
