@@ -45,7 +45,11 @@ COUNT_MAX_RELEVANT = 24
 
 @njit(cache=True, nogil=True)
 def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b):
-    """Fill (g, e, r, b) for the relevant candidates of rows lo..hi by counting; return their number."""
+    """Fill (g, e, r, b) for the relevant candidates of rows lo..hi by counting; return their number.
+
+    The first loop is branch-free (it vectorises); the tie rule's ``b`` needs a second loop only
+    over the members of a tie group, and only when the group has more than one member.
+    """
     m = 0
     for i in range(lo, hi):
         if not rel[i] or scores[i] < thr:
@@ -54,32 +58,28 @@ def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b):
         gi = 0
         ei = 0
         ri = 0
-        bi = 0
         for j in range(lo, hi):
             sj = scores[j]
-            if sj < thr:
-                continue
-            if sj > si:
-                gi += 1
-            elif sj == si:
-                ei += 1
-                if rel[j]:
-                    ri += 1
+            keep = sj >= thr
+            gi += keep and sj > si
+            same = sj == si
+            ei += same
+            ri += same and rel[j]
+        bi = 0
+        if tie != 0 and ei > 1:
+            for j in range(lo, hi):
+                if scores[j] != si:
+                    continue
                 if tie == 3:  # first
-                    if j < i:
-                        bi += 1
+                    bi += j < i
                 elif tie == 1:  # optimistic
-                    if rel[j] and j < i:
-                        bi += 1
+                    bi += rel[j] and j < i
                 elif tie == 2:  # pessimistic
-                    if (not rel[j]) or j < i:
-                        bi += 1
+                    bi += (not rel[j]) or j < i
                 elif tie == 4:  # item_desc
-                    if items[j] > items[i] or (items[j] == items[i] and j < i):
-                        bi += 1
-                elif tie == 5:  # item_asc
-                    if items[j] < items[i] or (items[j] == items[i] and j < i):
-                        bi += 1
+                    bi += items[j] > items[i] or (items[j] == items[i] and j < i)
+                else:  # item_asc
+                    bi += items[j] < items[i] or (items[j] == items[i] and j < i)
         g[m] = gi
         e[m] = ei
         r[m] = ri

@@ -1,0 +1,175 @@
+"""The command line: a thin layer over the public API.
+
+Every user error (bad flags, a missing file, bad data) exits with code 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import report
+from .conventions import EMPTY_QUERIES, PRESETS, SHORT_LISTS, TIES
+from .errors import TopkevalError
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise _UsageError(message)
+
+
+def _add_conventions(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("conventions (see docs/conventions.md)")
+    g.add_argument("--conventions", choices=list(PRESETS), help="a preset reproducing another tool")
+    g.add_argument("--ties", choices=TIES, help="order among equal scores (default: expected)")
+    g.add_argument("--empty-queries", choices=EMPTY_QUERIES, help="queries without a relevant item (default: skip)")
+    g.add_argument("--undefined", choices=["0", "1", "nan"], help="value of x/0 (default: 0)")
+    g.add_argument("--short-lists", choices=SHORT_LISTS, help="k larger than the list (default: pad)")
+    g.add_argument("--threshold", type=float, help="a grade >= this is relevant (default: grade > 0)")
+    g.add_argument("--score-threshold", type=float, help="drop candidates scoring below this")
+
+
+def _conventions(args) -> dict:
+    out = {}
+    for name in ("ties", "empty_queries", "short_lists", "threshold", "score_threshold"):
+        value = getattr(args, name)
+        if value is not None:
+            out[name] = value
+    if args.undefined is not None:
+        out["undefined"] = float(args.undefined) if args.undefined != "nan" else "nan"
+    if args.conventions:
+        out["conventions"] = args.conventions
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="topkeval", description="Exact top-k evaluation of rankings.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    ev = sub.add_parser("evaluate", help="evaluate one or more score columns of a log")
+    ev.add_argument("file", help="a .parquet file (or directory) or a .csv file, one row per candidate")
+    ev.add_argument("--query", default="query", help="query id column (default: query)")
+    ev.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
+    ev.add_argument("--score", action="append", help="score column, one per model (repeat for several)")
+    ev.add_argument("--item", help="item id column (duplicate check, item tie rules)")
+    ev.add_argument("-m", "--metric", action="append", help="metric such as recall@20 (repeat)")
+    ev.add_argument("--format", choices=FORMATS, default="table")
+    ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead")
+    _add_conventions(ev)
+
+    demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log")
+    demo.add_argument("--queries", type=int, default=3000, help="number of queries (default: 3000)")
+    demo.add_argument("--format", choices=FORMATS, default="table")
+
+    sub.add_parser("metrics", help="list the metrics and their formulas")
+    return parser
+
+
+def _emit_results(res, fmt: str, per_query: bool, out) -> None:
+    frame = res.per_query if per_query else res.summary
+    if fmt == "json":
+        payload = res.to_dict()
+        if per_query:
+            payload["per_query"] = res.per_query.to_dict(orient="records")
+        print(report.json_text(payload), file=out)
+    elif fmt == "csv":
+        out.write(report.csv(frame))
+    elif fmt == "markdown":
+        print(report.markdown(frame), file=out)
+        for line in report.info_lines(res.info):
+            print(f"\n_{line}_", file=out)
+    else:
+        _console(out).print(report.rich_table(frame))
+        for line in report.info_lines(res.info):
+            _console(out).print(line, highlight=False)
+
+
+def _console(out):
+    from rich.console import Console
+
+    return Console(file=out, width=None if out.isatty() else 160, soft_wrap=False)
+
+
+def _evaluate(args, out) -> int:
+    from .api import DEFAULT_METRICS, evaluate
+
+    res = evaluate(args.file, metrics=args.metric or list(DEFAULT_METRICS), query=args.query,
+                   relevance=args.relevance, score=args.score or ["score"], item=args.item, **_conventions(args))
+    _emit_results(res, args.format, args.per_query, out)
+    return 0
+
+
+def _demo(args, out) -> int:
+    from .api import evaluate
+    from .demo import example_log
+
+    if args.queries < 1:
+        raise _UsageError(f"--queries must be a positive integer, got {args.queries}")
+    log = example_log(args.queries)
+    metrics = ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision", "recall@5", "precision@5"]
+    res = evaluate(log, metrics=metrics, query="query", relevance="click", score=["old_ranker", "new_ranker"],
+                   item="image")
+    if args.format == "table":
+        _console(out).print(f"Example log: {len(log):,} candidate images for {args.queries:,} image search "
+                            "queries; relevance = click", highlight=False)
+    _emit_results(res, args.format, False, out)
+    if args.format == "table":
+        _console(out).print(verdict(res, "old_ranker", "new_ranker", "recall@20"), highlight=False)
+    return 0
+
+
+def verdict(res, baseline: str, model: str, metric: str) -> str:
+    """One line: is ``model`` better than ``baseline`` on ``metric``?"""
+    a = res.summary.loc[baseline, metric]
+    b = res.summary.loc[model, metric]
+    delta = b - a
+    rel = f" ({delta / a:+.1%})" if a else ""
+    if hasattr(res, "compare"):
+        row = res.compare(baseline=baseline, test="t", correction=None, n_resamples=2000).set_index(
+            ["model", "metric"]).loc[(model, metric)]
+        sig = (f"95% CI of the difference [{row.ci_low:+.4f}, {row.ci_high:+.4f}], paired t-test p = "
+               f"{row.p_value:.2g}: " + ("better" if row.significant and delta > 0 else
+                                           "worse" if row.significant else "no detectable difference"))
+        return f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}; {sig}."
+    return f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}."
+
+
+def _metrics(args, out) -> int:
+    from .names import FAMILIES
+
+    for fam in FAMILIES.values():
+        example = fam.name + ("(beta=0.5)" if fam.params else "") + ("@10" if fam.cutoff == "required" else "")
+        aliases = f"  (aliases: {', '.join(fam.aliases)})" if fam.aliases else ""
+        print(f"{example:24s} {fam.formula:40s} {fam.summary}{aliases}", file=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``topkeval`` command."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stdout)
+            return 0
+        handler = {"evaluate": _evaluate, "demo": _demo, "metrics": _metrics}[args.command]
+        return handler(args, sys.stdout)
+    except (_UsageError, TopkevalError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"topkeval: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("topkeval: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""A built-in example log: an image search engine, its old ranker and a new one.
+
+Each query shows 20 to 60 candidate images. Users clicked some of them (the relevance); the old
+ranker's scores are coarse (rounded to one decimal, so ties are common) and the new ranker's are
+closer to what users want. About one query in ten got no click at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def example_log(n_queries: int = 3000, seed: int = 0) -> pd.DataFrame:
+    """Return the example log: columns ``query, image, click, old_ranker, new_ranker``.
+
+    Parameters
+    ----------
+    n_queries : int
+        Number of search queries.
+    seed : int
+        Seed of the generator; the same seed gives the same log.
+
+    Examples
+    --------
+    >>> log = example_log(10)
+    >>> list(log.columns)
+    ['query', 'image', 'click', 'old_ranker', 'new_ranker']
+    """
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(20, 61, n_queries)
+    n = int(sizes.sum())
+    query = np.repeat(np.arange(n_queries), sizes)
+    appeal = rng.normal(size=n)  # how much users like the image for this query
+    propensity = rng.uniform(0.2, 1.0, n_queries)[query]  # some queries get no click at all
+    silent = (rng.random(n_queries) < 0.08)[query]
+    click = (rng.random(n) < propensity / (1 + np.exp(-(2.2 * appeal - 2.8)))) & ~silent
+    old = np.round(0.6 * appeal + rng.normal(scale=1.0, size=n), 1)
+    new = np.round(0.9 * appeal + rng.normal(scale=0.9, size=n), 2)
+    image = np.concatenate([rng.permutation(s) for s in sizes]) + 10_000 * query
+    return pd.DataFrame({
+        "query": np.char.add("q", query.astype(str)),
+        "image": np.char.add("img", image.astype(str)),
+        "click": click.astype(np.int8),
+        "old_ranker": old,
+        "new_ranker": new,
+    })
