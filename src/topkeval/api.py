@@ -108,7 +108,7 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
         "metrics": names,
         "conventions": conv.as_dict(),
     }
-    return Results(summary_df, per_query, info)
+    return Results(summary_df, per_query, info, context={"log": log, "conv": conv, "rel": rel, "R": R})
 
 
 def evaluate(

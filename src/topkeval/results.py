@@ -26,10 +26,110 @@ class Results:
         ``rows``, ``models``, ``metrics`` and ``conventions``.
     """
 
-    def __init__(self, summary: pd.DataFrame, per_query: pd.DataFrame, info: dict):
+    def __init__(self, summary: pd.DataFrame, per_query: pd.DataFrame, info: dict, context=None):
         self.summary = summary
         self.per_query = per_query
         self.info = info
+        self._context = context  # what diff() needs to name items: the grouped log and conventions
+
+    def compare(self, baseline: str | None = None, **options) -> pd.DataFrame:
+        """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
+
+        ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
+        interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
+        and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
+        None). See :func:`topkeval.compare.compare` for every option and column.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1],
+        ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
+        ...                   metrics=["precision@1"], score=["a", "b"])
+        >>> res.compare(baseline="a")[["model", "metric", "delta", "wins", "losses"]]
+          model       metric  delta  wins  losses
+        0     b  precision@1    0.0     1       1
+        """
+        from .compare import compare
+
+        return compare(self, baseline, **options)
+
+    def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0) -> pd.DataFrame:
+        """Each model's mean of each metric with a bootstrap percentile confidence interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``model, metric, mean, ci_low, ci_high, n_queries``.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "s": [0.9, 0.1, 0.9, 0.1]},
+        ...                   metrics=["precision@1"], score="s")
+        >>> res.summary_ci()[["model", "metric", "mean", "ci_low", "ci_high"]]
+          model       metric  mean  ci_low  ci_high
+        0     s  precision@1   0.5     0.0      1.0
+        """
+        from .compare import mean_ci
+        from .errors import ParameterError
+
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+            raise ParameterError(f"The 'confidence' parameter of summary_ci must be in (0, 1). Got {confidence!r} instead.")
+        rng = np.random.default_rng(seed)
+        rows = []
+        for model in self.models:
+            part = self.per_query[self.per_query["model"] == model]
+            for metric in self.metrics:
+                values = part[metric].to_numpy(float)
+                lo, hi = mean_ci(values, confidence, n_resamples, rng)
+                rows.append({"model": model, "metric": metric, "mean": float(self.summary.loc[model, metric]),
+                             "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(values)).sum())})
+        return pd.DataFrame(rows)
+
+    def diff(self, baseline: str, model: str, metric: str) -> pd.DataFrame:
+        """Per query, what changed from ``baseline`` to ``model`` on ``metric``, worst regressions first.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``query, baseline, model, delta`` and, when item ids were given, ``gained`` and
+            ``lost``: the relevant items that entered / left the top k (k = R for r_precision).
+            Under ``ties="expected"`` an item counts as gained or lost when its chance of being in
+            the top k went up or down.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 1, 0], "item": ["x", "y", "z"],
+        ...                    "a": [0.9, 0.1, 0.5], "b": [0.1, 0.9, 0.5]},
+        ...                   metrics=["recall@1"], score=["a", "b"], item="item")
+        >>> res.diff("a", "b", "recall@1")[["query", "delta", "gained", "lost"]]
+           query  delta gained lost
+        0      1    0.0    [y]  [x]
+        """
+        from .errors import ParameterError, did_you_mean
+        from .names import parse_metric
+
+        for name, value in (("baseline", baseline), ("model", model)):
+            if value not in self.models:
+                raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), self.models)}")
+        metric = str(parse_metric(metric))
+        if metric not in self.metrics:
+            raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(self.metrics)}.")
+        pq = self.per_query
+        a = pq[pq["model"] == baseline].set_index("query")[metric]
+        b = pq[pq["model"] == model].set_index("query")[metric]
+        queries = a.index.intersection(b.index, sort=False)
+        out = pd.DataFrame({"query": queries, "baseline": a.loc[queries].to_numpy(),
+                            "model": b.loc[queries].to_numpy()})
+        out["delta"] = out["model"] - out["baseline"]
+        ctx = self._context
+        if ctx is not None and ctx["log"].items is not None:
+            gained, lost = _gained_lost(ctx, baseline, model, parse_metric(metric))
+            out["gained"] = [gained.get(q, []) for q in out["query"]]
+            out["lost"] = [lost.get(q, []) for q in out["query"]]
+        return out.sort_values("delta", kind="stable").reset_index(drop=True)
 
     @property
     def models(self) -> list[str]:
@@ -64,3 +164,23 @@ class Results:
         head = (f"Results: {len(self.models)} model(s), {info['evaluated']} of {info['queries']} queries "
                 f"evaluated ({info['skipped_empty']} skipped as empty)")
         return head + "\n" + self.summary.to_string()
+
+
+def _gained_lost(ctx, baseline: str, model: str, metric) -> tuple[dict, dict]:
+    """{query: [items]} of relevant items whose chance of being in the top k rose / fell."""
+    from .kernels import cpu
+
+    log, conv, rel, R = ctx["log"], ctx["conv"], ctx["rel"], ctx["R"]
+    kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
+    thr = -np.inf if conv.score_threshold is None else conv.score_threshold
+    tie = cpu.TIE_CODES[conv.ties]
+    p_base = cpu.inclusion(log.offsets, log.scores[baseline], rel, log.items, thr, tie, kq)
+    p_model = cpu.inclusion(log.offsets, log.scores[model], rel, log.items, thr, tie, kq)
+    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    result = []
+    for mask in (p_model > p_base + 1e-12, p_base > p_model + 1e-12):
+        rows = np.flatnonzero(mask)
+        items = log.item_labels[log.items[rows]]
+        groups = pd.Series(items).groupby(log.queries[q_of_row[rows]], sort=False).agg(list)
+        result.append(groups.to_dict())
+    return result[0], result[1]

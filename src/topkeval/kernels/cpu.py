@@ -44,7 +44,7 @@ COUNT_MAX_RELEVANT = 24
 
 
 @njit(cache=True, nogil=True)
-def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b):
+def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
     """Fill (g, e, r, b) for the relevant candidates of rows lo..hi by counting; return their number.
 
     The first loop is branch-free (it vectorises); the tie rule's ``b`` needs a second loop only
@@ -84,12 +84,13 @@ def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b):
         e[m] = ei
         r[m] = ri
         b[m] = bi
+        w[m] = i
         m += 1
     return m
 
 
 @njit(cache=True, nogil=True)
-def _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b):
+def _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
     """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups."""
     n = 0
     for j in range(lo, hi):
@@ -137,6 +138,7 @@ def _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b):
                     e[m] = size
                     r[m] = nrel
                     b[m] = p
+                    w[m] = group[p]
                     m += 1
         a = z
     return m
@@ -169,6 +171,7 @@ def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q
     e = np.empty(longest, np.int64)
     r = np.empty(longest, np.int64)
     b = np.empty(longest, np.int64)
+    w = np.empty(longest, np.int64)
     C = cutoffs.shape[0]
     for q in range(q0, q1):
         lo = offsets[q]
@@ -190,9 +193,9 @@ def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q
         if nrel == 0:
             continue
         if force_path == 1 or (force_path == 0 and nrel <= COUNT_MAX_RELEVANT):
-            m = _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b)
+            m = _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w)
         else:
-            m = _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b)
+            m = _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w)
         # the best relevant tie group, for hit probabilities
         best = 0
         for t in range(1, m):
@@ -232,6 +235,35 @@ def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q
             else:
                 h_at_r[q] = total
         tie_out[q] = straddle
+
+
+@njit(cache=True, nogil=True)
+def inclusion(offsets, scores, rel, items, thr, tie, kq):
+    """Per row: the probability that a relevant row is in its query's top kq[q] (0 for the rest).
+
+    1 or 0 under a deterministic tie rule; ``clamp((k - g) / e, 0, 1)`` under ``ties="expected"``.
+    """
+    out = np.zeros(scores.shape[0], np.float64)
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    g = np.empty(longest, np.int64)
+    e = np.empty(longest, np.int64)
+    r = np.empty(longest, np.int64)
+    b = np.empty(longest, np.int64)
+    w = np.empty(longest, np.int64)
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        m = _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w)
+        k = kq[q]
+        for t in range(m):
+            if tie == 0:
+                x = (k - g[t]) / e[t]
+                out[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
+            else:
+                out[w[t]] = 1.0 if g[t] + b[t] + 1 <= k else 0.0
+    return out
 
 
 def _split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:

@@ -1,0 +1,315 @@
+"""Paired comparison of models: confidence intervals, significance tests, multiple-testing corrections.
+
+Everything here works on per-query values (``Results.per_query``); nothing re-ranks.
+
+For a model M, a baseline B and a metric, with ``d_i = M_i - B_i`` over the n queries both were
+evaluated on:
+
+* ``delta = mean(d)``, ``relative_delta = delta / mean(B)``;
+* ``ci_low, ci_high``: a paired bootstrap percentile interval of ``delta`` (queries resampled with
+  replacement; the same resamples for every model and metric of a call, so intervals are
+  comparable);
+* ``p_value`` of H0 "no difference", two-sided, by the chosen test:
+
+  - ``"permutation"``: sign-flip randomisation of the ``d_i`` (Fisher's paired randomisation test),
+    exact by enumerating all ``2**n`` sign vectors when that is at most ``n_resamples``, otherwise
+    Monte Carlo with ``p = (1 + #{|T*| >= |T|}) / (1 + n_resamples)``;
+  - ``"t"``: the paired t-test (``scipy.stats.ttest_rel``);
+  - ``"wilcoxon"``: the Wilcoxon signed-rank test (``scipy.stats.wilcoxon``, zero differences
+    dropped as Wilcoxon did);
+  - ``"bootstrap"``: the paired bootstrap test of Efron & Tibshirani (1993, 16.4): the resampled
+    means are shifted to the null, ``p = (1 + #{|T* - T| >= |T|}) / (1 + n_resamples)``.
+
+  When every ``d_i`` is 0 the p-value is 1 (nothing to detect), whatever the test.
+* ``p_adjusted``: Holm, Bonferroni or Benjamini-Hochberg over every (model, metric) row of the call;
+* ``effect_size``: Cohen's d of the paired differences, ``mean(d) / sd(d)``;
+* ``wins / ties / losses``: queries where M scores above / equal to / below B.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+from .errors import ParameterError, did_you_mean
+
+TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
+CORRECTIONS = ("holm", "bonferroni", "bh", None)
+_EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
+
+
+def adjust(p_values, method: str | None) -> np.ndarray:
+    """Adjust p-values for multiple testing.
+
+    Parameters
+    ----------
+    p_values : array-like
+        Raw p-values; NaN entries stay NaN and do not count as tests.
+    method : {"holm", "bonferroni", "bh", None}
+        Holm's step-down, Bonferroni, Benjamini-Hochberg step-up, or no adjustment.
+
+    Returns
+    -------
+    ndarray
+        Adjusted p-values, capped at 1, monotone in the raw ones (Holm and BH enforce it).
+
+    Examples
+    --------
+    >>> adjust([0.01, 0.04, 0.03], "holm").round(4).tolist()
+    [0.03, 0.06, 0.06]
+    >>> adjust([0.01, 0.04, 0.03], "bh").round(4).tolist()
+    [0.03, 0.04, 0.04]
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    q = p[ok]
+    if method is None:
+        adj = q.copy()
+    elif method == "bonferroni":
+        adj = np.minimum(1.0, q * m)
+    elif method == "holm":
+        order = np.argsort(q, kind="stable")
+        stepped = np.maximum.accumulate((m - np.arange(m)) * q[order])
+        adj = np.empty(m)
+        adj[order] = np.minimum(1.0, stepped)
+    elif method == "bh":
+        from scipy.stats import false_discovery_control
+
+        adj = false_discovery_control(q, method="bh")
+    else:
+        raise ParameterError(f"The 'correction' parameter must be one of 'holm', 'bonferroni', 'bh' or None. Got {method!r} instead.")
+    out[ok] = adj
+    return out
+
+
+def _resample_means(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, chunk_cells: int = 20_000_000):
+    """Bootstrap means of each column of ``diffs`` (n x P): returns (n_resamples x P).
+
+    Resamples are drawn as counts (how often each query is drawn), and a chunk of resamples is one
+    matrix product counts @ diffs, so every column shares the same resamples.
+    """
+    n, P = diffs.shape
+    out = np.empty((n_resamples, P))
+    step = max(1, chunk_cells // max(n, 1))
+    for a in range(0, n_resamples, step):
+        b = min(n_resamples, a + step)
+        idx = rng.integers(0, n, size=(b - a, n))
+        flat = (idx + (np.arange(b - a) * n)[:, None]).ravel()  # row r's draws land in cells r*n ..
+        counts = np.bincount(flat, minlength=(b - a) * n).reshape(b - a, n).astype(np.float64)
+        out[a:b] = counts @ diffs / n
+    return out
+
+
+def _sign_flip_stats(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, chunk_cells: int = 20_000_000):
+    """Means of each column under random sign flips: (n_resamples x P)."""
+    n, P = diffs.shape
+    out = np.empty((n_resamples, P))
+    step = max(1, chunk_cells // max(n, 1))
+    for a in range(0, n_resamples, step):
+        b = min(n_resamples, a + step)
+        signs = rng.integers(0, 2, size=(b - a, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
+        out[a:b] = signs @ diffs / n
+    return out
+
+
+def _exact_sign_flip_p(d: np.ndarray) -> float:
+    """Exact two-sided sign-flip p-value by enumerating all 2**n sign vectors."""
+    n = len(d)
+    observed = abs(d.mean())
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+    stats = np.abs(signs @ d / n)
+    return float(np.mean(stats >= observed - 1e-12 * max(1.0, observed)))
+
+
+def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats, boot_stats, n_resamples: int) -> float:
+    if np.all(d == 0):
+        return 1.0
+    if len(d) < 2:
+        return math.nan
+    from scipy import stats
+
+    if test == "t":
+        return float(stats.ttest_rel(m, b).pvalue)
+    if test == "wilcoxon":
+        return float(stats.wilcoxon(m, b, zero_method="wilcox").pvalue)
+    observed = abs(d.mean())
+    tol = 1e-12 * max(1.0, observed)
+    if test == "permutation":
+        if perm_stats is None:
+            return _exact_sign_flip_p(d)
+        return float((1 + np.sum(np.abs(perm_stats) >= observed - tol)) / (1 + n_resamples))
+    # bootstrap: shift the resampled means to the null hypothesis
+    return float((1 + np.sum(np.abs(boot_stats - d.mean()) >= observed - tol)) / (1 + n_resamples))
+
+
+def _cohen_d(delta: float, sd: float) -> float:
+    if math.isnan(sd):
+        return math.nan
+    if sd > 0:
+        return delta / sd
+    return 0.0 if delta == 0 else math.copysign(math.inf, delta)
+
+
+def _paired(per_query: pd.DataFrame, model: str, baseline: str, metrics, missing: str):
+    a = per_query[per_query["model"] == model].set_index("query")[metrics]
+    b = per_query[per_query["model"] == baseline].set_index("query")[metrics]
+    if missing == "zero":
+        queries = a.index.union(b.index, sort=False)
+        a_has, b_has = queries.isin(a.index), queries.isin(b.index)
+        a, b = a.reindex(queries), b.reindex(queries)
+        a.loc[~a_has, :] = 0.0  # a query the model lacks scores 0 (its undefined values stay NaN)
+        b.loc[~b_has, :] = 0.0
+        left_out = 0
+    else:
+        queries = a.index.intersection(b.index, sort=False)
+        left_out = len(a.index.union(b.index)) - len(queries)
+        a, b = a.loc[queries], b.loc[queries]
+    return a, b, left_out
+
+
+def compare(results, baseline: str | None = None, *, metrics=None, test: str = "permutation",
+            correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
+            seed: int | None = 0, missing: str = "intersect") -> pd.DataFrame:
+    """Compare every model of ``results`` with a baseline, metric by metric, on paired queries.
+
+    See the module docstring for the definitions. ``Results.compare`` calls this.
+
+    Parameters
+    ----------
+    results : Results
+        With two or more models.
+    baseline : str, optional
+        The baseline model (default: the first).
+    metrics : list of str, optional
+        Metrics to compare (default: all of ``results``).
+    test : {"permutation", "t", "wilcoxon", "bootstrap"}
+    correction : {"holm", "bonferroni", "bh", None}
+        Applied across every (model, metric) row of the call.
+    confidence : float
+        Level of the bootstrap intervals; ``significant`` is ``p_adjusted < 1 - confidence``.
+    n_resamples : int
+        Bootstrap resamples and Monte Carlo sign flips.
+    seed : int or None
+        Seed of the resampling; a fixed seed gives identical output.
+    missing : {"intersect", "zero"}
+        Queries one model lacks: left out (counted in the ``left_out`` column), or scored 0 for
+        the model that lacks them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, metric): ``model, metric, baseline, value, delta, relative_delta,
+        ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses, effect_size,
+        n_queries, left_out``.
+
+    Examples
+    --------
+    >>> import topkeval as tk
+    >>> log = {"query": [1, 1, 2, 2, 3, 3], "relevance": [1, 0, 1, 0, 0, 1],
+    ...        "old": [0.1, 0.9, 0.2, 0.8, 0.3, 0.7], "new": [0.9, 0.1, 0.8, 0.2, 0.7, 0.3]}
+    >>> res = tk.evaluate(log, metrics=["recall@1"], score=["old", "new"])
+    >>> row = res.compare(baseline="old", test="permutation").iloc[0]
+    >>> print(row.delta, row.p_value, row.wins, row.losses)  # exact: all 2**3 sign flips enumerated
+    0.3333333333333333 1.0 2 1
+    """
+    models = list(results.summary.index)
+    if len(models) < 2:
+        raise ParameterError("compare needs two or more models; evaluate several score columns (score=[...]).")
+    baseline = models[0] if baseline is None else baseline
+    if baseline not in models:
+        raise ParameterError(f"baseline {baseline!r} is not a model of these results.{did_you_mean(str(baseline), models)} "
+                             f"Models: {', '.join(map(repr, models))}.")
+    if test not in TESTS:
+        raise ParameterError(f"The 'test' parameter of compare must be one of {', '.join(map(repr, TESTS))}. "
+                             f"Got {test!r} instead.{did_you_mean(str(test), TESTS)}")
+    if correction not in CORRECTIONS:
+        raise ParameterError("The 'correction' parameter of compare must be one of 'holm', 'bonferroni', 'bh' "
+                             f"or None. Got {correction!r} instead.")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ParameterError(f"The 'confidence' parameter of compare must be a number in (0, 1). Got {confidence!r} instead.")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 100:
+        raise ParameterError(f"The 'n_resamples' parameter of compare must be an int >= 100. Got {n_resamples!r} instead.")
+    if missing not in ("intersect", "zero"):
+        raise ParameterError(f"The 'missing' parameter of compare must be 'intersect' or 'zero'. Got {missing!r} instead.")
+    all_metrics = list(results.summary.columns)
+    if metrics is None:
+        metrics = all_metrics
+    else:
+        from .names import parse_metric
+
+        metrics = [str(parse_metric(m)) for m in ([metrics] if isinstance(metrics, str) else metrics)]
+        for m in metrics:
+            if m not in all_metrics:
+                raise ParameterError(f"metric {m!r} was not evaluated; these results have {', '.join(all_metrics)}.")
+    rng = np.random.default_rng(seed)
+    rows = []
+    alpha = 1.0 - confidence
+    for model in models:
+        if model == baseline:
+            continue
+        a, b, left_out = _paired(results.per_query, model, baseline, metrics, missing)
+        for metric in metrics:
+            ma, mb = a[metric].to_numpy(float), b[metric].to_numpy(float)
+            ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
+            rows.append(dict(model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out))
+    # one set of resamples for every row of a given query count: draw per distinct n
+    by_n: dict[int, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_n.setdefault(len(r["m"]), []).append(i)
+    boot = {}
+    perm = {}
+    for n, idxs in by_n.items():
+        if n == 0:
+            continue
+        D = np.column_stack([rows[i]["m"] - rows[i]["b"] for i in idxs])
+        means = _resample_means(D, n_resamples, rng)
+        exact = n <= _EXACT_MAX_N and 2**n <= n_resamples
+        flips = _sign_flip_stats(D, n_resamples, rng) if test == "permutation" and not exact else None
+        for j, i in enumerate(idxs):
+            boot[i] = means[:, j]
+            perm[i] = None if flips is None else flips[:, j]
+    out = []
+    for i, r in enumerate(rows):
+        m, b = r["m"], r["b"]
+        d = m - b
+        n = len(d)
+        base_mean = float(b.mean()) if n else math.nan
+        value = float(m.mean()) if n else math.nan
+        delta = value - base_mean
+        if n:
+            lo, hi = np.quantile(boot[i], [alpha / 2, 1 - alpha / 2])
+            sd = float(d.std(ddof=1)) if n > 1 else math.nan
+            p = _p_value(test, d, m, b, perm[i], boot[i], n_resamples)
+        else:
+            lo = hi = sd = p = math.nan
+        eps = 1e-12
+        out.append({
+            "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
+            "relative_delta": delta / base_mean if base_mean else math.nan,
+            "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
+            "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
+            "effect_size": _cohen_d(delta, sd),
+            "n_queries": n, "left_out": r["left_out"],
+        })
+    frame = pd.DataFrame(out)
+    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
+    frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
+    return frame
+
+
+def mean_ci(values: np.ndarray, confidence: float, n_resamples: int, rng) -> tuple[float, float]:
+    """Bootstrap percentile interval of the mean of ``values`` (NaN dropped)."""
+    v = values[~np.isnan(values)]
+    if len(v) == 0:
+        return math.nan, math.nan
+    means = _resample_means(v[:, None], n_resamples, rng)[:, 0]
+    alpha = 1 - confidence
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
