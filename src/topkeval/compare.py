@@ -89,33 +89,37 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     return out
 
 
-def _resample_means(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, chunk_cells: int = 20_000_000):
-    """Bootstrap means of each column of ``diffs`` (n x P): returns (n_resamples x P).
+def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, kind: str,
+               chunk_cells: int = 8_000_000) -> np.ndarray:
+    """Resampled means of every column of ``diffs`` (n x P), as an (n_resamples x P) array.
 
-    Resamples are drawn as counts (how often each query is drawn), and a chunk of resamples is one
-    matrix product counts @ diffs, so every column shares the same resamples.
+    ``kind="bootstrap"``: queries drawn with replacement (multinomial counts); ``kind="signs"``:
+    each query's difference multiplied by a random sign. Chunks of resamples run in threads.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .kernels.cpu import default_threads
+    from .kernels.resample import bootstrap_counts, random_signs
+
     n, P = diffs.shape
     out = np.empty((n_resamples, P))
     step = max(1, chunk_cells // max(n, 1))
-    for a in range(0, n_resamples, step):
-        b = min(n_resamples, a + step)
-        idx = rng.integers(0, n, size=(b - a, n))
-        flat = (idx + (np.arange(b - a) * n)[:, None]).ravel()  # row r's draws land in cells r*n ..
-        counts = np.bincount(flat, minlength=(b - a) * n).reshape(b - a, n).astype(np.float64)
-        out[a:b] = counts @ diffs / n
-    return out
+    starts = list(range(0, n_resamples, step))
+    seeds = rng.integers(0, 2**31 - 1, size=len(starts))
+    fill = bootstrap_counts if kind == "bootstrap" else random_signs
 
-
-def _sign_flip_stats(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, chunk_cells: int = 20_000_000):
-    """Means of each column under random sign flips: (n_resamples x P)."""
-    n, P = diffs.shape
-    out = np.empty((n_resamples, P))
-    step = max(1, chunk_cells // max(n, 1))
-    for a in range(0, n_resamples, step):
+    def one(j):
+        a = starts[j]
         b = min(n_resamples, a + step)
-        signs = rng.integers(0, 2, size=(b - a, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        out[a:b] = signs @ diffs / n
+        weights = np.zeros((b - a, n))
+        fill(int(seeds[j]), weights)
+        out[a:b] = weights @ diffs / n
+
+    if len(starts) == 1:
+        one(0)
+    else:
+        with ThreadPoolExecutor(min(default_threads(), len(starts))) as pool:
+            list(pool.map(one, range(len(starts))))
     return out
 
 
@@ -269,9 +273,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         if n == 0:
             continue
         D = np.column_stack([rows[i]["m"] - rows[i]["b"] for i in idxs])
-        means = _resample_means(D, n_resamples, rng)
+        means = _resampled(D, n_resamples, rng, "bootstrap")
         exact = n <= _EXACT_MAX_N and 2**n <= n_resamples
-        flips = _sign_flip_stats(D, n_resamples, rng) if test == "permutation" and not exact else None
+        flips = _resampled(D, n_resamples, rng, "signs") if test == "permutation" and not exact else None
         for j, i in enumerate(idxs):
             boot[i] = means[:, j]
             perm[i] = None if flips is None else flips[:, j]
@@ -304,12 +308,22 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     return frame
 
 
-def mean_ci(values: np.ndarray, confidence: float, n_resamples: int, rng) -> tuple[float, float]:
-    """Bootstrap percentile interval of the mean of ``values`` (NaN dropped)."""
-    v = values[~np.isnan(values)]
-    if len(v) == 0:
-        return math.nan, math.nan
-    means = _resample_means(v[:, None], n_resamples, rng)[:, 0]
+def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng) -> list[tuple[float, float]]:
+    """Bootstrap percentile intervals of the mean of each array (NaN dropped).
+
+    Arrays with the same NaN pattern share one set of resamples (one matrix product for all).
+    """
     alpha = 1 - confidence
-    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return float(lo), float(hi)
+    out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(columns)
+    groups: dict[bytes, list[int]] = {}
+    for i, v in enumerate(columns):
+        groups.setdefault(np.packbits(np.isnan(v)).tobytes() + len(v).to_bytes(8, "little"), []).append(i)
+    for idxs in groups.values():
+        ok = ~np.isnan(columns[idxs[0]])
+        if not ok.any():
+            continue
+        means = _resampled(np.column_stack([columns[i][ok] for i in idxs]), n_resamples, rng, "bootstrap")
+        bounds = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
+        for j, i in enumerate(idxs):
+            out[i] = (float(bounds[0, j]), float(bounds[1, j]))
+    return out

@@ -71,20 +71,21 @@ class Results:
           model       metric  mean  ci_low  ci_high
         0     s  precision@1   0.5     0.0      1.0
         """
-        from .compare import mean_ci
+        from .compare import mean_cis
         from .errors import ParameterError
 
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
             raise ParameterError(f"The 'confidence' parameter of summary_ci must be in (0, 1). Got {confidence!r} instead.")
-        rng = np.random.default_rng(seed)
-        rows = []
+        keys, columns = [], []
         for model in self.models:
             part = self.per_query[self.per_query["model"] == model]
             for metric in self.metrics:
-                values = part[metric].to_numpy(float)
-                lo, hi = mean_ci(values, confidence, n_resamples, rng)
-                rows.append({"model": model, "metric": metric, "mean": float(self.summary.loc[model, metric]),
-                             "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(values)).sum())})
+                keys.append((model, metric))
+                columns.append(part[metric].to_numpy(float))
+        bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed))
+        rows = [{"model": model, "metric": metric, "mean": float(self.summary.loc[model, metric]),
+                 "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
+                for (model, metric), v, (lo, hi) in zip(keys, columns, bounds)]
         return pd.DataFrame(rows)
 
     def diff(self, baseline: str, model: str, metric: str) -> pd.DataFrame:

@@ -1,0 +1,229 @@
+"""Paired comparison: p-values against scipy and full enumeration, corrections against textbook
+procedures, seeds, missing queries, and (slow) calibration under the null."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import topkeval as tk
+from topkeval.compare import adjust
+from topkeval.results import Results
+
+
+def _results(values: dict[str, np.ndarray], metric="m@1", queries=None) -> Results:
+    """Results holding given per-query values (one metric)."""
+    frames = []
+    for model, v in values.items():
+        q = queries[model] if queries else np.arange(len(v))
+        frames.append(pd.DataFrame({"model": model, "query": q, metric: v}))
+    pq = pd.concat(frames, ignore_index=True)
+    summary = pq.groupby("model", sort=False)[metric].mean().to_frame()
+    return Results(summary, pq, {"evaluated": len(pq), "queries": len(pq), "skipped_empty": 0})
+
+
+def _log(seed=0, n_queries=60):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        n = 15
+        rel = (rng.random(n) < 0.3).astype(int)
+        rel[0] = 1
+        latent = rel + rng.normal(size=n)
+        rows.append(pd.DataFrame({"query": q, "item": np.arange(n), "relevance": rel,
+                                  "old": latent + rng.normal(scale=1.5, size=n),
+                                  "new": latent + rng.normal(scale=0.8, size=n),
+                                  "same": latent + rng.normal(scale=1.5, size=n)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+METRICS = ["recall@5", "precision@5", "f1@5", "r_precision"]
+
+
+@pytest.fixture(scope="module")
+def res():
+    return tk.evaluate(_log(), metrics=METRICS, score=["old", "new", "same"], item="item")
+
+
+def test_columns_and_deltas(res):
+    table = res.compare(baseline="old")
+    assert list(table.columns)[:15] == ["model", "metric", "baseline", "value", "delta", "relative_delta", "ci_low",
+                                        "ci_high", "p_value", "p_adjusted", "significant", "wins", "ties", "losses",
+                                        "effect_size"]
+    assert len(table) == 2 * len(METRICS)
+    for row in table.itertuples():
+        assert row.value == pytest.approx(res.summary.loc[row.model, row.metric])
+        assert row.baseline == pytest.approx(res.summary.loc["old", row.metric])
+        assert row.delta == pytest.approx(row.value - row.baseline)
+        assert row.ci_low <= row.delta <= row.ci_high
+        assert row.wins + row.ties + row.losses == 60
+
+
+@pytest.mark.parametrize("test,scipy_fn", [("t", lambda a, b: stats.ttest_rel(a, b).pvalue),
+                                           ("wilcoxon", lambda a, b: stats.wilcoxon(a, b).pvalue)])
+def test_p_values_equal_scipy(res, test, scipy_fn):
+    table = res.compare(baseline="old", test=test, correction=None)
+    pq = res.per_query
+    for row in table.itertuples():
+        a = pq[pq.model == row.model][row.metric].to_numpy()
+        b = pq[pq.model == "old"][row.metric].to_numpy()
+        assert row.p_value == pytest.approx(scipy_fn(a, b), rel=1e-12)
+        assert row.p_adjusted == row.p_value
+
+
+def _enumerate(d):
+    n = len(d)
+    obs = abs(sum(d) / n)
+    hits = sum(abs(sum(s * x for s, x in zip(signs, d)) / n) >= obs - 1e-12
+               for signs in itertools.product((-1, 1), repeat=n))
+    return hits / 2**n
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_permutation_equals_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    n = 10
+    base = rng.integers(0, 4, n) / 4
+    model = np.clip(base + rng.integers(-1, 3, n) / 4, 0, 1)
+    table = _results({"b": base, "m": model}).compare(baseline="b", test="permutation", correction=None)
+    assert table.p_value.iloc[0] == pytest.approx(_enumerate(list(model - base)), abs=1e-12)
+
+
+def test_monte_carlo_permutation_close_to_exact():
+    rng = np.random.default_rng(7)
+    n = 16  # 65,536 sign vectors > n_resamples: Monte Carlo
+    base = rng.random(n)
+    model = base + rng.normal(0.15, 0.3, n)
+    table = _results({"b": base, "m": model}).compare(baseline="b", test="permutation", n_resamples=20000)
+    exact = _enumerate(list(model - base))
+    assert abs(table.p_value.iloc[0] - exact) < 4 * math.sqrt(exact * (1 - exact) / 20000) + 1e-3
+
+
+def test_bootstrap_interval_matches_a_direct_loop_in_distribution():
+    rng = np.random.default_rng(1)
+    d = rng.normal(0.1, 1.0, 200)
+    table = _results({"b": np.zeros(200), "m": d}).compare(baseline="b", test="bootstrap", n_resamples=20000)
+    direct = np.array([d[rng.integers(0, 200, 200)].mean() for _ in range(20000)])
+    lo, hi = np.quantile(direct, [0.025, 0.975])
+    assert table.ci_low.iloc[0] == pytest.approx(lo, abs=0.01)
+    assert table.ci_high.iloc[0] == pytest.approx(hi, abs=0.01)
+
+
+def test_identical_models_p_one():
+    v = np.array([0.1, 0.5, 0.5, 1.0])
+    for test in ("permutation", "t", "wilcoxon", "bootstrap"):
+        row = _results({"b": v, "m": v.copy()}).compare(baseline="b", test=test).iloc[0]
+        assert row.p_value == 1.0 and row.ties == 4 and row.effect_size == 0.0 and not row.significant
+
+
+def holm(p):
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def bh(p):
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i], reverse=True)
+    out, running = [0.0] * m, 1.0
+    for pos, i in enumerate(order):
+        rank = m - pos
+        running = min(running, p[i] * m / rank)
+        out[i] = min(1.0, running)
+    return out
+
+
+@pytest.mark.parametrize("p", [[0.01, 0.04, 0.03, 0.2], [0.05, 0.05, 0.05], [0.001, 0.5, 0.5, 0.049, 0.01, 0.9],
+                               [0.3], [0.04, 0.01, 0.02, 0.03, 0.05]])
+def test_corrections_equal_textbook(p):
+    assert adjust(p, "holm").tolist() == pytest.approx(holm(p))
+    assert adjust(p, "bh").tolist() == pytest.approx(bh(p))
+    assert adjust(p, "bonferroni").tolist() == pytest.approx([min(1.0, x * len(p)) for x in p])
+    assert adjust(p, None).tolist() == pytest.approx(p)
+
+
+def test_corrections_keep_nan():
+    out = adjust([0.01, np.nan, 0.02], "holm")
+    assert np.isnan(out[1]) and out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.02)
+
+
+def test_fixed_seed_is_reproducible(res):
+    a = res.compare(baseline="old", test="bootstrap", seed=3)
+    b = res.compare(baseline="old", test="bootstrap", seed=3)
+    pd.testing.assert_frame_equal(a, b)
+    c = res.compare(baseline="old", test="bootstrap", seed=4)
+    assert not a[["ci_low", "ci_high"]].equals(c[["ci_low", "ci_high"]])
+
+
+def test_missing_queries_intersect_or_zero():
+    r = _results({"b": np.array([0.5, 0.5, 1.0]), "m": np.array([1.0, 1.0])},
+                 queries={"b": np.array([1, 2, 3]), "m": np.array([1, 2])})
+    inter = r.compare(baseline="b").iloc[0]
+    assert inter.n_queries == 2 and inter.left_out == 1 and inter.delta == pytest.approx(0.5)
+    zero = r.compare(baseline="b", missing="zero").iloc[0]
+    assert zero.n_queries == 3 and zero.left_out == 0 and zero.delta == pytest.approx((0.5 + 0.5 - 1.0) / 3)
+
+
+def test_summary_ci(res):
+    table = res.summary_ci(confidence=0.9, n_resamples=2000)
+    assert len(table) == 3 * len(METRICS)
+    assert (table.ci_low <= table["mean"]).all() and (table["mean"] <= table.ci_high).all()
+
+
+def test_diff_names_gained_and_lost_items():
+    frame = pd.DataFrame({"query": ["q"] * 4, "item": ["a", "b", "c", "d"], "relevance": [1, 1, 0, 1],
+                          "old": [0.9, 0.1, 0.8, 0.2], "new": [0.1, 0.9, 0.8, 0.7]})
+    res = tk.evaluate(frame, metrics=["recall@2"], score=["old", "new"], item="item")
+    d = res.diff("old", "new", "recall@2")
+    assert d.loc[0, "gained"] == ["b"] and d.loc[0, "lost"] == ["a"] and d.loc[0, "delta"] == 0
+
+
+def test_diff_sorted_worst_first(res):
+    d = res.diff("old", "new", "recall@5")
+    assert d["delta"].is_monotonic_increasing and {"gained", "lost"} <= set(d.columns)
+
+
+@pytest.mark.parametrize("kwargs,pattern", [
+    (dict(baseline="nope"), "not a model"), (dict(test="z"), "'test'"), (dict(correction="sidak"), "'correction'"),
+    (dict(confidence=1.5), "'confidence'"), (dict(n_resamples=5), "'n_resamples'"), (dict(missing="drop"), "'missing'"),
+    (dict(metrics=["ndcg@5"]), "Unknown metric|not evaluated"), (dict(metrics=["recall@50"]), "not evaluated"),
+])
+def test_compare_errors(res, kwargs, pattern):
+    with pytest.raises(tk.TopkevalError, match=pattern):
+        res.compare(**kwargs)
+
+
+def test_compare_needs_two_models():
+    r = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [0.2, 0.1]}, metrics=["recall@1"], score="s")
+    with pytest.raises(tk.TopkevalError, match="two or more models"):
+        r.compare()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", ["permutation", "t", "wilcoxon", "bootstrap"])
+def test_calibration_under_the_null(test):
+    """Under a true null the tests reject at about the nominal rate; the bootstrap interval covers
+    the true difference (0) at about the nominal rate."""
+    rng = np.random.default_rng(11)
+    sims, n, alpha = 400, 40, 0.1
+    rejections = covered = 0
+    for _ in range(sims):
+        base = rng.random(n)
+        model = base + rng.normal(0, 0.2, n)  # symmetric noise: the true mean difference is 0
+        row = _results({"b": base, "m": model}).compare(
+            baseline="b", test=test, correction=None, confidence=1 - alpha, n_resamples=1000,
+            seed=int(rng.integers(2**31))).iloc[0]
+        rejections += row.p_value < alpha
+        covered += row.ci_low <= 0 <= row.ci_high
+    se = math.sqrt(alpha * (1 - alpha) / sims)
+    assert abs(rejections / sims - alpha) < 3.5 * se + 0.01, rejections / sims
+    assert abs(covered / sims - (1 - alpha)) < 3.5 * se + 0.02, covered / sims
