@@ -87,3 +87,22 @@ def test_demo_runs_in_a_subprocess():
 def test_metrics_listing(capsys):
     code, out, _ = run(["metrics"], capsys)
     assert code == 0 and "r_precision" in out and "fbeta(beta=0.5)@10" in out
+
+
+def test_compare_command(tmp_path, capsys):
+    from topkeval.demo import example_log
+
+    path = tmp_path / "demo.parquet"
+    example_log(300).to_parquet(path)
+    base = ["compare", path, "--relevance", "click", "--baseline", "old_ranker", "--score", "new_ranker",
+            "-m", "recall@20", "-m", "precision@5", "--resamples", "1000"]
+    code, out, err = run(base, capsys)
+    assert code == 0 and any(w in out for w in ("better", "no detectable difference", "worse"))
+    code, out, _ = run(base + ["--format", "json", "--test", "t", "--correction", "none"], capsys)
+    rows = json.loads(out)["comparison"]
+    assert [r["metric"] for r in rows] == ["recall@20", "precision@5"]
+    assert all(r["p_value"] == r["p_adjusted"] for r in rows)
+    assert {r["verdict"] for r in rows} <= {"better", "worse", "no detectable difference"}
+    code, out, err = run(["compare", path, "--relevance", "click", "--baseline", "old_ranker", "--score",
+                          "old_ranker"], capsys)
+    assert code == 2 and "other than --baseline" in err

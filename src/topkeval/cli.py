@@ -63,6 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead")
     _add_conventions(ev)
 
+    cmp = sub.add_parser("compare", help="is a model better than the baseline? paired tests per metric")
+    cmp.add_argument("file", help="a .parquet file (or directory) or a .csv file, one row per candidate")
+    cmp.add_argument("--query", default="query", help="query id column (default: query)")
+    cmp.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
+    cmp.add_argument("--baseline", required=True, help="score column of the baseline model")
+    cmp.add_argument("--score", action="append", required=True, help="score column of a model to compare (repeat)")
+    cmp.add_argument("--item", help="item id column")
+    cmp.add_argument("-m", "--metric", action="append", help="metric such as recall@20 (repeat)")
+    cmp.add_argument("--test", choices=["permutation", "t", "wilcoxon", "bootstrap"], default="permutation")
+    cmp.add_argument("--correction", choices=["holm", "bonferroni", "bh", "none"], default="holm")
+    cmp.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
+    cmp.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation resamples")
+    cmp.add_argument("--seed", type=int, default=0)
+    cmp.add_argument("--format", choices=FORMATS, default="table")
+    _add_conventions(cmp)
+
     demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log")
     demo.add_argument("--queries", type=int, default=3000, help="number of queries (default: 3000)")
     demo.add_argument("--format", choices=FORMATS, default="table")
@@ -87,7 +103,7 @@ def _emit_results(res, fmt: str, per_query: bool, out) -> None:
     else:
         _console(out).print(report.rich_table(frame))
         for line in report.info_lines(res.info):
-            _console(out).print(line, highlight=False)
+            print(line, file=out)
 
 
 def _console(out):
@@ -105,6 +121,44 @@ def _evaluate(args, out) -> int:
     return 0
 
 
+def _compare(args, out) -> int:
+    from .api import DEFAULT_METRICS, evaluate
+
+    models = [args.baseline] + [s for s in args.score if s != args.baseline]
+    if len(models) < 2:
+        raise _UsageError("--score must name at least one column other than --baseline")
+    res = evaluate(args.file, metrics=args.metric or list(DEFAULT_METRICS), query=args.query,
+                   relevance=args.relevance, score=models, item=args.item, **_conventions(args))
+    table = res.compare(baseline=args.baseline, test=args.test,
+                        correction=None if args.correction == "none" else args.correction,
+                        confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
+    table.insert(2, "verdict", [verdict_word(r) for r in table.itertuples()])
+    if args.format == "json":
+        print(report.json_text({"comparison": table.to_dict(orient="records"), "info": res.info}), file=out)
+    elif args.format == "csv":
+        out.write(report.csv(table))
+    else:
+        shown = table[["model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
+                       "p_value", "p_adjusted", "wins", "ties", "losses"]]
+        if args.format == "markdown":
+            print(report.markdown(shown), file=out)
+        else:
+            _console(out).print(report.rich_table(shown, title=f"vs {args.baseline}: {args.test} test, "
+                                                 f"{args.correction} correction, {args.confidence:.0%} intervals"))
+        for line in report.info_lines(res.info):
+            print(line, file=out)
+    return 0
+
+
+def verdict_word(row) -> str:
+    """better / worse / no detectable difference, from a row of compare()."""
+    if row.significant and row.delta > 0:
+        return "better"
+    if row.significant and row.delta < 0:
+        return "worse"
+    return "no detectable difference"
+
+
 def _demo(args, out) -> int:
     from .api import evaluate
     from .demo import example_log
@@ -116,11 +170,11 @@ def _demo(args, out) -> int:
     res = evaluate(log, metrics=metrics, query="query", relevance="click", score=["old_ranker", "new_ranker"],
                    item="image")
     if args.format == "table":
-        _console(out).print(f"Example log: {len(log):,} candidate images for {args.queries:,} image search "
-                            "queries; relevance = click", highlight=False)
+        print(f"Example log: {len(log):,} candidate images for {args.queries:,} image search queries; "
+              "relevance = click", file=out)
     _emit_results(res, args.format, False, out)
     if args.format == "table":
-        _console(out).print(verdict(res, "old_ranker", "new_ranker", "recall@20"), highlight=False)
+        print(verdict(res, "old_ranker", "new_ranker", "recall@20"), file=out)
     return 0
 
 
@@ -130,14 +184,10 @@ def verdict(res, baseline: str, model: str, metric: str) -> str:
     b = res.summary.loc[model, metric]
     delta = b - a
     rel = f" ({delta / a:+.1%})" if a else ""
-    if hasattr(res, "compare"):
-        row = res.compare(baseline=baseline, test="t", correction=None, n_resamples=2000).set_index(
-            ["model", "metric"]).loc[(model, metric)]
-        sig = (f"95% CI of the difference [{row.ci_low:+.4f}, {row.ci_high:+.4f}], paired t-test p = "
-               f"{row.p_value:.2g}: " + ("better" if row.significant and delta > 0 else
-                                           "worse" if row.significant else "no detectable difference"))
-        return f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}; {sig}."
-    return f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}."
+    row = res.compare(baseline=baseline, metrics=[metric], test="permutation", correction=None).iloc[0]
+    return (f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}; 95% CI of the "
+            f"difference [{row.ci_low:+.4f}, {row.ci_high:+.4f}], paired permutation test p = {row.p_value:.2g}: "
+            f"{verdict_word(row)}.")
 
 
 def _metrics(args, out) -> int:
@@ -158,7 +208,7 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help(sys.stdout)
             return 0
-        handler = {"evaluate": _evaluate, "demo": _demo, "metrics": _metrics}[args.command]
+        handler = {"evaluate": _evaluate, "compare": _compare, "demo": _demo, "metrics": _metrics}[args.command]
         return handler(args, sys.stdout)
     except (_UsageError, TopkevalError) as exc:
         message = " ".join(str(exc).split())
