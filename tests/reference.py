@@ -12,8 +12,9 @@ import math
 from collections import OrderedDict
 
 
-def ranked_lists(scores, rel, items, ties, score_threshold=None):
-    """Return the list of ranked relevance lists (one per equally likely order)."""
+def ranked_lists(scores, rel, items, ties, score_threshold=None, grades=None):
+    """Return the ranked lists (one per equally likely order) of (relevant, grade) pairs."""
+    grades = grades if grades is not None else [1.0 if x else 0.0 for x in rel]
     idx = [i for i in range(len(scores)) if score_threshold is None or scores[i] >= score_threshold]
     if ties == "expected":
         groups = {}
@@ -23,30 +24,67 @@ def ranked_lists(scores, rel, items, ties, score_threshold=None):
         out = []
         for combo in itertools.product(*[list(itertools.permutations(g)) for g in levels]):
             order = [i for group in combo for i in group]
-            out.append([rel[i] for i in order])
+            out.append([(rel[i], grades[i]) for i in order])
         return out
     if ties == "first":
         order = sorted(idx, key=lambda i: -scores[i])  # sorted() is stable: input order within ties
     elif ties == "optimistic":
-        order = sorted(idx, key=lambda i: (-scores[i], not rel[i], i))
+        order = sorted(idx, key=lambda i: (-scores[i], not rel[i], -grades[i], i))
     elif ties == "pessimistic":
-        order = sorted(idx, key=lambda i: (-scores[i], rel[i], i))
+        order = sorted(idx, key=lambda i: (-scores[i], rel[i], grades[i], i))
     elif ties == "item_desc":
         order = sorted(sorted(idx, key=lambda i: items[i], reverse=True), key=lambda i: -scores[i])
     elif ties == "item_asc":
         order = sorted(sorted(idx, key=lambda i: items[i]), key=lambda i: -scores[i])
     else:
         raise ValueError(ties)
-    return [[rel[i] for i in order]]
+    return [[(rel[i], grades[i]) for i in order]]
 
 
 def _div(a, b, undefined):
     return a / b if b != 0 else undefined
 
 
-def metric_on_list(family, k, beta, ranked, R, conv):
-    """One metric on one fully ordered list of relevance flags."""
+def _gain(grade, mode):
+    if grade <= 0:
+        return 0.0
+    return 2.0**grade - 1.0 if mode == "exp" else float(grade)
+
+
+def _dcg(gains, k):
+    return sum(g / math.log2(p + 2) for p, g in enumerate(gains[:k]))
+
+
+def metric_on_list(family, k, beta, pairs, R, conv, judged=(), gain=None):
+    """One metric on one fully ordered list of (relevant, grade) pairs.
+
+    ``judged``: every judged grade of the query (for the ideal DCG).
+    """
+    ranked = [bool(r) for r, _ in pairs]
     n = len(ranked)
+    cut = n if k is None else k
+    if family == "rr":
+        first = next((p for p, r in enumerate(ranked) if r), None)
+        return 1.0 / (first + 1) if first is not None and first < cut else 0.0
+    if family == "ap":
+        total, seen = 0.0, 0
+        for p, r in enumerate(ranked[:cut]):
+            if r:
+                seen += 1
+                total += seen / (p + 1)
+        return _div(total, R, conv["undefined"])
+    if family in ("dcg", "ndcg"):
+        value = _dcg([_gain(g, gain) for _, g in pairs], cut)
+        if family == "dcg":
+            return value
+        ideal = _dcg(sorted((_gain(g, gain) for g in judged), reverse=True), len(judged) if k is None else k)
+        return _div(value, ideal, conv["undefined"])
+    if family == "num_ret":
+        return n
+    if family == "num_rel":
+        return R
+    if family == "num_rel_ret":
+        return sum(ranked)
     N = n - sum(ranked)
     und = conv["undefined"]
     shrink = conv["short_lists"] == "shrink"
@@ -102,10 +140,12 @@ def evaluate_reference(rows, metrics, conv, models):
                     raise ValueError("empty query")
             scores = [c[model] for c in cands]
             items = [c.get("item") for c in cands]
-            lists = ranked_lists(scores, rel, items, conv["ties"], conv["score_threshold"])
+            grades = [c["grade"] for c in cands]
+            lists = ranked_lists(scores, rel, items, conv["ties"], conv["score_threshold"], grades)
             values = {}
-            for name, family, k, beta in metrics:
-                vals = [metric_on_list(family, k, beta, lst, R, conv) for lst in lists]
+            for name, family, k, beta, *gain in metrics:
+                vals = [metric_on_list(family, k, beta, lst, R, conv, grades, gain[0] if gain else None)
+                        for lst in lists]
                 values[name] = sum(vals) / len(vals)
             per_query[(model, q)] = values
     summary = {}

@@ -46,6 +46,12 @@ def conventions(draw):
 def metric_specs(draw):
     """(name, family, k, beta) tuples, with the canonical name the engine must print."""
     out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
+    for fam in draw(st.lists(st.sampled_from(["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret"]),
+                             max_size=3, unique=True)):
+        k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in ("rr", "ap", "ndcg", "dcg") else None
+        gain = draw(st.sampled_from([None, "exp"])) if fam in ("ndcg", "dcg") else None
+        name = fam + (f"(gain={gain})" if gain else "") + (f"@{k}" if k else "")
+        out.append((name, fam, k, None, gain))
     for _ in range(draw(st.integers(1, 4))):
         fam = draw(st.sampled_from(FAMILIES_K))
         k = draw(st.integers(1, 8))

@@ -14,7 +14,7 @@ from .conventions import UNSET, Conventions, resolve
 from .errors import DataError, EmptyQueryError, ParameterError, ShortListError, show
 from .io import read_columns
 from .kernels.stats import QueryStats
-from .metrics import metric_values
+from .metrics import RANK_FAMILIES, metric_values
 from .names import Metric, parse_metrics
 from .results import Results
 
@@ -22,23 +22,49 @@ DEFAULT_METRICS = ("recall@20", "precision@20", "f1@20", "specificity@20", "r_pr
 
 
 def _cutoffs(metrics: Sequence[Metric]) -> np.ndarray:
-    ks = sorted({m.k for m in metrics if m.k is not None})
-    return np.asarray(ks or [1], dtype=np.int64)
+    from .kernels.cpu import NO_CUTOFF
+
+    ks = {m.k for m in metrics if m.k is not None}
+    if any(m.k is None and m.family in RANK_FAMILIES for m in metrics):
+        ks.add(NO_CUTOFF)
+    return np.asarray(sorted(ks) or [1], dtype=np.int64)
+
+
+def gains_of(grades: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Linear (the grade) and exponential (2**grade - 1) gains; 0 for grades <= 0."""
+    positive = grades > 0
+    lin = np.where(positive, grades, 0.0).astype(np.float64)
+    exp = np.where(positive, np.exp2(np.where(positive, grades, 0.0)) - 1.0, 0.0)
+    return lin, exp
 
 
 def compute_stats(log: logmod.GroupedLog, model: str, rel: np.ndarray, R: np.ndarray,
                   metrics: Sequence[Metric], conv: Conventions, *, threads=None,
-                  force_path: int = 0) -> QueryStats:
-    """Run the CPU kernel for one model of a grouped log."""
+                  force_path: int = 0, judged=None) -> QueryStats:
+    """Run the CPU kernel for one model of a grouped log.
+
+    ``judged`` = (offsets, grades) of every judged item per query, for the ideal DCG; by default
+    the log's own candidates.
+    """
     from .kernels import cpu
 
     cutoffs = _cutoffs(metrics)
     want_r = any(m.family == "r_precision" for m in metrics)
-    h, hit, h_at_r, n, rel_ret, tie = cpu.compute(
-        log.offsets, log.scores[model], rel, log.items, R, cutoffs,
-        thr=conv.score_threshold, tie=conv.ties, want_r=want_r, threads=threads, force_path=force_path,
-    )
-    return QueryStats(cutoffs, h, hit, h_at_r, n, rel_ret, R, tie)
+    want_rank = any(m.family in RANK_FAMILIES for m in metrics)
+    gains = gains_of(log.grades) if want_rank else (None, None)
+    out = cpu.compute(log.offsets, log.scores[model], rel, log.grades, log.items, R, cutoffs,
+                      thr=conv.score_threshold, tie=conv.ties, want_r=want_r, gains=gains[0], gains2=gains[1],
+                      threads=threads, force_path=force_path)
+    st = QueryStats(cutoffs, out["h"], out["hit"], out["h_at_r"], out["n"], out["rel_ret"], R, out["tie"])
+    if want_rank:
+        j_offsets, j_grades = judged if judged is not None else (log.offsets, log.grades)
+        j_lin, j_exp = gains_of(j_grades)
+        longest = int(np.diff(j_offsets).max()) if len(j_offsets) > 1 else 0
+        disc = cpu.discount_prefix(longest)
+        st.rr, st.ap, st.dcg, st.dcg_exp = out["rr"], out["ap"], out["dcg"], out["dcg2"]
+        st.idcg = cpu.ideal_dcg(j_offsets, j_lin, cutoffs, disc)
+        st.idcg_exp = cpu.ideal_dcg(j_offsets, j_exp, cutoffs, disc)
+    return st
 
 
 def _check_short(st: QueryStats, metrics, queries, model: str) -> None:

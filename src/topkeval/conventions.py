@@ -40,7 +40,8 @@ class Conventions:
         every order of the tied candidates (McSherry & Najork 2008): a tie group of ``t``
         candidates, ``r`` of them relevant, that takes ``m`` of the remaining top-k slots adds
         ``r*m/t`` to h(k). ``"optimistic"`` / ``"pessimistic"`` put relevant candidates first /
-        last inside a tie (the two bounds); ``"first"`` keeps the order the rows appear in;
+        last inside a tie, and higher / lower grades first among them (the two bounds of every
+        metric, nDCG included); ``"first"`` keeps the order the rows appear in;
         ``"item_desc"`` / ``"item_asc"`` order by item id (trec_eval uses ``item_desc``).
     empty_queries : str
         Queries with no relevant item (R = 0): ``"skip"`` leaves them out of every mean and

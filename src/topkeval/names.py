@@ -21,7 +21,7 @@ class Family:
     """One metric family of the registry."""
 
     name: str
-    cutoff: str  # "required" | "none"
+    cutoff: str  # "required" | "optional" | "none"
     summary: str
     formula: str
     aliases: tuple[str, ...] = ()
@@ -46,6 +46,17 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
            ("rprec", "r-precision", "rprecision")),
     Family("hit_rate", "required", "1 if any relevant item is in the top k (TREC success@k)",
            "1 if h(k) >= 1 else 0", ("success", "hit", "hitrate", "hr")),
+    Family("rr", "optional", "reciprocal rank of the first relevant candidate (0 beyond k)",
+           "1 / rank of the first relevant", ("mrr", "recip_rank", "reciprocal_rank"), (), True),
+    Family("ap", "optional", "average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
+           "sum(precision@rank of each relevant) / R", ("map", "map_cut", "average_precision"), (), True),
+    Family("ndcg", "optional", "normalised discounted cumulative gain, graded gains",
+           "DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))", ("ndcg_cut",), ("gain",), True),
+    Family("dcg", "optional", "discounted cumulative gain, graded gains", "sum(gain / log2(rank + 1))",
+           (), ("gain",), False),
+    Family("num_ret", "none", "candidates retrieved (n)", "n", (), (), False),
+    Family("num_rel", "none", "relevant items (R)", "R", (), (), False),
+    Family("num_rel_ret", "none", "relevant candidates retrieved", "relevant among the n", (), (), False),
     Family("tp", "required", "relevant candidates in the top k", "h(k)", (), (), False),
     Family("fp", "required", "non-relevant candidates in the top k", "min(k, n) - h(k)", (), (), False),
     Family("fn", "required", "relevant items outside the top k", "R - h(k)", (), (), False),
@@ -62,7 +73,7 @@ for _f in FAMILIES.values():
 _GRAMMAR = re.compile(
     r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
-_TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z]+)_(?P<k>\d+)$")  # P_10, recall_20, success_5
+_TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>\d+)$")  # P_10, recall_20, ndcg_cut_10
 
 
 def _fmt_number(x: float) -> str:
@@ -85,11 +96,14 @@ class Metric:
     family: str
     k: int | None = None
     beta: float | None = field(default=None)
+    gain: str | None = field(default=None)  # nDCG / DCG gains: None (linear, the grade) or "exp"
 
     def __str__(self) -> str:
         text = self.family
         if self.beta is not None:
             text += f"(beta={_fmt_number(self.beta)})"
+        if self.gain is not None:
+            text += f"(gain={self.gain})"
         if self.k is not None:
             text += f"@{self.k}"
         return text
@@ -140,8 +154,8 @@ def parse_metric(text: str | Metric) -> Metric:
 
     Examples
     --------
-    >>> parse_metric("P@5"), parse_metric("Rprec"), parse_metric("success_10")
-    (Metric(family='precision', k=5, beta=None), Metric(family='r_precision', k=None, beta=None), Metric(family='hit_rate', k=10, beta=None))
+    >>> [str(parse_metric(m)) for m in ("P@5", "Rprec", "success_10", "ndcg_cut_10", "MRR@10", "map")]
+    ['precision@5', 'r_precision', 'hit_rate@10', 'ndcg@10', 'rr@10', 'ap']
     >>> str(parse_metric("fbeta(beta=1)@5"))
     'f1@5'
     """
@@ -161,8 +175,15 @@ def parse_metric(text: str | Metric) -> Metric:
     if key not in _ALIASES:
         raise _unknown(text, f"no metric is called {name!r}")
     fam = FAMILIES[_ALIASES[key]]
-    beta = None
-    if fam.params:
+    beta = gain = None
+    if fam.params == ("gain",):
+        if params is not None:
+            value = params.strip().removeprefix("gain").lstrip().removeprefix("=").strip().lower()
+            if value in ("exp", "exponential"):
+                gain = "exp"
+            elif value not in ("linear", "lin", ""):
+                raise _unknown(text, f"gain must be 'linear' (the grade, trec_eval) or 'exp' (2**grade - 1), as in '{fam.name}(gain=exp)@10'")
+    elif fam.params:
         if params is None:
             raise _unknown(text, f"{fam.name} needs a parameter, as in '{fam.name}(beta=0.5)@10'")
         value = params.strip()
@@ -177,17 +198,18 @@ def parse_metric(text: str | Metric) -> Metric:
     elif params is not None:
         raise _unknown(text, f"{fam.name} takes no parameters")
     k = None
-    if fam.cutoff == "required":
-        if k_text is None or k_text == "":
-            raise _unknown(text, f"{fam.name} needs a cutoff, as in '{fam.name}@10'")
+    if fam.cutoff == "required" and (k_text is None or k_text == ""):
+        raise _unknown(text, f"{fam.name} needs a cutoff, as in '{fam.name}@10'")
+    if fam.cutoff == "none" and k_text is not None:
+        why = "its cutoff is each query's R" if fam.name == "r_precision" else "it counts the whole list"
+        raise _unknown(text, f"{fam.name} takes no cutoff ({why})")
+    if k_text is not None:
         if not k_text.isdigit() or int(k_text) < 1:
             raise _unknown(text, f"the cutoff must be a positive integer, got {k_text!r}")
         k = int(k_text)
-    elif k_text is not None:
-        raise _unknown(text, f"{fam.name} takes no cutoff (its cutoff is each query's R)")
     if fam.name == "fbeta" and beta == 1.0:
         return Metric("f1", k)
-    return Metric(fam.name, k, beta)
+    return Metric(fam.name, k, beta, gain)
 
 
 def parse_metrics(metrics) -> list[Metric]:

@@ -175,8 +175,8 @@ def _gained_lost(ctx, baseline: str, model: str, metric) -> tuple[dict, dict]:
     kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
     thr = -np.inf if conv.score_threshold is None else conv.score_threshold
     tie = cpu.TIE_CODES[conv.ties]
-    p_base = cpu.inclusion(log.offsets, log.scores[baseline], rel, log.items, thr, tie, kq)
-    p_model = cpu.inclusion(log.offsets, log.scores[model], rel, log.items, thr, tie, kq)
+    p_base = cpu.inclusion(log.offsets, log.scores[baseline], rel, log.grades, log.items, thr, tie, kq)
+    p_model = cpu.inclusion(log.offsets, log.scores[model], rel, log.grades, log.items, thr, tie, kq)
     q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
     result = []
     for mask in (p_model > p_base + 1e-12, p_base > p_model + 1e-12):

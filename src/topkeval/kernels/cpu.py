@@ -44,7 +44,7 @@ COUNT_MAX_RELEVANT = 24
 
 
 @njit(cache=True, nogil=True)
-def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
+def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w):
     """Fill (g, e, r, b) for the relevant candidates of rows lo..hi by counting; return their number.
 
     The first loop is branch-free (it vectorises); the tie rule's ``b`` needs a second loop only
@@ -52,7 +52,7 @@ def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
     """
     m = 0
     for i in range(lo, hi):
-        if not rel[i] or scores[i] < thr:
+        if not active[i] or scores[i] < thr:
             continue
         si = scores[i]
         gi = 0
@@ -72,10 +72,20 @@ def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
                     continue
                 if tie == 3:  # first
                     bi += j < i
-                elif tie == 1:  # optimistic
-                    bi += rel[j] and j < i
-                elif tie == 2:  # pessimistic
-                    bi += (not rel[j]) or j < i
+                elif tie == 1:  # optimistic: relevant first, then higher grades, then input order
+                    if rel[j] != rel[i]:
+                        bi += rel[j]
+                    elif grade[j] != grade[i]:
+                        bi += grade[j] > grade[i]
+                    else:
+                        bi += j < i
+                elif tie == 2:  # pessimistic: non-relevant first, then lower grades, then input order
+                    if rel[j] != rel[i]:
+                        bi += rel[i]
+                    elif grade[j] != grade[i]:
+                        bi += grade[j] < grade[i]
+                    else:
+                        bi += j < i
                 elif tie == 4:  # item_desc
                     bi += items[j] > items[i] or (items[j] == items[i] and j < i)
                 else:  # item_asc
@@ -90,7 +100,7 @@ def _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
 
 
 @njit(cache=True, nogil=True)
-def _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
+def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w):
     """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups."""
     n = 0
     for j in range(lo, hi):
@@ -114,26 +124,31 @@ def _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w):
             z += 1
         size = z - a
         nrel = 0
+        nact = 0
         for p in range(a, z):
             if rel[order[p]]:
                 nrel += 1
-        if nrel > 0:
+            if active[order[p]]:
+                nact += 1
+        if nact > 0:
             group = order[a:z]
-            if size > 1 and tie != 0 and tie != 3:
+            if size > 1 and (tie == 1 or tie == 2):
+                sign = -1.0 if tie == 1 else 1.0
+                fkey = np.empty(size, np.float64)
+                for p in range(size):
+                    fkey[p] = sign * grade[group[p]]
+                group = group[np.argsort(fkey, kind="mergesort")]
                 key = np.empty(size, np.int64)
                 for p in range(size):
-                    row = group[p]
-                    if tie == 1:
-                        key[p] = 0 if rel[row] else 1
-                    elif tie == 2:
-                        key[p] = 1 if rel[row] else 0
-                    elif tie == 4:
-                        key[p] = -items[row]
-                    else:
-                        key[p] = items[row]
+                    key[p] = (0 if rel[group[p]] else 1) if tie == 1 else (1 if rel[group[p]] else 0)
+                group = group[np.argsort(key, kind="mergesort")]
+            elif size > 1 and (tie == 4 or tie == 5):
+                key = np.empty(size, np.int64)
+                for p in range(size):
+                    key[p] = -items[group[p]] if tie == 4 else items[group[p]]
                 group = group[np.argsort(key, kind="mergesort")]
             for p in range(size):
-                if rel[group[p]]:
+                if active[group[p]]:
                     g[m] = a
                     e[m] = size
                     r[m] = nrel
@@ -161,9 +176,46 @@ def _hit_probability(g0, e0, r0, k):
 
 
 @njit(cache=True, nogil=True)
-def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q1,
-                h, hit, h_at_r, n_out, relret_out, tie_out, force_path):
-    """Compute the statistics of queries q0..q1 (see the module docstring)."""
+def _first_relevant_rr(g0, e0, r0, k):
+    """E[1/rank of the first relevant, 0 beyond k] for r0 relevant in a tie group of e0 after g0.
+
+    The first relevant member sits at offset x with probability C(e0-x, r0-1) / C(e0, r0).
+    """
+    total = 0.0
+    p = r0 / e0  # x = 1
+    for x in range(1, e0 - r0 + 2):
+        if g0 + x > k:
+            break
+        total += p / (g0 + x)
+        p *= (e0 - x - r0 + 1) / (e0 - x) if e0 - x > 0 else 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _expected_ap_group(gg, ee, rr, c, k):
+    """Sum over the rr relevant members of a tie group of E[precision at their rank, 0 beyond k].
+
+    A member at offset p (uniform over 1..ee) has c relevant ranked above its group and, in
+    expectation, (rr - 1)(p - 1)/(ee - 1) relevant group mates above it.
+    """
+    total = 0.0
+    top = min(ee, k - gg)
+    for p in range(1, top + 1):
+        mates = (rr - 1) * (p - 1) / (ee - 1) if ee > 1 else 0.0
+        total += (c + 1 + mates) / (gg + p)
+    return rr * total / ee
+
+
+@njit(cache=True, nogil=True)
+def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cutoffs, thr, tie, want_r, want_rank,
+                disc, q0, q1, h, hit, h_at_r, n_out, relret_out, tie_out, rr_out, ap_out, dcg_out, dcg2_out,
+                force_path):
+    """Compute the statistics of queries q0..q1 (see the module docstring).
+
+    ``active`` marks the candidates the kernel looks at: the relevant ones and those with a
+    positive gain (nDCG's graded gains do not depend on the relevance threshold). ``disc[m]`` is
+    the sum of 1 / log2(p + 1) for p = 1..m.
+    """
     longest = 0
     for q in range(q0, q1):
         longest = max(longest, offsets[q + 1] - offsets[q])
@@ -172,34 +224,44 @@ def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q
     r = np.empty(longest, np.int64)
     b = np.empty(longest, np.int64)
     w = np.empty(longest, np.int64)
+    key = np.empty(longest, np.int64)
+    ridx = np.empty(longest, np.int64)
     C = cutoffs.shape[0]
     for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
         n = 0
         nrel = 0
+        nact = 0
         for j in range(lo, hi):
             if scores[j] >= thr:
                 n += 1
                 if rel[j]:
                     nrel += 1
+                if active[j]:
+                    nact += 1
         n_out[q] = n
         relret_out[q] = nrel
         for c in range(C):
             h[q, c] = 0.0
             hit[q, c] = 0.0
+            if want_rank:
+                rr_out[q, c] = 0.0
+                ap_out[q, c] = 0.0
+                dcg_out[q, c] = 0.0
+                dcg2_out[q, c] = 0.0
         h_at_r[q] = 0.0
         tie_out[q] = False
-        if nrel == 0:
+        if nact == 0:
             continue
-        if force_path == 1 or (force_path == 0 and nrel <= COUNT_MAX_RELEVANT):
-            m = _count_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w)
+        if force_path == 1 or (force_path == 0 and nact <= COUNT_MAX_RELEVANT):
+            m = _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w)
         else:
-            m = _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w)
-        # the best relevant tie group, for hit probabilities
-        best = 0
-        for t in range(1, m):
-            if g[t] < g[best]:
+            m = _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w)
+        # the best relevant tie group, for hit probabilities and the reciprocal rank
+        best = -1
+        for t in range(m):
+            if rel[w[t]] and (best < 0 or g[t] < g[best]):
                 best = t
         straddle = False
         for c in range(C + 1):
@@ -212,6 +274,8 @@ def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q
             total = 0.0
             first_rank = 1 << 62
             for t in range(m):
+                if not rel[w[t]]:
+                    continue
                 if g[t] < k and k < g[t] + e[t] and e[t] > r[t]:
                     straddle = True
                 if tie == 0:
@@ -228,17 +292,70 @@ def stats_range(offsets, scores, rel, items, R, cutoffs, thr, tie, want_r, q0, q
                         first_rank = rank
             if c < C:
                 h[q, c] = total
-                if tie == 0:
-                    hit[q, c] = _hit_probability(g[best], e[best], r[best], k)
-                else:
-                    hit[q, c] = 1.0 if first_rank <= k else 0.0
+                if best >= 0:
+                    if tie == 0:
+                        hit[q, c] = _hit_probability(g[best], e[best], r[best], k)
+                    else:
+                        hit[q, c] = 1.0 if first_rank <= k else 0.0
             else:
                 h_at_r[q] = total
         tie_out[q] = straddle
+        if not want_rank:
+            continue
+        # rank-aware statistics: DCG over active candidates, RR and AP over relevant ones
+        for c in range(C):
+            k = cutoffs[c]
+            d1 = 0.0
+            d2 = 0.0
+            for t in range(m):
+                if tie == 0:
+                    top = min(g[t] + e[t], k)
+                    bottom = min(g[t], k)
+                    share = (disc[top] - disc[bottom]) / e[t] if top > bottom else 0.0
+                else:
+                    rank = g[t] + b[t] + 1
+                    share = 1.0 / np.log2(rank + 1.0) if rank <= k else 0.0
+                d1 += gains[w[t]] * share
+                d2 += gains2[w[t]] * share
+            dcg_out[q, c] = d1
+            dcg2_out[q, c] = d2
+        if best < 0:
+            continue
+        # relevant members in rank order (deterministic) or tie-group order (expected)
+        nr = 0
+        for t in range(m):
+            if rel[w[t]]:
+                key[nr] = (g[t] + b[t]) if tie != 0 else g[t]
+                ridx[nr] = t
+                nr += 1
+        order = np.argsort(key[:nr], kind="mergesort")
+        for c in range(C):
+            k = cutoffs[c]
+            if tie == 0:
+                rr_out[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
+                apsum = 0.0
+                above = 0
+                i = 0
+                while i < nr:
+                    t = ridx[order[i]]
+                    apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
+                    above += r[t]
+                    i += r[t]  # the group's relevant members are consecutive in this order
+                ap_out[q, c] = apsum
+            else:
+                first = key[order[0]] + 1
+                rr_out[q, c] = 1.0 / first if first <= k else 0.0
+                apsum = 0.0
+                for i in range(nr):
+                    rank = key[order[i]] + 1
+                    if rank > k:
+                        break
+                    apsum += (i + 1) / rank
+                ap_out[q, c] = apsum
 
 
 @njit(cache=True, nogil=True)
-def inclusion(offsets, scores, rel, items, thr, tie, kq):
+def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     """Per row: the probability that a relevant row is in its query's top kq[q] (0 for the rest).
 
     1 or 0 under a deterministic tie rule; ``clamp((k - g) / e, 0, 1)`` under ``ties="expected"``.
@@ -255,7 +372,7 @@ def inclusion(offsets, scores, rel, items, thr, tie, kq):
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        m = _sort_path(scores, rel, items, lo, hi, thr, tie, g, e, r, b, w)
+        m = _sort_path(scores, rel, rel, grade, items, lo, hi, thr, tie, g, e, r, b, w)
         k = kq[q]
         for t in range(m):
             if tie == 0:
@@ -263,6 +380,36 @@ def inclusion(offsets, scores, rel, items, thr, tie, kq):
                 out[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
             else:
                 out[w[t]] = 1.0 if g[t] + b[t] + 1 <= k else 0.0
+    return out
+
+
+@njit(cache=True, nogil=True)
+def ideal_dcg(offsets, gains, cutoffs, disc):
+    """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff."""
+    Q = offsets.shape[0] - 1
+    C = cutoffs.shape[0]
+    out = np.zeros((Q, C))
+    for q in range(Q):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        npos = 0
+        for j in range(lo, hi):
+            if gains[j] > 0:
+                npos += 1
+        if npos == 0:
+            continue
+        best = np.empty(npos)
+        npos = 0
+        for j in range(lo, hi):
+            if gains[j] > 0:
+                best[npos] = -gains[j]
+                npos += 1
+        best.sort()
+        for c in range(C):
+            total = 0.0
+            for p in range(min(npos, cutoffs[c])):
+                total -= best[p] * (disc[p + 1] - disc[p])
+            out[q, c] = total
     return out
 
 
@@ -287,21 +434,48 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def compute(offsets, scores, rel, items, R, cutoffs, *, thr, tie, want_r, threads=None, force_path=0):
-    """Run the kernel over all queries; return the raw arrays (h, hit, h_at_r, n, rel_ret, tie)."""
+#: A cutoff larger than any list: the uncut metrics (``ap``, ``rr``, ``ndcg``) use it.
+NO_CUTOFF = 1 << 40
+
+
+def discount_prefix(longest: int) -> np.ndarray:
+    """``disc[m] = sum(1 / log2(p + 1) for p in 1..m)``, for m up to ``longest``."""
+    disc = np.zeros(longest + 1)
+    disc[1:] = np.cumsum(1.0 / np.log2(np.arange(2, longest + 2)))
+    return disc
+
+
+def compute(offsets, scores, rel, grade, items, R, cutoffs, *, thr, tie, want_r, gains=None, gains2=None,
+            threads=None, force_path=0):
+    """Run the kernel over all queries; return a dict of the raw per-query arrays.
+
+    ``gains`` / ``gains2`` (per row, linear and exponential nDCG gains) turn on the rank-aware
+    statistics ``rr``, ``ap`` (sum of precisions at relevant ranks) and ``dcg`` / ``dcg2``.
+    """
     Q = len(offsets) - 1
     C = len(cutoffs)
-    h = np.empty((Q, C), np.float64)
-    hit = np.empty((Q, C), np.float64)
-    h_at_r = np.empty(Q, np.float64)
-    n = np.empty(Q, np.int64)
-    rel_ret = np.empty(Q, np.int64)
-    tie_at = np.empty(Q, np.bool_)
+    want_rank = gains is not None
+    out = {
+        "h": np.empty((Q, C)), "hit": np.empty((Q, C)), "h_at_r": np.empty(Q),
+        "n": np.empty(Q, np.int64), "rel_ret": np.empty(Q, np.int64), "tie": np.empty(Q, np.bool_),
+    }
+    shape = (Q, C) if want_rank else (0, C)
+    for name in ("rr", "ap", "dcg", "dcg2"):
+        out[name] = np.empty(shape)
     if items is None:
         items = np.zeros(0, np.int64)
+    if gains is None:
+        gains = gains2 = np.zeros(0)
+        active = rel
+    else:
+        active = rel | (gains > 0) | (gains2 > 0)
+    longest = int(np.diff(offsets).max()) if Q else 0
+    disc = discount_prefix(longest if want_rank else 0)
     thr = -np.inf if thr is None else float(thr)
-    args = (offsets, scores, rel, items, R, cutoffs, thr, TIE_CODES[tie], want_r)
-    outs = (h, hit, h_at_r, n, rel_ret, tie_at, force_path)
+    args = (offsets, scores, rel, active, grade, gains, gains2, items, R, cutoffs, thr, TIE_CODES[tie], want_r,
+            want_rank, disc)
+    outs = (out["h"], out["hit"], out["h_at_r"], out["n"], out["rel_ret"], out["tie"], out["rr"], out["ap"],
+            out["dcg"], out["dcg2"], force_path)
     threads = threads or default_threads()
     ranges = _split(offsets, threads if len(scores) >= 200_000 else 1)
     if len(ranges) == 1:
@@ -309,4 +483,4 @@ def compute(offsets, scores, rel, items, R, cutoffs, *, thr, tie, want_r, thread
     else:
         with ThreadPoolExecutor(len(ranges)) as pool:
             list(pool.map(lambda qr: stats_range(*args, qr[0], qr[1], *outs), ranges))
-    return h, hit, h_at_r, n, rel_ret, tie_at
+    return out

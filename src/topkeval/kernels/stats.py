@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -31,6 +31,10 @@ class QueryStats:
     tie_at_cutoff : ndarray of bool, shape (Q,)
         A tie group of relevant and non-relevant candidates straddles a requested cutoff (or R),
         so the tie rule decides the value.
+    rr, ap, dcg, dcg_exp, idcg, idcg_exp : ndarray of float64, shape (Q, C), optional
+        Rank-aware statistics (present when a rank-aware metric was asked for): reciprocal rank,
+        the sum of precisions at relevant ranks (AP times R), DCG with linear and exponential
+        gains, and the ideal DCGs. Expected values under ``ties="expected"``.
     """
 
     cutoffs: np.ndarray
@@ -41,17 +45,25 @@ class QueryStats:
     rel_ret: np.ndarray
     R: np.ndarray
     tie_at_cutoff: np.ndarray
+    rr: np.ndarray | None = None
+    ap: np.ndarray | None = None
+    dcg: np.ndarray | None = None
+    dcg_exp: np.ndarray | None = None
+    idcg: np.ndarray | None = None
+    idcg_exp: np.ndarray | None = None
 
     @property
     def N(self) -> np.ndarray:
         """Non-relevant candidates of each query."""
         return self.n - self.rel_ret
 
-    def column(self, k: int) -> int:
-        """Index of cutoff ``k`` in :attr:`cutoffs`."""
-        return int(np.searchsorted(self.cutoffs, k))
+    def column(self, k: int | None) -> int:
+        """Index of cutoff ``k`` in :attr:`cutoffs` (None: the uncut column)."""
+        from .cpu import NO_CUTOFF
+
+        return int(np.searchsorted(self.cutoffs, NO_CUTOFF if k is None else k))
 
     def take(self, rows: np.ndarray) -> QueryStats:
         """The statistics of a subset of queries (a boolean mask or indices)."""
-        return QueryStats(self.cutoffs, self.h[rows], self.hit[rows], self.h_at_r[rows],
-                          self.n[rows], self.rel_ret[rows], self.R[rows], self.tie_at_cutoff[rows])
+        return QueryStats(**{f.name: (v if f.name == "cutoffs" or v is None else v[rows])
+                             for f in fields(self) for v in [getattr(self, f.name)]})

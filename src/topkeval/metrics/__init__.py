@@ -5,6 +5,10 @@ Nothing here reads data or ranks candidates: each function takes a
 :class:`~topkeval.conventions.Conventions`, and returns one value per query.
 """
 
-from .setbased import FUNCTIONS, metric_values
+from .rankbased import FUNCTIONS as RANK_FUNCTIONS
+from .rankbased import RANK_FAMILIES
+from .setbased import SET_FUNCTIONS, metric_values
 
-__all__ = ["FUNCTIONS", "metric_values"]
+FUNCTIONS = {**SET_FUNCTIONS, **RANK_FUNCTIONS}
+
+__all__ = ["FUNCTIONS", "RANK_FAMILIES", "metric_values"]

@@ -98,7 +98,7 @@ def tn(st, m, conv):
     return st.N - (_kk(st, m) - _h(st, m))
 
 
-FUNCTIONS = {
+SET_FUNCTIONS = {
     "precision": precision, "recall": recall, "f1": f1, "fbeta": fbeta,
     "specificity": specificity, "fallout": fallout, "r_precision": r_precision,
     "hit_rate": hit_rate, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
@@ -107,4 +107,7 @@ FUNCTIONS = {
 
 def metric_values(st: QueryStats, metric: Metric, conv: Conventions) -> np.ndarray:
     """Per-query values of one metric (float64, one per query of ``st``)."""
-    return np.asarray(FUNCTIONS[metric.family](st, metric, conv), dtype=np.float64)
+    from .rankbased import FUNCTIONS as RANK_FUNCTIONS
+
+    fn = SET_FUNCTIONS.get(metric.family) or RANK_FUNCTIONS[metric.family]
+    return np.asarray(fn(st, metric, conv), dtype=np.float64)
