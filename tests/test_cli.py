@@ -106,3 +106,20 @@ def test_compare_command(tmp_path, capsys):
     code, out, err = run(["compare", path, "--relevance", "click", "--baseline", "old_ranker", "--score",
                           "old_ranker"], capsys)
     assert code == 2 and "other than --baseline" in err
+
+
+def test_trec_format_matches_trec_eval_lines(shared_dir, capsys):
+    base = shared_dir / "conformance" / "trec_eval"
+    code, out, err = run(["evaluate", "--qrels", base / "qrels.test", "--run", base / "results.test",
+                          "--conventions", "trec_eval", "-m", "P@5", "-m", "map", "-m", "num_ret", "-m", "Rprec",
+                          "--format", "trec", "--per-query"], capsys)
+    assert code == 0, err
+    expected = {tuple(line.split()) for line in (base / "out.test.aq").read_text().splitlines()}
+    ours = [tuple(line.split()) for line in out.splitlines()]
+    assert len(ours) == 3 * 4 + 1 + 1 + 4
+    assert all(line in expected for line in ours), [line for line in ours if line not in expected]
+
+
+def test_run_needs_qrels(capsys):
+    code, _, err = run(["evaluate", "--run", "x.run"], capsys)
+    assert code == 2 and "--run needs --qrels" in err

@@ -85,15 +85,21 @@ def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
 
 
 def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conventions, *,
-                 n_rows: int, threads=None, force_path: int = 0) -> Results:
-    """Evaluate an already grouped log (the engine behind evaluate and the single functions)."""
+                 n_rows: int, threads=None, force_path: int = 0, R: np.ndarray | None = None,
+                 judged=None, extra_info: dict | None = None) -> Results:
+    """Evaluate an already grouped log (the engine behind evaluate and the single functions).
+
+    ``R`` (relevant items per query) and ``judged`` (offsets, grades of every judged item) come
+    from the judgments when they are kept apart from the run; by default, from the log itself.
+    """
     if conv.ties in ("item_desc", "item_asc") and log.items is None:
         raise ParameterError(
             f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
             "pass item='<column>' (or items= for one ranking), or choose another tie rule."
         )
     rel = log.relevant(conv.threshold)
-    R = log.per_query_sum(rel)
+    if R is None:
+        R = log.per_query_sum(rel)
     empty = R == 0
     if conv.empty_queries == "error" and empty.any():
         ids = ", ".join(show(q) for q in log.queries[empty][:5])
@@ -108,7 +114,8 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
     summary = {}
     ties_at_cutoff = {}
     for model in log.scores:
-        st = compute_stats(log, model, rel, R, metrics, conv, threads=threads, force_path=force_path)
+        st = compute_stats(log, model, rel, R, metrics, conv, threads=threads, force_path=force_path,
+                           judged=judged)
         if not keep.all():
             st = st.take(keep)
         if conv.short_lists == "error":
@@ -133,6 +140,7 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
         "models": list(log.scores),
         "metrics": names,
         "conventions": conv.as_dict(),
+        **(extra_info or {}),
     }
     return Results(summary_df, per_query, info, context={"log": log, "conv": conv, "rel": rel, "R": R})
 
@@ -152,6 +160,10 @@ def evaluate(
     short_lists=UNSET,
     threshold=UNSET,
     score_threshold=UNSET,
+    qrels=None,
+    model: str | None = None,
+    missing_queries: str = "skip",
+    depth: int | None = None,
     threads: int | None = None,
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -182,6 +194,20 @@ def evaluate(
     ties, empty_queries, undefined, short_lists, threshold, score_threshold
         The conventions of :mod:`topkeval.conventions` (defaults: ``"expected"``, ``"skip"``,
         ``0.0``, ``"pad"``, ``None``, ``None``).
+    qrels : table or path, optional
+        Judgments kept apart from the run (TREC style): columns ``query``, ``item`` and
+        ``relevance`` (same names as above), or a TREC qrels file. Then ``data`` is a run (query,
+        item, score; or a TREC run file), R counts every judged-relevant item, retrieved or not,
+        and a retrieved item without a judgment is non-relevant. Queries of the run without any
+        judgment are left out (counted in ``info``).
+    model : str, optional
+        A run-name column of ``data``: each of its values is a model (with one ``score`` column).
+    missing_queries : {"skip", "zero"}
+        With ``qrels``: a judged query absent from a run is left out (trec_eval) or scored as an
+        empty list (trec_eval ``-c``).
+    depth : int, optional
+        Keep only the first ``depth`` candidates of each query under the tie rule (trec_eval
+        ``-M``); needs a deterministic tie rule.
     threads : int, optional
         Threads for the kernel (default: the CPUs available, or ``TOPKEVAL_THREADS``).
 
@@ -211,6 +237,28 @@ def evaluate(
                    undefined=undefined, short_lists=short_lists, threshold=threshold,
                    score_threshold=score_threshold)
     mets = parse_metrics(metrics)
+    if missing_queries not in ("skip", "zero"):
+        raise ParameterError(f"The 'missing_queries' parameter of evaluate must be 'skip' or 'zero'. Got {missing_queries!r} instead.")
+    if depth is not None:
+        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 1:
+            raise ParameterError(f"The 'depth' parameter of evaluate must be None or a positive int. Got {depth!r} instead.")
+        if conv.ties == "expected":
+            raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
+                                 "rule: pass ties='first', 'item_desc' (trec_eval), 'optimistic' or 'pessimistic'.")
+    if _is_trec_file(data):
+        from .io import read_run
+
+        data, query, item, score, model = read_run(data), "query", "item", "score", "run"
+    if qrels is not None:
+        from .qrels import evaluate_with_qrels
+
+        return evaluate_with_qrels(data, qrels, mets, conv, query=query, relevance=relevance, score=score,
+                                   item=item, model=model, missing_queries=missing_queries, depth=depth,
+                                   threads=threads)
+    if model is not None:
+        raise ParameterError("model= names a run column, which needs judgments apart from the run: pass qrels=.")
+    if missing_queries != "skip":
+        raise ParameterError("missing_queries='zero' needs judgments apart from the run: pass qrels=.")
     scores = [score] if isinstance(score, str) else list(score)
     if not scores or not all(isinstance(s, str) for s in scores):
         raise ParameterError(f"score must be a column name or a list of column names. Got {score!r}.")
@@ -226,7 +274,31 @@ def evaluate(
     log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"))
+    if depth is not None:
+        from .qrels import truncate
+
+        logs = [truncate(log, m, depth, conv) for m in log.scores]
+        if len(logs) > 1:
+            from .qrels import merge_results
+
+            return merge_results([evaluate_log(lg, mets, conv, n_rows=len(cols[query]), threads=threads,
+                                               R=log.per_query_sum(log.relevant(conv.threshold)),
+                                               judged=(log.offsets, log.grades)) for lg in logs])
+        return evaluate_log(logs[0], mets, conv, n_rows=len(cols[query]), threads=threads,
+                            R=log.per_query_sum(log.relevant(conv.threshold)), judged=(log.offsets, log.grades))
     return evaluate_log(log, mets, conv, n_rows=len(cols[query]), threads=threads)
+
+
+def _is_trec_file(data) -> bool:
+    """A path that is not a parquet / csv / tsv file (nor a directory) is read as a TREC run."""
+    import os
+    from pathlib import Path
+
+    if not isinstance(data, (str, os.PathLike)):
+        return False
+    path = Path(data)
+    suffixes = "".join(path.suffixes).lower()
+    return path.is_file() and not suffixes.endswith((".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz"))
 
 
 def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.ndarray | None,

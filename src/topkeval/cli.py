@@ -13,6 +13,7 @@ from .conventions import EMPTY_QUERIES, PRESETS, SHORT_LISTS, TIES
 from .errors import TopkevalError
 
 FORMATS = ("table", "json", "csv", "markdown")
+EVAL_FORMATS = FORMATS + ("trec",)
 
 
 class _UsageError(Exception):
@@ -53,13 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     ev = sub.add_parser("evaluate", help="evaluate one or more score columns of a log")
-    ev.add_argument("file", help="a .parquet file (or directory) or a .csv file, one row per candidate")
+    ev.add_argument("file", nargs="?", help="a .parquet file (or directory) or a .csv file, one row per candidate")
+    ev.add_argument("--qrels", help="judgments apart from the runs: a TREC qrels file (or a table)")
+    ev.add_argument("--run", action="append", help="a TREC run file (repeat for several); needs --qrels")
+    ev.add_argument("--missing-queries", choices=["skip", "zero"], help="with --qrels: judged queries a run lacks "
+                    "are left out (default, trec_eval) or score 0 (trec_eval -c)")
+    ev.add_argument("--depth", type=int, help="keep the first N candidates of each query (trec_eval -M)")
     ev.add_argument("--query", default="query", help="query id column (default: query)")
     ev.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
     ev.add_argument("--score", action="append", help="score column, one per model (repeat for several)")
     ev.add_argument("--item", help="item id column (duplicate check, item tie rules)")
     ev.add_argument("-m", "--metric", action="append", help="metric such as recall@20 (repeat)")
-    ev.add_argument("--format", choices=FORMATS, default="table")
+    ev.add_argument("--format", choices=EVAL_FORMATS, default="table", help="trec: trec_eval-style lines")
     ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead")
     _add_conventions(ev)
 
@@ -89,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _emit_results(res, fmt: str, per_query: bool, out) -> None:
     frame = res.per_query if per_query else res.summary
+    if fmt == "trec":
+        out.write(report.trec_lines(res, per_query))
+        return
     if fmt == "json":
         payload = res.to_dict()
         if per_query:
@@ -115,8 +124,20 @@ def _console(out):
 def _evaluate(args, out) -> int:
     from .api import DEFAULT_METRICS, evaluate
 
-    res = evaluate(args.file, metrics=args.metric or list(DEFAULT_METRICS), query=args.query,
-                   relevance=args.relevance, score=args.score or ["score"], item=args.item, **_conventions(args))
+    metrics = args.metric or list(DEFAULT_METRICS)
+    extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth)) if v is not None}
+    if args.run:
+        from .io import read_runs
+
+        if args.file or not args.qrels:
+            raise _UsageError("--run needs --qrels and no positional FILE")
+        res = evaluate(read_runs(args.run), metrics=metrics, query="query", relevance="relevance", score="score",
+                       item="item", model="run", qrels=args.qrels, **extra, **_conventions(args))
+    else:
+        if not args.file:
+            raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
+        res = evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance,
+                       score=args.score or ["score"], item=args.item, qrels=args.qrels, **extra, **_conventions(args))
     _emit_results(res, args.format, args.per_query, out)
     return 0
 

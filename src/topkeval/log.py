@@ -194,3 +194,10 @@ def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray,
             f"query {show(queries[q_of_row[row]])} lists item {show(labels[items[row]])} twice. "
             "Each item may appear once per query: deduplicate the log (keep the row you mean)."
         )
+
+
+def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, perm)`` grouping rows by integer code 0..n_groups-1 (input order kept within a group)."""
+    from .kernels.grouping import counting_sort
+
+    return counting_sort(np.ascontiguousarray(codes, dtype=np.int64), int(n_groups))

@@ -228,3 +228,30 @@ def parse_metrics(metrics) -> list[Metric]:
         if m not in out:
             out.append(m)
     return out
+
+
+_TREC_PREFIX = {"precision": "P", "recall": "recall", "ap": "map_cut", "ndcg": "ndcg_cut", "hit_rate": "success"}
+_TREC_UNCUT = {"r_precision": "Rprec", "rr": "recip_rank", "ap": "map", "ndcg": "ndcg", "num_ret": "num_ret",
+               "num_rel": "num_rel", "num_rel_ret": "num_rel_ret"}
+
+
+def trec_name(metric: Metric | str) -> str:
+    """The name trec_eval prints for a metric (``P_10``, ``map_cut_20``, ``Rprec``...), else the canonical one.
+
+    Examples
+    --------
+    >>> [trec_name(m) for m in ("precision@10", "ap", "ap@5", "ndcg@10", "rr", "hit_rate@1", "f1@5")]
+    ['P_10', 'map', 'map_cut_5', 'ndcg_cut_10', 'recip_rank', 'success_1', 'f1@5']
+    """
+    m = parse_metric(metric)
+    if m.gain is not None or m.beta is not None:
+        return str(m)
+    if m.k is None and m.family in _TREC_UNCUT:
+        return _TREC_UNCUT[m.family]
+    if m.k is not None and m.family in _TREC_PREFIX:
+        return f"{_TREC_PREFIX[m.family]}_{m.k}"
+    return str(m)
+
+
+#: Metrics whose trec_eval "all" line is a sum over queries, not a mean.
+TREC_SUMMED = frozenset({"num_ret", "num_rel", "num_rel_ret"})

@@ -80,3 +80,30 @@ def info_lines(info: dict) -> list[str]:
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{m}: {c:,} queries" for m, c in ties.items()))
     return lines
+
+
+def trec_lines(res, per_query: bool) -> str:
+    """trec_eval-style lines: ``measure <tab> query-or-all <tab> value``, per-query lines first (-q).
+
+    num_ret, num_rel and num_rel_ret are summed over queries on the ``all`` line, as trec_eval does.
+    """
+    from .names import TREC_SUMMED, trec_name
+
+    lines = []
+    for model in res.models:
+        lines.append(f"{'runid':<22}\tall\t{model}")
+        part = res.per_query[res.per_query["model"] == model]
+        rows = [(str(q), r) for q, (_, r) in zip(part["query"], part.iterrows())] if per_query else []
+        for q, row in rows:
+            for metric in res.metrics:
+                lines.append(_trec_line(trec_name(metric), q, row[metric], metric in TREC_SUMMED))
+        lines.append(f"{'num_q':<22}\tall\t{len(part)}")
+        for metric in res.metrics:
+            value = part[metric].sum() if metric in TREC_SUMMED else res.summary.loc[model, metric]
+            lines.append(_trec_line(trec_name(metric), "all", value, metric in TREC_SUMMED))
+    return "\n".join(lines) + "\n"
+
+
+def _trec_line(name: str, query: str, value, integer: bool) -> str:
+    text = "nan" if value != value else (str(int(round(value))) if integer else f"{value:.4f}")
+    return f"{name:<22}\t{query}\t{text}"

@@ -1,0 +1,152 @@
+"""trec_eval conformance (its own test files, when ../shared is present), TREC file reading and
+writing, judgments apart from runs, and the trec output format."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import topkeval as tk
+from topkeval.io import read_qrels, read_run, write_run
+from topkeval.names import TREC_SUMMED, trec_name
+
+COMMON = ["P_{k}", "recall_{k}", "Rprec", "recip_rank", "map", "map_cut_{k}", "ndcg", "ndcg_cut_{k}",
+          "success_{k}", "num_ret", "num_rel", "num_rel_ret"]
+CASES = [  # expected output, qrels, run, evaluate() options (the flags of trec_eval's Makefile)
+    ("out.test", "qrels.test", "results.test", {}),
+    ("out.test.a", "qrels.test", "results.test", {}),
+    ("out.test.aq", "qrels.test", "results.test", {}),
+    ("out.test.aqc", "qrels.test", "results.trunc", {"missing_queries": "zero"}),
+    ("out.test.aqcM", "qrels.test", "results.trunc", {"missing_queries": "zero", "depth": 100}),
+    ("out.test.aql", "qrels.rel_level", "results.test", {"threshold": 2}),
+    ("out.test.meas_params", "qrels.test", "results.test", {}),
+]
+
+
+def _ours(trec: str) -> str | None:
+    for pattern, ours in (("P_", "precision@"), ("recall_", "recall@"), ("map_cut_", "ap@"), ("ndcg_cut_", "ndcg@"),
+                          ("success_", "hit_rate@")):
+        if trec.startswith(pattern) and trec[len(pattern):].isdigit():
+            return ours + trec[len(pattern):]
+    return {"Rprec": "r_precision", "recip_rank": "rr", "map": "ap", "ndcg": "ndcg", "num_ret": "num_ret",
+            "num_rel": "num_rel", "num_rel_ret": "num_rel_ret"}.get(trec)
+
+
+@pytest.mark.parametrize("expected,qrels,run,options", CASES, ids=[c[0] for c in CASES])
+def test_trec_eval_conformance(shared_dir, expected, qrels, run, options):
+    base = shared_dir / "conformance" / "trec_eval"
+    lines = [line.split() for line in (base / expected).read_text().splitlines() if line.strip()]
+    wanted = {(m, q): v for m, q, v in lines if _ours(m)}
+    measures = sorted({m for m, _ in wanted})
+    assert len(measures) >= 5, measures
+    res = tk.evaluate(base / run, qrels=base / qrels, metrics=[_ours(m) for m in measures],
+                      conventions="trec_eval", **options)
+    pq = res.per_query.set_index("query")
+    checked = 0
+    for (measure, query), value in wanted.items():
+        ours = _ours(measure)
+        if query == "all":
+            got = pq[ours].sum() if ours in TREC_SUMMED else res.summary.iloc[0][ours]
+        else:
+            got = pq.loc[query, ours]
+        text = str(int(round(got))) if ours in TREC_SUMMED else f"{got:.4f}"
+        assert text == value, (expected, measure, query, got, value)
+        checked += 1
+    assert checked >= len(measures)
+
+
+def test_judgments_apart_from_run():
+    run = pd.DataFrame({"query": ["a", "a", "a", "b", "b", "c"], "item": ["x", "y", "z", "x", "w", "x"],
+                        "score": [3.0, 2.0, 1.0, 1.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": ["a", "a", "a", "b", "b", "d"], "item": ["y", "q", "z", "x", "v", "x"],
+                          "relevance": [1, 2, 0, 1, 0, 1]})
+    res = tk.evaluate(run, qrels=qrels, metrics=["recall@2", "P@2", "num_rel", "num_ret"], item="item")
+    pq = res.per_query.set_index("query")
+    # a: judged relevant y and q (q never retrieved): R = 2, top 2 = x (unjudged), y
+    assert pq.loc["a", "recall@2"] == 0.5 and pq.loc["a", "num_rel"] == 2 and pq.loc["a", "precision@2"] == 0.5
+    assert pq.loc["b", "recall@2"] == 1.0
+    assert list(pq.index) == ["a", "b"]  # c has no judgments; d is not in the run
+    assert res.info["run_queries_without_judgments"] == {"score": 1}
+    assert res.info["missing_from_run"] == {"score": 1}
+    zero = tk.evaluate(run, qrels=qrels, metrics=["recall@2"], item="item", missing_queries="zero")
+    assert zero.per_query.set_index("query").loc["d", "recall@2"] == 0.0
+    assert zero.summary.iloc[0, 0] == pytest.approx((0.5 + 1 + 0) / 3)
+
+
+def test_runs_as_a_model_column_and_several_runs():
+    run = pd.DataFrame({"query": ["a"] * 4, "item": ["x", "y", "x", "y"], "score": [2.0, 1.0, 1.0, 2.0],
+                        "run": ["r1", "r1", "r2", "r2"]})
+    qrels = pd.DataFrame({"query": ["a", "a"], "item": ["x", "y"], "relevance": [1, 0]})
+    res = tk.evaluate(run, qrels=qrels, metrics=["P@1", "rr"], item="item", model="run")
+    assert res.summary["precision@1"].to_dict() == {"r1": 1.0, "r2": 0.0}
+    assert res.summary["rr"].to_dict() == {"r1": 1.0, "r2": 0.5}
+    table = res.compare(baseline="r1", n_resamples=200)
+    assert set(table.model) == {"r2"}
+
+
+def test_trec_files_round_trip(tmp_path):
+    frame = pd.DataFrame({"query": ["1", "1", "2"], "item": ["d1", "d2", "d1"], "score": [0.5, 0.7, 0.1]})
+    write_run(frame, tmp_path / "run.txt", run_name="mine")
+    back = read_run(tmp_path / "run.txt")
+    assert back["item"].tolist() == ["d2", "d1", "d1"] and set(back["run"]) == {"mine"}
+    (tmp_path / "qrels.txt").write_text("# judged\n1 0 d1 1\n\n1 0 d2 0\n2 0 d1 2\n")
+    q = read_qrels(tmp_path / "qrels.txt")
+    assert q["relevance"].tolist() == [1, 0, 2]
+    res = tk.evaluate(tmp_path / "run.txt", qrels=tmp_path / "qrels.txt", metrics=["P@1"])
+    assert res.summary.loc["mine", "precision@1"] == 0.5
+
+
+def test_gzip(tmp_path):
+    import gzip
+
+    with gzip.open(tmp_path / "q.gz", "wt") as f:
+        f.write("1 0 d1 1\n")
+    assert read_qrels(tmp_path / "q.gz")["item"].tolist() == ["d1"]
+
+
+@pytest.mark.parametrize("text,reader,pattern", [
+    ("1 Q0 d1 1 0.5\n", read_run, "line 1: a run line needs 6 fields"),
+    ("1 Q0 d1 1 0.5 r\n1 Q0 d2 2 high r\n", read_run, "line 2: the score 'high' is not a number"),
+    ("1 Q0 d1 1 nan r\n", read_run, "not finite"),
+    ("1 0 d1\n", read_qrels, "line 1: a qrels line needs 4 fields"),
+    ("1 0 d1 yes\n", read_qrels, "the grade 'yes' is not a number"),
+    ("# only a comment\n", read_qrels, "no qrels lines"),
+])
+def test_malformed_lines(tmp_path, text, reader, pattern):
+    path = tmp_path / "f.txt"
+    path.write_text(text)
+    with pytest.raises(tk.DataError, match=pattern):
+        reader(path)
+
+
+def test_duplicates_in_runs_and_judgments():
+    run = pd.DataFrame({"query": ["a", "a"], "item": ["x", "x"], "score": [1.0, 2.0]})
+    qrels = pd.DataFrame({"query": ["a"], "item": ["x"], "relevance": [1]})
+    with pytest.raises(tk.DataError, match="twice"):
+        tk.evaluate(run, qrels=qrels, item="item", metrics=["P@1"])
+    with pytest.raises(tk.DataError, match="twice"):
+        tk.evaluate(qrels.assign(score=1.0), qrels=pd.concat([qrels, qrels]), item="item", metrics=["P@1"])
+    with pytest.raises(tk.ParameterError, match="item="):
+        tk.evaluate(run, qrels=qrels, metrics=["P@1"])
+    with pytest.raises(tk.ParameterError, match="deterministic"):
+        tk.evaluate(run, qrels=qrels, item="item", metrics=["P@1"], depth=5)
+
+
+def test_depth_equals_cutting_the_run():
+    rng = np.random.default_rng(0)
+    run = pd.DataFrame({"query": np.repeat(["a", "b"], 30), "item": np.tile(np.arange(30), 2),
+                        "score": rng.integers(0, 5, 60).astype(float)})
+    qrels = run[["query", "item"]].assign(relevance=rng.integers(0, 2, 60))
+    full = tk.evaluate(run, qrels=qrels, item="item", metrics=["ap", "ndcg", "num_ret", "recall@50"],
+                       ties="item_desc", depth=10)
+    order = run.sort_values(["query", "score", "item"], ascending=[True, False, False])
+    cut = order.groupby("query").head(10)
+    manual = tk.evaluate(cut, qrels=qrels, item="item", metrics=["ap", "ndcg", "num_ret", "recall@50"],
+                         ties="item_desc")
+    pd.testing.assert_frame_equal(full.summary, manual.summary)
+
+
+def test_trec_names():
+    assert [trec_name(m) for m in ("P@5", "recall@20", "Rprec", "map", "ap@100", "ndcg", "success@10")] == [
+        "P_5", "recall_20", "Rprec", "map", "map_cut_100", "ndcg", "success_10"]
