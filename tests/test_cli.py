@@ -66,7 +66,7 @@ def test_convention_flags(log_file, capsys):
     (["evaluate", "{log}", "--query", "q", "--relevance", "rel", "--score", "old", "-m", "recal@5"], "Did you mean"),
     (["evaluate", "{log}", "--format", "xml"], "invalid choice"),
     (["evaluate", "{log}", "--ties", "random"], "invalid choice"),
-    (["evaluate"], "required"),
+    (["evaluate"], "give a FILE"),
     (["frobnicate"], "invalid choice"),
     (["evaluate", "{log}", "--query", "q", "--relevance", "rel", "--score", "old", "--item", "item",
       "--ties", "item_desc", "--empty-queries", "error"], "no relevant item"),
