@@ -84,6 +84,17 @@ PRESETS: dict[str, dict] = {
     # Surprise FAQ's precision_recall_at_k: Python's stable sort on the estimate, ratings >= 3.5
     # relevant, only estimates >= 3.5 recommended, precision over the recommended items,
     # 0 for x/0, every user averaged.
+    # ranx: tied documents keep the order they were inserted in (the run's row order), every
+    # judged query averaged (an empty one scores 0), precision divides by k, relevant = grade >= 1.
+    "ranx": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
+    # scikit-learn ndcg_score / dcg_score: ties averaged (ignore_ties=False: the exact expectation),
+    # a query with no relevant item scores 0 and is averaged in.
+    "sklearn": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
+    # torchmetrics retrieval_*: empty_target_action="neg" (0, averaged in), top_k without
+    # adaptive_k divides by k; its nDCG averages ties like scikit-learn. Its other metrics take
+    # torch.topk's unspecified order among ties, and its AP divides by the relevant items found,
+    # not R: those are not reproduced (docs/conventions.md).
+    "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
     "surprise": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="shrink",
                      threshold=3.5, score_threshold=3.5),
 }
@@ -138,7 +149,8 @@ def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate
     Parameters
     ----------
     conventions : str, Conventions or None
-        A preset name (``"trec_eval"``, ``"surprise"``, ``"topkeval"``) or a Conventions object.
+        A preset name (``"trec_eval"``, ``"ranx"``, ``"sklearn"``, ``"torchmetrics"``,
+        ``"surprise"``, ``"topkeval"``) or a Conventions object.
     owner : str
         The function name used in error messages.
     **settings

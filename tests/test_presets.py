@@ -1,0 +1,85 @@
+"""Presets reproduce other tools, tested against the real packages where they install."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import topkeval as tk
+
+pytestmark = pytest.mark.peers
+
+
+def _tied_log(seed, n_queries=25, length=12):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        items = rng.choice(100, length, replace=False)
+        scores = rng.integers(1, 5, length) / 4  # heavy ties, all positive
+        grades = rng.choice([0, 0, 0, 1, 2, 3], length)
+        if q % 7 == 0:
+            grades[:] = 0  # an empty query now and then
+        rows += [(f"q{q:02d}", f"d{i:03d}", float(s), int(g)) for i, s, g in zip(items, scores, grades)]
+    return pd.DataFrame(rows, columns=["query", "item", "score", "grade"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ranx_preset(seed):
+    ranx = pytest.importorskip("ranx")
+    frame = _tied_log(seed)
+    qrels, run = {}, {}
+    for q, it, s, g in frame.itertuples(index=False):
+        qrels.setdefault(q, {})[it] = g
+        run.setdefault(q, {})[it] = s
+    names = ["precision@5", "recall@5", "f1@5", "r-precision", "mrr@5", "map@10", "ndcg@5", "ndcg_burges@5",
+             "hit_rate@3", "precision@20"]
+    ours = ["precision@5", "recall@5", "f1@5", "r_precision", "rr@5", "ap@10", "ndcg@5", "ndcg(gain=exp)@5",
+            "hit_rate@3", "precision@20"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False)
+    res = tk.evaluate(frame, metrics=ours, relevance="grade", item="item", conventions="ranx")
+    for name, mine in zip(names, ours):
+        np.testing.assert_allclose(res.per_query[mine].to_numpy(), ref[name], atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sklearn_preset_ndcg_with_ties(seed):
+    metrics = pytest.importorskip("sklearn.metrics")
+    frame = _tied_log(seed)
+    res = tk.evaluate(frame, metrics=["ndcg@3", "ndcg@5", "ndcg", "dcg@5"], relevance="grade", conventions="sklearn")
+    pq = res.per_query.set_index("query")
+    for q, part in frame.groupby("query"):
+        y, s = part["grade"].to_numpy()[None, :], part["score"].to_numpy()[None, :]
+        for k in (3, 5):
+            assert pq.loc[q, f"ndcg@{k}"] == pytest.approx(metrics.ndcg_score(y, s, k=k), abs=1e-12)
+        assert pq.loc[q, "ndcg"] == pytest.approx(metrics.ndcg_score(y, s), abs=1e-12)
+        assert pq.loc[q, "dcg@5"] == pytest.approx(metrics.dcg_score(y, s, k=5), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_torchmetrics_preset(seed):
+    torch = pytest.importorskip("torch")
+    R = pytest.importorskip("torchmetrics.functional.retrieval")
+    frame = _tied_log(seed)
+    frame["score"] = frame["score"] + np.random.default_rng(seed).random(len(frame)) * 1e-3  # no ties
+    binary = frame.assign(rel=(frame["grade"] > 0).astype(int))
+    res = tk.evaluate(binary, metrics=["precision@5", "precision@20", "recall@5", "r_precision", "hit_rate@3", "rr@5"],
+                      relevance="rel", conventions="torchmetrics")
+    graded = tk.evaluate(frame, metrics=["ndcg@5"], relevance="grade", conventions="torchmetrics")
+    pq = res.per_query.set_index("query")
+    gq = graded.per_query.set_index("query")
+    for q, part in binary.groupby("query"):
+        p = torch.tensor(part["score"].to_numpy())
+        t = torch.tensor(part["rel"].to_numpy())
+        g = torch.tensor(part["grade"].to_numpy())
+        assert pq.loc[q, "precision@5"] == pytest.approx(float(R.retrieval_precision(p, t, top_k=5)), abs=1e-6)
+        assert pq.loc[q, "precision@20"] == pytest.approx(float(R.retrieval_precision(p, t, top_k=20)), abs=1e-6)
+        assert pq.loc[q, "recall@5"] == pytest.approx(float(R.retrieval_recall(p, t, top_k=5)), abs=1e-6)
+        assert pq.loc[q, "r_precision"] == pytest.approx(float(R.retrieval_r_precision(p, t)), abs=1e-6)
+        assert pq.loc[q, "hit_rate@3"] == pytest.approx(float(R.retrieval_hit_rate(p, t, top_k=3)), abs=1e-6)
+        assert pq.loc[q, "rr@5"] == pytest.approx(float(R.retrieval_reciprocal_rank(p, t, top_k=5)), abs=1e-6)
+        assert gq.loc[q, "ndcg@5"] == pytest.approx(float(R.retrieval_normalized_dcg(p, g, top_k=5)), abs=1e-6)
