@@ -25,6 +25,7 @@ from .errors import (
     TopkevalError,
     UnknownMetricError,
 )
+from .matrix import evaluate_matrix
 from .names import FAMILIES, Metric, parse_metric
 from .results import Results
 
@@ -33,6 +34,6 @@ __version__ = "0.1.0"
 __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError",
     "InputFileError", "Metric", "ParameterError", "Results", "ShortListError", "TopkevalError",
-    "UnknownMetricError", "evaluate", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k",
+    "UnknownMetricError", "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k",
     "r_precision", "recall_at_k", "specificity_at_k",
 ]

@@ -86,11 +86,13 @@ def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
 
 def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conventions, *,
                  n_rows: int, threads=None, force_path: int = 0, R: np.ndarray | None = None,
-                 judged=None, extra_info: dict | None = None) -> Results:
+                 judged=None, extra_info: dict | None = None, list_sizes=None) -> Results:
     """Evaluate an already grouped log (the engine behind evaluate and the single functions).
 
     ``R`` (relevant items per query) and ``judged`` (offsets, grades of every judged item) come
     from the judgments when they are kept apart from the run; by default, from the log itself.
+    ``list_sizes`` = (n, relevant among n) per query, when the log holds only the top of each list
+    (score matrices): the statistics of the rows beyond it are known without the rows.
     """
     if conv.ties in ("item_desc", "item_asc") and log.items is None:
         raise ParameterError(
@@ -116,6 +118,8 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
     for model in log.scores:
         st = compute_stats(log, model, rel, R, metrics, conv, threads=threads, force_path=force_path,
                            judged=judged)
+        if list_sizes is not None:
+            st.n, st.rel_ret = list_sizes
         if not keep.all():
             st = st.take(keep)
         if conv.short_lists == "error":

@@ -1,0 +1,123 @@
+"""Score matrices equal the long format of the same data, on numpy and on torch (CPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import topkeval as tk
+from strategies import conventions
+from topkeval.names import FAMILIES
+
+METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not fam.params] + [
+    "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
+UNCUT = ["ap", "rr", "ndcg"]
+
+
+def _data(seed, users=12, items=9, ties=True):
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 4, (users, items)) / 2 if ties else rng.random((users, items))
+    grades = rng.choice([0, 0, 0, 1, 2], (users, items))
+    grades[0] = 0  # a user with no relevant item
+    exclude = (rng.random((users, items)) < 0.2) & (grades == 0)
+    exclude[1] = True  # a user whose whole catalogue is excluded
+    return scores, grades, exclude
+
+
+def _long(scores, grades, exclude):
+    u, i = np.nonzero(~exclude)
+    return pd.DataFrame({"query": u, "item": i, "relevance": grades[u, i], "scores": scores[u, i]})
+
+
+def _check(scores, grades, exclude, metrics, conv, **kw):
+    got = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, **conv, **kw)
+    long = _long(np.asarray(scores if not hasattr(scores, "numpy") else scores.numpy()), grades, exclude)
+    want = tk.evaluate(long, metrics=metrics, score="scores", item="item", **conv)
+    pq_got = got.per_query.set_index("query")
+    pq_want = want.per_query.set_index("query")
+    # users whose whole catalogue is excluded have no row in the long format
+    common = pq_want.index
+    pd.testing.assert_frame_equal(pq_got.loc[common, want.metrics], pq_want[want.metrics], check_exact=False,
+                                  rtol=1e-12, atol=1e-12)
+
+
+@given(seed=st.integers(0, 10_000), conv=conventions(), uncut=st.booleans())
+def test_matrix_equals_long_format(seed, conv, uncut):
+    conv = dict(conv, empty_queries="skip")  # a user with no candidate at all is empty either way
+    scores, grades, exclude = _data(seed)
+    _check(scores, grades, exclude, METRICS + (UNCUT if uncut else []), conv)
+
+
+@pytest.mark.parametrize("batch_size", [1, 5, None])
+def test_batches_and_forms_of_relevance(batch_size):
+    scores, grades, exclude = _data(3)
+    binary = (grades > 0).astype(int)
+    a = tk.evaluate_matrix(scores, binary, metrics=METRICS, exclude=exclude, batch_size=batch_size)
+    b = tk.evaluate_matrix(scores, sp.csr_matrix(binary), metrics=METRICS, exclude=sp.coo_matrix(exclude))
+    edges = np.array(np.nonzero(binary))
+    c = tk.evaluate_matrix(scores, edges, metrics=METRICS, exclude=np.array(np.nonzero(exclude)))
+    pd.testing.assert_frame_equal(a.summary, b.summary)
+    pd.testing.assert_frame_equal(a.summary, c.summary)
+
+
+def test_torch_cpu_equals_numpy():
+    torch = pytest.importorskip("torch")
+    scores, grades, exclude = _data(5)
+    for conv in ({}, {"ties": "item_desc"}, {"ties": "pessimistic", "short_lists": "shrink"}):
+        a = tk.evaluate_matrix(scores, grades, metrics=METRICS + UNCUT, exclude=exclude, **conv)
+        b = tk.evaluate_matrix(torch.tensor(scores), torch.tensor(grades), metrics=METRICS + UNCUT,
+                               exclude=torch.tensor(exclude).to_sparse(), **conv)
+        c = tk.evaluate_matrix(torch.tensor(scores, dtype=torch.float32), torch.tensor(grades).to_sparse(),
+                               metrics=METRICS + UNCUT, exclude=torch.tensor(exclude), **conv)
+        pd.testing.assert_frame_equal(a.per_query, b.per_query)
+        pd.testing.assert_frame_equal(a.per_query, c.per_query)  # scores are exact in float32 here
+
+
+def test_seed002_torch_code_transcribed():
+    """Seed 002's own PyTorch computation (users with R >= 1, no ties) equals evaluate_matrix."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(0)
+    n_users, n_items, k = 20, 30, 5
+    scores = torch.rand(n_users, n_items, generator=gen)
+    truth = torch.rand(n_users, n_items, generator=gen) < 0.15
+    truth[torch.arange(n_users), torch.randint(0, n_items, (n_users,), generator=gen)] = True
+    gt_index = truth.nonzero().T  # edge_index: users, items
+    # --- seed 002 ---
+    R = torch.bincount(gt_index[0], minlength=n_users).float()
+    topr = torch.topk(scores, int(R.max()), dim=1, sorted=True).indices
+    ground_truth = torch.full((n_users, n_items), False)
+    ground_truth[gt_index[0], gt_index[1]] = True
+    isin_rmat = ground_truth.gather(1, topr)
+    isin_mat = isin_rmat[:, :k]
+    prec = (isin_mat.sum(dim=-1) / k).sum() / n_users
+    rec = (isin_mat.sum(dim=-1) / R).sum() / n_users
+    msk = torch.arange(1, R.max() + 1) > R.unsqueeze(1)
+    isin_rmat[msk] = 0
+    rprec = (isin_rmat.sum(dim=-1) / R).sum() / n_users
+    # --- topkeval ---
+    res = tk.evaluate_matrix(scores, gt_index, metrics=[f"precision@{k}", f"recall@{k}", "r_precision"])
+    assert res.summary.iloc[0].tolist() == pytest.approx([float(prec), float(rec), float(rprec)], abs=1e-6)
+
+
+def test_selection_keeps_few_candidates():
+    rng = np.random.default_rng(0)
+    scores = rng.random((50, 2000))
+    truth = rng.random((50, 2000)) < 0.01
+    res = tk.evaluate_matrix(scores, truth, metrics=["recall@10", "ndcg@20"])
+    assert res.info["matrix"]["candidates_selected"] == 50 * 20
+
+
+@pytest.mark.parametrize("call,pattern", [
+    (lambda: tk.evaluate_matrix(np.array([[np.nan, 1.0]]), np.array([[1, 0]])), "NaN or infinite"),
+    (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.ones((3, 2))), "shape"),
+    (lambda: tk.evaluate_matrix(np.ones(3), np.ones(3)), "2-D"),
+    (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.array([[0, 5], [0, 1]])), "edge list"),
+    (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.ones((2, 3)), batch_size=0), "batch_size"),
+])
+def test_matrix_errors(call, pattern):
+    with pytest.raises(tk.TopkevalError, match=pattern):
+        call()
