@@ -14,7 +14,6 @@ import argparse
 import time
 
 
-
 def main() -> None:
     import torch
 
