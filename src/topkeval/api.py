@@ -315,9 +315,13 @@ def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.nda
     if items is not None:
         codes, item_labels = logmod.item_codes(items, names["item"])
     if perm is not None:
-        grades = grades[perm]
-        scores = {m: v[perm] for m, v in scores.items()}
-        codes = codes[perm] if codes is not None else None
+        from .kernels.cpu import default_threads
+        from .kernels.grouping import gather
+
+        threads = default_threads()
+        grades = gather(grades, perm, threads)
+        scores = {m: gather(v, perm, threads) for m, v in scores.items()}
+        codes = gather(codes, perm, threads) if codes is not None else None
     if codes is not None:
         logmod.check_duplicates(offsets, codes, item_labels, labels, names["item"])
     return logmod.GroupedLog(offsets, labels, grades, scores, codes, item_labels)

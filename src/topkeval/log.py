@@ -50,9 +50,10 @@ class GroupedLog:
         return self.grades > 0 if threshold is None else self.grades >= threshold
 
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
-        """Sum of a row array within each query."""
-        csum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
-        return csum[self.offsets[1:]] - csum[self.offsets[:-1]]
+        """Number of true values of a boolean row array within each query."""
+        from .kernels.grouping import count_per_group
+
+        return count_per_group(self.offsets, values)
 
 
 def _is_missing(values: np.ndarray) -> np.ndarray | None:
@@ -81,16 +82,25 @@ def group_rows(query: np.ndarray, column: str = "query"):
         )
     n = len(query)
     if query.dtype.kind in "iufbUSM":
-        change = np.flatnonzero(query[1:] != query[:-1]) + 1
-        starts = np.concatenate([[0], change])
-        labels = query[starts]
-        if len(np.unique(labels)) == len(labels):
-            return np.concatenate([starts, [n]]).astype(np.int64), None, labels
+        change = query[1:] != query[:-1]
+        runs = int(np.count_nonzero(change)) + 1
+        if runs <= max(1, n // 2):  # worth checking whether the rows arrive grouped
+            starts = np.concatenate([[0], np.flatnonzero(change) + 1])
+            labels = query[starts]
+            if len(np.unique(labels)) == len(labels):
+                return np.concatenate([starts, [n]]).astype(np.int64), None, labels
     import pandas as pd
 
-    from .kernels.grouping import counting_sort
+    from .kernels.grouping import counting_sort, factorize_dense
 
-    codes, labels = pd.factorize(query, sort=False)
+    low = int(query.min()) if query.dtype.kind in "iu" else 0
+    span = int(query.max()) - low + 1 if query.dtype.kind in "iu" else 0
+    if query.dtype.kind in "iu" and span <= 4 * n:
+        # integer ids in a compact range: a direct table instead of a hash
+        codes, first = factorize_dense(query.astype(np.int64, copy=False), low, span)
+        labels = query[first]
+    else:
+        codes, labels = pd.factorize(query, sort=False)
     if len(labels) == n or np.all(codes[1:] >= codes[:-1]):
         # every row its own query, or already grouped: no permutation needed
         counts = np.bincount(codes, minlength=len(labels))

@@ -1,0 +1,19 @@
+"""`import topkeval` stays light: no polars, torch, pyspark, matplotlib, nor the compiler."""
+
+import subprocess
+import sys
+
+
+def test_import_is_light():
+    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'torch', 'pyspark', 'matplotlib', 'numba', "
+            "'scipy', 'rich') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"import topkeval imported {out}"
+
+
+def test_evaluate_pandas_does_not_import_polars_or_torch():
+    code = ("import sys, topkeval as tk; tk.evaluate({'query': [1, 1], 'relevance': [1, 0], 'score': [0.1, 0.2]}, "
+            "metrics=['recall@1']); print(','.join(m for m in ('polars', 'torch', 'pyspark', 'matplotlib') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
