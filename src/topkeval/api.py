@@ -302,7 +302,10 @@ def _is_trec_file(data) -> bool:
         return False
     path = Path(data)
     suffixes = "".join(path.suffixes).lower()
-    return path.is_file() and not suffixes.endswith((".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz"))
+    tables = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
+    other = (".xlsx", ".xls", ".json", ".jsonl", ".feather", ".arrow", ".ipc", ".orc", ".avro", ".pkl", ".pickle",
+             ".h5", ".hdf5", ".zip", ".npy", ".npz")
+    return path.is_file() and not suffixes.endswith(tables + other)
 
 
 def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.ndarray | None,
