@@ -166,8 +166,9 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
         raise ParameterError(f"The 'batch_size' parameter of evaluate_matrix must be a positive int. Got {batch_size!r} instead.")
     grades_rel = rel_csr.data
     is_rel = grades_rel > 0 if conv.threshold is None else grades_rel >= conv.threshold
-    R = np.add.reduceat(is_rel.astype(np.int64), rel_csr.indptr[:-1]) if len(is_rel) else np.zeros(U, np.int64)
-    R[np.diff(rel_csr.indptr) == 0] = 0
+    from .kernels.grouping import count_per_group
+
+    R = count_per_group(rel_csr.indptr.astype(np.int64), is_rel)
     depth = _needed_depth(mets, int(R.max()) if U else 0, I)
     thr = conv.score_threshold
     rel_keys = np.repeat(np.arange(U, dtype=np.int64), np.diff(rel_csr.indptr)) * I + rel_csr.indices
