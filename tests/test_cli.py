@@ -123,3 +123,10 @@ def test_trec_format_matches_trec_eval_lines(shared_dir, capsys):
 def test_run_needs_qrels(capsys):
     code, _, err = run(["evaluate", "--run", "x.run"], capsys)
     assert code == 2 and "--run needs --qrels" in err
+
+
+def test_streamed_file_and_no_progress_bar_off_a_terminal(log_file, capsys):
+    code, out, err = run(["evaluate", log_file, "--query", "q", "--relevance", "rel", "--score", "old",
+                          "-m", "recall@2", "--chunk-rows", "2", "--format", "json"], capsys)
+    assert code == 0 and err == ""  # stderr is not a terminal here: no bar
+    assert json.loads(out)["summary"]["old"]["recall@2"] == 0.75

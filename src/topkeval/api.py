@@ -168,6 +168,8 @@ def evaluate(
     model: str | None = None,
     missing_queries: str = "skip",
     depth: int | None = None,
+    chunk_rows: int | None = None,
+    progress=None,
     threads: int | None = None,
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -212,6 +214,12 @@ def evaluate(
     depth : int, optional
         Keep only the first ``depth`` candidates of each query under the tie rule (trec_eval
         ``-M``); needs a deterministic tie rule.
+    chunk_rows : int, optional
+        For a parquet path: read and evaluate it in batches of this many rows, in bounded memory
+        (see :mod:`topkeval.stream`); by default files of more than 20 million rows are streamed
+        in batches of 5 million. Results equal the in-memory path.
+    progress : callable, optional
+        Called with the number of rows read after each batch of a streamed file.
     threads : int, optional
         Threads for the kernel (default: the CPUs available, or ``TOPKEVAL_THREADS``).
 
@@ -274,6 +282,13 @@ def evaluate(
     wanted = [query, relevance, *scores] + ([item] if item is not None else [])
     if len(set(wanted)) != len(wanted):
         raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
+    if chunk_rows is not None and (isinstance(chunk_rows, bool) or not isinstance(chunk_rows, numbers.Integral)
+                                   or chunk_rows < 1):
+        raise ParameterError(f"The 'chunk_rows' parameter of evaluate must be None or a positive int. Got {chunk_rows!r} instead.")
+    streamed = _maybe_stream(data, wanted, mets, conv, query, relevance, scores, item, depth, threads, chunk_rows,
+                             progress)
+    if streamed is not None:
+        return streamed
     cols = read_columns(data, wanted)
     log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
                     cols[item] if item is not None else None,
@@ -291,6 +306,44 @@ def evaluate(
         return evaluate_log(logs[0], mets, conv, n_rows=len(cols[query]), threads=threads,
                             R=log.per_query_sum(log.relevant(conv.threshold)), judged=(log.offsets, log.grades))
     return evaluate_log(log, mets, conv, n_rows=len(cols[query]), threads=threads)
+
+
+STREAM_ABOVE_ROWS = 20_000_000
+STREAM_CHUNK_ROWS = 5_000_000
+
+
+def _maybe_stream(data, wanted, mets, conv, query, relevance, scores, item, depth, threads, chunk_rows, progress):
+    """Stream a large parquet path in batches; None when the in-memory path applies."""
+    import os
+    from pathlib import Path
+
+    if not isinstance(data, (str, os.PathLike)):
+        return None
+    path = Path(data)
+    if not path.exists() or not ("".join(path.suffixes).lower().endswith((".parquet", ".pq")) or path.is_dir()):
+        return None
+    from . import stream
+
+    try:
+        total = stream.count_rows(path)
+    except Exception:  # unreadable: let the in-memory reader word the error
+        return None
+    if chunk_rows is None:
+        if total <= STREAM_ABOVE_ROWS:
+            return None
+        chunk_rows = STREAM_CHUNK_ROWS
+    import pyarrow.parquet as pq
+
+    from .io.tables import _check_columns
+
+    names = pq.read_schema(path).names if path.is_file() else pq.ParquetDataset(path).schema.names
+    _check_columns(wanted, names, f"file '{path}'")
+
+    def evaluate_table(table):
+        return evaluate(table, metrics=mets, query=query, relevance=relevance, score=scores, item=item,
+                        conventions=conv, depth=depth, threads=threads)
+
+    return stream.evaluate_parquet(path, wanted, evaluate_table, chunk_rows=chunk_rows, progress=progress)
 
 
 def _is_trec_file(data) -> bool:

@@ -6,6 +6,7 @@ Every user error (bad flags, a missing file, bad data) exits with code 2 and one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from . import report
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--missing-queries", choices=["skip", "zero"], help="with --qrels: judged queries a run lacks "
                     "are left out (default, trec_eval) or score 0 (trec_eval -c)")
     ev.add_argument("--depth", type=int, help="keep the first N candidates of each query (trec_eval -M)")
+    ev.add_argument("--chunk-rows", type=int, help="stream a parquet file in batches of this many rows")
     ev.add_argument("--query", default="query", help="query id column (default: query)")
     ev.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
     ev.add_argument("--score", action="append", help="score column, one per model (repeat for several)")
@@ -136,10 +138,34 @@ def _evaluate(args, out) -> int:
     else:
         if not args.file:
             raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
-        res = evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance,
-                       score=args.score or ["score"], item=args.item, qrels=args.qrels, **extra, **_conventions(args))
+        callback, bar = _progress(args.file)
+        with bar or contextlib.nullcontext():
+            res = evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance,
+                           score=args.score or ["score"], item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows,
+                           progress=callback, **extra, **_conventions(args))
     _emit_results(res, args.format, args.per_query, out)
     return 0
+
+
+def _progress(path):
+    """A progress bar on stderr for a streamed parquet file, only when stderr is a terminal."""
+    if not sys.stderr.isatty() or not str(path).endswith((".parquet", ".pq")):
+        return None, None
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .stream import count_rows
+
+    try:
+        total = count_rows(Path(path))
+    except Exception:  # the evaluation itself reports an unreadable file
+        return None, None
+    bar = Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("rows", total=total)
+    return (lambda rows: bar.advance(task, rows)), bar
 
 
 def _compare(args, out) -> int:
