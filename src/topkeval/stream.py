@@ -81,7 +81,13 @@ def _run(table, evaluate_table, seen: set) -> Results:
     if any(q in seen for q in ids):
         raise _NotGrouped
     seen.update(ids.tolist())
-    return evaluate_table(table)
+    return _light(evaluate_table(table))
+
+
+def _light(res: Results) -> Results:
+    """Drop the chunk's grouped log (kept by Results for diff()): memory must not grow with the file."""
+    res._context = None
+    return res
 
 
 def _partition(path: Path, columns, chunk_rows: int, parts: int, tmp: Path, progress=None) -> list[Path]:
@@ -140,7 +146,7 @@ def evaluate_parquet(path: Path, columns: list[str], evaluate_table, *, chunk_ro
         partitions = partitions or max(1, math.ceil(total / chunk_rows))
         with tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP")) as tmp:
             files = _partition(path, columns, chunk_rows, partitions, Path(tmp), progress)
-            parts = [evaluate_table(_read(f)) for f in files]
+            parts = [_light(evaluate_table(_read(f))) for f in files]
     return merge_chunks(parts)
 
 
