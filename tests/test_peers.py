@@ -64,3 +64,40 @@ def test_default_conventions_equal_pytrec_eval_without_ties(seed):
                       query="query", relevance="grade", score="score")
     expected = [np.mean([v[m] for v in ref.values()]) for m in ["P_5", "P_10", "recall_5", "recall_10", "Rprec"]]
     assert res.summary.iloc[0].tolist() == pytest.approx(expected, abs=1e-12)
+
+
+TREC_COMMON = {"P_5": "precision@5", "P_10": "precision@10", "recall_5": "recall@5", "recall_100": "recall@100",
+               "Rprec": "r_precision", "recip_rank": "rr", "map": "ap", "map_cut_10": "ap@10", "ndcg": "ndcg",
+               "ndcg_cut_5": "ndcg@5", "ndcg_cut_10": "ndcg@10", "success_1": "hit_rate@1", "success_5": "hit_rate@5",
+               "num_ret": "num_ret", "num_rel": "num_rel", "num_rel_ret": "num_rel_ret"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trec_eval_preset_with_partial_judgments_and_ties(seed):
+    """Runs with heavy ties and unjudged documents, judgments with relevant documents no run found."""
+    rng = np.random.default_rng(100 + seed)
+    run_rows, qrel_rows = [], []
+    for q in range(30):
+        docs = [f"d{i:03d}" for i in rng.choice(300, 60, replace=False)]
+        retrieved = docs[: int(rng.integers(1, 40))]
+        judged = rng.choice(docs, int(rng.integers(1, 40)), replace=False)
+        run_rows += [(f"q{q}", d, float(rng.integers(0, 8)) / 2) for d in retrieved]
+        qrel_rows += [(f"q{q}", d, int(rng.choice([0, 1, 2, 3]))) for d in judged]
+    run_rows.append(("q_unjudged", "d000", 1.0))  # a query without judgments: trec_eval ignores it
+    run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
+    qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
+    qrel_dict, run_dict = {}, {}
+    for q, d, g in qrels.itertuples(index=False):
+        qrel_dict.setdefault(q, {})[d] = g
+    for q, d, s in run.itertuples(index=False):
+        run_dict.setdefault(q, {})[d] = s
+    measures = {"P.5,10", "recall.5,100", "Rprec", "recip_rank", "map", "map_cut.10", "ndcg", "ndcg_cut.5,10",
+                "success.1,5", "num_ret", "num_rel", "num_rel_ret"}
+    ref = pytrec_eval.RelevanceEvaluator(qrel_dict, measures).evaluate(run_dict)
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(TREC_COMMON.values()), conventions="trec_eval")
+    pq = res.per_query.set_index("query")
+    assert sorted(pq.index) == sorted(ref)
+    for q, values in ref.items():
+        for theirs, ours in TREC_COMMON.items():
+            assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-9), (q, theirs)
+    assert res.info["run_queries_without_judgments"] == {"score": 1}

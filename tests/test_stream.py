@@ -57,3 +57,17 @@ def test_stream_directory_and_missing_column(tmp_path):
     assert res.summary.iloc[0, 0] == pytest.approx(tk.evaluate(frame, metrics=["recall@5"], score="a").summary.iloc[0, 0])
     with pytest.raises(tk.ColumnError, match="Did you mean 'a'"):
         tk.evaluate(tmp_path / "d", metrics=["recall@5"], score="aa", chunk_rows=50)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_stream_without_per_query_rows(tmp_path, shuffled):
+    frame = _log(2)
+    if shuffled:
+        frame = frame.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    path = tmp_path / "log.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    kwargs = dict(metrics=METRICS, score=["a", "b"], undefined="nan")
+    memory = tk.evaluate(frame, **kwargs)
+    lean = tk.evaluate(path, chunk_rows=500, keep_per_query=False, **kwargs)
+    pd.testing.assert_frame_equal(memory.summary, lean.summary, rtol=1e-12)
+    assert lean.per_query.empty and lean.info["evaluated"] == memory.info["evaluated"]

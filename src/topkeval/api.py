@@ -170,6 +170,7 @@ def evaluate(
     depth: int | None = None,
     chunk_rows: int | None = None,
     progress=None,
+    keep_per_query: bool = True,
     threads: int | None = None,
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -220,6 +221,9 @@ def evaluate(
         in batches of 5 million. Results equal the in-memory path.
     progress : callable, optional
         Called with the number of rows read after each batch of a streamed file.
+    keep_per_query : bool
+        For a streamed file: False keeps only running sums, so memory does not grow with the
+        number of queries (``per_query`` is then empty).
     threads : int, optional
         Threads for the kernel (default: the CPUs available, or ``TOPKEVAL_THREADS``).
 
@@ -286,7 +290,7 @@ def evaluate(
                                    or chunk_rows < 1):
         raise ParameterError(f"The 'chunk_rows' parameter of evaluate must be None or a positive int. Got {chunk_rows!r} instead.")
     streamed = _maybe_stream(data, wanted, mets, conv, query, relevance, scores, item, depth, threads, chunk_rows,
-                             progress)
+                             progress, keep_per_query)
     if streamed is not None:
         return streamed
     cols = read_columns(data, wanted)
@@ -312,7 +316,8 @@ STREAM_ABOVE_ROWS = 20_000_000
 STREAM_CHUNK_ROWS = 5_000_000
 
 
-def _maybe_stream(data, wanted, mets, conv, query, relevance, scores, item, depth, threads, chunk_rows, progress):
+def _maybe_stream(data, wanted, mets, conv, query, relevance, scores, item, depth, threads, chunk_rows, progress,
+                  keep_per_query=True):
     """Stream a large parquet path in batches; None when the in-memory path applies."""
     import os
     from pathlib import Path
@@ -343,7 +348,8 @@ def _maybe_stream(data, wanted, mets, conv, query, relevance, scores, item, dept
         return evaluate(table, metrics=mets, query=query, relevance=relevance, score=scores, item=item,
                         conventions=conv, depth=depth, threads=threads)
 
-    return stream.evaluate_parquet(path, wanted, evaluate_table, chunk_rows=chunk_rows, progress=progress)
+    return stream.evaluate_parquet(path, wanted, evaluate_table, chunk_rows=chunk_rows, progress=progress,
+                                   keep_per_query=keep_per_query)
 
 
 def _is_trec_file(data) -> bool:

@@ -52,7 +52,7 @@ def count_rows(path: Path) -> int:
     return ds.dataset(path, format="parquet").count_rows()
 
 
-def _evaluate_chunks(chunks, evaluate_table, progress=None) -> list[Results]:
+def _evaluate_chunks(chunks, evaluate_table, progress=None) -> list:
     """Evaluate grouped chunks, carrying each chunk's last query over to the next."""
     import pyarrow as pa
 
@@ -84,9 +84,10 @@ def _run(table, evaluate_table, seen: set) -> Results:
     return _light(evaluate_table(table))
 
 
-def _light(res: Results) -> Results:
+def _light(res):
     """Drop the chunk's grouped log (kept by Results for diff()): memory must not grow with the file."""
-    res._context = None
+    if isinstance(res, Results):
+        res._context = None
     return res
 
 
@@ -114,8 +115,45 @@ def _partition(path: Path, columns, chunk_rows: int, parts: int, tmp: Path, prog
     return [f for f in files if f.exists()]
 
 
-def merge_chunks(parts: list[Results]) -> Results:
+class _Totals:
+    """Running sums and counts of per-query values: a chunk's Results without its per-query rows."""
+
+    def __init__(self, res: Results):
+        self.models, self.metrics, self.info = res.models, res.metrics, res.info
+        pq = res.per_query
+        self.sums = {m: {c: float(np.nansum(v := pq.loc[pq["model"] == m, c].to_numpy()))
+                         for c in self.metrics} for m in self.models}
+        self.counts = {m: {c: int(np.isfinite(pq.loc[pq["model"] == m, c].to_numpy()).sum())
+                           for c in self.metrics} for m in self.models}
+
+
+def _merge_totals(parts: list[_Totals]) -> Results:
+    models, metrics = parts[0].models, parts[0].metrics
+    summary = {}
+    for m in models:
+        summary[m] = {}
+        for c in metrics:
+            count = sum(p.counts[m][c] for p in parts)
+            summary[m][c] = sum(p.sums[m][c] for p in parts) / count if count else math.nan
+    summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=metrics)
+    summary_df.index.name = "model"
+    per_query = pd.DataFrame(columns=["model", "query", *metrics])
+    return Results(summary_df, per_query, _merge_info(parts, models))
+
+
+def _merge_info(parts, models) -> dict:
+    info = dict(parts[0].info)
+    for key in ("queries", "evaluated", "skipped_empty", "rows"):
+        info[key] = sum(p.info[key] for p in parts)
+    info["ties_at_cutoff"] = {m: sum(p.info["ties_at_cutoff"][m] for p in parts) for m in models}
+    info["chunks"] = len(parts)
+    return info
+
+
+def merge_chunks(parts: list) -> Results:
     """Concatenate per-query values of chunks and average them as the in-memory path does."""
+    if isinstance(parts[0], _Totals):
+        return _merge_totals(parts)
     per_query = pd.concat([p.per_query for p in parts], ignore_index=True)
     models = parts[0].models
     metrics = parts[0].metrics
@@ -128,17 +166,23 @@ def merge_chunks(parts: list[Results]) -> Results:
                       for c in metrics}
     summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=metrics)
     summary_df.index.name = "model"
-    info = dict(parts[0].info)
-    for key in ("queries", "evaluated", "skipped_empty", "rows"):
-        info[key] = sum(p.info[key] for p in parts)
-    info["ties_at_cutoff"] = {m: sum(p.info["ties_at_cutoff"][m] for p in parts) for m in models}
-    info["chunks"] = len(parts)
-    return Results(summary_df, per_query, info)
+    return Results(summary_df, per_query, _merge_info(parts, models))
 
 
 def evaluate_parquet(path: Path, columns: list[str], evaluate_table, *, chunk_rows: int, progress=None,
-                     partitions: int | None = None) -> Results:
-    """Stream ``path`` (query column first in ``columns``) through ``evaluate_table(pyarrow.Table)``."""
+                     partitions: int | None = None, keep_per_query: bool = True) -> Results:
+    """Stream ``path`` (query column first in ``columns``) through ``evaluate_table(pyarrow.Table)``.
+
+    With ``keep_per_query=False`` only running sums are kept, so memory does not grow with the
+    number of queries; the summary is then the same up to the order of floating-point additions,
+    and ``per_query`` is empty.
+    """
+    if not keep_per_query:
+        inner = evaluate_table
+
+        def evaluate_table(table):
+            return _Totals(inner(table))
+
     try:
         parts = _evaluate_chunks(_batches(path, columns, chunk_rows), evaluate_table, progress)
     except _NotGrouped:
