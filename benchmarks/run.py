@@ -34,11 +34,17 @@ MODELS = ("model_a", "model_b")
 TOOLS = ("floor", "topkeval", "polars", "duckdb", "pytrec_eval", "ranx", "pandas_apply")
 
 
+LIST_LENGTH = int(os.environ.get("TOPKEVAL_BENCH_LIST_LENGTH", "0"))  # 0: 20 to 200 candidates per query
+
+
 def make_log(rows: int, seed: int = 0):
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(20, 201, int(rows / 110) + 1)
+    if LIST_LENGTH:
+        sizes = np.full(rows // LIST_LENGTH + 1, LIST_LENGTH)
+    else:
+        sizes = rng.integers(20, 201, int(rows / 110) + 1)
     sizes = sizes[: np.searchsorted(np.cumsum(sizes), rows) + 1]
     n = int(sizes.sum())
     query = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
@@ -54,7 +60,7 @@ def make_log(rows: int, seed: int = 0):
 
 def data_path(rows: int) -> Path:
     DATA.mkdir(exist_ok=True)
-    path = DATA / f"log_{rows}.parquet"
+    path = DATA / f"log_{rows}{'_len' + str(LIST_LENGTH) if LIST_LENGTH else ''}.parquet"
     if not path.exists():
         make_log(rows).to_parquet(path)
     return path
@@ -246,7 +252,12 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--json", help="also write the results to this file")
+    p.add_argument("--list-length", type=int, default=0, help="every query this many candidates (long lists)")
     args = p.parse_args()
+    if args.list_length:
+        os.environ["TOPKEVAL_BENCH_LIST_LENGTH"] = str(args.list_length)  # the workers read it
+        global LIST_LENGTH
+        LIST_LENGTH = args.list_length
     if args.worker:
         tool, rows, shuffled = args.worker.split(":")
         print(json.dumps(worker(tool, int(rows), shuffled == "1", args.repeat)))
@@ -279,7 +290,8 @@ def main() -> None:
             results[label] = json.loads(proc.stdout.strip().splitlines()[-1])
             console.print(f"{rows:,} rows  {label:22s} {results[label]['seconds']:.3f} s", highlight=False)
         ref = results.get("topkeval", {})
-        table = Table(title=f"{rows:,} rows, 2 models, recall/precision/F1/specificity @5,10,20 + R-precision")
+        shape = f"{LIST_LENGTH:,} candidates per query" if LIST_LENGTH else "20-200 candidates per query"
+        table = Table(title=f"{rows:,} rows ({shape}), 2 models, recall/precision/F1/specificity @5,10,20 + R-precision")
         for col in ("tool", "median s", "tool / topkeval", "extra MB", "extra / table", "agrees"):
             table.add_column(col, justify="left" if col in ("tool", "agrees") else "right")
         for label, r in results.items():

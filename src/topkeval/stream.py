@@ -138,10 +138,11 @@ class _Totals:
     def __init__(self, res: Results):
         self.models, self.metrics, self.info = res.models, res.metrics, res.info
         pq = res.per_query
-        self.sums = {m: {c: float(np.nansum(v := pq.loc[pq["model"] == m, c].to_numpy()))
-                         for c in self.metrics} for m in self.models}
-        self.counts = {m: {c: int(np.isfinite(pq.loc[pq["model"] == m, c].to_numpy()).sum())
-                           for c in self.metrics} for m in self.models}
+        self.sums, self.counts = {}, {}
+        for m in self.models:
+            block = pq[pq["model"] == m]
+            self.sums[m] = {c: float(np.nansum(block[c].to_numpy())) for c in self.metrics}
+            self.counts[m] = {c: int(np.isfinite(block[c].to_numpy()).sum()) for c in self.metrics}
 
 
 def _merge_totals(parts: list[_Totals]) -> Results:
