@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given
 
 import topkeval as tk
@@ -84,3 +85,24 @@ def test_expected_ties_formula_by_hand():
     # hit@2: one slot out of 4 with 2 relevant: 1 - C(2,1)/C(4,1) = 1/2
     res = tk.evaluate({"query": [0] * 5, "relevance": rel, "score": scores}, metrics=["hit_rate@2", "hit_rate@3"])
     assert res.summary.iloc[0].tolist() == [0.5, 1 - (2 / 4) * (1 / 3)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_sort_path_selection_equals_counting(seed):
+    """Lists much longer than the cutoffs: the sorting path sorts only the selected top (ties kept
+    whole at the boundary); the counting path looks at every candidate. They must agree."""
+    rng = np.random.default_rng(seed)
+    n_q, n = 20, 60
+    scores = rng.integers(0, 6, n_q * n).astype(float)  # many ties, also across the boundary
+    grades = rng.choice([0, 0, 1, 2], n_q * n)
+    items = np.tile(rng.permutation(n), n_q)
+    query = np.repeat(np.arange(n_q), n)
+    log = build_log(query, grades, {"m": scores}, items, names=dict(query="q", relevance="g", item="i"))
+    mets = parse_metrics(["recall@3", "precision@1", "hit_rate@2", "ndcg@4", "ap@5", "rr@2", "dcg(gain=exp)@3",
+                          "specificity@5"] + (["r_precision"] if seed % 2 else []))
+    for ties in ("expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"):
+        conv = resolve(ties=ties, score_threshold=1.0 if seed % 3 == 0 else None)
+        a = evaluate_log(log, mets, conv, n_rows=len(query), force_path=1)
+        b = evaluate_log(log, mets, conv, n_rows=len(query), force_path=2)
+        pd.testing.assert_frame_equal(a.per_query, b.per_query, check_exact=False, rtol=1e-12, atol=1e-12)
+        assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]

@@ -42,6 +42,9 @@ TIE_CODES = {"expected": 0, "optimistic": 1, "pessimistic": 2, "first": 3, "item
 #: Queries with at most this many relevant candidates are counted, the rest sorted.
 COUNT_MAX_RELEVANT = 24
 
+#: A cutoff larger than any list: the uncut metrics (``ap``, ``rr``, ``ndcg``) use it.
+NO_CUTOFF = 1 << 40
+
 
 @njit(cache=True, nogil=True)
 def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w):
@@ -100,8 +103,13 @@ def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b,
 
 
 @njit(cache=True, nogil=True)
-def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w):
-    """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups."""
+def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit):
+    """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups.
+
+    Only ranks up to ``limit`` matter: when the list is longer, a selection (``np.partition``)
+    finds the limit-th largest score and only the candidates scoring at least that much (the
+    whole tie group at the boundary included) are sorted. Their ``g`` and ``e`` stay exact.
+    """
     n = 0
     for j in range(lo, hi):
         if scores[j] >= thr:
@@ -114,6 +122,17 @@ def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, 
             rows[n] = j
             neg[n] = -scores[j]
             n += 1
+    if limit < n:
+        cut = np.partition(neg, limit - 1)[limit - 1]
+        kept = 0
+        for p in range(n):
+            if neg[p] <= cut:
+                rows[kept] = rows[p]
+                neg[kept] = neg[p]
+                kept += 1
+        n = kept
+        rows = rows[:n]
+        neg = neg[:n]
     order = rows[np.argsort(neg, kind="mergesort")]  # score descending, rows in input order
     m = 0
     a = 0
@@ -257,7 +276,10 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
         if force_path == 1 or (force_path == 0 and nact <= COUNT_MAX_RELEVANT):
             m = _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w)
         else:
-            m = _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w)
+            limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
+            if want_r and R[q] > limit:
+                limit = R[q]
+            m = _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, max(limit, 1))
         # the best relevant tie group, for hit probabilities and the reciprocal rank
         best = -1
         for t in range(m):
@@ -372,7 +394,7 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        m = _sort_path(scores, rel, rel, grade, items, lo, hi, thr, tie, g, e, r, b, w)
+        m = _sort_path(scores, rel, rel, grade, items, lo, hi, thr, tie, g, e, r, b, w, max(kq[q], 1))
         k = kq[q]
         for t in range(m):
             if tie == 0:
@@ -432,10 +454,6 @@ def default_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-#: A cutoff larger than any list: the uncut metrics (``ap``, ``rr``, ``ndcg``) use it.
-NO_CUTOFF = 1 << 40
 
 
 def discount_prefix(longest: int) -> np.ndarray:
