@@ -61,13 +61,12 @@ def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b,
         gi = 0
         ei = 0
         ri = 0
-        for j in range(lo, hi):
+        for j in range(lo, hi):  # si >= thr, so sj > si or sj == si implies that sj is kept too
             sj = scores[j]
-            keep = sj >= thr
-            gi += keep and sj > si
+            gi += sj > si
             same = sj == si
             ei += same
-            ri += same and rel[j]
+            ri += same & rel[j]
         bi = 0
         if tie != 0 and ei > 1:
             for j in range(lo, hi):
