@@ -150,3 +150,10 @@ def test_depth_equals_cutting_the_run():
 def test_trec_names():
     assert [trec_name(m) for m in ("P@5", "recall@20", "Rprec", "map", "ap@100", "ndcg", "success@10")] == [
         "P_5", "recall_20", "Rprec", "map", "map_cut_100", "ndcg", "success_10"]
+
+
+def test_run_file_without_judgments_is_a_clear_error(tmp_path):
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 d1 1 0.5 r\n")
+    with pytest.raises(tk.ParameterError, match="needs judgments: pass qrels="):
+        tk.evaluate(path, metrics=["P@1"])

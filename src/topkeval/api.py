@@ -264,6 +264,9 @@ def evaluate(
     if _is_trec_file(data):
         from .io import read_run
 
+        if qrels is None:
+            raise ParameterError(f"{data} is read as a TREC run (query Q0 item rank score tag), which needs "
+                                 "judgments: pass qrels= (a TREC qrels file or a table).")
         data, query, item, score, model = read_run(data), "query", "item", "score", "run"
     if qrels is not None:
         from .qrels import evaluate_with_qrels

@@ -178,6 +178,16 @@ def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, 
 
 
 @njit(cache=True, nogil=True)
+def _scratch(offsets, q0, q1):
+    """Per-candidate work arrays (g, e, r, b, w) as long as the longest query of q0..q1."""
+    longest = 0
+    for q in range(q0, q1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    return (np.empty(longest, np.int64), np.empty(longest, np.int64), np.empty(longest, np.int64),
+            np.empty(longest, np.int64), np.empty(longest, np.int64))
+
+
+@njit(cache=True, nogil=True)
 def _hit_probability(g0, e0, r0, k):
     """P(at least one of r0 relevant in a tie group of e0 starting after g0 lands in the top k)."""
     if g0 + e0 <= k:
@@ -234,16 +244,9 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
     positive gain (nDCG's graded gains do not depend on the relevance threshold). ``disc[m]`` is
     the sum of 1 / log2(p + 1) for p = 1..m.
     """
-    longest = 0
-    for q in range(q0, q1):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    g = np.empty(longest, np.int64)
-    e = np.empty(longest, np.int64)
-    r = np.empty(longest, np.int64)
-    b = np.empty(longest, np.int64)
-    w = np.empty(longest, np.int64)
-    key = np.empty(longest, np.int64)
-    ridx = np.empty(longest, np.int64)
+    g, e, r, b, w = _scratch(offsets, q0, q1)
+    key = np.empty(g.shape[0], np.int64)
+    ridx = np.empty(g.shape[0], np.int64)
     C = cutoffs.shape[0]
     for q in range(q0, q1):
         lo = offsets[q]
@@ -382,14 +385,7 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     1 or 0 under a deterministic tie rule; ``clamp((k - g) / e, 0, 1)`` under ``ties="expected"``.
     """
     out = np.zeros(scores.shape[0], np.float64)
-    longest = 0
-    for q in range(offsets.shape[0] - 1):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    g = np.empty(longest, np.int64)
-    e = np.empty(longest, np.int64)
-    r = np.empty(longest, np.int64)
-    b = np.empty(longest, np.int64)
-    w = np.empty(longest, np.int64)
+    g, e, r, b, w = _scratch(offsets, 0, offsets.shape[0] - 1)
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         hi = offsets[q + 1]
