@@ -98,6 +98,8 @@ def metric_on_list(family, k, beta, pairs, R, conv, judged=(), gain=None):
         return _div(h, den, und)
     if family == "recall":
         return _div(h, R, und)
+    if family == "recall_capped":
+        return _div(h, min(R, k), und)
     if family in ("f1", "fbeta"):
         b2 = 1.0 if family == "f1" else beta**2
         return _div((1 + b2) * h, b2 * R + den, und)

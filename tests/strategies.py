@@ -10,7 +10,7 @@ from topkeval.conventions import TIES
 
 SCORES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, -1.0])
 GRADES = st.sampled_from([0, 0, 1, 2, 3])
-FAMILIES_K = ["precision", "recall", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp", "fn", "tn"]
+FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp", "fn", "tn"]
 
 
 @st.composite

@@ -83,3 +83,55 @@ def test_torchmetrics_preset(seed):
         assert pq.loc[q, "hit_rate@3"] == pytest.approx(float(R.retrieval_hit_rate(p, t, top_k=3)), abs=1e-6)
         assert pq.loc[q, "rr@5"] == pytest.approx(float(R.retrieval_reciprocal_rank(p, t, top_k=5)), abs=1e-6)
         assert gq.loc[q, "ndcg@5"] == pytest.approx(float(R.retrieval_normalized_dcg(p, g, top_k=5)), abs=1e-6)
+
+
+def _untied_recs(seed, users=30):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(users):
+        n = int(rng.integers(1, 15))  # some lists shorter than k
+        rel = (rng.random(n) < 0.3).astype(int)
+        if u % 5 == 0:
+            rel[:] = 0
+        rows += [(u, i, float(s), int(r)) for i, s, r in zip(range(n), rng.permutation(n) + rng.random(), rel)]
+    return pd.DataFrame(rows, columns=["user", "item", "score", "rel"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lenskit_preset_against_its_documented_formulas(seed):
+    """LensKit: Precision = |L ∩ I| / |L| over the list truncated to k; Recall = |L ∩ I| / min(|I|, k)
+    (transcribed from lenskit.metrics Precision and Recall); test users have a test item."""
+    frame = _untied_recs(seed)
+    k = 5
+    res = tk.evaluate(frame, metrics=[f"precision@{k}", f"recall_capped@{k}"], query="user", relevance="rel",
+                      conventions="lenskit")
+    pq = res.per_query.set_index("query")
+    users = [u for u, part in frame.groupby("user") if part["rel"].sum() > 0]
+    assert sorted(pq.index) == users
+    for u in users:
+        part = frame[frame.user == u].sort_values("score", ascending=False)
+        recs = part["item"].to_numpy()[:k]
+        test = part.loc[part.rel > 0, "item"].to_numpy()
+        good = np.isin(recs, test).sum()
+        assert pq.loc[u, f"precision@{k}"] == pytest.approx(good / len(recs))
+        assert pq.loc[u, f"recall_capped@{k}"] == pytest.approx(good / min(len(test), k))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_evidently_preset_against_its_code(seed):
+    """Evidently's get_precision_and_recall_dict (transcribed), on scores without ties."""
+    frame = _untied_recs(seed)
+    df = pd.DataFrame({"users": frame.user, "target": frame.rel,
+                       "preds": frame.groupby("user")["score"].rank(ascending=False).astype(int)})
+    df = df[df.users.isin(df[df.target > 0].users.unique())]  # no_feedback_users=False
+    user_df = df.groupby("users").target.agg(["size", "sum"])
+    user_df.columns = ["size", "all"]
+    expected = {}
+    for k in (1, 3, 10):
+        tp = df[df.preds <= k].groupby("users").target.sum()
+        tp = tp.reindex(user_df.index).fillna(0)
+        expected[f"precision@{k}"] = (tp / np.minimum(user_df["size"], k)).mean()
+        expected[f"recall@{k}"] = (tp / user_df["all"]).mean()
+    res = tk.evaluate(frame, metrics=list(expected), query="user", relevance="rel", conventions="evidently")
+    for name, value in expected.items():
+        assert res.summary.iloc[0][name] == pytest.approx(value), name

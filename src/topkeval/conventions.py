@@ -95,6 +95,15 @@ PRESETS: dict[str, dict] = {
     # torch.topk's unspecified order among ties, and its AP divides by the relevant items found,
     # not R: those are not reproduced (docs/conventions.md).
     "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
+    # LensKit (Precision, Recall): the recommendation list's own order, precision over the list's
+    # length when it is shorter than k, nan for an empty list; every test user has a test item.
+    # Its Recall@k is topkeval's recall_capped@k (the denominator is min(R, k)).
+    "lenskit": dict(ties="first", empty_queries="skip", undefined="nan", short_lists="shrink"),
+    # Evidently (PrecisionTopKMetric, RecallTopKMetric): users without a relevant item dropped,
+    # precision over min(k, list length). Its ranks come from pandas' average rank cut to an
+    # integer, which can count more than k tied items: that is not reproduced; with distinct
+    # scores the numbers agree.
+    "evidently": dict(ties="first", empty_queries="skip", undefined=0.0, short_lists="shrink"),
     "surprise": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="shrink",
                      threshold=3.5, score_threshold=3.5),
 }
@@ -150,7 +159,7 @@ def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate
     ----------
     conventions : str, Conventions or None
         A preset name (``"trec_eval"``, ``"ranx"``, ``"sklearn"``, ``"torchmetrics"``,
-        ``"surprise"``, ``"topkeval"``) or a Conventions object.
+        ``"lenskit"``, ``"evidently"``, ``"surprise"``, ``"topkeval"``) or a Conventions object.
     owner : str
         The function name used in error messages.
     **settings

@@ -34,6 +34,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
            ("p", "prec", "p_k")),
     Family("recall", "required", "share of the relevant items found in the top k", "h(k) / R",
            ("r", "rec", "recall_k")),
+    Family("recall_capped", "required", "recall with the denominator capped at k (LensKit's Recall@k)",
+           "h(k) / min(R, k)", (), (), True),
     Family("f1", "required", "harmonic mean of precision@k and recall@k", "2 h(k) / (k + R)",
            ("f", "f1_score")),
     Family("fbeta", "required", "weighted harmonic mean of precision@k and recall@k",

@@ -7,6 +7,7 @@ metric              value                                       undefined when
 ==================  ==========================================  ==========================
 precision@k         h / k  (shrink: h / kk)                     shrink and n = 0
 recall@k            h / R                                       R = 0
+recall_capped@k     h / min(R, k)  (LensKit's Recall@k)          R = 0
 fbeta@k             (1 + b^2) h / (b^2 R + k)  (shrink: kk)     the denominator is 0
 specificity@k       (N - (kk - h)) / N                          N = 0
 fallout@k           (kk - h) / N                                N = 0
@@ -56,6 +57,10 @@ def recall(st, m, conv):
     return _ratio(_h(st, m), st.R, conv.undefined)
 
 
+def recall_capped(st, m, conv):
+    return _ratio(_h(st, m), np.minimum(st.R, m.k), conv.undefined)
+
+
 def fbeta(st, m, conv, beta=None):
     b2 = (m.beta if beta is None else beta) ** 2
     return _ratio((1 + b2) * _h(st, m), b2 * st.R + _k_den(st, m, conv), conv.undefined)
@@ -99,7 +104,7 @@ def tn(st, m, conv):
 
 
 SET_FUNCTIONS = {
-    "precision": precision, "recall": recall, "f1": f1, "fbeta": fbeta,
+    "precision": precision, "recall": recall, "recall_capped": recall_capped, "f1": f1, "fbeta": fbeta,
     "specificity": specificity, "fallout": fallout, "r_precision": r_precision,
     "hit_rate": hit_rate, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
 }
