@@ -47,11 +47,13 @@ NO_CUTOFF = 1 << 40
 
 
 @njit(cache=True, nogil=True)
-def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w):
+def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit):
     """Fill (g, e, r, b) for the relevant candidates of rows lo..hi by counting; return their number.
 
-    The first loop is branch-free (it vectorises); the tie rule's ``b`` needs a second loop only
-    over the members of a tie group, and only when the group has more than one member.
+    The counting loop is branch-free within blocks of 32 rows (it vectorises); after a block, a
+    candidate with ``limit`` or more candidates above it is dropped (it is beyond every cutoff
+    needed, so it contributes nothing). The tie rule's ``b`` needs a second loop only over the
+    members of a tie group, and only when the group has more than one member.
     """
     m = 0
     for i in range(lo, hi):
@@ -61,12 +63,20 @@ def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b,
         gi = 0
         ei = 0
         ri = 0
-        for j in range(lo, hi):  # si >= thr, so sj > si or sj == si implies that sj is kept too
-            sj = scores[j]
-            gi += sj > si
-            same = sj == si
-            ei += same
-            ri += same & rel[j]
+        j = lo
+        while j < hi:
+            end = min(j + 32, hi)
+            for jj in range(j, end):  # si >= thr, so sj > si or sj == si implies that sj is kept too
+                sj = scores[jj]
+                gi += sj > si
+                same = sj == si
+                ei += same
+                ri += same & rel[jj]
+            j = end
+            if gi >= limit:
+                break
+        if gi >= limit:
+            continue
         bi = 0
         if tie != 0 and ei > 1:
             for j in range(lo, hi):
@@ -275,13 +285,15 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
         tie_out[q] = False
         if nact == 0:
             continue
+        # ranks beyond `limit` matter to no requested metric
+        limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
+        if want_r and R[q] > limit:
+            limit = R[q]
+        limit = max(limit, 1)
         if force_path == 1 or (force_path == 0 and nact <= COUNT_MAX_RELEVANT):
-            m = _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w)
+            m = _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit)
         else:
-            limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
-            if want_r and R[q] > limit:
-                limit = R[q]
-            m = _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, max(limit, 1))
+            m = _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit)
         # the best relevant tie group, for hit probabilities and the reciprocal rank
         best = -1
         for t in range(m):
