@@ -40,18 +40,9 @@ def csv(frame: pd.DataFrame) -> str:
 
 def json_text(obj) -> str:
     """JSON with NaN written as null."""
-    def clean(v):
-        if isinstance(v, float) and math.isnan(v):
-            return None
-        if isinstance(v, dict):
-            return {str(k): clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        if hasattr(v, "item") and type(v).__module__ == "numpy":
-            return clean(v.item())
-        return v
+    from .results import json_ready
 
-    return json.dumps(clean(obj), indent=2)
+    return json.dumps(json_ready(obj), indent=2)
 
 
 def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4):

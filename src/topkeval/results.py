@@ -145,26 +145,28 @@ class Results:
     def to_dict(self) -> dict:
         """A JSON-ready dict: ``{"summary": {model: {metric: value}}, "info": {...}}`` (NaN as None)."""
 
-        def clean(v):
-            if isinstance(v, (float, np.floating)):
-                return None if math.isnan(v) else float(v)
-            if isinstance(v, np.integer):
-                return int(v)
-            if isinstance(v, dict):
-                return {str(k): clean(x) for k, x in v.items()}
-            if isinstance(v, (list, tuple)):
-                return [clean(x) for x in v]
-            return v
-
-        summary = {str(m): {c: clean(self.summary.loc[m, c]) for c in self.summary.columns}
+        summary = {str(m): {c: json_ready(self.summary.loc[m, c]) for c in self.summary.columns}
                    for m in self.summary.index}
-        return {"summary": summary, "info": clean(self.info)}
+        return {"summary": summary, "info": json_ready(self.info)}
 
     def __repr__(self) -> str:
         info = self.info
         head = (f"Results: {len(self.models)} model(s), {info['evaluated']} of {info['queries']} queries "
                 f"evaluated ({info['skipped_empty']} skipped as empty)")
         return head + "\n" + self.summary.to_string()
+
+
+def json_ready(v):
+    """Plain Python values for JSON: numpy scalars unwrapped, NaN as None, dict keys as text."""
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): json_ready(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_ready(x) for x in v]
+    return v
 
 
 def _gained_lost(ctx, baseline: str, model: str, metric) -> tuple[dict, dict]:

@@ -15,7 +15,9 @@ num_rel_ret        relevant candidates among the n                       never
 Without ``@k`` the whole list counts. Gains are the grades (linear, as trec_eval) or
 ``2**grade - 1`` (``gain=exp``), for every candidate with a positive grade: the relevance
 threshold decides binary relevance (rr, ap), not graded gain. The ideal DCG ranks all of the
-query's judged gains, those of candidates not retrieved included. Under ``ties="expected"`` each
+query's judged gains, those of candidates not retrieved included. ``short_lists`` "pad" and
+"shrink" do not change these metrics (ranks beyond the list add nothing); "error" still refuses a
+cutoff larger than a list. Under ``ties="expected"`` each
 is its exact expected value over the orders of tied candidates (McSherry & Najork 2008).
 """
 
