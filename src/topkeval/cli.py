@@ -142,7 +142,7 @@ def _evaluate(args, out) -> int:
         with bar or contextlib.nullcontext():
             res = evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance,
                            score=args.score or ["score"], item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows,
-                           progress=callback, **extra, **_conventions(args))
+                           progress=callback, keep_per_query=args.per_query, **extra, **_conventions(args))
     _emit_results(res, args.format, args.per_query, out)
     return 0
 
