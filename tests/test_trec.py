@@ -157,3 +157,19 @@ def test_run_file_without_judgments_is_a_clear_error(tmp_path):
     path.write_text("q1 Q0 d1 1 0.5 r\n")
     with pytest.raises(tk.ParameterError, match="needs judgments: pass qrels="):
         tk.evaluate(path, metrics=["P@1"])
+
+
+def test_depth_on_a_wide_log_keeps_r_of_the_whole_list():
+    """depth on one table with two score columns: each model keeps its own top N; recall still
+    divides by every relevant candidate of the query (trec_eval -M)."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"query": np.repeat(["a", "b", "c"], 20), "item": np.tile(np.arange(20), 3),
+                          "relevance": rng.integers(0, 2, 60), "s1": rng.random(60), "s2": rng.random(60)})
+    res = tk.evaluate(frame, metrics=["recall@50", "num_ret", "ap"], score=["s1", "s2"], item="item",
+                      ties="first", depth=5)
+    for model in ("s1", "s2"):
+        top = frame.sort_values(["query", model], ascending=[True, False]).groupby("query").head(5)
+        R = frame.groupby("query")["relevance"].sum()
+        want = (top.groupby("query")["relevance"].sum() / R).mean()
+        assert res.summary.loc[model, "recall@50"] == pytest.approx(want)
+        assert res.summary.loc[model, "num_ret"] == 5

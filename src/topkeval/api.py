@@ -301,17 +301,14 @@ def evaluate(
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"))
     if depth is not None:
-        from .qrels import truncate
+        # each model keeps its own first `depth` candidates; R and the ideal DCG still count the
+        # relevant items cut off, as trec_eval -M does
+        from .qrels import merge_results, truncate
 
-        logs = [truncate(log, m, depth, conv) for m in log.scores]
-        if len(logs) > 1:
-            from .qrels import merge_results
-
-            return merge_results([evaluate_log(lg, mets, conv, n_rows=len(cols[query]), threads=threads,
-                                               R=log.per_query_sum(log.relevant(conv.threshold)),
-                                               judged=(log.offsets, log.grades)) for lg in logs])
-        return evaluate_log(logs[0], mets, conv, n_rows=len(cols[query]), threads=threads,
-                            R=log.per_query_sum(log.relevant(conv.threshold)), judged=(log.offsets, log.grades))
+        R = log.per_query_sum(log.relevant(conv.threshold))
+        return merge_results([evaluate_log(truncate(log, m, depth, conv), mets, conv, n_rows=len(cols[query]),
+                                           threads=threads, R=R, judged=(log.offsets, log.grades))
+                              for m in log.scores])
     return evaluate_log(log, mets, conv, n_rows=len(cols[query]), threads=threads)
 
 

@@ -23,7 +23,7 @@ evaluated on:
   When every ``d_i`` is 0 the p-value is 1 (nothing to detect), whatever the test.
 * ``p_adjusted``: Holm, Bonferroni or Benjamini-Hochberg over every (model, metric) row of the call;
 * ``effect_size``: Cohen's d of the paired differences, ``mean(d) / sd(d)``;
-* ``wins / ties / losses``: queries where M scores above / equal to / below B.
+* ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12).
 """
 
 from __future__ import annotations

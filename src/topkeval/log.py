@@ -188,19 +188,24 @@ def item_codes(items: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), np.asarray(labels)
 
 
+def first_duplicate(keys: np.ndarray) -> tuple[int, int]:
+    """(row of the first repeated key, number of repeats) of an integer key array, by hashing."""
+    import pandas as pd
+
+    dup = pd.Series(keys).duplicated().to_numpy()
+    count = int(dup.sum())
+    return (int(np.argmax(dup)) if count else -1), count
+
+
 def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray, queries: np.ndarray,
                      column: str) -> None:
     """Raise if an item appears twice within one query."""
     q_of_row = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     n_items = int(items.max()) + 1 if len(items) else 1
-    key = q_of_row * n_items + items
-    import pandas as pd
-
-    dup = pd.Series(key).duplicated().to_numpy()
-    if dup.any():
-        row = int(np.argmax(dup))
+    row, count = first_duplicate(q_of_row * n_items + items)
+    if count:
         raise DataError(
-            f"Column {column!r} has {int(dup.sum())} duplicate (query, item) rows; for example "
+            f"Column {column!r} has {count} duplicate (query, item) rows; for example "
             f"query {show(queries[q_of_row[row]])} lists item {show(labels[items[row]])} twice. "
             "Each item may appear once per query: deduplicate the log (keep the row you mean)."
         )

@@ -60,8 +60,8 @@ def evaluate_with_qrels(data, qrels, metrics, conv: Conventions, *, query, relev
     jic, ric = icodes[: len(ji)], icodes[len(ji):]
     n_items = len(ilabels)
     jkey = jqc.astype(np.int64) * n_items + jic
-    if pd.Series(jkey).duplicated().any():
-        row = int(np.argmax(pd.Series(jkey).duplicated().to_numpy()))
+    row, count = logmod.first_duplicate(jkey)
+    if count:
         raise DataError(f"The judgments list query {show(jq[row])}, item {show(ji[row])} twice; keep one grade per pair.")
     judged_q = np.unique(jqc)
     pos = np.full(len(qlabels), -1, np.int64)
@@ -85,8 +85,8 @@ def evaluate_with_qrels(data, qrels, metrics, conv: Conventions, *, query, relev
         r_q, r_i = rqc[sel], ric[sel]
         r_scores = logmod.numeric_column(cols[col][sel], col, "score")
         key = r_q.astype(np.int64) * n_items + r_i
-        if pd.Series(key).duplicated().any():
-            row = int(np.argmax(pd.Series(key).duplicated().to_numpy()))
+        row, count = logmod.first_duplicate(key)
+        if count:
             raise DataError(f"Run {name!r} lists query {show(qlabels[r_q[row]])}, item {show(ilabels[r_i[row]])} "
                             "twice; each item may appear once per query in a run.")
         found = lookup.get_indexer(key)

@@ -2,15 +2,17 @@
 
 Algorithm
 ---------
-Only the relevant candidates matter for h(k). For each relevant candidate ``i`` of a query the
-kernel counts, over the candidates of that query that survive ``score_threshold``:
+Only the relevant candidates matter for h(k), and only candidates with a positive grade for DCG:
+the kernel looks at these "active" candidates. For each active candidate ``i`` of a query it
+counts, over the candidates of that query that survive ``score_threshold``:
 
 * ``g``: candidates scored strictly above it,
 * ``e``: candidates scored equal to it (itself included): its tie group,
 * ``r``: relevant candidates in that tie group,
 * ``b``: members of the tie group that the tie rule puts before it (``first``: earlier rows;
-  ``optimistic``: earlier relevant rows; ``pessimistic``: every non-relevant member and earlier
-  relevant rows; ``item_desc`` / ``item_asc``: larger / smaller item codes).
+  ``optimistic``: relevant members first, then higher grades, then earlier rows; ``pessimistic``:
+  the reverse order of relevance and grade; ``item_desc`` / ``item_asc``: larger / smaller item
+  codes).
 
 Its rank under a deterministic rule is ``g + b + 1``; under ``ties="expected"`` its position is
 uniform over ``g+1 .. g+e``, so it lands in the top k with probability
@@ -18,12 +20,17 @@ uniform over ``g+1 .. g+e``, so it lands in the top k with probability
 cutoff at once, and for k = R (R-precision). The probability that the top k holds at least one
 relevant candidate depends only on the best relevant tie group ``(g0, e0, r0)``: 1 when it lies
 entirely in the top k, otherwise ``1 - C(e0-r0, m) / C(e0, m)`` for the ``m = k - g0`` slots it
-takes.
+takes. The rank-aware statistics have closed forms too: expected DCG from prefix sums of the
+discount over a group's positions, expected reciprocal rank from the distribution of the first
+relevant position in the best group, expected AP from the expected number of relevant group
+mates ranked above each member (McSherry & Najork 2008).
 
-Counting costs O(n * r) for a query of n candidates and r relevant ones, which beats sorting
-while r is small (clicks, purchases). A query with many relevant candidates takes the other
-path: a stable sort of its scores, then a walk over the tie groups, O(n log n). Both paths fill
-the same ``(g, e, r, b)`` and share the accumulation, and the tests force each path.
+Counting costs O(n * r) for a query of n candidates and r active ones, which beats sorting while
+r is small (clicks, purchases); a candidate found to have more candidates above it than the
+largest cutoff needed is dropped early. A query with many active candidates takes the other path:
+a selection of the top of the list (the whole tie group at the boundary kept), a stable sort of
+that top, then a walk over the tie groups. Both paths fill the same ``(g, e, r, b)`` and share the
+accumulation, and the tests force each path.
 
 Queries are independent: the driver splits them into ranges of about equal row counts and runs
 the compiled function (which releases the GIL) on each range in a thread.
@@ -48,7 +55,7 @@ NO_CUTOFF = 1 << 40
 
 @njit(cache=True, nogil=True)
 def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit):
-    """Fill (g, e, r, b) for the relevant candidates of rows lo..hi by counting; return their number.
+    """Fill (g, e, r, b) for the active candidates of rows lo..hi by counting; return their number.
 
     The counting loop is branch-free within blocks of 32 rows (it vectorises); after a block, a
     candidate with ``limit`` or more candidates above it is dropped (it is beyond every cutoff
