@@ -94,10 +94,10 @@ def _evaluate_chunks(chunks, evaluate_table, progress=None) -> list:
 
 
 def _run(table, evaluate_table, seen: set) -> Results:
-    ids = pd.unique(table.column(0).to_numpy(zero_copy_only=False))
-    if any(q in seen for q in ids):
+    ids = pd.unique(table.column(0).to_numpy(zero_copy_only=False)).tolist()
+    if not seen.isdisjoint(ids):  # set operations in C, not a Python loop over queries
         raise _NotGrouped
-    seen.update(ids.tolist())
+    seen.update(ids)
     return _light(evaluate_table(table))
 
 
