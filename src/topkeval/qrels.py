@@ -117,8 +117,10 @@ def evaluate_with_qrels(data, qrels, metrics, conv: Conventions, *, query, relev
 def _subset_csr(offsets: np.ndarray, values: np.ndarray, keep: np.ndarray):
     sizes = np.diff(offsets)[keep]
     starts = offsets[:-1][keep]
-    idx = np.concatenate([np.arange(a, a + n) for a, n in zip(starts, sizes)]) if len(sizes) else np.zeros(0, int)
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), values[idx.astype(np.int64)]
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # row i of kept group q comes from starts[q] + (i - new_offsets[q]): no loop over queries
+    idx = np.repeat(starts - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
+    return new_offsets, values[idx]
 
 
 def truncate(log: logmod.GroupedLog, model: str, depth: int, conv: Conventions) -> logmod.GroupedLog:
