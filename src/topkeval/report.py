@@ -84,10 +84,9 @@ def trec_lines(res, per_query: bool) -> str:
     for model in res.models:
         lines.append(f"{'runid':<22}\tall\t{model}")
         part = res.per_query[res.per_query["model"] == model]
-        rows = [(str(q), r) for q, (_, r) in zip(part["query"], part.iterrows())] if per_query else []
-        for q, row in rows:
+        for row in (part.to_dict("records") if per_query else []):
             for metric in res.metrics:
-                lines.append(_trec_line(trec_name(metric), q, row[metric], metric in TREC_SUMMED))
+                lines.append(_trec_line(trec_name(metric), str(row["query"]), row[metric], metric in TREC_SUMMED))
         lines.append(f"{'num_q':<22}\tall\t{len(part)}")
         for metric in res.metrics:
             value = part[metric].sum() if metric in TREC_SUMMED else res.summary.loc[model, metric]
