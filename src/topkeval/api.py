@@ -52,7 +52,9 @@ def compute_stats(log: logmod.GroupedLog, model: str, rel: np.ndarray, R: np.nda
     want_r = any(m.family == "r_precision" for m in metrics)
     want_rank = any(m.family in RANK_FAMILIES for m in metrics)
     gains = gains_of(log.grades) if want_rank else (None, None)
-    out = cpu.compute(log.offsets, log.scores[model], rel, log.grades, log.items, R, cutoffs,
+    # the kernel reads grades only to order ties by relevance (optimistic / pessimistic)
+    grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else np.zeros(0)
+    out = cpu.compute(log.offsets, log.scores[model], rel, grade, log.items, R, cutoffs,
                       thr=conv.score_threshold, tie=conv.ties, want_r=want_r, gains=gains[0], gains2=gains[1],
                       threads=threads, force_path=force_path)
     st = QueryStats(cutoffs, out["h"], out["hit"], out["h_at_r"], out["n"], out["rel_ret"], R, out["tie"])
@@ -112,7 +114,7 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
         )
     keep = ~empty if conv.empty_queries == "skip" else np.ones(len(R), bool)
     names = [str(m) for m in metrics]
-    frames = []
+    per_model = {}
     summary = {}
     ties_at_cutoff = {}
     for model in log.scores:
@@ -128,11 +130,7 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
         summary[model] = {name: (float(np.nanmean(v)) if np.isfinite(v).any() else math.nan)
                           for name, v in values.items()}
         ties_at_cutoff[model] = int(st.tie_at_cutoff.sum())
-        frame = pd.DataFrame(values)
-        frame.insert(0, "query", log.queries[keep])
-        frame.insert(0, "model", model)
-        frames.append(frame)
-    per_query = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        per_model[model] = values
     summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=names)
     summary_df.index.name = "model"
     info = {
@@ -146,7 +144,20 @@ def evaluate_log(log: logmod.GroupedLog, metrics: Sequence[Metric], conv: Conven
         "conventions": conv.as_dict(),
         **(extra_info or {}),
     }
-    return Results(summary_df, per_query, info, context={"log": log, "conv": conv, "rel": rel, "R": R})
+    queries = log.queries[keep]
+    return Results(summary_df, lambda: _per_query_frame(per_model, queries, names), info,
+                   context={"log": log, "conv": conv, "rel": rel, "R": R})
+
+
+def _per_query_frame(per_model: dict, queries: np.ndarray, names: list) -> pd.DataFrame:
+    """Columns model, query, then one per metric; the models one after the other."""
+    M, Q = len(per_model), len(queries)
+    columns = {"model": pd.Series(np.repeat(np.asarray(list(per_model), dtype=object), Q), dtype=object),
+               "query": np.tile(queries, M) if M > 1 else queries}
+    for name in names:
+        columns[name] = np.concatenate([values[name] for values in per_model.values()]) if M > 1 else \
+            next(iter(per_model.values()))[name]
+    return pd.DataFrame(columns)
 
 
 def evaluate(
@@ -377,8 +388,8 @@ def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.nda
     if items is not None:
         codes, item_labels = logmod.item_codes(items, names["item"])
     if perm is not None:
-        from .kernels.cpu import default_threads
         from .kernels.grouping import gather
+        from .kernels.threads import default_threads
 
         threads = default_threads()
         grades = gather(grades, perm, threads)

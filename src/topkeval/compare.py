@@ -96,9 +96,6 @@ def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, ki
     ``kind="bootstrap"``: queries drawn with replacement (multinomial counts); ``kind="signs"``:
     each query's difference multiplied by a random sign. Chunks of resamples run in threads.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .kernels.cpu import default_threads
     from .kernels.resample import bootstrap_counts, random_signs
 
     n, P = diffs.shape
@@ -115,11 +112,9 @@ def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, ki
         fill(int(seeds[j]), weights)
         out[a:b] = weights @ diffs / n
 
-    if len(starts) == 1:
-        one(0)
-    else:
-        with ThreadPoolExecutor(min(default_threads(), len(starts))) as pool:
-            list(pool.map(one, range(len(starts))))
+    from .kernels.threads import run_parallel
+
+    run_parallel(one, range(len(starts)))
     return out
 
 

@@ -82,13 +82,17 @@ def group_rows(query: np.ndarray, column: str = "query"):
         )
     n = len(query)
     if query.dtype.kind in "iufbUSM":
-        change = query[1:] != query[:-1]
-        runs = int(np.count_nonzero(change)) + 1
-        if runs <= max(1, n // 2):  # worth checking whether the rows arrive grouped
-            starts = np.concatenate([[0], np.flatnonzero(change) + 1])
+        if query.dtype.kind in "iuf":
+            from .kernels.grouping import run_starts
+
+            starts = run_starts(query)
+        else:
+            starts = np.concatenate([[0], np.flatnonzero(query[1:] != query[:-1]) + 1])
+        if len(starts) <= max(1, n // 2):  # worth checking whether the rows arrive grouped
             labels = query[starts]
-            if len(np.unique(labels)) == len(labels):
-                return np.concatenate([starts, [n]]).astype(np.int64), None, labels
+            ordered = np.sort(labels)
+            if not (ordered[1:] == ordered[:-1]).any():  # each query id is one run: grouped
+                return np.append(starts, n).astype(np.int64), None, labels
     import pandas as pd
 
     from .kernels.grouping import counting_sort, factorize_dense
@@ -110,7 +114,10 @@ def group_rows(query: np.ndarray, column: str = "query"):
 
 
 def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
-    """Check that a score or grade column is numeric and finite; return it as float64/float32.
+    """Check that a score or grade column is numeric and finite.
+
+    Returns float64 or float32; grades that are booleans or integers of at most 32 bits stay
+    integers (int8 for booleans), which every comparison handles without a converted copy.
 
     Raises
     ------
@@ -120,13 +127,15 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
         NaN or infinite values.
     """
     if values.dtype.kind == "b":
-        values = values.astype(np.float64)
+        return values.astype(np.int8 if role == "grade" else np.float64)
     elif values.dtype.kind in "iu":
-        if len(values) and values.dtype.itemsize == 8 and np.abs(values).max() > 2**53:
+        if len(values) and values.dtype.itemsize == 8 and (values.max() > 2**53 or values.min() < -(2**53)):
             raise ColumnError(
                 f"Column {column!r} has integer {role}s beyond 2**53, which a float cannot hold "
                 "exactly (ties would be wrong); rescale them."
             )
+        if role == "grade" and values.dtype.itemsize <= 4:
+            return values  # small integers: compared as they are, converted where arithmetic needs it
         values = values.astype(np.float64)
     elif values.dtype.kind == "f":
         if values.dtype not in (np.float32, np.float64):
@@ -146,8 +155,10 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
                 "Convert it to numbers first."
             )
         values = converted
-    bad = ~np.isfinite(values)
-    if bad.any():
+    from .kernels.grouping import count_nonfinite
+
+    if count_nonfinite(values):
+        bad = ~np.isfinite(values)
         first = int(np.argmax(bad))
         what = "missing or NaN" if np.isnan(values[first]) else "infinite"
         raise DataError(

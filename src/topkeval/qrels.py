@@ -137,7 +137,7 @@ def truncate(log: logmod.GroupedLog, model: str, depth: int, conv: Conventions) 
             raise ParameterError(f"ties={conv.ties!r} needs item ids.")
         tiekeys = (order_in, -log.items if conv.ties == "item_desc" else log.items)
     elif conv.ties == "optimistic":
-        tiekeys = (order_in, -log.grades, ~rel)
+        tiekeys = (order_in, -log.grades.astype(np.float64), ~rel)  # float: no overflow of -int8
     else:
         tiekeys = (order_in, log.grades, rel)
     order = np.lexsort((*tiekeys, -scores, qpos))

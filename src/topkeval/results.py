@@ -26,11 +26,22 @@ class Results:
         ``rows``, ``models``, ``metrics`` and ``conventions``.
     """
 
-    def __init__(self, summary: pd.DataFrame, per_query: pd.DataFrame, info: dict, context=None):
+    def __init__(self, summary: pd.DataFrame, per_query, info: dict, context=None):
         self.summary = summary
-        self.per_query = per_query
+        self._per_query = per_query  # a DataFrame, or a function that builds it on first access
         self.info = info
         self._context = context  # what diff() needs to name items: the grouped log and conventions
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per (model, query) evaluated (see the class docstring); built on first access."""
+        if callable(self._per_query):
+            self._per_query = self._per_query()
+        return self._per_query
+
+    @per_query.setter
+    def per_query(self, frame: pd.DataFrame) -> None:
+        self._per_query = frame
 
     def compare(self, baseline: str | None = None, **options) -> pd.DataFrame:
         """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
@@ -177,8 +188,9 @@ def _gained_lost(ctx, baseline: str, model: str, metric) -> tuple[dict, dict]:
     kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
     thr = -np.inf if conv.score_threshold is None else conv.score_threshold
     tie = cpu.TIE_CODES[conv.ties]
-    p_base = cpu.inclusion(log.offsets, log.scores[baseline], rel, log.grades, log.items, thr, tie, kq)
-    p_model = cpu.inclusion(log.offsets, log.scores[model], rel, log.grades, log.items, thr, tie, kq)
+    grades = log.grades.astype(np.float64, copy=False)
+    p_base = cpu.inclusion(log.offsets, log.scores[baseline], rel, grades, log.items, thr, tie, kq)
+    p_model = cpu.inclusion(log.offsets, log.scores[model], rel, grades, log.items, thr, tie, kq)
     q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
     result = []
     for mask in (p_model > p_base + 1e-12, p_base > p_model + 1e-12):

@@ -38,105 +38,118 @@ the compiled function (which releases the GIL) on each range in a thread.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 from numba import njit
+
+from .threads import default_threads, run_parallel
 
 TIE_CODES = {"expected": 0, "optimistic": 1, "pessimistic": 2, "first": 3, "item_desc": 4, "item_asc": 5}
 
 #: Queries with at most this many relevant candidates are counted, the rest sorted.
 COUNT_MAX_RELEVANT = 24
 
+#: Rows compared between two checks of the early stop of the counting path.
+COUNT_BLOCK = 128
+
 #: A cutoff larger than any list: the uncut metrics (``ap``, ``rr``, ``ndcg``) use it.
 NO_CUTOFF = 1 << 40
 
 
 @njit(cache=True, nogil=True)
-def _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit):
-    """Fill (g, e, r, b) for the active candidates of rows lo..hi by counting; return their number.
+def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
+    """Fill (g, e, r, b) for the active candidates of one query by counting; return their number.
 
-    The counting loop is branch-free within blocks of 32 rows (it vectorises); after a block, a
-    candidate with ``limit`` or more candidates above it is dropped (it is beyond every cutoff
-    needed, so it contributes nothing). The tie rule's ``b`` needs a second loop only over the
-    members of a tie group, and only when the group has more than one member.
+    ``sc, rl, gr, it`` are the query's own rows (slices: indices start at 0, so the compiled loops
+    read contiguous memory with vector loads instead of gathers); ``act[:nact]`` are the active
+    rows that survive ``score_threshold``; ``w`` receives global rows ``lo + i``. The counting loop is branch-free within blocks of
+    ``COUNT_BLOCK`` rows; after a block, a candidate with ``limit`` or more candidates above it is
+    dropped (it is beyond every cutoff needed, so it contributes nothing). ``r`` and the tie
+    rule's ``b`` need a second loop, only when the candidate's tie group has more than one member.
     """
+    n = sc.shape[0]
     m = 0
-    for i in range(lo, hi):
-        if not active[i] or scores[i] < thr:
-            continue
-        si = scores[i]
+    for a in range(nact):
+        i = act[a]
+        si = sc[i]
         gi = 0
         ei = 0
-        ri = 0
-        j = lo
-        while j < hi:
-            end = min(j + 32, hi)
-            for jj in range(j, end):  # si >= thr, so sj > si or sj == si implies that sj is kept too
-                sj = scores[jj]
+        if n <= COUNT_BLOCK:  # short lists: one loop, no early stop
+            for jj in range(n):  # si >= thr, so sj > si or sj == si implies sj is kept too
+                sj = sc[jj]
                 gi += sj > si
-                same = sj == si
-                ei += same
-                ri += same & rel[jj]
-            j = end
-            if gi >= limit:
-                break
+                ei += sj == si
+        else:
+            j = 0
+            while j < n:
+                block = sc[j:min(j + COUNT_BLOCK, n)]
+                for jj in range(block.shape[0]):
+                    sj = block[jj]
+                    gi += sj > si
+                    ei += sj == si
+                j += COUNT_BLOCK
+                if gi >= limit:
+                    break
         if gi >= limit:
             continue
+        ri = 1 if rl[i] else 0
         bi = 0
-        if tie != 0 and ei > 1:
-            for j in range(lo, hi):
-                if scores[j] != si:
-                    continue
-                if tie == 3:  # first
-                    bi += j < i
-                elif tie == 1:  # optimistic: relevant first, then higher grades, then input order
-                    if rel[j] != rel[i]:
-                        bi += rel[j]
-                    elif grade[j] != grade[i]:
-                        bi += grade[j] > grade[i]
-                    else:
+        if ei > 1:
+            ri = 0
+            for jj in range(n):
+                ri += (sc[jj] == si) & rl[jj]
+            if tie != 0:
+                for j in range(n):
+                    if sc[j] != si:
+                        continue
+                    if tie == 3:  # first
                         bi += j < i
-                elif tie == 2:  # pessimistic: non-relevant first, then lower grades, then input order
-                    if rel[j] != rel[i]:
-                        bi += rel[i]
-                    elif grade[j] != grade[i]:
-                        bi += grade[j] < grade[i]
-                    else:
-                        bi += j < i
-                elif tie == 4:  # item_desc
-                    bi += items[j] > items[i] or (items[j] == items[i] and j < i)
-                else:  # item_asc
-                    bi += items[j] < items[i] or (items[j] == items[i] and j < i)
+                    elif tie == 1:  # optimistic: relevant first, then higher grades, then input order
+                        if rl[j] != rl[i]:
+                            bi += rl[j]
+                        elif gr[j] != gr[i]:
+                            bi += gr[j] > gr[i]
+                        else:
+                            bi += j < i
+                    elif tie == 2:  # pessimistic: non-relevant first, then lower grades, then input order
+                        if rl[j] != rl[i]:
+                            bi += rl[i]
+                        elif gr[j] != gr[i]:
+                            bi += gr[j] < gr[i]
+                        else:
+                            bi += j < i
+                    elif tie == 4:  # item_desc
+                        bi += it[j] > it[i] or (it[j] == it[i] and j < i)
+                    else:  # item_asc
+                        bi += it[j] < it[i] or (it[j] == it[i] and j < i)
         g[m] = gi
         e[m] = ei
         r[m] = ri
         b[m] = bi
-        w[m] = i
+        w[m] = lo + i
         m += 1
     return m
 
 
 @njit(cache=True, nogil=True)
-def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit):
+def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
     """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups.
 
     Only ranks up to ``limit`` matter: when the list is longer, a selection (``np.partition``)
     finds the limit-th largest score and only the candidates scoring at least that much (the
     whole tie group at the boundary included) are sorted. Their ``g`` and ``e`` stay exact.
+    Arguments as in :func:`_count_path`.
     """
     n = 0
-    for j in range(lo, hi):
-        if scores[j] >= thr:
+    for j in range(sc.shape[0]):
+        if sc[j] >= thr:
             n += 1
     rows = np.empty(n, np.int64)
     neg = np.empty(n, np.float64)
     n = 0
-    for j in range(lo, hi):
-        if scores[j] >= thr:
+    for j in range(sc.shape[0]):
+        if sc[j] >= thr:
             rows[n] = j
-            neg[n] = -scores[j]
+            neg[n] = -sc[j]
             n += 1
     if limit < n:
         cut = np.partition(neg, limit - 1)[limit - 1]
@@ -154,16 +167,16 @@ def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, 
     a = 0
     while a < n:
         z = a + 1
-        s = scores[order[a]]
-        while z < n and scores[order[z]] == s:
+        s = sc[order[a]]
+        while z < n and sc[order[z]] == s:
             z += 1
         size = z - a
         nrel = 0
         nact = 0
         for p in range(a, z):
-            if rel[order[p]]:
+            if rl[order[p]]:
                 nrel += 1
-            if active[order[p]]:
+            if ac[order[p]]:
                 nact += 1
         if nact > 0:
             group = order[a:z]
@@ -171,24 +184,24 @@ def _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, 
                 sign = -1.0 if tie == 1 else 1.0
                 fkey = np.empty(size, np.float64)
                 for p in range(size):
-                    fkey[p] = sign * grade[group[p]]
+                    fkey[p] = sign * gr[group[p]]
                 group = group[np.argsort(fkey, kind="mergesort")]
                 key = np.empty(size, np.int64)
                 for p in range(size):
-                    key[p] = (0 if rel[group[p]] else 1) if tie == 1 else (1 if rel[group[p]] else 0)
+                    key[p] = (0 if rl[group[p]] else 1) if tie == 1 else (1 if rl[group[p]] else 0)
                 group = group[np.argsort(key, kind="mergesort")]
             elif size > 1 and (tie == 4 or tie == 5):
                 key = np.empty(size, np.int64)
                 for p in range(size):
-                    key[p] = -items[group[p]] if tie == 4 else items[group[p]]
+                    key[p] = -it[group[p]] if tie == 4 else it[group[p]]
                 group = group[np.argsort(key, kind="mergesort")]
             for p in range(size):
-                if active[group[p]]:
+                if ac[group[p]]:
                     g[m] = a
                     e[m] = size
                     r[m] = nrel
                     b[m] = p
-                    w[m] = group[p]
+                    w[m] = lo + group[p]
                     m += 1
         a = z
     return m
@@ -264,20 +277,31 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
     g, e, r, b, w = _scratch(offsets, q0, q1)
     key = np.empty(g.shape[0], np.int64)
     ridx = np.empty(g.shape[0], np.int64)
+    act = np.empty(g.shape[0], np.int64)
+    f = np.empty(g.shape[0])
     C = cutoffs.shape[0]
     for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
+        sc = scores[lo:hi]
+        rl = rel[lo:hi]
+        ac = active[lo:hi]
         n = 0
         nrel = 0
         nact = 0
-        for j in range(lo, hi):
-            if scores[j] >= thr:
-                n += 1
-                if rel[j]:
-                    nrel += 1
-                if active[j]:
-                    nact += 1
+        if thr == -np.inf:  # every candidate kept: the scores need not be read here
+            n = sc.shape[0]
+            for j in range(n):  # branch-free: the row is written, kept only if active
+                nrel += rl[j]
+                act[nact] = j
+                nact += ac[j]
+        else:
+            for j in range(sc.shape[0]):
+                kept = sc[j] >= thr
+                n += kept
+                nrel += kept & rl[j]
+                act[nact] = j
+                nact += kept & ac[j]
         n_out[q] = n
         relret_out[q] = nrel
         for c in range(C):
@@ -297,15 +321,23 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
         if want_r and R[q] > limit:
             limit = R[q]
         limit = max(limit, 1)
+        gr = grade[lo:hi]
+        it = items[lo:hi]
         if force_path == 1 or (force_path == 0 and nact <= COUNT_MAX_RELEVANT):
-            m = _count_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit)
+            m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
         else:
-            m = _sort_path(scores, rel, active, grade, items, lo, hi, thr, tie, g, e, r, b, w, limit)
-        # the best relevant tie group, for hit probabilities and the reciprocal rank
+            m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
+        # the best relevant tie group (hit probabilities, reciprocal rank) and the best rank
         best = -1
+        first_rank = 1 << 62
         for t in range(m):
-            if rel[w[t]] and (best < 0 or g[t] < g[best]):
-                best = t
+            isrel = rel[w[t]]
+            f[t] = 1.0 if isrel else 0.0
+            if isrel:
+                if best < 0 or g[t] < g[best]:
+                    best = t
+                first_rank = min(first_rank, g[t] + b[t] + 1)
+        # h(k) for every cutoff and for k = R; branch-free, as the outcomes are unpredictable
         straddle = False
         for c in range(C + 1):
             if c < C:
@@ -315,24 +347,12 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
                     break
                 k = R[q]
             total = 0.0
-            first_rank = 1 << 62
             for t in range(m):
-                if not rel[w[t]]:
-                    continue
-                if g[t] < k and k < g[t] + e[t] and e[t] > r[t]:
-                    straddle = True
                 if tie == 0:
-                    x = (k - g[t]) / e[t]
-                    if x >= 1.0:
-                        total += 1.0
-                    elif x > 0.0:
-                        total += x
+                    total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)
                 else:
-                    rank = g[t] + b[t] + 1
-                    if rank <= k:
-                        total += 1.0
-                    if rank < first_rank:
-                        first_rank = rank
+                    total += f[t] * (g[t] + b[t] + 1 <= k)
+                straddle |= (f[t] > 0.0) & (g[t] < k) & (k < g[t] + e[t]) & (e[t] > r[t])
             if c < C:
                 h[q, c] = total
                 if best >= 0:
@@ -408,7 +428,9 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     for q in range(offsets.shape[0] - 1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        m = _sort_path(scores, rel, rel, grade, items, lo, hi, thr, tie, g, e, r, b, w, max(kq[q], 1))
+        rl = rel[lo:hi]
+        m = _sort_path(scores[lo:hi], rl, rl, grade[lo:hi], items[lo:hi], lo, thr, tie, g, e, r, b, w,
+                       max(kq[q], 1))
         k = kq[q]
         for t in range(m):
             if tie == 0:
@@ -459,17 +481,6 @@ def _split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return [(int(a), int(z)) for a, z in zip(edges[:-1], edges[1:]) if z > a]
 
 
-def default_threads() -> int:
-    """Threads used by the kernel: ``TOPKEVAL_THREADS`` or the CPUs this process may use."""
-    env = os.environ.get("TOPKEVAL_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def discount_prefix(longest: int) -> np.ndarray:
     """``disc[m] = sum(1 / log2(p + 1) for p in 1..m)``, for m up to ``longest``."""
     disc = np.zeros(longest + 1)
@@ -510,9 +521,5 @@ def compute(offsets, scores, rel, grade, items, R, cutoffs, *, thr, tie, want_r,
             out["dcg"], out["dcg2"], force_path)
     threads = threads or default_threads()
     ranges = _split(offsets, threads if len(scores) >= 200_000 else 1)
-    if len(ranges) == 1:
-        stats_range(*args, 0, Q, *outs)
-    else:
-        with ThreadPoolExecutor(len(ranges)) as pool:
-            list(pool.map(lambda qr: stats_range(*args, qr[0], qr[1], *outs), ranges))
+    run_parallel(lambda qr: stats_range(*args, qr[0], qr[1], *outs), ranges, workers=len(ranges))
     return out

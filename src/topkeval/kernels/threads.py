@@ -1,0 +1,62 @@
+"""One process-wide thread pool for the compiled kernels (they release the GIL).
+
+Creating threads costs about a millisecond per call, which is visible next to kernels that run
+for tens of milliseconds, so the pool is created once, on first use, and reused.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_LOCK = threading.Lock()
+
+
+def default_threads() -> int:
+    """Threads used by the kernels: ``TOPKEVAL_THREADS`` or the CPUs this process may use."""
+    env = os.environ.get("TOPKEVAL_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_parallel(fn, tasks, workers: int | None = None) -> list:
+    """``[fn(t) for t in tasks]``, the tasks spread over the shared pool (in order of ``tasks``).
+
+    The pool has ``default_threads()`` workers, or ``workers`` when more are asked for; extra
+    tasks wait in its queue. One task runs in the calling thread. A task that itself calls ``run_parallel`` runs its
+    subtasks inline (the pool is never waited on from inside the pool, which could deadlock).
+    """
+    tasks = list(tasks)
+    if len(tasks) <= 1 or getattr(_inside, "flag", False):
+        return [fn(t) for t in tasks]
+    pool = _pool(max(default_threads(), workers or 0))
+
+    def wrapped(t):
+        _inside.flag = True
+        try:
+            return fn(t)
+        finally:
+            _inside.flag = False
+
+    return list(pool.map(wrapped, tasks))
+
+
+_inside = threading.local()
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    global _POOL, _POOL_SIZE
+    with _LOCK:
+        if _POOL is None or _POOL_SIZE < size:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL_SIZE = size
+            _POOL = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="topkeval")
+        return _POOL
