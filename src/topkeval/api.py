@@ -383,18 +383,17 @@ def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.nda
     """Validate columns and group them by query."""
     grades = logmod.numeric_column(grades, names["relevance"], "grade")
     scores = {m: logmod.numeric_column(v, m, "score") for m, v in scores.items()}
-    offsets, perm, labels = logmod.group_rows(query, names["query"])
+    offsets, grouping, labels = logmod.group_rows(query, names["query"])
     codes = item_labels = None
     if items is not None:
         codes, item_labels = logmod.item_codes(items, names["item"])
-    if perm is not None:
-        from .kernels.grouping import gather
-        from .kernels.threads import default_threads
-
-        threads = default_threads()
-        grades = gather(grades, perm, threads)
-        scores = {m: gather(v, perm, threads) for m, v in scores.items()}
-        codes = gather(codes, perm, threads) if codes is not None else None
+    if grouping is not None:
+        columns = grouping.apply_all([grades, *scores.values(), *([codes] if codes is not None else [])],
+                                     release=True)
+        grades = columns[0]
+        scores = dict(zip(scores, columns[1:1 + len(scores)]))
+        codes = columns[-1] if codes is not None else None
+        del grouping, columns
     if codes is not None:
         logmod.check_duplicates(offsets, codes, item_labels, labels, names["item"])
     return logmod.GroupedLog(offsets, labels, grades, scores, codes, item_labels)

@@ -1,8 +1,8 @@
 """The grouped columnar log that every input becomes.
 
-Rows of one query are contiguous (CSR-like ``offsets``), queries in order of first appearance.
-A log that already arrives grouped is used as it is (no copy of the score columns); otherwise the
-query ids are factorised (hashing, never sorting strings) and the rows placed by a counting sort.
+Rows of one query are contiguous (CSR-like ``offsets``). A log that already arrives grouped is used
+as it is (no copy of the score columns, queries in input order); otherwise the queries are put in
+ascending order of id and the rows moved by a radix partition (:mod:`topkeval.kernels.grouping`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class GroupedLog:
     offsets : ndarray of int64, shape (Q + 1,)
         Rows of query q are ``offsets[q]:offsets[q + 1]``.
     queries : ndarray, shape (Q,)
-        The query ids, in order of first appearance.
+        The query ids: in input order when the rows arrived grouped, otherwise ascending.
     grades : ndarray, shape (rows,)
         Relevance grades, grouped.
     scores : dict of str to ndarray
@@ -66,8 +66,12 @@ def _is_missing(values: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def group_rows(query: np.ndarray, column: str = "query"):
-    """Return ``(offsets, perm, labels)``; ``perm`` is None when the rows are already grouped.
+def group_rows(query: np.ndarray, column: str = "query", threads: int | None = None):
+    """Return ``(offsets, grouping, labels)``; ``grouping`` is None when the rows are already grouped.
+
+    ``grouping.apply(column)`` returns a column in grouped order (see
+    :class:`~topkeval.kernels.grouping.RadixGrouping`); ``labels`` are the query ids: in input
+    order when the rows arrive grouped (each query one run of rows), otherwise ascending.
 
     Raises
     ------
@@ -82,35 +86,63 @@ def group_rows(query: np.ndarray, column: str = "query"):
         )
     n = len(query)
     if query.dtype.kind in "iufbUSM":
-        if query.dtype.kind in "iuf":
-            from .kernels.grouping import run_starts
+        head = query[:65536]  # a shuffled log shows itself in its first rows: skip the full check
+        if np.count_nonzero(head[1:] != head[:-1]) < max(1, len(head) // 2):
+            if query.dtype.kind in "iuf":
+                from .kernels.grouping import run_starts
 
-            starts = run_starts(query)
-        else:
-            starts = np.concatenate([[0], np.flatnonzero(query[1:] != query[:-1]) + 1])
-        if len(starts) <= max(1, n // 2):  # worth checking whether the rows arrive grouped
+                starts = run_starts(query)
+            else:
+                starts = np.concatenate([[0], np.flatnonzero(query[1:] != query[:-1]) + 1])
             labels = query[starts]
             ordered = np.sort(labels)
             if not (ordered[1:] == ordered[:-1]).any():  # each query id is one run: grouped
                 return np.append(starts, n).astype(np.int64), None, labels
+    from .kernels.threads import default_threads
+
+    if query.dtype.kind in "iu" and n < 2**31:
+        low, high = int(query.min()), int(query.max())
+        span = high - low + 1
+        if span <= max(n // 4, 1):
+            # dense ids: the code is the id minus the smallest; absent ids are empty groups
+            from .kernels.grouping import offset_codes
+
+            codes = offset_codes(query.astype(np.int64, copy=False), low, threads or default_threads())
+            return _group_codes(codes, np.arange(low, high + 1).astype(query.dtype), threads)
+        if span <= 4 * n:
+            from .kernels.grouping import ranked_codes
+
+            codes, ids = ranked_codes(query.astype(np.int64, copy=False), low, span)
+            return _group_codes(codes, ids.astype(query.dtype), threads)
     import pandas as pd
 
-    from .kernels.grouping import counting_sort, factorize_dense
-
-    low = int(query.min()) if query.dtype.kind in "iu" else 0
-    span = int(query.max()) - low + 1 if query.dtype.kind in "iu" else 0
-    if query.dtype.kind in "iu" and span <= 4 * n:
-        # integer ids in a compact range: a direct table instead of a hash
-        codes, first = factorize_dense(query.astype(np.int64, copy=False), low, span)
-        labels = query[first]
-    else:
+    try:
+        codes, labels = pd.factorize(query, sort=True)
+    except TypeError:  # ids that cannot be ordered among themselves: first appearance
         codes, labels = pd.factorize(query, sort=False)
-    if len(labels) == n or np.all(codes[1:] >= codes[:-1]):
-        # every row its own query, or already grouped: no permutation needed
-        counts = np.bincount(codes, minlength=len(labels))
-        return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), None, np.asarray(labels)
-    offsets, perm = counting_sort(codes.astype(np.int64), len(labels))
-    return offsets, perm, np.asarray(labels)
+    return _group_codes(codes, np.asarray(labels), threads)
+
+
+def _group_codes(codes: np.ndarray, labels: np.ndarray, threads: int | None):
+    """``(offsets, grouping, labels)`` of rows with query codes 0..len(labels)-1, labels ascending.
+
+    Codes without rows are dropped. Rows that turn out to be grouped already (each code one run)
+    stay as they are, queries in input order.
+    """
+    from .kernels.grouping import RadixGrouping, count_runs, run_starts
+    from .kernels.threads import default_threads
+
+    if count_runs(codes, len(labels)) <= len(labels):  # maybe each query one run
+        starts = run_starts(codes)
+        if np.bincount(codes[starts], minlength=len(labels)).max() <= 1:  # grouped: kept as it is
+            return np.append(starts, len(codes)).astype(np.int64), None, labels[codes[starts]]
+    grouping = RadixGrouping(codes, len(labels), threads or default_threads())
+    offsets = grouping.offsets
+    sizes = np.diff(offsets)
+    if not sizes.all():  # ids of a dense range that have no rows
+        present = np.flatnonzero(sizes)
+        return np.append(0, offsets[1:][present]), grouping, labels[present]
+    return offsets, grouping, labels
 
 
 def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
@@ -224,6 +256,9 @@ def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray,
 
 def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """``(offsets, perm)`` grouping rows by integer code 0..n_groups-1 (input order kept within a group)."""
-    from .kernels.grouping import counting_sort
+    from .kernels.grouping import RadixGrouping
+    from .kernels.threads import default_threads
 
-    return counting_sort(np.ascontiguousarray(codes, dtype=np.int64), int(n_groups))
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    grouping = RadixGrouping(codes, int(n_groups), default_threads())
+    return grouping.offsets, grouping.apply(np.arange(len(codes), dtype=np.int64))

@@ -1,68 +1,193 @@
-"""Grouping rows by query in O(n): a counting sort of integer query codes."""
+"""Grouping rows by query in O(n), without sorting: integer query codes, then a radix partition.
+
+Rows that arrive grouped (each query one run of rows) are used as they are. Otherwise the query
+ids become integer codes in ascending order of id (the id minus the smallest for dense integer ids,
+a table for sparser ones, a sort of the distinct ids for the rest), and every column is moved to its grouped place in two passes of a radix partition (:class:`RadixGrouping`):
+first into a few hundred buckets of consecutive codes (few write streams, so the writes stay in
+cache), then, bucket by bucket, into its query's rows (a bucket's rows fit in cache). A plain
+counting sort would scatter each row to one of Q places at random (one cache miss per row and
+column, and worse as Q grows); a gather through a permutation would read at random instead.
+Both passes are stable, so rows keep their input order within a query (ties="first" relies on it).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+#: About this many rows per radix bucket (their columns stay in the second pass's cache).
+BUCKET_ROWS = 1 << 17
 
-@njit(cache=True, nogil=True)
-def counting_sort(codes, n_groups):
-    """Return (offsets, perm): rows of group c are perm[offsets[c]:offsets[c+1]], in input order."""
-    counts = np.zeros(n_groups + 1, np.int64)
-    for c in codes:
-        counts[c + 1] += 1
-    for c in range(n_groups):
-        counts[c + 1] += counts[c]
-    offsets = counts.copy()
-    perm = np.empty(codes.shape[0], np.int64)
-    for i in range(codes.shape[0]):
-        c = codes[i]
-        perm[counts[c]] = i
-        counts[c] += 1
-    return offsets, perm
+#: Fewer rows than this per thread are not worth a thread.
+THREAD_ROWS = 500_000
 
 
 @njit(cache=True, nogil=True)
-def factorize_dense(values, low, span):
-    """Codes by first appearance for integer ids within [low, low + span): no hashing, O(n).
-
-    Returns (codes, first_rows): ``first_rows[c]`` is the row where code c first appears.
-    """
-    table = np.full(span, -1, np.int64)
-    codes = np.empty(values.shape[0], np.int64)
-    first = np.empty(min(span, values.shape[0]), np.int64)
-    nxt = 0
-    for i in range(values.shape[0]):
-        slot = values[i] - low
-        c = table[slot]
-        if c < 0:
-            c = nxt
-            table[slot] = c
-            first[c] = i
-            nxt += 1
-        codes[i] = c
-    return codes, first[:nxt]
+def _offset_range(values, low, codes, lo, hi):
+    vs = values[lo:hi]
+    cs = codes[lo:hi]
+    for i in range(vs.shape[0]):
+        cs[i] = vs[i] - low
 
 
-@njit(cache=True, nogil=True)
-def _gather_range(src, perm, out, lo, hi):
-    for i in range(lo, hi):
-        out[i] = src[perm[i]]
-
-
-def gather(src: np.ndarray, perm: np.ndarray, threads: int = 2) -> np.ndarray:
-    """``src[perm]``, with the random reads spread over threads (they are memory-latency bound)."""
+def offset_codes(values: np.ndarray, low: int, threads: int = 2) -> np.ndarray:
+    """``values - low`` as int32 codes (integer ids in a range shorter than 2**31), threaded."""
     from .threads import run_parallel
 
-    out = np.empty(len(perm), src.dtype)
-    n = len(perm)
-    if threads <= 1 or n < 1_000_000:
-        _gather_range(src, perm, out, 0, n)
+    codes = np.empty(len(values), np.int32)
+    parts = max(1, min(threads, len(values) // THREAD_ROWS))
+    bounds = np.linspace(0, len(values), parts + 1).astype(np.int64)
+    run_parallel(lambda t: _offset_range(values, low, codes, bounds[t], bounds[t + 1]), range(parts))
+    return codes
+
+
+@njit(cache=True, nogil=True)
+def ranked_codes(values, low, span):
+    """Codes (int32) in ascending order of integer ids within [low, low + span), and the ids present.
+
+    Two passes with a table of ``span`` entries: mark the ids present, then number them in order.
+    """
+    rank = np.zeros(span, np.int32)
+    for i in range(values.shape[0]):
+        rank[values[i] - low] = 1
+    present = 0
+    for slot in range(span):
+        if rank[slot]:
+            rank[slot] = present
+            present += 1
+        else:
+            rank[slot] = -1
+    ids = np.empty(present, np.int64)
+    for slot in range(span):
+        if rank[slot] >= 0:
+            ids[rank[slot]] = low + slot
+    codes = np.empty(values.shape[0], np.int32)
+    for i in range(values.shape[0]):
+        codes[i] = rank[values[i] - low]
+    return codes, ids
+
+
+@njit(cache=True, nogil=True)
+def _histograms(codes, shift, lo, hi, n_buckets, n_groups):
+    """Rows per bucket (code >> shift) and per code, over rows lo..hi."""
+    buckets = np.zeros(n_buckets, np.int64)
+    groups = np.zeros(n_groups, np.int64)
+    cs = codes[lo:hi]
+    for i in range(cs.shape[0]):
+        c = cs[i]
+        buckets[c >> shift] += 1
+        groups[c] += 1
+    return buckets, groups
+
+
+@njit(cache=True, nogil=True)
+def _to_buckets(codes, values, shift, lo, hi, cursor, out):
+    """First pass: rows lo..hi to their bucket's next free place (``cursor`` per bucket)."""
+    cs = codes[lo:hi]
+    vs = values[lo:hi]
+    for i in range(cs.shape[0]):
+        x = cs[i] >> shift
+        p = cursor[x]
+        cursor[x] = p + 1
+        out[p] = vs[i]
+
+
+@njit(cache=True, nogil=True)
+def _to_groups(bucketed_codes, bucketed, lo, hi, cursor, out):
+    """Second pass: bucketed rows lo..hi to their group's next free place (``cursor`` per code)."""
+    cs = bucketed_codes[lo:hi]
+    vs = bucketed[lo:hi]
+    for i in range(cs.shape[0]):
+        c = cs[i]
+        p = cursor[c]
+        cursor[c] = p + 1
+        out[p] = vs[i]
+
+
+class RadixGrouping:
+    """Moves columns of rows into query order: rows of code c at ``offsets[c]:offsets[c + 1]``.
+
+    Parameters
+    ----------
+    codes : ndarray of int32 or int64
+        The query code of each row, 0 .. n_groups - 1.
+    n_groups : int
+        Number of codes.
+    threads : int
+        Threads for both passes (rows split for the first, buckets for the second).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = RadixGrouping(np.array([1, 0, 1, 0], np.int32), 2, threads=1)
+    >>> g.offsets.tolist(), g.apply(np.array([10., 20., 30., 40.])).tolist()
+    ([0, 2, 4], [20.0, 40.0, 10.0, 30.0])
+    """
+
+    def __init__(self, codes: np.ndarray, n_groups: int, threads: int = 1):
+        from .threads import run_parallel
+
+        n = len(codes)
+        self.codes = codes
+        self.threads = threads = max(1, min(threads, n // THREAD_ROWS or 1))
+        per_bucket = max(1.0, n_groups * BUCKET_ROWS / max(n, 1))  # codes per bucket
+        self.shift = shift = int(np.ceil(np.log2(per_bucket)))
+        n_buckets = (max(n_groups - 1, 0) >> shift) + 1
+        self.rows = np.linspace(0, n, threads + 1).astype(np.int64)
+        parts = run_parallel(lambda t: _histograms(codes, shift, self.rows[t], self.rows[t + 1], n_buckets, n_groups),
+                             range(threads))
+        per_thread = np.array([b for b, _ in parts]).reshape(threads, n_buckets)
+        group_counts = np.sum([c for _, c in parts], axis=0)
+        self.offsets = np.zeros(n_groups + 1, np.int64)
+        np.cumsum(group_counts, out=self.offsets[1:])
+        starts = np.zeros(n_buckets + 1, np.int64)
+        np.cumsum(per_thread.sum(axis=0), out=starts[1:])
+        # thread t writes a bucket's rows after those of threads 0..t-1: the partition is stable
+        self.cursors = starts[:-1] + np.cumsum(per_thread, axis=0) - per_thread
+        # second pass: bucket ranges of about equal rows
+        cuts = np.searchsorted(starts, np.linspace(0, n, threads + 1)[1:-1])
+        self.spans = [(int(starts[a]), int(starts[z])) for a, z in zip([0, *cuts], [*cuts, n_buckets]) if z > a]
+        self.bucketed_codes = self._first_pass(codes)
+
+    def _first_pass(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        from .threads import run_parallel
+
+        out = np.empty(len(values), values.dtype) if out is None else out
+        run_parallel(lambda t: _to_buckets(self.codes, values, self.shift, self.rows[t], self.rows[t + 1],
+                                           self.cursors[t].copy(), out), range(self.threads))
         return out
-    bounds = np.linspace(0, n, threads + 1).astype(np.int64)
-    run_parallel(lambda j: _gather_range(src, perm, out, bounds[j], bounds[j + 1]), range(threads))
-    return out
+
+    def _second_pass(self, bucketed: np.ndarray) -> np.ndarray:
+        from .threads import run_parallel
+
+        out = np.empty(len(bucketed), bucketed.dtype)
+        cursor = self.offsets[:-1].copy()  # each code's rows are written by one thread only
+        run_parallel(lambda span: _to_groups(self.bucketed_codes, bucketed, span[0], span[1], cursor, out),
+                     self.spans)
+        return out
+
+    def apply(self, values: np.ndarray) -> np.ndarray:
+        """The column ``values`` (one value per row) in grouped order."""
+        return self.apply_all([values])[0]
+
+    def apply_all(self, columns: list, release: bool = False) -> list:
+        """Each column in grouped order. ``release=True`` frees the input codes before the last
+        column's second pass (lower peak memory; the grouping cannot be applied again after)."""
+        grouped = []
+        n = len(self.bucketed_codes)
+        widest = max((np.asarray(v).dtype.itemsize for v in columns), default=1)
+        scratch = np.empty(n * widest, np.uint8)  # one first-pass buffer for every column
+        for i, values in enumerate(columns):
+            values = np.ascontiguousarray(values)
+            bucketed = self._first_pass(values, scratch[:n * values.dtype.itemsize].view(values.dtype))
+            if release and i == len(columns) - 1:
+                self.codes = None
+            grouped.append(self._second_pass(bucketed))
+            del bucketed
+        del scratch
+        if release:
+            self.bucketed_codes = None
+        return grouped
 
 
 @njit(cache=True, nogil=True)
@@ -76,6 +201,18 @@ def count_per_group(offsets, flags):
             c += seg[j]
         out[q] = c
     return out
+
+
+@njit(cache=True, nogil=True)
+def count_runs(values, stop_above):
+    """Runs of equal values, counted until there are more than ``stop_above`` (a shuffled column
+    is recognised after a few rows)."""
+    runs = 1 if values.shape[0] else 0
+    for i in range(1, values.shape[0]):
+        runs += values[i] != values[i - 1]
+        if runs > stop_above:
+            break
+    return runs
 
 
 @njit(cache=True, nogil=True)

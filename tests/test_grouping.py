@@ -1,0 +1,104 @@
+"""Grouping rows by query: every path (grouped input, dense / sparse integer ids, other ids, the
+radix partition with many buckets and threads) against a stable sort."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from topkeval import log as logmod
+from topkeval.kernels import grouping
+
+
+def reference(query: np.ndarray):
+    """(offsets, labels, order): grouped input stays in input order, anything else ascending ids."""
+    starts = np.concatenate([[0], np.flatnonzero(query[1:] != query[:-1]) + 1]) if len(query) else np.zeros(0, int)
+    runs = query[starts]
+    if len(np.unique(runs)) == len(runs):
+        return np.append(starts, len(query)), runs, np.arange(len(query))
+    labels, codes = np.unique(query, return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(labels))
+    return np.concatenate([[0], np.cumsum(counts)]), labels, order
+
+
+def check(query: np.ndarray) -> None:
+    offsets, grp, labels = logmod.group_rows(query)
+    ref_offsets, ref_labels, order = reference(query)
+    np.testing.assert_array_equal(offsets, ref_offsets)
+    np.testing.assert_array_equal(np.asarray(labels), ref_labels)
+    rows = np.arange(len(query), dtype=np.int64)
+    moved = rows if grp is None else grp.apply(rows)
+    np.testing.assert_array_equal(moved, order)  # input order kept within each query
+    values = np.random.default_rng(0).random(len(query))
+    np.testing.assert_array_equal(values if grp is None else grp.apply(values), values[order])
+
+
+@pytest.fixture
+def small_buckets(monkeypatch):
+    """Many buckets and two threads even for a few hundred rows (the same for every example)."""
+    monkeypatch.setattr(grouping, "BUCKET_ROWS", 8)
+    monkeypatch.setattr(grouping, "THREAD_ROWS", 16)
+
+
+ids = st.sampled_from(["dense", "sparse", "huge", "str", "float"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 400), ids, st.booleans(), st.integers(0, 2**32 - 1))
+def test_group_rows_equals_a_stable_sort(n_queries, n_rows, kind, shuffled, seed):
+    rng = np.random.default_rng(seed)
+    q = np.sort(rng.integers(0, n_queries, n_rows)) if not shuffled else rng.integers(0, n_queries, n_rows)
+    if kind == "sparse":
+        q = q * 3 + 7  # span between n/4 and 4n: the ranked table
+    elif kind == "huge":
+        q = q.astype(np.int64) * 10**12 - 5  # no table: a sort of the distinct ids
+    elif kind == "str":
+        q = np.array([f"q{v:03d}" for v in q], dtype=object)
+    elif kind == "float":
+        q = q / 2.0
+    check(q)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 60), st.integers(50, 600), st.integers(0, 2**32 - 1))
+def test_radix_partition_with_many_buckets_and_threads(small_buckets, n_queries, n_rows, seed):
+    rng = np.random.default_rng(seed)
+    check(rng.integers(0, n_queries, n_rows))
+
+
+def test_every_row_its_own_query_stays_in_input_order():
+    q = np.array([5, 2, 9, 1], np.int64)
+    offsets, grp, labels = logmod.group_rows(q)
+    assert grp is None and offsets.tolist() == [0, 1, 2, 3, 4] and labels.tolist() == [5, 2, 9, 1]
+
+
+def test_absent_ids_of_a_dense_range_are_not_queries():
+    q = np.array([40, 0, 40, 3, 0, 3, 40, 0, 0, 3, 3, 40] * 3, np.int64)  # ids 1, 2, 4..39 absent
+    offsets, grp, labels = logmod.group_rows(q)
+    assert labels.tolist() == [0, 3, 40] and np.diff(offsets).tolist() == [12, 12, 12]
+
+
+def test_mixed_id_types_are_grouped():
+    q = np.array(["b", 1, "b", 1, "a"], dtype=object)
+    offsets, grp, labels = logmod.group_rows(q)
+    rows = grp.apply(np.arange(5))
+    groups = {labels[i]: rows[offsets[i]:offsets[i + 1]].tolist() for i in range(len(labels))}
+    assert groups == {"b": [0, 2], 1: [1, 3], "a": [4]}
+
+
+def test_evaluate_shuffled_equals_grouped_with_threads(small_buckets):
+    import topkeval as tk
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    q = np.repeat(np.arange(60), 50)
+    frame = {"query": q, "relevance": (rng.random(n) < 0.2).astype(int), "s": rng.random(n).round(2)}
+    perm = rng.permutation(n)
+    shuffled = {k: v[perm] for k, v in frame.items()}
+    metrics = ["recall@5", "precision@10", "r_precision", "ndcg@10"]
+    a = tk.evaluate(frame, metrics=metrics, score="s", ties="expected").per_query
+    b = tk.evaluate(shuffled, metrics=metrics, score="s", ties="expected").per_query
+    np.testing.assert_allclose(a[metrics].to_numpy(), b[metrics].to_numpy(), rtol=0, atol=1e-12)
