@@ -300,7 +300,7 @@ def main() -> None:
                 continue
             ratio = r["seconds"] / ref["seconds"] if ref.get("seconds") else float("nan")
             agree = "-"
-            if label.split(" ")[0] not in ("floor", "topkeval") and ref.get("result"):
+            if label not in ("floor", "topkeval") and ref.get("result"):
                 common = [k for k in r["result"] if k in ref["result"]]
                 worst = max(abs(r["result"][k] - ref["result"][k]) for k in common) if common else float("nan")
                 agree = f"yes ({len(common)} means, max diff {worst:.1e})" if worst < 1e-9 else f"NO (max diff {worst:.2e})"

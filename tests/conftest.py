@@ -7,6 +7,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# Every test runs the numba-compiled kernels, the ones large logs use (small inputs would run them
+# interpreted otherwise: see topkeval.kernels.jit). test_jit.py checks the interpreted ones apart.
+os.environ.setdefault("TOPKEVAL_JIT", "1")
+
 settings.register_profile(
     "ci", max_examples=int(os.environ.get("TOPKEVAL_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

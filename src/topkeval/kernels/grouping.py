@@ -13,7 +13,8 @@ Both passes are stable, so rows keep their input order within a query (ties="fir
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .jit import kernel
 
 #: About this many rows per radix bucket (their columns stay in the second pass's cache).
 BUCKET_ROWS = 1 << 17
@@ -22,7 +23,7 @@ BUCKET_ROWS = 1 << 17
 THREAD_ROWS = 500_000
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _offset_range(values, low, codes, lo, hi):
     vs = values[lo:hi]
     cs = codes[lo:hi]
@@ -41,7 +42,7 @@ def offset_codes(values: np.ndarray, low: int, threads: int = 2) -> np.ndarray:
     return codes
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def ranked_codes(values, low, span):
     """Codes (int32) in ascending order of integer ids within [low, low + span), and the ids present.
 
@@ -67,7 +68,7 @@ def ranked_codes(values, low, span):
     return codes, ids
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _histograms(codes, shift, lo, hi, n_buckets, n_groups):
     """Rows per bucket (code >> shift) and per code, over rows lo..hi."""
     buckets = np.zeros(n_buckets, np.int64)
@@ -80,7 +81,7 @@ def _histograms(codes, shift, lo, hi, n_buckets, n_groups):
     return buckets, groups
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _to_buckets(codes, values, shift, lo, hi, cursor, out):
     """First pass: rows lo..hi to their bucket's next free place (``cursor`` per bucket)."""
     cs = codes[lo:hi]
@@ -92,7 +93,7 @@ def _to_buckets(codes, values, shift, lo, hi, cursor, out):
         out[p] = vs[i]
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _to_groups(bucketed_codes, bucketed, lo, hi, cursor, out):
     """Second pass: bucketed rows lo..hi to their group's next free place (``cursor`` per code)."""
     cs = bucketed_codes[lo:hi]
@@ -190,7 +191,7 @@ class RadixGrouping:
         return grouped
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def count_per_group(offsets, flags):
     """Number of true flags within each group."""
     out = np.zeros(offsets.shape[0] - 1, np.int64)
@@ -203,7 +204,7 @@ def count_per_group(offsets, flags):
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def count_runs(values, stop_above):
     """Runs of equal values, counted until there are more than ``stop_above`` (a shuffled column
     is recognised after a few rows)."""
@@ -215,7 +216,7 @@ def count_runs(values, stop_above):
     return runs
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def run_starts(values):
     """Rows where a new run of equal values begins (row 0 included), in one pass."""
     n = values.shape[0]
@@ -233,7 +234,7 @@ def run_starts(values):
     return starts
 
 
-@njit(cache=True, nogil=True)
+@kernel
 def _nonfinite_range(values, lo, hi):
     bad = 0
     seg = values[lo:hi]

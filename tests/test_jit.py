@@ -1,0 +1,68 @@
+"""The kernels give the same numbers interpreted (small inputs, no numba import) and compiled.
+
+Each mode runs in its own process (a process switches to compiled kernels for good), on logs with
+heavy ties, graded relevance, both kernel paths (few and many relevant candidates per query), every
+tie rule, a score threshold, shuffled rows and rank-aware metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+SCRIPT = r"""
+import json, sys
+import numpy as np
+import topkeval as tk
+from topkeval import api, conventions, log as logmod, names
+
+rng = np.random.default_rng(7)
+out = {}
+metrics = ["recall@5", "precision@10", "f1@3", "specificity@5", "r_precision", "hit_rate@3", "rr", "ap@10",
+           "ndcg@5", "ndcg(gain=exp)", "num_rel_ret"]
+for case, share in (("few", 0.1), ("many", 0.6)):
+    n = 2500
+    frame = {"query": rng.integers(0, 30, n), "item": np.arange(n),
+             "relevance": rng.integers(1, 4, n) * (rng.random(n) < share),
+             "a": rng.integers(0, 5, n) / 4.0, "b": rng.random(n)}
+    for ties in ("expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"):
+        for thr in (None, 0.3):
+            res = tk.evaluate(frame, metrics=metrics, score=["a", "b"], item="item", ties=ties, score_threshold=thr)
+            out[f"{case}-{ties}-{thr}"] = res.per_query[metrics].to_numpy().tolist()
+    # both kernel paths forced on the same log
+    mets = names.parse_metrics(metrics)
+    log = api.build_log(frame["query"], frame["relevance"], {"a": frame["a"]}, frame["item"],
+                        names=dict(query="query", relevance="relevance", item="item"))
+    for path in (1, 2):
+        res = api.evaluate_log(log, mets, conventions.resolve(None, owner="t"), n_rows=n, force_path=path)
+        out[f"{case}-path{path}"] = res.per_query[metrics].to_numpy().tolist()
+print(json.dumps({"numba_imported": "numba" in sys.modules, "values": out}))
+"""
+
+
+def _run(mode: str) -> dict:
+    env = {**os.environ, "TOPKEVAL_JIT": mode}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_interpreted_kernels_equal_compiled_kernels():
+    interpreted, compiled = _run("0"), _run("1")
+    assert not interpreted["numba_imported"] and compiled["numba_imported"]
+    assert interpreted["values"].keys() == compiled["values"].keys()
+    for key, values in compiled["values"].items():
+        np.testing.assert_allclose(np.array(interpreted["values"][key], dtype=float), np.array(values, dtype=float),
+                                   rtol=0, atol=1e-12, err_msg=key)
+
+
+def test_small_inputs_do_not_load_the_compiler():
+    env = {k: v for k, v in os.environ.items() if k != "TOPKEVAL_JIT"}
+    code = ("import sys, numpy as np, topkeval as tk; rng = np.random.default_rng(0); "
+            "tk.evaluate({'query': np.repeat(np.arange(50), 20)[rng.permutation(1000)], "
+            "'relevance': rng.integers(0, 2, 1000), 'score': rng.random(1000)}); print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
