@@ -148,8 +148,8 @@ def _group_codes(codes: np.ndarray, labels: np.ndarray, threads: int | None):
 def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
     """Check that a score or grade column is numeric and finite.
 
-    Returns float64 or float32; grades that are booleans or integers of at most 32 bits stay
-    integers (int8 for booleans), which every comparison handles without a converted copy.
+    Returns float64 or float32; integer grades stay integers (booleans become int8), which every
+    comparison handles without a converted copy.
 
     Raises
     ------
@@ -166,8 +166,8 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
                 f"Column {column!r} has integer {role}s beyond 2**53, which a float cannot hold "
                 "exactly (ties would be wrong); rescale them."
             )
-        if role == "grade" and values.dtype.itemsize <= 4:
-            return values  # small integers: compared as they are, converted where arithmetic needs it
+        if role == "grade":
+            return values  # integers: compared as they are, converted where arithmetic needs it
         values = values.astype(np.float64)
     elif values.dtype.kind == "f":
         if values.dtype not in (np.float32, np.float64):

@@ -4,7 +4,7 @@ Rows that arrive grouped (each query one run of rows) are used as they are. Othe
 ids become integer codes in ascending order of id (the id minus the smallest for dense integer ids,
 a table for sparser ones, a sort of the distinct ids for the rest), and every column is moved to its grouped place in two passes of a radix partition (:class:`RadixGrouping`):
 first into a few hundred buckets of consecutive codes (few write streams, so the writes stay in
-cache), then, bucket by bucket, into its query's rows (a bucket's rows fit in cache). A plain
+cache), then, bucket by bucket and in place, into its query's rows (a bucket's rows fit in cache). A plain
 counting sort would scatter each row to one of Q places at random (one cache miss per row and
 column, and worse as Q grows); a gather through a permutation would read at random instead.
 Both passes are stable, so rows keep their input order within a query (ties="first" relies on it).
@@ -94,15 +94,28 @@ def _to_buckets(codes, values, shift, lo, hi, cursor, out):
 
 
 @kernel
-def _to_groups(bucketed_codes, bucketed, lo, hi, cursor, out):
-    """Second pass: bucketed rows lo..hi to their group's next free place (``cursor`` per code)."""
-    cs = bucketed_codes[lo:hi]
-    vs = bucketed[lo:hi]
-    for i in range(cs.shape[0]):
-        c = cs[i]
-        p = cursor[c]
-        cursor[c] = p + 1
-        out[p] = vs[i]
+def _to_groups(bucketed_codes, out, starts, b0, b1, cursor):
+    """Second pass, in place: the rows of buckets b0..b1 of ``out`` to their group's place.
+
+    A bucket's groups occupy exactly the bucket's own rows, so each bucket is copied to a small
+    buffer (it stays in cache) and written back in group order (``cursor``: next row per code).
+    """
+    longest = 0
+    for x in range(b0, b1):
+        longest = max(longest, starts[x + 1] - starts[x])
+    buffer = np.empty_like(out[:longest])
+    for x in range(b0, b1):
+        lo = starts[x]
+        size = starts[x + 1] - lo
+        rows = out[lo:lo + size]
+        cs = bucketed_codes[lo:lo + size]
+        for i in range(size):
+            buffer[i] = rows[i]
+        for i in range(size):
+            c = cs[i]
+            p = cursor[c]
+            cursor[c] = p + 1
+            out[p] = buffer[i]
 
 
 class RadixGrouping:
@@ -146,8 +159,9 @@ class RadixGrouping:
         # thread t writes a bucket's rows after those of threads 0..t-1: the partition is stable
         self.cursors = starts[:-1] + np.cumsum(per_thread, axis=0) - per_thread
         # second pass: bucket ranges of about equal rows
+        self.starts = starts
         cuts = np.searchsorted(starts, np.linspace(0, n, threads + 1)[1:-1])
-        self.spans = [(int(starts[a]), int(starts[z])) for a, z in zip([0, *cuts], [*cuts, n_buckets]) if z > a]
+        self.spans = [(int(a), int(z)) for a, z in zip([0, *cuts], [*cuts, n_buckets]) if z > a]
         self.bucketed_codes = self._first_pass(codes)
 
     def _first_pass(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -161,31 +175,24 @@ class RadixGrouping:
     def _second_pass(self, bucketed: np.ndarray) -> np.ndarray:
         from .threads import run_parallel
 
-        out = np.empty(len(bucketed), bucketed.dtype)
         cursor = self.offsets[:-1].copy()  # each code's rows are written by one thread only
-        run_parallel(lambda span: _to_groups(self.bucketed_codes, bucketed, span[0], span[1], cursor, out),
+        run_parallel(lambda span: _to_groups(self.bucketed_codes, bucketed, self.starts, span[0], span[1], cursor),
                      self.spans)
-        return out
+        return bucketed
 
     def apply(self, values: np.ndarray) -> np.ndarray:
         """The column ``values`` (one value per row) in grouped order."""
         return self.apply_all([values])[0]
 
     def apply_all(self, columns: list, release: bool = False) -> list:
-        """Each column in grouped order. ``release=True`` frees the input codes before the last
-        column's second pass (lower peak memory; the grouping cannot be applied again after)."""
+        """Each column in grouped order (new arrays). ``release=True`` frees the query codes before the
+        last column's second pass (lower peak memory; the grouping cannot be applied again)."""
         grouped = []
-        n = len(self.bucketed_codes)
-        widest = max((np.asarray(v).dtype.itemsize for v in columns), default=1)
-        scratch = np.empty(n * widest, np.uint8)  # one first-pass buffer for every column
         for i, values in enumerate(columns):
-            values = np.ascontiguousarray(values)
-            bucketed = self._first_pass(values, scratch[:n * values.dtype.itemsize].view(values.dtype))
+            bucketed = self._first_pass(np.ascontiguousarray(values))
             if release and i == len(columns) - 1:
                 self.codes = None
             grouped.append(self._second_pass(bucketed))
-            del bucketed
-        del scratch
         if release:
             self.bucketed_codes = None
         return grouped
