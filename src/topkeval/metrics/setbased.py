@@ -29,11 +29,15 @@ from ..kernels.stats import QueryStats
 from ..names import Metric
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, undefined: float) -> np.ndarray:
+def _ratio(num: np.ndarray, den, undefined: float) -> np.ndarray:
+    """``num / den``, and ``undefined`` where ``den`` is 0 (den: an array or a scalar)."""
     num = np.asarray(num, dtype=np.float64)
-    den = np.broadcast_to(np.asarray(den, dtype=np.float64), num.shape)
-    out = np.full(num.shape, undefined, dtype=np.float64)
-    np.divide(num, den, out=out, where=den != 0)
+    den = np.asarray(den, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = num / den
+    zero = den == 0
+    if zero.any():
+        out[np.broadcast_to(zero, out.shape)] = undefined
     return out
 
 
@@ -46,7 +50,7 @@ def _kk(st: QueryStats, m: Metric) -> np.ndarray:
 
 
 def _k_den(st: QueryStats, m: Metric, conv: Conventions):
-    return _kk(st, m) if conv.short_lists == "shrink" else np.full(st.n.shape, m.k)
+    return _kk(st, m) if conv.short_lists == "shrink" else m.k
 
 
 def precision(st, m, conv):
