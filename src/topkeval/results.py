@@ -18,7 +18,9 @@ class Results:
         evaluated queries (a metric's undefined values, under ``undefined=nan``, left out).
     per_query : pandas.DataFrame
         One row per (model, query) evaluated: columns ``model``, ``query``, then one per metric.
-        Queries skipped as empty are not in it; they are counted in ``info``.
+        Queries skipped as empty are not in it; they are counted in ``info``. Queries come in input
+        order when the rows arrive grouped by query (each query one run of rows), otherwise in
+        ascending order of query id.
     info : dict
         ``queries`` (distinct in the input), ``evaluated``, ``skipped_empty``, ``ties_at_cutoff``
         (per model: queries where a tie group of relevant and non-relevant candidates straddles a
