@@ -1,4 +1,4 @@
-"""Score matrices equal the long format of the same data, on numpy and on torch (CPU)."""
+"""Score matrices equal the long format of the same data, on numpy and on torch (CPU, and CUDA where present)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,24 @@ def test_torch_cpu_equals_numpy():
                                metrics=METRICS + UNCUT, exclude=torch.tensor(exclude), **conv)
         pd.testing.assert_frame_equal(a.per_query, b.per_query)
         pd.testing.assert_frame_equal(a.per_query, c.per_query)  # scores are exact in float32 here
+
+
+def test_cuda_equals_numpy():
+    """On a GPU: selection on the device, every convention, ties, exclusions, thresholds, batches."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine (the GPU path is checked where one is present)")
+    for seed in range(4):
+        scores, grades, exclude = _data(seed, users=40, items=30)
+        for conv in ({}, {"ties": "item_desc"}, {"ties": "optimistic", "short_lists": "shrink"},
+                     {"ties": "first", "score_threshold": 0.5}, {"empty_queries": "keep", "undefined": float("nan")}):
+            a = tk.evaluate_matrix(scores, grades, metrics=METRICS + UNCUT, exclude=exclude, **conv)
+            for dtype, batch in ((torch.float64, None), (torch.float32, 7)):
+                b = tk.evaluate_matrix(torch.tensor(scores, dtype=dtype, device="cuda"),
+                                       torch.tensor(grades, device="cuda").to_sparse(), metrics=METRICS + UNCUT,
+                                       exclude=torch.tensor(exclude, device="cuda"), batch_size=batch, **conv)
+                pd.testing.assert_frame_equal(a.per_query, b.per_query)
+                assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]
 
 
 def test_seed002_torch_code_transcribed():

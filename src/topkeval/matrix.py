@@ -80,20 +80,27 @@ def _needed_depth(metrics, R_max: int, n_items: int) -> int:
 
 
 def _select_numpy(S: np.ndarray, depth: int):
-    """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score."""
+    """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score
+    (excluded cells, at -inf, left out), row by row, columns ascending."""
     I = S.shape[1]
     kth = np.partition(S, I - depth, axis=1)[:, I - depth]
-    rows, cols = np.nonzero(S >= kth[:, None])
+    rows, cols = np.nonzero((S >= kth[:, None]) & (S > -np.inf))
     return rows, cols, S[rows, cols]
 
 
 def _select_torch(S, depth: int):
+    """As :func:`_select_numpy`, on the tensor's device; only the selected cells are copied back
+    (columns as int32, a count per row instead of a row per cell, scores in their own dtype)."""
     import torch
 
     kth = torch.topk(S, depth, dim=1, sorted=False).values.min(dim=1).values
-    idx = torch.nonzero(S >= kth[:, None])
+    chosen = (S >= kth[:, None]) & (S > -math.inf)
+    counts = chosen.sum(dim=1)
+    idx = torch.nonzero(chosen)
     vals = S[idx[:, 0], idx[:, 1]]
-    return idx[:, 0].cpu().numpy(), idx[:, 1].cpu().numpy(), vals.double().cpu().numpy()
+    cols = idx[:, 1].to(torch.int32) if S.shape[1] < 2**31 else idx[:, 1]
+    rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), counts.cpu().numpy())
+    return rows, cols.cpu().numpy(), vals.cpu().numpy().astype(np.float64)
 
 
 def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_precision"), exclude=None, *,
@@ -160,8 +167,9 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
         exc_csr.data[:] = 1.0
         rel_csr = rel_csr - rel_csr.multiply(exc_csr)  # excluded items leave the candidates
         rel_csr.eliminate_zeros()
-    if batch_size is None:
-        batch_size = max(1, (1 << 24) // I)
+    on_gpu = torch_input and scores.device.type != "cpu"
+    if batch_size is None:  # about 2**24 scores per batch on the CPU, 2**27 on a GPU (fewer synchronisations)
+        batch_size = max(1, (1 << (27 if on_gpu else 24)) // I)
     elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ParameterError(f"The 'batch_size' parameter of evaluate_matrix must be a positive int. Got {batch_size!r} instead.")
     grades_rel = rel_csr.data
@@ -178,7 +186,11 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
         if torch_input:
             import torch
 
-            S = scores[u0:u1].to(torch.float64) if not scores.dtype.is_floating_point else scores[u0:u1].clone()
+            S = scores[u0:u1]
+            if not S.dtype.is_floating_point:
+                S = S.to(torch.float64)
+            elif exc_csr is not None or thr is not None:
+                S = S.clone()  # masked below; the caller's tensor is never written
             if not bool(torch.isfinite(S).all()):
                 raise DataError(f"scores hold NaN or infinite values (users {u0}..{u1 - 1}); every score must be finite.")
         else:
@@ -199,19 +211,18 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
             S[below] = -math.inf
         n_all[u0:u1] = I - removed
         r, c, v = (_select_torch if torch_input else _select_numpy)(S, depth)
-        keep = v > -np.inf
-        rows_all.append(r[keep] + u0)
-        cols_all.append(c[keep])
-        vals_all.append(v[keep])
+        rows_all.append(r + u0)
+        cols_all.append(c)
+        vals_all.append(v)
+    # nonzero() lists a batch's cells row by row, columns ascending, and batches come in order:
+    # the triples are sorted by (user, item) already
     rows = np.concatenate(rows_all).astype(np.int64)
     cols = np.concatenate(cols_all).astype(np.int64)
     vals = np.concatenate(vals_all).astype(np.float64)
-    order = np.lexsort((cols, rows))
-    rows, cols, vals = rows[order], cols[order], vals[order]
-    keys = rows * I + cols
-    at = np.searchsorted(rel_keys, keys)
-    found = (at < len(rel_keys)) & (rel_keys[np.minimum(at, len(rel_keys) - 1)] == keys)
-    grades = np.where(found, grades_rel[np.minimum(at, len(grades_rel) - 1)], 0.0)
+    from .kernels.grouping import sorted_positions
+
+    at = sorted_positions(rel_keys, rows * I + cols)  # both sorted: one merge, not a binary search each
+    grades = np.where(at >= 0, grades_rel[np.maximum(at, 0)] if len(grades_rel) else 0.0, 0.0)
     offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=U))]).astype(np.int64)
     log = GroupedLog(offsets, np.arange(U), grades, {"scores": vals}, cols, np.arange(I))
     rel_ret = R  # every relevant, non-excluded item of a user is among its candidates

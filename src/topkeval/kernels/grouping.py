@@ -199,6 +199,26 @@ class RadixGrouping:
 
 
 @kernel
+def sorted_positions(haystack, needles):
+    """Position of each needle in ``haystack``, or -1; both ascending (a merge, O(n + m)).
+
+    Examples
+    --------
+    >>> sorted_positions(np.array([2, 5, 9]), np.array([1, 5, 9, 10])).tolist()
+    [-1, 1, 2, -1]
+    """
+    out = np.full(needles.shape[0], -1, np.int64)
+    j = 0
+    for i in range(needles.shape[0]):
+        x = needles[i]
+        while j < haystack.shape[0] and haystack[j] < x:
+            j += 1
+        if j < haystack.shape[0] and haystack[j] == x:
+            out[i] = j
+    return out
+
+
+@kernel
 def count_per_group(offsets, flags):
     """Number of true flags within each group."""
     out = np.zeros(offsets.shape[0] - 1, np.int64)
