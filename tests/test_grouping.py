@@ -43,7 +43,7 @@ def small_buckets(monkeypatch):
     monkeypatch.setattr(grouping, "THREAD_ROWS", 16)
 
 
-ids = st.sampled_from(["dense", "sparse", "huge", "str", "float"])
+ids = st.sampled_from(["dense", "negative", "sparse", "huge", "uint64", "str", "float"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -53,6 +53,10 @@ def test_group_rows_equals_a_stable_sort(n_queries, n_rows, kind, shuffled, seed
     q = np.sort(rng.integers(0, n_queries, n_rows)) if not shuffled else rng.integers(0, n_queries, n_rows)
     if kind == "sparse":
         q = q * 3 + 7  # span between n/4 and 4n: the ranked table
+    elif kind == "negative":
+        q = q - 20  # dense ids below zero
+    elif kind == "uint64":
+        q = q.astype(np.uint64) + np.uint64(2**64 - 100)  # beyond the int64 range
     elif kind == "huge":
         q = q.astype(np.int64) * 10**12 - 5  # no table: a sort of the distinct ids
     elif kind == "str":

@@ -102,7 +102,7 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
 
     if query.dtype.kind in "iu" and n < 2**31:
         low, high = int(query.min()), int(query.max())
-        span = high - low + 1
+        span = high - low + 1 if high < 2**63 else 8 * n + 1  # uint64 ids beyond int64: no table
         if span <= max(n // 4, 1):
             # dense ids: the code is the id minus the smallest; absent ids are empty groups
             from .kernels.grouping import offset_codes
