@@ -95,8 +95,8 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
             else:
                 starts = np.concatenate([[0], np.flatnonzero(query[1:] != query[:-1]) + 1])
             labels = query[starts]
-            ordered = np.sort(labels)
-            if not (ordered[1:] == ordered[:-1]).any():  # each query id is one run: grouped
+            # each query id one run: grouped (increasing ids need no sort to show it)
+            if (labels[1:] > labels[:-1]).all() or not _has_repeats(np.sort(labels)):
                 return np.append(starts, n).astype(np.int64), None, labels
     from .kernels.threads import default_threads
 
@@ -121,6 +121,10 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
     except TypeError:  # ids that cannot be ordered among themselves: first appearance
         codes, labels = pd.factorize(query, sort=False)
     return _group_codes(codes, np.asarray(labels), threads)
+
+
+def _has_repeats(ordered: np.ndarray) -> bool:
+    return bool((ordered[1:] == ordered[:-1]).any())
 
 
 def _group_codes(codes: np.ndarray, labels: np.ndarray, threads: int | None):

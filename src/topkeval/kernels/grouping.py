@@ -245,20 +245,21 @@ def count_runs(values, stop_above):
 
 @kernel
 def run_starts(values):
-    """Rows where a new run of equal values begins (row 0 included), in one pass."""
+    """Rows where a new run of equal values begins (row 0 included), in one pass.
+
+    The buffer is as long as the column but only its first pages are ever written (the operating
+    system commits memory on first touch), so the pass costs no more memory than its result.
+    """
     n = values.shape[0]
-    runs = 1 if n else 0
-    for i in range(1, n):
-        runs += values[i] != values[i - 1]
-    starts = np.empty(runs, np.int64)
+    buffer = np.empty(n + 1, np.int64)
+    runs = 0
     if n:
-        starts[0] = 0
-    k = 1
+        buffer[0] = 0
+        runs = 1
     for i in range(1, n):
-        if values[i] != values[i - 1]:
-            starts[k] = i
-            k += 1
-    return starts
+        buffer[runs] = i
+        runs += values[i] != values[i - 1]
+    return buffer[:runs].copy()
 
 
 @kernel
