@@ -67,10 +67,11 @@ def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
 
     ``sc, rl, gr, it`` are the query's own rows (slices: indices start at 0, so the compiled loops
     read contiguous memory with vector loads instead of gathers); ``act[:nact]`` are the active
-    rows that survive ``score_threshold``; ``w`` receives global rows ``lo + i``. The counting loop is branch-free within blocks of
-    ``COUNT_BLOCK`` rows; after a block, a candidate with ``limit`` or more candidates above it is
-    dropped (it is beyond every cutoff needed, so it contributes nothing). ``r`` and the tie
-    rule's ``b`` need a second loop, only when the candidate's tie group has more than one member.
+    rows that survive ``score_threshold``; ``w`` receives global rows ``lo + i``. The counting
+    loop is branch-free; on lists longer than ``COUNT_BLOCK`` rows it runs in blocks, and after a
+    block a candidate with ``limit`` or more candidates above it is dropped (it is beyond every
+    cutoff needed, so it contributes nothing). ``r`` and the tie rule's ``b`` need a second loop,
+    only when the candidate's tie group has more than one member.
     """
     n = sc.shape[0]
     m = 0

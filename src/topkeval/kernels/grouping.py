@@ -1,10 +1,11 @@
-"""Grouping rows by query in O(n), without sorting: integer query codes, then a radix partition.
+"""Grouping rows by query in O(n), without sorting the rows: query codes, then a radix partition.
 
 Rows that arrive grouped (each query one run of rows) are used as they are. Otherwise the query
-ids become integer codes in ascending order of id (the id minus the smallest for dense integer ids,
-a table for sparser ones, a sort of the distinct ids for the rest), and every column is moved to its grouped place in two passes of a radix partition (:class:`RadixGrouping`):
-first into a few hundred buckets of consecutive codes (few write streams, so the writes stay in
-cache), then, bucket by bucket and in place, into its query's rows (a bucket's rows fit in cache). A plain
+ids become integer codes in ascending order of id (the id minus the smallest for dense integer
+ids, a presence table for sparser ones, a sort of the distinct ids for the rest), and every column
+is moved to its grouped place in two passes of a radix partition (:class:`RadixGrouping`): first
+into a few hundred buckets of consecutive codes (few write streams, so the writes stay in cache),
+then, bucket by bucket and in place, into its query's rows (a bucket's rows fit in cache). A plain
 counting sort would scatter each row to one of Q places at random (one cache miss per row and
 column, and worse as Q grows); a gather through a permutation would read at random instead.
 Both passes are stable, so rows keep their input order within a query (ties="first" relies on it).
