@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
+_POOL_PID = 0  # a forked child inherits the pool object but not its threads: it makes its own
 _LOCK = threading.Lock()
 
 
@@ -52,11 +53,12 @@ _inside = threading.local()
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
-    global _POOL, _POOL_SIZE
+    global _POOL, _POOL_SIZE, _POOL_PID
     with _LOCK:
-        if _POOL is None or _POOL_SIZE < size:
-            if _POOL is not None:
+        forked = _POOL_PID != os.getpid()
+        if _POOL is None or _POOL_SIZE < size or forked:
+            if _POOL is not None and not forked:
                 _POOL.shutdown(wait=False)
-            _POOL_SIZE = size
+            _POOL_SIZE, _POOL_PID = size, os.getpid()
             _POOL = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="topkeval")
         return _POOL
