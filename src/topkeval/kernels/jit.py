@@ -4,8 +4,9 @@ Importing numba and loading its cache costs about half a second per process, sev
 work on a small log. So the kernels of :mod:`~topkeval.kernels.cpu` and
 :mod:`~topkeval.kernels.grouping` are plain Python functions, decorated with :func:`kernel`: a call
 whose arrays all have fewer than :data:`SMALL` elements runs the Python function as it is (the
-same code, interpreted); the first larger call imports numba, swaps every registered kernel in its
-module for the compiled version (``njit(cache=True, nogil=True)``, so compiled code calls compiled
+same code, interpreted); the first larger call (or the first after interpreted calls have read
+:data:`BUDGET` elements in all) imports numba, swaps every registered kernel in its module for the
+compiled version (``njit(cache=True, nogil=True)``, so compiled code calls compiled
 code), and from then on every call in the process is compiled.
 
 ``TOPKEVAL_JIT=1`` compiles from the first call, ``TOPKEVAL_JIT=0`` never compiles (both for
@@ -23,6 +24,12 @@ import numpy as np
 
 #: Calls whose arrays all have fewer elements than this run interpreted until numba is loaded.
 SMALL = 20_000
+
+#: Once interpreted calls have looked at this many array elements in all (many small logs, or
+#: many models of one), the kernels are compiled: from there on compiling is the cheaper choice.
+BUDGET = 1_000_000
+
+_interpreted = 0
 
 _KERNELS: list[Kernel] = []
 _LOCK = threading.Lock()
@@ -66,10 +73,13 @@ def kernel(fn):
 
 
 def _wants_compiled(args) -> bool:
+    global _interpreted
     mode = os.environ.get("TOPKEVAL_JIT", "")
     if mode in ("0", "1"):
         return mode == "1"
-    return any(isinstance(a, np.ndarray) and a.size >= SMALL for a in args)
+    largest = max((a.size for a in args if isinstance(a, np.ndarray)), default=0)
+    _interpreted += largest
+    return largest >= SMALL or _interpreted >= BUDGET
 
 
 def compile_all() -> None:
