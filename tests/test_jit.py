@@ -66,3 +66,15 @@ def test_small_inputs_do_not_load_the_compiler():
             "'relevance': rng.integers(0, 2, 1000), 'score': rng.random(1000)}); print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_many_small_calls_end_up_compiled():
+    env = {k: v for k, v in os.environ.items() if k != "TOPKEVAL_JIT"}
+    code = ("import sys, numpy as np, topkeval as tk; from topkeval.kernels import jit; jit.BUDGET = 20_000; "
+            "rng = np.random.default_rng(0); log = {'query': np.repeat(np.arange(50), 20), "
+            "'relevance': rng.integers(0, 2, 1000), 'score': rng.random(1000)}; "
+            "first = tk.evaluate(log).summary; before = 'numba' in sys.modules; "
+            "[tk.evaluate(log) for _ in range(10)]; last = tk.evaluate(log).summary; "
+            "print(before, jit.is_compiled(), bool((first == last).all().all()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False True True"
