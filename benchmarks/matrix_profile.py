@@ -1,4 +1,5 @@
-"""Where evaluate_matrix spends its time on one large matrix (cProfile, top entries).
+"""Where evaluate_matrix spends its time on one large matrix (cProfile, top entries), and on a GPU
+how its device part compares with one read of the matrix (the bandwidth floor).
 
     python benchmarks/matrix_profile.py --users 100000 --items 50000 --device cuda
 """
@@ -38,6 +39,26 @@ def main() -> None:
         torch.cuda.synchronize()
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+    if args.device == "cuda":
+        import time
+
+        from topkeval.matrix import _select_torch
+
+        def phase(fn):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            return time.perf_counter() - t
+
+        batch = max(1, (1 << 27) // args.items)
+        read = min(phase(lambda: float(scores.sum())) for _ in range(3))
+        select = min(phase(lambda: [_select_torch(scores[u:u + batch], 50) for u in range(0, args.users, batch)])
+                     for _ in range(2))
+        total = min(phase(lambda: tk.evaluate_matrix(scores, edges, metrics=metrics)) for _ in range(2))
+        gib = scores.element_size() * scores.numel() / 2**30
+        print(f"one read of the matrix: {read:.3f} s ({gib / read:.0f} GiB/s); selection on the device and "
+              f"copy back: {select:.3f} s; evaluate_matrix: {total:.3f} s")
 
 
 if __name__ == "__main__":
