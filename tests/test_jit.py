@@ -2,7 +2,7 @@
 
 Each mode runs in its own process (a process switches to compiled kernels for good), on logs with
 heavy ties, graded relevance, both kernel paths (few and many relevant candidates per query), every
-tie rule, a score threshold, shuffled rows and rank-aware metrics.
+tie rule, a score threshold, shuffled rows, rank-aware metrics and the items gained / lost of diff().
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ for case, share in (("few", 0.1), ("many", 0.6)):
         for thr in (None, 0.3):
             res = tk.evaluate(frame, metrics=metrics, score=["a", "b"], item="item", ties=ties, score_threshold=thr)
             out[f"{case}-{ties}-{thr}"] = res.per_query[metrics].to_numpy().tolist()
+        diff = res.diff("a", "b", "recall@5")  # the inclusion kernel: items gained and lost
+        out[f"{case}-{ties}-diff"] = [[float(q), d, sorted(map(int, g)), sorted(map(int, lo))]
+                                      for q, d, g, lo in zip(diff["query"], diff["delta"], diff["gained"], diff["lost"])]
     # both kernel paths forced on the same log
     mets = names.parse_metrics(metrics)
     log = api.build_log(frame["query"], frame["relevance"], {"a": frame["a"]}, frame["item"],
@@ -55,6 +58,9 @@ def test_interpreted_kernels_equal_compiled_kernels():
     assert not interpreted["numba_imported"] and compiled["numba_imported"]
     assert interpreted["values"].keys() == compiled["values"].keys()
     for key, values in compiled["values"].items():
+        if key.endswith("-diff"):
+            assert interpreted["values"][key] == values, key
+            continue
         np.testing.assert_allclose(np.array(interpreted["values"][key], dtype=float), np.array(values, dtype=float),
                                    rtol=0, atol=1e-12, err_msg=key)
 
