@@ -100,3 +100,12 @@ def compile_all() -> None:
 def is_compiled() -> bool:
     """Whether the kernels of this process are compiled already."""
     return _compiled
+
+
+def _new_lock_in_child() -> None:
+    global _LOCK
+    _LOCK = threading.Lock()  # a fork during compile_all in another thread must not leave it held
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)

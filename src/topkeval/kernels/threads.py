@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_PID = 0  # a forked child inherits the pool object but not its threads: it makes its own
+# (the pid check and the reset at fork below both see to it)
 _LOCK = threading.Lock()
 
 
@@ -31,8 +32,9 @@ def run_parallel(fn, tasks, workers: int | None = None) -> list:
     """``[fn(t) for t in tasks]``, the tasks spread over the shared pool (in order of ``tasks``).
 
     The pool has ``default_threads()`` workers, or ``workers`` when more are asked for; extra
-    tasks wait in its queue. One task runs in the calling thread. A task that itself calls ``run_parallel`` runs its
-    subtasks inline (the pool is never waited on from inside the pool, which could deadlock).
+    tasks wait in its queue. A single task runs in the calling thread, and so do the subtasks of a
+    task that itself calls ``run_parallel`` (the pool is never waited on from inside the pool, which
+    could deadlock).
     """
     tasks = list(tasks)
     if len(tasks) <= 1 or getattr(_inside, "flag", False):
@@ -62,3 +64,13 @@ def _pool(size: int) -> ThreadPoolExecutor:
             _POOL_SIZE, _POOL_PID = size, os.getpid()
             _POOL = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="topkeval")
         return _POOL
+
+
+def _reset_in_child() -> None:
+    """After a fork: the child has the pool object but none of its threads, and maybe a held lock."""
+    global _POOL, _POOL_SIZE, _POOL_PID, _LOCK
+    _POOL, _POOL_SIZE, _POOL_PID, _LOCK = None, 0, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
