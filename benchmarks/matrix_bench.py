@@ -1,6 +1,9 @@
 """Full-catalogue evaluation of a score matrix: topkeval vs torch.topk + gather vs torchmetrics.
 
-    python benchmarks/matrix_bench.py [--users 20000] [--items 50000] [--device cpu|cuda]
+    python benchmarks/matrix_bench.py [--users 20000] [--items 50000] [--device cpu|cuda] [--profile]
+
+``--profile`` shows where evaluate_matrix spends its time instead (cProfile, top entries) and, on
+a GPU, its device part against one read of the matrix (the bandwidth floor).
 
 Metrics: precision and recall at 10, 20, 50 and R-precision. The topk + gather baseline is seed
 002's method (top max(R), widened here to max(R, k): seed 002 itself is wrong for k > max R), gather, mask) and ignores ties; torchmetrics loops over users in Python,
@@ -15,6 +18,8 @@ import os
 os.environ.setdefault("TOPKEVAL_JIT", "1")  # warm-ups are small: load the compiled kernels there
 
 import argparse
+import cProfile
+import pstats
 import time
 
 
@@ -28,6 +33,7 @@ def main() -> None:
     p.add_argument("--items", type=int, default=50_000)
     p.add_argument("--device", default="cpu")
     p.add_argument("--tm-users", type=int, default=500)
+    p.add_argument("--profile", action="store_true", help="where evaluate_matrix spends its time")
     args = p.parse_args()
     gen = torch.Generator(device="cpu").manual_seed(0)
     U, I = args.users, args.items
@@ -51,6 +57,9 @@ def main() -> None:
         return time.perf_counter() - t, out
 
     tk.evaluate_matrix(scores[:100], edges[:, edges[0] < 100].numpy(), metrics=metrics)  # compile / warm
+    if args.profile:
+        profile(tk, scores, edges.numpy(), metrics, args, timed)
+        return
     t_tk, res = timed(lambda: tk.evaluate_matrix(scores, edges.numpy(), metrics=metrics))
 
     def baseline():
@@ -90,6 +99,27 @@ def main() -> None:
     t_tm, _ = timed(tm)
     print(f"torchmetrics (scaled)      {t_tm * U / n:8.2f} s   ({t_tm * U / n / t_tk:.1f}x topkeval; "
           f"{n} users measured)")
+
+
+def profile(tk, scores, edges, metrics, args, timed) -> None:
+    """cProfile of one evaluate_matrix; on a GPU, its phases against one read of the matrix."""
+    prof = cProfile.Profile()
+    prof.enable()
+    timed(lambda: tk.evaluate_matrix(scores, edges, metrics=metrics))
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+    if args.device != "cuda":
+        return
+    from topkeval.matrix import _select_torch
+
+    batch = max(1, (1 << 27) // args.items)
+    read = min(timed(lambda: float(scores.sum()))[0] for _ in range(3))
+    select = min(timed(lambda: [_select_torch(scores[u:u + batch], 50) for u in range(0, args.users, batch)])[0]
+                 for _ in range(2))
+    total = min(timed(lambda: tk.evaluate_matrix(scores, edges, metrics=metrics))[0] for _ in range(2))
+    gib = scores.element_size() * scores.numel() / 2**30
+    print(f"one read of the matrix: {read:.3f} s ({gib / read:.0f} GiB/s); selection on the device and "
+          f"copy back: {select:.3f} s; evaluate_matrix: {total:.3f} s")
 
 
 if __name__ == "__main__":
