@@ -97,6 +97,7 @@ def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, ki
     each query's difference multiplied by a random sign. Chunks of resamples run in threads.
     """
     from .kernels.resample import bootstrap_counts, random_signs
+    from .kernels.threads import run_parallel
 
     n, P = diffs.shape
     out = np.empty((n_resamples, P))
@@ -111,8 +112,6 @@ def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, ki
         weights = np.zeros((b - a, n))
         fill(int(seeds[j]), weights)
         out[a:b] = weights @ diffs / n
-
-    from .kernels.threads import run_parallel
 
     run_parallel(one, range(len(starts)))
     return out

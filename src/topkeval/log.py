@@ -98,7 +98,6 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
             # each query id one run: grouped (increasing ids need no sort to show it)
             if (labels[1:] > labels[:-1]).all() or not _has_repeats(np.sort(labels)):
                 return np.append(starts, n).astype(np.int64), None, labels
-    from .kernels.threads import default_threads
 
     if query.dtype.kind in "iu" and n < 2**31:
         low, high = int(query.min()), int(query.max())
@@ -107,7 +106,7 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
             # dense ids: the code is the id minus the smallest; absent ids are empty groups
             from .kernels.grouping import offset_codes
 
-            codes = offset_codes(query.astype(np.int64, copy=False), low, threads or default_threads())
+            codes = offset_codes(query.astype(np.int64, copy=False), low, threads)
             return _group_codes(codes, np.arange(low, high + 1).astype(query.dtype), threads)
         if span <= 4 * n:
             from .kernels.grouping import ranked_codes

@@ -32,14 +32,13 @@ def _offset_range(values, low, codes, lo, hi):
         cs[i] = vs[i] - low
 
 
-def offset_codes(values: np.ndarray, low: int, threads: int = 2) -> np.ndarray:
+def offset_codes(values: np.ndarray, low: int, threads: int | None = None) -> np.ndarray:
     """``values - low`` as int32 codes (integer ids in a range shorter than 2**31), threaded."""
-    from .threads import run_parallel
+    from .threads import default_threads, row_ranges, run_parallel
 
     codes = np.empty(len(values), np.int32)
-    parts = max(1, min(threads, len(values) // THREAD_ROWS))
-    bounds = np.linspace(0, len(values), parts + 1).astype(np.int64)
-    run_parallel(lambda t: _offset_range(values, low, codes, bounds[t], bounds[t + 1]), range(parts))
+    parts = max(1, min(threads or default_threads(), len(values) // THREAD_ROWS))
+    run_parallel(lambda r: _offset_range(values, low, codes, r[0], r[1]), row_ranges(len(values), parts))
     return codes
 
 
@@ -140,7 +139,7 @@ class RadixGrouping:
     """
 
     def __init__(self, codes: np.ndarray, n_groups: int, threads: int = 1):
-        from .threads import run_parallel
+        from .threads import row_ranges, run_parallel
 
         n = len(codes)
         self.codes = codes
@@ -148,9 +147,8 @@ class RadixGrouping:
         per_bucket = max(1.0, n_groups * BUCKET_ROWS / max(n, 1))  # codes per bucket
         self.shift = shift = int(np.ceil(np.log2(per_bucket)))
         n_buckets = (max(n_groups - 1, 0) >> shift) + 1
-        self.rows = np.linspace(0, n, threads + 1).astype(np.int64)
-        parts = run_parallel(lambda t: _histograms(codes, shift, self.rows[t], self.rows[t + 1], n_buckets, n_groups),
-                             range(threads))
+        self.rows = row_ranges(n, threads)
+        parts = run_parallel(lambda r: _histograms(codes, shift, r[0], r[1], n_buckets, n_groups), self.rows)
         per_thread = np.array([b for b, _ in parts]).reshape(threads, n_buckets)
         group_counts = np.sum([c for _, c in parts], axis=0)
         self.offsets = np.zeros(n_groups + 1, np.int64)
@@ -169,8 +167,8 @@ class RadixGrouping:
         from .threads import run_parallel
 
         out = np.empty(len(values), values.dtype) if out is None else out
-        run_parallel(lambda t: _to_buckets(self.codes, values, self.shift, self.rows[t], self.rows[t + 1],
-                                           self.cursors[t].copy(), out), range(self.threads))
+        run_parallel(lambda t: _to_buckets(self.codes, values, self.shift, *self.rows[t], self.cursors[t].copy(), out),
+                     range(self.threads))
         return out
 
     def _second_pass(self, bucketed: np.ndarray) -> np.ndarray:
@@ -273,12 +271,9 @@ def _nonfinite_range(values, lo, hi):
     return bad
 
 
-def count_nonfinite(values: np.ndarray, threads: int = 2) -> int:
+def count_nonfinite(values: np.ndarray, threads: int | None = None) -> int:
     """Number of NaN or infinite values of a float array (one threaded pass, no temporary)."""
-    n = len(values)
-    if threads <= 1 or n < 1_000_000:
-        return int(_nonfinite_range(values, 0, n))
-    from .threads import run_parallel
+    from .threads import default_threads, row_ranges, run_parallel
 
-    bounds = np.linspace(0, n, threads + 1).astype(np.int64)
-    return int(sum(run_parallel(lambda j: _nonfinite_range(values, bounds[j], bounds[j + 1]), range(threads))))
+    parts = max(1, min(threads or default_threads(), len(values) // THREAD_ROWS))
+    return int(sum(run_parallel(lambda r: _nonfinite_range(values, r[0], r[1]), row_ranges(len(values), parts))))

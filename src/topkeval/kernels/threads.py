@@ -54,6 +54,12 @@ def run_parallel(fn, tasks, workers: int | None = None) -> list:
 _inside = threading.local()
 
 
+def row_ranges(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` consecutive (lo, hi) ranges of about equal length covering 0..n."""
+    bounds = [n * p // parts for p in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
 def _pool(size: int) -> ThreadPoolExecutor:
     global _POOL, _POOL_SIZE, _POOL_PID
     with _LOCK:
