@@ -106,3 +106,15 @@ def test_evaluate_shuffled_equals_grouped_with_threads(small_buckets):
     a = tk.evaluate(frame, metrics=metrics, score="s", ties="expected").per_query
     b = tk.evaluate(shuffled, metrics=metrics, score="s", ties="expected").per_query
     np.testing.assert_allclose(a[metrics].to_numpy(), b[metrics].to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_per_query_order_is_documented_order():
+    """Results.per_query: queries in input order for grouped rows, ascending ids otherwise."""
+    import topkeval as tk
+
+    grouped = {"query": [7, 7, 3, 3, 5, 5], "relevance": [1, 0, 0, 1, 1, 1], "s": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}
+    assert tk.evaluate(grouped, metrics=["recall@1"], score="s").per_query["query"].tolist() == [7, 3, 5]
+    shuffled = {k: [v[i] for i in (0, 2, 4, 1, 3, 5)] for k, v in grouped.items()}
+    assert tk.evaluate(shuffled, metrics=["recall@1"], score="s").per_query["query"].tolist() == [3, 5, 7]
+    names = {**shuffled, "query": [f"q{q}" for q in shuffled["query"]]}
+    assert tk.evaluate(names, metrics=["recall@1"], score="s").per_query["query"].tolist() == ["q3", "q5", "q7"]
