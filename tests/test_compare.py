@@ -52,7 +52,7 @@ def res():
 
 def test_columns_and_deltas(res):
     table = res.compare(baseline="old")
-    assert list(table.columns)[:15] == ["model", "metric", "baseline", "value", "delta", "relative_delta", "ci_low",
+    assert list(table.columns)[:16] == ["model", "metric", "verdict", "baseline", "value", "delta", "relative_delta", "ci_low",
                                         "ci_high", "p_value", "p_adjusted", "significant", "wins", "ties", "losses",
                                         "effect_size"]
     assert len(table) == 2 * len(METRICS)

@@ -52,7 +52,7 @@ CASES = [
     (ev(data=LOG.assign(score=[0.1, np.nan, 0.2, 0.3])), tk.DataError, "non-finite scores"),
     (ev(data=LOG.assign(relevance=["x", "y", "z", "w"])), tk.ColumnError, "numeric grades"),
     (ev(data=LOG.assign(query=[1, None, 2, 2])), tk.ColumnError, "missing query ids"),
-    (ev(data=LOG.assign(item=["a", 1, "b", "c"]), item="item"), tk.ColumnError, "mixes item id types"),
+    (ev(data=LOG.assign(item=["a", 1, "b", "c"]), item="item"), tk.ColumnError, "item ids of one kind"),
     (ev(data="/nonexistent/log.parquet"), tk.InputFileError, "File not found"),
     (ev(data={"query": [1, 2], "relevance": [1], "score": [0.1, 0.2]}), tk.DataError, "differ in length"),
     (ev(data=[1, 2, 3]), tk.DataError, "data must be"),

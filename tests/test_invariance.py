@@ -13,17 +13,7 @@ import topkeval as tk
 from strategies import conventions, logs
 from topkeval.names import FAMILIES
 
-
-def _examples(name, fam):
-    base = name + ("(beta=0.5)" if fam.params == ("beta",) else "")
-    if fam.cutoff == "none":
-        return [base]
-    if fam.cutoff == "optional":
-        return [base, base + "@3"] + ([f"{name}(gain=exp)@3"] if fam.params == ("gain",) else [])
-    return [base + "@3"]
-
-
-ALL_METRICS = [m for name, fam in FAMILIES.items() for m in _examples(name, fam)] + [
+ALL_METRICS = [m for fam in FAMILIES.values() for m in fam.examples()] + [
     "precision@1", "recall@10", "hit_rate@2"]
 
 

@@ -18,7 +18,8 @@ SCRIPT = r"""
 import json, sys
 import numpy as np
 import topkeval as tk
-from topkeval import api, conventions, log as logmod, names
+from topkeval import conventions, engine, names
+from topkeval.log import build_log
 
 rng = np.random.default_rng(7)
 out = {}
@@ -38,10 +39,12 @@ for case, share in (("few", 0.1), ("many", 0.6)):
                                       for q, d, g, lo in zip(diff["query"], diff["delta"], diff["gained"], diff["lost"])]
     # both kernel paths forced on the same log
     mets = names.parse_metrics(metrics)
-    log = api.build_log(frame["query"], frame["relevance"], {"a": frame["a"]}, frame["item"],
-                        names=dict(query="query", relevance="relevance", item="item"))
+    log = build_log(frame["query"], frame["relevance"], {"a": frame["a"]}, frame["item"],
+                    names=dict(query="query", relevance="relevance", item="item"))
     for path in (1, 2):
-        res = api.evaluate_log(log, mets, conventions.resolve(None, owner="t"), n_rows=n, force_path=path)
+        plan = engine.make_plan(mets, conventions.resolve(None, owner="t"))
+        batch = engine.evaluate_log(log, plan, backend=engine.CpuBackend(path))
+        res = engine.build_results([batch], plan)
         out[f"{case}-path{path}"] = res.per_query[metrics].to_numpy().tolist()
 print(json.dumps({"numba_imported": "numba" in sys.modules, "values": out}))
 """

@@ -13,7 +13,7 @@ import topkeval as tk
 from strategies import conventions
 from topkeval.names import FAMILIES
 
-METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not fam.params] + [
+METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not any(p.required for p in fam.params)] + [
     "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
 UNCUT = ["ap", "rr", "ndcg"]
 
@@ -30,15 +30,15 @@ def _data(seed, users=12, items=9, ties=True):
 
 def _long(scores, grades, exclude):
     u, i = np.nonzero(~exclude)
-    return pd.DataFrame({"query": u, "item": i, "relevance": grades[u, i], "scores": scores[u, i]})
+    return pd.DataFrame({"user": u, "item": i, "relevance": grades[u, i], "scores": scores[u, i]})
 
 
 def _check(scores, grades, exclude, metrics, conv, **kw):
     got = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, **conv, **kw)
     long = _long(np.asarray(scores if not hasattr(scores, "numpy") else scores.numpy()), grades, exclude)
-    want = tk.evaluate(long, metrics=metrics, score="scores", item="item", **conv)
-    pq_got = got.per_query.set_index("query")
-    pq_want = want.per_query.set_index("query")
+    want = tk.evaluate(long, metrics=metrics, query="user", score="scores", item="item", **conv)
+    pq_got = got.per_query.set_index("user")
+    pq_want = want.per_query.set_index("user")
     # users whose whole catalogue is excluded have no row in the long format
     common = pq_want.index
     pd.testing.assert_frame_equal(pq_got.loc[common, want.metrics], pq_want[want.metrics], check_exact=False,
@@ -58,8 +58,7 @@ def test_batches_and_forms_of_relevance(batch_size):
     binary = (grades > 0).astype(int)
     a = tk.evaluate_matrix(scores, binary, metrics=METRICS, exclude=exclude, batch_size=batch_size)
     b = tk.evaluate_matrix(scores, sp.csr_matrix(binary), metrics=METRICS, exclude=sp.coo_matrix(exclude))
-    edges = np.array(np.nonzero(binary))
-    c = tk.evaluate_matrix(scores, edges, metrics=METRICS, exclude=np.array(np.nonzero(exclude)))
+    c = tk.evaluate_matrix(scores, np.nonzero(binary), metrics=METRICS, exclude=np.nonzero(exclude))
     pd.testing.assert_frame_equal(a.summary, b.summary)
     pd.testing.assert_frame_equal(a.summary, c.summary)
 
@@ -117,7 +116,7 @@ def test_seed002_torch_code_transcribed():
     isin_rmat[msk] = 0
     rprec = (isin_rmat.sum(dim=-1) / R).sum() / n_users
     # --- topkeval ---
-    res = tk.evaluate_matrix(scores, gt_index, metrics=[f"precision@{k}", f"recall@{k}", "r_precision"])
+    res = tk.evaluate_matrix(scores, tuple(gt_index), metrics=[f"precision@{k}", f"recall@{k}", "r_precision"])
     assert res.summary.iloc[0].tolist() == pytest.approx([float(prec), float(rec), float(rprec)], abs=1e-6)
 
 
@@ -133,7 +132,8 @@ def test_selection_keeps_few_candidates():
     (lambda: tk.evaluate_matrix(np.array([[np.nan, 1.0]]), np.array([[1, 0]])), "NaN or infinite"),
     (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.ones((3, 2))), "shape"),
     (lambda: tk.evaluate_matrix(np.ones(3), np.ones(3)), "2-D"),
-    (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.array([[0, 5], [0, 1]])), "edge list"),
+    (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.array([[0, 5], [0, 1]])), "edge list is given as a tuple"),
+    (lambda: tk.evaluate_matrix(np.ones((2, 3)), (np.array([0, 5]), np.array([0, 1]))), "user ids of the edge list"),
     (lambda: tk.evaluate_matrix(np.ones((2, 3)), np.ones((2, 3)), batch_size=0), "batch_size"),
 ])
 def test_matrix_errors(call, pattern):

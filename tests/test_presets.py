@@ -105,7 +105,7 @@ def test_lenskit_preset_against_its_documented_formulas(seed):
     k = 5
     res = tk.evaluate(frame, metrics=[f"precision@{k}", f"recall_capped@{k}"], query="user", relevance="rel",
                       conventions="lenskit")
-    pq = res.per_query.set_index("query")
+    pq = res.per_query.set_index("user")
     users = [u for u, part in frame.groupby("user") if part["rel"].sum() > 0]
     assert sorted(pq.index) == users
     for u in users:

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given
 
 import topkeval as tk
+from paths import evaluate_path
 from reference import evaluate_reference
 from strategies import conventions, logs, metric_specs
-from topkeval.api import build_log, evaluate_log
 from topkeval.conventions import resolve
+from topkeval.log import build_log
 from topkeval.names import parse_metrics
 
 
@@ -56,7 +57,7 @@ def test_both_kernel_paths_equal_reference(rows, conv, specs):
                     df["item"].to_numpy(), names=dict(query="query", relevance="grade", item="item"))
     mets = parse_metrics([s[0] for s in specs])
     for path in (1, 2):
-        res = evaluate_log(log, mets, resolve(**conv), n_rows=len(df), threads=1, force_path=path)
+        res = evaluate_path(log, mets, resolve(**conv), path)
         _check(res, rows, specs, conv, models)
 
 
@@ -71,8 +72,8 @@ def test_long_query_sort_path_with_many_relevant():
     log = build_log(np.zeros(n, int), grades, {"m": scores}, items, names=dict(query="q", relevance="g", item="i"))
     for ties in ("expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"):
         conv = resolve(ties=ties)
-        a = evaluate_log(log, mets, conv, n_rows=n, force_path=1).per_query
-        b = evaluate_log(log, mets, conv, n_rows=n, force_path=2).per_query
+        a = evaluate_path(log, mets, conv, 1, threads=None).per_query
+        b = evaluate_path(log, mets, conv, 2, threads=None).per_query
         pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
 
 
@@ -102,7 +103,7 @@ def test_sort_path_selection_equals_counting(seed):
                           "specificity@5"] + (["r_precision"] if seed % 2 else []))
     for ties in ("expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"):
         conv = resolve(ties=ties, score_threshold=1.0 if seed % 3 == 0 else None)
-        a = evaluate_log(log, mets, conv, n_rows=len(query), force_path=1)
-        b = evaluate_log(log, mets, conv, n_rows=len(query), force_path=2)
+        a = evaluate_path(log, mets, conv, 1, threads=None)
+        b = evaluate_path(log, mets, conv, 2, threads=None)
         pd.testing.assert_frame_equal(a.per_query, b.per_query, check_exact=False, rtol=1e-12, atol=1e-12)
         assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]

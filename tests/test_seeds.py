@@ -167,7 +167,7 @@ def test_seed003_limit_cases_undefined_is_one():
     frame = pd.DataFrame({"user": ["a", "a", "b"], "actual": [4, 2, 1], "predicted": [1.0, 2.0, 4.0]})
     res = tk.evaluate(frame, metrics=["precision@2", "recall@2"], query="user", relevance="actual",
                       score="predicted", conventions="surprise", undefined=1.0)
-    pq = res.per_query.set_index("query")
+    pq = res.per_query.set_index("user")
     assert pq.loc["a", "precision@2"] == 1.0  # nothing scored >= 3.5: nothing recommended
     assert pq.loc["b", "recall@2"] == 1.0  # no relevant item
 

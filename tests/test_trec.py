@@ -9,7 +9,7 @@ import pytest
 
 import topkeval as tk
 from topkeval.io import read_qrels, read_run, write_run
-from topkeval.names import TREC_SUMMED, trec_name
+from topkeval.names import is_summed, trec_name
 
 COMMON = ["P_{k}", "recall_{k}", "Rprec", "recip_rank", "map", "map_cut_{k}", "ndcg", "ndcg_cut_{k}",
           "success_{k}", "num_ret", "num_rel", "num_rel_ret"]
@@ -47,10 +47,10 @@ def test_trec_eval_conformance(shared_dir, expected, qrels, run, options):
     for (measure, query), value in wanted.items():
         ours = _ours(measure)
         if query == "all":
-            got = pq[ours].sum() if ours in TREC_SUMMED else res.summary.iloc[0][ours]
+            got = pq[ours].sum() if is_summed(ours) else res.summary.iloc[0][ours]
         else:
             got = pq.loc[query, ours]
-        text = str(int(round(got))) if ours in TREC_SUMMED else f"{got:.4f}"
+        text = str(int(round(got))) if is_summed(ours) else f"{got:.4f}"
         assert text == value, (expected, measure, query, got, value)
         checked += 1
     assert checked >= len(measures)
@@ -107,10 +107,10 @@ def test_gzip(tmp_path):
 
 @pytest.mark.parametrize("text,reader,pattern", [
     ("1 Q0 d1 1 0.5\n", read_run, "line 1: a run line needs 6 fields"),
-    ("1 Q0 d1 1 0.5 r\n1 Q0 d2 2 high r\n", read_run, "line 2: the score 'high' is not a number"),
-    ("1 Q0 d1 1 nan r\n", read_run, "not finite"),
+    ("1 Q0 d1 1 0.5 r\n1 Q0 d2 2 high r\n", read_run, "line 2: the score 'high' is not a finite number"),
+    ("1 Q0 d1 1 nan r\n", read_run, "not a finite number"),
     ("1 0 d1\n", read_qrels, "line 1: a qrels line needs 4 fields"),
-    ("1 0 d1 yes\n", read_qrels, "the grade 'yes' is not a number"),
+    ("1 0 d1 yes\n", read_qrels, "the grade 'yes' is not an integer"),
     ("# only a comment\n", read_qrels, "no qrels lines"),
 ])
 def test_malformed_lines(tmp_path, text, reader, pattern):

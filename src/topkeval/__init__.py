@@ -5,6 +5,8 @@
 0.6666666666666666
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from .api import (
     evaluate,
     f1_at_k,
@@ -23,17 +25,22 @@ from .errors import (
     ParameterError,
     ShortListError,
     TopkevalError,
+    TopkevalWarning,
     UnknownMetricError,
 )
+from .io import read_qrels, read_run, read_runs, write_run
 from .matrix import evaluate_matrix
 from .names import FAMILIES, Metric, parse_metric
 from .results import Results
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("topkeval")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
-    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError",
-    "InputFileError", "Metric", "ParameterError", "Results", "ShortListError", "TopkevalError",
-    "UnknownMetricError", "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k",
-    "r_precision", "recall_at_k", "specificity_at_k",
+    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "Metric",
+    "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
+    "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k", "r_precision",
+    "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

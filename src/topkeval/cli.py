@@ -1,20 +1,25 @@
 """The command line: a thin layer over the public API.
 
-Every user error (bad flags, a missing file, bad data) exits with code 2 and one line on stderr.
+Every user error (bad flags, a missing file, bad data) exits with code 2 and one line on stderr,
+worded with the command line's own flags (``--empty-queries skip``, not ``empty_queries='skip'``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
 import sys
 
 from . import report
-from .conventions import EMPTY_QUERIES, PRESETS, SHORT_LISTS, TIES
+from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError
 
 FORMATS = ("table", "json", "csv", "markdown")
 EVAL_FORMATS = FORMATS + ("trec",)
+TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
 
 
 class _UsageError(Exception):
@@ -26,85 +31,124 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
 def _add_conventions(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("conventions (see docs/conventions.md)")
-    g.add_argument("--conventions", choices=list(PRESETS), help="a preset reproducing another tool")
-    g.add_argument("--ties", choices=TIES, help="order among equal scores (default: expected)")
-    g.add_argument("--empty-queries", choices=EMPTY_QUERIES, help="queries without a relevant item (default: skip)")
-    g.add_argument("--undefined", choices=["0", "1", "nan"], help="value of x/0 (default: 0)")
-    g.add_argument("--short-lists", choices=SHORT_LISTS, help="k larger than the list (default: pad)")
-    g.add_argument("--threshold", type=float, help="a grade >= this is relevant (default: grade > 0)")
-    g.add_argument("--score-threshold", type=float, help="drop candidates scoring below this")
+    g = p.add_argument_group("conventions (list them, and the presets, with: topkeval conventions)")
+    g.add_argument("--conventions", choices=list(PRESETS), metavar="PRESET",
+                   help=f"a preset reproducing another tool: {', '.join(PRESETS)} (default: none)")
+    for s in SETTINGS:
+        default = "grade > 0" if s.name == "threshold" else ("none" if s.default is None else s.default)
+        if s.choices is None:
+            g.add_argument(_flag(s.name), type=float, help=f"{s.help} (default: {default})")
+        else:
+            g.add_argument(_flag(s.name), choices=s.choices, help=f"{s.help} (default: {default})")
 
 
 def _conventions(args) -> dict:
     out = {}
-    for name in ("ties", "empty_queries", "short_lists", "threshold", "score_threshold"):
-        value = getattr(args, name)
+    for s in SETTINGS:
+        value = getattr(args, s.name)
         if value is not None:
-            out[name] = value
-    if args.undefined is not None:
-        out["undefined"] = float(args.undefined) if args.undefined != "nan" else "nan"
+            out[s.name] = value
     if args.conventions:
         out["conventions"] = args.conventions
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="topkeval", description="Exact top-k evaluation of rankings.")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+def _metrics(values) -> list[str] | None:
+    """``-m`` values; each may list several names separated by commas (``-m recall@10,P@10``)."""
+    if not values:
+        return None
+    from .names import split_names
 
-    ev = sub.add_parser("evaluate", help="evaluate one or more score columns of a log")
-    ev.add_argument("file", nargs="?", help="a .parquet file (or directory) or a .csv file, one row per candidate")
-    ev.add_argument("--qrels", help="judgments apart from the runs: a TREC qrels file (or a table)")
-    ev.add_argument("--run", action="append", help="a TREC run file (repeat for several); needs --qrels")
-    ev.add_argument("--missing-queries", choices=["skip", "zero"], help="with --qrels: judged queries a run lacks "
-                    "are left out (default, trec_eval) or score 0 (trec_eval -c)")
-    ev.add_argument("--depth", type=int, help="keep the first N candidates of each query (trec_eval -M)")
-    ev.add_argument("--chunk-rows", type=int, help="stream a parquet file in batches of this many rows")
-    ev.add_argument("--query", default="query", help="query id column (default: query)")
-    ev.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
-    ev.add_argument("--score", action="append", help="score column, one per model (repeat for several)")
-    ev.add_argument("--item", help="item id column (duplicate check, item tie rules)")
-    ev.add_argument("-m", "--metric", action="append", help="metric such as recall@20 (repeat)")
-    ev.add_argument("--format", choices=EVAL_FORMATS, default="table", help="trec: trec_eval-style lines")
-    ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead")
+    return [name for value in values for name in split_names(value)]
+
+
+def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
+    p.add_argument("file", nargs="?", help=positional_help)
+    p.add_argument("--qrels", help="judgments apart from the runs: a TREC qrels file, or a table (.parquet, .csv) "
+                   "with query, item and relevance columns")
+    p.add_argument("--run", action="append", help="a TREC run file (repeat for several); needs --qrels")
+    p.add_argument("--query", default="query", help="query id column (default: query)")
+    p.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
+    p.add_argument("--item", help="item id column: duplicate check, item tie rules, --qrels matching "
+                   "(default: none)")
+    p.add_argument("-m", "--metric", action="append", help="metric such as recall@20; repeat, or separate by "
+                   "commas (default: recall@20, precision@20, f1@20, specificity@20, r_precision; "
+                   "list them with: topkeval metrics)")
+    p.add_argument("--missing-queries", choices=["skip", "zero"], help="with --qrels: judged queries a run lacks "
+                   "are left out (default, trec_eval) or score 0 (trec_eval -c)")
+    p.add_argument("--depth", type=int, help="keep the first N candidates of each query (trec_eval -M; "
+                   "default: all)")
+    p.add_argument("--judged-only", action="store_true", help="with --qrels: drop unjudged items before ranking "
+                   "(trec_eval -J)")
+    p.add_argument("--ascending", action="store_true", help="lower scores rank first (ranks, distances)")
+    p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
+                   "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = _Parser(prog="topkeval", description="Exact top-k evaluation of rankings, under explicit conventions.")
+    parser.add_argument("--version", action="version", version=f"topkeval {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+
+    ev = sub.add_parser("evaluate", help="evaluate one or more score columns of a log, or TREC runs",
+                        description="Evaluate one or more models: a log (one row per query and candidate, one score "
+                        "column per model) or TREC runs with --qrels.")
+    _add_input(ev, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
+    ev.add_argument("--score", action="append", help="score column, one per model; repeat for several "
+                    "(default: score)")
+    ev.add_argument("--format", choices=EVAL_FORMATS, default="table", help="table, json, csv, markdown, or trec "
+                    "(trec_eval-style lines) (default: table)")
+    ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead of the means")
     _add_conventions(ev)
 
-    cmp = sub.add_parser("compare", help="is a model better than the baseline? paired tests per metric")
-    cmp.add_argument("file", help="a .parquet file (or directory) or a .csv file, one row per candidate")
-    cmp.add_argument("--query", default="query", help="query id column (default: query)")
-    cmp.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
-    cmp.add_argument("--baseline", required=True, help="score column of the baseline model")
-    cmp.add_argument("--score", action="append", required=True, help="score column of a model to compare (repeat)")
-    cmp.add_argument("--item", help="item id column")
-    cmp.add_argument("-m", "--metric", action="append", help="metric such as recall@20 (repeat)")
-    cmp.add_argument("--test", choices=["permutation", "t", "wilcoxon", "bootstrap"], default="permutation")
-    cmp.add_argument("--correction", choices=["holm", "bonferroni", "bh", "none"], default="holm")
-    cmp.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
-    cmp.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation resamples")
-    cmp.add_argument("--seed", type=int, default=0)
-    cmp.add_argument("--format", choices=FORMATS, default="table")
+    cmp = sub.add_parser("compare", help="is a model better than the baseline? paired tests per metric",
+                         description="Compare models with a baseline, metric by metric, on paired queries: the "
+                         "difference of means, its bootstrap interval, a p-value corrected across every row, and a "
+                         "verdict.")
+    _add_input(cmp, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
+    cmp.add_argument("--baseline", required=True, help="the baseline model: a score column, or a run's name "
+                     "(its tag) with --run")
+    cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
+                     "(with --run: every run is compared)")
+    cmp.add_argument("--test", choices=TESTS, default="permutation", help="paired test (default: permutation)")
+    cmp.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                     help="multiple-testing correction over every row (default: holm)")
+    cmp.add_argument("--confidence", type=float, default=0.95, help="level of the intervals; a row is significant "
+                     "when its corrected p-value is below 1 - confidence (default: 0.95)")
+    cmp.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation resamples "
+                     "(default: 10000)")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    cmp.add_argument("--format", choices=FORMATS, default="table", help="table, json, csv or markdown "
+                     "(default: table)")
     _add_conventions(cmp)
 
-    demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log")
+    demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log",
+                          description="Evaluate an old and a new ranker of a built-in image search log and say "
+                          "whether the new one is better.")
     demo.add_argument("--queries", type=int, default=3000, help="number of queries (default: 3000)")
-    demo.add_argument("--format", choices=FORMATS, default="table")
+    demo.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
 
-    sub.add_parser("metrics", help="list the metrics and their formulas")
+    sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
+                   description="List every metric family with its formula and the names other tools use.")
+    sub.add_parser("conventions", help="list the conventions and the presets that reproduce other tools",
+                   description="List every convention (the settings that change a number) and every preset.")
     return parser
 
 
 def _emit_results(res, fmt: str, per_query: bool, out) -> None:
-    frame = res.per_query if per_query else res.summary
     if fmt == "trec":
         out.write(report.trec_lines(res, per_query))
         return
+    frame = res.per_query if per_query else res.summary
     if fmt == "json":
-        payload = res.to_dict()
-        if per_query:
-            payload["per_query"] = res.per_query.to_dict(orient="records")
-        print(report.json_text(payload), file=out)
+        print(report.json_text(res.to_dict(per_query=per_query)), file=out)
     elif fmt == "csv":
         out.write(report.csv(frame))
     elif fmt == "markdown":
@@ -120,35 +164,45 @@ def _emit_results(res, fmt: str, per_query: bool, out) -> None:
 def _console(out):
     from rich.console import Console
 
-    return Console(file=out, width=None if out.isatty() else 160, soft_wrap=False)
+    return Console(file=out, width=None if out.isatty() else 160, soft_wrap=False, highlight=False)
+
+
+def _load(args, metrics, *, scores, keep_per_query: bool):
+    """Evaluate what the command line names: a log file, or --run files with --qrels."""
+    from .api import evaluate
+
+    extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth)) if v is not None}
+    if args.judged_only:
+        extra["judged_only"] = True
+    if args.ascending:
+        extra["ascending"] = True
+    if args.run:
+        if args.file or not args.qrels:
+            raise _UsageError("--run needs --qrels and no positional FILE")
+        if args.chunk_rows is not None:
+            raise _UsageError("--chunk-rows reads a .parquet or .csv log in batches; TREC runs are read whole")
+        return evaluate(args.run, metrics=metrics, qrels=args.qrels, **extra, **_conventions(args))
+    if not args.file:
+        raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
+    callback, bar = _progress(args.file)
+    with bar or contextlib.nullcontext():
+        return evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
+                        item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows, progress=callback,
+                        keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
 def _evaluate(args, out) -> int:
-    from .api import DEFAULT_METRICS, evaluate
+    from .api import DEFAULT_METRICS
 
-    metrics = args.metric or list(DEFAULT_METRICS)
-    extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth)) if v is not None}
-    if args.run:
-        from .io import read_runs
-
-        if args.file or not args.qrels:
-            raise _UsageError("--run needs --qrels and no positional FILE")
-        res = evaluate(read_runs(args.run), metrics=metrics, query="query", relevance="relevance", score="score",
-                       item="item", model="run", qrels=args.qrels, **extra, **_conventions(args))
-    else:
-        if not args.file:
-            raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
-        callback, bar = _progress(args.file)
-        with bar or contextlib.nullcontext():
-            res = evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance,
-                           score=args.score or ["score"], item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows,
-                           progress=callback, keep_per_query=args.per_query, **extra, **_conventions(args))
+    metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    res = _load(args, metrics, scores=args.score or ["score"],
+                keep_per_query=args.per_query)
     _emit_results(res, args.format, args.per_query, out)
     return 0
 
 
 def _progress(path):
-    """A progress bar on stderr for a streamed parquet file, only when stderr is a terminal."""
+    """A progress bar on stderr for a streamed file, only when stderr is a terminal."""
     if not sys.stderr.isatty() or not str(path).endswith((".parquet", ".pq")):
         return None, None
     from pathlib import Path
@@ -169,41 +223,43 @@ def _progress(path):
 
 
 def _compare(args, out) -> int:
-    from .api import DEFAULT_METRICS, evaluate
+    from .api import DEFAULT_METRICS
 
-    models = [args.baseline] + [s for s in args.score if s != args.baseline]
-    if len(models) < 2:
-        raise _UsageError("--score must name at least one column other than --baseline")
-    res = evaluate(args.file, metrics=args.metric or list(DEFAULT_METRICS), query=args.query,
-                   relevance=args.relevance, score=models, item=args.item, **_conventions(args))
+    metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    if args.run:
+        res = _load(args, metrics, scores=None, keep_per_query=True)
+        if args.baseline not in res.models:
+            from .errors import did_you_mean
+
+            raise _UsageError(f"--baseline {args.baseline!r} is not one of the runs "
+                              f"({', '.join(res.models)}).{did_you_mean(args.baseline, res.models)}")
+    else:
+        models = [args.baseline] + [s for s in (args.score or []) if s != args.baseline]
+        if len(models) < 2:
+            raise _UsageError("--score must name at least one column other than --baseline")
+        res = _load(args, metrics, scores=models, keep_per_query=True)
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
                         confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
-    table.insert(2, "verdict", [verdict_word(r) for r in table.itertuples()])
     if args.format == "json":
-        print(report.json_text({"comparison": table.to_dict(orient="records"), "info": res.info}), file=out)
+        print(report.json_text({"comparison": report.records(table), "info": res.info}), file=out)
     elif args.format == "csv":
         out.write(report.csv(table))
     else:
         shown = table[["model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
                        "p_value", "p_adjusted", "wins", "ties", "losses"]]
+        p_text = {c: (lambda p: report.p_value_text(p, args.resamples if args.test in ("permutation", "bootstrap")
+                                                     else None)) for c in ("p_value", "p_adjusted")}
         if args.format == "markdown":
+            shown = shown.assign(**{c: shown[c].map(f) for c, f in p_text.items()})
             print(report.markdown(shown), file=out)
         else:
-            _console(out).print(report.rich_table(shown, title=f"vs {args.baseline}: {args.test} test, "
-                                                 f"{args.correction} correction, {args.confidence:.0%} intervals"))
+            _console(out).print(report.rich_table(shown, formats=p_text, title=(
+                f"vs {report.visible(args.baseline)}: {args.test} test, {args.correction} correction, "
+                f"{args.confidence:.0%} intervals")))
         for line in report.info_lines(res.info):
             print(line, file=out)
     return 0
-
-
-def verdict_word(row) -> str:
-    """better / worse / no detectable difference, from a row of compare()."""
-    if row.significant and row.delta > 0:
-        return "better"
-    if row.significant and row.delta < 0:
-        return "worse"
-    return "no detectable difference"
 
 
 def _demo(args, out) -> int:
@@ -221,11 +277,11 @@ def _demo(args, out) -> int:
               "relevance = click", file=out)
     _emit_results(res, args.format, False, out)
     if args.format == "table":
-        print(verdict(res, "old_ranker", "new_ranker", "recall@20"), file=out)
+        print(verdict_line(res, "old_ranker", "new_ranker", "recall@20"), file=out)
     return 0
 
 
-def verdict(res, baseline: str, model: str, metric: str) -> str:
+def verdict_line(res, baseline: str, model: str, metric: str) -> str:
     """One line: is ``model`` better than ``baseline`` on ``metric``?"""
     a = res.summary.loc[baseline, metric]
     b = res.summary.loc[model, metric]
@@ -233,18 +289,52 @@ def verdict(res, baseline: str, model: str, metric: str) -> str:
     rel = f" ({delta / a:+.1%})" if a else ""
     row = res.compare(baseline=baseline, metrics=[metric], test="permutation", correction=None).iloc[0]
     return (f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}; 95% CI of the "
-            f"difference [{row.ci_low:+.4f}, {row.ci_high:+.4f}], paired permutation test p = {row.p_value:.2g}: "
-            f"{verdict_word(row)}.")
+            f"difference [{row.ci_low:+.4f}, {row.ci_high:+.4f}], paired permutation test "
+            f"p = {report.p_value_text(row.p_value, 10_000)}: {row.verdict}.")
 
 
-def _metrics(args, out) -> int:
-    from .names import FAMILIES
+def _list_metrics(args, out) -> int:
+    from .metrics import FAMILIES
 
     for fam in FAMILIES.values():
-        example = fam.name + ("(beta=0.5)" if fam.params else "") + ("@10" if fam.cutoff == "required" else "")
-        aliases = f"  (aliases: {', '.join(fam.aliases)})" if fam.aliases else ""
-        print(f"{example:24s} {fam.formula:40s} {fam.summary}{aliases}", file=out)
+        names = list(fam.aliases) + [a for a, _ in fam.variants] + [t for t in (fam.trec, fam.trec_uncut) if t]
+        aliases = f"  (also: {', '.join(dict.fromkeys(names))})" if names else ""
+        print(f"{fam.example():26s} {fam.formula:44s} {fam.summary}{aliases}", file=out)
     return 0
+
+
+def _list_conventions(args, out) -> int:
+    print("Conventions (each is a flag of evaluate and compare, and a keyword in Python):", file=out)
+    for s in SETTINGS:
+        values = "a number" if s.choices is None else " | ".join(s.choices)
+        print(f"  {_flag(s.name):18s} {values:58s} {s.help}", file=out)
+    print("\nPresets (--conventions NAME) reproduce other tools:", file=out)
+    for name, settings in PRESETS.items():
+        shown = ", ".join(f"{_flag(k)} {v}" for k, v in settings.items()) or "the defaults"
+        print(f"  {name:13s} {shown}", file=out)
+    return 0
+
+
+#: Python spellings in the library's messages, and the flags that say the same on the command line.
+_PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
+    "n_resamples": "--resamples", "missing_queries": "--missing-queries", "chunk_rows": "--chunk-rows",
+    "judged_only": "--judged-only", "conventions": "--conventions", "depth": "--depth", "score": "--score",
+    "query": "--query", "relevance": "--relevance", "item": "--item", "confidence": "--confidence",
+    "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels",
+}
+
+
+def cli_words(message: str) -> str:
+    """A library message in the command line's words: ``empty_queries='skip'`` -> ``--empty-queries skip``.
+
+    >>> cli_words("Use empty_queries='skip' or pass qrels=. The 'n_resamples' parameter of compare must be")
+    'Use --empty-queries skip or pass --qrels. The --resamples option of compare must be'
+    """
+    names = "|".join(sorted(_PARAMS, key=len, reverse=True))
+    message = re.sub(rf"\b({names})=(?:'([^']*)'|\"([^\"]*)\"|([\w+-](?:[\w.+-]*\w)?))",
+                     lambda m: f"{_PARAMS[m.group(1)]} {m.group(2) or m.group(3) or m.group(4)}", message)
+    message = re.sub(rf"\b({names})=(?=[\s.,;:)]|$)", lambda m: _PARAMS[m.group(1)], message)
+    return re.sub(rf"The '({names})' parameter", lambda m: f"The {_PARAMS[m.group(1)]} option", message)
 
 
 def main(argv=None) -> int:
@@ -255,16 +345,24 @@ def main(argv=None) -> int:
         if args.command is None:
             parser.print_help(sys.stdout)
             return 0
-        handler = {"evaluate": _evaluate, "compare": _compare, "demo": _demo, "metrics": _metrics}[args.command]
-        return handler(args, sys.stdout)
+        handler = {"evaluate": _evaluate, "compare": _compare, "demo": _demo, "metrics": _list_metrics,
+                   "conventions": _list_conventions}[args.command]
+        code = handler(args, sys.stdout)
+        sys.stdout.flush()
+        return code
     except (_UsageError, TopkevalError) as exc:
         message = " ".join(str(exc).split())
-        print(f"topkeval: error: {message}", file=sys.stderr)
+        print(f"topkeval: error: {cli_words(message) if isinstance(exc, TopkevalError) else message}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("topkeval: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        # the reader of our output went away (topkeval demo | head -1): that is not an error;
+        # point stdout at /dev/null so that the interpreter's final flush does not fail again
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 

@@ -34,7 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, did_you_mean
+from .errors import ParameterError, check_choice, check_int, check_number, check_seed, did_you_mean
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 CORRECTIONS = ("holm", "bonferroni", "bh", None)
@@ -84,7 +84,7 @@ def adjust(p_values, method: str | None) -> np.ndarray:
 
         adj = false_discovery_control(q, method="bh")
     else:
-        raise ParameterError(f"The 'correction' parameter must be one of 'holm', 'bonferroni', 'bh' or None. Got {method!r} instead.")
+        check_choice(method, CORRECTIONS, "correction", "adjust")
     out[ok] = adj
     return out
 
@@ -155,9 +155,9 @@ def _cohen_d(delta: float, sd: float) -> float:
     return 0.0 if delta == 0 else math.copysign(math.inf, delta)
 
 
-def _paired(per_query: pd.DataFrame, model: str, baseline: str, metrics, missing: str):
-    a = per_query[per_query["model"] == model].set_index("query")[metrics]
-    b = per_query[per_query["model"] == baseline].set_index("query")[metrics]
+def _paired(per_query: pd.DataFrame, query: str, model: str, baseline: str, metrics, missing: str):
+    a = per_query[per_query["model"] == model].set_index(query)[metrics]
+    b = per_query[per_query["model"] == baseline].set_index(query)[metrics]
     if missing == "zero":
         queries = a.index.union(b.index, sort=False)
         a_has, b_has = queries.isin(a.index), queries.isin(b.index)
@@ -203,9 +203,10 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     Returns
     -------
     pandas.DataFrame
-        One row per (model, metric): ``model, metric, baseline, value, delta, relative_delta,
-        ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses, effect_size,
-        n_queries, left_out``.
+        One row per (model, metric): ``model, metric, verdict, baseline, value, delta,
+        relative_delta, ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses,
+        effect_size, n_queries, left_out``. ``verdict`` is ``better`` or ``worse`` when the
+        difference is significant after the correction, else ``no detectable difference``.
 
     Examples
     --------
@@ -224,18 +225,12 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     if baseline not in models:
         raise ParameterError(f"baseline {baseline!r} is not a model of these results.{did_you_mean(str(baseline), models)} "
                              f"Models: {', '.join(map(repr, models))}.")
-    if test not in TESTS:
-        raise ParameterError(f"The 'test' parameter of compare must be one of {', '.join(map(repr, TESTS))}. "
-                             f"Got {test!r} instead.{did_you_mean(str(test), TESTS)}")
-    if correction not in CORRECTIONS:
-        raise ParameterError("The 'correction' parameter of compare must be one of 'holm', 'bonferroni', 'bh' "
-                             f"or None. Got {correction!r} instead.")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ParameterError(f"The 'confidence' parameter of compare must be a number in (0, 1). Got {confidence!r} instead.")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 100:
-        raise ParameterError(f"The 'n_resamples' parameter of compare must be an int >= 100. Got {n_resamples!r} instead.")
-    if missing not in ("intersect", "zero"):
-        raise ParameterError(f"The 'missing' parameter of compare must be 'intersect' or 'zero'. Got {missing!r} instead.")
+    check_choice(test, TESTS, "test", "compare")
+    check_choice(correction, CORRECTIONS, "correction", "compare")
+    confidence = check_number(confidence, "confidence", "compare", low=0, high=1, low_open=True, high_open=True)
+    n_resamples = check_int(n_resamples, "n_resamples", "compare", low=100)
+    seed = check_seed(seed, "compare")
+    check_choice(missing, ("intersect", "zero"), "missing", "compare")
     all_metrics = list(results.summary.columns)
     if metrics is None:
         metrics = all_metrics
@@ -252,7 +247,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     for model in models:
         if model == baseline:
             continue
-        a, b, left_out = _paired(results.per_query, model, baseline, metrics, missing)
+        a, b, left_out = _paired(results.per_query, results.query_name, model, baseline, metrics, missing)
         for metric in metrics:
             ma, mb = a[metric].to_numpy(float), b[metric].to_numpy(float)
             ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
@@ -299,7 +294,19 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     frame = pd.DataFrame(out)
     frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
+    frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
+    frame.attrs["n_resamples"] = n_resamples
     return frame
+
+
+def verdict(row) -> str:
+    """``better`` / ``worse`` (significant after correction, by the sign of delta) or ``no detectable
+    difference``."""
+    if row.significant and row.delta > 0:
+        return "better"
+    if row.significant and row.delta < 0:
+        return "worse"
+    return "no detectable difference"
 
 
 def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng) -> list[tuple[float, float]]:

@@ -20,13 +20,69 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass, replace
+from typing import Literal, TypedDict, get_args
 
-from .errors import ParameterError, did_you_mean
+import numpy as np
 
-TIES = ("expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc")
-EMPTY_QUERIES = ("skip", "keep", "error")
-SHORT_LISTS = ("pad", "shrink", "error")
-UNDEFINED = (0.0, 1.0, "nan")
+from .errors import ParameterError, bad_parameter, check_choice, did_you_mean
+
+Ties = Literal["expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"]
+EmptyQueries = Literal["skip", "keep", "error"]
+ShortLists = Literal["pad", "shrink", "error"]
+Discount = Literal["log2", "lenskit"]
+ItemOrder = Literal["typed", "text"]
+ScorePrecision = Literal["exact", "float32"]
+
+TIES: tuple[str, ...] = get_args(Ties)
+EMPTY_QUERIES: tuple[str, ...] = get_args(EmptyQueries)
+SHORT_LISTS: tuple[str, ...] = get_args(ShortLists)
+DISCOUNTS: tuple[str, ...] = get_args(Discount)
+ITEM_ORDERS: tuple[str, ...] = get_args(ItemOrder)
+SCORE_PRECISIONS: tuple[str, ...] = get_args(ScorePrecision)
+UNDEFINED_VALUES = ("0", "1", "nan")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One convention: its name, its values (None for a number), its default and what it decides.
+
+    The CLI's flags and their help, the keyword validation and the docs' table come from
+    :data:`SETTINGS`.
+    """
+
+    name: str
+    choices: tuple | None
+    default: object
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("ties", TIES, "expected", "order among equal scores"),
+    Setting("empty_queries", EMPTY_QUERIES, "skip", "queries without a relevant item"),
+    Setting("undefined", UNDEFINED_VALUES, 0.0, "value of a metric whose denominator is 0"),
+    Setting("short_lists", SHORT_LISTS, "pad", "k larger than a query's list"),
+    Setting("threshold", None, None, "a grade >= this is relevant (none: grade > 0)"),
+    Setting("score_threshold", None, None, "candidates scoring below this are removed before ranking"),
+    Setting("discount", DISCOUNTS, "log2", "DCG discount: 1/log2(rank+1), or LensKit's 1/log2(max(rank,2))"),
+    Setting("item_order", ITEM_ORDERS, "typed", "order of item ids for item_desc/item_asc: as typed, or as text "
+                                                "(strcmp, trec_eval)"),
+    Setting("score_precision", SCORE_PRECISIONS, "exact", "compare scores as given, or as float32 (trec_eval)"),
+)
+_FIELDS = tuple(s.name for s in SETTINGS)
+
+
+class ConventionSettings(TypedDict, total=False):
+    """The convention keywords every front door accepts (see :class:`Conventions`)."""
+
+    ties: Ties
+    empty_queries: EmptyQueries
+    undefined: float | str
+    short_lists: ShortLists
+    threshold: float | None
+    score_threshold: float | None
+    discount: Discount
+    item_order: ItemOrder
+    score_precision: ScorePrecision
 
 
 @dataclass(frozen=True)
@@ -57,14 +113,27 @@ class Conventions:
     score_threshold : float or None
         Candidates scoring below it are removed before ranking: they leave n and N, a relevant
         one still counts in R.
+    discount : str
+        The DCG discount of rank p: ``"log2"``, 1 / log2(p + 1) (trec_eval, ranx, scikit-learn);
+        ``"lenskit"``, 1 / log2(max(p, 2)) (LensKit: ranks 1 and 2 both count fully).
+    item_order : str
+        How ``item_desc`` / ``item_asc`` order item ids: ``"typed"`` (numbers numerically, strings
+        as strings) or ``"text"`` (every id as its text, compared as C's strcmp: trec_eval, for
+        which "9" > "100" > "10").
+    score_precision : str
+        ``"exact"`` compares scores as given; ``"float32"`` rounds them to C floats first, so two
+        scores equal in float32 tie (trec_eval stores scores as floats).
     """
 
-    ties: str = "expected"
-    empty_queries: str = "skip"
+    ties: Ties = "expected"
+    empty_queries: EmptyQueries = "skip"
     undefined: float = 0.0
-    short_lists: str = "pad"
+    short_lists: ShortLists = "pad"
     threshold: float | None = None
     score_threshold: float | None = None
+    discount: Discount = "log2"
+    item_order: ItemOrder = "typed"
+    score_precision: ScorePrecision = "exact"
 
     def as_dict(self) -> dict:
         """The settings as a plain dict (``undefined`` nan written as the string "nan")."""
@@ -73,17 +142,23 @@ class Conventions:
             d["undefined"] = "nan"
         return d
 
+    def is_relevant(self, grades: np.ndarray) -> np.ndarray:
+        """Boolean relevance of grades: ``grade > 0``, or ``grade >= threshold``.
+
+        >>> Conventions(threshold=2).is_relevant(np.array([0, 1, 2, 3])).tolist()
+        [False, False, True, True]
+        """
+        return grades > 0 if self.threshold is None else grades >= self.threshold
+
 
 #: Settings that reproduce other tools (see docs/conventions.md for the evidence).
 PRESETS: dict[str, dict] = {
     "topkeval": {},
-    # trec_eval: ties broken by document id descending, every query with judgments averaged
-    # (an empty one scores 0), P_k divides by k, relevant means grade >= 1.
+    # trec_eval: scores stored as C floats, ties broken by document id descending as text
+    # (strcmp), every query with judgments averaged (an empty one scores 0), P_k divides by k,
+    # relevant means grade >= 1.
     "trec_eval": dict(ties="item_desc", empty_queries="keep", undefined=0.0, short_lists="pad",
-                      threshold=1.0),
-    # Surprise FAQ's precision_recall_at_k: Python's stable sort on the estimate, ratings >= 3.5
-    # relevant, only estimates >= 3.5 recommended, precision over the recommended items,
-    # 0 for x/0, every user averaged.
+                      threshold=1.0, item_order="text", score_precision="float32"),
     # ranx: tied documents keep the order they were inserted in (the run's row order), every
     # judged query averaged (an empty one scores 0), precision divides by k, relevant = grade >= 1.
     "ranx": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
@@ -95,18 +170,22 @@ PRESETS: dict[str, dict] = {
     # torch.topk's unspecified order among ties, and its AP divides by the relevant items found,
     # not R: those are not reproduced (docs/conventions.md).
     "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
-    # LensKit (Precision, Recall): the recommendation list's own order, precision over the list's
-    # length when it is shorter than k, nan for an empty list; every test user has a test item.
-    # Its Recall@k is topkeval's recall_capped@k (the denominator is min(R, k)).
-    "lenskit": dict(ties="first", empty_queries="skip", undefined="nan", short_lists="shrink"),
+    # LensKit (Precision, Recall, NDCG): the recommendation list's own order, precision over the
+    # list's length when it is shorter than k, nan for an empty list; every test user has a test
+    # item; DCG discounts rank p by log2(max(p, 2)). Its Recall@k is topkeval's recall_capped@k.
+    "lenskit": dict(ties="first", empty_queries="skip", undefined="nan", short_lists="shrink", discount="lenskit"),
     # Evidently (PrecisionTopKMetric, RecallTopKMetric): users without a relevant item dropped,
     # precision over min(k, list length). Its ranks come from pandas' average rank cut to an
     # integer, which can count more than k tied items: that is not reproduced; with distinct
     # scores the numbers agree.
     "evidently": dict(ties="first", empty_queries="skip", undefined=0.0, short_lists="shrink"),
+    # Surprise FAQ's precision_recall_at_k: Python's stable sort on the estimate, ratings >= 3.5
+    # relevant, only estimates >= 3.5 recommended, precision over the recommended items,
+    # 0 for x/0, every user averaged.
     "surprise": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="shrink",
                      threshold=3.5, score_threshold=3.5),
 }
+
 
 class _Unset:
     """Marks a convention keyword that was not given (so a preset's value stands)."""
@@ -117,18 +196,6 @@ class _Unset:
 
 UNSET = _Unset()
 
-_FIELDS = ("ties", "empty_queries", "undefined", "short_lists", "threshold", "score_threshold")
-
-
-def _choice(value, allowed, param, owner):
-    if not isinstance(value, str) or value not in allowed:
-        hint = did_you_mean(str(value), allowed) if isinstance(value, str) else ""
-        raise ParameterError(
-            f"The {param!r} parameter of {owner} must be one of {', '.join(map(repr, allowed))}. "
-            f"Got {value!r} instead.{hint}"
-        )
-    return value
-
 
 def _undefined(value, owner):
     if isinstance(value, str) and value.lower() == "nan":
@@ -137,9 +204,7 @@ def _undefined(value, owner):
         v = float(value)
         if math.isnan(v) or v in (0.0, 1.0):
             return v
-    raise ParameterError(
-        f"The 'undefined' parameter of {owner} must be 0.0, 1.0 or nan. Got {value!r} instead."
-    )
+    raise bad_parameter("undefined", owner, "0.0, 1.0 or nan", value)
 
 
 def _optional_number(value, param, owner):
@@ -147,12 +212,11 @@ def _optional_number(value, param, owner):
         return None
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
-    raise ParameterError(
-        f"The {param!r} parameter of {owner} must be None or a finite number. Got {value!r} instead."
-    )
+    raise bad_parameter(param, owner, "None or a finite number", value)
 
 
-def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate", **settings) -> Conventions:
+def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate", *, also: tuple[str, ...] = (),
+            **settings) -> Conventions:
     """Build validated :class:`Conventions` from a preset name and keyword overrides.
 
     Parameters
@@ -162,9 +226,11 @@ def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate
         ``"lenskit"``, ``"evidently"``, ``"surprise"``, ``"topkeval"``) or a Conventions object.
     owner : str
         The function name used in error messages.
+    also : tuple of str
+        The caller's other keywords, suggested too when a keyword is misspelt.
     **settings
-        Any of ``ties, empty_queries, undefined, short_lists, threshold, score_threshold``; a
-        value of None for the four string settings means "the preset's or the default".
+        Any field of :class:`Conventions`; ``UNSET`` (and None for the settings that are not
+        numbers) means "the preset's or the default".
 
     Examples
     --------
@@ -176,7 +242,8 @@ def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate
     unknown = set(settings) - set(_FIELDS)
     if unknown:
         name = sorted(unknown)[0]
-        raise ParameterError(f"{owner}() got an unknown convention {name!r}.{did_you_mean(name, _FIELDS)}")
+        raise ParameterError(f"{owner}() got an unexpected keyword {name!r}.{did_you_mean(name, _FIELDS + also)} "
+                             f"Conventions: {', '.join(_FIELDS)}.")
     if conventions is None:
         base = Conventions()
     elif isinstance(conventions, Conventions):
@@ -184,21 +251,20 @@ def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate
     elif isinstance(conventions, str) and conventions in PRESETS:
         base = Conventions(**PRESETS[conventions])
     else:
-        raise ParameterError(
-            f"The 'conventions' parameter of {owner} must be one of {', '.join(map(repr, PRESETS))} "
-            f"or a Conventions object. Got {conventions!r} instead."
-            + (did_you_mean(conventions, PRESETS) if isinstance(conventions, str) else "")
-        )
-    # UNSET (and None for the four choice settings) means "not given"; for the two thresholds
-    # None is a real value (no threshold), so it overrides a preset.
-    given = {k: v for k, v in settings.items()
-             if v is not UNSET and (v is not None or k in ("threshold", "score_threshold"))}
+        raise bad_parameter("conventions", owner, f"one of {', '.join(map(repr, PRESETS))} or a Conventions object",
+                            conventions, did_you_mean(conventions, PRESETS) if isinstance(conventions, str) else "")
+    # UNSET (and None for the choice settings) means "not given"; for the two thresholds None is
+    # a real value (no threshold), so it overrides a preset.
+    numeric = {s.name for s in SETTINGS if s.choices is None}
+    given = {k: v for k, v in settings.items() if v is not UNSET and (v is not None or k in numeric)}
     merged = replace(base, **given) if given else base
-    return Conventions(
-        ties=_choice(merged.ties, TIES, "ties", owner),
-        empty_queries=_choice(merged.empty_queries, EMPTY_QUERIES, "empty_queries", owner),
-        undefined=_undefined(merged.undefined, owner),
-        short_lists=_choice(merged.short_lists, SHORT_LISTS, "short_lists", owner),
-        threshold=_optional_number(merged.threshold, "threshold", owner),
-        score_threshold=_optional_number(merged.score_threshold, "score_threshold", owner),
-    )
+    values = {}
+    for s in SETTINGS:
+        value = getattr(merged, s.name)
+        if s.name == "undefined":
+            values[s.name] = _undefined(value, owner)
+        elif s.choices is None:
+            values[s.name] = _optional_number(value, s.name, owner)
+        else:
+            values[s.name] = check_choice(value, s.choices, s.name, owner)
+    return Conventions(**values)

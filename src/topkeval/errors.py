@@ -7,6 +7,8 @@ Every mistake a user can make raises a subclass of :class:`TopkevalError`, which
 from __future__ import annotations
 
 import difflib
+import math
+import numbers
 from collections.abc import Iterable
 
 
@@ -42,6 +44,11 @@ class InputFileError(TopkevalError):
     """A file that is missing, unreadable, or of an unknown format."""
 
 
+class TopkevalWarning(UserWarning):
+    """Something that is not an error but may not be what was meant (a log that looks truncated to
+    each query's top N, a threshold no grade reaches)."""
+
+
 def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Return up to ``n`` entries of ``choices`` closest to ``name`` (case-insensitive)."""
     choices = list(choices)
@@ -58,9 +65,89 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     return " Did you mean " + " or ".join(repr(h) for h in hits) + "?"
 
 
-def bad_parameter(param: str, owner: str, expected: str, got: object) -> ParameterError:
-    """The one message template for bad arguments (as scikit-learn words it)."""
-    return ParameterError(f"The {param!r} parameter of {owner} must be {expected}. Got {got!r} instead.")
+def bad_parameter(param: str, owner: str, expected: str, got: object, hint: str = "") -> ParameterError:
+    """The one message template for bad arguments (as scikit-learn words it).
+
+    >>> str(bad_parameter("k", "recall_at_k", "a positive int", 0))
+    "The 'k' parameter of recall_at_k must be a positive int. Got 0 instead."
+    """
+    return ParameterError(f"The {param!r} parameter of {owner} must be {expected}. Got {got!r} instead.{hint}")
+
+
+def check_int(value, param: str, owner: str, *, low: int = 1, high: int | None = None,
+              optional: bool = False) -> int | None:
+    """An integer in ``[low, high]`` (numpy integers accepted; bools, floats and text refused).
+
+    >>> check_int(3, "k", "f")
+    3
+    >>> check_int(0, "k", "recall_at_k")
+    Traceback (most recent call last):
+    ...
+    topkeval.errors.ParameterError: The 'k' parameter of recall_at_k must be a positive int. Got 0 instead.
+    """
+    if value is None and optional:
+        return None
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if ok:
+        value = int(value)
+        ok = value >= low and (high is None or value <= high)
+    if not ok:
+        if low == 1 and high is None:
+            expected = "a positive int"
+        elif low == 1:
+            expected = f"a positive int of at most {high}" if ok is False and isinstance(value, int) and value > high \
+                else "a positive int"
+        elif high is None:
+            expected = f"an int >= {low}"
+        else:
+            expected = f"an int in [{low}, {high}]"
+        raise bad_parameter(param, owner, ("None or " if optional else "") + expected, value)
+    return value
+
+
+def check_number(value, param: str, owner: str, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, high_open: bool = False, optional: bool = False) -> float | None:
+    """A finite real number within the given bounds (numpy scalars accepted; bools refused)."""
+    if value is None and optional:
+        return None
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        value = float(value)
+        ok = (low is None or (value > low if low_open else value >= low)) and \
+             (high is None or (value < high if high_open else value <= high))
+    if not ok:
+        if low is not None and high is not None:
+            expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        elif low is not None:
+            expected = f"a number {'>' if low_open else '>='} {low:g}"
+        else:
+            expected = "a finite number"
+        raise bad_parameter(param, owner, ("None or " if optional else "") + expected, value)
+    return value
+
+
+def check_choice(value, allowed, param: str, owner: str):
+    """One of ``allowed`` (strings compared exactly; the message suggests the closest)."""
+    if isinstance(value, str) and value in allowed or value is None and None in allowed:
+        return value
+    names = [a for a in allowed if a is not None]
+    hint = did_you_mean(value, names) if isinstance(value, str) else ""
+    expected = "one of " + ", ".join(repr(a) for a in allowed)
+    raise bad_parameter(param, owner, expected, value, hint)
+
+
+def check_seed(value, owner: str):
+    """A seed: None or a non-negative int (numpy integers accepted)."""
+    return check_int(value, "seed", owner, low=0, optional=True)
+
+
+def check_column_name(value, param: str, owner: str, *, optional: bool = False):
+    """A column name: a non-empty string."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise bad_parameter(param, owner, ("None or " if optional else "") + "a column name (a string)", value)
+    return value
 
 
 def show(value) -> str:

@@ -45,10 +45,6 @@ class GroupedLog:
     def n_queries(self) -> int:
         return len(self.offsets) - 1
 
-    def relevant(self, threshold: float | None) -> np.ndarray:
-        """Boolean relevance: grade > 0, or grade >= threshold."""
-        return self.grades > 0 if threshold is None else self.grades >= threshold
-
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
         """Number of true values of a boolean row array within each query."""
         from .kernels.grouping import count_per_group
@@ -59,11 +55,50 @@ class GroupedLog:
 def _is_missing(values: np.ndarray) -> np.ndarray | None:
     if values.dtype.kind == "f":
         return np.isnan(values)
+    if values.dtype.kind in "mM":
+        return np.isnat(values)
     if values.dtype.kind == "O":
         import pandas as pd
 
         return pd.isna(values)
     return None
+
+
+#: pandas.api.types.infer_dtype's names of the id types that order and compare among themselves.
+_ID_KINDS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "datetime",
+             "datetime64", "date", "timedelta", "timedelta64", "time", "period", "empty", "categorical"}
+
+
+def check_ids(values: np.ndarray, column: str, role: str) -> None:
+    """Refuse missing ids (NaN, None, NaT) and object columns that mix kinds of id or hold values
+    that are not ids (lists, dicts): "1" and 1 are different ids, so a column must hold one kind.
+
+    Raises
+    ------
+    ColumnError
+    """
+    missing = _is_missing(values)
+    if missing is not None and missing.any():
+        raise ColumnError(
+            f"Column {column!r} has {int(missing.sum())} missing {role} ids (NaN, None or NaT; first at row "
+            f"{int(np.argmax(missing))}); drop those rows or fill them in."
+        )
+    if values.dtype.kind == "O" and len(values):
+        import pandas as pd
+
+        kind = pd.api.types.infer_dtype(values, skipna=False)
+        if kind not in _ID_KINDS:
+            seen: dict[str, object] = {}
+            for v in values[:100_000]:
+                seen.setdefault(type(v).__name__, v)
+                if len(seen) > 3:
+                    break
+            found = ", ".join(f"{name} ({show(v)})" for name, v in seen.items())
+            raise ColumnError(
+                f"Column {column!r} must hold {role} ids of one kind (all strings or all numbers); found {found}. "
+                + ("Ids are compared as typed, so '1' and 1 are different ids: convert the column to one type."
+                   if kind.startswith("mixed") else "Use strings or numbers as ids.")
+            )
 
 
 def group_rows(query: np.ndarray, column: str = "query", threads: int | None = None):
@@ -78,12 +113,7 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
     ColumnError
         The query column has missing values.
     """
-    missing = _is_missing(query)
-    if missing is not None and missing.any():
-        raise ColumnError(
-            f"Column {column!r} has {int(missing.sum())} missing query ids (first at row "
-            f"{int(np.argmax(missing))}); drop those rows or fill them in."
-        )
+    check_ids(query, column, "query")
     n = len(query)
     if query.dtype.kind in "iufbUSM":
         head = query[:65536]  # a shuffled log shows itself in its first rows: skip the full check
@@ -118,7 +148,10 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
     try:
         codes, labels = pd.factorize(query, sort=True)
     except TypeError:  # ids that cannot be ordered among themselves: first appearance
-        codes, labels = pd.factorize(query, sort=False)
+        try:
+            codes, labels = pd.factorize(query, sort=False)
+        except TypeError as exc:
+            raise ColumnError(f"Column {column!r}: query ids must be strings or numbers ({exc}).") from None
     return _group_codes(codes, np.asarray(labels), threads)
 
 
@@ -157,39 +190,50 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
     Raises
     ------
     ColumnError
-        Non-numeric values.
+        Non-numeric values: text, dates and durations (their numbers are not scores), complex
+        numbers, integers beyond 2**53 (a float cannot hold them exactly, so ties would be wrong).
     DataError
         NaN or infinite values.
     """
-    if values.dtype.kind == "b":
+    kind = values.dtype.kind
+    if kind == "b":
         return values.astype(np.int8 if role == "grade" else np.float64)
-    elif values.dtype.kind in "iu":
+    if kind in "mMc":
+        what = {"m": "durations", "M": "dates", "c": "complex numbers"}[kind]
+        raise ColumnError(
+            f"Column {column!r} holds {what} (dtype {values.dtype}), not numeric {role}s: convert it to real "
+            f"numbers first{' (for example seconds)' if kind in 'mM' else ''}."
+        )
+    if kind in "iu":
         if len(values) and values.dtype.itemsize == 8 and (values.max() > 2**53 or values.min() < -(2**53)):
-            raise ColumnError(
-                f"Column {column!r} has integer {role}s beyond 2**53, which a float cannot hold "
-                "exactly (ties would be wrong); rescale them."
-            )
+            raise _beyond_2_53(column, role)
         if role == "grade":
             return values  # integers: compared as they are, converted where arithmetic needs it
         values = values.astype(np.float64)
-    elif values.dtype.kind == "f":
+    elif kind == "f":
         if values.dtype not in (np.float32, np.float64):
             values = values.astype(np.float64)
     else:
+        if kind in "OUS" and len(values):
+            import pandas as pd
+
+            inferred = pd.api.types.infer_dtype(values, skipna=True)
+            if inferred not in ("integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"):
+                sample = next((v for v in values if not _looks_numeric(v)), values[0])
+                raise ColumnError(
+                    f"Column {column!r} must hold numeric {role}s; found {show(sample)} "
+                    f"(dtype {values.dtype}). Convert it to numbers first."
+                )
+            if inferred in ("integer", "mixed-integer-float") and any(
+                    isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > 2**53
+                    for v in values):
+                raise _beyond_2_53(column, role)
         try:
-            converted = values.astype(np.float64)
+            values = values.astype(np.float64)
         except (TypeError, ValueError):
-            sample = next((v for v in values if not _looks_numeric(v)), values[0])
             raise ColumnError(
-                f"Column {column!r} must hold numeric {role}s; found {sample!r} "
-                f"(dtype {values.dtype}). Convert it to numbers first."
+                f"Column {column!r} must hold numeric {role}s (dtype {values.dtype}). Convert it to numbers first."
             ) from None
-        if values.dtype.kind in "OUS" and any(isinstance(v, (str, bytes)) for v in values[:1000]):
-            raise ColumnError(
-                f"Column {column!r} must hold numeric {role}s, not text (found {values[0]!r}). "
-                "Convert it to numbers first."
-            )
-        values = converted
     from .kernels.grouping import count_nonfinite
 
     if count_nonfinite(values):
@@ -204,6 +248,13 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
     return values
 
 
+def _beyond_2_53(column: str, role: str) -> ColumnError:
+    return ColumnError(
+        f"Column {column!r} has integer {role}s beyond 2**53, which a float cannot hold exactly (two "
+        f"different {role}s could become equal, a false tie); rescale them."
+    )
+
+
 def _looks_numeric(v) -> bool:
     try:
         float(v)
@@ -216,17 +267,7 @@ def item_codes(items: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
     """Order-preserving integer codes of item ids (strings in string order, numbers numerically)."""
     import pandas as pd
 
-    missing = _is_missing(items)
-    if missing is not None and missing.any():
-        raise ColumnError(f"Column {column!r} has {int(missing.sum())} missing item ids; fill them in.")
-    if items.dtype.kind == "O":
-        kinds = {type(v) for v in items[: min(len(items), 100000)]}
-        if len(kinds) > 1 and not all(issubclass(k, (int, np.integer)) for k in kinds):
-            names = ", ".join(sorted(k.__name__ for k in kinds))
-            raise ColumnError(
-                f"Column {column!r} mixes item id types ({names}); ids are compared as typed, so use "
-                "one type (all strings or all numbers)."
-            )
+    check_ids(items, column, "item")
     try:
         codes, labels = pd.factorize(items, sort=True)
     except TypeError as exc:
@@ -265,3 +306,31 @@ def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     grouping = RadixGrouping(codes, int(n_groups), default_threads())
     return grouping.offsets, grouping.apply(np.arange(len(codes), dtype=np.int64))
+
+
+def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.ndarray | None,
+              names: dict, ascending: bool = False) -> GroupedLog:
+    """Validate the columns of a log and group them by query.
+
+    ``names`` maps ``query``, ``relevance`` and ``item`` to the user's column names, for messages.
+    ``ascending``: the scores are ranks or distances (lower is better); they are negated, which is
+    exact and keeps every tie.
+    """
+    grades = numeric_column(grades, names["relevance"], "grade")
+    scores = {m: numeric_column(v, m, "score") for m, v in scores.items()}
+    if ascending:
+        scores = {m: np.negative(v) for m, v in scores.items()}
+    offsets, grouping, labels = group_rows(query, names["query"])
+    codes = item_labels = None
+    if items is not None:
+        codes, item_labels = item_codes(items, names["item"])
+    if grouping is not None:
+        columns = grouping.apply_all([grades, *scores.values(), *([codes] if codes is not None else [])],
+                                     release=True)
+        grades = columns[0]
+        scores = dict(zip(scores, columns[1:1 + len(scores)]))
+        codes = columns[-1] if codes is not None else None
+        del grouping, columns
+    if codes is not None:
+        check_duplicates(offsets, codes, item_labels, labels, names["item"])
+    return GroupedLog(offsets, labels, grades, scores, codes, item_labels)

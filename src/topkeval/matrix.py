@@ -1,82 +1,106 @@
 """Score matrices: full-catalogue evaluation of recommenders (users x items), on CPU or GPU.
 
-``evaluate_matrix`` never sorts a user's whole catalogue. With T the largest cutoff the metrics
-need (the largest R of a user for R-precision; the whole list for uncut rank metrics), it finds
-each user's T-th largest score ``v`` by selection (``numpy.partition`` or ``torch.topk``), keeps the
-candidates scoring ``>= v`` (so the tie group at the boundary is kept whole, and ties are resolved
-exactly as in the long format), and hands only those to the CPU kernel, with each user's true list
-length and relevant count. On a torch tensor the masking and selection run on the tensor's device,
-batch by batch, and only the selected (user, item, score) triples are copied to the host.
+``evaluate_matrix`` never sorts a user's whole catalogue. With T the deepest rank the metrics look
+at (the largest cutoff; the largest R of a user for R-precision; the whole list for uncut rank
+metrics: :meth:`topkeval.engine.Plan.depth`), it finds each user's T-th largest score ``v`` by
+selection (``numpy.partition`` or ``torch.topk``), keeps the candidates scoring ``>= v`` (so the tie
+group at the boundary is kept whole, and ties are resolved exactly as in the long format), and
+hands only those to the engine, batch by batch, with each user's true list length and relevant
+count. On a torch tensor the masking and selection run on the tensor's device, and only the
+selected (user, item, score) triples are copied to the host.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .conventions import UNSET, resolve
-from .errors import DataError, ParameterError
+from .conventions import resolve
+from .errors import DataError, check_int
 from .log import GroupedLog
-from .names import parse_metrics
-from .results import Results
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .conventions import ConventionSettings
+    from .results import Results
 
 
 def _is_torch(x) -> bool:
     return "torch" in sys.modules and isinstance(x, sys.modules["torch"].Tensor)
 
 
-def _to_csr(values, shape, name: str, dense_dtype=np.float64):
-    """A scipy CSR (float grades) from a dense array, a scipy sparse matrix, a torch tensor or an edge list."""
+def _is_edge_list(values) -> bool:
+    return isinstance(values, tuple) and len(values) in (2, 3)
+
+
+def _numpy(x) -> np.ndarray:
+    if _is_torch(x):
+        x = x.to_dense() if x.is_sparse else x
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _to_csr(values, shape, name: str):
+    """A scipy CSR of float grades from a dense array, a scipy sparse matrix, a torch tensor (dense
+    or sparse) or an edge list given as a tuple ``(users, items[, grades])``. Never guessed from a
+    shape: an array is a matrix and must have the shape of ``scores``."""
     import scipy.sparse as sp
 
     U, I = shape
     if values is None:
-        return sp.csr_matrix((U, I), dtype=dense_dtype)
-    if _is_torch(values):
-        values = values.to_dense() if values.is_sparse else values
-        values = values.detach().cpu().numpy()
-    if sp.issparse(values):
-        csr = sp.csr_matrix(values, dtype=dense_dtype)
-    else:
-        arr = np.asarray(values)
-        if arr.ndim == 2 and arr.shape[0] == 2 and arr.shape != (U, I) and np.issubdtype(arr.dtype, np.integer):
-            users, items = arr
-            if len(users) and (users.min() < 0 or users.max() >= U or items.min() < 0 or items.max() >= I):
-                raise DataError(f"{name} as an edge list (2 x E) must hold user ids in [0, {U}) and item ids in "
-                                f"[0, {I}); subtract the number of users from bipartite item ids first (as seed 002 does).")
-            csr = sp.csr_matrix((np.ones(len(users), dense_dtype), (users, items)), shape=(U, I))
+        return sp.csr_matrix((U, I), dtype=np.float64)
+    if _is_edge_list(values):
+        parts = [_numpy(v) for v in values]
+        if any(p.ndim != 1 or len(p) != len(parts[0]) for p in parts):
+            raise DataError(f"{name} as an edge list (users, items[, grades]) needs 1-D arrays of one length; got "
+                            f"shapes {[p.shape for p in parts]}.")
+        users, items = parts[0], parts[1]
+        for ids, what, top in ((users, "user", U), (items, "item", I)):
+            if ids.dtype.kind not in "iu":
+                raise DataError(f"{name}: the {what} ids of an edge list must be integers; got dtype {ids.dtype}.")
+            if len(ids) and (ids.min() < 0 or ids.max() >= top):
+                raise DataError(f"{name}: {what} ids of the edge list must lie in [0, {top}) (the {what}s of scores); "
+                                f"got {int(ids.min())}..{int(ids.max())}. Subtract the number of users from "
+                                "bipartite item ids first.")
+        grades = _checked_grades(parts[2], name) if len(parts) == 3 else np.ones(len(users))
+        csr = sp.csr_matrix((grades.astype(np.float64), (users, items)), shape=(U, I))
+        if len(parts) == 2:
+            csr.sum_duplicates()
             csr.data[:] = 1.0  # an edge listed twice is still one relevant item
-        elif arr.shape == (U, I):
-            if arr.dtype.kind not in "biuf":
-                raise DataError(f"{name} must be boolean or numeric; got dtype {arr.dtype}.")
-            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                raise DataError(f"{name} holds NaN or infinite values; grades must be finite.")
-            csr = sp.csr_matrix(arr.astype(dense_dtype))
-        else:
-            raise DataError(f"{name} must have the shape of scores {shape} (dense or sparse) or be an edge list "
-                            f"of shape (2, E); got shape {arr.shape}.")
-    if csr.shape != (U, I):
-        raise DataError(f"{name} has shape {csr.shape}, scores have {shape}.")
+    elif sp.issparse(values) or (_is_torch(values) and values.is_sparse):
+        if _is_torch(values):
+            values = values.coalesce()
+            idx = values.indices().cpu().numpy()
+            values = sp.coo_matrix((values.values().cpu().numpy(), (idx[0], idx[1])), shape=tuple(values.shape))
+        if values.shape != (U, I):
+            raise DataError(f"{name} has shape {values.shape}, scores have {(U, I)}.")
+        csr = sp.csr_matrix(values)
+        csr.data = _checked_grades(csr.data, name).astype(np.float64)
+    else:
+        arr = _numpy(values)
+        if arr.shape != (U, I):
+            raise DataError(f"{name} has shape {arr.shape}, scores have {(U, I)}: a dense or sparse matrix must have "
+                            "the shape of scores. An edge list is given as a tuple (users, items), for example "
+                            "tuple(edge_index).")
+        csr = sp.csr_matrix(_checked_grades(arr, name).astype(np.float64))
     csr.sum_duplicates()
     csr.sort_indices()
     csr.eliminate_zeros()
     return csr
 
 
-def _needed_depth(metrics, R_max: int, n_items: int) -> int:
-    from .metrics import RANK_FAMILIES
-
-    depth = 1
-    for m in metrics:
-        if m.k is not None:
-            depth = max(depth, m.k)
-        elif m.family == "r_precision":
-            depth = max(depth, R_max)
-        elif m.family in RANK_FAMILIES:
-            return n_items  # uncut rank metrics need the whole list
-    return min(depth, n_items)
+def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
+    if values.dtype.kind not in "biuf":
+        raise DataError(f"{name} must be boolean or numeric; got dtype {values.dtype}.")
+    if values.dtype.kind in "iu" and values.size and np.abs(values).max() > 2**53:
+        raise DataError(f"{name} holds integers beyond 2**53, which a float cannot hold exactly; rescale them.")
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise DataError(f"{name} holds NaN or infinite grades; every grade must be finite (0 for not relevant).")
+    return values
 
 
 def _select_numpy(S: np.ndarray, depth: int):
@@ -104,9 +128,8 @@ def _select_torch(S, depth: int):
 
 
 def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_precision"), exclude=None, *,
-                    conventions=None, ties=UNSET, empty_queries=UNSET, undefined=UNSET, short_lists=UNSET,
-                    threshold=UNSET, score_threshold=UNSET, batch_size: int | None = None,
-                    threads: int | None = None) -> Results:
+                    conventions=None, batch_size: int | None = None, threads: int | None = None,
+                    **settings: Unpack[ConventionSettings]) -> Results:
     """Evaluate a dense score matrix (users x items) against held-out relevance.
 
     Each row is a user's ranking of the whole catalogue; the metrics are those of
@@ -118,23 +141,28 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     ----------
     scores : ndarray or torch.Tensor, shape (users, items)
         Finite scores; a torch tensor is processed on its own device (CPU or CUDA).
-    relevant : array, scipy sparse matrix, torch tensor (dense or sparse), or edge list (2, E)
-        Grades (or booleans) of the held-out interactions. An edge list is seed 002's
-        ``edge_index``: row 0 user ids, row 1 item ids in ``[0, items)``.
+    relevant : array, scipy sparse matrix or torch tensor of shape (users, items), or an edge list
+        Grades (or booleans) of the held-out interactions. An edge list is a tuple
+        ``(users, items)`` or ``(users, items, grades)`` of 1-D arrays or tensors: for a PyTorch
+        Geometric ``edge_index`` (row 0 user ids, row 1 item ids in ``[0, items)``), pass
+        ``tuple(edge_index)``. An array is always a matrix: a shape other than that of ``scores``
+        is an error, never read as an edge list.
     metrics : list of str
         As in :func:`topkeval.evaluate`.
     exclude : same forms as ``relevant``, optional
         Items never to recommend to a user (the training interactions): removed from that user's
         candidates, as if their rows were absent from the long format.
-    conventions, ties, empty_queries, undefined, short_lists, threshold, score_threshold
+    conventions, **settings
         As in :func:`topkeval.evaluate`.
     batch_size : int, optional
         Users per batch; by default about 2**24 scores per batch. Bounds the extra memory.
+    threads : int, optional
+        Threads of the CPU kernel.
 
     Returns
     -------
     Results
-        Queries are the user indices.
+        Queries are the user indices (the per-query column is ``user``).
 
     Examples
     --------
@@ -145,12 +173,16 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
             recall@1  r_precision
     model
     scores      0.25          0.5
+    >>> edges = (np.array([0, 0, 1]), np.array([0, 2, 0]))  # the same truth as an edge list
+    >>> tk.evaluate_matrix(scores, edges, metrics=["recall@1", "r_precision"]).summary.iloc[0].tolist()
+    [0.25, 0.5]
     """
-    from .api import evaluate_log
+    from . import engine
+    from .kernels.grouping import count_per_group, sorted_positions
 
-    conv = resolve(conventions, owner="evaluate_matrix", ties=ties, empty_queries=empty_queries, undefined=undefined,
-                   short_lists=short_lists, threshold=threshold, score_threshold=score_threshold)
-    mets = parse_metrics(metrics)
+    conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
+    plan = engine.make_plan(metrics, conv)
+    threads = check_int(threads, "threads", "evaluate_matrix", optional=True)
     torch_input = _is_torch(scores)
     if not torch_input:
         scores = np.asarray(scores)
@@ -161,87 +193,100 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     U, I = (int(x) for x in scores.shape)
     if U == 0 or I == 0:
         raise DataError(f"scores is empty (shape {(U, I)}).")
+    _check_integer_scores(scores)
+    batch_size = check_int(batch_size, "batch_size", "evaluate_matrix", optional=True)
     rel_csr = _to_csr(relevant, (U, I), "relevant")
-    exc_csr = _to_csr(exclude, (U, I), "exclude", np.float64) if exclude is not None else None
+    exc_csr = _to_csr(exclude, (U, I), "exclude") if exclude is not None else None
     if exc_csr is not None:
         exc_csr.data[:] = 1.0
         rel_csr = rel_csr - rel_csr.multiply(exc_csr)  # excluded items leave the candidates
         rel_csr.eliminate_zeros()
     on_gpu = torch_input and scores.device.type != "cpu"
-    if batch_size is None:  # about 2**24 scores per batch on the CPU, 2**27 on a GPU (fewer synchronisations)
-        batch_size = max(1, (1 << (27 if on_gpu else 24)) // I)
-    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ParameterError(f"The 'batch_size' parameter of evaluate_matrix must be a positive int. Got {batch_size!r} instead.")
+    batch_size = batch_size or max(1, (1 << (27 if on_gpu else 24)) // I)  # fewer synchronisations on a GPU
     grades_rel = rel_csr.data
-    is_rel = grades_rel > 0 if conv.threshold is None else grades_rel >= conv.threshold
-    from .kernels.grouping import count_per_group
-
-    R = count_per_group(rel_csr.indptr.astype(np.int64), is_rel)
-    depth = _needed_depth(mets, int(R.max()) if U else 0, I)
+    is_rel = conv.is_relevant(grades_rel)
+    indptr = rel_csr.indptr.astype(np.int64)
+    R = count_per_group(indptr, is_rel)
+    depth = plan.depth(int(R.max()) if U else 0, I)
     thr = conv.score_threshold
-    rel_keys = np.repeat(np.arange(U, dtype=np.int64), np.diff(rel_csr.indptr)) * I + rel_csr.indices
-    rows_all, cols_all, vals_all, n_all = [], [], [], np.empty(U, np.int64)
+    item_ids = np.arange(I, dtype=np.int64)
+    batches = []
+    selected = 0
     for u0 in range(0, U, batch_size):
         u1 = min(U, u0 + batch_size)
-        if torch_input:
-            import torch
-
-            S = scores[u0:u1]
-            if not S.dtype.is_floating_point:
-                S = S.to(torch.float64)
-            elif exc_csr is not None or thr is not None:
-                S = S.clone()  # masked below; the caller's tensor is never written
-            if not bool(torch.isfinite(S).all()):
-                raise DataError(f"scores hold NaN or infinite values (users {u0}..{u1 - 1}); every score must be finite.")
-        else:
-            S = np.array(scores[u0:u1], dtype=np.float64 if scores.dtype.kind != "f" else scores.dtype)
-            if not np.isfinite(S).all():
-                raise DataError(f"scores hold NaN or infinite values (users {u0}..{u1 - 1}); every score must be finite.")
+        S = _batch(scores, u0, u1, torch_input, masked=exc_csr is not None or thr is not None)
+        lo, hi = indptr[u0], indptr[u1]
+        r_users = np.repeat(np.arange(u1 - u0, dtype=np.int64), np.diff(indptr[u0:u1 + 1]))
         removed = np.zeros(u1 - u0, np.int64)
         if exc_csr is not None:
             part = exc_csr[u0:u1].tocoo()
             removed += np.bincount(part.row, minlength=u1 - u0)
             if torch_input:
+                import torch
+
                 S[torch.as_tensor(part.row, device=S.device), torch.as_tensor(part.col, device=S.device)] = -math.inf
             else:
                 S[part.row, part.col] = -np.inf
+        rel_ret = R[u0:u1]  # every relevant, non-excluded item of a user is among its candidates
         if thr is not None:
             below = (S < thr) & (S > -math.inf)
             removed += below.sum(1).cpu().numpy() if torch_input else below.sum(1)
+            # relevant items scoring below score_threshold leave the candidates but stay in R
+            r_scores = _gather(S, r_users, rel_csr.indices[lo:hi])
+            rel_ret = np.bincount(r_users[is_rel[lo:hi] & (r_scores >= thr)], minlength=u1 - u0)
             S[below] = -math.inf
-        n_all[u0:u1] = I - removed
-        r, c, v = (_select_torch if torch_input else _select_numpy)(S, depth)
-        rows_all.append(r + u0)
-        cols_all.append(c)
-        vals_all.append(v)
-    # nonzero() lists a batch's cells row by row, columns ascending, and batches come in order:
-    # the triples are sorted by (user, item) already
-    rows = np.concatenate(rows_all).astype(np.int64)
-    cols = np.concatenate(cols_all).astype(np.int64)
-    vals = np.concatenate(vals_all).astype(np.float64)
-    from .kernels.grouping import sorted_positions
-
-    at = sorted_positions(rel_keys, rows * I + cols)  # both sorted: one merge, not a binary search each
-    grades = np.where(at >= 0, grades_rel[np.maximum(at, 0)] if len(grades_rel) else 0.0, 0.0)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=U))]).astype(np.int64)
-    log = GroupedLog(offsets, np.arange(U), grades, {"scores": vals}, cols, np.arange(I))
-    rel_ret = R  # every relevant, non-excluded item of a user is among its candidates
-    if thr is not None:
-        # relevant items scoring below score_threshold leave the candidates but stay in R
-        all_scores = _gather(scores, rel_keys // I, rel_keys % I)
-        kept = is_rel & (all_scores >= thr)
-        rel_ret = np.bincount((rel_keys // I)[kept], minlength=U)
-    res = evaluate_log(log, mets, conv, n_rows=U * I, threads=threads, R=R,
-                       judged=(rel_csr.indptr.astype(np.int64), grades_rel), list_sizes=(n_all, rel_ret))
-    res.info["matrix"] = {"users": U, "items": I, "candidates_selected": int(len(vals)), "depth": depth}
-    return res
+        rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth)
+        del S
+        selected += len(vals)
+        # nonzero() lists the cells row by row, columns ascending: the triples are sorted by (user, item)
+        at = sorted_positions(r_users * I + rel_csr.indices[lo:hi], rows.astype(np.int64) * I + cols)
+        grades = np.where(at >= 0, grades_rel[lo:hi][np.maximum(at, 0)] if hi > lo else 0.0, 0.0)
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=u1 - u0))]).astype(np.int64)
+        log = GroupedLog(offsets, np.arange(u0, u1), grades, {"scores": vals.astype(np.float64, copy=False)},
+                         cols.astype(np.int64), item_ids)
+        judgments = engine.Judgments(R[u0:u1], indptr[u0:u1 + 1] - lo, grades_rel[lo:hi])
+        batches.append(engine.evaluate_log(log, plan, judgments=judgments, list_sizes=(I - removed, rel_ret),
+                                           threads=threads, rows=(u1 - u0) * I))
+    engine.warn_if_nothing_relevant(conv, int(np.count_nonzero(is_rel)))
+    return engine.build_results(batches, plan, query_name="user",
+                                info={"matrix": {"users": U, "items": I, "candidates_selected": selected,
+                                                 "depth": depth}})
 
 
-def _gather(scores, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+def _check_integer_scores(scores) -> None:
     if _is_torch(scores):
+        big = not scores.dtype.is_floating_point and scores.numel() and int(scores.abs().max()) > 2**53
+    else:
+        big = scores.dtype.kind in "iu" and scores.size and (scores.max() > 2**53 or scores.min() < -(2**53))
+    if big:
+        raise DataError("scores hold integers beyond 2**53, which a float cannot hold exactly (two different "
+                        "scores could become equal, a false tie); rescale them.")
+
+
+def _batch(scores, u0: int, u1: int, torch_input: bool, masked: bool):
+    """Users u0..u1 of the scores as floats, checked finite; a copy where it will be masked."""
+    if torch_input:
         import torch
 
-        u = torch.as_tensor(users, device=scores.device)
-        i = torch.as_tensor(items, device=scores.device)
-        return scores[u, i].double().cpu().numpy()
-    return np.asarray(scores)[users, items].astype(np.float64)
+        S = scores[u0:u1]
+        if not S.dtype.is_floating_point:
+            S = S.to(torch.float64)
+        elif masked:
+            S = S.clone()  # masked below; the caller's tensor is never written
+        ok = bool(torch.isfinite(S).all())
+    else:
+        S = np.array(scores[u0:u1], dtype=np.float64 if scores.dtype.kind != "f" else scores.dtype)
+        ok = bool(np.isfinite(S).all())
+    if not ok:
+        raise DataError(f"scores hold NaN or infinite values (users {u0}..{u1 - 1}); every score must be finite.")
+    return S
+
+
+def _gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+    if _is_torch(S):
+        import torch
+
+        u = torch.as_tensor(users, device=S.device)
+        i = torch.as_tensor(items, device=S.device)
+        return S[u, i].double().cpu().numpy()
+    return np.asarray(S)[users, items].astype(np.float64)

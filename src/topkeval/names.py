@@ -1,114 +1,83 @@
-"""Metric names: the grammar, the registry of families, their aliases.
+"""Metric names: the grammar, aliases, and trec_eval's spellings.
 
 A metric is a value: ``Metric("recall", k=10)`` prints as ``"recall@10"`` and
 ``parse_metric("recall@10")`` gives it back. Aliases used by other tools are accepted and
-canonicalised (``P@10``, ``R@10``, ``P_10``, ``Rprec``, ``success@10``,
-``fbeta(beta=1)@5`` is ``f1@5``). Every list of names shown to a user is derived from
-:data:`FAMILIES`, never kept by hand.
+canonicalised (``P@10``, ``R@10``, ``P_10``, ``P.10``, ``Rprec``, ``success@10``, ``hits@10``,
+``ndcg_burges@10``, ``SetP``, ``set_F.0.5``; ``fbeta(beta=1)@5`` is ``f1@5``). Every family, alias
+and parameter comes from the registry (:data:`topkeval.metrics.FAMILIES`); nothing here keeps a
+list of its own.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import UnknownMetricError, closest
+from .metrics.registry import FAMILIES, Family, Param, format_value, is_unit
+
+#: The largest cutoff accepted (a larger one could not be told from the whole list).
+MAX_CUTOFF = (1 << 40) - 1
 
 
-@dataclass(frozen=True)
-class Family:
-    """One metric family of the registry."""
+def _alias_table() -> dict[str, tuple[str, tuple]]:
+    table: dict[str, tuple[str, tuple]] = {}
+    for fam in FAMILIES.values():
+        table[fam.name] = (fam.name, ())
+        for alias in fam.aliases:
+            table[alias.lower()] = (fam.name, ())
+        for alias, params in fam.variants:
+            table[alias.lower()] = (fam.name, params)
+        for trec in (fam.trec, fam.trec_uncut):
+            if trec:
+                table.setdefault(trec.lower(), (fam.name, ()))
+    return table
 
-    name: str
-    cutoff: str  # "required" | "optional" | "none"
-    summary: str
-    formula: str
-    aliases: tuple[str, ...] = ()
-    params: tuple[str, ...] = ()
-    bounded: bool = True  # values lie in [0, 1]
 
-
-FAMILIES: dict[str, Family] = {f.name: f for f in [
-    Family("precision", "required", "relevant share of the top k", "h(k) / k  (shrink: h(k) / min(k, n))",
-           ("p", "prec", "p_k")),
-    Family("recall", "required", "share of the relevant items found in the top k", "h(k) / R",
-           ("r", "rec", "recall_k")),
-    Family("recall_capped", "required", "recall with the denominator capped at k (LensKit's Recall@k)",
-           "h(k) / min(R, k)", (), (), True),
-    Family("f1", "required", "harmonic mean of precision@k and recall@k", "2 h(k) / (k + R)",
-           ("f", "f1_score")),
-    Family("fbeta", "required", "weighted harmonic mean of precision@k and recall@k",
-           "(1 + b^2) h(k) / (b^2 R + k)", (), ("beta",)),
-    Family("specificity", "required", "non-relevant candidates kept out of the top k",
-           "(N - (min(k, n) - h(k))) / N", ("tnr",)),
-    Family("fallout", "required", "non-relevant candidates let into the top k",
-           "(min(k, n) - h(k)) / N", ("fpr",)),
-    Family("r_precision", "none", "precision at rank R (TREC Rprec)", "h(R) / R",
-           ("rprec", "r-precision", "rprecision")),
-    Family("hit_rate", "required", "1 if any relevant item is in the top k (TREC success@k)",
-           "1 if h(k) >= 1 else 0", ("success", "hit", "hitrate", "hr")),
-    Family("rr", "optional", "reciprocal rank of the first relevant candidate (0 beyond k)",
-           "1 / rank of the first relevant", ("mrr", "recip_rank", "reciprocal_rank"), (), True),
-    Family("ap", "optional", "average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
-           "sum(precision@rank of each relevant) / R", ("map", "map_cut", "average_precision"), (), True),
-    Family("ndcg", "optional", "normalised discounted cumulative gain, graded gains",
-           "DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))", ("ndcg_cut",), ("gain",), True),
-    Family("dcg", "optional", "discounted cumulative gain, graded gains", "sum(gain / log2(rank + 1))",
-           (), ("gain",), False),
-    Family("num_ret", "none", "candidates retrieved (n)", "n", (), (), False),
-    Family("num_rel", "none", "relevant items (R)", "R", (), (), False),
-    Family("num_rel_ret", "none", "relevant candidates retrieved", "relevant among the n", (), (), False),
-    Family("tp", "required", "relevant candidates in the top k", "h(k)", (), (), False),
-    Family("fp", "required", "non-relevant candidates in the top k", "min(k, n) - h(k)", (), (), False),
-    Family("fn", "required", "relevant items outside the top k", "R - h(k)", (), (), False),
-    Family("tn", "required", "non-relevant candidates outside the top k", "N - (min(k, n) - h(k))",
-           (), (), False),
-]}
-
-_ALIASES: dict[str, str] = {}
-for _f in FAMILIES.values():
-    _ALIASES[_f.name] = _f.name
-    for _a in _f.aliases:
-        _ALIASES[_a] = _f.name
+_ALIASES = _alias_table()
 
 _GRAMMAR = re.compile(
-    r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>[^()]*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
+    r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
-_TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>\d+)$")  # P_10, recall_20, ndcg_cut_10
-
-
-def _fmt_number(x: float) -> str:
-    text = repr(float(x))
-    return text[:-2] if text.endswith(".0") else text
+_TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>[0-9]+)$")  # P_10, recall_20, ndcg_cut_10
+_TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, ndcg.1=3,2=7
+_DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True, order=True)
 class Metric:
-    """A parsed metric: a family, a cutoff and parameters.
+    """A parsed metric: a family, a cutoff and the parameters that differ from their default.
 
     Examples
     --------
     >>> str(Metric("recall", 10))
     'recall@10'
-    >>> str(parse_metric("fbeta(beta=0.5)@20"))
-    'fbeta(beta=0.5)@20'
+    >>> str(parse_metric("fbeta(beta=0.5)@20")), parse_metric("ndcg(gain=exp)@10").param("gain")
+    ('fbeta(beta=0.5)@20', 'exp')
     """
 
     family: str
     k: int | None = None
-    beta: float | None = field(default=None)
-    gain: str | None = field(default=None)  # nDCG / DCG gains: None (linear, the grade) or "exp"
+    params: tuple = ()  # ((name, value), ...) in the family's order
 
     def __str__(self) -> str:
         text = self.family
-        if self.beta is not None:
-            text += f"(beta={_fmt_number(self.beta)})"
-        if self.gain is not None:
-            text += f"(gain={self.gain})"
+        if self.params:
+            text += "(" + ",".join(f"{n}={format_value(v)}" for n, v in self.params) + ")"
         if self.k is not None:
             text += f"@{self.k}"
         return text
+
+    def param(self, name: str):
+        """The value of a parameter (its default when it was not given)."""
+        for n, v in self.params:
+            if n == name:
+                return v
+        for p in self.info.params:
+            if p.name == name:
+                return p.default
+        raise KeyError(name)
 
     @property
     def info(self) -> Family:
@@ -116,23 +85,118 @@ class Metric:
         return FAMILIES[self.family]
 
 
-def known_names() -> list[str]:
-    """Every family name and alias the parser accepts, for suggestions."""
-    return sorted(set(_ALIASES) | {f"{a}@10" for a in _ALIASES})
-
-
 def _unknown(text: str, why: str) -> UnknownMetricError:
-    base = text.split("@")[0].split("(")[0].strip()
-    hits = closest(base, list(_ALIASES))
+    base = re.split(r"[@(.]", str(text), maxsplit=1)[0].strip()
     canon = []
-    for h in hits:
-        fam = FAMILIES[_ALIASES[h]]
-        example = fam.name + ("(beta=0.5)" if fam.params else "") + ("@10" if fam.cutoff == "required" else "")
+    for h in closest(base, list(_ALIASES)):
+        example = FAMILIES[_ALIASES[h][0]].example()
         if example not in canon:
             canon.append(example)
     hint = f" Did you mean {' or '.join(repr(c) for c in canon)}?" if canon else ""
     listing = ", ".join(sorted(FAMILIES))
     return UnknownMetricError(f"Unknown metric {text!r}: {why}.{hint} Known metrics: {listing}.")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside braces: ``"gain={1:3,2:7},x=1"`` -> two parts."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "{") - (ch == "}")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _gain_value(text: str, full: str, fam: Family):
+    value = text.strip().lower()
+    if value in ("linear", "lin", ""):
+        return "linear"
+    if value in ("exp", "exponential", "burges"):
+        return "exp"
+    body = value[1:-1] if value.startswith("{") and value.endswith("}") else value
+    pairs = {}
+    for item in _split_top(body):
+        grade, sep, gain = item.replace("=", ":").partition(":")
+        g, v = _number(grade), _number(gain)
+        if not sep or g is None or v is None:
+            raise _unknown(full, f"gain must be 'linear', 'exp' or a map of grades to gains such as "
+                                 f"'{fam.name}(gain={{1:3,2:7}})@10'")
+        pairs[g] = v
+    if not pairs:
+        raise _unknown(full, "the gain map is empty")
+    return tuple((_int_if_whole(g), _int_if_whole(v)) for g, v in sorted(pairs.items()))
+
+
+def _int_if_whole(x: float):
+    return int(x) if float(x).is_integer() and abs(x) < 2**53 else float(x)
+
+
+def _param_value(p: Param, text: str, full: str, fam: Family):
+    if p.kind == "gain":
+        return _gain_value(text, full, fam)
+    value = _number(text.strip())
+    if p.kind == "positive" and (value is None or value <= 0):
+        raise _unknown(full, f"{p.name} must be a positive finite number, as in '{fam.example()}'")
+    if p.kind == "unit" and (value is None or not is_unit(value)):
+        raise _unknown(full, f"{p.name} must be a number between 0 and 1, as in '{fam.example()}'")
+    return value
+
+
+def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> tuple:
+    values = dict(preset)
+    if params is not None:
+        if not fam.params:
+            raise _unknown(full, f"{fam.name} takes no parameters")
+        by_name = {p.name: p for p in fam.params}
+        for part in _split_top(params):
+            name, sep, value = part.partition("=")
+            name = name.strip().lower()
+            if name == "gains":  # ir_measures' spelling
+                name = "gain"
+            if not sep or name.startswith("{"):  # a lone value: the family's first parameter
+                name, value = fam.params[0].name, part
+            if name not in by_name:
+                raise _unknown(full, f"{fam.name} has no parameter {name!r}; it takes "
+                                     + ", ".join(p.name for p in fam.params))
+            values[name] = _param_value(by_name[name], value, full, fam)
+    out = []
+    for p in fam.params:
+        if p.name not in values:
+            if p.required:
+                raise _unknown(full, f"{fam.name} needs a parameter, as in '{fam.example()}'")
+            continue
+        if values[p.name] != p.default:
+            out.append((p.name, values[p.name]))
+    return tuple(out)
+
+
+def _trec_param(name: str, value: str, full: str):
+    """trec_eval's ``measure.param`` forms: ``P.10``, ``ndcg_cut.10``, ``set_F.0.5``, ``ndcg.1=3,2=7``."""
+    key = name.lower()
+    if key not in _ALIASES:
+        return None
+    fam = FAMILIES[_ALIASES[key][0]]
+    if fam.name == "set_f":  # trec_eval's set_F parameter is beta squared
+        b2 = _number(value)
+        if b2 is None or b2 <= 0:
+            raise _unknown(full, "set_F.x needs a positive x (beta squared, as trec_eval reads it)")
+        return fam, None, (("beta", math.sqrt(b2)),)
+    if any(p.kind == "gain" for p in fam.params) and "=" in value:
+        return fam, None, (("gain", _gain_value(value, full, fam)),)
+    if fam.cutoff != "none" and _DIGITS.fullmatch(value):
+        return fam, value, ()
+    raise _unknown(full, f"trec_eval's form {name}.{value} is not understood here; write "
+                         f"'{fam.example()}'")
 
 
 def parse_metric(text: str | Metric) -> Metric:
@@ -141,7 +205,8 @@ def parse_metric(text: str | Metric) -> Metric:
     Parameters
     ----------
     text : str or Metric
-        ``family[(beta=b)][@k]``; case-insensitive; aliases of other tools are accepted.
+        ``family[(param=value,...)][@k]``; case-insensitive; aliases of other tools and trec_eval's
+        forms (``P_10``, ``P.10``, ``set_F.0.5``, ``ndcg.1=3,2=7``) are accepted.
 
     Returns
     -------
@@ -156,15 +221,21 @@ def parse_metric(text: str | Metric) -> Metric:
 
     Examples
     --------
-    >>> [str(parse_metric(m)) for m in ("P@5", "Rprec", "success_10", "ndcg_cut_10", "MRR@10", "map")]
-    ['precision@5', 'r_precision', 'hit_rate@10', 'ndcg@10', 'rr@10', 'ap']
-    >>> str(parse_metric("fbeta(beta=1)@5"))
-    'f1@5'
+    >>> [str(parse_metric(m)) for m in ("P@5", "Rprec", "success_10", "ndcg_cut_10", "MRR@10", "map", "hits@3")]
+    ['precision@5', 'r_precision', 'hit_rate@10', 'ndcg@10', 'rr@10', 'ap', 'tp@3']
+    >>> [str(parse_metric(m)) for m in ("fbeta(beta=1)@5", "ndcg_burges@10", "set_F.0.25", "ndcg.1=3,2=7")]
+    ['f1@5', 'ndcg(gain=exp)@10', 'set_f(beta=0.5)', 'ndcg(gain={1:3,2:7})']
     """
     if isinstance(text, Metric):
         return text
     if not isinstance(text, str):
         raise UnknownMetricError(f"A metric name must be a string such as 'recall@10'. Got {text!r}.")
+    trec = _TREC_PARAM.match(text.strip())
+    if trec and "@" not in text and "(" not in text:
+        found = _trec_param(trec.group("name"), trec.group("value"), text)
+        if found is not None:
+            fam, k_text, params = found
+            return _finish(fam, k_text, params, text)
     m = _GRAMMAR.match(text)
     if m is None:
         raise _unknown(text, "expected the form name@k, for example 'recall@10'")
@@ -176,46 +247,36 @@ def parse_metric(text: str | Metric) -> Metric:
             key, k_text = t.group("name").lower(), t.group("k")
     if key not in _ALIASES:
         raise _unknown(text, f"no metric is called {name!r}")
-    fam = FAMILIES[_ALIASES[key]]
-    beta = gain = None
-    if fam.params == ("gain",):
-        if params is not None:
-            value = params.strip().removeprefix("gain").lstrip().removeprefix("=").strip().lower()
-            if value in ("exp", "exponential"):
-                gain = "exp"
-            elif value not in ("linear", "lin", ""):
-                raise _unknown(text, f"gain must be 'linear' (the grade, trec_eval) or 'exp' (2**grade - 1), as in '{fam.name}(gain=exp)@10'")
-    elif fam.params:
-        if params is None:
-            raise _unknown(text, f"{fam.name} needs a parameter, as in '{fam.name}(beta=0.5)@10'")
-        value = params.strip()
-        if value.startswith("beta"):
-            value = value[4:].lstrip().removeprefix("=").strip()
-        try:
-            beta = float(value)
-        except ValueError:
-            raise _unknown(text, f"beta must be a positive number, as in '{fam.name}(beta=0.5)@10'") from None
-        if not (math.isfinite(beta) and beta > 0):
-            raise _unknown(text, "beta must be a positive finite number")
-    elif params is not None:
-        raise _unknown(text, f"{fam.name} takes no parameters")
-    k = None
+    family, preset = _ALIASES[key]
+    fam = FAMILIES[family]
+    return _finish(fam, k_text, _parse_params(fam, params, preset, text), text)
+
+
+def _finish(fam: Family, k_text: str | None, params: tuple, text: str) -> Metric:
     if fam.cutoff == "required" and (k_text is None or k_text == ""):
         raise _unknown(text, f"{fam.name} needs a cutoff, as in '{fam.name}@10'")
     if fam.cutoff == "none" and k_text is not None:
-        why = "its cutoff is each query's R" if fam.name == "r_precision" else "it counts the whole list"
+        why = ("its cutoff is each query's R" if fam.depth == "R" else "it counts the whole list")
         raise _unknown(text, f"{fam.name} takes no cutoff ({why})")
+    k = None
     if k_text is not None:
-        if not k_text.isdigit() or int(k_text) < 1:
-            raise _unknown(text, f"the cutoff must be a positive integer, got {k_text!r}")
+        if not _DIGITS.fullmatch(k_text) or not 1 <= int(k_text) <= MAX_CUTOFF:
+            raise _unknown(text, f"the cutoff must be a positive integer of at most {MAX_CUTOFF}, got {k_text!r}")
         k = int(k_text)
-    if fam.name == "fbeta" and beta == 1.0:
+    if fam.name == "fbeta" and dict(params).get("beta") == 1.0:
         return Metric("f1", k)
-    return Metric(fam.name, k, beta, gain)
+    return Metric(fam.name, k, params)
 
 
 def parse_metrics(metrics) -> list[Metric]:
-    """Parse a name or a list of names; duplicates (after canonicalisation) are kept once."""
+    """Parse a name or a list of names; duplicates (after canonicalisation) are kept once.
+
+    A name may list several cutoffs as trec_eval does (``"P.5,10"`` is ``precision@5`` and
+    ``precision@10``).
+
+    >>> [str(m) for m in parse_metrics(["P.5,10", "precision@5", "ndcg@3"])]
+    ['precision@5', 'precision@10', 'ndcg@3']
+    """
     if isinstance(metrics, (str, Metric)):
         metrics = [metrics]
     try:
@@ -226,15 +287,45 @@ def parse_metrics(metrics) -> list[Metric]:
         raise UnknownMetricError("metrics is empty: name at least one, for example 'recall@10'.")
     out: list[Metric] = []
     for item in items:
-        m = parse_metric(item)
-        if m not in out:
-            out.append(m)
+        for m in _expand(item):
+            if m not in out:
+                out.append(m)
     return out
 
 
-_TREC_PREFIX = {"precision": "P", "recall": "recall", "ap": "map_cut", "ndcg": "ndcg_cut", "hit_rate": "success"}
-_TREC_UNCUT = {"r_precision": "Rprec", "rr": "recip_rank", "ap": "map", "ndcg": "ndcg", "num_ret": "num_ret",
-               "num_rel": "num_rel", "num_rel_ret": "num_rel_ret"}
+def _expand(item) -> list[Metric]:
+    if isinstance(item, str):
+        t = _TREC_PARAM.match(item.strip())
+        if t and "," in t.group("value") and all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(",")):
+            return [parse_metric(f"{t.group('name')}.{v.strip()}") for v in t.group("value").split(",")]
+    return [parse_metric(item)]
+
+
+def split_names(text: str) -> list[str]:
+    """Split a comma-separated list of names (``"recall@10,precision@10"``), keeping the commas that
+    belong to a name (``"ndcg(gain={1:3,2:7})@5"``, ``"P.5,10"``, ``"ndcg.1=3,2=7"``).
+
+    >>> split_names("recall@10,precision@10,P.5,10,ndcg(gain={1:3,2:7})@5")
+    ['recall@10', 'precision@10', 'P.5,10', 'ndcg(gain={1:3,2:7})@5']
+    """
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += (ch in "({") - (ch in ")}")
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    out: list[str] = []
+    for part in (p.strip() for p in parts):
+        if not part:
+            continue
+        if out and not part[0].isalpha():  # "10" of "P.5,10", "2=7" of "ndcg.1=3,2=7"
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
 
 
 def trec_name(metric: Metric | str) -> str:
@@ -242,18 +333,20 @@ def trec_name(metric: Metric | str) -> str:
 
     Examples
     --------
-    >>> [trec_name(m) for m in ("precision@10", "ap", "ap@5", "ndcg@10", "rr", "hit_rate@1", "f1@5")]
-    ['P_10', 'map', 'map_cut_5', 'ndcg_cut_10', 'recip_rank', 'success_1', 'f1@5']
+    >>> [trec_name(m) for m in ("precision@10", "ap", "ap@5", "ndcg@10", "rr", "hit_rate@1", "f1@5", "set_precision")]
+    ['P_10', 'map', 'map_cut_5', 'ndcg_cut_10', 'recip_rank', 'success_1', 'f1@5', 'set_P']
     """
     m = parse_metric(metric)
-    if m.gain is not None or m.beta is not None:
+    fam = m.info
+    if m.params:
         return str(m)
-    if m.k is None and m.family in _TREC_UNCUT:
-        return _TREC_UNCUT[m.family]
-    if m.k is not None and m.family in _TREC_PREFIX:
-        return f"{_TREC_PREFIX[m.family]}_{m.k}"
+    if m.k is None and fam.trec_uncut:
+        return fam.trec_uncut
+    if m.k is not None and fam.trec:
+        return f"{fam.trec}_{m.k}"
     return str(m)
 
 
-#: Metrics whose trec_eval "all" line is a sum over queries, not a mean.
-TREC_SUMMED = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+def is_summed(metric: Metric | str) -> bool:
+    """Whether trec_eval's ``all`` line sums this metric over queries (the counts) instead of averaging."""
+    return parse_metric(metric).info.summed

@@ -1,62 +1,144 @@
-"""Rendering Results for people and programs: rich tables, markdown, CSV, JSON.
+"""Rendering Results for people and programs: rich tables, markdown, CSV, JSON, trec_eval lines.
 
-Only presentation lives here; every number comes from Results.
+Only presentation lives here; every number comes from Results. Every id, model name and metric
+name is shown as it is: rich markup in an id is printed, not interpreted; markdown cells escape
+``|``, ``<``, ``>`` and ``&``; control characters (tabs, newlines) are written as their escapes so
+that a row stays a row; trec_eval lines refuse ids that whitespace would split.
 """
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import math
 
+import numpy as np
 import pandas as pd
+
+from .errors import DataError
 
 
 def fmt(value, digits: int = 4) -> str:
-    """A number for a table: fixed digits, integers as integers, nan as 'nan'."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """A number for a table: fixed digits, integers as integers, nan as 'nan'; anything else as text."""
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "nan"
-    if isinstance(value, float):
+    if isinstance(value, (float, np.floating)):
         return f"{value:.{digits}f}"
-    return str(value)
+    if isinstance(value, bytes):
+        return visible(value.decode("utf-8", "backslashreplace"))
+    return visible(str(value))
+
+
+def visible(text: str) -> str:
+    """Control characters written as escapes (``\\t``, ``\\n``, ``\\x00``), so one value stays on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
+    """A p-value for people: ``< 1e-04`` at the smallest value the resampling can reach (never 0.0000).
+
+    >>> p_value_text(1 / 10001, 10_000), p_value_text(0.0312)
+    ('< 1e-04', '0.0312')
+    """
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "nan"
+    floor = 1.0 / (1 + n_resamples) if n_resamples else 0.0
+    if p <= floor * (1 + 1e-9) or p < 10.0 ** -digits:
+        return f"< {max(floor, 10.0 ** -digits):.0e}"
+    return f"{p:.{digits}f}"
+
+
+def _markdown_cell(value, digits: int) -> str:
+    text = fmt(value, digits)
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
+                      ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+        text = text.replace(raw, safe)
+    return text
 
 
 def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
-    """A GitHub-flavoured markdown table of a DataFrame (index included when it is named)."""
+    """A GitHub-flavoured markdown table of a DataFrame (index included when it is named).
+
+    >>> print(markdown(pd.DataFrame({"query": ["a|b", "<script>"], "v": [0.5, 1.0]})))
+    | query | v |
+    |---|---:|
+    | a\\|b | 0.5000 |
+    | &lt;script&gt; | 1.0000 |
+    """
     if frame.index.name is not None:
         frame = frame.reset_index()
-    head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" if frame[c].dtype == object else "---:" for c in frame.columns) + "|"
-    rows = ["| " + " | ".join(fmt(v, digits) for v in row) + " |" for row in frame.itertuples(index=False)]
+    head = "| " + " | ".join(_markdown_cell(c, digits) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
+    rows = ["| " + " | ".join(_markdown_cell(v, digits) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *rows])
 
 
 def csv(frame: pd.DataFrame) -> str:
-    """CSV text (full precision)."""
+    """CSV text (full precision; ids quoted where they need it)."""
     buf = io.StringIO()
     frame.to_csv(buf, index=frame.index.name is not None)
     return buf.getvalue()
 
 
 def json_text(obj) -> str:
-    """JSON with NaN written as null."""
-    from .results import json_ready
-
+    """JSON with NaN written as null and ids of any type as JSON values."""
     return json.dumps(json_ready(obj), indent=2)
 
 
-def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4):
-    """A rich Table of a DataFrame (numbers right-aligned)."""
+def json_ready(v):
+    """Plain JSON values: numpy scalars unwrapped, NaN as None, dates as ISO text, bytes decoded,
+    dict keys as text."""
+    if isinstance(v, dict):
+        return {str(k) if not isinstance(k, bytes) else k.decode("utf-8", "backslashreplace"): json_ready(x)
+                for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_ready(x) for x in v]
+    if isinstance(v, np.datetime64):
+        return None if np.isnat(v) else str(v)
+    if isinstance(v, np.timedelta64):
+        return None if np.isnat(v) else str(v)
+    if type(v).__module__ == "numpy" and hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
+    if isinstance(v, (datetime.datetime, datetime.date, datetime.time, pd.Timestamp)):
+        return v.isoformat()
+    if isinstance(v, (datetime.timedelta, pd.Timedelta)):
+        return str(v)
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """Rows of a frame as JSON-ready dicts."""
+    return [json_ready(r) for r in frame.to_dict(orient="records")]
+
+
+def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, formats: dict | None = None):
+    """A rich Table of a DataFrame (numbers right-aligned; every cell plain text, never markup).
+
+    ``formats`` maps a column to a function that turns its values into text.
+    """
     from rich.table import Table
+    from rich.text import Text
 
     if frame.index.name is not None:
         frame = frame.reset_index()
-    table = Table(title=title, show_lines=False)
+    table = Table(title=Text(title) if title else None, show_lines=False)
+    formats = formats or {}
     for c in frame.columns:
-        numeric = pd.api.types.is_numeric_dtype(frame[c])
-        table.add_column(str(c), justify="right" if numeric else "left")
+        numeric = pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+        table.add_column(Text(fmt(c)), justify="right" if numeric else "left")
     for row in frame.itertuples(index=False):
-        table.add_row(*[fmt(v, digits) for v in row])
+        table.add_row(*[Text(formats[c](v) if c in formats else fmt(v, digits)) for c, v in zip(frame.columns, row)])
     return table
 
 
@@ -69,28 +151,44 @@ def info_lines(info: dict) -> list[str]:
     if ties:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
-                     + ", ".join(f"{m}: {c:,} queries" for m, c in ties.items()))
+                     + ", ".join(f"{visible(str(m))}: {c:,} queries" for m, c in ties.items()))
     return lines
+
+
+def _trec_field(value, what: str) -> str:
+    text = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else str(value)
+    if not text or any(c.isspace() for c in text) or not text.isprintable():
+        raise DataError(f"The {what} {text!r} cannot be written as a trec_eval line (fields are separated by "
+                        "whitespace): use another --format, or ids without spaces, tabs or newlines.")
+    return text
 
 
 def trec_lines(res, per_query: bool) -> str:
     """trec_eval-style lines: ``measure <tab> query-or-all <tab> value``, per-query lines first (-q).
 
     num_ret, num_rel and num_rel_ret are summed over queries on the ``all`` line, as trec_eval does.
+    Results kept without per-query rows (a streamed file) give the ``all`` lines from their counts.
     """
-    from .names import TREC_SUMMED, trec_name
+    from .names import is_summed, trec_name
 
     lines = []
+    pq = res.per_query
+    qn = res.query_name
     for model in res.models:
-        lines.append(f"{'runid':<22}\tall\t{model}")
-        part = res.per_query[res.per_query["model"] == model]
-        for row in (part.to_dict("records") if per_query else []):
-            for metric in res.metrics:
-                lines.append(_trec_line(trec_name(metric), str(row["query"]), row[metric], metric in TREC_SUMMED))
-        lines.append(f"{'num_q':<22}\tall\t{len(part)}")
+        lines.append(f"{'runid':<22}\tall\t{_trec_field(model, 'run name')}")
+        part = pq[pq["model"] == model]
+        if per_query:
+            for row in part.to_dict("records"):
+                query = _trec_field(row[qn], "query id")
+                for metric in res.metrics:
+                    lines.append(_trec_line(trec_name(metric), query, row[metric], is_summed(metric)))
+        count = res.info["evaluated_per_model"][model]
+        lines.append(f"{'num_q':<22}\tall\t{count}")
         for metric in res.metrics:
-            value = part[metric].sum() if metric in TREC_SUMMED else res.summary.loc[model, metric]
-            lines.append(_trec_line(trec_name(metric), "all", value, metric in TREC_SUMMED))
+            value = res.summary.loc[model, metric]
+            if is_summed(metric):
+                value = part[metric].sum() if len(part) == count else value * count
+            lines.append(_trec_line(trec_name(metric), "all", value, is_summed(metric)))
     return "\n".join(lines) + "\n"
 
 

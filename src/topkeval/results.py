@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -17,22 +15,30 @@ class Results:
         One row per model (the index, named ``model``), one column per metric: the mean over the
         evaluated queries (a metric's undefined values, under ``undefined=nan``, left out).
     per_query : pandas.DataFrame
-        One row per (model, query) evaluated: columns ``model``, ``query``, then one per metric.
+        One row per (model, query) evaluated: columns ``model``, the query column (named as the
+        input's, :attr:`query_name`), then one per metric.
         Queries skipped as empty are not in it; they are counted in ``info``. Queries come in input
         order when the rows arrive grouped by query (each query one run of rows), otherwise in
         ascending order of query id.
     info : dict
-        ``queries`` (distinct in the input), ``evaluated``, ``skipped_empty``, ``ties_at_cutoff``
-        (per model: queries where a tie group of relevant and non-relevant candidates straddles a
-        requested cutoff, R included for r_precision, so that the tie rule decides the value),
-        ``rows``, ``models``, ``metrics`` and ``conventions``.
+        The same keys whatever computed the results: ``queries`` (distinct in the input; judged
+        queries with judgments apart), ``evaluated`` (queries in the means), ``skipped_empty``,
+        ``rows`` (rows read), ``evaluated_per_model`` and ``rows_per_model`` (they differ when runs
+        retrieved for different queries), ``ties_at_cutoff`` (per model: queries where a tie group
+        of relevant and non-relevant candidates straddles a requested cutoff, R included for
+        r_precision, so that the tie rule decides the value), ``models``, ``metrics`` and
+        ``conventions``; judgments apart add ``judged_queries``, ``run_queries_without_judgments``
+        and ``missing_from_run``, streamed files ``chunks``, score matrices ``matrix``.
     """
 
-    def __init__(self, summary: pd.DataFrame, per_query, info: dict, context=None):
+    def __init__(self, summary: pd.DataFrame, per_query, info: dict, *, query_name: str = "query",
+                 conventions=None, sources=None):
         self.summary = summary
         self._per_query = per_query  # a DataFrame, or a function that builds it on first access
         self.info = info
-        self._context = context  # what diff() needs to name items: the grouped log and conventions
+        self.query_name = query_name  # the query column of per_query: the user's own column name
+        self._conventions = conventions
+        self._sources = sources  # () -> iterable of (GroupedLog, R or None): what diff() re-reads
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -85,10 +91,11 @@ class Results:
         0     s  precision@1   0.5     0.0      1.0
         """
         from .compare import mean_cis
-        from .errors import ParameterError
+        from .errors import check_int, check_number, check_seed
 
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-            raise ParameterError(f"The 'confidence' parameter of summary_ci must be in (0, 1). Got {confidence!r} instead.")
+        confidence = check_number(confidence, "confidence", "summary_ci", low=0, high=1, low_open=True, high_open=True)
+        n_resamples = check_int(n_resamples, "n_resamples", "summary_ci", low=100)
+        seed = check_seed(seed, "summary_ci")
         keys, columns = [], []
         for model in self.models:
             part = self.per_query[self.per_query["model"] == model]
@@ -132,17 +139,18 @@ class Results:
         if metric not in self.metrics:
             raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(self.metrics)}.")
         pq = self.per_query
-        a = pq[pq["model"] == baseline].set_index("query")[metric]
-        b = pq[pq["model"] == model].set_index("query")[metric]
+        qn = self.query_name
+        a = pq[pq["model"] == baseline].set_index(qn)[metric]
+        b = pq[pq["model"] == model].set_index(qn)[metric]
         queries = a.index.intersection(b.index, sort=False)
-        out = pd.DataFrame({"query": queries, "baseline": a.loc[queries].to_numpy(),
-                            "model": b.loc[queries].to_numpy()})
+        out = pd.DataFrame({qn: queries, "baseline": a.loc[queries].to_numpy(), "model": b.loc[queries].to_numpy()})
         out["delta"] = out["model"] - out["baseline"]
-        ctx = self._context
-        if ctx is not None and ctx["log"].items is not None:
-            gained, lost = _gained_lost(ctx, baseline, model, parse_metric(metric))
-            out["gained"] = [gained.get(q, []) for q in out["query"]]
-            out["lost"] = [lost.get(q, []) for q in out["query"]]
+        if self._sources is not None and self._conventions is not None:
+            found = _gained_lost(self._sources, self._conventions, baseline, model, parse_metric(metric))
+            if found is not None:
+                gained, lost = found
+                out["gained"] = [gained.get(q, []) for q in out[qn]]
+                out["lost"] = [lost.get(q, []) for q in out[qn]]
         return out.sort_values("delta", kind="stable").reset_index(drop=True)
 
     @property
@@ -155,12 +163,17 @@ class Results:
         """Canonical metric names, in the order requested."""
         return list(self.summary.columns)
 
-    def to_dict(self) -> dict:
-        """A JSON-ready dict: ``{"summary": {model: {metric: value}}, "info": {...}}`` (NaN as None)."""
+    def to_dict(self, per_query: bool = False) -> dict:
+        """A JSON-ready dict: ``{"summary": {model: {metric: value}}, "info": {...}}`` (NaN as None),
+        and ``"per_query"`` (a list of rows) when asked."""
+        from .report import json_ready, records
 
         summary = {str(m): {c: json_ready(self.summary.loc[m, c]) for c in self.summary.columns}
                    for m in self.summary.index}
-        return {"summary": summary, "info": json_ready(self.info)}
+        out = {"summary": summary, "info": json_ready(self.info)}
+        if per_query:
+            out["per_query"] = records(self.per_query)
+        return out
 
     def __repr__(self) -> str:
         info = self.info
@@ -169,35 +182,44 @@ class Results:
         return head + "\n" + self.summary.to_string()
 
 
-def json_ready(v):
-    """Plain Python values for JSON: numpy scalars unwrapped, NaN as None, dict keys as text."""
-    if type(v).__module__ == "numpy" and hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): json_ready(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_ready(x) for x in v]
-    return v
-
-
-def _gained_lost(ctx, baseline: str, model: str, metric) -> tuple[dict, dict]:
-    """{query: [items]} of relevant items whose chance of being in the top k rose / fell."""
+def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
+    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
+    from .engine import comparable_scores, tie_items
     from .kernels import cpu
 
-    log, conv, rel, R = ctx["log"], ctx["conv"], ctx["rel"], ctx["R"]
+    rel = conv.is_relevant(log.grades)
+    if R is None:
+        R = log.per_query_sum(rel)
     kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
     thr = -np.inf if conv.score_threshold is None else conv.score_threshold
-    tie = cpu.TIE_CODES[conv.ties]
     grades = log.grades.astype(np.float64, copy=False)
-    p_base = cpu.inclusion(log.offsets, log.scores[baseline], rel, grades, log.items, thr, tie, kq)
-    p_model = cpu.inclusion(log.offsets, log.scores[model], rel, grades, log.items, thr, tie, kq)
+    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+    p = cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
+                      cpu.TIE_CODES[conv.ties], kq)
+    rows = np.flatnonzero(rel)
     q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_labels[log.items[rows]],
+                         "p": p[rows]})
+
+
+def _gained_lost(sources, conv, baseline: str, model: str, metric):
+    """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
+    without item ids."""
+    frames = {baseline: [], model: []}
+    for log, R in sources():
+        if log.items is None:
+            return None
+        for name in frames:
+            if name in log.scores:
+                frames[name].append(_inclusion_rows(log, R, conv, name, metric))
+    if not frames[baseline] or not frames[model]:
+        return None
+    a = pd.concat(frames[baseline], ignore_index=True)
+    b = pd.concat(frames[model], ignore_index=True)
+    both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna({"p_a": 0.0,
+                                                                                                    "p_b": 0.0})
     result = []
-    for mask in (p_model > p_base + 1e-12, p_base > p_model + 1e-12):
-        rows = np.flatnonzero(mask)
-        items = log.item_labels[log.items[rows]]
-        groups = pd.Series(items).groupby(log.queries[q_of_row[rows]], sort=False).agg(list)
-        result.append(groups.to_dict())
+    for mask in (both["p_b"] > both["p_a"] + 1e-12, both["p_a"] > both["p_b"] + 1e-12):
+        part = both[mask]
+        result.append(part.groupby("query", sort=False)["item"].agg(list).to_dict())
     return result[0], result[1]

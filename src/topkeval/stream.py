@@ -1,15 +1,18 @@
-"""Evaluating parquet logs larger than memory, chunk by chunk, with results equal to the in-memory path.
+"""Evaluating files larger than memory (parquet, CSV), batch by batch, with the numbers of the in-memory path.
 
-The file is read in batches of ``chunk_rows`` rows (only the needed columns). When the rows are
-grouped by query, as logs written per query are, the rows of the last query of a batch are held
-back and joined to the next batch, so no query is ever split; each batch is evaluated by the same
-engine and the per-query values are concatenated. Memory is bounded by the batch, not the file
-(the per-query table grows with the number of queries, as the output must).
+The file is read in batches of ``chunk_rows`` rows (only the needed columns; CSV ids as text).
+When the rows are grouped by query, as logs written per query are, the rows of the last query of a
+batch are held back and joined to the next batch, so no query is ever split; each batch becomes a
+grouped log that the engine evaluates, and the per-query values are concatenated. Memory is
+bounded by the batch, not the file (the per-query table grows with the number of queries, as the
+output must; ``keep_per_query=False`` keeps running sums only).
 
-When a query reappears after other queries (the rows are not grouped), the log is first
+When a query reappears after other queries (the rows are not grouped), the file is first
 partitioned by a hash of the query id into temporary parquet files (one pass, bounded memory),
 then each partition, which holds every row of its queries, is evaluated in memory. The results are
 the same; only the order of queries in ``per_query`` follows the partitions.
+
+``Results.diff`` of a streamed file reads the file again, batch by batch, for the item lists.
 """
 
 from __future__ import annotations
@@ -22,15 +25,41 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .results import Results
+from . import engine
+from .io import is_parquet_path
+from .io.tables import _check_columns, csv_options
+
+#: Parquet files with more rows than this are streamed even without ``chunk_rows``.
+STREAM_ABOVE_ROWS = 20_000_000
+STREAM_CHUNK_ROWS = 5_000_000
 
 
 class _NotGrouped(Exception):
     pass
 
 
-def _batches(path: Path, columns, chunk_rows: int):
-    """Record batches of about ``chunk_rows`` rows, read one row group at a time.
+def _is_csv(path: Path) -> bool:
+    return "".join(path.suffixes).lower().endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz"))
+
+
+def should_stream(data, chunk_rows: int | None) -> bool:
+    """Whether ``data`` is a file to evaluate batch by batch: a parquet or CSV path with ``chunk_rows``,
+    or a parquet file of more than :data:`STREAM_ABOVE_ROWS` rows."""
+    if not isinstance(data, (str, os.PathLike)) or not Path(data).exists():
+        return False
+    path = Path(data)
+    if chunk_rows is not None:
+        return is_parquet_path(path) or _is_csv(path)
+    if not is_parquet_path(path):
+        return False
+    try:
+        return count_rows(path) > STREAM_ABOVE_ROWS
+    except Exception:  # unreadable: the in-memory reader words the error
+        return False
+
+
+def _parquet_batches(path: Path, columns, chunk_rows: int):
+    """Tables of about ``chunk_rows`` rows, read one row group at a time.
 
     (``ParquetFile.iter_batches`` was measured to keep every batch's buffers alive: 1.7 GB of
     Arrow memory after 100M rows; reading row groups one by one stays flat.)
@@ -50,10 +79,49 @@ def _batches(path: Path, columns, chunk_rows: int):
                 pending.append(part)
                 size += part.num_rows
                 if size >= chunk_rows:
-                    yield from pa.concat_tables(pending).combine_chunks().to_batches()
+                    yield pa.concat_tables(pending).combine_chunks()
                     pending, size = [], 0
     if pending:
-        yield from pa.concat_tables(pending).combine_chunks().to_batches()
+        yield pa.concat_tables(pending).combine_chunks()
+
+
+def _csv_batches(path: Path, columns, text_columns, chunk_rows: int):
+    """Tables of about ``chunk_rows`` rows of a CSV file, read by Arrow's streaming reader."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    parse, convert = csv_options(path, columns, text_columns)
+    reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert,
+                           read_options=pcsv.ReadOptions(block_size=1 << 22))
+    pending, size = [], 0
+    for batch in reader:
+        pending.append(batch)
+        size += batch.num_rows
+        if size >= chunk_rows:
+            yield pa.Table.from_batches(pending).combine_chunks()
+            pending, size = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending).combine_chunks()
+
+
+def _tables(path: Path, columns, text_columns, chunk_rows: int):
+    if _is_csv(path):
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        try:
+            header = pcsv.open_csv(path, parse_options=csv_options(path, columns)[0]).schema.names
+        except (pa.ArrowInvalid, OSError) as exc:
+            from .errors import InputFileError
+
+            raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]}") from None
+        _check_columns(columns, header, f"file '{path}'")
+        return _csv_batches(path, columns, text_columns, chunk_rows)
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(path).names if path.is_file() else pq.ParquetDataset(path).schema.names
+    _check_columns(columns, names, f"file '{path}'")
+    return _parquet_batches(path, columns, chunk_rows)
 
 
 def count_rows(path: Path) -> int:
@@ -67,13 +135,14 @@ def count_rows(path: Path) -> int:
     return ds.dataset(path, format="parquet").count_rows()
 
 
-def _evaluate_chunks(chunks, evaluate_table, progress=None) -> list:
-    """Evaluate grouped chunks, carrying each chunk's last query over to the next."""
+def _grouped_tables(tables):
+    """The same rows, re-cut so that no query is split: each table's last query is carried over."""
     import pyarrow as pa
 
-    parts, carry, seen = [], None, set()
-    for batch in chunks:
-        table = pa.Table.from_batches([batch])
+    carry = None
+    seen: set = set()
+    for table in tables:
+        rows = table.num_rows
         if carry is not None:
             table = pa.concat_tables([carry, table])
         query = table.column(0).to_numpy(zero_copy_only=False)
@@ -85,30 +154,21 @@ def _evaluate_chunks(chunks, evaluate_table, progress=None) -> list:
         # a fresh copy of the (small) tail: a slice would keep every earlier batch's buffers alive
         carry = table.slice(len(query) - tail).combine_chunks()
         if head.num_rows:
-            parts.append(_run(head, evaluate_table, seen))
-        if progress:
-            progress(batch.num_rows)
+            ids = pd.unique(head.column(0).to_numpy(zero_copy_only=False)).tolist()
+            if not seen.isdisjoint(ids):  # set operations in C, not a Python loop over queries
+                raise _NotGrouped
+            seen.update(ids)
+            yield head, rows
+        else:
+            yield None, rows
     if carry is not None and carry.num_rows:
-        parts.append(_run(carry, evaluate_table, seen))
-    return parts
+        ids = pd.unique(carry.column(0).to_numpy(zero_copy_only=False)).tolist()
+        if not seen.isdisjoint(ids):
+            raise _NotGrouped
+        yield carry, 0
 
 
-def _run(table, evaluate_table, seen: set) -> Results:
-    ids = pd.unique(table.column(0).to_numpy(zero_copy_only=False)).tolist()
-    if not seen.isdisjoint(ids):  # set operations in C, not a Python loop over queries
-        raise _NotGrouped
-    seen.update(ids)
-    return _light(evaluate_table(table))
-
-
-def _light(res):
-    """Drop the chunk's grouped log (kept by Results for diff()): memory must not grow with the file."""
-    if isinstance(res, Results):
-        res._context = None
-    return res
-
-
-def _partition(path: Path, columns, chunk_rows: int, parts: int, tmp: Path, progress=None) -> list[Path]:
+def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     """Write the rows into ``parts`` parquet files by a hash of the query id."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -116,8 +176,7 @@ def _partition(path: Path, columns, chunk_rows: int, parts: int, tmp: Path, prog
     writers: dict[int, pq.ParquetWriter] = {}
     files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
     try:
-        for batch in _batches(path, columns, chunk_rows):
-            table = pa.Table.from_batches([batch])
+        for table in tables:
             key = pd.util.hash_array(table.column(0).to_numpy(zero_copy_only=False)) % parts
             for p in np.unique(key):
                 sub = table.filter(pa.array(key == p))
@@ -125,94 +184,68 @@ def _partition(path: Path, columns, chunk_rows: int, parts: int, tmp: Path, prog
                     writers[p] = pq.ParquetWriter(files[p], sub.schema)
                 writers[p].write_table(sub)
             if progress:
-                progress(batch.num_rows)
+                progress(table.num_rows)
     finally:
         for w in writers.values():
             w.close()
     return [f for f in files if f.exists()]
 
 
-class _Totals:
-    """Running sums and counts of per-query values: a chunk's Results without its per-query rows."""
+def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
+                  depth: int | None, threads: int | None, chunk_rows: int | None, progress=None,
+                  keep_per_query: bool = True, ascending: bool = False):
+    """Evaluate a parquet or CSV file batch by batch (see the module docstring)."""
+    from .log import build_log
 
-    def __init__(self, res: Results):
-        self.models, self.metrics, self.info = res.models, res.metrics, res.info
-        pq = res.per_query
-        self.sums, self.counts = {}, {}
-        for m in self.models:
-            block = pq[pq["model"] == m]
-            self.sums[m] = {c: float(np.nansum(block[c].to_numpy())) for c in self.metrics}
-            self.counts[m] = {c: int(np.isfinite(block[c].to_numpy()).sum()) for c in self.metrics}
+    path = Path(path)
+    chunk_rows = chunk_rows or STREAM_CHUNK_ROWS
+    columns = [query, relevance, *scores] + ([item] if item else [])
+    text = [query] + ([item] if item else [])
+    names = dict(query=query, relevance=relevance, item=item or "item")
 
+    def to_log(table):
+        cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
+        return build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
+                         names=names, ascending=ascending)
 
-def _merge_totals(parts: list[_Totals]) -> Results:
-    models, metrics = parts[0].models, parts[0].metrics
-    summary = {}
-    for m in models:
-        summary[m] = {}
-        for c in metrics:
-            count = sum(p.counts[m][c] for p in parts)
-            summary[m][c] = sum(p.sums[m][c] for p in parts) / count if count else math.nan
-    summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=metrics)
-    summary_df.index.name = "model"
-    per_query = pd.DataFrame(columns=["model", "query", *metrics])
-    return Results(summary_df, per_query, _merge_info(parts, models))
+    state = {"batches": [], "relevant": 0, "rows": 0, "chunks": 0}
 
-
-def _merge_info(parts, models) -> dict:
-    info = dict(parts[0].info)
-    for key in ("queries", "evaluated", "skipped_empty", "rows"):
-        info[key] = sum(p.info[key] for p in parts)
-    info["ties_at_cutoff"] = {m: sum(p.info["ties_at_cutoff"][m] for p in parts) for m in models}
-    info["chunks"] = len(parts)
-    return info
-
-
-def merge_chunks(parts: list) -> Results:
-    """Concatenate per-query values of chunks and average them as the in-memory path does."""
-    if isinstance(parts[0], _Totals):
-        return _merge_totals(parts)
-    per_query = pd.concat([p.per_query for p in parts], ignore_index=True)
-    models = parts[0].models
-    metrics = parts[0].metrics
-    if len(models) > 1:  # the in-memory order: model by model, queries in order within each
-        per_query = pd.concat([per_query[per_query["model"] == m] for m in models], ignore_index=True)
-    summary = {}
-    for m in models:
-        block = per_query[per_query["model"] == m]
-        summary[m] = {c: (float(np.nanmean(v)) if np.isfinite(v := block[c].to_numpy()).any() else math.nan)
-                      for c in metrics}
-    summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=metrics)
-    summary_df.index.name = "model"
-    return Results(summary_df, per_query, _merge_info(parts, models))
-
-
-def evaluate_parquet(path: Path, columns: list[str], evaluate_table, *, chunk_rows: int, progress=None,
-                     partitions: int | None = None, keep_per_query: bool = True) -> Results:
-    """Stream ``path`` (query column first in ``columns``) through ``evaluate_table(pyarrow.Table)``.
-
-    With ``keep_per_query=False`` only running sums are kept, so memory does not grow with the
-    number of queries; the summary is then the same up to the order of floating-point additions,
-    and ``per_query`` is empty.
-    """
-    if not keep_per_query:
-        inner = evaluate_table
-
-        def evaluate_table(table):
-            return _Totals(inner(table))
+    def add(table):
+        log = to_log(table)
+        state["relevant"] += int(np.count_nonzero(plan.conv.is_relevant(log.grades)))
+        state["rows"] += table.num_rows
+        state["chunks"] += 1
+        batch, _ = engine.evaluate_grouped(log, plan, depth=depth, threads=threads)
+        state["batches"].append(batch if keep_per_query else batch.reduce())
 
     try:
-        parts = _evaluate_chunks(_batches(path, columns, chunk_rows), evaluate_table, progress)
+        for table, rows in _grouped_tables(_tables(path, columns, text, chunk_rows)):
+            if table is not None:
+                add(table)
+            if progress and rows:
+                progress(rows)
+        grouped = True
     except _NotGrouped:
-        total = count_rows(path)
-        partitions = partitions or max(1, math.ceil(total / chunk_rows))
-        with tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP")) as tmp:
-            files = _partition(path, columns, chunk_rows, partitions, Path(tmp), progress)
-            parts = [_light(evaluate_table(_read(f))) for f in files]
-    return merge_chunks(parts)
+        state.update(batches=[], relevant=0, rows=0, chunks=0)
+        grouped = False
+        for table in _partitioned(path, columns, text, chunk_rows, progress):
+            add(table)
+    engine.warn_if_nothing_relevant(plan.conv, state["relevant"])
+    return engine.build_results(
+        state["batches"], plan, query_name=query,
+        info={"rows": state["rows"], "chunks": state["chunks"]},
+        sources=lambda: (
+            (to_log(t), None) for t in (
+                (t for t, _ in _grouped_tables(_tables(path, columns, text, chunk_rows)) if t is not None)
+                if grouped else _partitioned(path, columns, text, chunk_rows))))
 
 
-def _read(path: Path):
+def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
+    """The file's rows as tables that each hold every row of their queries (hash partitions)."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(path)
+    total = count_rows(path) if not _is_csv(path) else None
+    parts = max(1, math.ceil((total or chunk_rows * 8) / chunk_rows))
+    with tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP")) as tmp:
+        for f in _partition(_tables(path, columns, text, chunk_rows), parts, Path(tmp), progress):
+            yield pq.read_table(f)

@@ -19,7 +19,20 @@ def _module(obj) -> str:
     return type(obj).__module__.split(".")[0]
 
 
-def _read_file(path: Path, columns: Sequence[str]):
+def csv_options(path: Path, columns: Sequence[str], text_columns: Sequence[str] = ()):
+    """Arrow CSV options: the wanted columns only, id columns as text (so "007" stays "007")."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    suffixes = "".join(path.suffixes).lower()
+    delimiter = "\t" if ".tsv" in suffixes else ","
+    return (pcsv.ParseOptions(delimiter=delimiter),
+            pcsv.ConvertOptions(include_columns=list(columns),
+                                column_types={c: pa.string() for c in text_columns},
+                                strings_can_be_null=False))
+
+
+def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] = ()):
     import pyarrow as pa
 
     if not path.exists():
@@ -36,8 +49,10 @@ def _read_file(path: Path, columns: Sequence[str]):
         if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
             import pyarrow.csv as pcsv
 
-            delimiter = "\t" if ".tsv" in suffixes else ","
-            return pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=delimiter))
+            parse, convert = csv_options(path, columns, text_columns)
+            header = pcsv.open_csv(path, parse_options=parse).schema.names
+            _check_columns(columns, header, f"file '{path}'")
+            return pcsv.read_csv(path, parse_options=parse, convert_options=convert)
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputFileError(f"Cannot read '{path}': {first}") from None
@@ -83,7 +98,8 @@ def _to_numpy(col) -> np.ndarray:
     return np.asarray(col)
 
 
-def read_columns(data, columns: Sequence[str], owner: str = "evaluate") -> dict[str, np.ndarray]:
+def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
+                 text_columns: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """Return ``{name: numpy array}`` for each wanted column of ``data``.
 
     Parameters
@@ -92,6 +108,11 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate") -> dict[
         A table, or a path to a .parquet file (or directory of them) or a .csv / .tsv file.
     columns : sequence of str
         Column names to read; each must exist.
+    owner : str
+        The function named in messages.
+    text_columns : sequence of str
+        Id columns that a text file (CSV) must give as text, never parsed as numbers ("007" is
+        not 7).
 
     Raises
     ------
@@ -103,7 +124,7 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate") -> dict[
         The table is empty or its columns differ in length.
     """
     if isinstance(data, (str, os.PathLike)):
-        data = _read_file(Path(data), columns)
+        data = _read_file(Path(data), columns, text_columns)
     mod = _module(data)
     if mod == "pandas" and hasattr(data, "columns"):
         names = [str(c) for c in data.columns]

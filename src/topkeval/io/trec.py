@@ -1,29 +1,47 @@
-"""TREC run and qrels files: reading (gzip, comments, line-numbered errors) and writing runs.
+"""TREC run and qrels files: reading (gzip, comments, BOM, line-numbered errors) and writing runs.
 
 A run line is ``query Q0 item rank score tag`` (trec_eval ignores the rank column and, as here,
 anything after the tag); a qrels line is ``query iteration item grade``. Fields are separated by
-any whitespace; blank lines and lines starting with ``#`` are skipped.
+any whitespace; blank lines and lines starting with ``#`` are skipped; a UTF-8 byte order mark at
+the start of the file is not part of the first query id. Ids stay text (``"007"`` is not ``7``).
+
+Files are parsed by Arrow's C reader when every line is regular (one space or one tab between
+fields, the usual case); any other file, and any file with a bad line, is read line by line so that
+the error names the line.
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, InputFileError
+from ..errors import DataError, InputFileError, ParameterError, check_column_name
+
+#: A number as trec_eval's files write them: ASCII digits only (Python's float() would also
+#: accept "1_0", "١" or "nan").
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+_RUN_COLUMNS = ("query", "q0", "item", "rank", "score", "run")
+_QRELS_COLUMNS = ("query", "iteration", "item", "relevance")
 
 
-def _lines(path):
+def _check_file(path) -> Path:
     path = Path(path)
     if not path.is_file():
         raise InputFileError(f"File not found: '{path}'. Check the path.")
+    return path
+
+
+def _lines(path: Path):
     opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8", errors="strict") as f:
+        with opener(path, "rt", encoding="utf-8-sig", errors="strict") as f:
             for number, line in enumerate(f, 1):
                 text = line.strip()
                 if text and not text.startswith("#"):
@@ -34,6 +52,57 @@ def _lines(path):
 
 def _bad(path, number, what, line):
     return DataError(f"{os.fspath(path)}, line {number}: {what}. Got: {' '.join(line)!r}")
+
+
+def _fast(path: Path, names: tuple[str, ...]):
+    """The file as Arrow string columns, or None when a line is not regular (then the slow reader
+    runs, and words any error with its line number)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError):
+        return None
+    if not head.strip():
+        return None
+    delimiter = "\t" if b"\t" in head.split(b"\n", 1)[0] else " "
+    try:
+        table = pcsv.read_csv(
+            path,
+            read_options=pcsv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
+                                            escape_char=False, newlines_in_values=False),
+            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                strings_can_be_null=False, quoted_strings_can_be_null=False),
+        )
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+        return None
+    import pyarrow.compute as pc
+
+    first = table.column(0)
+    # empty fields (two separators in a row, a trailing one) or comment lines: the slow reader
+    for column in table.columns:
+        if pc.any(pc.equal(pc.utf8_length(column), 0)).as_py():
+            return None
+    if pc.any(pc.starts_with(first, "#")).as_py():
+        return None
+    return table
+
+
+def _numbers(column, pattern: str):
+    """Arrow strings -> float64 numpy, or None when one of them is not a plain ASCII number."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.match_substring_regex(column, "^" + pattern + "$")).as_py():
+        return None
+    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+
+
+def _text(column) -> np.ndarray:
+    return column.to_numpy(zero_copy_only=False)
 
 
 def read_run(path) -> pd.DataFrame:
@@ -47,7 +116,8 @@ def read_run(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``query``, ``item`` (strings), ``score`` (float), ``run`` (the tag), in file order.
+        Columns ``query``, ``item`` (text, as written), ``score`` (float), ``run`` (the tag), in
+        file order.
 
     Raises
     ------
@@ -59,20 +129,26 @@ def read_run(path) -> pd.DataFrame:
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.txt"
-    >>> _ = p.write_text("q1 Q0 d1 1 0.9 bm25\\nq1 Q0 d2 2 0.5 bm25\\n")
+    >>> _ = p.write_text("q1 Q0 d1 1 0.9 bm25\\nq1 Q0 007 2 0.5 bm25\\n")
     >>> read_run(p)
       query item  score   run
     0    q1   d1    0.9  bm25
-    1    q1   d2    0.5  bm25
+    1    q1  007    0.5  bm25
     """
+    path = _check_file(path)
+    table = _fast(path, _RUN_COLUMNS)
+    if table is not None:
+        score = _numbers(table.column("score"), _NUMBER.pattern)
+        if score is not None and np.isfinite(score).all():
+            return pd.DataFrame({"query": _text(table.column("query")), "item": _text(table.column("item")),
+                                 "score": score, "run": _text(table.column("run"))})
     q, it, sc, tag = [], [], [], []
     for number, f in _lines(path):
         if len(f) < 6:
             raise _bad(path, number, "a run line needs 6 fields (query Q0 item rank score tag)", f)
-        try:
-            s = float(f[4])
-        except ValueError:
-            raise _bad(path, number, f"the score {f[4]!r} is not a number", f) from None
+        if not _NUMBER.fullmatch(f[4]):
+            raise _bad(path, number, f"the score {f[4]!r} is not a finite number", f)
+        s = float(f[4])
         if not np.isfinite(s):
             raise _bad(path, number, f"the score {f[4]!r} is not finite", f)
         q.append(f[0])
@@ -81,7 +157,8 @@ def read_run(path) -> pd.DataFrame:
         tag.append(f[5])
     if not q:
         raise DataError(f"{os.fspath(path)} has no run lines.")
-    return pd.DataFrame({"query": q, "item": it, "score": np.asarray(sc, np.float64), "run": tag})
+    return pd.DataFrame({"query": np.array(q, dtype=object), "item": np.array(it, dtype=object),
+                         "score": np.asarray(sc, np.float64), "run": np.array(tag, dtype=object)})
 
 
 def read_qrels(path) -> pd.DataFrame:
@@ -95,12 +172,13 @@ def read_qrels(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``query``, ``item`` (strings) and ``relevance`` (the grade, a number).
+        Columns ``query``, ``item`` (text, as written) and ``relevance`` (the grade, an integer).
 
     Raises
     ------
     DataError
-        A line without 4 fields or with a grade that is not a number (with the line number).
+        A line without 4 fields or with a grade that is not an integer (with the line number):
+        trec_eval reads the leading digits of a grade, so that "1.5" or "1_0" would silently be 1.
 
     Examples
     --------
@@ -112,28 +190,56 @@ def read_qrels(path) -> pd.DataFrame:
     0    q1   d1          1
     1    q1   d3          2
     """
+    path = _check_file(path)
+    table = _fast(path, _QRELS_COLUMNS)
+    if table is not None:
+        grade = _numbers(table.column("relevance"), _INTEGER.pattern)
+        if grade is not None and (np.abs(grade) < 2**53).all():
+            return pd.DataFrame({"query": _text(table.column("query")), "item": _text(table.column("item")),
+                                 "relevance": grade.astype(np.int64)})
     q, it, g = [], [], []
     for number, f in _lines(path):
         if len(f) != 4:
             raise _bad(path, number, "a qrels line needs 4 fields (query iteration item grade)", f)
-        try:
-            grade = int(f[3])
-        except ValueError:
-            try:
-                grade = float(f[3])
-            except ValueError:
-                raise _bad(path, number, f"the grade {f[3]!r} is not a number", f) from None
+        if not _INTEGER.fullmatch(f[3]) or abs(int(f[3])) >= 2**53:
+            raise _bad(path, number, f"the grade {f[3]!r} is not an integer (trec_eval would read only its "
+                                     "leading digits)", f)
         q.append(f[0])
         it.append(f[2])
-        g.append(grade)
+        g.append(int(f[3]))
     if not q:
         raise DataError(f"{os.fspath(path)} has no qrels lines.")
-    return pd.DataFrame({"query": q, "item": it, "relevance": g})
+    return pd.DataFrame({"query": np.array(q, dtype=object), "item": np.array(it, dtype=object),
+                         "relevance": np.asarray(g, np.int64)})
+
+
+def _writable_id(values, what: str) -> np.ndarray:
+    text = np.asarray(values).astype(str) if not isinstance(values, np.ndarray) or values.dtype.kind != "O" \
+        else np.array([str(v) for v in values], dtype=object)
+    bad = np.array([not v or any(c.isspace() for c in v) for v in text])
+    if bad.any():
+        raise DataError(f"A TREC run cannot hold {what} {str(text[int(np.argmax(bad))])!r}: ids are separated by "
+                        "whitespace, so they must be non-empty and contain none (spaces, tabs, newlines). "
+                        "Rename those ids first.")
+    return text
 
 
 def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "item", score: str = "score",
-              run_name: str = "topkeval") -> None:
+              run_name: str = "topkeval", overwrite: bool = False) -> None:
     """Write a TREC run: per query, items by descending score, ranks from 1.
+
+    Every score is written with full precision, so that :func:`read_run` reads back the same
+    numbers. Ties keep the frame's order (trec_eval itself reorders ties by item id).
+
+    Raises
+    ------
+    ColumnError
+        A column is missing.
+    DataError
+        An id or the run name contains whitespace or is empty, or a score is not finite: the file
+        could not be read back as written.
+    InputFileError
+        ``path`` exists (or is a symbolic link) and ``overwrite`` is False.
 
     Examples
     --------
@@ -144,22 +250,51 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     q1 Q0 b 1 0.7 topkeval
     q1 Q0 a 2 0.1 topkeval
     """
-    order = frame.sort_values([query, score], ascending=[True, False], kind="stable")
-    ranks = order.groupby(query, sort=False).cumcount() + 1
+    from .tables import read_columns
+
+    for name, value in (("query", query), ("item", item), ("score", score)):
+        check_column_name(value, name, "write_run")
+    if not isinstance(run_name, str):
+        raise ParameterError(f"The 'run_name' parameter of write_run must be a string. Got {run_name!r} instead.")
+    _writable_id([run_name], "the run name")
+    cols = read_columns(frame, [query, item, score], owner="write_run")
+    scores = cols[score]
+    if scores.dtype.kind not in "iuf" or not np.isfinite(scores.astype(np.float64)).all():
+        raise DataError(f"Column {score!r} must hold finite numbers to be written as TREC scores "
+                        "(NaN and infinities cannot be read back).")
+    q = _writable_id(cols[query], "the query id")
+    i = _writable_id(cols[item], "the item id")
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        raise InputFileError(f"'{path}' already exists{' (a symbolic link)' if path.is_symlink() else ''}; "
+                             "pass overwrite=True to replace it.")
+    order = pd.DataFrame({"q": q, "s": scores.astype(np.float64)}).sort_values(["q", "s"], ascending=[True, False],
+                                                                               kind="stable")
+    idx = order.index.to_numpy()
+    ranks = order.groupby("q", sort=False).cumcount().to_numpy() + 1
+    if path.is_symlink():
+        path.unlink()  # replace the link itself, never the file it points to
     with open(path, "w", encoding="utf-8") as f:
-        for (q, i, s), r in zip(order[[query, item, score]].itertuples(index=False), ranks):
-            f.write(f"{q} Q0 {i} {r} {float(s)!r} {run_name}\n")
+        for row, r in zip(idx, ranks):
+            f.write(f"{q[row]} Q0 {i[row]} {r} {float(scores[row])!r} {run_name}\n")
 
 
 def read_runs(paths) -> pd.DataFrame:
     """Read several TREC run files into one frame; the ``run`` column names each run.
 
-    A run is named by its tag; when two files share a tag (or one file holds several), each run
-    is named ``file:tag`` so that no two runs merge.
+    A run is named by its tag. When two files share a tag (or one file holds several), each run is
+    named ``file:tag``; when two files also share a file name (``d1/a.run``, ``d2/a.run``), it is
+    named ``path:tag`` with the path as given. The same path given twice is refused: no two runs
+    ever merge into one.
     """
+    paths = [os.fspath(p) for p in paths]
+    if len(set(paths)) != len(paths):
+        twice = next(p for p in paths if paths.count(p) > 1)
+        raise ParameterError(f"The run file {twice!r} is given twice; give each run once.")
     frames = [read_run(p) for p in paths]
-    tags = [set(f["run"].unique()) for f in frames]
-    clash = len(set().union(*tags)) < sum(len(t) for t in tags)
-    if clash:
-        frames = [f.assign(run=Path(p).name + ":" + f["run"]) for f, p in zip(frames, paths)]
+    tags = [list(pd.unique(f["run"])) for f in frames]
+    if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):
+        names = [Path(p).name for p in paths]
+        prefix = names if len(set(names)) == len(names) else paths
+        frames = [f.assign(run=pre + ":" + f["run"]) for f, pre in zip(frames, prefix)]
     return pd.concat(frames, ignore_index=True)

@@ -44,12 +44,20 @@ by a branch-free compaction. On 10M rows this kernel runs in about 0.04 s per mo
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .jit import kernel
 from .threads import default_threads, run_parallel
 
-TIE_CODES = {"expected": 0, "optimistic": 1, "pessimistic": 2, "first": 3, "item_desc": 4, "item_asc": 5}
+#: Tie rules as the compiled code sees them (numba reads module constants at compile time).
+TIE_EXPECTED, TIE_OPTIMISTIC, TIE_PESSIMISTIC, TIE_FIRST, TIE_ITEM_DESC, TIE_ITEM_ASC = range(6)
+TIE_CODES = {"expected": TIE_EXPECTED, "optimistic": TIE_OPTIMISTIC, "pessimistic": TIE_PESSIMISTIC,
+             "first": TIE_FIRST, "item_desc": TIE_ITEM_DESC, "item_asc": TIE_ITEM_ASC}
+
+#: Kernel paths: choose by the number of active candidates, or force one (tests).
+PATH_AUTO, PATH_COUNT, PATH_SORT = range(3)
 
 #: Queries with at most this many relevant candidates are counted, the rest sorted.
 COUNT_MAX_RELEVANT = 24
@@ -104,27 +112,27 @@ def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
             ri = 0
             for jj in range(n):
                 ri += (sc[jj] == si) & rl[jj]
-            if tie != 0:
+            if tie != TIE_EXPECTED:
                 for j in range(n):
                     if sc[j] != si:
                         continue
-                    if tie == 3:  # first
+                    if tie == TIE_FIRST:
                         bi += j < i
-                    elif tie == 1:  # optimistic: relevant first, then higher grades, then input order
+                    elif tie == TIE_OPTIMISTIC:  # relevant first, then higher grades, then input order
                         if rl[j] != rl[i]:
                             bi += rl[j]
                         elif gr[j] != gr[i]:
                             bi += gr[j] > gr[i]
                         else:
                             bi += j < i
-                    elif tie == 2:  # pessimistic: non-relevant first, then lower grades, then input order
+                    elif tie == TIE_PESSIMISTIC:  # non-relevant first, then lower grades, then input order
                         if rl[j] != rl[i]:
                             bi += rl[i]
                         elif gr[j] != gr[i]:
                             bi += gr[j] < gr[i]
                         else:
                             bi += j < i
-                    elif tie == 4:  # item_desc
+                    elif tie == TIE_ITEM_DESC:
                         bi += it[j] > it[i] or (it[j] == it[i] and j < i)
                     else:  # item_asc
                         bi += it[j] < it[i] or (it[j] == it[i] and j < i)
@@ -187,20 +195,20 @@ def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
                 nact += 1
         if nact > 0:
             group = order[a:z]
-            if size > 1 and (tie == 1 or tie == 2):
-                sign = -1.0 if tie == 1 else 1.0
+            if size > 1 and (tie == TIE_OPTIMISTIC or tie == TIE_PESSIMISTIC):
+                sign = -1.0 if tie == TIE_OPTIMISTIC else 1.0
                 fkey = np.empty(size, np.float64)
                 for p in range(size):
                     fkey[p] = sign * gr[group[p]]
                 group = group[np.argsort(fkey, kind="mergesort")]
                 key = np.empty(size, np.int64)
                 for p in range(size):
-                    key[p] = (0 if rl[group[p]] else 1) if tie == 1 else (1 if rl[group[p]] else 0)
+                    key[p] = (0 if rl[group[p]] else 1) if tie == TIE_OPTIMISTIC else (1 if rl[group[p]] else 0)
                 group = group[np.argsort(key, kind="mergesort")]
-            elif size > 1 and (tie == 4 or tie == 5):
+            elif size > 1 and (tie == TIE_ITEM_DESC or tie == TIE_ITEM_ASC):
                 key = np.empty(size, np.int64)
                 for p in range(size):
-                    key[p] = -it[group[p]] if tie == 4 else it[group[p]]
+                    key[p] = -it[group[p]] if tie == TIE_ITEM_DESC else it[group[p]]
                 group = group[np.argsort(key, kind="mergesort")]
             for p in range(size):
                 if ac[group[p]]:
@@ -271,16 +279,66 @@ def _expected_ap_group(gg, ee, rr, c, k):
     return rr * total / ee
 
 
-@kernel
-def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cutoffs, thr, tie, want_r, want_rank,
-                disc, q0, q1, h, hit, h_at_r, n_out, relret_out, tie_out, rr_out, ap_out, dcg_out, dcg2_out,
-                force_path):
-    """Compute the statistics of queries q0..q1 (see the module docstring).
+class Columns(NamedTuple):
+    """The kernel's per-row and per-query inputs (one model of a grouped log).
 
-    ``active`` marks the candidates the kernel looks at: the relevant ones and those with a
-    positive gain (nDCG's graded gains do not depend on the relevance threshold). ``disc[m]`` is
-    the sum of 1 / log2(p + 1) for p = 1..m.
+    ``offsets`` (Q + 1, int64): rows of query q are ``offsets[q]:offsets[q + 1]``; ``scores``
+    (float64); ``rel`` (bool): relevant; ``active`` (bool): the candidates the kernel looks at (the
+    relevant ones and those with a positive gain); ``grade`` (float64, empty unless the tie rule is
+    optimistic / pessimistic, which orders ties by grade); ``items`` (int64 codes, empty unless the
+    tie rule orders by item); ``R`` (Q, int64): relevant items per query; ``gains`` (G x rows,
+    float64): one row of gains per discounted-gain statistic (G = 0 when none is asked for).
     """
+
+    offsets: np.ndarray
+    scores: np.ndarray
+    rel: np.ndarray
+    active: np.ndarray
+    grade: np.ndarray
+    items: np.ndarray
+    R: np.ndarray
+    gains: np.ndarray
+
+
+class Params(NamedTuple):
+    """What to compute: ``cutoffs`` (C, int64, ascending; :data:`NO_CUTOFF` for the uncut rank
+    metrics), ``thr`` (score threshold, -inf for none), ``tie`` (a ``TIE_*`` code), ``want_r``
+    (h(R)), ``want_rank`` (rr and the AP sums), ``disc`` (G x (L + 1)): the discount of rank p of
+    each gain statistic at ``[g, p]`` (``disc[g, 0] = 0``), ``cum`` its prefix sums over ranks, and
+    ``path`` (a ``PATH_*`` code)."""
+
+    cutoffs: np.ndarray
+    thr: float
+    tie: int
+    want_r: bool
+    want_rank: bool
+    disc: np.ndarray
+    cum: np.ndarray
+    path: int
+
+
+class Outputs(NamedTuple):
+    """The kernel's per-query outputs, filled in place (see :class:`~topkeval.kernels.stats.QueryStats`):
+    ``h``, ``hit``, ``rr``, ``ap`` (Q x C), ``h_at_r`` (Q), ``n``, ``rel_ret`` (Q, int64), ``tie``
+    (Q, bool), ``dcg`` (G x Q x C)."""
+
+    h: np.ndarray
+    hit: np.ndarray
+    h_at_r: np.ndarray
+    n: np.ndarray
+    rel_ret: np.ndarray
+    tie: np.ndarray
+    rr: np.ndarray
+    ap: np.ndarray
+    dcg: np.ndarray
+
+
+@kernel
+def stats_range(cols, prm, q0, q1, out):
+    """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``."""
+    offsets, scores, rel, active, R = cols.offsets, cols.scores, cols.rel, cols.active, cols.R
+    cutoffs, thr, tie, want_r, want_rank = prm.cutoffs, prm.thr, prm.tie, prm.want_r, prm.want_rank
+    G = cols.gains.shape[0]
     g, e, r, b, w = _scratch(offsets, q0, q1)
     key = np.empty(g.shape[0], np.int64)
     ridx = np.empty(g.shape[0], np.int64)
@@ -309,18 +367,18 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
                 nrel += kept & rl[j]
                 act[nact] = j
                 nact += kept & ac[j]
-        n_out[q] = n
-        relret_out[q] = nrel
+        out.n[q] = n
+        out.rel_ret[q] = nrel
         for c in range(C):
-            h[q, c] = 0.0
-            hit[q, c] = 0.0
+            out.h[q, c] = 0.0
+            out.hit[q, c] = 0.0
             if want_rank:
-                rr_out[q, c] = 0.0
-                ap_out[q, c] = 0.0
-                dcg_out[q, c] = 0.0
-                dcg2_out[q, c] = 0.0
-        h_at_r[q] = 0.0
-        tie_out[q] = False
+                out.rr[q, c] = 0.0
+                out.ap[q, c] = 0.0
+            for gv in range(G):
+                out.dcg[gv, q, c] = 0.0
+        out.h_at_r[q] = 0.0
+        out.tie[q] = False
         if nact == 0:
             continue
         # ranks beyond `limit` matter to no requested metric
@@ -328,9 +386,9 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
         if want_r and R[q] > limit:
             limit = R[q]
         limit = max(limit, 1)
-        gr = grade[lo:hi]
-        it = items[lo:hi]
-        if force_path == 1 or (force_path == 0 and nact <= COUNT_MAX_RELEVANT):
+        gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
+        it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
+        if prm.path == PATH_COUNT or (prm.path == PATH_AUTO and nact <= COUNT_MAX_RELEVANT):
             m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
         else:
             m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
@@ -355,54 +413,54 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
                 k = R[q]
             total = 0.0
             for t in range(m):
-                if tie == 0:
+                if tie == TIE_EXPECTED:
                     total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)
                 else:
                     total += f[t] * (g[t] + b[t] + 1 <= k)
                 straddle |= (f[t] > 0.0) & (g[t] < k) & (k < g[t] + e[t]) & (e[t] > r[t])
             if c < C:
-                h[q, c] = total
+                out.h[q, c] = total
                 if best >= 0:
-                    if tie == 0:
-                        hit[q, c] = _hit_probability(g[best], e[best], r[best], k)
+                    if tie == TIE_EXPECTED:
+                        out.hit[q, c] = _hit_probability(g[best], e[best], r[best], k)
                     else:
-                        hit[q, c] = 1.0 if first_rank <= k else 0.0
+                        out.hit[q, c] = 1.0 if first_rank <= k else 0.0
             else:
-                h_at_r[q] = total
-        tie_out[q] = straddle
-        if not want_rank:
+                out.h_at_r[q] = total
+        out.tie[q] = straddle
+        # discounted gains over active candidates: a deterministic rank's discount, or the mean
+        # discount of the positions of the candidate's tie group that lie in the top k
+        for gv in range(G):
+            gains = cols.gains[gv]
+            disc = prm.disc[gv]
+            cum = prm.cum[gv]
+            for c in range(C):
+                k = cutoffs[c]
+                total = 0.0
+                for t in range(m):
+                    if tie == TIE_EXPECTED:
+                        top = min(g[t] + e[t], k)
+                        bottom = min(g[t], k)
+                        share = (cum[top] - cum[bottom]) / e[t] if top > bottom else 0.0
+                    else:
+                        rank = g[t] + b[t] + 1
+                        share = disc[rank] if rank <= k else 0.0
+                    total += gains[w[t]] * share
+                out.dcg[gv, q, c] = total
+        if not want_rank or best < 0:
             continue
-        # rank-aware statistics: DCG over active candidates, RR and AP over relevant ones
-        for c in range(C):
-            k = cutoffs[c]
-            d1 = 0.0
-            d2 = 0.0
-            for t in range(m):
-                if tie == 0:
-                    top = min(g[t] + e[t], k)
-                    bottom = min(g[t], k)
-                    share = (disc[top] - disc[bottom]) / e[t] if top > bottom else 0.0
-                else:
-                    rank = g[t] + b[t] + 1
-                    share = 1.0 / np.log2(rank + 1.0) if rank <= k else 0.0
-                d1 += gains[w[t]] * share
-                d2 += gains2[w[t]] * share
-            dcg_out[q, c] = d1
-            dcg2_out[q, c] = d2
-        if best < 0:
-            continue
-        # relevant members in rank order (deterministic) or tie-group order (expected)
+        # RR and AP over relevant members in rank order (deterministic) or tie-group order (expected)
         nr = 0
         for t in range(m):
             if rel[w[t]]:
-                key[nr] = (g[t] + b[t]) if tie != 0 else g[t]
+                key[nr] = (g[t] + b[t]) if tie != TIE_EXPECTED else g[t]
                 ridx[nr] = t
                 nr += 1
         order = np.argsort(key[:nr], kind="mergesort")
         for c in range(C):
             k = cutoffs[c]
-            if tie == 0:
-                rr_out[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
+            if tie == TIE_EXPECTED:
+                out.rr[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
                 apsum = 0.0
                 above = 0
                 i = 0
@@ -411,17 +469,17 @@ def stats_range(offsets, scores, rel, active, grade, gains, gains2, items, R, cu
                     apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
                     above += r[t]
                     i += r[t]  # the group's relevant members are consecutive in this order
-                ap_out[q, c] = apsum
+                out.ap[q, c] = apsum
             else:
                 first = key[order[0]] + 1
-                rr_out[q, c] = 1.0 / first if first <= k else 0.0
+                out.rr[q, c] = 1.0 / first if first <= k else 0.0
                 apsum = 0.0
                 for i in range(nr):
                     rank = key[order[i]] + 1
                     if rank > k:
                         break
                     apsum += (i + 1) / rank
-                ap_out[q, c] = apsum
+                out.ap[q, c] = apsum
 
 
 @kernel
@@ -436,11 +494,12 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
         lo = offsets[q]
         hi = offsets[q + 1]
         rl = rel[lo:hi]
-        m = _sort_path(scores[lo:hi], rl, rl, grade[lo:hi], items[lo:hi], lo, thr, tie, g, e, r, b, w,
-                       max(kq[q], 1))
+        gr = grade[lo:hi] if grade.shape[0] else grade
+        it = items[lo:hi] if items.shape[0] else items
+        m = _sort_path(scores[lo:hi], rl, rl, gr, it, lo, thr, tie, g, e, r, b, w, max(kq[q], 1))
         k = kq[q]
         for t in range(m):
-            if tie == 0:
+            if tie == TIE_EXPECTED:
                 x = (k - g[t]) / e[t]
                 out[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
             else:
@@ -449,8 +508,31 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
 
 
 @kernel
+def ranks(offsets, scores, rel, grade, items, tie, depth):
+    """Per row: its rank (from 1) within its query under a deterministic tie rule, for the rows
+    ranked within ``depth``; 0 for the rows beyond it (the same order as the kernel's)."""
+    out = np.zeros(scores.shape[0], np.int64)
+    g, e, r, b, w = _scratch(offsets, 0, offsets.shape[0] - 1)
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        every = np.ones(hi - lo, np.bool_)
+        gr = grade[lo:hi] if grade.shape[0] else grade
+        it = items[lo:hi] if items.shape[0] else items
+        m = _sort_path(scores[lo:hi], rel[lo:hi], every, gr, it, lo, -np.inf, tie, g, e, r, b, w, depth)
+        for t in range(m):
+            rank = g[t] + b[t] + 1
+            if rank <= depth:
+                out[w[t]] = rank
+    return out
+
+
+@kernel
 def ideal_dcg(offsets, gains, cutoffs, disc):
-    """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff."""
+    """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff.
+
+    ``disc[p]`` is the discount of rank p (``disc[0]`` unused).
+    """
     Q = offsets.shape[0] - 1
     C = cutoffs.shape[0]
     out = np.zeros((Q, C))
@@ -473,7 +555,7 @@ def ideal_dcg(offsets, gains, cutoffs, disc):
         for c in range(C):
             total = 0.0
             for p in range(min(npos, cutoffs[c])):
-                total -= best[p] * (disc[p + 1] - disc[p])
+                total -= best[p] * disc[p + 1]
             out[q, c] = total
     return out
 
@@ -488,45 +570,15 @@ def _split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return [(int(a), int(z)) for a, z in zip(edges[:-1], edges[1:]) if z > a]
 
 
-def discount_prefix(longest: int) -> np.ndarray:
-    """``disc[m] = sum(1 / log2(p + 1) for p in 1..m)``, for m up to ``longest``."""
-    disc = np.zeros(longest + 1)
-    disc[1:] = np.cumsum(1.0 / np.log2(np.arange(2, longest + 2)))
-    return disc
-
-
-def compute(offsets, scores, rel, grade, items, R, cutoffs, *, thr, tie, want_r, gains=None, gains2=None,
-            threads=None, force_path=0):
-    """Run the kernel over all queries; return a dict of the raw per-query arrays.
-
-    ``gains`` / ``gains2`` (per row, linear and exponential nDCG gains) turn on the rank-aware
-    statistics ``rr``, ``ap`` (sum of precisions at relevant ranks) and ``dcg`` / ``dcg2``.
-    """
-    Q = len(offsets) - 1
-    C = len(cutoffs)
-    want_rank = gains is not None
-    out = {
-        "h": np.empty((Q, C)), "hit": np.empty((Q, C)), "h_at_r": np.empty(Q),
-        "n": np.empty(Q, np.int64), "rel_ret": np.empty(Q, np.int64), "tie": np.empty(Q, np.bool_),
-    }
-    shape = (Q, C) if want_rank else (0, C)
-    for name in ("rr", "ap", "dcg", "dcg2"):
-        out[name] = np.empty(shape)
-    if items is None:
-        items = np.zeros(0, np.int64)
-    if gains is None:
-        gains = gains2 = np.zeros(0)
-        active = rel
-    else:
-        active = rel | (gains > 0) | (gains2 > 0)
-    longest = int(np.diff(offsets).max()) if Q else 0
-    disc = discount_prefix(longest if want_rank else 0)
-    thr = -np.inf if thr is None else float(thr)
-    args = (offsets, scores, rel, active, grade, gains, gains2, items, R, cutoffs, thr, TIE_CODES[tie], want_r,
-            want_rank, disc)
-    outs = (out["h"], out["hit"], out["h_at_r"], out["n"], out["rel_ret"], out["tie"], out["rr"], out["ap"],
-            out["dcg"], out["dcg2"], force_path)
+def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
+    """Run the kernel over all queries of ``cols``; return the filled :class:`Outputs`."""
+    Q = len(cols.offsets) - 1
+    C = len(prm.cutoffs)
+    G = cols.gains.shape[0]
+    rank_shape = (Q, C) if prm.want_rank else (0, C)
+    out = Outputs(np.empty((Q, C)), np.empty((Q, C)), np.empty(Q), np.empty(Q, np.int64), np.empty(Q, np.int64),
+                  np.empty(Q, np.bool_), np.empty(rank_shape), np.empty(rank_shape), np.empty((G, Q, C)))
     threads = threads or default_threads()
-    ranges = _split(offsets, threads if len(scores) >= 200_000 else 1)
-    run_parallel(lambda qr: stats_range(*args, qr[0], qr[1], *outs), ranges, workers=len(ranges))
+    ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
+    run_parallel(lambda qr: stats_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))
     return out

@@ -1,10 +1,13 @@
-"""The per-query statistics that every kernel produces and every metric consumes."""
+"""The per-query statistics that every backend produces and every metric consumes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
 import numpy as np
+
+#: A cutoff larger than any list: the uncut metrics (``ap``, ``rr``, ``ndcg``) use it.
+NO_CUTOFF = 1 << 40
 
 
 @dataclass
@@ -14,7 +17,7 @@ class QueryStats:
     Attributes
     ----------
     cutoffs : ndarray of int64, shape (C,)
-        The distinct cutoffs requested, ascending.
+        The distinct cutoffs requested, ascending (:data:`NO_CUTOFF` stands for the whole list).
     h : ndarray of float64, shape (Q, C)
         h(k): relevant candidates among the top min(k, n); under ``ties="expected"`` the exact
         expected value over the orders of tied candidates.
@@ -31,10 +34,15 @@ class QueryStats:
     tie_at_cutoff : ndarray of bool, shape (Q,)
         A tie group of relevant and non-relevant candidates straddles a requested cutoff (or R),
         so the tie rule decides the value.
-    rr, ap, dcg, dcg_exp, idcg, idcg_exp : ndarray of float64, shape (Q, C), optional
-        Rank-aware statistics (present when a rank-aware metric was asked for): reciprocal rank,
-        the sum of precisions at relevant ranks (AP times R), DCG with linear and exponential
-        gains, and the ideal DCGs. Expected values under ``ties="expected"``.
+    rr, ap_sum : ndarray of float64, shape (Q, C), or (0, C) when no metric needs them
+        Reciprocal rank of the first relevant candidate (0 beyond k) and the sum of the precisions
+        at the relevant ranks up to k (AP times R). Expected values under ``ties="expected"``.
+    dcg, ideal_dcg : ndarray of float64, shape (G, Q, C)
+        One discounted gain per :class:`~topkeval.metrics.registry.DcgSpec` of ``dcg_specs``, and
+        the DCG of the ideal order of every judged gain of the query. Each variant is stored
+        divided by ``2 ** dcg_shift[g]`` (0 unless its gains are so large that sums would overflow).
+    dcg_specs : tuple of DcgSpec
+    dcg_shift : ndarray of int64, shape (G,)
     """
 
     cutoffs: np.ndarray
@@ -45,12 +53,19 @@ class QueryStats:
     rel_ret: np.ndarray
     R: np.ndarray
     tie_at_cutoff: np.ndarray
-    rr: np.ndarray | None = None
-    ap: np.ndarray | None = None
-    dcg: np.ndarray | None = None
-    dcg_exp: np.ndarray | None = None
-    idcg: np.ndarray | None = None
-    idcg_exp: np.ndarray | None = None
+    rr: np.ndarray
+    ap_sum: np.ndarray
+    dcg: np.ndarray
+    ideal_dcg: np.ndarray
+    dcg_specs: tuple = ()
+    dcg_shift: np.ndarray | None = None
+
+    _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum")
+    _PER_VARIANT = ("dcg", "ideal_dcg")
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.R)
 
     @property
     def N(self) -> np.ndarray:
@@ -58,12 +73,53 @@ class QueryStats:
         return self.n - self.rel_ret
 
     def column(self, k: int | None) -> int:
-        """Index of cutoff ``k`` in :attr:`cutoffs` (None: the uncut column)."""
-        from .cpu import NO_CUTOFF
-
+        """Index of cutoff ``k`` in :attr:`cutoffs` (None: the whole list)."""
         return int(np.searchsorted(self.cutoffs, NO_CUTOFF if k is None else k))
+
+    def _variant(self, spec) -> int:
+        return self.dcg_specs.index(spec)
+
+    def dcg_at(self, spec, k: int | None) -> np.ndarray:
+        """DCG of variant ``spec`` at cutoff ``k`` (inf where the true value exceeds float64)."""
+        g = self._variant(spec)
+        values = self.dcg[g, :, self.column(k)]
+        shift = int(self.dcg_shift[g]) if self.dcg_shift is not None else 0
+        if shift:
+            with np.errstate(over="ignore"):
+                return np.ldexp(values, shift)
+        return values
+
+    def ndcg_terms(self, spec, k: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """DCG and ideal DCG of variant ``spec`` at cutoff ``k``, both divided by the same power of 2
+        (their ratio is exact even when the unscaled values would overflow)."""
+        g, c = self._variant(spec), self.column(k)
+        return self.dcg[g, :, c], self.ideal_dcg[g, :, c]
 
     def take(self, rows: np.ndarray) -> QueryStats:
         """The statistics of a subset of queries (a boolean mask or indices)."""
-        return QueryStats(**{f.name: (v if f.name == "cutoffs" or v is None else v[rows])
-                             for f in fields(self) for v in [getattr(self, f.name)]})
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in self._PER_QUERY:
+                v = v[rows] if len(v) else v
+            elif f.name in self._PER_VARIANT:
+                v = v[:, rows]
+            out[f.name] = v
+        return QueryStats(**out)
+
+    @staticmethod
+    def concat(parts: list[QueryStats]) -> QueryStats:
+        """The statistics of consecutive batches of queries, one after the other."""
+        first = parts[0]
+        if len(parts) == 1:
+            return first
+        out = {}
+        for f in fields(first):
+            values = [getattr(p, f.name) for p in parts]
+            if f.name in first._PER_QUERY:
+                out[f.name] = np.concatenate(values)
+            elif f.name in first._PER_VARIANT:
+                out[f.name] = np.concatenate(values, axis=1)
+            else:
+                out[f.name] = values[0]
+        return QueryStats(**out)

@@ -39,7 +39,6 @@ def run_parallel(fn, tasks, workers: int | None = None) -> list:
     tasks = list(tasks)
     if len(tasks) <= 1 or getattr(_inside, "flag", False):
         return [fn(t) for t in tasks]
-    pool = _pool(max(default_threads(), workers or 0))
 
     def wrapped(t):
         _inside.flag = True
@@ -48,7 +47,13 @@ def run_parallel(fn, tasks, workers: int | None = None) -> list:
         finally:
             _inside.flag = False
 
-    return list(pool.map(wrapped, tasks))
+    # submitting under the lock: a call from another thread that needs a larger pool replaces it
+    # (and shuts the old one down) only between submissions, never between getting the pool and
+    # submitting to it; tasks already submitted finish on the old pool
+    with _LOCK:
+        pool = _pool(max(default_threads(), workers or 0))
+        futures = [pool.submit(wrapped, t) for t in tasks]
+    return [f.result() for f in futures]
 
 
 _inside = threading.local()
@@ -61,15 +66,15 @@ def row_ranges(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
+    """The shared pool, at least ``size`` threads (called with ``_LOCK`` held)."""
     global _POOL, _POOL_SIZE, _POOL_PID
-    with _LOCK:
-        forked = _POOL_PID != os.getpid()
-        if _POOL is None or _POOL_SIZE < size or forked:
-            if _POOL is not None and not forked:
-                _POOL.shutdown(wait=False)
-            _POOL_SIZE, _POOL_PID = size, os.getpid()
-            _POOL = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="topkeval")
-        return _POOL
+    forked = _POOL_PID != os.getpid()
+    if _POOL is None or _POOL_SIZE < size or forked:
+        if _POOL is not None and not forked:
+            _POOL.shutdown(wait=False)  # its queued tasks still run; it takes no new ones
+        _POOL_SIZE, _POOL_PID = size, os.getpid()
+        _POOL = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="topkeval")
+    return _POOL
 
 
 def _reset_in_child() -> None:

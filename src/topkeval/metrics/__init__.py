@@ -1,14 +1,21 @@
-"""Metrics: pure functions from per-query statistics to per-query values.
+"""Metrics: pure functions from per-query statistics to per-query values, and their registry.
 
 Nothing here reads data or ranks candidates: each function takes a
 :class:`~topkeval.kernels.stats.QueryStats`, a :class:`~topkeval.names.Metric` and the
-:class:`~topkeval.conventions.Conventions`, and returns one value per query.
+:class:`~topkeval.conventions.Conventions`, and returns one value per query. Each is registered
+in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that defines it:
+``setbased`` (top-k and whole-list set metrics, counts) and ``rankbased`` (rr, ap, dcg, ndcg).
 """
 
-from .rankbased import FUNCTIONS as RANK_FUNCTIONS
-from .rankbased import RANK_FAMILIES
-from .setbased import SET_FUNCTIONS, metric_values
+import numpy as np
 
-FUNCTIONS = {**SET_FUNCTIONS, **RANK_FUNCTIONS}
+from . import rankbased, setbased  # noqa: F401  (each registers its families)
+from .registry import FAMILIES, DcgSpec, Family, Param
 
-__all__ = ["FUNCTIONS", "RANK_FAMILIES", "metric_values"]
+
+def metric_values(st, metric, conv) -> np.ndarray:
+    """Per-query values of one metric (float64, one per query of ``st``)."""
+    return np.asarray(FAMILIES[metric.family].function(st, metric, conv), dtype=np.float64)
+
+
+__all__ = ["FAMILIES", "DcgSpec", "Family", "Param", "metric_values"]

@@ -1,66 +1,78 @@
-"""Rank-aware metrics: reciprocal rank, average precision, (n)DCG, and the TREC counts.
+"""Rank-aware metrics: reciprocal rank, average precision, (n)DCG.
 
 =================  ====================================================  ==================
 metric             value                                                 undefined when
 =================  ====================================================  ==================
 rr@k               1 / rank of the first relevant candidate, 0 beyond k  never
 ap@k               sum over relevant ranks <= k of precision@rank, / R   R = 0
-dcg@k              sum over ranks <= k of gain / log2(rank + 1)          never
+ap_capped@k        the same sum / min(R, k)  (Spark, RecBole, MS Recs)   R = 0
+dcg@k              sum over ranks <= k of gain x discount(rank)          never
 ndcg@k             dcg@k / ideal dcg@k                                   ideal dcg is 0
-num_ret            n (candidates after score_threshold and depth)        never
-num_rel            R                                                     never
-num_rel_ret        relevant candidates among the n                       never
 =================  ====================================================  ==================
 
-Without ``@k`` the whole list counts. Gains are the grades (linear, as trec_eval) or
-``2**grade - 1`` (``gain=exp``), for every candidate with a positive grade: the relevance
-threshold decides binary relevance (rr, ap), not graded gain. The ideal DCG ranks all of the
-query's judged gains, those of candidates not retrieved included. ``short_lists`` "pad" and
-"shrink" do not change these metrics (ranks beyond the list add nothing); "error" still refuses a
-cutoff larger than a list. Under ``ties="expected"`` each
-is its exact expected value over the orders of tied candidates (McSherry & Najork 2008).
+Without ``@k`` the whole list counts. Gains are the grades (``gain=linear``, trec_eval),
+``2**grade - 1`` (``gain=exp``, ranx's ndcg_burges) or a map of grades to gains
+(``gain={1:3,2:7}``, trec_eval's ``ndcg.1=3,2=7``), for every candidate with a positive grade: the
+relevance threshold decides binary relevance (rr, ap), not graded gain. The discount is
+``1 / log2(rank + 1)``, or LensKit's ``1 / log2(max(rank, 2))`` under ``discount="lenskit"``.
+The ideal DCG ranks all of the query's judged gains, those of candidates not retrieved included.
+``short_lists`` "pad" and "shrink" do not change these metrics (ranks beyond the list add
+nothing); "error" still refuses a cutoff larger than a list. Under ``ties="expected"`` each is
+its exact expected value over the orders of tied candidates (McSherry & Najork 2008).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .setbased import _ratio
+from .registry import DcgSpec, Param, register
+from .setbased import ratio
 
 
+@register("rr", cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank"),
+          trec_uncut="recip_rank",
+          summary="reciprocal rank of the first relevant candidate (0 beyond k)", formula="1 / rank of the first relevant")
 def rr(st, m, conv):
     return st.rr[:, st.column(m.k)].copy()
 
 
+@register("ap", cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
+          trec="map_cut", trec_uncut="map",
+          summary="average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
+          formula="sum(precision@rank of each relevant) / R")
 def ap(st, m, conv):
-    return _ratio(st.ap[:, st.column(m.k)], st.R, conv.undefined)
+    return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)
 
 
+@register("ap_capped", cutoff="required", needs=("rank",),
+          summary="average precision divided by min(R, k) (Spark, RecBole, Microsoft Recommenders' MAP@k)",
+          formula="sum(precision@rank of each relevant rank <= k) / min(R, k)")
+def ap_capped(st, m, conv):
+    return ratio(st.ap_sum[:, st.column(m.k)], np.minimum(st.R, float(m.k)), conv.undefined)
+
+
+def _graded(m, conv) -> DcgSpec:
+    return DcgSpec(m.param("gain"), conv.discount)
+
+
+_GAIN = (Param("gain", "gain", "linear", False),)
+
+
+@register("dcg", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, bounded=False, dcg=_graded,
+          summary="discounted cumulative gain, graded gains", formula="sum(gain / log2(rank + 1))")
 def dcg(st, m, conv):
-    source = st.dcg_exp if m.gain == "exp" else st.dcg
-    return source[:, st.column(m.k)].copy()
+    values = st.dcg_at(_graded(m, conv), m.k)
+    if not np.isfinite(values).all():
+        from ..errors import DataError
+
+        raise DataError(f"{m} exceeds the largest float64 for some queries: the grades are too large for "
+                        "a DCG; rescale them (nDCG is unaffected by scale).")
+    return values.copy()
 
 
+@register("ndcg", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
+          aliases=("ndcg_cut",), trec="ndcg_cut", trec_uncut="ndcg", variants={"ndcg_burges": {"gain": "exp"}},
+          summary="normalised discounted cumulative gain, graded gains",
+          formula="DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))")
 def ndcg(st, m, conv):
-    col = st.column(m.k)
-    if m.gain == "exp":
-        return _ratio(st.dcg_exp[:, col], st.idcg_exp[:, col], conv.undefined)
-    return _ratio(st.dcg[:, col], st.idcg[:, col], conv.undefined)
-
-
-def num_ret(st, m, conv):
-    return st.n.astype(np.float64)
-
-
-def num_rel(st, m, conv):
-    return st.R.astype(np.float64)
-
-
-def num_rel_ret(st, m, conv):
-    return st.rel_ret.astype(np.float64)
-
-
-FUNCTIONS = {"rr": rr, "ap": ap, "dcg": dcg, "ndcg": ndcg, "num_ret": num_ret, "num_rel": num_rel,
-             "num_rel_ret": num_rel_ret}
-
-RANK_FAMILIES = frozenset({"rr", "ap", "dcg", "ndcg"})
+    return ratio(*st.ndcg_terms(_graded(m, conv), m.k), conv.undefined)

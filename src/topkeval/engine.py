@@ -1,0 +1,468 @@
+"""The engine: one plan, one backend call per model, one way from statistics to Results.
+
+Every front door (``evaluate`` on a table or a file, ``evaluate(run, qrels=...)``,
+``evaluate_matrix``, a streamed parquet file, the one-ranking functions) turns its input into one
+or more grouped logs (:class:`~topkeval.log.GroupedLog`) and then does exactly this::
+
+    plan = make_plan(metrics, conventions)            # which statistics, cutoffs, gain variants
+    batch = evaluate_log(log, plan, ...)              # per model: backend -> QueryStats -> values
+    res = build_results([batch, ...], plan, ...)      # summary, per_query, info: the same keys on every path
+
+A backend (:class:`Backend`) turns a log and a plan into :class:`~topkeval.kernels.stats.QueryStats`;
+:class:`CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu`. Another backend (a
+GPU selection, a Spark partition) implements the same ``compute`` and nothing else changes: the
+metric values, the empty-query rule, the short-list check and the aggregation all live here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from .conventions import Conventions
+from .errors import DataError, EmptyQueryError, ParameterError, ShortListError, TopkevalWarning, show
+from .kernels.stats import NO_CUTOFF, QueryStats
+from .log import GroupedLog
+from .metrics import FAMILIES, DcgSpec, metric_values
+from .names import Metric, parse_metrics
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an evaluation computes: the metrics, the conventions, and the statistics they need.
+
+    Attributes
+    ----------
+    metrics : tuple of Metric
+    conv : Conventions
+    cutoffs : ndarray of int64
+        Every distinct cutoff, ascending; :data:`~topkeval.kernels.stats.NO_CUTOFF` when an uncut
+        rank metric looks at the whole list.
+    want_r : bool
+        h(R) is needed (R-precision).
+    want_rank : bool
+        Reciprocal ranks and AP sums are needed.
+    dcg_specs : tuple of DcgSpec
+        The discounted-gain statistics needed (one per gain and discount in use).
+    """
+
+    metrics: tuple[Metric, ...]
+    conv: Conventions
+    cutoffs: np.ndarray = field(compare=False)
+    want_r: bool = False
+    want_rank: bool = False
+    dcg_specs: tuple[DcgSpec, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """Canonical metric names, in the order requested."""
+        return [str(m) for m in self.metrics]
+
+    def depth(self, R_max: int, n_max: int) -> int:
+        """How deep into a list of ``n_max`` candidates the metrics look (the top T that decides
+        every value): the largest cutoff, the largest R for R-precision, the whole list for the
+        uncut rank metrics; at least 1 and at most ``n_max``."""
+        deepest = 1
+        for m in self.metrics:
+            fam = FAMILIES[m.family]
+            if m.k is not None:
+                deepest = max(deepest, m.k)
+            elif fam.depth == "R":
+                deepest = max(deepest, R_max)
+            elif fam.depth == "list":
+                return n_max
+        return min(deepest, n_max)
+
+
+def make_plan(metrics, conv: Conventions) -> Plan:
+    """Parse ``metrics`` and derive the statistics, cutoffs and gain variants they need."""
+    mets = tuple(parse_metrics(metrics))
+    needs = set().union(*(FAMILIES[m.family].needs for m in mets))
+    ks = {m.k for m in mets if m.k is not None}
+    if any(m.k is None and FAMILIES[m.family].depth == "list" and FAMILIES[m.family].needs & {"rank", "dcg"}
+           for m in mets):
+        ks.add(NO_CUTOFF)
+    specs: list[DcgSpec] = []
+    for m in mets:
+        fam = FAMILIES[m.family]
+        if fam.dcg is not None and (spec := fam.dcg(m, conv)) not in specs:
+            specs.append(spec)
+    return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
+                tuple(specs))
+
+
+@dataclass
+class Judgments:
+    """Relevant items and judged grades per query, when the judgments are kept apart from the log
+    (TREC qrels, held-out interactions of a score matrix): R counts relevant items no model
+    retrieved, and the ideal DCG ranks every judged gain."""
+
+    R: np.ndarray
+    offsets: np.ndarray
+    grades: np.ndarray
+
+
+class Backend(Protocol):
+    """Computes the statistics of one model over the queries of a grouped log.
+
+    ``compute`` must return the :class:`~topkeval.kernels.stats.QueryStats` that
+    :class:`CpuBackend` returns for the same log and plan (the tests hold every backend to it).
+    """
+
+    def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
+                threads: int | None = None) -> QueryStats: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# gains and discounts of the DCG statistics
+
+
+def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -> np.ndarray:
+    """Per-candidate gains of a DCG variant (0 for grades <= 0).
+
+    Raises
+    ------
+    DataError
+        Exponential gains beyond float64 (grades above 1023).
+    """
+    grades = np.asarray(grades, dtype=np.float64)
+    positive = grades > 0
+    if spec.gain == "binary":
+        return (rel if rel is not None else positive).astype(np.float64)
+    if spec.gain == "exp":
+        top = float(grades.max()) if len(grades) else 0.0
+        if top >= 1024:
+            raise DataError(f"gain=exp turns grade {top:g} into 2**{top:g} - 1, beyond the largest float64: "
+                            "use linear gains (ndcg@k) or smaller grades.")
+        return np.where(positive, np.exp2(np.where(positive, grades, 0.0)) - 1.0, 0.0)
+    gains = np.where(positive, grades, 0.0)
+    if isinstance(spec.gain, tuple):  # a map of grades to gains; other grades gain their own value
+        for grade, gain in spec.gain:
+            gains[grades == grade] = gain
+    return gains
+
+
+def discounts(spec: DcgSpec, longest: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(disc, cum)``: the discount of ranks 0..longest (``disc[0] = 0``) and its prefix sums."""
+    ranks = np.arange(1, longest + 1, dtype=np.float64)
+    if spec.discount == "lenskit":
+        d = 1.0 / np.log2(np.maximum(ranks, 2.0))
+    elif isinstance(spec.discount, tuple) and spec.discount[0] == "rbp":
+        d = spec.discount[1] ** (ranks - 1.0)
+    else:
+        d = 1.0 / np.log2(ranks + 1.0)
+    disc = np.concatenate([[0.0], d])
+    return disc, np.cumsum(disc)
+
+
+def _gain_shift(*gain_arrays: np.ndarray, total_discount: float) -> int:
+    """The smallest power of 2 to divide gains by so that no DCG sum can overflow (0 almost always).
+
+    Dividing by a power of 2 is exact, so nDCG (a ratio) is unchanged; DCG is scaled back.
+    """
+    top = max((float(np.abs(g).max()) for g in gain_arrays if len(g)), default=0.0)
+    if top == 0.0:
+        return 0
+    log_bound = math.log2(top) + math.log2(max(total_discount, 1.0))
+    return max(0, int(math.ceil(log_bound - 996)))  # keep every sum below 2**996 (about 1e300)
+
+
+# ---------------------------------------------------------------------------------------------
+# the CPU backend
+
+
+@dataclass(frozen=True)
+class CpuBackend:
+    """The compiled CPU kernel (:mod:`topkeval.kernels.cpu`). ``path`` forces the counting
+    (``PATH_COUNT``) or the sorting (``PATH_SORT``) path, for tests."""
+
+    path: int = 0
+
+    def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
+                threads: int | None = None) -> QueryStats:
+        from .kernels import cpu
+
+        conv = plan.conv
+        scores = comparable_scores(log.scores[model], conv)
+        rel = conv.is_relevant(log.grades)
+        tie = cpu.TIE_CODES[conv.ties]
+        grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
+        items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
+        longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
+        longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
+        G = len(plan.dcg_specs)
+        gains = np.empty((G, len(scores)))
+        disc = np.empty((G, longest + 1))
+        cum = np.empty((G, longest + 1))
+        ideal_gains, ideal_discs, shifts = [], [], np.zeros(G, np.int64)
+        judged_rel = conv.is_relevant(judgments.grades)
+        for g, spec in enumerate(plan.dcg_specs):
+            row_gains = gains_of(log.grades, spec, rel)
+            judged_gains = gains_of(judgments.grades, spec, judged_rel)
+            d, c = discounts(spec, max(longest, longest_judged))
+            shift = _gain_shift(row_gains, judged_gains, total_discount=float(c[-1]))
+            if shift:
+                row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
+            gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
+            ideal_gains.append(judged_gains)
+            ideal_discs.append(d)
+        active = rel | (gains > 0).any(axis=0) if G else rel
+        cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
+                           gains)
+        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
+        prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, self.path)
+        out = cpu.compute(cols, prm, threads)
+        ideal = np.empty((G, log.n_queries, len(plan.cutoffs)))
+        for g in range(G):
+            ideal[g] = cpu.ideal_dcg(judgments.offsets, ideal_gains[g], plan.cutoffs, ideal_discs[g])
+        return QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
+                          out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
+
+
+_EMPTY_F = np.zeros(0, np.float64)
+_EMPTY_I = np.zeros(0, np.int64)
+CPU = CpuBackend()
+
+
+def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Scores as the conventions compare them: float64, or rounded to float32 first (trec_eval)."""
+    if conv.score_precision == "float32":
+        return scores.astype(np.float32).astype(np.float64)
+    return scores.astype(np.float64, copy=False)
+
+
+def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
+    """Item codes ordered as the item tie rules compare ids: as typed, or as text (strcmp)."""
+    if log.items is None:
+        raise ParameterError(
+            f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
+            "pass item='<column>' (or items= for one ranking), or choose another tie rule."
+        )
+    if conv.item_order == "text" and log.item_labels.dtype.kind not in "US":
+        if log.item_labels.dtype.kind == "O" and all(isinstance(v, str) for v in log.item_labels[:1000]):
+            return log.items  # already text, ordered as text
+        text = np.array([str(v) for v in log.item_labels]) if log.item_labels.dtype.kind == "O" else \
+            log.item_labels.astype(str)
+        # Python and numpy compare strings by code point, which is the byte order of their UTF-8
+        # form: C's strcmp on the text trec_eval reads
+        rank = np.empty(len(text), np.int64)
+        rank[np.argsort(text, kind="stable")] = np.arange(len(text))
+        return rank[log.items]
+    return log.items
+
+
+# ---------------------------------------------------------------------------------------------
+# from statistics to values, and to Results
+
+
+@dataclass
+class ModelValues:
+    """One model's per-query values over the queries of one log (a table, a run, a chunk)."""
+
+    model: str
+    queries: np.ndarray | None  # None once reduced to sums
+    values: dict
+    ties: int
+    rows: int
+    evaluated: int
+    sums: dict | None = None  # {metric: (sum, count of defined values)} once reduced
+
+    def reduce(self) -> ModelValues:
+        """Keep only sums and counts (bounded memory for streamed files)."""
+        sums = {name: (float(np.nansum(v)), int(np.isfinite(v).sum())) for name, v in self.values.items()}
+        return ModelValues(self.model, None, {}, self.ties, self.rows, self.evaluated, sums)
+
+
+@dataclass
+class Batch:
+    """What :func:`evaluate_log` returns: each model's values, and the counts of the log."""
+
+    models: list[ModelValues]
+    queries: int
+    skipped_empty: int
+
+    def reduce(self) -> Batch:
+        return Batch([m.reduce() for m in self.models], self.queries, self.skipped_empty)
+
+
+def evaluate_log(log: GroupedLog, plan: Plan, *, judgments: Judgments | None = None,
+                 list_sizes: tuple[np.ndarray, np.ndarray] | None = None, backend: Backend = CPU,
+                 threads: int | None = None, rows: int | None = None) -> Batch:
+    """Evaluate every model of a grouped log.
+
+    ``judgments`` (R and the judged grades per query) come from judgments kept apart from the
+    log; by default from the log itself. ``list_sizes`` = (n, relevant among n) per query when
+    the log holds only the top of each list (score matrices): the counts of the rows beyond it are
+    known without the rows.
+    """
+    conv = plan.conv
+    if judgments is None:
+        rel = conv.is_relevant(log.grades)
+        judgments = Judgments(log.per_query_sum(rel), log.offsets, log.grades)
+    R = judgments.R
+    empty = R == 0
+    if conv.empty_queries == "error" and empty.any():
+        ids = ", ".join(show(q) for q in log.queries[empty][:5])
+        raise EmptyQueryError(
+            f"{int(empty.sum())} queries have no relevant item (for example {ids}) and "
+            "empty_queries='error'. Use empty_queries='skip' to leave them out of the means or "
+            "'keep' to score them with the 'undefined' value."
+        )
+    keep = ~empty if conv.empty_queries == "skip" else np.ones(len(R), bool)
+    queries = log.queries[keep] if not keep.all() else log.queries
+    out = []
+    for model in log.scores:
+        st = backend.compute(log, model, plan, judgments, threads)
+        if list_sizes is not None:
+            st.n, st.rel_ret = list_sizes
+        if not keep.all():
+            st = st.take(keep)
+        if conv.short_lists == "error":
+            _check_short(st, plan.metrics, queries, model if len(log.scores) > 1 else "")
+        values = {name: metric_values(st, m, conv) for name, m in zip(plan.names, plan.metrics)}
+        out.append(ModelValues(model, queries, values, int(st.tie_at_cutoff.sum()),
+                               len(log.grades) if rows is None else rows, int(keep.sum())))
+    return Batch(out, log.n_queries, int((~keep).sum()))
+
+
+def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, threads: int | None = None,
+                     backend: Backend = CPU) -> tuple[Batch, list]:
+    """Evaluate every model of a log held whole (in memory, or a chunk of a file that holds every row of
+    its queries): one :class:`Batch`, and the ``(log, R)`` pairs that ``Results.diff`` re-reads.
+
+    With ``depth``, each model keeps only its first ``depth`` candidates (:func:`truncate`); R and
+    the ideal DCG still count the relevant items cut off, as trec_eval ``-M`` does.
+    """
+    if depth is None:
+        return evaluate_log(log, plan, threads=threads, backend=backend), [(log, None)]
+    rel = plan.conv.is_relevant(log.grades)
+    judgments = Judgments(log.per_query_sum(rel), log.offsets, log.grades)
+    cut = [truncate(log, m, depth, plan.conv) for m in log.scores]
+    parts = [evaluate_log(c, plan, judgments=judgments, threads=threads, rows=len(log.grades), backend=backend)
+             for c in cut]
+    batch = Batch([mv for p in parts for mv in p.models], parts[0].queries, parts[0].skipped_empty)
+    return batch, [(c, judgments.R) for c in cut]
+
+
+def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> GroupedLog:
+    """Keep the first ``depth`` candidates of each query of one model under the tie rule (trec_eval -M).
+
+    The order is the kernel's own (:func:`topkeval.kernels.cpu.ranks`), so truncation and
+    evaluation never disagree about which candidate comes first.
+    """
+    from .kernels import cpu
+
+    if conv.ties == "expected":
+        raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
+                             "rule: pass ties='first', 'item_desc' (trec_eval), 'optimistic' or 'pessimistic'.")
+    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
+    rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), conv.is_relevant(log.grades),
+                     log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)
+    keep = rank > 0
+    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    return GroupedLog(kept[log.offsets], log.queries, log.grades[keep], {model: log.scores[model][keep]},
+                      None if log.items is None else log.items[keep], log.item_labels)
+
+
+def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
+    for m in metrics:
+        depth = FAMILIES[m.family].depth
+        need = m.k if m.k is not None else (st.R if depth == "R" else None)
+        if need is None:
+            continue
+        short = st.n < need
+        if short.any():
+            q = int(np.argmax(short))
+            k = int(need if np.isscalar(need) else need[q])
+            raise ShortListError(
+                f"{m} looks at the top {k}, but query {show(queries[q])} has only {int(st.n[q])} "
+                f"candidates{' for model ' + repr(model) if model else ''} ({int(short.sum())} queries "
+                "are that short). Use short_lists='pad' to count the missing slots as non-relevant, "
+                "short_lists='shrink' to divide by the list length, or a smaller k."
+            )
+
+
+def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
+    """Warn once when no candidate at all is relevant (a threshold above every grade, say)."""
+    if total_relevant == 0:
+        rule = "grade > 0" if conv.threshold is None else f"grade >= {conv.threshold:g}"
+        warnings.warn(f"No item is relevant ({rule}) in any query: every metric is undefined or 0. "
+                      "Check the relevance column and the threshold"
+                      + (" (the surprise preset calls ratings >= 3.5 relevant; for 0/1 clicks pass threshold=1)"
+                         if conv.threshold == 3.5 else "") + ".", TopkevalWarning, stacklevel=4)
+
+
+LogSource = Callable[[], Iterable[tuple[GroupedLog, np.ndarray]]]
+
+
+def build_results(batches: Sequence[Batch], plan: Plan, *, query_name: str = "query", info: dict | None = None,
+                  sources: LogSource | None = None):
+    """One :class:`~topkeval.results.Results` from the batches of an evaluation, whatever the path.
+
+    The summary is each model's mean over its evaluated queries (NaN values left out), the
+    per-query table lists each model's queries in batch order, and ``info`` has the same keys on
+    every path: ``queries``, ``evaluated``, ``skipped_empty``, ``rows`` (ints: totals),
+    ``evaluated_per_model``, ``rows_per_model``, ``ties_at_cutoff`` (per model), ``models``,
+    ``metrics``, ``conventions``, and what the front door adds (``info``).
+    """
+    from .results import Results
+
+    names = plan.names
+    by_model: dict[str, list[ModelValues]] = {}
+    for batch in batches:
+        for mv in batch.models:
+            by_model.setdefault(mv.model, []).append(mv)
+    summary = {}
+    for model, parts in by_model.items():
+        summary[model] = {}
+        for name in names:
+            if parts[0].sums is not None:
+                total = sum(p.sums[name][0] for p in parts)
+                count = sum(p.sums[name][1] for p in parts)
+                summary[model][name] = total / count if count else math.nan
+            else:
+                v = np.concatenate([p.values[name] for p in parts]) if len(parts) > 1 else parts[0].values[name]
+                summary[model][name] = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+    summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=names)
+    summary_df.index.name = "model"
+    evaluated = {m: sum(p.evaluated for p in parts) for m, parts in by_model.items()}
+    rows = {m: sum(p.rows for p in parts) for m, parts in by_model.items()}
+    base = {
+        "queries": sum(b.queries for b in batches),
+        "evaluated": max(evaluated.values(), default=0),
+        "skipped_empty": sum(b.skipped_empty for b in batches),
+        "rows": max(rows.values(), default=0),
+        "evaluated_per_model": evaluated,
+        "rows_per_model": rows,
+        "ties_at_cutoff": {m: sum(p.ties for p in parts) for m, parts in by_model.items()},
+        "models": list(by_model),
+        "metrics": names,
+        "conventions": plan.conv.as_dict(),
+    }
+    base.update(info or {})
+    kept = all(p.sums is None for parts in by_model.values() for p in parts)
+
+    def per_query() -> pd.DataFrame:
+        columns: dict = {"model": [], query_name: []}
+        if not kept:
+            return pd.DataFrame({"model": pd.Series([], dtype=object), query_name: pd.Series([], dtype=object),
+                                 **{n: pd.Series([], dtype=np.float64) for n in names}})
+        frames_q, frames_m = [], []
+        for model, parts in by_model.items():
+            q = [p.queries for p in parts]
+            frames_q.append(np.concatenate(q) if len(q) > 1 else q[0])
+            frames_m.append(np.full(len(frames_q[-1]), model, dtype=object))
+        columns["model"] = pd.Series(np.concatenate(frames_m) if len(frames_m) > 1 else frames_m[0], dtype=object)
+        columns[query_name] = np.concatenate(frames_q) if len(frames_q) > 1 else frames_q[0]
+        for name in names:
+            vals = [p.values[name] for parts in by_model.values() for p in parts]
+            columns[name] = np.concatenate(vals) if len(vals) > 1 else vals[0]
+        return pd.DataFrame(columns)
+
+    return Results(summary_df, per_query, base, query_name=query_name, conventions=plan.conv, sources=sources)

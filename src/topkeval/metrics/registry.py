@@ -1,0 +1,141 @@
+"""The metric registry: one entry per family, declared next to its function.
+
+An entry says everything the rest of the package needs to know about a family: its function
+(per-query statistics -> per-query values), the statistics it reads from the kernel, how deep it
+looks into a list, whether it takes a cutoff and parameters, its names in other tools, and how
+trec_eval aggregates it. The parser (:mod:`topkeval.names`), the engine's plan
+(:mod:`topkeval.engine`), the matrix selection depth, the CLI listing and the TREC output all read
+the registry; none keeps a list of its own.
+
+Adding a metric computed from existing statistics is one decorated function in
+``setbased.py`` or ``rankbased.py`` (and one reference definition in ``tests/reference.py``)::
+
+    @register("hit_rate", cutoff="required", needs=("hit",), aliases=("success",), trec="success",
+              summary="1 if any relevant item is in the top k", formula="1 if h(k) >= 1 else 0")
+    def hit_rate(st, m, conv):
+        return st.hit[:, st.column(m.k)].copy()
+
+Statistics (:class:`~topkeval.kernels.stats.QueryStats`): ``h`` (relevant in the top k, every
+cutoff), ``hit`` (a relevant in the top k), ``h_at_r`` (relevant in the top R), ``rank`` (reciprocal
+rank and the sum of precisions at relevant ranks), ``dcg`` (discounted gains under the variants the
+metrics declare: gain x discount), and the counts ``n``, ``rel_ret``, ``R`` that every kernel gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: The statistics a family may ask of the kernel (besides the counts every kernel returns).
+STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg"})
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of a family: ``fbeta(beta=0.5)``, ``ndcg(gain=exp)``, ``rbp(p=0.8)``.
+
+    ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)) or
+    ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``). A parameter with
+    a ``default`` may be left out, and is left out of the canonical name when it has that value.
+    """
+
+    name: str
+    kind: str
+    default: object = None
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class DcgSpec:
+    """One discounted-gain statistic: a gain per candidate times a discount per rank.
+
+    ``gain``: ``"linear"`` (the grade, 0 for grades <= 0), ``"exp"`` (2**grade - 1),
+    ``"binary"`` (1 for a relevant candidate) or a tuple of ``(grade, gain)`` pairs (other grades
+    gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
+    ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
+    (p ** (rank - 1)).
+    """
+
+    gain: object = "linear"
+    discount: object = "log2"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric family of the registry (see the module docstring)."""
+
+    name: str
+    function: Callable
+    cutoff: str  # "required" | "optional" | "none"
+    needs: frozenset
+    depth: str  # without a cutoff: "R" (top R), "list" (the whole list) or "none" (no ranking)
+    summary: str
+    formula: str
+    aliases: tuple[str, ...] = ()
+    params: tuple[Param, ...] = ()
+    bounded: bool = True  # values lie in [0, 1]
+    trec: str | None = None  # trec_eval's name: the prefix of name_k for a cutoff, the name without
+    trec_uncut: str | None = None
+    summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
+    dcg: Callable | None = None  # (metric, conventions) -> DcgSpec, for families that need "dcg"
+    variants: tuple = ()  # other tools' names for this family with set parameters: (("ndcg_burges", (("gain", "exp"),)),)
+
+    def example(self) -> str:
+        """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``..."""
+        text = self.name
+        required = [p for p in self.params if p.required]
+        if required:
+            text += "(" + ",".join(f"{p.name}={_EXAMPLE[p.kind]}" for p in required) + ")"
+        return text + ("@10" if self.cutoff == "required" else "")
+
+    def examples(self) -> list[str]:
+        """Every form of this family for tests and docs: with and without cutoff and parameters."""
+        base = self.example().removesuffix("@10")
+        out = [base + "@3"] if self.cutoff != "none" else [base]
+        if self.cutoff == "optional":
+            out.append(base)
+        for p in self.params:
+            if not p.required and p.kind == "gain":
+                out.append(f"{self.name}({p.name}=exp)@3")
+                out.append(f"{self.name}({p.name}={{1:3,2:7}})@3")
+            elif not p.required:
+                out.append(f"{self.name}({p.name}={_EXAMPLE[p.kind]})" + ("@3" if self.cutoff != "none" else ""))
+        return out
+
+
+_EXAMPLE = {"positive": "0.5", "unit": "0.8", "gain": "exp"}
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: str, formula: str,
+             aliases: tuple[str, ...] = (), params: tuple[Param, ...] = (), bounded: bool = True,
+             trec: str | None = None, trec_uncut: str | None = None, summed: bool = False,
+             dcg: Callable | None = None, variants: dict | None = None):
+    """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
+    unknown = set(needs) - STATISTICS
+    if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
+        raise ValueError(f"bad registry entry {name!r}")  # a programming error, not a user's
+
+    def wrap(function):
+        FAMILIES[name] = Family(name, function, cutoff, frozenset(needs), depth, summary, formula, aliases,
+                                params, bounded, trec, trec_uncut, summed, dcg,
+                                tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()))
+        return function
+
+    return wrap
+
+
+def format_value(value) -> str:
+    """A parameter value in a canonical name: ``0.5``, ``2``, ``exp``, ``{1:3,2:7}``."""
+    if isinstance(value, tuple):
+        return "{" + ",".join(f"{format_value(g)}:{format_value(v)}" for g, v in value) + "}"
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+def is_unit(x: float) -> bool:
+    return math.isfinite(x) and 0 < x < 1
