@@ -231,7 +231,7 @@ def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, thread
                      query_name: str = "query"):
     """Evaluate a grouped log held in memory: the engine's batch, then Results."""
     batch, sources = engine.evaluate_grouped(log, plan, depth=depth, threads=threads)
-    engine.warn_if_nothing_relevant(plan.conv, int(np.count_nonzero(plan.conv.is_relevant(log.grades))))
+    engine.warn_if_nothing_relevant(plan.conv, batch.relevant)
     return engine.build_results([batch], plan, query_name=query_name, sources=lambda: sources)
 
 

@@ -190,7 +190,7 @@ class CpuBackend:
 
         conv = plan.conv
         scores = comparable_scores(log.scores[model], conv)
-        rel = conv.is_relevant(log.grades)
+        rel = log.relevant(conv)
         tie = cpu.TIE_CODES[conv.ties]
         grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
         items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
@@ -201,7 +201,7 @@ class CpuBackend:
         disc = np.empty((G, longest + 1))
         cum = np.empty((G, longest + 1))
         ideal_gains, ideal_discs, shifts = [], [], np.zeros(G, np.int64)
-        judged_rel = conv.is_relevant(judgments.grades)
+        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if G else None
         for g, spec in enumerate(plan.dcg_specs):
             row_gains = gains_of(log.grades, spec, rel)
             judged_gains = gains_of(judgments.grades, spec, judged_rel)
@@ -286,9 +286,10 @@ class Batch:
     models: list[ModelValues]
     queries: int
     skipped_empty: int
+    relevant: int = 0  # relevant items in all, for the warning when there are none
 
     def reduce(self) -> Batch:
-        return Batch([m.reduce() for m in self.models], self.queries, self.skipped_empty)
+        return Batch([m.reduce() for m in self.models], self.queries, self.skipped_empty, self.relevant)
 
 
 def evaluate_log(log: GroupedLog, plan: Plan, *, judgments: Judgments | None = None,
@@ -303,8 +304,7 @@ def evaluate_log(log: GroupedLog, plan: Plan, *, judgments: Judgments | None = N
     """
     conv = plan.conv
     if judgments is None:
-        rel = conv.is_relevant(log.grades)
-        judgments = Judgments(log.per_query_sum(rel), log.offsets, log.grades)
+        judgments = Judgments(log.per_query_sum(log.relevant(conv)), log.offsets, log.grades)
     R = judgments.R
     empty = R == 0
     if conv.empty_queries == "error" and empty.any():
@@ -328,7 +328,7 @@ def evaluate_log(log: GroupedLog, plan: Plan, *, judgments: Judgments | None = N
         values = {name: metric_values(st, m, conv) for name, m in zip(plan.names, plan.metrics)}
         out.append(ModelValues(model, queries, values, int(st.tie_at_cutoff.sum()),
                                len(log.grades) if rows is None else rows, int(keep.sum())))
-    return Batch(out, log.n_queries, int((~keep).sum()))
+    return Batch(out, log.n_queries, int((~keep).sum()), int(R.sum()))
 
 
 def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, threads: int | None = None,
@@ -341,12 +341,11 @@ def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, t
     """
     if depth is None:
         return evaluate_log(log, plan, threads=threads, backend=backend), [(log, None)]
-    rel = plan.conv.is_relevant(log.grades)
-    judgments = Judgments(log.per_query_sum(rel), log.offsets, log.grades)
+    judgments = Judgments(log.per_query_sum(log.relevant(plan.conv)), log.offsets, log.grades)
     cut = [truncate(log, m, depth, plan.conv) for m in log.scores]
     parts = [evaluate_log(c, plan, judgments=judgments, threads=threads, rows=len(log.grades), backend=backend)
              for c in cut]
-    batch = Batch([mv for p in parts for mv in p.models], parts[0].queries, parts[0].skipped_empty)
+    batch = Batch([mv for p in parts for mv in p.models], parts[0].queries, parts[0].skipped_empty, parts[0].relevant)
     return batch, [(c, judgments.R) for c in cut]
 
 
@@ -362,7 +361,7 @@ def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> Grou
         raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
                              "rule: pass ties='first', 'item_desc' (trec_eval), 'optimistic' or 'pessimistic'.")
     items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
-    rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), conv.is_relevant(log.grades),
+    rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), log.relevant(conv),
                      log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)
     keep = rank > 0
     kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])

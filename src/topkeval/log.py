@@ -7,7 +7,7 @@ ascending order of id and the rows moved by a radix partition (:mod:`topkeval.ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,10 +40,18 @@ class GroupedLog:
     scores: dict
     items: np.ndarray | None = None
     item_labels: np.ndarray | None = None
+    _relevant: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_queries(self) -> int:
         return len(self.offsets) - 1
+
+    def relevant(self, conv) -> np.ndarray:
+        """Boolean relevance of every row under ``conv`` (:meth:`Conventions.is_relevant`), computed once."""
+        key = conv.threshold
+        if key not in self._relevant:
+            self._relevant[key] = conv.is_relevant(self.grades)
+        return self._relevant[key]
 
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
         """Number of true values of a boolean row array within each query."""

@@ -187,7 +187,7 @@ def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
     from .engine import comparable_scores, tie_items
     from .kernels import cpu
 
-    rel = conv.is_relevant(log.grades)
+    rel = log.relevant(conv)
     if R is None:
         R = log.per_query_sum(rel)
     kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)

@@ -212,10 +212,10 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
 
     def add(table):
         log = to_log(table)
-        state["relevant"] += int(np.count_nonzero(plan.conv.is_relevant(log.grades)))
         state["rows"] += table.num_rows
         state["chunks"] += 1
         batch, _ = engine.evaluate_grouped(log, plan, depth=depth, threads=threads)
+        state["relevant"] += batch.relevant
         state["batches"].append(batch if keep_per_query else batch.reduce())
 
     try:
