@@ -66,9 +66,14 @@ def test_torchmetrics_preset(seed):
     R = pytest.importorskip("torchmetrics.functional.retrieval")
     frame = _tied_log(seed)
     frame["score"] = frame["score"] + np.random.default_rng(seed).random(len(frame)) * 1e-3  # no ties
+    # about half the scores <= 0: torchmetrics never counts those as found in precision, recall, rr
+    frame["score"] -= frame["score"].median()
     binary = frame.assign(rel=(frame["grade"] > 0).astype(int))
-    res = tk.evaluate(binary, metrics=["precision@5", "precision@20", "recall@5", "r_precision", "hit_rate@3", "rr@5"],
-                      relevance="rel", conventions="torchmetrics")
+    res = tk.evaluate(binary, metrics=["precision@5", "precision@20", "recall@5", "r_precision", "hit_rate@3", "rr@5",
+                                       "rr"], relevance="rel", conventions="torchmetrics")
+    counted = tk.evaluate(binary, metrics=["recall@5"], relevance="rel", conventions="torchmetrics",
+                          nonpositive_scores="count")
+    assert counted.summary.iloc[0, 0] > res.summary.loc["score", "recall@5"]  # the rule matters on this log
     graded = tk.evaluate(frame, metrics=["ndcg@5"], relevance="grade", conventions="torchmetrics")
     pq = res.per_query.set_index("query")
     gq = graded.per_query.set_index("query")
@@ -82,6 +87,7 @@ def test_torchmetrics_preset(seed):
         assert pq.loc[q, "r_precision"] == pytest.approx(float(R.retrieval_r_precision(p, t)), abs=1e-6)
         assert pq.loc[q, "hit_rate@3"] == pytest.approx(float(R.retrieval_hit_rate(p, t, top_k=3)), abs=1e-6)
         assert pq.loc[q, "rr@5"] == pytest.approx(float(R.retrieval_reciprocal_rank(p, t, top_k=5)), abs=1e-6)
+        assert pq.loc[q, "rr"] == pytest.approx(float(R.retrieval_reciprocal_rank(p, t)), abs=1e-6)
         assert gq.loc[q, "ndcg@5"] == pytest.approx(float(R.retrieval_normalized_dcg(p, g, top_k=5)), abs=1e-6)
 
 

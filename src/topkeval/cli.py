@@ -164,7 +164,11 @@ def _emit_results(res, fmt: str, per_query: bool, out) -> None:
 def _console(out):
     from rich.console import Console
 
-    return Console(file=out, width=None if out.isatty() else 160, soft_wrap=False, highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich would exit with 1; a closed pipe is not an error here
+            raise BrokenPipeError
+
+    return _Console(file=out, width=None if out.isatty() else 160, soft_wrap=False, highlight=False)
 
 
 def _load(args, metrics, *, scores, keep_per_query: bool):
@@ -298,7 +302,8 @@ def _list_metrics(args, out) -> int:
 
     for fam in FAMILIES.values():
         names = list(fam.aliases) + [a for a, _ in fam.variants] + [t for t in (fam.trec, fam.trec_uncut) if t]
-        aliases = f"  (also: {', '.join(dict.fromkeys(names))})" if names else ""
+        names = [n for n in dict.fromkeys(names) if n != fam.name]
+        aliases = f"  (also: {', '.join(names)})" if names else ""
         print(f"{fam.example():26s} {fam.formula:44s} {fam.summary}{aliases}", file=out)
     return 0
 

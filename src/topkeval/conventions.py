@@ -32,6 +32,7 @@ ShortLists = Literal["pad", "shrink", "error"]
 Discount = Literal["log2", "lenskit"]
 ItemOrder = Literal["typed", "text"]
 ScorePrecision = Literal["exact", "float32"]
+NonpositiveScores = Literal["count", "miss"]
 
 TIES: tuple[str, ...] = get_args(Ties)
 EMPTY_QUERIES: tuple[str, ...] = get_args(EmptyQueries)
@@ -39,6 +40,7 @@ SHORT_LISTS: tuple[str, ...] = get_args(ShortLists)
 DISCOUNTS: tuple[str, ...] = get_args(Discount)
 ITEM_ORDERS: tuple[str, ...] = get_args(ItemOrder)
 SCORE_PRECISIONS: tuple[str, ...] = get_args(ScorePrecision)
+NONPOSITIVE_SCORES: tuple[str, ...] = get_args(NonpositiveScores)
 UNDEFINED_VALUES = ("0", "1", "nan")
 
 
@@ -67,6 +69,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("item_order", ITEM_ORDERS, "typed", "order of item ids for item_desc/item_asc: as typed, or as text "
                                                 "(strcmp, trec_eval)"),
     Setting("score_precision", SCORE_PRECISIONS, "exact", "compare scores as given, or as float32 (trec_eval)"),
+    Setting("nonpositive_scores", NONPOSITIVE_SCORES, "count", "miss: a relevant candidate scoring <= 0 is never "
+                                                              "found by precision, recall, F, rr, ap (torchmetrics)"),
 )
 _FIELDS = tuple(s.name for s in SETTINGS)
 
@@ -83,6 +87,7 @@ class ConventionSettings(TypedDict, total=False):
     discount: Discount
     item_order: ItemOrder
     score_precision: ScorePrecision
+    nonpositive_scores: NonpositiveScores
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,12 @@ class Conventions:
     score_precision : str
         ``"exact"`` compares scores as given; ``"float32"`` rounds them to C floats first, so two
         scores equal in float32 tie (trec_eval stores scores as floats).
+    nonpositive_scores : str
+        ``"count"``: a relevant candidate in the top k is found whatever its score. ``"miss"``
+        (torchmetrics): one scoring 0 or less keeps its rank but is not counted as found by the
+        metrics built on h(k) (precision, recall, F, the confusion counts, specificity, fallout)
+        nor by rr and ap; R still counts it. hit_rate, r_precision and (n)DCG are unaffected, as
+        in torchmetrics.
     """
 
     ties: Ties = "expected"
@@ -134,6 +145,7 @@ class Conventions:
     discount: Discount = "log2"
     item_order: ItemOrder = "typed"
     score_precision: ScorePrecision = "exact"
+    nonpositive_scores: NonpositiveScores = "count"
 
     def as_dict(self) -> dict:
         """The settings as a plain dict (``undefined`` nan written as the string "nan")."""
@@ -166,10 +178,12 @@ PRESETS: dict[str, dict] = {
     # a query with no relevant item scores 0 and is averaged in.
     "sklearn": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
     # torchmetrics retrieval_*: empty_target_action="neg" (0, averaged in), top_k without
-    # adaptive_k divides by k; its nDCG averages ties like scikit-learn. Its other metrics take
-    # torch.topk's unspecified order among ties, and its AP divides by the relevant items found,
-    # not R: those are not reproduced (docs/conventions.md).
-    "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
+    # adaptive_k divides by k; its nDCG averages ties like scikit-learn; precision, recall, rr and
+    # AP never count a relevant candidate whose score is <= 0 (torch.where(preds > 0, target, 0)).
+    # Its other metrics take torch.topk's unspecified order among ties, and its AP divides by the
+    # relevant items found, not R: those are not reproduced (docs/conventions.md).
+    "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad",
+                         nonpositive_scores="miss"),
     # LensKit (Precision, Recall, NDCG): the recommendation list's own order, precision over the
     # list's length when it is shorter than k, nan for an empty list; every test user has a test
     # item; DCG discounts rank p by log2(max(p, 2)). Its Recall@k is topkeval's recall_capped@k.

@@ -50,6 +50,9 @@ class Plan:
         Reciprocal ranks and AP sums are needed.
     dcg_specs : tuple of DcgSpec
         The discounted-gain statistics needed (one per gain and discount in use).
+    positive_hits : bool
+        Relevant candidates scoring 0 or less are not counted as found (``nonpositive_scores="miss"``,
+        for the families that count what they find).
     """
 
     metrics: tuple[Metric, ...]
@@ -58,6 +61,18 @@ class Plan:
     want_r: bool = False
     want_rank: bool = False
     dcg_specs: tuple[DcgSpec, ...] = ()
+    positive_hits: bool = False
+
+    def parts(self) -> list[Plan]:
+        """The plans whose statistics one kernel pass gives: this plan, or, under
+        ``nonpositive_scores="miss"``, one for the metrics that count what they find (with
+        ``positive_hits``) and one for the others."""
+        if self.conv.nonpositive_scores != "miss":
+            return [self]
+        found = [m for m in self.metrics if FAMILIES[m.family].counts_found]
+        rest = [m for m in self.metrics if not FAMILIES[m.family].counts_found]
+        out = [_plan(found, self.conv, positive_hits=True)] if found else []
+        return out + ([_plan(rest, self.conv)] if rest else [])
 
     @property
     def names(self) -> list[str]:
@@ -82,7 +97,11 @@ class Plan:
 
 def make_plan(metrics, conv: Conventions) -> Plan:
     """Parse ``metrics`` and derive the statistics, cutoffs and gain variants they need."""
-    mets = tuple(parse_metrics(metrics))
+    return _plan(tuple(parse_metrics(metrics)), conv)
+
+
+def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
+    mets = tuple(mets)
     needs = set().union(*(FAMILIES[m.family].needs for m in mets))
     ks = {m.k for m in mets if m.k is not None}
     if any(m.k is None and FAMILIES[m.family].depth == "list" and FAMILIES[m.family].needs & {"rank", "dcg"}
@@ -94,7 +113,7 @@ def make_plan(metrics, conv: Conventions) -> Plan:
         if fam.dcg is not None and (spec := fam.dcg(m, conv)) not in specs:
             specs.append(spec)
     return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
-                tuple(specs))
+                tuple(specs), positive_hits)
 
 
 @dataclass
@@ -191,6 +210,9 @@ class CpuBackend:
         conv = plan.conv
         scores = comparable_scores(log.scores[model], conv)
         rel = log.relevant(conv)
+        if plan.positive_hits:  # torchmetrics: relevant but scored <= 0 is never found
+            rel_ret = _relevant_kept(log, rel, scores, conv)
+            rel = rel & (scores > 0)
         tie = cpu.TIE_CODES[conv.ties]
         grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
         items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
@@ -218,11 +240,19 @@ class CpuBackend:
         thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
         prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, self.path)
         out = cpu.compute(cols, prm, threads)
+        if plan.positive_hits:
+            out.rel_ret[:] = rel_ret
         ideal = np.empty((G, log.n_queries, len(plan.cutoffs)))
         for g in range(G):
             ideal[g] = cpu.ideal_dcg(judgments.offsets, ideal_gains[g], plan.cutoffs, ideal_discs[g])
         return QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
                           out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
+
+
+def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Relevant candidates per query that survive ``score_threshold``."""
+    kept = rel if conv.score_threshold is None else rel & (scores >= conv.score_threshold)
+    return log.per_query_sum(kept)
 
 
 _EMPTY_F = np.zeros(0, np.float64)
@@ -318,16 +348,20 @@ def evaluate_log(log: GroupedLog, plan: Plan, *, judgments: Judgments | None = N
     queries = log.queries[keep] if not keep.all() else log.queries
     out = []
     for model in log.scores:
-        st = backend.compute(log, model, plan, judgments, threads)
-        if list_sizes is not None:
-            st.n, st.rel_ret = list_sizes
-        if not keep.all():
-            st = st.take(keep)
-        if conv.short_lists == "error":
-            _check_short(st, plan.metrics, queries, model if len(log.scores) > 1 else "")
-        values = {name: metric_values(st, m, conv) for name, m in zip(plan.names, plan.metrics)}
-        out.append(ModelValues(model, queries, values, int(st.tie_at_cutoff.sum()),
-                               len(log.grades) if rows is None else rows, int(keep.sum())))
+        values, ties = {}, np.zeros(int(keep.sum()), bool)
+        for part in plan.parts():
+            st = backend.compute(log, model, part, judgments, threads)
+            if list_sizes is not None:
+                st.n, st.rel_ret = list_sizes
+            if not keep.all():
+                st = st.take(keep)
+            if conv.short_lists == "error":
+                _check_short(st, part.metrics, queries, model if len(log.scores) > 1 else "")
+            values.update({name: metric_values(st, m, conv) for name, m in zip(part.names, part.metrics)})
+            ties |= st.tie_at_cutoff
+        values = {name: values[name] for name in plan.names}
+        out.append(ModelValues(model, queries, values, int(ties.sum()), len(log.grades) if rows is None else rows,
+                               int(keep.sum())))
     return Batch(out, log.n_queries, int((~keep).sum()), int(R.sum()))
 
 
@@ -400,6 +434,18 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
 LogSource = Callable[[], Iterable[tuple[GroupedLog, np.ndarray]]]
 
 
+def mean(values: np.ndarray) -> float:
+    """The mean of the defined (not NaN) values; nan when there is none. Values so large that their
+    sum would overflow (a DCG of huge grades) are averaged on a scale divided by a power of 2."""
+    if not np.isfinite(values).any():
+        return math.nan
+    top = float(np.nanmax(np.abs(values)))
+    if top > 1e300:
+        shift = math.ceil(math.log2(top))
+        return float(np.ldexp(np.nanmean(np.ldexp(values, -shift)), shift))
+    return float(np.nanmean(values))
+
+
 def build_results(batches: Sequence[Batch], plan: Plan, *, query_name: str = "query", info: dict | None = None,
                   sources: LogSource | None = None):
     """One :class:`~topkeval.results.Results` from the batches of an evaluation, whatever the path.
@@ -427,7 +473,7 @@ def build_results(batches: Sequence[Batch], plan: Plan, *, query_name: str = "qu
                 summary[model][name] = total / count if count else math.nan
             else:
                 v = np.concatenate([p.values[name] for p in parts]) if len(parts) > 1 else parts[0].values[name]
-                summary[model][name] = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+                summary[model][name] = mean(v)
     summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=names)
     summary_df.index.name = "model"
     evaluated = {m: sum(p.evaluated for p in parts) for m, parts in by_model.items()}

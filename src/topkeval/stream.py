@@ -230,6 +230,10 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         grouped = False
         for table in _partitioned(path, columns, text, chunk_rows, progress):
             add(table)
+    if state["rows"] == 0:
+        from .errors import DataError
+
+        raise DataError(f"'{path}' has no rows: there is nothing to evaluate.")
     engine.warn_if_nothing_relevant(plan.conv, state["relevant"])
     return engine.build_results(
         state["batches"], plan, query_name=query,

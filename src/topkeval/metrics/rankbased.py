@@ -29,14 +29,14 @@ from .registry import DcgSpec, Param, register
 from .setbased import ratio
 
 
-@register("rr", cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank"),
+@register("rr", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank"),
           trec_uncut="recip_rank",
           summary="reciprocal rank of the first relevant candidate (0 beyond k)", formula="1 / rank of the first relevant")
 def rr(st, m, conv):
     return st.rr[:, st.column(m.k)].copy()
 
 
-@register("ap", cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
+@register("ap", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
           trec="map_cut", trec_uncut="map",
           summary="average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
           formula="sum(precision@rank of each relevant) / R")
@@ -44,7 +44,7 @@ def ap(st, m, conv):
     return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)
 
 
-@register("ap_capped", cutoff="required", needs=("rank",),
+@register("ap_capped", counts_found=True, cutoff="required", needs=("rank",),
           summary="average precision divided by min(R, k) (Spark, RecBole, Microsoft Recommenders' MAP@k)",
           formula="sum(precision@rank of each relevant rank <= k) / min(R, k)")
 def ap_capped(st, m, conv):

@@ -80,6 +80,7 @@ class Family:
     summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
     dcg: Callable | None = None  # (metric, conventions) -> DcgSpec, for families that need "dcg"
     variants: tuple = ()  # other tools' names for this family with set parameters: (("ndcg_burges", (("gain", "exp"),)),)
+    counts_found: bool = False  # counts relevant candidates found in the top k (nonpositive_scores applies)
 
     def example(self) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``..."""
@@ -112,7 +113,7 @@ FAMILIES: dict[str, Family] = {}
 def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: str, formula: str,
              aliases: tuple[str, ...] = (), params: tuple[Param, ...] = (), bounded: bool = True,
              trec: str | None = None, trec_uncut: str | None = None, summed: bool = False,
-             dcg: Callable | None = None, variants: dict | None = None):
+             dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
@@ -121,7 +122,8 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
     def wrap(function):
         FAMILIES[name] = Family(name, function, cutoff, frozenset(needs), depth, summary, formula, aliases,
                                 params, bounded, trec, trec_uncut, summed, dcg,
-                                tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()))
+                                tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
+                                counts_found)
         return function
 
     return wrap

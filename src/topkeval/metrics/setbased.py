@@ -73,43 +73,43 @@ def f_measure(hits, R, listed, beta: float, undefined: float) -> np.ndarray:
     return ratio((1.0 + b2) * np.asarray(hits, np.float64), b2 * np.asarray(R, np.float64) + listed, undefined)
 
 
-@register("precision", cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
+@register("precision", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
           summary="relevant share of the top k", formula="h(k) / k  (shrink: h(k) / min(k, n))")
 def precision(st, m, conv):
     return ratio(_h(st, m), _k_den(st, m, conv), conv.undefined)
 
 
-@register("recall", cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
+@register("recall", counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
           summary="share of the relevant items found in the top k", formula="h(k) / R")
 def recall(st, m, conv):
     return ratio(_h(st, m), st.R, conv.undefined)
 
 
-@register("recall_capped", cutoff="required", needs=("h",),
+@register("recall_capped", counts_found=True, cutoff="required", needs=("h",),
           summary="recall with the denominator capped at k (LensKit's Recall@k)", formula="h(k) / min(R, k)")
 def recall_capped(st, m, conv):
     return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)
 
 
-@register("f1", cutoff="required", needs=("h",), aliases=("f", "f1_score"),
+@register("f1", counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), 1.0, conv.undefined)
 
 
-@register("fbeta", cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
+@register("fbeta", counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), m.param("beta"), conv.undefined)
 
 
-@register("specificity", cutoff="required", needs=("h",), aliases=("tnr",),
+@register("specificity", counts_found=True, cutoff="required", needs=("h",), aliases=("tnr",),
           summary="non-relevant candidates kept out of the top k", formula="(N - (min(k, n) - h(k))) / N")
 def specificity(st, m, conv):
     return ratio(st.N - (_kk(st, m) - _h(st, m)), st.N, conv.undefined)
 
 
-@register("fallout", cutoff="required", needs=("h",), aliases=("fpr",),
+@register("fallout", counts_found=True, cutoff="required", needs=("h",), aliases=("fpr",),
           summary="non-relevant candidates let into the top k", formula="(min(k, n) - h(k)) / N")
 def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
@@ -128,25 +128,25 @@ def hit_rate(st, m, conv):
     return st.hit[:, st.column(m.k)].copy()
 
 
-@register("tp", cutoff="required", needs=("h",), aliases=("hits",), bounded=False,
+@register("tp", counts_found=True, cutoff="required", needs=("h",), aliases=("hits",), bounded=False,
           summary="relevant candidates in the top k (ranx hits@k)", formula="h(k)")
 def tp(st, m, conv):
     return _h(st, m).copy()
 
 
-@register("fp", cutoff="required", needs=("h",), bounded=False,
+@register("fp", counts_found=True, cutoff="required", needs=("h",), bounded=False,
           summary="non-relevant candidates in the top k", formula="min(k, n) - h(k)")
 def fp(st, m, conv):
     return _kk(st, m) - _h(st, m)
 
 
-@register("fn", cutoff="required", needs=("h",), bounded=False,
+@register("fn", counts_found=True, cutoff="required", needs=("h",), bounded=False,
           summary="relevant items outside the top k", formula="R - h(k)")
 def fn(st, m, conv):
     return st.R - _h(st, m)
 
 
-@register("tn", cutoff="required", needs=("h",), bounded=False,
+@register("tn", counts_found=True, cutoff="required", needs=("h",), bounded=False,
           summary="non-relevant candidates outside the top k", formula="N - (min(k, n) - h(k))")
 def tn(st, m, conv):
     return st.N - (_kk(st, m) - _h(st, m))
