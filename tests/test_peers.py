@@ -101,3 +101,89 @@ def test_trec_eval_preset_with_partial_judgments_and_ties(seed):
         for theirs, ours in TREC_COMMON.items():
             assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-9), (q, theirs)
     assert res.info["run_queries_without_judgments"] == {"score": 1}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trec_eval_compares_float32_scores_and_docnos_as_text(seed):
+    """trec_eval stores scores as C floats (two scores equal in float32 tie) and breaks ties by docno
+    descending with strcmp, even when docnos are numbers ("9" > "100" > "10")."""
+    rng = np.random.default_rng(200 + seed)
+    rows = []
+    for q in range(25):
+        n = int(rng.integers(2, 30))
+        items = rng.choice([9, 10, 100, 99, 1000, 5, 50, 500, 7, 70, 700, 3, 30, 300, 1, 11, 111], min(n, 17),
+                           replace=False)
+        base = rng.integers(0, 4, len(items)).astype(float) / 3  # ties, and scores that float32 rounds
+        nudged = np.where(rng.random(len(items)) < 0.5, np.nextafter(base, 2.0), base)  # equal as float32
+        rows += [(q, int(i), float(s), int(g)) for i, s, g in zip(items, nudged, rng.choice([0, 1, 2], len(items)))]
+    frame = pd.DataFrame(rows, columns=["query", "item", "score", "grade"])
+    qrel, run = {}, {}
+    for q, it, s, g in frame.itertuples(index=False):
+        qrel.setdefault(str(q), {})[str(it)] = g
+        run.setdefault(str(q), {})[str(it)] = s
+    measures = {"P_1": "P@1", "P_3": "P@3", "recip_rank": "rr", "map": "ap", "ndcg_cut_3": "ndcg@3"}
+    ref = pytrec_eval.RelevanceEvaluator(qrel, set(measures)).evaluate(run)
+    res = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item", conventions="trec_eval")
+    pq = res.per_query.set_index("query")
+    for q, values in ref.items():
+        for theirs, ours in measures.items():
+            assert pq.loc[int(q), str(tk.parse_metric(ours))] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+    # the two rules matter on this log: numbers as numbers, or exact doubles, give other values
+    for other in ({"item_order": "typed"}, {"score_precision": "exact"}):
+        changed = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item",
+                              conventions="trec_eval", **other)
+        assert not changed.per_query.equals(res.per_query), other
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
+    """trec_eval -J (judged documents only) and the set measures without a cutoff."""
+    rng = np.random.default_rng(300 + seed)
+    run_rows, qrel_rows = [], []
+    for q in range(20):
+        docs = [f"d{i}" for i in rng.choice(100, 40, replace=False)]
+        run_rows += [(f"q{q}", d, float(rng.integers(0, 6))) for d in docs[: int(rng.integers(1, 30))]]
+        qrel_rows += [(f"q{q}", d, int(rng.choice([0, 1, 2]))) for d in rng.choice(docs, 15, replace=False)]
+    run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
+    qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
+    qrel_dict, run_dict = {}, {}
+    for q, d, g in qrels.itertuples(index=False):
+        qrel_dict.setdefault(q, {})[d] = g
+    for q, d, s in run.itertuples(index=False):
+        run_dict.setdefault(q, {})[d] = s
+    measures = {"P_5": "P@5", "map": "map", "ndcg": "ndcg", "num_ret": "num_ret", "set_P": "set_P",
+                "set_recall": "set_recall", "set_relative_P": "set_relative_P", "set_F": "set_F.0.5"}
+    for judged_only in (False, True):
+        ref = pytrec_eval.RelevanceEvaluator(qrel_dict, set(measures) - {"set_F"} | {"set_F.0.5"},
+                                             judged_docs_only_flag=judged_only).evaluate(run_dict)
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(measures.values()), conventions="trec_eval",
+                          judged_only=judged_only)
+        pq = res.per_query.set_index("query")
+        for q, values in ref.items():
+            for theirs, ours in measures.items():
+                assert pq.loc[q, str(tk.parse_metric(ours))] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+
+
+ranx = pytest.importorskip("ranx", reason="ranx is a test extra")
+
+
+def test_ranx_hits_and_ndcg_burges():
+    rng = np.random.default_rng(7)
+    run_rows, qrel_rows = [], []
+    for q in range(15):
+        n = int(rng.integers(2, 25))
+        scores = rng.permutation(n) + rng.random()
+        run_rows += [(f"q{q}", f"d{i}", float(s)) for i, s in enumerate(scores)]
+        qrel_rows += [(f"q{q}", f"d{i}", int(g)) for i, g in enumerate(rng.choice([0, 1, 2, 3], n)) if g > 0]
+        if not any(r[0] == f"q{q}" for r in qrel_rows):
+            qrel_rows.append((f"q{q}", "d0", 1))
+    run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
+    qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
+    as_object = {"query": object, "item": object}  # ranx asserts object columns
+    r_qrels = ranx.Qrels.from_df(qrels.astype(as_object), q_id_col="query", doc_id_col="item", score_col="relevance")
+    r_run = ranx.Run.from_df(run.astype(as_object), q_id_col="query", doc_id_col="item", score_col="score")
+    theirs = ranx.evaluate(r_qrels, r_run, ["hits@5", "ndcg_burges@5", "ndcg@5"])
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["hits@5", "ndcg_burges@5", "ndcg@5"],
+                      conventions="ranx")
+    assert res.summary.iloc[0].tolist() == pytest.approx([theirs["hits@5"], theirs["ndcg_burges@5"],
+                                                           theirs["ndcg@5"]], abs=1e-12)

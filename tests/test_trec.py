@@ -25,12 +25,12 @@ CASES = [  # expected output, qrels, run, evaluate() options (the flags of trec_
 
 
 def _ours(trec: str) -> str | None:
-    for pattern, ours in (("P_", "precision@"), ("recall_", "recall@"), ("map_cut_", "ap@"), ("ndcg_cut_", "ndcg@"),
-                          ("success_", "hit_rate@")):
-        if trec.startswith(pattern) and trec[len(pattern):].isdigit():
-            return ours + trec[len(pattern):]
-    return {"Rprec": "r_precision", "recip_rank": "rr", "map": "ap", "ndcg": "ndcg", "num_ret": "num_ret",
-            "num_rel": "num_rel", "num_rel_ret": "num_rel_ret"}.get(trec)
+    """The metric of a trec_eval output name, when the registry knows it under that very name."""
+    try:
+        metric = tk.parse_metric(trec)
+    except tk.UnknownMetricError:
+        return None
+    return str(metric) if trec_name(metric) == trec else None
 
 
 @pytest.mark.parametrize("expected,qrels,run,options", CASES, ids=[c[0] for c in CASES])

@@ -42,6 +42,7 @@ _GRAMMAR = re.compile(
 )
 _TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>[0-9]+)$")  # P_10, recall_20, ndcg_cut_10
 _TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, ndcg.1=3,2=7
+_TREC_PRINTED_GAINS = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)_(?P<value>[0-9.+-]+=\S+)$")  # ndcg_1=3,2=9
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -230,7 +231,7 @@ def parse_metric(text: str | Metric) -> Metric:
         return text
     if not isinstance(text, str):
         raise UnknownMetricError(f"A metric name must be a string such as 'recall@10'. Got {text!r}.")
-    trec = _TREC_PARAM.match(text.strip())
+    trec = _TREC_PARAM.match(text.strip()) or _TREC_PRINTED_GAINS.match(text.strip())
     if trec and "@" not in text and "(" not in text:
         found = _trec_param(trec.group("name"), trec.group("value"), text)
         if found is not None:
@@ -338,6 +339,11 @@ def trec_name(metric: Metric | str) -> str:
     """
     m = parse_metric(metric)
     fam = m.info
+    if m.k is None and fam.name == "set_f" and m.params:  # trec_eval's parameter is beta squared
+        return f"set_F.{format_value(m.param('beta') ** 2)}"
+    if m.k is None and isinstance(m.param("gain") if fam.params and fam.params[0].kind == "gain" else None, tuple) \
+            and fam.trec_uncut and len(m.params) == 1:
+        return f"{fam.trec_uncut}_" + ",".join(f"{format_value(g)}={format_value(v)}" for g, v in m.param("gain"))
     if m.params:
         return str(m)
     if m.k is None and fam.trec_uncut:
