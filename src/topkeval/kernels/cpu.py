@@ -49,6 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .jit import kernel
+from .sort import kth_smallest, stable_argsort
 from .threads import default_threads, run_parallel
 
 #: Tie rules as the compiled code sees them (numba reads module constants at compile time).
@@ -69,7 +70,7 @@ COUNT_BLOCK = 128
 NO_CUTOFF = 1 << 40
 
 
-@kernel
+@kernel(outputs=('g', 'e', 'r', 'b', 'w'))
 def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
     """Fill (g, e, r, b) for the active candidates of one query by counting; return their number.
 
@@ -145,11 +146,11 @@ def _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit):
     return m
 
 
-@kernel
+@kernel(outputs=('g', 'e', 'r', 'b', 'w'))
 def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
     """Fill (g, e, r, b) by a stable sort of the query's scores and a walk over tie groups.
 
-    Only ranks up to ``limit`` matter: when the list is longer, a selection (``np.partition``)
+    Only ranks up to ``limit`` matter: when the list is longer, a selection (:func:`kth_smallest`)
     finds the limit-th largest score and only the candidates scoring at least that much (the
     whole tie group at the boundary included) are sorted. Their ``g`` and ``e`` stay exact.
     Arguments as in :func:`_count_path`.
@@ -167,7 +168,7 @@ def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
             neg[n] = -sc[j]
             n += 1
     if limit < n:
-        cut = np.partition(neg, limit - 1)[limit - 1]
+        cut = kth_smallest(neg, limit - 1)
         kept = 0
         for p in range(n):
             if neg[p] <= cut:
@@ -177,7 +178,7 @@ def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
         n = kept
         rows = rows[:n]
         neg = neg[:n]
-    order = rows[np.argsort(neg, kind="mergesort")]  # score descending, rows in input order
+    order = rows[stable_argsort(neg)]  # score descending, rows in input order
     m = 0
     a = 0
     while a < n:
@@ -200,16 +201,15 @@ def _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit):
                 fkey = np.empty(size, np.float64)
                 for p in range(size):
                     fkey[p] = sign * gr[group[p]]
-                group = group[np.argsort(fkey, kind="mergesort")]
-                key = np.empty(size, np.int64)
+                group = group[stable_argsort(fkey)]
                 for p in range(size):
-                    key[p] = (0 if rl[group[p]] else 1) if tie == TIE_OPTIMISTIC else (1 if rl[group[p]] else 0)
-                group = group[np.argsort(key, kind="mergesort")]
+                    fkey[p] = (0.0 if rl[group[p]] else 1.0) if tie == TIE_OPTIMISTIC else (1.0 if rl[group[p]] else 0.0)
+                group = group[stable_argsort(fkey)]
             elif size > 1 and (tie == TIE_ITEM_DESC or tie == TIE_ITEM_ASC):
-                key = np.empty(size, np.int64)
+                fkey = np.empty(size, np.float64)  # item codes < 2**53: exact as floats
                 for p in range(size):
-                    key[p] = -it[group[p]] if tie == TIE_ITEM_DESC else it[group[p]]
-                group = group[np.argsort(key, kind="mergesort")]
+                    fkey[p] = -it[group[p]] if tie == TIE_ITEM_DESC else it[group[p]]
+                group = group[stable_argsort(fkey)]
             for p in range(size):
                 if ac[group[p]]:
                     g[m] = a
@@ -333,14 +333,14 @@ class Outputs(NamedTuple):
     dcg: np.ndarray
 
 
-@kernel
+@kernel(outputs=('out',))
 def stats_range(cols, prm, q0, q1, out):
     """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``."""
     offsets, scores, rel, active, R = cols.offsets, cols.scores, cols.rel, cols.active, cols.R
     cutoffs, thr, tie, want_r, want_rank = prm.cutoffs, prm.thr, prm.tie, prm.want_r, prm.want_rank
     G = cols.gains.shape[0]
     g, e, r, b, w = _scratch(offsets, q0, q1)
-    key = np.empty(g.shape[0], np.int64)
+    key = np.empty(g.shape[0], np.float64)  # ranks, exact as floats
     ridx = np.empty(g.shape[0], np.int64)
     act = np.empty(g.shape[0], np.int64)
     f = np.empty(g.shape[0])
@@ -456,7 +456,7 @@ def stats_range(cols, prm, q0, q1, out):
                 key[nr] = (g[t] + b[t]) if tie != TIE_EXPECTED else g[t]
                 ridx[nr] = t
                 nr += 1
-        order = np.argsort(key[:nr], kind="mergesort")
+        order = stable_argsort(key[:nr])
         for c in range(C):
             k = cutoffs[c]
             if tie == TIE_EXPECTED:
@@ -551,7 +551,7 @@ def ideal_dcg(offsets, gains, cutoffs, disc):
             if gains[j] > 0:
                 best[npos] = -gains[j]
                 npos += 1
-        best.sort()
+        best = best[stable_argsort(best)]
         for c in range(C):
             total = 0.0
             for p in range(min(npos, cutoffs[c])):

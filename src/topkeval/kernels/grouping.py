@@ -24,7 +24,7 @@ BUCKET_ROWS = 1 << 17
 THREAD_ROWS = 500_000
 
 
-@kernel
+@kernel(outputs=('codes',))
 def _offset_range(values, low, codes, lo, hi):
     vs = values[lo:hi]
     cs = codes[lo:hi]
@@ -81,7 +81,7 @@ def _histograms(codes, shift, lo, hi, n_buckets, n_groups):
     return buckets, groups
 
 
-@kernel
+@kernel(outputs=('cursor', 'out'))
 def _to_buckets(codes, values, shift, lo, hi, cursor, out):
     """First pass: rows lo..hi to their bucket's next free place (``cursor`` per bucket)."""
     cs = codes[lo:hi]
@@ -93,7 +93,7 @@ def _to_buckets(codes, values, shift, lo, hi, cursor, out):
         out[p] = vs[i]
 
 
-@kernel
+@kernel(outputs=('out', 'cursor'))
 def _to_groups(bucketed_codes, out, starts, b0, b1, cursor):
     """Second pass, in place: the rows of buckets b0..b1 of ``out`` to their group's place.
 

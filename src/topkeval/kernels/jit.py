@@ -5,9 +5,10 @@ work on a small log. So the kernels of :mod:`~topkeval.kernels.cpu` and
 :mod:`~topkeval.kernels.grouping` are plain Python functions, decorated with :func:`kernel`: a call
 whose arrays all have fewer than :data:`SMALL` elements runs the Python function as it is (the
 same code, interpreted); the first larger call (or the first after interpreted calls have read
-:data:`BUDGET` elements in all) imports numba, swaps every registered kernel in its module for the
-compiled version (``njit(cache=True, nogil=True)``, so compiled code calls compiled
-code), and from then on every call in the process is compiled.
+:data:`BUDGET` elements in all) imports numba and gives every registered kernel its compiled
+version (``njit(cache=True, nogil=True)``; compiled code that calls a kernel calls the compiled
+version), and from then on every call in the process is compiled. Input arrays reach compiled code
+read-only, so each kernel compiles once per dtype, not once more for writable arrays.
 
 ``TOPKEVAL_JIT=1`` compiles from the first call, ``TOPKEVAL_JIT=0`` never compiles (both for
 tests: the test suite compiles everything and checks, in a separate process, that the
@@ -17,7 +18,6 @@ interpreted kernels give the same numbers).
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 import numpy as np
@@ -31,15 +31,38 @@ BUDGET = 1_000_000
 
 _interpreted = 0
 
+#: Seconds a first compiled call may take (a load from the cache) before a notice says it compiles.
+NOTICE_AFTER = 1.0
+_noticed = threading.Event()
+
+
+def _notice() -> None:
+    if not _noticed.is_set():
+        _noticed.set()
+        import logging
+
+        logging.getLogger("topkeval").warning(
+            "topkeval: compiling its kernels for this machine (once after installation, about 10 s; "
+            "cached for every later run)...")
+
 _KERNELS: list[Kernel] = []
 _LOCK = threading.Lock()
 _compiled = False
 
 
 class Kernel:
-    """A kernel: interpreted for small inputs until the first large one compiles every kernel."""
+    """A kernel: interpreted for small inputs until the first large one compiles every kernel.
 
-    def __init__(self, fn):
+    The Kernel object stays the module's name for the kernel, for Python callers and compiled
+    callers alike (numba types it as its compiled dispatcher, see :func:`compile_all`). A compiled
+    call passes its input arrays as read-only views, so that numba compiles one specialisation, not
+    one for arrays that happen to be writable and another for read-only ones (pandas hands out
+    read-only columns); ``outputs`` names the arguments the kernel writes into.
+    """
+
+    def __init__(self, fn, outputs: tuple[str, ...] = ()):
+        import inspect
+
         self.py_func = fn
         self.dispatcher = None
         self.__name__ = fn.__name__
@@ -47,28 +70,57 @@ class Kernel:
         self.__module__ = fn.__module__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        names = list(inspect.signature(fn).parameters)
+        self._inputs = [i for i, name in enumerate(names) if name not in outputs]
 
     def __call__(self, *args):
         if self.dispatcher is None:
             if not _wants_compiled(args):
                 return self.py_func(*args)
             compile_all()
-        return self.dispatcher(*args)
+        args = list(args)
+        for i in self._inputs:
+            if i < len(args):
+                args[i] = _read_only(args[i])
+        if self.dispatcher.signatures or _noticed.is_set():
+            return self.dispatcher(*args)
+        # first compiled call of this kernel in the process: loaded from numba's cache in a fraction
+        # of a second, or compiled (seconds, once after install): say so if it takes that long
+        timer = threading.Timer(NOTICE_AFTER, _notice)
+        timer.daemon = True
+        timer.start()
+        try:
+            return self.dispatcher(*args)
+        finally:
+            timer.cancel()
 
     def __repr__(self) -> str:
         return f"<topkeval kernel {self.__module__}.{self.__name__}>"
 
 
-def kernel(fn):
-    """Register ``fn`` as a kernel (see the module docstring)."""
-    k = Kernel(fn)
+def _read_only(value):
+    if isinstance(value, np.ndarray):
+        if value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple of inputs
+        return type(value)(*(_read_only(v) for v in value))
+    return value
+
+
+def kernel(fn=None, *, outputs: tuple[str, ...] = ()):
+    """Register ``fn`` as a kernel (see the module docstring); ``outputs`` names the arguments it
+    writes into (every other array argument is passed read-only)."""
+    if fn is None:
+        return lambda f: kernel(f, outputs=outputs)
+    k = Kernel(fn, outputs)
     with _LOCK:
         _KERNELS.append(k)
         if _compiled:  # a module imported after the switch: compiled from the start
             from numba import njit
 
             k.dispatcher = njit(cache=True, nogil=True)(fn)
-            return k.dispatcher
     return k
 
 
@@ -83,17 +135,20 @@ def _wants_compiled(args) -> bool:
 
 
 def compile_all() -> None:
-    """Swap every kernel for its numba-compiled version, in its module too."""
+    """Give every kernel its numba dispatcher (``njit(cache=True, nogil=True)``): every call from
+    then on runs compiled code, compiled on first use for its argument types and cached on disk."""
     global _compiled
     with _LOCK:
         if _compiled:
             return
-        from numba import njit
+        from numba import njit, types
+        from numba.extending import typeof_impl
 
+        # compiled code that calls a kernel (a Kernel object, a global of its module) calls its
+        # compiled dispatcher
+        typeof_impl.register(Kernel)(lambda value, context: types.Dispatcher(value.dispatcher))
         for k in _KERNELS:
             k.dispatcher = njit(cache=True, nogil=True)(k.py_func)
-        for k in _KERNELS:  # compiled kernels find the compiled versions of the kernels they call
-            setattr(sys.modules[k.__module__], k.__name__, k.dispatcher)
         _compiled = True
 
 
