@@ -104,9 +104,10 @@ def test_trec_eval_preset_with_partial_judgments_and_ties(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_trec_eval_compares_float32_scores_and_docnos_as_text(seed):
-    """trec_eval stores scores as C floats (two scores equal in float32 tie) and breaks ties by docno
-    descending with strcmp, even when docnos are numbers ("9" > "100" > "10")."""
+def test_pytrec_eval_compares_float32_scores_and_docnos_as_text(seed):
+    """pytrec_eval (trec_eval 9 inside) stores scores as C floats: two scores equal in float32 tie,
+    and trec_eval breaks ties by docno descending with strcmp, even when docnos are numbers
+    ("9" > "100" > "10")."""
     rng = np.random.default_rng(200 + seed)
     rows = []
     for q in range(25):
@@ -123,7 +124,8 @@ def test_trec_eval_compares_float32_scores_and_docnos_as_text(seed):
         run.setdefault(str(q), {})[str(it)] = s
     measures = {"P_1": "P@1", "P_3": "P@3", "recip_rank": "rr", "map": "ap", "ndcg_cut_3": "ndcg@3"}
     ref = pytrec_eval.RelevanceEvaluator(qrel, set(measures)).evaluate(run)
-    res = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item", conventions="trec_eval")
+    res = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item",
+                      conventions="pytrec_eval")
     pq = res.per_query.set_index("query")
     for q, values in ref.items():
         for theirs, ours in measures.items():
@@ -131,7 +133,7 @@ def test_trec_eval_compares_float32_scores_and_docnos_as_text(seed):
     # the two rules matter on this log: numbers as numbers, or exact doubles, give other values
     for other in ({"item_order": "typed"}, {"score_precision": "exact"}):
         changed = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item",
-                              conventions="trec_eval", **other)
+                              conventions="pytrec_eval", **other)
         assert not changed.per_query.equals(res.per_query), other
 
 
@@ -143,7 +145,7 @@ def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
     for q in range(20):
         docs = [f"d{i}" for i in rng.choice(100, 40, replace=False)]
         run_rows += [(f"q{q}", d, float(rng.integers(0, 6))) for d in docs[: int(rng.integers(1, 30))]]
-        qrel_rows += [(f"q{q}", d, int(rng.choice([0, 1, 2]))) for d in rng.choice(docs, 15, replace=False)]
+        qrel_rows += [(f"q{q}", d, int(rng.choice([-1, 0, 1, 2]))) for d in rng.choice(docs, 15, replace=False)]
     run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
     qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
     qrel_dict, run_dict = {}, {}
@@ -153,11 +155,11 @@ def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
         run_dict.setdefault(q, {})[d] = s
     measures = {"P_5": "P@5", "map": "map", "ndcg": "ndcg", "num_ret": "num_ret", "set_P": "set_P",
                 "set_recall": "set_recall", "set_relative_P": "set_relative_P", "set_F": "set_F.0.5"}
-    for judged_only in (False, True):
+    for judged_only in (False, True):  # -J drops unjudged items and those with a negative grade
         ref = pytrec_eval.RelevanceEvaluator(qrel_dict, set(measures) - {"set_F"} | {"set_F.0.5"},
                                              judged_docs_only_flag=judged_only).evaluate(run_dict)
-        res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(measures.values()), conventions="trec_eval",
-                          judged_only=judged_only)
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(measures.values()),
+                          conventions="pytrec_eval", judged_only=judged_only)
         pq = res.per_query.set_index("query")
         for q, values in ref.items():
             for theirs, ours in measures.items():

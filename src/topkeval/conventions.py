@@ -1,18 +1,24 @@
 """The conventions of DESIGN.md: every choice that changes a number, named and validated.
 
-=================  ===============================================================  =============
-setting            values (default first)                                           meaning
-=================  ===============================================================  =============
-``ties``           expected, optimistic, pessimistic, first, item_desc, item_asc    order among equal scores
-``empty_queries``  skip, keep, error                                                queries with R = 0
-``undefined``      0.0, 1.0, nan                                                    value of x / 0
-``short_lists``    pad, shrink, error                                               k larger than the list
-``threshold``      None (grade > 0) or a number (grade >= threshold)                what is relevant
-``score_threshold`` None or a number: candidates scoring below it are removed        Surprise's recipe
-=================  ===============================================================  =============
+=======================  ============================================================  ==========================
+setting                  values (default first)                                        decides
+=======================  ============================================================  ==========================
+``ties``                 expected, optimistic, pessimistic, first, item_desc, item_asc  order among equal scores
+``empty_queries``        skip, keep, error                                             queries with R = 0
+``undefined``            0.0, 1.0, nan                                                 value of x / 0
+``short_lists``          pad, shrink, error                                            k larger than the list
+``threshold``            None (grade > 0) or a number (grade >= threshold)             what is relevant
+``score_threshold``      None or a number: candidates scoring below it are removed     Surprise's recipe
+``discount``             log2, lenskit                                                 the DCG discount
+``item_order``           typed, text                                                   item ids under item_desc/asc
+``score_precision``      exact, float32                                                when two scores tie
+``nonpositive_scores``   count, miss                                                   torchmetrics' hits
+=======================  ============================================================  ==========================
 
-A preset (``conventions="trec_eval"``) fills every setting the way another tool does; an
-explicit keyword given with a preset overrides that one setting.
+:data:`SETTINGS` lists them with their help; the CLI's flags, the keyword validation and
+``topkeval conventions`` are derived from it. A preset (``conventions="trec_eval"``) fills every
+setting the way another tool does; an explicit keyword given with a preset overrides that one
+setting.
 """
 
 from __future__ import annotations
@@ -68,7 +74,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("discount", DISCOUNTS, "log2", "DCG discount: 1/log2(rank+1), or LensKit's 1/log2(max(rank,2))"),
     Setting("item_order", ITEM_ORDERS, "typed", "order of item ids for item_desc/item_asc: as typed, or as text "
                                                 "(strcmp, trec_eval)"),
-    Setting("score_precision", SCORE_PRECISIONS, "exact", "compare scores as given, or as float32 (trec_eval)"),
+    Setting("score_precision", SCORE_PRECISIONS, "exact", "compare scores as given, or as float32 (pytrec_eval, "
+                                                           "torchmetrics)"),
     Setting("nonpositive_scores", NONPOSITIVE_SCORES, "count", "miss: a relevant candidate scoring <= 0 is never "
                                                               "found by precision, recall, F, rr, ap (torchmetrics)"),
 )
@@ -127,7 +134,8 @@ class Conventions:
         which "9" > "100" > "10").
     score_precision : str
         ``"exact"`` compares scores as given; ``"float32"`` rounds them to C floats first, so two
-        scores equal in float32 tie (trec_eval stores scores as floats).
+        scores equal in float32 tie (pytrec_eval and trec_eval 9 store scores as floats,
+        torchmetrics casts predictions to float32).
     nonpositive_scores : str
         ``"count"``: a relevant candidate in the top k is found whatever its score. ``"miss"``
         (torchmetrics): one scoring 0 or less keeps its rank but is not counted as found by the
@@ -166,24 +174,30 @@ class Conventions:
 #: Settings that reproduce other tools (see docs/conventions.md for the evidence).
 PRESETS: dict[str, dict] = {
     "topkeval": {},
-    # trec_eval: scores stored as C floats, ties broken by document id descending as text
-    # (strcmp), every query with judgments averaged (an empty one scores 0), P_k divides by k,
-    # relevant means grade >= 1.
+    # trec_eval 10 (the reference release, and the one whose test outputs tests/test_trec.py
+    # matches): scores as doubles, ties broken by document id descending as text (strcmp),
+    # every query with judgments averaged (an empty one scores 0), P_k divides by k, relevant means
+    # grade >= 1.
     "trec_eval": dict(ties="item_desc", empty_queries="keep", undefined=0.0, short_lists="pad",
-                      threshold=1.0, item_order="text", score_precision="float32"),
+                      threshold=1.0, item_order="text"),
+    # pytrec_eval (and trec_eval 9.0.8 and earlier, which it embeds): the same, but scores are
+    # stored as C floats, so two scores equal in float32 tie and the document id decides.
+    "pytrec_eval": dict(ties="item_desc", empty_queries="keep", undefined=0.0, short_lists="pad",
+                        threshold=1.0, item_order="text", score_precision="float32"),
     # ranx: tied documents keep the order they were inserted in (the run's row order), every
     # judged query averaged (an empty one scores 0), precision divides by k, relevant = grade >= 1.
     "ranx": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
     # scikit-learn ndcg_score / dcg_score: ties averaged (ignore_ties=False: the exact expectation),
     # a query with no relevant item scores 0 and is averaged in.
     "sklearn": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
-    # torchmetrics retrieval_*: empty_target_action="neg" (0, averaged in), top_k without
-    # adaptive_k divides by k; its nDCG averages ties like scikit-learn; precision, recall, rr and
-    # AP never count a relevant candidate whose score is <= 0 (torch.where(preds > 0, target, 0)).
-    # Its other metrics take torch.topk's unspecified order among ties, and its AP divides by the
-    # relevant items found, not R: those are not reproduced (docs/conventions.md).
+    # torchmetrics retrieval_* (1.8 and later): predictions cast to float32,
+    # empty_target_action="neg" (0, averaged in), top_k without adaptive_k divides by k; its nDCG
+    # averages ties like scikit-learn; precision, recall, rr and AP never count a relevant candidate
+    # whose score is <= 0 (torch.where(preds > 0, target, 0)). Its other metrics take torch.topk's
+    # unspecified order among ties, and its AP divides by the relevant items found, not R: those
+    # are not reproduced (docs/conventions.md).
     "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad",
-                         nonpositive_scores="miss"),
+                         nonpositive_scores="miss", score_precision="float32"),
     # LensKit (Precision, Recall, NDCG): the recommendation list's own order, precision over the
     # list's length when it is shorter than k, nan for an empty list; every test user has a test
     # item; DCG discounts rank p by log2(max(p, 2)). Its Recall@k is topkeval's recall_capped@k.

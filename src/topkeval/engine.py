@@ -397,10 +397,8 @@ def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> Grou
     items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
     rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), log.relevant(conv),
                      log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)
-    keep = rank > 0
-    kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
-    return GroupedLog(kept[log.offsets], log.queries, log.grades[keep], {model: log.scores[model][keep]},
-                      None if log.items is None else log.items[keep], log.item_labels)
+    return GroupedLog(log.offsets, log.queries, log.grades, {model: log.scores[model]}, log.items,
+                      log.item_labels).keep_rows(rank > 0)
 
 
 def _check_short(st: QueryStats, metrics, queries, model: str) -> None:

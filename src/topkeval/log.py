@@ -53,6 +53,13 @@ class GroupedLog:
             self._relevant[key] = conv.is_relevant(self.grades)
         return self._relevant[key]
 
+    def keep_rows(self, keep: np.ndarray) -> GroupedLog:
+        """The log without the rows where ``keep`` is False (queries kept, even when emptied)."""
+        kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+        return GroupedLog(kept[self.offsets], self.queries, self.grades[keep],
+                          {m: v[keep] for m, v in self.scores.items()},
+                          None if self.items is None else self.items[keep], self.item_labels)
+
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
         """Number of true values of a boolean row array within each query."""
         from .kernels.grouping import count_per_group

@@ -37,6 +37,10 @@ def _alias_table() -> dict[str, tuple[str, tuple]]:
 
 _ALIASES = _alias_table()
 
+#: Names whose ``beta`` is beta squared, as their tool reads it (ir_measures passes SetF's beta to
+#: trec_eval's set_F, whose parameter is beta squared).
+_SQUARED_BETA = frozenset({"setf"})
+
 _GRAMMAR = re.compile(
     r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
@@ -226,6 +230,11 @@ def parse_metric(text: str | Metric) -> Metric:
     ['precision@5', 'r_precision', 'hit_rate@10', 'ndcg@10', 'rr@10', 'ap', 'tp@3']
     >>> [str(parse_metric(m)) for m in ("fbeta(beta=1)@5", "ndcg_burges@10", "set_F.0.25", "ndcg.1=3,2=7")]
     ['f1@5', 'ndcg(gain=exp)@10', 'set_f(beta=0.5)', 'ndcg(gain={1:3,2:7})']
+
+    ir_measures' ``SetF(beta=x)`` and trec_eval's ``set_F.x`` read x as beta squared:
+
+    >>> str(parse_metric("SetF(beta=0.25)")), str(parse_metric("set_f(beta=0.25)"))
+    ('set_f(beta=0.5)', 'set_f(beta=0.25)')
     """
     if isinstance(text, Metric):
         return text
@@ -250,7 +259,10 @@ def parse_metric(text: str | Metric) -> Metric:
         raise _unknown(text, f"no metric is called {name!r}")
     family, preset = _ALIASES[key]
     fam = FAMILIES[family]
-    return _finish(fam, k_text, _parse_params(fam, params, preset, text), text)
+    parsed = _parse_params(fam, params, preset, text)
+    if key in _SQUARED_BETA:
+        parsed = tuple((n, math.sqrt(v) if n == "beta" else v) for n, v in parsed)
+    return _finish(fam, k_text, parsed, text)
 
 
 def _finish(fam: Family, k_text: str | None, params: tuple, text: str) -> Metric:

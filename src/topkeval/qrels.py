@@ -169,14 +169,18 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         keep_q = np.ones(Q, bool) if missing_queries == "zero" else present
         new_pos = np.cumsum(keep_q) - 1
         rows_kept = judged_rows & keep_q[np.where(judged_rows, r_pos, 0)]
-        if judged_only:
-            rows_kept &= found >= 0  # trec_eval -J: unjudged items leave the ranking
         offsets, perm = logmod.counting_groups(new_pos[r_pos[rows_kept]], int(keep_q.sum()))
         idx = np.flatnonzero(rows_kept)[perm]
         log = logmod.GroupedLog(offsets, qlabels[judged_q[keep_q]], r_grades[idx], {name: r_scores[idx]},
                                 r_i[idx], ilabels)
         if depth is not None:
             log = engine.truncate(log, name, depth, conv)
+        if judged_only:
+            # trec_eval -J, after -M: items without a judgment, or with a negative grade (in the pool
+            # but not judged), leave the ranking; num_ret counts the rest
+            judged = pd.Index(jkey[grades_j >= 0])
+            rows_q = np.repeat(judged_q[keep_q], np.diff(log.offsets)).astype(np.int64)
+            log = log.keep_rows(judged.get_indexer(rows_q * n_items + log.items) >= 0)
         jo, jg = _subset_csr(j_offsets, j_grades, keep_q)
         judgments = engine.Judgments(R[keep_q], jo, jg)
         batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_q)))
