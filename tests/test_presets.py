@@ -124,6 +124,61 @@ def test_lenskit_preset_against_its_documented_formulas(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_lenskit_ndcg_discount_against_its_code(seed):
+    """LensKit's nDCG (lenskit.metrics.topn._dcg, 0.14 to 2025.1; LogRankWeight since): the discount
+    of rank r is 1 / max(log2 r, 1), so ranks 1 and 2 both count fully; gains are the test ratings;
+    the ideal DCG ranks the user's k largest test ratings. Transcribed."""
+    frame = _untied_recs(seed).assign(rating=lambda f: f["rel"] * np.random.default_rng(seed).integers(1, 6, len(f)))
+
+    def dcg(gains):
+        disc = np.maximum(np.log2(np.arange(1, len(gains) + 1)), 1)  # np.maximum(disc, 1) then reciprocal
+        return float(np.dot(gains, 1 / disc))
+
+    k = 5
+    res = tk.evaluate(frame, metrics=[f"ndcg@{k}", f"dcg@{k}"], query="user", relevance="rating", conventions="lenskit")
+    pq = res.per_query.set_index("user")
+    for u, part in frame.groupby("user"):
+        if part["rating"].sum() == 0:
+            continue
+        ranked = part.sort_values("score", ascending=False)["rating"].to_numpy()[:k]
+        ideal = np.sort(part["rating"].to_numpy())[::-1][:k]
+        assert pq.loc[u, f"dcg@{k}"] == pytest.approx(dcg(ranked), abs=1e-12)
+        assert pq.loc[u, f"ndcg@{k}"] == pytest.approx(dcg(ranked) / dcg(ideal), abs=1e-12)
+    default = tk.evaluate(frame, metrics=[f"dcg@{k}"], query="user", relevance="rating", conventions="lenskit",
+                          discount="log2")
+    assert not default.per_query.equals(res.per_query)  # the discount matters on this log
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ap_capped_against_spark_recbole_and_recommenders(seed):
+    """MAP@k of Spark (RankingMetrics.meanAveragePrecisionAt), RecBole (MAP) and Microsoft
+    Recommenders (map_at_k): the sum of precision at each relevant rank <= k, divided by
+    min(|relevant|, k); Spark scores a user without relevant items 0. Spark's loop transcribed."""
+    frame = _untied_recs(seed)
+
+    def spark_average_precision(pred, lab, k):
+        lab_set = set(lab)
+        if not lab_set:
+            return 0.0
+        cnt, prec_sum = 0, 0.0
+        for i in range(min(k, len(pred))):
+            if pred[i] in lab_set:
+                cnt += 1
+                prec_sum += cnt / (i + 1)
+        return prec_sum / min(len(lab_set), k)
+
+    for k in (1, 3, 10):
+        res = tk.evaluate(frame, metrics=[f"ap_capped@{k}"], query="user", relevance="rel", ties="first",
+                          empty_queries="keep")
+        expected = np.mean([spark_average_precision(part.sort_values("score", ascending=False)["item"].tolist(),
+                                                    part.loc[part.rel > 0, "item"].tolist(), k)
+                            for _, part in frame.groupby("user")])
+        assert res.summary.iloc[0, 0] == pytest.approx(expected, abs=1e-12)
+    trec = tk.evaluate(frame, metrics=["ap_capped@3", "ap@3"], query="user", relevance="rel")
+    assert trec.summary.iloc[0, 0] > trec.summary.iloc[0, 1]  # TREC's ap@k divides by R, never less
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_evidently_preset_against_its_code(seed):
     """Evidently's get_precision_and_recall_dict (transcribed), on scores without ties."""
     frame = _untied_recs(seed)
