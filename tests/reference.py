@@ -2,20 +2,36 @@
 
 Each metric is computed from an explicit ranked list. ``ties="expected"`` is the plain mean of the
 metric over every order of the tied candidates (all permutations of every tie group), so keep
-tie groups small.
+tie groups small. Every convention is applied here by its plain meaning: scores rounded to
+float32 before they are compared (``score_precision="float32"``), item ids compared as text
+(``item_order="text"``), relevant candidates scoring <= 0 not counted as found
+(``nonpositive_scores="miss"``), LensKit's discount.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import struct
 from collections import OrderedDict
 
+#: Families that count the relevant candidates they find (``nonpositive_scores="miss"`` applies).
+COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped"}
 
-def ranked_lists(scores, rel, items, ties, score_threshold=None, grades=None):
-    """Return the ranked lists (one per equally likely order) of (relevant, grade) pairs."""
-    grades = grades if grades is not None else [1.0 if x else 0.0 for x in rel]
-    idx = [i for i in range(len(scores)) if score_threshold is None or scores[i] >= score_threshold]
+
+def as_float32(x: float) -> float:
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def ranked_lists(scores, rel, items, conv, grades):
+    """Return the ranked lists (one per equally likely order) of (relevant, grade, score) triples."""
+    ties = conv["ties"]
+    if conv.get("score_precision") == "float32":
+        scores = [as_float32(s) for s in scores]
+    if conv.get("item_order") == "text":
+        items = [str(i) for i in items]
+    thr = conv.get("score_threshold")
+    idx = [i for i in range(len(scores)) if thr is None or scores[i] >= thr]
     if ties == "expected":
         groups = {}
         for i in idx:
@@ -24,7 +40,7 @@ def ranked_lists(scores, rel, items, ties, score_threshold=None, grades=None):
         out = []
         for combo in itertools.product(*[list(itertools.permutations(g)) for g in levels]):
             order = [i for group in combo for i in group]
-            out.append([(rel[i], grades[i]) for i in order])
+            out.append([(rel[i], grades[i], scores[i]) for i in order])
         return out
     if ties == "first":
         order = sorted(idx, key=lambda i: -scores[i])  # sorted() is stable: input order within ties
@@ -38,7 +54,7 @@ def ranked_lists(scores, rel, items, ties, score_threshold=None, grades=None):
         order = sorted(sorted(idx, key=lambda i: items[i]), key=lambda i: -scores[i])
     else:
         raise ValueError(ties)
-    return [[(rel[i], grades[i]) for i in order]]
+    return [[(rel[i], grades[i], scores[i]) for i in order]]
 
 
 def _div(a, b, undefined):
@@ -46,52 +62,79 @@ def _div(a, b, undefined):
 
 
 def _gain(grade, mode):
+    """trec_eval's gains: the grade (linear), 2**grade - 1 (exp) or a map, other grades their own value."""
+    if isinstance(mode, tuple):
+        mapped = dict(mode)
+        if grade in mapped:
+            return float(mapped[grade])
     if grade <= 0:
         return 0.0
     return 2.0**grade - 1.0 if mode == "exp" else float(grade)
 
 
-def _dcg(gains, k):
-    return sum(g / math.log2(p + 2) for p, g in enumerate(gains[:k]))
+def _discount(rank: int, conv) -> float:
+    if conv.get("discount") == "lenskit":
+        return 1.0 / math.log2(max(rank, 2))
+    return 1.0 / math.log2(rank + 1)
 
 
-def metric_on_list(family, k, beta, pairs, R, conv, judged=(), gain=None):
-    """One metric on one fully ordered list of (relevant, grade) pairs.
+def _dcg(gains, k, conv):
+    return sum(g * _discount(p + 1, conv) for p, g in enumerate(gains[:k]))
+
+
+def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
+    """One metric on one fully ordered list of (relevant, grade, score) triples.
 
     ``judged``: every judged grade of the query (for the ideal DCG).
     """
-    ranked = [bool(r) for r, _ in pairs]
+    ranked = [bool(r) for r, _, _ in triples]
+    if family in COUNTS_FOUND and conv.get("nonpositive_scores") == "miss":
+        found = [bool(r) and s > 0 for r, _, s in triples]  # torchmetrics: kept in place, never found
+    else:
+        found = ranked
     n = len(ranked)
     cut = n if k is None else k
+    und = conv["undefined"]
     if family == "rr":
-        first = next((p for p, r in enumerate(ranked) if r), None)
+        first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
-    if family == "ap":
+    if family in ("ap", "ap_capped"):
         total, seen = 0.0, 0
-        for p, r in enumerate(ranked[:cut]):
+        for p, r in enumerate(found[:cut]):
             if r:
                 seen += 1
                 total += seen / (p + 1)
-        return _div(total, R, conv["undefined"])
+        return _div(total, R if family == "ap" else min(R, k), und)
     if family in ("dcg", "ndcg"):
-        value = _dcg([_gain(g, gain) for _, g in pairs], cut)
+        value = _dcg([_gain(g, gain) for _, g, _ in triples], cut, conv)
         if family == "dcg":
             return value
-        ideal = _dcg(sorted((_gain(g, gain) for g in judged), reverse=True), len(judged) if k is None else k)
-        return _div(value, ideal, conv["undefined"])
+        ideal = _dcg(sorted((_gain(g, gain) for g in judged), reverse=True), len(judged) if k is None else k, conv)
+        return _div(value, ideal, und)
+    hits_all = sum(ranked)  # relevant among the n: the set measures
     if family == "num_ret":
         return n
     if family == "num_rel":
         return R
     if family == "num_rel_ret":
-        return sum(ranked)
-    N = n - sum(ranked)
-    und = conv["undefined"]
+        return hits_all
+    if family == "set_precision":
+        return _div(hits_all, n, und)
+    if family == "set_recall":
+        return _div(hits_all, R, und)
+    if family == "set_f":
+        b2 = (beta if beta is not None else 1.0) ** 2
+        return _div((1 + b2) * hits_all, b2 * R + n, und)
+    if family == "set_relative_precision":
+        return _div(hits_all, min(n, R), und)
+    N = n - hits_all
     shrink = conv["short_lists"] == "shrink"
     if family == "r_precision":
         hits = sum(ranked[:R])
         return _div(hits, min(R, n) if shrink else R, und)
-    h = sum(ranked[:k])
+    if family == "hit_rate":
+        return 1.0 if sum(ranked[:k]) >= 1 else 0.0
+    h = sum(found[:k])
     kk = min(k, n)
     den = kk if shrink else k
     if family == "precision":
@@ -107,8 +150,6 @@ def metric_on_list(family, k, beta, pairs, R, conv, judged=(), gain=None):
         return _div(N - (kk - h), N, und)
     if family == "fallout":
         return _div(kk - h, N, und)
-    if family == "hit_rate":
-        return 1.0 if h >= 1 else 0.0
     if family == "tp":
         return h
     if family == "fp":
@@ -124,7 +165,7 @@ def evaluate_reference(rows, metrics, conv, models):
     """rows: list of dicts with query, grade, item and one score per model.
 
     Returns (per_query, summary): per_query maps (model, query) to {metric: value}; summary maps
-    model to {metric: mean}. ``metrics`` are (name, family, k, beta) tuples.
+    model to {metric: mean}. ``metrics`` are (name, family, k, beta[, gain]) tuples.
     """
     threshold = conv["threshold"]
     by_query = OrderedDict()
@@ -143,7 +184,7 @@ def evaluate_reference(rows, metrics, conv, models):
             scores = [c[model] for c in cands]
             items = [c.get("item") for c in cands]
             grades = [c["grade"] for c in cands]
-            lists = ranked_lists(scores, rel, items, conv["ties"], conv["score_threshold"], grades)
+            lists = ranked_lists(scores, rel, items, conv, grades)
             values = {}
             for name, family, k, beta, *gain in metrics:
                 vals = [metric_on_list(family, k, beta, lst, R, conv, grades, gain[0] if gain else None)

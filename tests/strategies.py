@@ -8,9 +8,13 @@ from hypothesis import strategies as st
 
 from topkeval.conventions import TIES
 
-SCORES = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, -1.0])
+SCORES = st.sampled_from([0.0, 0.5, 1.0, 1.0 + 1e-9, 1.5, 2.0, -1.0])  # 1 + 1e-9 == 1 in float32
 GRADES = st.sampled_from([0, 0, 1, 2, 3])
-FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp", "fn", "tn"]
+FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp",
+              "fn", "tn", "ap_capped"]
+UNCUT = ["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
+         "set_relative_precision"]
+GAINS = [None, "exp", ((1, 3), (2, 7))]
 
 
 @st.composite
@@ -20,7 +24,7 @@ def logs(draw, max_queries=5, max_len=6, models=("a", "b")):
     n_q = draw(st.integers(1, max_queries))
     for q in range(n_q):
         n = draw(st.integers(1, max_len))
-        items = draw(st.permutations(list(range(10)))) [:n]
+        items = draw(st.permutations(list(range(14))))[:n]  # 9 > 13 as text, 9 < 13 as numbers
         for j in range(n):
             row = {"query": f"q{q}", "item": items[j], "grade": draw(GRADES)}
             for m in models:
@@ -39,6 +43,10 @@ def conventions(draw):
         "short_lists": draw(st.sampled_from(["pad", "shrink"])),
         "threshold": draw(st.sampled_from([None, 1, 2, 0.5])),
         "score_threshold": draw(st.sampled_from([None, None, 0.0, 1.0])),
+        "discount": draw(st.sampled_from(["log2", "lenskit"])),
+        "item_order": draw(st.sampled_from(["typed", "text"])),
+        "score_precision": draw(st.sampled_from(["exact", "float32"])),
+        "nonpositive_scores": draw(st.sampled_from(["count", "count", "miss"])),
     }
 
 
@@ -46,12 +54,19 @@ def conventions(draw):
 def metric_specs(draw):
     """(name, family, k, beta) tuples, with the canonical name the engine must print."""
     out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
-    for fam in draw(st.lists(st.sampled_from(["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret"]),
-                             max_size=3, unique=True)):
+    for fam in draw(st.lists(st.sampled_from(UNCUT), max_size=3, unique=True)):
         k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in ("rr", "ap", "ndcg", "dcg") else None
-        gain = draw(st.sampled_from([None, "exp"])) if fam in ("ndcg", "dcg") else None
-        name = fam + (f"(gain={gain})" if gain else "") + (f"@{k}" if k else "")
-        out.append((name, fam, k, None, gain))
+        gain = draw(st.sampled_from(GAINS)) if fam in ("ndcg", "dcg") else None
+        beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
+        params = []
+        if gain == "exp":
+            params.append("gain=exp")
+        elif gain is not None:
+            params.append("gain={" + ",".join(f"{g}:{v}" for g, v in gain) + "}")
+        if beta is not None:
+            params.append(f"beta={beta:g}")
+        name = fam + (f"({','.join(params)})" if params else "") + (f"@{k}" if k else "")
+        out.append((name, fam, k, beta, gain))
     for _ in range(draw(st.integers(1, 4))):
         fam = draw(st.sampled_from(FAMILIES_K))
         k = draw(st.integers(1, 8))

@@ -139,9 +139,10 @@ class Conventions:
     nonpositive_scores : str
         ``"count"``: a relevant candidate in the top k is found whatever its score. ``"miss"``
         (torchmetrics): one scoring 0 or less keeps its rank but is not counted as found by the
-        metrics built on h(k) (precision, recall, F, the confusion counts, specificity, fallout)
-        nor by rr and ap; R still counts it. hit_rate, r_precision and (n)DCG are unaffected, as
-        in torchmetrics.
+        metrics that count what they find (precision, recall, recall_capped, F, tp, fn, rr, ap,
+        ap_capped); R still counts it, and it is no false positive either (fp, tn, specificity
+        and fallout count non-relevant candidates). hit_rate, r_precision and (n)DCG are
+        unaffected, as in torchmetrics.
     """
 
     ties: Ties = "expected"

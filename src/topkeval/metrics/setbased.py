@@ -103,13 +103,13 @@ def fbeta(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), m.param("beta"), conv.undefined)
 
 
-@register("specificity", counts_found=True, cutoff="required", needs=("h",), aliases=("tnr",),
+@register("specificity", cutoff="required", needs=("h",), aliases=("tnr",),
           summary="non-relevant candidates kept out of the top k", formula="(N - (min(k, n) - h(k))) / N")
 def specificity(st, m, conv):
     return ratio(st.N - (_kk(st, m) - _h(st, m)), st.N, conv.undefined)
 
 
-@register("fallout", counts_found=True, cutoff="required", needs=("h",), aliases=("fpr",),
+@register("fallout", cutoff="required", needs=("h",), aliases=("fpr",),
           summary="non-relevant candidates let into the top k", formula="(min(k, n) - h(k)) / N")
 def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
@@ -134,7 +134,7 @@ def tp(st, m, conv):
     return _h(st, m).copy()
 
 
-@register("fp", counts_found=True, cutoff="required", needs=("h",), bounded=False,
+@register("fp", cutoff="required", needs=("h",), bounded=False,
           summary="non-relevant candidates in the top k", formula="min(k, n) - h(k)")
 def fp(st, m, conv):
     return _kk(st, m) - _h(st, m)
@@ -146,7 +146,7 @@ def fn(st, m, conv):
     return st.R - _h(st, m)
 
 
-@register("tn", counts_found=True, cutoff="required", needs=("h",), bounded=False,
+@register("tn", cutoff="required", needs=("h",), bounded=False,
           summary="non-relevant candidates outside the top k", formula="N - (min(k, n) - h(k))")
 def tn(st, m, conv):
     return st.N - (_kk(st, m) - _h(st, m))
