@@ -28,7 +28,7 @@ import pandas as pd
 from .conventions import Conventions
 from .errors import DataError, EmptyQueryError, ParameterError, ShortListError, TopkevalWarning, show
 from .kernels.stats import NO_CUTOFF, QueryStats
-from .log import GroupedLog
+from .log import GroupedLog, Judgments
 from .metrics import FAMILIES, DcgSpec, metric_values
 from .names import Metric, parse_metrics
 
@@ -116,25 +116,34 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
                 tuple(specs), positive_hits)
 
 
-@dataclass
-class Judgments:
-    """Relevant items and judged grades per query, when the judgments are kept apart from the log
-    (TREC qrels, held-out interactions of a score matrix): R counts relevant items no model
-    retrieved, and the ideal DCG ranks every judged gain."""
+class Queries(Protocol):
+    """What the engine needs of a batch of queries, whatever holds their candidates: a
+    :class:`~topkeval.log.GroupedLog` (rows grouped by query), a
+    :class:`~topkeval.matrix.MatrixBatch` (rows of a score matrix), a partition of a distributed
+    table. Its backend reads the candidates; the engine reads only this."""
 
-    R: np.ndarray
-    offsets: np.ndarray
-    grades: np.ndarray
+    queries: np.ndarray  # the query ids, one per query of the batch
+
+    @property
+    def models(self) -> list[str]: ...
+
+    @property
+    def n_rows(self) -> int: ...
+
+    def judgments(self, conv: Conventions) -> Judgments: ...
 
 
 class Backend(Protocol):
-    """Computes the statistics of one model over the queries of a grouped log.
+    """Computes the statistics of one model over a batch of queries.
 
     ``compute`` must return the :class:`~topkeval.kernels.stats.QueryStats` that
-    :class:`CpuBackend` returns for the same log and plan (the tests hold every backend to it).
+    :class:`CpuBackend` returns for the long format of the same queries (the tests hold every
+    backend to it). :class:`CpuBackend` takes a :class:`~topkeval.log.GroupedLog`;
+    :class:`~topkeval.matrix.MatrixBackend` a :class:`~topkeval.matrix.MatrixBatch` (selection
+    on the tensor's device, then the CPU kernel).
     """
 
-    def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
+    def compute(self, batch, model: str, plan: Plan, judgments: Judgments,
                 threads: int | None = None) -> QueryStats: ...
 
 
@@ -310,76 +319,73 @@ class ModelValues:
 
 
 @dataclass
-class Batch:
-    """What :func:`evaluate_log` returns: each model's values, and the counts of the log."""
+class Evaluated:
+    """What :func:`evaluate_log` returns: each model's values, and the counts of the batch."""
 
     models: list[ModelValues]
     queries: int
     skipped_empty: int
     relevant: int = 0  # relevant items in all, for the warning when there are none
 
-    def reduce(self) -> Batch:
-        return Batch([m.reduce() for m in self.models], self.queries, self.skipped_empty, self.relevant)
+    def reduce(self) -> Evaluated:
+        return Evaluated([m.reduce() for m in self.models], self.queries, self.skipped_empty, self.relevant)
 
 
-def evaluate_log(log: GroupedLog, plan: Plan, *, judgments: Judgments | None = None,
-                 list_sizes: tuple[np.ndarray, np.ndarray] | None = None, backend: Backend = CPU,
-                 threads: int | None = None, rows: int | None = None) -> Batch:
-    """Evaluate every model of a grouped log.
+def evaluate_log(batch: Queries, plan: Plan, *, judgments: Judgments | None = None, backend: Backend = CPU,
+                 threads: int | None = None, rows: int | None = None) -> Evaluated:
+    """Evaluate every model of a batch of queries (a grouped log, by default with the CPU kernel).
 
     ``judgments`` (R and the judged grades per query) come from judgments kept apart from the
-    log; by default from the log itself. ``list_sizes`` = (n, relevant among n) per query when
-    the log holds only the top of each list (score matrices): the counts of the rows beyond it are
-    known without the rows.
+    candidates (TREC qrels); by default from the batch itself. ``rows``: the rows of the input
+    this batch stands for (by default its own).
     """
     conv = plan.conv
     if judgments is None:
-        judgments = Judgments(log.per_query_sum(log.relevant(conv)), log.offsets, log.grades)
+        judgments = batch.judgments(conv)
     R = judgments.R
     empty = R == 0
     if conv.empty_queries == "error" and empty.any():
-        ids = ", ".join(show(q) for q in log.queries[empty][:5])
+        ids = ", ".join(show(q) for q in batch.queries[empty][:5])
         raise EmptyQueryError(
             f"{int(empty.sum())} queries have no relevant item (for example {ids}) and "
             "empty_queries='error'. Use empty_queries='skip' to leave them out of the means or "
             "'keep' to score them with the 'undefined' value."
         )
     keep = ~empty if conv.empty_queries == "skip" else np.ones(len(R), bool)
-    queries = log.queries[keep] if not keep.all() else log.queries
+    queries = batch.queries[keep] if not keep.all() else batch.queries
+    models = batch.models
     out = []
-    for model in log.scores:
+    for model in models:
         values, ties = {}, np.zeros(int(keep.sum()), bool)
         for part in plan.parts():
-            st = backend.compute(log, model, part, judgments, threads)
-            if list_sizes is not None:
-                st.n, st.rel_ret = list_sizes
+            st = backend.compute(batch, model, part, judgments, threads)
             if not keep.all():
                 st = st.take(keep)
             if conv.short_lists == "error":
-                _check_short(st, part.metrics, queries, model if len(log.scores) > 1 else "")
+                _check_short(st, part.metrics, queries, model if len(models) > 1 else "")
             values.update({name: metric_values(st, m, conv) for name, m in zip(part.names, part.metrics)})
             ties |= st.tie_at_cutoff
         values = {name: values[name] for name in plan.names}
-        out.append(ModelValues(model, queries, values, int(ties.sum()), len(log.grades) if rows is None else rows,
+        out.append(ModelValues(model, queries, values, int(ties.sum()), batch.n_rows if rows is None else rows,
                                int(keep.sum())))
-    return Batch(out, log.n_queries, int((~keep).sum()), int(R.sum()))
+    return Evaluated(out, len(R), int((~keep).sum()), int(R.sum()))
 
 
 def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, threads: int | None = None,
-                     backend: Backend = CPU) -> tuple[Batch, list]:
+                     backend: Backend = CPU) -> tuple[Evaluated, list]:
     """Evaluate every model of a log held whole (in memory, or a chunk of a file that holds every row of
-    its queries): one :class:`Batch`, and the ``(log, R)`` pairs that ``Results.diff`` re-reads.
+    its queries): one :class:`Evaluated`, and the ``(log, R)`` pairs that ``Results.diff`` re-reads.
 
     With ``depth``, each model keeps only its first ``depth`` candidates (:func:`truncate`); R and
     the ideal DCG still count the relevant items cut off, as trec_eval ``-M`` does.
     """
     if depth is None:
         return evaluate_log(log, plan, threads=threads, backend=backend), [(log, None)]
-    judgments = Judgments(log.per_query_sum(log.relevant(plan.conv)), log.offsets, log.grades)
+    judgments = log.judgments(plan.conv)
     cut = [truncate(log, m, depth, plan.conv) for m in log.scores]
-    parts = [evaluate_log(c, plan, judgments=judgments, threads=threads, rows=len(log.grades), backend=backend)
+    parts = [evaluate_log(c, plan, judgments=judgments, threads=threads, rows=log.n_rows, backend=backend)
              for c in cut]
-    batch = Batch([mv for p in parts for mv in p.models], parts[0].queries, parts[0].skipped_empty, parts[0].relevant)
+    batch = Evaluated([mv for p in parts for mv in p.models], parts[0].queries, parts[0].skipped_empty, parts[0].relevant)
     return batch, [(c, judgments.R) for c in cut]
 
 
@@ -432,6 +438,49 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
 LogSource = Callable[[], Iterable[tuple[GroupedLog, np.ndarray]]]
 
 
+def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
+    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
+    from .kernels import cpu
+
+    rel = log.relevant(conv)
+    if R is None:
+        R = log.per_query_sum(rel)
+    kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
+    thr = -np.inf if conv.score_threshold is None else conv.score_threshold
+    grades = log.grades.astype(np.float64, copy=False)
+    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+    p = cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
+                      cpu.TIE_CODES[conv.ties], kq)
+    rows = np.flatnonzero(rel)
+    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_labels[log.items[rows]],
+                         "p": p[rows]})
+
+
+def items_changed(sources, conv, baseline: str, model: str, metric):
+    """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
+    without item ids."""
+    frames = {baseline: [], model: []}
+    for log, R in sources():
+        if log.items is None:
+            return None
+        for name in frames:
+            if name in log.scores:
+                frames[name].append(_inclusion_rows(log, R, conv, name, metric))
+    if not frames[baseline] or not frames[model]:
+        return None
+    a = pd.concat(frames[baseline], ignore_index=True)
+    b = pd.concat(frames[model], ignore_index=True)
+    both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna({"p_a": 0.0,
+                                                                                                    "p_b": 0.0})
+    result = []
+    for mask in (both["p_b"] > both["p_a"] + 1e-12, both["p_a"] > both["p_b"] + 1e-12):
+        part = both[mask]
+        result.append(part.groupby("query", sort=False)["item"].agg(list).to_dict())
+    return result[0], result[1]
+
+
+
 def mean(values: np.ndarray) -> float:
     """The mean of the defined (not NaN) values; nan when there is none. Values so large that their
     sum would overflow (a DCG of huge grades) are averaged on a scale divided by a power of 2."""
@@ -444,7 +493,7 @@ def mean(values: np.ndarray) -> float:
     return float(np.nanmean(values))
 
 
-def build_results(batches: Sequence[Batch], plan: Plan, *, query_name: str = "query", info: dict | None = None,
+def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str = "query", info: dict | None = None,
                   sources: LogSource | None = None):
     """One :class:`~topkeval.results.Results` from the batches of an evaluation, whatever the path.
 

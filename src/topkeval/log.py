@@ -15,6 +15,17 @@ from .errors import ColumnError, DataError, show
 
 
 @dataclass
+class Judgments:
+    """Relevant items and judged grades per query: R and what the ideal DCG ranks. They come from
+    the log itself, or from judgments kept apart from it (TREC qrels, the held-out interactions of
+    a score matrix), where R counts relevant items no model retrieved."""
+
+    R: np.ndarray
+    offsets: np.ndarray  # judged items of query q: grades[offsets[q]:offsets[q + 1]]
+    grades: np.ndarray
+
+
+@dataclass
 class GroupedLog:
     """Rows grouped by query.
 
@@ -45,6 +56,18 @@ class GroupedLog:
     @property
     def n_queries(self) -> int:
         return len(self.offsets) - 1
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.scores)
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.grades)
+
+    def judgments(self, conv) -> Judgments:
+        """R and the judged grades of each query, from the log itself (every judged item is a row)."""
+        return Judgments(self.per_query_sum(self.relevant(conv)), self.offsets, self.grades)
 
     def relevant(self, conv) -> np.ndarray:
         """Boolean relevance of every row under ``conv`` (:meth:`Conventions.is_relevant`), computed once."""

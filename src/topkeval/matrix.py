@@ -20,7 +20,7 @@ import numpy as np
 
 from .conventions import resolve
 from .errors import DataError, check_int
-from .log import GroupedLog
+from .log import GroupedLog, Judgments
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -178,7 +178,6 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     [0.25, 0.5]
     """
     from . import engine
-    from .kernels.grouping import count_per_group, sorted_positions
 
     conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
     plan = engine.make_plan(metrics, conv)
@@ -203,54 +202,106 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
         rel_csr.eliminate_zeros()
     on_gpu = torch_input and scores.device.type != "cpu"
     batch_size = batch_size or max(1, (1 << (27 if on_gpu else 24)) // I)  # fewer synchronisations on a GPU
-    grades_rel = rel_csr.data
-    is_rel = conv.is_relevant(grades_rel)
-    indptr = rel_csr.indptr.astype(np.int64)
-    R = count_per_group(indptr, is_rel)
-    depth = plan.depth(int(R.max()) if U else 0, I)
-    thr = conv.score_threshold
-    item_ids = np.arange(I, dtype=np.int64)
-    batches = []
-    selected = 0
+    backend = MatrixBackend()
+    batches, evaluated, relevant_count = [], [], 0
     for u0 in range(0, U, batch_size):
         u1 = min(U, u0 + batch_size)
-        S = _batch(scores, u0, u1, torch_input, masked=exc_csr is not None or thr is not None)
-        lo, hi = indptr[u0], indptr[u1]
-        r_users = np.repeat(np.arange(u1 - u0, dtype=np.int64), np.diff(indptr[u0:u1 + 1]))
-        removed = np.zeros(u1 - u0, np.int64)
-        if exc_csr is not None:
-            part = exc_csr[u0:u1].tocoo()
-            removed += np.bincount(part.row, minlength=u1 - u0)
+        batch = MatrixBatch(scores[u0:u1], np.arange(u0, u1), rel_csr[u0:u1], None if exc_csr is None else
+                            exc_csr[u0:u1])
+        done = engine.evaluate_log(batch, plan, backend=backend, threads=threads)
+        relevant_count += done.relevant
+        evaluated.append(done)
+        batches.append(batch)
+    engine.warn_if_nothing_relevant(conv, relevant_count)
+    return engine.build_results(evaluated, plan, query_name="user", info={"matrix": {
+        "users": U, "items": I, "candidates_selected": sum(b.selected for b in batches),
+        "depth": max((b.depth for b in batches), default=0)}})
+
+
+class MatrixBatch:
+    """Users of a score matrix, as the engine sees a batch of queries: their scores (a numpy array
+    or a torch tensor on any device), their held-out relevance and exclusions (scipy CSR rows)."""
+
+    models = ["scores"]
+
+    def __init__(self, scores, users: np.ndarray, relevant, exclude=None):
+        self.scores = scores
+        self.queries = users
+        self.relevant = relevant
+        self.exclude = exclude
+        self.n_items = int(scores.shape[1])
+        self.selected = 0  # candidates the backend handed to the kernel, for info
+        self.depth = 0
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.queries) * self.n_items
+
+    def judgments(self, conv) -> Judgments:
+        from .kernels.grouping import count_per_group
+
+        indptr = self.relevant.indptr.astype(np.int64)
+        return Judgments(count_per_group(indptr, conv.is_relevant(self.relevant.data)), indptr, self.relevant.data)
+
+
+class MatrixBackend:
+    """The backend of score matrices: masks the exclusions and the score threshold, selects each
+    user's candidates down to the depth the plan needs (on the tensor's device), and runs the CPU
+    kernel on the selected cells with each user's true list length and relevant count."""
+
+    def __init__(self, cpu=None):
+        from .engine import CPU
+
+        self.cpu = cpu or CPU
+
+    def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
+        from .kernels.grouping import sorted_positions
+
+        conv = plan.conv
+        torch_input = _is_torch(batch.scores)
+        users, I = len(batch.queries), batch.n_items
+        thr = conv.score_threshold
+        S = _batch(batch.scores, batch.queries, torch_input, masked=batch.exclude is not None or thr is not None)
+        rel = batch.relevant
+        indptr = rel.indptr.astype(np.int64)
+        r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(indptr))
+        is_rel = conv.is_relevant(rel.data)
+        removed = np.zeros(users, np.int64)
+        if batch.exclude is not None:
+            part = batch.exclude.tocoo()
+            removed += np.bincount(part.row, minlength=users)
             if torch_input:
                 import torch
 
                 S[torch.as_tensor(part.row, device=S.device), torch.as_tensor(part.col, device=S.device)] = -math.inf
             else:
                 S[part.row, part.col] = -np.inf
-        rel_ret = R[u0:u1]  # every relevant, non-excluded item of a user is among its candidates
+        rel_ret = judgments.R  # every relevant, non-excluded item of a user is among its candidates
         if thr is not None:
             below = (S < thr) & (S > -math.inf)
             removed += below.sum(1).cpu().numpy() if torch_input else below.sum(1)
             # relevant items scoring below score_threshold leave the candidates but stay in R
-            r_scores = _gather(S, r_users, rel_csr.indices[lo:hi])
-            rel_ret = np.bincount(r_users[is_rel[lo:hi] & (r_scores >= thr)], minlength=u1 - u0)
+            r_scores = _gather(S, r_users, rel.indices)
+            rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users)
             S[below] = -math.inf
+        depth = plan.depth(int(judgments.R.max()) if users else 0, I)
         rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth)
         del S
-        selected += len(vals)
+        batch.selected += len(vals)
+        batch.depth = max(batch.depth, depth)
         # nonzero() lists the cells row by row, columns ascending: the triples are sorted by (user, item)
-        at = sorted_positions(r_users * I + rel_csr.indices[lo:hi], rows.astype(np.int64) * I + cols)
-        grades = np.where(at >= 0, grades_rel[lo:hi][np.maximum(at, 0)] if hi > lo else 0.0, 0.0)
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=u1 - u0))]).astype(np.int64)
-        log = GroupedLog(offsets, np.arange(u0, u1), grades, {"scores": vals.astype(np.float64, copy=False)},
-                         cols.astype(np.int64), item_ids)
-        judgments = engine.Judgments(R[u0:u1], indptr[u0:u1 + 1] - lo, grades_rel[lo:hi])
-        batches.append(engine.evaluate_log(log, plan, judgments=judgments, list_sizes=(I - removed, rel_ret),
-                                           threads=threads, rows=(u1 - u0) * I))
-    engine.warn_if_nothing_relevant(conv, int(np.count_nonzero(is_rel)))
-    return engine.build_results(batches, plan, query_name="user",
-                                info={"matrix": {"users": U, "items": I, "candidates_selected": selected,
-                                                 "depth": depth}})
+        at = sorted_positions(r_users * I + rel.indices, rows.astype(np.int64) * I + cols)  # a merge, not searches
+        grades = np.where(at >= 0, rel.data[np.maximum(at, 0)] if len(rel.data) else 0.0, 0.0)
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=users))]).astype(np.int64)
+        log = GroupedLog(offsets, batch.queries, grades, {model: vals.astype(np.float64, copy=False)},
+                         cols.astype(np.int64), _item_ids(I))
+        st = self.cpu.compute(log, model, plan, judgments, threads)
+        st.n, st.rel_ret = I - removed, rel_ret  # the rows beyond the selection, counted without them
+        return st
+
+
+def _item_ids(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64)
 
 
 def _check_integer_scores(scores) -> None:
@@ -263,22 +314,22 @@ def _check_integer_scores(scores) -> None:
                         "scores could become equal, a false tie); rescale them.")
 
 
-def _batch(scores, u0: int, u1: int, torch_input: bool, masked: bool):
-    """Users u0..u1 of the scores as floats, checked finite; a copy where it will be masked."""
+def _batch(S, users: np.ndarray, torch_input: bool, masked: bool):
+    """Scores of a batch of users as floats, checked finite; a copy where it will be masked."""
     if torch_input:
         import torch
 
-        S = scores[u0:u1]
         if not S.dtype.is_floating_point:
             S = S.to(torch.float64)
         elif masked:
             S = S.clone()  # masked below; the caller's tensor is never written
         ok = bool(torch.isfinite(S).all())
     else:
-        S = np.array(scores[u0:u1], dtype=np.float64 if scores.dtype.kind != "f" else scores.dtype)
+        S = np.array(S, dtype=np.float64 if S.dtype.kind != "f" else S.dtype)
         ok = bool(np.isfinite(S).all())
     if not ok:
-        raise DataError(f"scores hold NaN or infinite values (users {u0}..{u1 - 1}); every score must be finite.")
+        raise DataError(f"scores hold NaN or infinite values (users {users[0]}..{users[-1]}); every score must be "
+                        "finite.")
     return S
 
 

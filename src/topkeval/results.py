@@ -146,7 +146,9 @@ class Results:
         out = pd.DataFrame({qn: queries, "baseline": a.loc[queries].to_numpy(), "model": b.loc[queries].to_numpy()})
         out["delta"] = out["model"] - out["baseline"]
         if self._sources is not None and self._conventions is not None:
-            found = _gained_lost(self._sources, self._conventions, baseline, model, parse_metric(metric))
+            from .engine import items_changed
+
+            found = items_changed(self._sources, self._conventions, baseline, model, parse_metric(metric))
             if found is not None:
                 gained, lost = found
                 out["gained"] = [gained.get(q, []) for q in out[qn]]
@@ -180,46 +182,3 @@ class Results:
         head = (f"Results: {len(self.models)} model(s), {info['evaluated']} of {info['queries']} queries "
                 f"evaluated ({info['skipped_empty']} skipped as empty)")
         return head + "\n" + self.summary.to_string()
-
-
-def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
-    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
-    from .engine import comparable_scores, tie_items
-    from .kernels import cpu
-
-    rel = log.relevant(conv)
-    if R is None:
-        R = log.per_query_sum(rel)
-    kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
-    thr = -np.inf if conv.score_threshold is None else conv.score_threshold
-    grades = log.grades.astype(np.float64, copy=False)
-    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
-    p = cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
-                      cpu.TIE_CODES[conv.ties], kq)
-    rows = np.flatnonzero(rel)
-    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_labels[log.items[rows]],
-                         "p": p[rows]})
-
-
-def _gained_lost(sources, conv, baseline: str, model: str, metric):
-    """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
-    without item ids."""
-    frames = {baseline: [], model: []}
-    for log, R in sources():
-        if log.items is None:
-            return None
-        for name in frames:
-            if name in log.scores:
-                frames[name].append(_inclusion_rows(log, R, conv, name, metric))
-    if not frames[baseline] or not frames[model]:
-        return None
-    a = pd.concat(frames[baseline], ignore_index=True)
-    b = pd.concat(frames[model], ignore_index=True)
-    both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna({"p_a": 0.0,
-                                                                                                    "p_b": 0.0})
-    result = []
-    for mask in (both["p_b"] > both["p_a"] + 1e-12, both["p_a"] > both["p_b"] + 1e-12):
-        part = both[mask]
-        result.append(part.groupby("query", sort=False)["item"].agg(list).to_dict())
-    return result[0], result[1]
