@@ -23,6 +23,7 @@ from . import engine
 from . import log as logmod
 from .errors import ColumnError, DataError, ParameterError, TopkevalWarning, show
 from .io import is_trec_path, read_columns, read_qrels
+from .log import Judgments
 
 
 def _read_judgments(qrels, query: str, item: str, relevance: str) -> dict:
@@ -182,7 +183,7 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
             rows_q = np.repeat(judged_q[keep_q], np.diff(log.offsets)).astype(np.int64)
             log = log.keep_rows(judged.get_indexer(rows_q * n_items + log.items) >= 0)
         jo, jg = _subset_csr(j_offsets, j_grades, keep_q)
-        judgments = engine.Judgments(R[keep_q], jo, jg)
+        judgments = Judgments(R[keep_q], jo, jg)
         batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_q)))
         logs.append((log, judgments.R))
         info_runs[name] = unjudged_queries

@@ -1,0 +1,201 @@
+"""The backend contract, and the CPU backend.
+
+A backend turns a batch of queries and a plan into :class:`~topkeval.kernels.stats.QueryStats`
+for one model. :class:`CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu` on a
+:class:`~topkeval.log.GroupedLog`; :class:`~topkeval.matrix.MatrixBackend` selects the top of each
+row of a score matrix (on its device) and hands those cells to the CPU backend. A new backend (a
+GPU kernel, a Spark partition) implements :class:`Backend` and nothing else changes: values, the
+empty-query rule, the short-list check and the aggregation live in :mod:`~topkeval.engine.evaluate`.
+
+How to add a backend: a class with ``compute(batch, model, plan, judgments, threads) ->
+QueryStats``, the batch type it reads implementing :class:`Queries`, and a test that its
+statistics equal :class:`CpuBackend`'s on the long format of random inputs
+(``tests/test_matrix.py`` does it for the matrix backend).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..conventions import Conventions
+from ..errors import DataError, ParameterError
+from ..kernels.stats import QueryStats
+from ..log import GroupedLog, Judgments
+from ..metrics import DcgSpec
+from .plan import Plan
+
+
+class Queries(Protocol):
+    """What the engine needs of a batch of queries, whatever holds their candidates: a
+    :class:`~topkeval.log.GroupedLog` (rows grouped by query), a
+    :class:`~topkeval.matrix.MatrixBatch` (rows of a score matrix), a partition of a distributed
+    table. Its backend reads the candidates; the engine reads only this."""
+
+    queries: np.ndarray  # the query ids, one per query of the batch
+
+    @property
+    def models(self) -> list[str]: ...
+
+    @property
+    def n_rows(self) -> int: ...
+
+    def judgments(self, conv: Conventions) -> Judgments: ...
+
+
+class Backend(Protocol):
+    """Computes the statistics of one model over a batch of queries.
+
+    ``compute`` must return the :class:`~topkeval.kernels.stats.QueryStats` that
+    :class:`CpuBackend` returns for the long format of the same queries (the tests hold every
+    backend to it). :class:`CpuBackend` takes a :class:`~topkeval.log.GroupedLog`;
+    :class:`~topkeval.matrix.MatrixBackend` a :class:`~topkeval.matrix.MatrixBatch` (selection
+    on the tensor's device, then the CPU kernel).
+    """
+
+    def compute(self, batch, model: str, plan: Plan, judgments: Judgments,
+                threads: int | None = None) -> QueryStats: ...
+
+
+def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -> np.ndarray:
+    """Per-candidate gains of a DCG variant (0 for grades <= 0).
+
+    Raises
+    ------
+    DataError
+        Exponential gains beyond float64 (grades above 1023).
+    """
+    grades = np.asarray(grades, dtype=np.float64)
+    positive = grades > 0
+    if spec.gain == "binary":
+        return (rel if rel is not None else positive).astype(np.float64)
+    if spec.gain == "exp":
+        top = float(grades.max()) if len(grades) else 0.0
+        if top >= 1024:
+            raise DataError(f"gain=exp turns grade {top:g} into 2**{top:g} - 1, beyond the largest float64: "
+                            "use linear gains (ndcg@k) or smaller grades.")
+        return np.where(positive, np.exp2(np.where(positive, grades, 0.0)) - 1.0, 0.0)
+    gains = np.where(positive, grades, 0.0)
+    if isinstance(spec.gain, tuple):  # a map of grades to gains; other grades gain their own value
+        for grade, gain in spec.gain:
+            gains[grades == grade] = gain
+    return gains
+
+
+def discounts(spec: DcgSpec, longest: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(disc, cum)``: the discount of ranks 0..longest (``disc[0] = 0``) and its prefix sums."""
+    ranks = np.arange(1, longest + 1, dtype=np.float64)
+    if spec.discount == "lenskit":
+        d = 1.0 / np.log2(np.maximum(ranks, 2.0))
+    elif isinstance(spec.discount, tuple) and spec.discount[0] == "rbp":
+        d = spec.discount[1] ** (ranks - 1.0)
+    else:
+        d = 1.0 / np.log2(ranks + 1.0)
+    disc = np.concatenate([[0.0], d])
+    return disc, np.cumsum(disc)
+
+
+def _gain_shift(*gain_arrays: np.ndarray, total_discount: float) -> int:
+    """The smallest power of 2 to divide gains by so that no DCG sum can overflow (0 almost always).
+
+    Dividing by a power of 2 is exact, so nDCG (a ratio) is unchanged; DCG is scaled back.
+    """
+    top = max((float(np.abs(g).max()) for g in gain_arrays if len(g)), default=0.0)
+    if top == 0.0:
+        return 0
+    log_bound = math.log2(top) + math.log2(max(total_discount, 1.0))
+    return max(0, int(math.ceil(log_bound - 996)))  # keep every sum below 2**996 (about 1e300)
+
+
+@dataclass(frozen=True)
+class CpuBackend:
+    """The compiled CPU kernel (:mod:`topkeval.kernels.cpu`). ``path`` forces the counting
+    (``PATH_COUNT``) or the sorting (``PATH_SORT``) path, for tests."""
+
+    path: int = 0
+
+    def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
+                threads: int | None = None) -> QueryStats:
+        from ..kernels import cpu
+
+        conv = plan.conv
+        scores = comparable_scores(log.scores[model], conv)
+        rel = log.relevant(conv)
+        if plan.positive_hits:  # torchmetrics: relevant but scored <= 0 is never found
+            rel_ret = _relevant_kept(log, rel, scores, conv)
+            rel = rel & (scores > 0)
+        tie = cpu.TIE_CODES[conv.ties]
+        grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
+        items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
+        longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
+        longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
+        G = len(plan.dcg_specs)
+        gains = np.empty((G, len(scores)))
+        disc = np.empty((G, longest + 1))
+        cum = np.empty((G, longest + 1))
+        ideal_gains, ideal_discs, shifts = [], [], np.zeros(G, np.int64)
+        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if G else None
+        for g, spec in enumerate(plan.dcg_specs):
+            row_gains = gains_of(log.grades, spec, rel)
+            judged_gains = gains_of(judgments.grades, spec, judged_rel)
+            d, c = discounts(spec, max(longest, longest_judged))
+            shift = _gain_shift(row_gains, judged_gains, total_discount=float(c[-1]))
+            if shift:
+                row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
+            gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
+            ideal_gains.append(judged_gains)
+            ideal_discs.append(d)
+        active = rel | (gains > 0).any(axis=0) if G else rel
+        cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
+                           gains)
+        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
+        prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, self.path)
+        out = cpu.compute(cols, prm, threads)
+        if plan.positive_hits:
+            out.rel_ret[:] = rel_ret
+        ideal = np.empty((G, log.n_queries, len(plan.cutoffs)))
+        for g in range(G):
+            ideal[g] = cpu.ideal_dcg(judgments.offsets, ideal_gains[g], plan.cutoffs, ideal_discs[g])
+        return QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
+                          out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
+
+
+def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Relevant candidates per query that survive ``score_threshold``."""
+    kept = rel if conv.score_threshold is None else rel & (scores >= conv.score_threshold)
+    return log.per_query_sum(kept)
+
+
+_EMPTY_F = np.zeros(0, np.float64)
+_EMPTY_I = np.zeros(0, np.int64)
+CPU = CpuBackend()
+
+
+def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Scores as the conventions compare them: float64, or rounded to float32 first (trec_eval)."""
+    if conv.score_precision == "float32":
+        return scores.astype(np.float32).astype(np.float64)
+    return scores.astype(np.float64, copy=False)
+
+
+def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
+    """Item codes ordered as the item tie rules compare ids: as typed, or as text (strcmp)."""
+    if log.items is None:
+        raise ParameterError(
+            f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
+            "pass item='<column>' (or items= for one ranking), or choose another tie rule."
+        )
+    if conv.item_order == "text" and log.item_labels.dtype.kind not in "US":
+        if log.item_labels.dtype.kind == "O" and all(isinstance(v, str) for v in log.item_labels[:1000]):
+            return log.items  # already text, ordered as text
+        text = np.array([str(v) for v in log.item_labels]) if log.item_labels.dtype.kind == "O" else \
+            log.item_labels.astype(str)
+        # Python and numpy compare strings by code point, which is the byte order of their UTF-8
+        # form: C's strcmp on the text trec_eval reads
+        rank = np.empty(len(text), np.int64)
+        rank[np.argsort(text, kind="stable")] = np.arange(len(text))
+        return rank[log.items]
+    return log.items

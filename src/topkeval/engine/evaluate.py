@@ -1,0 +1,200 @@
+"""From statistics to per-query values: the empty-query rule, the short-list check, the metric
+functions of the registry, one batch of queries at a time; depth truncation (trec_eval -M) and the
+items a model gained or lost (for ``Results.diff``)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..conventions import Conventions
+from ..errors import EmptyQueryError, ParameterError, ShortListError, TopkevalWarning, show
+from ..kernels.stats import QueryStats
+from ..log import GroupedLog, Judgments
+from ..metrics import FAMILIES, metric_values
+from .backends import _EMPTY_I, CPU, Backend, Queries, comparable_scores, tie_items
+from .plan import Plan
+
+
+@dataclass
+class ModelValues:
+    """One model's per-query values over the queries of one log (a table, a run, a chunk)."""
+
+    model: str
+    queries: np.ndarray | None  # None once reduced to sums
+    values: dict
+    ties: int
+    rows: int
+    evaluated: int
+    sums: dict | None = None  # {metric: (sum, count of defined values)} once reduced
+
+    def reduce(self) -> ModelValues:
+        """Keep only sums and counts (bounded memory for streamed files)."""
+        sums = {name: (float(np.nansum(v)), int(np.isfinite(v).sum())) for name, v in self.values.items()}
+        return ModelValues(self.model, None, {}, self.ties, self.rows, self.evaluated, sums)
+
+
+@dataclass
+class Evaluated:
+    """What :func:`evaluate_log` returns: each model's values, and the counts of the batch."""
+
+    models: list[ModelValues]
+    queries: int
+    skipped_empty: int
+    relevant: int = 0  # relevant items in all, for the warning when there are none
+
+    def reduce(self) -> Evaluated:
+        return Evaluated([m.reduce() for m in self.models], self.queries, self.skipped_empty, self.relevant)
+
+
+def evaluate_log(batch: Queries, plan: Plan, *, judgments: Judgments | None = None, backend: Backend = CPU,
+                 threads: int | None = None, rows: int | None = None) -> Evaluated:
+    """Evaluate every model of a batch of queries (a grouped log, by default with the CPU kernel).
+
+    ``judgments`` (R and the judged grades per query) come from judgments kept apart from the
+    candidates (TREC qrels); by default from the batch itself. ``rows``: the rows of the input
+    this batch stands for (by default its own).
+    """
+    conv = plan.conv
+    if judgments is None:
+        judgments = batch.judgments(conv)
+    R = judgments.R
+    empty = R == 0
+    if conv.empty_queries == "error" and empty.any():
+        ids = ", ".join(show(q) for q in batch.queries[empty][:5])
+        raise EmptyQueryError(
+            f"{int(empty.sum())} queries have no relevant item (for example {ids}) and "
+            "empty_queries='error'. Use empty_queries='skip' to leave them out of the means or "
+            "'keep' to score them with the 'undefined' value."
+        )
+    keep = ~empty if conv.empty_queries == "skip" else np.ones(len(R), bool)
+    queries = batch.queries[keep] if not keep.all() else batch.queries
+    models = batch.models
+    out = []
+    for model in models:
+        values, ties = {}, np.zeros(int(keep.sum()), bool)
+        for part in plan.parts():
+            st = backend.compute(batch, model, part, judgments, threads)
+            if not keep.all():
+                st = st.take(keep)
+            if conv.short_lists == "error":
+                _check_short(st, part.metrics, queries, model if len(models) > 1 else "")
+            values.update({name: metric_values(st, m, conv) for name, m in zip(part.names, part.metrics)})
+            ties |= st.tie_at_cutoff
+        values = {name: values[name] for name in plan.names}
+        out.append(ModelValues(model, queries, values, int(ties.sum()), batch.n_rows if rows is None else rows,
+                               int(keep.sum())))
+    return Evaluated(out, len(R), int((~keep).sum()), int(R.sum()))
+
+
+def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, threads: int | None = None,
+                     backend: Backend = CPU) -> tuple[Evaluated, list]:
+    """Evaluate every model of a log held whole (in memory, or a chunk of a file that holds every row of
+    its queries): one :class:`Evaluated`, and the ``(log, R)`` pairs that ``Results.diff`` re-reads.
+
+    With ``depth``, each model keeps only its first ``depth`` candidates (:func:`truncate`); R and
+    the ideal DCG still count the relevant items cut off, as trec_eval ``-M`` does.
+    """
+    if depth is None:
+        return evaluate_log(log, plan, threads=threads, backend=backend), [(log, None)]
+    judgments = log.judgments(plan.conv)
+    cut = [truncate(log, m, depth, plan.conv) for m in log.scores]
+    parts = [evaluate_log(c, plan, judgments=judgments, threads=threads, rows=log.n_rows, backend=backend)
+             for c in cut]
+    batch = Evaluated([mv for p in parts for mv in p.models], parts[0].queries, parts[0].skipped_empty, parts[0].relevant)
+    return batch, [(c, judgments.R) for c in cut]
+
+
+def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> GroupedLog:
+    """Keep the first ``depth`` candidates of each query of one model under the tie rule (trec_eval -M).
+
+    The order is the kernel's own (:func:`topkeval.kernels.cpu.ranks`), so truncation and
+    evaluation never disagree about which candidate comes first.
+    """
+    from ..kernels import cpu
+
+    if conv.ties == "expected":
+        raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
+                             "rule: pass ties='first', 'item_desc' (trec_eval), 'optimistic' or 'pessimistic'.")
+    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
+    rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), log.relevant(conv),
+                     log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)
+    return GroupedLog(log.offsets, log.queries, log.grades, {model: log.scores[model]}, log.items,
+                      log.item_labels).keep_rows(rank > 0)
+
+
+def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
+    for m in metrics:
+        depth = FAMILIES[m.family].depth
+        need = m.k if m.k is not None else (st.R if depth == "R" else None)
+        if need is None:
+            continue
+        short = st.n < need
+        if short.any():
+            q = int(np.argmax(short))
+            k = int(need if np.isscalar(need) else need[q])
+            raise ShortListError(
+                f"{m} looks at the top {k}, but query {show(queries[q])} has only {int(st.n[q])} "
+                f"candidates{' for model ' + repr(model) if model else ''} ({int(short.sum())} queries "
+                "are that short). Use short_lists='pad' to count the missing slots as non-relevant, "
+                "short_lists='shrink' to divide by the list length, or a smaller k."
+            )
+
+
+def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
+    """Warn once when no candidate at all is relevant (a threshold above every grade, say)."""
+    if total_relevant == 0:
+        rule = "grade > 0" if conv.threshold is None else f"grade >= {conv.threshold:g}"
+        warnings.warn(f"No item is relevant ({rule}) in any query: every metric is undefined or 0. "
+                      "Check the relevance column and the threshold"
+                      + (" (the surprise preset calls ratings >= 3.5 relevant; for 0/1 clicks pass threshold=1)"
+                         if conv.threshold == 3.5 else "") + ".", TopkevalWarning, stacklevel=4)
+
+
+LogSource = Callable[[], Iterable[tuple[GroupedLog, np.ndarray]]]
+
+
+def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
+    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
+    from ..kernels import cpu
+
+    rel = log.relevant(conv)
+    if R is None:
+        R = log.per_query_sum(rel)
+    kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
+    thr = -np.inf if conv.score_threshold is None else conv.score_threshold
+    grades = log.grades.astype(np.float64, copy=False)
+    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+    p = cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
+                      cpu.TIE_CODES[conv.ties], kq)
+    rows = np.flatnonzero(rel)
+    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_labels[log.items[rows]],
+                         "p": p[rows]})
+
+
+def items_changed(sources, conv, baseline: str, model: str, metric):
+    """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
+    without item ids."""
+    frames = {baseline: [], model: []}
+    for log, R in sources():
+        if log.items is None:
+            return None
+        for name in frames:
+            if name in log.scores:
+                frames[name].append(_inclusion_rows(log, R, conv, name, metric))
+    if not frames[baseline] or not frames[model]:
+        return None
+    a = pd.concat(frames[baseline], ignore_index=True)
+    b = pd.concat(frames[model], ignore_index=True)
+    both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna({"p_a": 0.0,
+                                                                                                    "p_b": 0.0})
+    result = []
+    for mask in (both["p_b"] > both["p_a"] + 1e-12, both["p_a"] > both["p_b"] + 1e-12):
+        part = both[mask]
+        result.append(part.groupby("query", sort=False)["item"].agg(list).to_dict())
+    return result[0], result[1]

@@ -1,0 +1,96 @@
+"""The plan: parsed metrics and resolved conventions -> the statistics, cutoffs, gain variants and
+depth an evaluation needs. Everything here is read from the metric registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..conventions import Conventions
+from ..kernels.stats import NO_CUTOFF
+from ..metrics import FAMILIES, DcgSpec
+from ..names import Metric, parse_metrics
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an evaluation computes: the metrics, the conventions, and the statistics they need.
+
+    Attributes
+    ----------
+    metrics : tuple of Metric
+    conv : Conventions
+    cutoffs : ndarray of int64
+        Every distinct cutoff, ascending; :data:`~topkeval.kernels.stats.NO_CUTOFF` when an uncut
+        rank metric looks at the whole list.
+    want_r : bool
+        h(R) is needed (R-precision).
+    want_rank : bool
+        Reciprocal ranks and AP sums are needed.
+    dcg_specs : tuple of DcgSpec
+        The discounted-gain statistics needed (one per gain and discount in use).
+    positive_hits : bool
+        Relevant candidates scoring 0 or less are not counted as found (``nonpositive_scores="miss"``,
+        for the families that count what they find).
+    """
+
+    metrics: tuple[Metric, ...]
+    conv: Conventions
+    cutoffs: np.ndarray = field(compare=False)
+    want_r: bool = False
+    want_rank: bool = False
+    dcg_specs: tuple[DcgSpec, ...] = ()
+    positive_hits: bool = False
+
+    def parts(self) -> list[Plan]:
+        """The plans whose statistics one kernel pass gives: this plan, or, under
+        ``nonpositive_scores="miss"``, one for the metrics that count what they find (with
+        ``positive_hits``) and one for the others."""
+        if self.conv.nonpositive_scores != "miss":
+            return [self]
+        found = [m for m in self.metrics if FAMILIES[m.family].counts_found]
+        rest = [m for m in self.metrics if not FAMILIES[m.family].counts_found]
+        out = [_plan(found, self.conv, positive_hits=True)] if found else []
+        return out + ([_plan(rest, self.conv)] if rest else [])
+
+    @property
+    def names(self) -> list[str]:
+        """Canonical metric names, in the order requested."""
+        return [str(m) for m in self.metrics]
+
+    def depth(self, R_max: int, n_max: int) -> int:
+        """How deep into a list of ``n_max`` candidates the metrics look (the top T that decides
+        every value): the largest cutoff, the largest R for R-precision, the whole list for the
+        uncut rank metrics; at least 1 and at most ``n_max``."""
+        deepest = 1
+        for m in self.metrics:
+            fam = FAMILIES[m.family]
+            if m.k is not None:
+                deepest = max(deepest, m.k)
+            elif fam.depth == "R":
+                deepest = max(deepest, R_max)
+            elif fam.depth == "list":
+                return n_max
+        return min(deepest, n_max)
+
+
+def make_plan(metrics, conv: Conventions) -> Plan:
+    """Parse ``metrics`` and derive the statistics, cutoffs and gain variants they need."""
+    return _plan(tuple(parse_metrics(metrics)), conv)
+
+
+def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
+    mets = tuple(mets)
+    needs = set().union(*(FAMILIES[m.family].needs for m in mets))
+    ks = {m.k for m in mets if m.k is not None}
+    if any(m.k is None and FAMILIES[m.family].depth == "list" and FAMILIES[m.family].needs & {"rank", "dcg"}
+           for m in mets):
+        ks.add(NO_CUTOFF)
+    specs: list[DcgSpec] = []
+    for m in mets:
+        fam = FAMILIES[m.family]
+        if fam.dcg is not None and (spec := fam.dcg(m, conv)) not in specs:
+            specs.append(spec)
+    return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
+                tuple(specs), positive_hits)
