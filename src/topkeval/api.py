@@ -457,4 +457,4 @@ def r_precision(relevance, scores, *, items=None, conventions=None,
 
 
 for _f in (recall_at_k, precision_at_k, fbeta_at_k, f1_at_k, specificity_at_k, r_precision):
-    _f.__doc__ = _f.__doc__.replace("    {params}", _SINGLE_PARAMS.rstrip("\n"))
+    _f.__doc__ = (_f.__doc__ or "").replace("    {params}", _SINGLE_PARAMS.rstrip("\n"))

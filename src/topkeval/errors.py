@@ -10,6 +10,7 @@ import difflib
 import math
 import numbers
 from collections.abc import Iterable
+from typing import Literal, overload
 
 
 class TopkevalError(ValueError):
@@ -74,6 +75,16 @@ def bad_parameter(param: str, owner: str, expected: str, got: object, hint: str 
     return ParameterError(f"The {param!r} parameter of {owner} must be {expected}. Got {got!r} instead.{hint}")
 
 
+@overload
+def check_int(value, param: str, owner: str, *, low: int = ..., high: int | None = ...,
+              optional: Literal[False] = ...) -> int: ...
+
+
+@overload
+def check_int(value, param: str, owner: str, *, low: int = ..., high: int | None = ...,
+              optional: bool) -> int | None: ...
+
+
 def check_int(value, param: str, owner: str, *, low: int = 1, high: int | None = None,
               optional: bool = False) -> int | None:
     """An integer in ``[low, high]`` (numpy integers accepted; bools, floats and text refused).
@@ -92,17 +103,26 @@ def check_int(value, param: str, owner: str, *, low: int = 1, high: int | None =
         value = int(value)
         ok = value >= low and (high is None or value <= high)
     if not ok:
-        if low == 1 and high is None:
+        if low == 1 and (high is None or not (isinstance(value, int) and value > high)):
             expected = "a positive int"
         elif low == 1:
-            expected = f"a positive int of at most {high}" if ok is False and isinstance(value, int) and value > high \
-                else "a positive int"
+            expected = f"a positive int of at most {high}"
         elif high is None:
             expected = f"an int >= {low}"
         else:
             expected = f"an int in [{low}, {high}]"
         raise bad_parameter(param, owner, ("None or " if optional else "") + expected, value)
     return value
+
+
+@overload
+def check_number(value, param: str, owner: str, *, low: float | None = ..., high: float | None = ...,
+                 low_open: bool = ..., high_open: bool = ..., optional: Literal[False] = ...) -> float: ...
+
+
+@overload
+def check_number(value, param: str, owner: str, *, low: float | None = ..., high: float | None = ...,
+                 low_open: bool = ..., high_open: bool = ..., optional: bool) -> float | None: ...
 
 
 def check_number(value, param: str, owner: str, *, low: float | None = None, high: float | None = None,

@@ -369,6 +369,6 @@ def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.nda
         scores = dict(zip(scores, columns[1:1 + len(scores)]))
         codes = columns[-1] if codes is not None else None
         del grouping, columns
-    if codes is not None:
+    if codes is not None and item_labels is not None:
         check_duplicates(offsets, codes, item_labels, labels, names["item"])
     return GroupedLog(offsets, labels, grades, scores, codes, item_labels)

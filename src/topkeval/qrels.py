@@ -142,7 +142,8 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
     if model is not None:
         logmod.check_ids(cols[model], model, "run name")
         names = pd.unique(cols[model])
-        runs = [(str(name), np.flatnonzero(cols[model] == name), scores[0]) for name in names]
+        runs: list[tuple[str, np.ndarray | None, str]] = [
+            (str(name), np.flatnonzero(cols[model] == name), scores[0]) for name in names]
         if len({r[0] for r in runs}) < len(runs):
             raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
     else:
@@ -181,7 +182,7 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
             # but not judged), leave the ranking; num_ret counts the rest
             judged = pd.Index(jkey[grades_j >= 0])
             rows_q = np.repeat(judged_q[keep_q], np.diff(log.offsets)).astype(np.int64)
-            log = log.keep_rows(judged.get_indexer(rows_q * n_items + log.items) >= 0)
+            log = log.keep_rows(judged.get_indexer(rows_q * n_items + np.asarray(log.items, np.int64)) >= 0)
         jo, jg = _subset_csr(j_offsets, j_grades, keep_q)
         judgments = Judgments(R[keep_q], jo, jg)
         batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_q)))

@@ -208,40 +208,36 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         return build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
                          names=names, ascending=ascending)
 
-    state = {"batches": [], "relevant": 0, "rows": 0, "chunks": 0}
-
-    def add(table):
-        log = to_log(table)
-        state["rows"] += table.num_rows
-        state["chunks"] += 1
-        batch, _ = engine.evaluate_grouped(log, plan, depth=depth, threads=threads)
-        state["relevant"] += batch.relevant
-        state["batches"].append(batch if keep_per_query else batch.reduce())
+    def evaluate_tables(tables, progress=None) -> tuple[list[engine.Evaluated], int]:
+        batches, rows = [], 0
+        for table, read in tables:
+            if table is not None:
+                batch, _ = engine.evaluate_grouped(to_log(table), plan, depth=depth, threads=threads)
+                batches.append(batch if keep_per_query else batch.reduce())
+                rows += table.num_rows
+            if progress and read:
+                progress(read)
+        return batches, rows
 
     try:
-        for table, rows in _grouped_tables(_tables(path, columns, text, chunk_rows)):
-            if table is not None:
-                add(table)
-            if progress and rows:
-                progress(rows)
+        batches, rows = evaluate_tables(_grouped_tables(_tables(path, columns, text, chunk_rows)), progress)
         grouped = True
     except _NotGrouped:
-        state.update(batches=[], relevant=0, rows=0, chunks=0)
+        batches, rows = evaluate_tables((t, 0) for t in _partitioned(path, columns, text, chunk_rows, progress))
         grouped = False
-        for table in _partitioned(path, columns, text, chunk_rows, progress):
-            add(table)
-    if state["rows"] == 0:
+    if rows == 0:
         from .errors import DataError
 
         raise DataError(f"'{path}' has no rows: there is nothing to evaluate.")
-    engine.warn_if_nothing_relevant(plan.conv, state["relevant"])
-    return engine.build_results(
-        state["batches"], plan, query_name=query,
-        info={"rows": state["rows"], "chunks": state["chunks"]},
-        sources=lambda: (
-            (to_log(t), None) for t in (
-                (t for t, _ in _grouped_tables(_tables(path, columns, text, chunk_rows)) if t is not None)
-                if grouped else _partitioned(path, columns, text, chunk_rows))))
+    engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
+
+    def sources():
+        tables = ((t for t, _ in _grouped_tables(_tables(path, columns, text, chunk_rows)) if t is not None)
+                  if grouped else _partitioned(path, columns, text, chunk_rows))
+        return ((to_log(t), None) for t in tables)
+
+    return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
+                                sources=sources)
 
 
 def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):

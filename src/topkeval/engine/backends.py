@@ -183,16 +183,17 @@ def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
 
 def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
     """Item codes ordered as the item tie rules compare ids: as typed, or as text (strcmp)."""
-    if log.items is None:
+    labels = log.item_labels
+    if log.items is None or labels is None:
         raise ParameterError(
             f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
             "pass item='<column>' (or items= for one ranking), or choose another tie rule."
         )
-    if conv.item_order == "text" and log.item_labels.dtype.kind not in "US":
-        if log.item_labels.dtype.kind == "O" and all(isinstance(v, str) for v in log.item_labels[:1000]):
+    if conv.item_order == "text" and labels.dtype.kind not in "US":
+        if labels.dtype.kind == "O" and all(isinstance(v, str) for v in labels[:1000]):
             return log.items  # already text, ordered as text
-        text = np.array([str(v) for v in log.item_labels]) if log.item_labels.dtype.kind == "O" else \
-            log.item_labels.astype(str)
+        text = np.array([str(v) for v in labels]) if labels.dtype.kind == "O" else \
+            labels.astype(str)
         # Python and numpy compare strings by code point, which is the byte order of their UTF-8
         # form: C's strcmp on the text trec_eval reads
         rank = np.empty(len(text), np.int64)

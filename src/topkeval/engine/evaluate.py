@@ -25,17 +25,17 @@ class ModelValues:
     """One model's per-query values over the queries of one log (a table, a run, a chunk)."""
 
     model: str
-    queries: np.ndarray | None  # None once reduced to sums
-    values: dict
+    queries: np.ndarray
+    values: dict[str, np.ndarray]
     ties: int
     rows: int
     evaluated: int
-    sums: dict | None = None  # {metric: (sum, count of defined values)} once reduced
+    sums: dict[str, tuple[float, int]] | None = None  # {metric: (sum, count of defined values)} once reduced
 
     def reduce(self) -> ModelValues:
-        """Keep only sums and counts (bounded memory for streamed files)."""
+        """Keep only sums and counts (bounded memory for streamed files): no per-query values."""
         sums = {name: (float(np.nansum(v)), int(np.isfinite(v).sum())) for name, v in self.values.items()}
-        return ModelValues(self.model, None, {}, self.ties, self.rows, self.evaluated, sums)
+        return ModelValues(self.model, self.queries[:0], {}, self.ties, self.rows, self.evaluated, sums)
 
 
 @dataclass
@@ -130,13 +130,13 @@ def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> Grou
 def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
     for m in metrics:
         depth = FAMILIES[m.family].depth
-        need = m.k if m.k is not None else (st.R if depth == "R" else None)
-        if need is None:
+        if m.k is None and depth != "R":
             continue
+        need = np.full(len(st.n), m.k) if m.k is not None else st.R
         short = st.n < need
         if short.any():
             q = int(np.argmax(short))
-            k = int(need if np.isscalar(need) else need[q])
+            k = int(need[q])
             raise ShortListError(
                 f"{m} looks at the top {k}, but query {show(queries[q])} has only {int(st.n[q])} "
                 f"candidates{' for model ' + repr(model) if model else ''} ({int(short.sum())} queries "
@@ -155,7 +155,8 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
                          if conv.threshold == 3.5 else "") + ".", TopkevalWarning, stacklevel=4)
 
 
-LogSource = Callable[[], Iterable[tuple[GroupedLog, np.ndarray]]]
+#: () -> iterable of (grouped log, R or None): the logs that ``Results.diff`` reads again
+LogSource = Callable[[], Iterable[tuple[GroupedLog, "np.ndarray | None"]]]
 
 
 def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
@@ -180,7 +181,7 @@ def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
 def items_changed(sources, conv, baseline: str, model: str, metric):
     """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
     without item ids."""
-    frames = {baseline: [], model: []}
+    frames: dict[str, list[pd.DataFrame]] = {baseline: [], model: []}
     for log, R in sources():
         if log.items is None:
             return None

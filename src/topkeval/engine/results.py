@@ -43,17 +43,18 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
     for batch in batches:
         for mv in batch.models:
             by_model.setdefault(mv.model, []).append(mv)
-    summary = {}
+    kept = all(p.sums is None for parts in by_model.values() for p in parts)
+    summary: dict[str, dict[str, float]] = {}
     for model, parts in by_model.items():
         summary[model] = {}
         for name in names:
-            if parts[0].sums is not None:
-                total = sum(p.sums[name][0] for p in parts)
-                count = sum(p.sums[name][1] for p in parts)
-                summary[model][name] = total / count if count else math.nan
-            else:
+            if kept:
                 v = np.concatenate([p.values[name] for p in parts]) if len(parts) > 1 else parts[0].values[name]
                 summary[model][name] = mean(v)
+            else:
+                sums = [p.sums[name] for p in parts if p.sums is not None]
+                count = sum(c for _, c in sums)
+                summary[model][name] = sum(t for t, _ in sums) / count if count else math.nan
     summary_df = pd.DataFrame.from_dict(summary, orient="index", columns=names)
     summary_df.index.name = "model"
     evaluated = {m: sum(p.evaluated for p in parts) for m, parts in by_model.items()}
@@ -71,20 +72,17 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
         "conventions": plan.conv.as_dict(),
     }
     base.update(info or {})
-    kept = all(p.sums is None for parts in by_model.values() for p in parts)
 
     def per_query() -> pd.DataFrame:
-        columns: dict = {"model": [], query_name: []}
+        """Model by model, each model's queries in batch order (empty when only sums were kept)."""
+        columns: dict = {}
         if not kept:
             return pd.DataFrame({"model": pd.Series([], dtype=object), query_name: pd.Series([], dtype=object),
                                  **{n: pd.Series([], dtype=np.float64) for n in names}})
-        frames_q, frames_m = [], []
-        for model, parts in by_model.items():
-            q = [p.queries for p in parts]
-            frames_q.append(np.concatenate(q) if len(q) > 1 else q[0])
-            frames_m.append(np.full(len(frames_q[-1]), model, dtype=object))
-        columns["model"] = pd.Series(np.concatenate(frames_m) if len(frames_m) > 1 else frames_m[0], dtype=object)
-        columns[query_name] = np.concatenate(frames_q) if len(frames_q) > 1 else frames_q[0]
+        queries = [p.queries for parts in by_model.values() for p in parts]
+        counts = [sum(len(p.queries) for p in parts) for parts in by_model.values()]
+        columns["model"] = pd.Series(np.repeat(np.array(list(by_model), dtype=object), counts), dtype=object)
+        columns[query_name] = np.concatenate(queries) if len(queries) > 1 else queries[0]
         for name in names:
             vals = [p.values[name] for parts in by_model.values() for p in parts]
             columns[name] = np.concatenate(vals) if len(vals) > 1 else vals[0]

@@ -142,7 +142,7 @@ class RadixGrouping:
         from .threads import row_ranges, run_parallel
 
         n = len(codes)
-        self.codes = codes
+        self.codes: np.ndarray | None = codes
         self.threads = threads = max(1, min(threads, n // THREAD_ROWS or 1))
         per_bucket = max(1.0, n_groups * BUCKET_ROWS / max(n, 1))  # codes per bucket
         self.shift = shift = int(np.ceil(np.log2(per_bucket)))
@@ -161,7 +161,7 @@ class RadixGrouping:
         self.starts = starts
         cuts = np.searchsorted(starts, np.linspace(0, n, threads + 1)[1:-1])
         self.spans = [(int(a), int(z)) for a, z in zip([0, *cuts], [*cuts, n_buckets]) if z > a]
-        self.bucketed_codes = self._first_pass(codes)
+        self.bucketed_codes: np.ndarray | None = self._first_pass(codes)
 
     def _first_pass(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         from .threads import run_parallel

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class Kernel:
         import inspect
 
         self.py_func = fn
-        self.dispatcher = None
+        self.dispatcher: Any = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__module__ = fn.__module__

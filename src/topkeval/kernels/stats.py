@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class QueryStats:
 
     def take(self, rows: np.ndarray) -> QueryStats:
         """The statistics of a subset of queries (a boolean mask or indices)."""
-        out = {}
+        out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name in self._PER_QUERY:
@@ -113,7 +114,7 @@ class QueryStats:
         first = parts[0]
         if len(parts) == 1:
             return first
-        out = {}
+        out: dict[str, Any] = {}
         for f in fields(first):
             values = [getattr(p, f.name) for p in parts]
             if f.name in first._PER_QUERY:
