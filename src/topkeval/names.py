@@ -198,6 +198,9 @@ def _trec_param(name: str, value: str, full: str):
         return fam, None, (("beta", math.sqrt(b2)),)
     if any(p.kind == "gain" for p in fam.params) and "=" in value:
         return fam, None, (("gain", _gain_value(value, full, fam)),)
+    unit = [p for p in fam.params if p.kind == "unit"]
+    if unit and _DIGITS.fullmatch(value):  # ranx's rbp.95: the persistence 0.95
+        return fam, None, ((unit[0].name, float("0." + value)),)
     if fam.cutoff != "none" and _DIGITS.fullmatch(value):
         return fam, value, ()
     raise _unknown(full, f"trec_eval's form {name}.{value} is not understood here; write "
