@@ -105,6 +105,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
                 seen += 1
                 total += seen / (p + 1)
         return _div(total, R if family == "ap" else min(R, k), und)
+    if family == "rbp":  # beta carries p
+        return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
     if family in ("dcg", "ndcg"):
         value = _dcg([_gain(g, gain) for _, g, _ in triples], cut, conv)
         if family == "dcg":

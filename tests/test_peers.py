@@ -189,3 +189,23 @@ def test_ranx_hits_and_ndcg_burges():
                       conventions="ranx")
     assert res.summary.iloc[0].tolist() == pytest.approx([theirs["hits@5"], theirs["ndcg_burges@5"],
                                                            theirs["ndcg@5"]], abs=1e-12)
+
+
+def test_ranx_rank_biased_precision():
+    """ranx's rbp.95 and rbp.8 (its RBP weighs a relevant document by its grade: binary judgments here)."""
+    rng = np.random.default_rng(11)
+    run_rows, qrel_rows = [], []
+    for q in range(20):
+        n = int(rng.integers(1, 40))
+        run_rows += [(f"q{q}", f"d{i}", float(s)) for i, s in enumerate(rng.permutation(n) + rng.random())]
+        qrel_rows += [(f"q{q}", f"d{i}", 1) for i in range(n) if rng.random() < 0.2] or [(f"q{q}", "d0", 1)]
+    run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
+    qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
+    as_object = {"query": object, "item": object}
+    theirs = ranx.evaluate(ranx.Qrels.from_df(qrels.astype(as_object), q_id_col="query", doc_id_col="item",
+                                              score_col="relevance"),
+                           ranx.Run.from_df(run.astype(as_object), q_id_col="query", doc_id_col="item",
+                                            score_col="score"), ["rbp.95", "rbp.8"])
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp.95", "rbp(p=0.8)"], conventions="ranx")
+    assert res.metrics == ["rbp(p=0.95)", "rbp(p=0.8)"]
+    assert res.summary.iloc[0].tolist() == pytest.approx([theirs["rbp.95"], theirs["rbp.8"]], abs=1e-12)

@@ -8,6 +8,7 @@ ap@k               sum over relevant ranks <= k of precision@rank, / R   R = 0
 ap_capped@k        the same sum / min(R, k)  (Spark, RecBole, MS Recs)   R = 0
 dcg@k              sum over ranks <= k of gain x discount(rank)          never
 ndcg@k             dcg@k / ideal dcg@k                                   ideal dcg is 0
+rbp(p=p)@k         (1 - p) sum over relevant ranks i <= k of p^(i - 1)   never
 =================  ====================================================  ==================
 
 Without ``@k`` the whole list counts. Gains are the grades (``gain=linear``, trec_eval),
@@ -76,3 +77,14 @@ def dcg(st, m, conv):
           formula="DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))")
 def ndcg(st, m, conv):
     return ratio(*st.ndcg_terms(_graded(m, conv), m.k), conv.undefined)
+
+
+def _rbp(m, conv) -> DcgSpec:
+    return DcgSpec("binary", ("rbp", m.param("p")))
+
+
+@register("rbp", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),), dcg=_rbp,
+          summary="rank-biased precision (Moffat & Zobel 2008): a user reads on from each rank with probability p",
+          formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)")
+def rbp(st, m, conv):
+    return (1.0 - m.param("p")) * st.dcg_at(_rbp(m, conv), m.k)
