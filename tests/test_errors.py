@@ -55,7 +55,7 @@ CASES = [
     (ev(data=LOG.assign(item=["a", 1, "b", "c"]), item="item"), tk.ColumnError, "item ids of one kind"),
     (ev(data="/nonexistent/log.parquet"), tk.InputFileError, "File not found"),
     (ev(data={"query": [1, 2], "relevance": [1], "score": [0.1, 0.2]}), tk.DataError, "differ in length"),
-    (ev(data=[1, 2, 3]), tk.DataError, "data must be"),
+    (ev(data=[1, 2, 3]), tk.DataError, "data of evaluate must be"),
     (ev(empty_queries="error", data=LOG.assign(relevance=[1, 0, 0, 0])), tk.EmptyQueryError, "for example 2"),
     (ev(score=["score", "score"]), tk.ParameterError, "twice"),
 ]

@@ -25,6 +25,26 @@ def _random_log(seed, ties):
     return pd.DataFrame(rows, columns=["query", "item", "score", "grade"])
 
 
+def _as_dicts(frame) -> dict:
+    """{query: {item: value}} of a (query, item, value) frame, as pytrec_eval takes runs and judgments."""
+    out: dict = {}
+    for q, d, v in frame.itertuples(index=False):
+        out.setdefault(q, {})[d] = v
+    return out
+
+
+def _partial_judgments(rng, queries: int, pool: int, grades: list[int]):
+    """A run with heavy ties and unjudged documents; judgments with relevant documents no run found."""
+    run_rows, qrel_rows = [], []
+    for q in range(queries):
+        docs = [f"d{i:03d}" for i in rng.choice(pool, 60 if pool > 100 else 40, replace=False)]
+        run_rows += [(f"q{q}", d, float(rng.integers(0, 8)) / 2) for d in docs[: int(rng.integers(1, 40))]]
+        qrel_rows += [(f"q{q}", d, int(rng.choice(grades))) for d in rng.choice(docs, int(rng.integers(1, 40)),
+                                                                                 replace=False)]
+    return (pd.DataFrame(run_rows, columns=["query", "item", "score"]),
+            pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"]))
+
+
 def _pytrec(frame, measures):
     qrel, run = {}, {}
     for q, it, s, g in frame.itertuples(index=False):
@@ -75,22 +95,11 @@ TREC_COMMON = {"P_5": "precision@5", "P_10": "precision@10", "recall_5": "recall
 @pytest.mark.parametrize("seed", range(6))
 def test_trec_eval_preset_with_partial_judgments_and_ties(seed):
     """Runs with heavy ties and unjudged documents, judgments with relevant documents no run found."""
-    rng = np.random.default_rng(100 + seed)
-    run_rows, qrel_rows = [], []
-    for q in range(30):
-        docs = [f"d{i:03d}" for i in rng.choice(300, 60, replace=False)]
-        retrieved = docs[: int(rng.integers(1, 40))]
-        judged = rng.choice(docs, int(rng.integers(1, 40)), replace=False)
-        run_rows += [(f"q{q}", d, float(rng.integers(0, 8)) / 2) for d in retrieved]
-        qrel_rows += [(f"q{q}", d, int(rng.choice([0, 1, 2, 3]))) for d in judged]
+    run, qrels = _partial_judgments(np.random.default_rng(100 + seed), queries=30, pool=300, grades=[0, 1, 2, 3])
+    run_rows = list(run.itertuples(index=False, name=None))
     run_rows.append(("q_unjudged", "d000", 1.0))  # a query without judgments: trec_eval ignores it
     run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
-    qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
-    qrel_dict, run_dict = {}, {}
-    for q, d, g in qrels.itertuples(index=False):
-        qrel_dict.setdefault(q, {})[d] = g
-    for q, d, s in run.itertuples(index=False):
-        run_dict.setdefault(q, {})[d] = s
+    qrel_dict, run_dict = _as_dicts(qrels), _as_dicts(run)
     measures = {"P.5,10", "recall.5,100", "Rprec", "recip_rank", "map", "map_cut.10", "ndcg", "ndcg_cut.5,10",
                 "success.1,5", "num_ret", "num_rel", "num_rel_ret"}
     ref = pytrec_eval.RelevanceEvaluator(qrel_dict, measures).evaluate(run_dict)
@@ -140,19 +149,9 @@ def test_pytrec_eval_compares_float32_scores_and_docnos_as_text(seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
     """trec_eval -J (judged documents only) and the set measures without a cutoff."""
-    rng = np.random.default_rng(300 + seed)
-    run_rows, qrel_rows = [], []
-    for q in range(20):
-        docs = [f"d{i}" for i in rng.choice(100, 40, replace=False)]
-        run_rows += [(f"q{q}", d, float(rng.integers(0, 6))) for d in docs[: int(rng.integers(1, 30))]]
-        qrel_rows += [(f"q{q}", d, int(rng.choice([-1, 0, 1, 2]))) for d in rng.choice(docs, 15, replace=False)]
-    run = pd.DataFrame(run_rows, columns=["query", "item", "score"])
-    qrels = pd.DataFrame(qrel_rows, columns=["query", "item", "relevance"])
-    qrel_dict, run_dict = {}, {}
-    for q, d, g in qrels.itertuples(index=False):
-        qrel_dict.setdefault(q, {})[d] = g
-    for q, d, s in run.itertuples(index=False):
-        run_dict.setdefault(q, {})[d] = s
+    # grade -1: in the pool but unjudged, which -J drops too
+    run, qrels = _partial_judgments(np.random.default_rng(300 + seed), queries=20, pool=100, grades=[-1, 0, 1, 2])
+    qrel_dict, run_dict = _as_dicts(qrels), _as_dicts(run)
     measures = {"P_5": "P@5", "map": "map", "ndcg": "ndcg", "num_ret": "num_ret", "set_P": "set_P",
                 "set_recall": "set_recall", "set_relative_P": "set_relative_P", "set_F": "set_F.0.5"}
     for judged_only in (False, True):  # -J drops unjudged items and those with a negative grade

@@ -143,7 +143,7 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         out = {c: np.asarray(data[c]) for c in columns}
     else:
         raise DataError(
-            f"data must be a pandas, polars or pyarrow table, a dict of arrays, or a path to a "
+            f"The data of {owner} must be a pandas, polars or pyarrow table, a dict of arrays, or a path to a "
             f".parquet / .csv file. Got {type(data).__name__}."
         )
     lengths = {c: len(v) if v.ndim == 1 else -1 for c, v in out.items()}
