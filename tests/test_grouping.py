@@ -4,6 +4,7 @@ radix partition with many buckets and threads) against a stable sort."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -118,3 +119,49 @@ def test_per_query_order_is_documented_order():
     assert tk.evaluate(shuffled, metrics=["recall@1"], score="s").per_query["query"].tolist() == [3, 5, 7]
     names = {**shuffled, "query": [f"q{q}" for q in shuffled["query"]]}
     assert tk.evaluate(names, metrics=["recall@1"], score="s").per_query["query"].tolist() == ["q3", "q5", "q7"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_duplicate_checks_equal_pandas(seed):
+    """The compiled per-query duplicate checks (integer keys, and strings read from Arrow buffers)
+    count exactly the rows pandas finds duplicated within their query."""
+    import pyarrow as pa
+
+    from topkeval.kernels.grouping import count_duplicates, count_text_duplicates
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 60, 300)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    keys = rng.integers(-5, 400, offsets[-1])
+    words = np.array(["", "a", "é", "ab", "ba", "x" * 40, "日本", "a\x00b", "a\x00c"] + [f"w{i}" for i in range(300)],
+                     dtype=object)
+    text = words[rng.integers(0, len(words), offsets[-1])]
+    for got, values in ((count_duplicates(offsets, keys), keys),
+                        (count_text_duplicates(offsets, pa.array(text, pa.string())), text),
+                        (count_text_duplicates(offsets, pa.array(text, pa.large_string()).slice(0)), text)):
+        dup = pd.DataFrame({"q": q, "v": values}).duplicated().to_numpy()
+        assert got == (int(dup.sum()), int(np.argmax(dup)) if dup.any() else -1)
+
+
+def test_text_duplicates_in_a_sliced_shuffled_arrow_column():
+    import pyarrow as pa
+
+    import topkeval as tk
+
+    table = pa.table({"query": ["b", "a", "b", "a", "a"], "item": ["x", "y", "y", "é", "y"],
+                      "relevance": [1, 0, 1, 1, 1], "score": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    with pytest.raises(tk.DataError, match="1 duplicate .* query 'a' lists item 'y'"):
+        tk.evaluate(table, ["P@1"], item="item")
+    ok = tk.evaluate(table.slice(0, 4), ["P@1", "recall@2"], item="item", ties="item_desc")
+    assert ok.per_query["query"].tolist() == ["a", "b"]  # not grouped: ascending ids
+
+
+def test_grouped_object_ids_keep_input_order_and_refuse_missing():
+    import topkeval as tk
+
+    frame = pd.DataFrame({"query": np.array(["z", "z", "a", "m"], dtype=object), "relevance": [1, 0, 1, 1],
+                          "score": [0.1, 0.2, 0.3, 0.4]})
+    assert tk.evaluate(frame, ["P@1"]).per_query["query"].tolist() == ["z", "a", "m"]
+    with pytest.raises(tk.ColumnError, match="missing query ids"):
+        tk.evaluate(frame.assign(query=np.array(["z", None, "a", "m"], dtype=object)), ["P@1"])

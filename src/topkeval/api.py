@@ -219,7 +219,7 @@ def evaluate(
     if chunk_rows is not None:
         raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                              "chunk_rows, or write the table to parquet first.")
-    cols = read_columns(data, wanted, text_columns=ids)
+    cols = read_columns(data, wanted, id_columns=ids)
     log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)

@@ -7,11 +7,12 @@ ascending order of id and the rows moved by a radix partition (:mod:`topkeval.ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
 from .errors import ColumnError, DataError, show
+from .ids import Encoded, arrow_run_starts, check_ids, encode, is_arrow, labels_of, sorted_codes
 
 
 @dataclass
@@ -40,18 +41,41 @@ class GroupedLog:
     scores : dict of str to ndarray
         One float array per model, grouped.
     items : ndarray of int64 or None
-        Order-preserving item codes (string order for strings, numeric order for numbers).
+        Item codes (None without item ids): integer ids themselves, or codes into ``item_labels``.
+        They need not be in id order: the item tie rules rank them (:func:`topkeval.ids.typed_rank`).
+        Given as an Arrow string array (in grouped order), the codes are computed when first read:
+        the duplicate check reads the text itself, and most evaluations never need codes.
     item_labels : ndarray or None
-        ``item_labels[code]`` is the item id.
+        ``item_labels[code]`` is the item id; None when the codes are the ids.
     """
 
     offsets: np.ndarray
     queries: np.ndarray
     grades: np.ndarray
     scores: dict
-    items: np.ndarray | None = None
+    items_given: InitVar[object] = None
     item_labels: np.ndarray | None = None
     _relevant: dict = field(default_factory=dict, repr=False, compare=False)
+    _items: np.ndarray | None = field(default=None, repr=False, compare=False)
+    item_text: object = field(default=None, repr=False, compare=False)  # Arrow strings, grouped order
+
+    def __post_init__(self, items_given) -> None:
+        if is_arrow(items_given):
+            self.item_text = items_given
+        else:
+            self._items = items_given
+
+    @property
+    def items(self) -> np.ndarray | None:
+        if self._items is None and self.item_text is not None:
+            from .ids import _arrow_encode
+
+            self._items, self.item_labels = _arrow_encode(self.item_text)
+        return self._items
+
+    @property
+    def has_items(self) -> bool:
+        return self._items is not None or self.item_text is not None
 
     @property
     def n_queries(self) -> int:
@@ -76,12 +100,25 @@ class GroupedLog:
             self._relevant[key] = conv.is_relevant(self.grades)
         return self._relevant[key]
 
+    def item_ids(self, codes: np.ndarray) -> np.ndarray:
+        """The item ids of some codes."""
+        codes = np.asarray(codes)
+        self.items  # noqa: B018 (the labels of text ids exist once the codes do)
+        return codes if self.item_labels is None else self.item_labels[codes]
+
+    def with_scores(self, scores: dict) -> GroupedLog:
+        """The same rows with other score columns (models)."""
+        log = GroupedLog(self.offsets, self.queries, self.grades, scores, self._items, self.item_labels)
+        log.item_text, log._relevant = self.item_text, self._relevant
+        return log
+
     def keep_rows(self, keep: np.ndarray) -> GroupedLog:
         """The log without the rows where ``keep`` is False (queries kept, even when emptied)."""
         kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+        items = self.items
         return GroupedLog(kept[self.offsets], self.queries, self.grades[keep],
                           {m: v[keep] for m, v in self.scores.items()},
-                          None if self.items is None else self.items[keep], self.item_labels)
+                          None if items is None else items[keep], self.item_labels)
 
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
         """Number of true values of a boolean row array within each query."""
@@ -90,67 +127,43 @@ class GroupedLog:
         return count_per_group(self.offsets, values)
 
 
-def _is_missing(values: np.ndarray) -> np.ndarray | None:
-    if values.dtype.kind == "f":
-        return np.isnan(values)
-    if values.dtype.kind in "mM":
-        return np.isnat(values)
-    if values.dtype.kind == "O":
-        import pandas as pd
-
-        return pd.isna(values)
-    return None
-
-
-#: pandas.api.types.infer_dtype's names of the id types that order and compare among themselves.
-_ID_KINDS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "datetime",
-             "datetime64", "date", "timedelta", "timedelta64", "time", "period", "empty", "categorical"}
-
-
-def check_ids(values: np.ndarray, column: str, role: str) -> None:
-    """Refuse missing ids (NaN, None, NaT) and object columns that mix kinds of id or hold values
-    that are not ids (lists, dicts): "1" and 1 are different ids, so a column must hold one kind.
-
-    Raises
-    ------
-    ColumnError
-    """
-    missing = _is_missing(values)
-    if missing is not None and missing.any():
-        raise ColumnError(
-            f"Column {column!r} has {int(missing.sum())} missing {role} ids (NaN, None or NaT; first at row "
-            f"{int(np.argmax(missing))}); drop those rows or fill them in."
-        )
-    if values.dtype.kind == "O" and len(values):
-        import pandas as pd
-
-        kind = pd.api.types.infer_dtype(values, skipna=False)
-        if kind not in _ID_KINDS:
-            seen: dict[str, object] = {}
-            for v in values[:100_000]:
-                seen.setdefault(type(v).__name__, v)
-                if len(seen) > 3:
-                    break
-            found = ", ".join(f"{name} ({show(v)})" for name, v in seen.items())
-            raise ColumnError(
-                f"Column {column!r} must hold {role} ids of one kind (all strings or all numbers); found {found}. "
-                + ("Ids are compared as typed, so '1' and 1 are different ids: convert the column to one type."
-                   if kind.startswith("mixed") else "Use strings or numbers as ids.")
-            )
-
-
-def group_rows(query: np.ndarray, column: str = "query", threads: int | None = None):
+def group_rows(query, column: str = "query", threads: int | None = None):
     """Return ``(offsets, grouping, labels)``; ``grouping`` is None when the rows are already grouped.
 
-    ``grouping.apply(column)`` returns a column in grouped order (see
-    :class:`~topkeval.kernels.grouping.RadixGrouping`); ``labels`` are the query ids: in input
-    order when the rows arrive grouped (each query one run of rows), otherwise ascending.
+    ``query`` is an id column in any form of :mod:`topkeval.ids`. ``grouping.apply(column)``
+    returns a column in grouped order (see :class:`~topkeval.kernels.grouping.RadixGrouping`);
+    ``labels`` are the query ids: in input order when the rows arrive grouped (each query one run
+    of rows), otherwise ascending.
 
     Raises
     ------
     ColumnError
-        The query column has missing values.
+        The query column has missing values, or mixes kinds of id.
     """
+    if is_arrow(query):
+        check_ids(query, column, "query")
+        if len(arrow_run_starts(query.slice(0, 65536))) < max(1, min(len(query), 65536) // 2):
+            import pyarrow.compute as pc
+
+            starts = arrow_run_starts(query)
+            first = labels_of(query, starts)
+            if pc.count_distinct(query.take(starts)).as_py() == len(starts):  # each query one run
+                return np.append(starts, len(query)).astype(np.int64), None, first
+        codes, labels = sorted_codes(query, column, "query")
+        return _group_codes(codes, labels, threads)
+    if not isinstance(query, Encoded) and query.dtype.kind == "O" and len(query) > 1:
+        # Python objects: comparing neighbours is far cheaper than hashing every row; the checks of
+        # missing and mixed ids run on the labels, where every distinct run of ids shows
+        head = query[:65536]
+        if np.count_nonzero(head[1:] != head[:-1]) < max(1, len(head) // 2):
+            starts = np.concatenate([[0], np.flatnonzero(query[1:] != query[:-1]) + 1]).astype(np.int64)
+            labels = query[starts]
+            check_ids(labels, column, "query")
+            if len(pd_unique(labels)) == len(labels):
+                return np.append(starts, len(query)).astype(np.int64), None, labels
+    if isinstance(query, Encoded) or query.dtype.kind == "O":
+        codes, labels = sorted_codes(query, column, "query")
+        return _group_codes(codes, labels, threads)
     check_ids(query, column, "query")
     n = len(query)
     if query.dtype.kind in "iufbUSM":
@@ -181,16 +194,14 @@ def group_rows(query: np.ndarray, column: str = "query", threads: int | None = N
 
             codes, ids = ranked_codes(query.astype(np.int64, copy=False), low, span)
             return _group_codes(codes, ids.astype(query.dtype), threads)
+    codes, labels = sorted_codes(query, column, "query")
+    return _group_codes(codes, labels, threads)
+
+
+def pd_unique(values: np.ndarray) -> np.ndarray:
     import pandas as pd
 
-    try:
-        codes, labels = pd.factorize(query, sort=True)
-    except TypeError:  # ids that cannot be ordered among themselves: first appearance
-        try:
-            codes, labels = pd.factorize(query, sort=False)
-        except TypeError as exc:
-            raise ColumnError(f"Column {column!r}: query ids must be strings or numbers ({exc}).") from None
-    return _group_codes(codes, np.asarray(labels), threads)
+    return pd.unique(values)
 
 
 def _has_repeats(ordered: np.ndarray) -> bool:
@@ -301,16 +312,10 @@ def _looks_numeric(v) -> bool:
     return True
 
 
-def item_codes(items: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """Order-preserving integer codes of item ids (strings in string order, numbers numerically)."""
-    import pandas as pd
-
-    check_ids(items, column, "item")
-    try:
-        codes, labels = pd.factorize(items, sort=True)
-    except TypeError as exc:
-        raise ColumnError(f"Column {column!r}: item ids cannot be ordered ({exc}); use one type.") from None
-    return codes.astype(np.int64), np.asarray(labels)
+def item_codes(items, column: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Integer codes of item ids and their labels (None when integer ids are their own codes);
+    see :func:`topkeval.ids.encode`."""
+    return encode(items, column, "item")
 
 
 def first_duplicate(keys: np.ndarray) -> tuple[int, int]:
@@ -322,18 +327,23 @@ def first_duplicate(keys: np.ndarray) -> tuple[int, int]:
     return (int(np.argmax(dup)) if count else -1), count
 
 
-def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray, queries: np.ndarray,
+def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray | None, queries: np.ndarray,
                      column: str) -> None:
-    """Raise if an item appears twice within one query."""
-    q_of_row = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    n_items = int(items.max()) + 1 if len(items) else 1
-    row, count = first_duplicate(q_of_row * n_items + items)
+    """Raise if an item appears twice within one query (a compiled hash per query, threaded)."""
+    from .kernels.grouping import count_duplicates
+
+    count, row = count_duplicates(offsets, items)
     if count:
-        raise DataError(
-            f"Column {column!r} has {count} duplicate (query, item) rows; for example "
-            f"query {show(queries[q_of_row[row]])} lists item {show(labels[items[row]])} twice. "
-            "Each item may appear once per query: deduplicate the log (keep the row you mean)."
-        )
+        q = int(np.searchsorted(offsets, row, side="right")) - 1
+        _duplicates_error(count, queries[q], items[row] if labels is None else labels[items[row]], column)
+
+
+def _duplicates_error(count: int, query, item, column: str):
+    raise DataError(
+        f"Column {column!r} has {count} duplicate (query, item) rows; for example "
+        f"query {show(query)} lists item {show(item)} twice. "
+        "Each item may appear once per query: deduplicate the log (keep the row you mean)."
+    )
 
 
 def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
@@ -346,11 +356,11 @@ def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
     return grouping.offsets, grouping.apply(np.arange(len(codes), dtype=np.int64))
 
 
-def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.ndarray | None,
-              names: dict, ascending: bool = False) -> GroupedLog:
+def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascending: bool = False) -> GroupedLog:
     """Validate the columns of a log and group them by query.
 
-    ``names`` maps ``query``, ``relevance`` and ``item`` to the user's column names, for messages.
+    ``query`` and ``items`` are id columns in any form of :mod:`topkeval.ids`. ``names`` maps
+    ``query``, ``relevance`` and ``item`` to the user's column names, for messages.
     ``ascending``: the scores are ranks or distances (lower is better); they are negated, which is
     exact and keeps every tie.
     """
@@ -359,16 +369,33 @@ def build_log(query: np.ndarray, grades: np.ndarray, scores: dict, items: np.nda
     if ascending:
         scores = {m: np.negative(v) for m, v in scores.items()}
     offsets, grouping, labels = group_rows(query, names["query"])
-    codes = item_labels = None
+    codes = item_labels = text = None
     if items is not None:
-        codes, item_labels = item_codes(items, names["item"])
+        if is_arrow(items):  # strings: checked in place, encoded only if something needs codes
+            check_ids(items, names["item"], "item")
+            text = items
+        else:
+            codes, item_labels = item_codes(items, names["item"])
     if grouping is not None:
-        columns = grouping.apply_all([grades, *scores.values(), *([codes] if codes is not None else [])],
+        moved = codes if codes is not None else (np.arange(len(text), dtype=np.int64) if text is not None else None)
+        columns = grouping.apply_all([grades, *scores.values(), *([moved] if moved is not None else [])],
                                      release=True)
         grades = columns[0]
         scores = dict(zip(scores, columns[1:1 + len(scores)]))
-        codes = columns[-1] if codes is not None else None
+        if codes is not None:
+            codes = columns[-1]
+        elif text is not None:
+            import pyarrow as pa
+
+            text = text.take(pa.array(columns[-1]))
         del grouping, columns
-    if codes is not None and item_labels is not None:
+    if codes is not None:
         check_duplicates(offsets, codes, item_labels, labels, names["item"])
-    return GroupedLog(offsets, labels, grades, scores, codes, item_labels)
+    if text is not None:
+        from .kernels.grouping import count_text_duplicates
+
+        count, row = count_text_duplicates(offsets, text)
+        if count:
+            q = int(np.searchsorted(offsets, row, side="right")) - 1
+            _duplicates_error(count, labels[q], text[row].as_py(), names["item"])
+    return GroupedLog(offsets, labels, grades, scores, codes if text is None else text, item_labels)

@@ -294,14 +294,10 @@ class MatrixBackend:
         grades = np.where(at >= 0, rel.data[np.maximum(at, 0)] if len(rel.data) else 0.0, 0.0)
         offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=users))]).astype(np.int64)
         log = GroupedLog(offsets, batch.queries, grades, {model: vals.astype(np.float64, copy=False)},
-                         cols.astype(np.int64), _item_ids(I))
+                         cols.astype(np.int64), None)  # the column index is the item id
         st = self.cpu.compute(log, model, plan, judgments, threads)
         st.n, st.rel_ret = I - removed, rel_ret  # the rows beyond the selection, counted without them
         return st
-
-
-def _item_ids(n: int) -> np.ndarray:
-    return np.arange(n, dtype=np.int64)
 
 
 def _check_integer_scores(scores) -> None:

@@ -22,16 +22,15 @@ import pandas as pd
 from . import engine
 from . import log as logmod
 from .errors import ColumnError, DataError, ParameterError, TopkevalWarning, show
+from .ids import encode, sorted_codes
 from .io import is_trec_path, read_columns, read_qrels
 from .log import Judgments
 
 
 def _read_judgments(qrels, query: str, item: str, relevance: str) -> dict:
     if is_trec_path(qrels):
-        frame = read_qrels(qrels)
-        return {query: frame["query"].to_numpy(), item: frame["item"].to_numpy(),
-                relevance: frame["relevance"].to_numpy()}
-    return read_columns(qrels, [query, item, relevance], text_columns=[query, item])
+        qrels = read_qrels(qrels).rename(columns={"query": query, "item": item, "relevance": relevance})
+    return read_columns(qrels, [query, item, relevance], id_columns=[query, item])
 
 
 def _kind(values: np.ndarray) -> str:
@@ -64,7 +63,7 @@ def _whole(values: np.ndarray, column: str, side: str) -> np.ndarray:
 
 
 def match_ids(judged: np.ndarray, run: np.ndarray, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """The two id columns in one comparable type, matched by value (see the module docstring).
+    """Two arrays of ids in one comparable type, matched by value (see the module docstring).
 
     >>> [x.tolist() for x in match_ids(np.array([1.0, 2.0]), np.array([1, 3]), "query")]
     [[1, 2], [1, 3]]
@@ -87,6 +86,32 @@ def match_ids(judged: np.ndarray, run: np.ndarray, column: str) -> tuple[np.ndar
                       "be matched: use strings or numbers on both sides.")
 
 
+def _distinct(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, labels) of an id column, integer ids included (their distinct values as labels)."""
+    codes, labels = encode(values, column, role)
+    if labels is None:
+        codes, labels = pd.factorize(codes)
+    return codes.astype(np.int64, copy=False), np.asarray(labels)
+
+
+def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of the judgments' and the run's ids in one label space, matched by value.
+
+    Each side is encoded on its own (:func:`topkeval.ids.encode`: Arrow hashes text without Python
+    objects), then only the distinct ids of the two sides are matched (:func:`match_ids`) and
+    merged; ``ordered`` gives labels in ascending order (the order queries are reported in).
+    """
+    jc, jl = _distinct(judged, column, role)
+    rc, rl = _distinct(run, column, role)
+    jl, rl = match_ids(jl, rl, column)
+    both = np.concatenate([jl.astype(object) if jl.dtype != rl.dtype else jl,
+                           rl.astype(object) if jl.dtype != rl.dtype else rl])
+    codes, labels = (sorted_codes if ordered else encode)(both, column, role)
+    if labels is None:
+        codes, labels = pd.factorize(codes, sort=ordered)
+    return codes[: len(jl)][jc], codes[len(jl):][rc], np.asarray(labels)
+
+
 def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                   model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
                   threads: int | None, ascending: bool = False):
@@ -99,29 +124,18 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
     wanted = [query, item, *scores] + ([model] if model else [])
     if len(set(wanted)) != len(wanted):
         raise ParameterError(f"The query, item, score and model columns must differ. Got {wanted!r}.")
-    cols = read_columns(data, wanted, text_columns=[query, item] + ([model] if model else []))
+    cols = read_columns(data, wanted, id_columns=[query, item] + ([model] if model else []))
     judg = _read_judgments(qrels, query, item, relevance)
-    logmod.check_ids(cols[query], query, "query")
-    logmod.check_ids(cols[item], item, "item")
-    logmod.check_ids(judg[query], query, "query")
-    logmod.check_ids(judg[item], item, "item")
-    jq, rq = match_ids(judg[query], cols[query], query)
-    ji, ri = match_ids(judg[item], cols[item], item)
     grades_j = logmod.numeric_column(judg[relevance], relevance, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
-    try:
-        qcodes, qlabels = pd.factorize(np.concatenate([jq, rq]), sort=True)
-    except TypeError:
-        raise ColumnError(f"The {query!r} ids of the run and the judgments cannot be ordered together: use one "
-                          "type of id.") from None
-    jqc, rqc = qcodes[: len(jq)], qcodes[len(jq):]
-    icodes, ilabels = logmod.item_codes(np.concatenate([ji, ri]), item)
-    jic, ric = icodes[: len(ji)], icodes[len(ji):]
+    jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
+    jic, ric, ilabels = codes_together(judg[item], cols[item], item, "item", ordered=False)
     n_items = len(ilabels)
-    jkey = jqc.astype(np.int64) * n_items + jic
+    jkey = jqc * n_items + jic
     row, count = logmod.first_duplicate(jkey)
     if count:
-        raise DataError(f"The judgments list query {show(jq[row])}, item {show(ji[row])} twice; keep one grade per pair.")
+        raise DataError(f"The judgments list query {show(qlabels[jqc[row]])}, item {show(ilabels[jic[row]])} twice; "
+                        "keep one grade per pair.")
     judged_q = np.unique(jqc)
     if not np.isin(rqc, judged_q).any():
         raise DataError(
@@ -140,10 +154,11 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
     lookup = pd.Index(jkey)
     if model is not None:
-        logmod.check_ids(cols[model], model, "run name")
-        names = pd.unique(cols[model])
+        run_codes, run_names = _distinct(cols[model], model, "run name")
+        by_run = np.argsort(run_codes, kind="stable")
+        bounds = np.searchsorted(run_codes[by_run], np.arange(len(run_names) + 1))
         runs: list[tuple[str, np.ndarray | None, str]] = [
-            (str(name), np.flatnonzero(cols[model] == name), scores[0]) for name in names]
+            (str(name), by_run[bounds[c]:bounds[c + 1]], scores[0]) for c, name in enumerate(run_names)]
         if len({r[0] for r in runs}) < len(runs):
             raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
     else:
@@ -155,11 +170,7 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         r_scores = logmod.numeric_column(cols[col][sel], col, "score")
         if ascending:
             r_scores = np.negative(r_scores)
-        key = r_q.astype(np.int64) * n_items + r_i
-        row, count = logmod.first_duplicate(key)
-        if count:
-            raise DataError(f"Run {name!r} lists query {show(qlabels[r_q[row]])}, item {show(ilabels[r_i[row]])} "
-                            "twice; each item may appear once per query in a run.")
+        key = r_q * n_items + r_i
         found = lookup.get_indexer(key)
         judged_hits += int((found >= 0).sum())
         r_grades = np.where(found >= 0, grades_j[np.maximum(found, 0)], 0)
@@ -175,6 +186,7 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         idx = np.flatnonzero(rows_kept)[perm]
         log = logmod.GroupedLog(offsets, qlabels[judged_q[keep_q]], r_grades[idx], {name: r_scores[idx]},
                                 r_i[idx], ilabels)
+        _check_run_duplicates(log, name, unkept=key[~rows_kept])
         if depth is not None:
             log = engine.truncate(log, name, depth, conv)
         if judged_only:
@@ -199,6 +211,23 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         info={"queries": Q, "skipped_empty": skipped, "judged_queries": Q,
               "run_queries_without_judgments": info_runs, "missing_from_run": missing},
         sources=lambda: logs)
+
+
+def _check_run_duplicates(log, name: str, unkept: np.ndarray) -> None:
+    """An item listed twice for one query of a run (a compiled check per query; rows of queries
+    without judgments, which are not evaluated, by hashing)."""
+    from .kernels.grouping import count_duplicates
+
+    count, row = count_duplicates(log.offsets, log.items)
+    if count:
+        q = int(np.searchsorted(log.offsets, row, side="right")) - 1
+        raise DataError(f"Run {name!r} lists query {show(log.queries[q])}, item {show(log.item_ids(log.items[row:row + 1])[0])} "
+                        "twice; each item may appear once per query in a run.")
+    if len(unkept):
+        row, count = logmod.first_duplicate(unkept)
+        if count:
+            raise DataError(f"Run {name!r} lists an item twice for a query without judgments; each item may appear "
+                            "once per query in a run.")
 
 
 def _sample(values: np.ndarray) -> str:

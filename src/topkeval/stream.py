@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine
-from .io import is_parquet_path
+from .io import is_parquet_path, read_columns
 from .io.tables import _check_columns, csv_options
 
 #: Parquet files with more rows than this are streamed even without ``chunk_rows``.
@@ -138,6 +138,7 @@ def count_rows(path: Path) -> int:
 def _grouped_tables(tables):
     """The same rows, re-cut so that no query is split: each table's last query is carried over."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     carry = None
     seen: set = set()
@@ -145,16 +146,17 @@ def _grouped_tables(tables):
         rows = table.num_rows
         if carry is not None:
             table = pa.concat_tables([carry, table])
-        query = table.column(0).to_numpy(zero_copy_only=False)
-        if len(query) == 0:
+        n = table.num_rows
+        if n == 0:
             continue
-        last = query[-1]
-        tail = int(np.argmax(query[::-1] != last)) if (query != last).any() else len(query)
-        head = table.slice(0, len(query) - tail)
+        query = table.column(0)
+        other = np.flatnonzero(~pc.equal(query, query[n - 1]).to_numpy(zero_copy_only=False))
+        tail = n - 1 - int(other[-1]) if len(other) else n
+        head = table.slice(0, n - tail)
         # a fresh copy of the (small) tail: a slice would keep every earlier batch's buffers alive
-        carry = table.slice(len(query) - tail).combine_chunks()
+        carry = table.slice(n - tail).combine_chunks()
         if head.num_rows:
-            ids = pd.unique(head.column(0).to_numpy(zero_copy_only=False)).tolist()
+            ids = pc.unique(head.column(0)).to_pylist()  # distinct ids only: no object per row
             if not seen.isdisjoint(ids):  # set operations in C, not a Python loop over queries
                 raise _NotGrouped
             seen.update(ids)
@@ -162,8 +164,7 @@ def _grouped_tables(tables):
         else:
             yield None, rows
     if carry is not None and carry.num_rows:
-        ids = pd.unique(carry.column(0).to_numpy(zero_copy_only=False)).tolist()
-        if not seen.isdisjoint(ids):
+        if not seen.isdisjoint(pc.unique(carry.column(0)).to_pylist()):
             raise _NotGrouped
         yield carry, 0
 
@@ -204,7 +205,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
     names = dict(query=query, relevance=relevance, item=item or "item")
 
     def to_log(table):
-        cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
+        cols = read_columns(table, columns, id_columns=text)
         return build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
                          names=names, ascending=ascending)
 

@@ -182,21 +182,15 @@ def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
 
 
 def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
-    """Item codes ordered as the item tie rules compare ids: as typed, or as text (strcmp)."""
-    labels = log.item_labels
-    if log.items is None or labels is None:
+    """Per row, a key that orders item ids as the item tie rules compare them: as typed, or as text
+    (C's strcmp on UTF-8, which is the order of Python's and Arrow's string comparisons)."""
+    from ..ids import text_rank, typed_rank
+
+    if log.items is None:
         raise ParameterError(
             f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
             "pass item='<column>' (or items= for one ranking), or choose another tie rule."
         )
-    if conv.item_order == "text" and labels.dtype.kind not in "US":
-        if labels.dtype.kind == "O" and all(isinstance(v, str) for v in labels[:1000]):
-            return log.items  # already text, ordered as text
-        text = np.array([str(v) for v in labels]) if labels.dtype.kind == "O" else \
-            labels.astype(str)
-        # Python and numpy compare strings by code point, which is the byte order of their UTF-8
-        # form: C's strcmp on the text trec_eval reads
-        rank = np.empty(len(text), np.int64)
-        rank[np.argsort(text, kind="stable")] = np.arange(len(text))
-        return rank[log.items]
-    return log.items
+    if conv.item_order == "text":
+        return text_rank(log.items, log.item_labels)
+    return typed_rank(log.items, log.item_labels)

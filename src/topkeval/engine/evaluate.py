@@ -123,8 +123,7 @@ def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> Grou
     items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
     rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), log.relevant(conv),
                      log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)
-    return GroupedLog(log.offsets, log.queries, log.grades, {model: log.scores[model]}, log.items,
-                      log.item_labels).keep_rows(rank > 0)
+    return log.with_scores({model: log.scores[model]}).keep_rows(rank > 0)
 
 
 def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
@@ -174,7 +173,7 @@ def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
                       cpu.TIE_CODES[conv.ties], kq)
     rows = np.flatnonzero(rel)
     q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_labels[log.items[rows]],
+    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_ids(log.items[rows]),
                          "p": p[rows]})
 
 
@@ -183,7 +182,7 @@ def items_changed(sources, conv, baseline: str, model: str, metric):
     without item ids."""
     frames: dict[str, list[pd.DataFrame]] = {baseline: [], model: []}
     for log, R in sources():
-        if log.items is None:
+        if not log.has_items:
             return None
         for name in frames:
             if name in log.scores:

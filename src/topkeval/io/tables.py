@@ -98,9 +98,47 @@ def _to_numpy(col) -> np.ndarray:
     return np.asarray(col)
 
 
+def id_values(col):
+    """An id column in its cheapest form (see :mod:`topkeval.ids`): Arrow strings stay Arrow strings,
+    categoricals and dictionaries give their codes and labels, everything else a numpy array."""
+    from ..ids import Encoded
+
+    mod = _module(col)
+    if mod == "pandas":
+        import pandas as pd
+
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            return Encoded(col.cat.codes.to_numpy(), np.asarray(col.cat.categories))
+        if hasattr(col.array, "__arrow_array__") and not pd.api.types.is_numeric_dtype(col.dtype) \
+                and not pd.api.types.is_bool_dtype(col.dtype):
+            return id_values(col.array.__arrow_array__())  # pyarrow-backed strings: no Python objects
+        return _to_numpy(col)
+    if mod == "polars":
+        import polars as pl
+
+        if col.dtype in (pl.String, pl.Categorical, pl.Enum) or isinstance(col.dtype, (pl.Categorical, pl.Enum)):
+            return id_values(col.to_arrow())
+        return _to_numpy(col)
+    if mod == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if pa.types.is_dictionary(col.type):
+            codes = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            return Encoded(codes, col.dictionary.to_numpy(zero_copy_only=False))
+        if pa.types.is_string_view(col.type):
+            col = col.cast(pa.string())
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            return col
+        return _to_numpy(col)
+    return np.asarray(col)
+
+
 def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
-                 text_columns: Sequence[str] = ()) -> dict[str, np.ndarray]:
-    """Return ``{name: numpy array}`` for each wanted column of ``data``.
+                 id_columns: Sequence[str] = ()) -> dict:
+    """Return ``{name: values}`` for each wanted column of ``data``: numpy arrays, and for the id
+    columns whatever :func:`id_values` gives (Arrow strings, codes and labels, or numpy).
 
     Parameters
     ----------
@@ -110,9 +148,9 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         Column names to read; each must exist.
     owner : str
         The function named in messages.
-    text_columns : sequence of str
-        Id columns that a text file (CSV) must give as text, never parsed as numbers ("007" is
-        not 7).
+    id_columns : sequence of str
+        Id columns (query, item, run name): a text file (CSV) gives them as text, never parsed as
+        numbers ("007" is not 7), and none is turned into Python objects.
 
     Raises
     ------
@@ -124,29 +162,29 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         The table is empty or its columns differ in length.
     """
     if isinstance(data, (str, os.PathLike)):
-        data = _read_file(Path(data), columns, text_columns)
+        data = _read_file(Path(data), columns, id_columns)
     mod = _module(data)
     if mod == "pandas" and hasattr(data, "columns"):
         names = [str(c) for c in data.columns]
         _check_columns(columns, names, "the DataFrame")
-        out = {c: _to_numpy(data[c]) for c in columns}
+        out = {c: (id_values if c in id_columns else _to_numpy)(data[c]) for c in columns}
     elif mod == "polars" and hasattr(data, "columns"):
         if type(data).__name__ == "LazyFrame":
             data = data.select(list(columns)).collect()
         _check_columns(columns, data.columns, "the DataFrame")
-        out = {c: _to_numpy(data.get_column(c)) for c in columns}
+        out = {c: (id_values if c in id_columns else _to_numpy)(data.get_column(c)) for c in columns}
     elif mod == "pyarrow" and hasattr(data, "schema"):
         _check_columns(columns, data.schema.names, "the table")
-        out = {c: _to_numpy(data.column(c)) for c in columns}
+        out = {c: (id_values if c in id_columns else _to_numpy)(data.column(c)) for c in columns}
     elif isinstance(data, Mapping):
         _check_columns(columns, list(data.keys()), "the dict")
-        out = {c: np.asarray(data[c]) for c in columns}
+        out = {c: (id_values if c in id_columns else np.asarray)(data[c]) for c in columns}
     else:
         raise DataError(
             f"The data of {owner} must be a pandas, polars or pyarrow table, a dict of arrays, or a path to a "
             f".parquet / .csv file. Got {type(data).__name__}."
         )
-    lengths = {c: len(v) if v.ndim == 1 else -1 for c, v in out.items()}
+    lengths = {c: len(v) if getattr(v, "ndim", 1) == 1 else -1 for c, v in out.items()}
     bad = [c for c, n in lengths.items() if n < 0]
     if bad:
         raise DataError(f"Column {bad[0]!r} must be one-dimensional; got shape {out[bad[0]].shape}.")

@@ -261,13 +261,167 @@ def run_starts(values):
     return buffer[:runs].copy()
 
 
+#: Multiplier of the Fibonacci hash of the duplicate check (2**64 / the golden ratio).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@kernel
+def _duplicates_range(offsets, keys, q0, q1):
+    """(repeated rows, first repeated row or -1) among queries q0..q1: a key seen earlier in its query.
+
+    Each query's keys go into a small open-addressing table (Fibonacci hashing, linear probing) as
+    large as the next power of two above twice the query; a slot belongs to the query whose stamp it
+    holds, so the table is never cleared. Short queries compare every pair instead.
+    """
+    longest = 1
+    for q in range(q0, q1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    size = 1
+    while size < 2 * longest:
+        size *= 2
+    table = np.empty(size, np.int64)
+    stamp = np.zeros(size, np.int64)
+    count = 0
+    first = -1
+    for q in range(q0, q1):
+        lo = offsets[q]
+        seg = keys[lo:offsets[q + 1]]
+        n = seg.shape[0]
+        if n <= 16:
+            for i in range(1, n):
+                for j in range(i):
+                    if seg[j] == seg[i]:
+                        count += 1
+                        if first < 0:
+                            first = lo + i
+                        break
+            continue
+        bits = 1
+        while (1 << bits) < 2 * n:
+            bits += 1
+        mask = (1 << bits) - 1
+        shift = np.uint64(64 - bits)
+        for i in range(n):
+            key = seg[i]
+            slot = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while stamp[slot] == q + 1 and table[slot] != key:
+                slot = (slot + 1) & mask
+            if stamp[slot] == q + 1:
+                count += 1
+                if first < 0:
+                    first = lo + i
+            else:
+                stamp[slot] = q + 1
+                table[slot] = key
+    return count, first
+
+
+def count_duplicates(offsets: np.ndarray, keys: np.ndarray, threads: int | None = None) -> tuple[int, int]:
+    """(rows whose key repeats an earlier key of their group, the first such row or -1), threaded.
+
+    >>> count_duplicates(np.array([0, 3, 5]), np.array([7, 8, 7, 7, 9]))
+    (1, 2)
+    """
+    from .threads import default_threads, run_parallel
+
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    Q = len(offsets) - 1
+    parts = max(1, min(threads or default_threads(), len(keys) // THREAD_ROWS))
+    bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
+    ranges = [(int(a), int(z)) for a, z in zip(bounds[:-1], bounds[1:]) if z > a] or [(0, Q)]
+    found = run_parallel(lambda r: _duplicates_range(offsets, keys, r[0], r[1]), ranges)
+    count = sum(int(c) for c, _ in found)
+    first = next((int(f) for _, f in found if f >= 0), -1)
+    return count, first
+
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+@kernel
+def _same_bytes(voff, data, a, b):
+    la = voff[a + 1] - voff[a]
+    if voff[b + 1] - voff[b] != la:
+        return False
+    pa = voff[a]
+    pb = voff[b]
+    for t in range(la):
+        if data[pa + t] != data[pb + t]:
+            return False
+    return True
+
+
+@kernel
+def _text_duplicates_range(offsets, voff, data, q0, q1):
+    """As :func:`_duplicates_range`, for strings given as Arrow buffers (``voff``: the value offsets,
+    ``data``: the UTF-8 bytes): each string is hashed (FNV-1a) and a hash seen before in its query is
+    a duplicate only if the bytes are the same, so the answer is exact."""
+    longest = 1
+    for q in range(q0, q1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    size = 1
+    while size < 2 * longest:
+        size *= 2
+    hashes = np.empty(size, np.uint64)
+    rows = np.empty(size, np.int64)
+    stamp = np.zeros(size, np.int64)
+    count = 0
+    first = -1
+    for q in range(q0, q1):
+        lo = offsets[q]
+        n = offsets[q + 1] - lo
+        bits = 1
+        while (1 << bits) < 2 * n:
+            bits += 1
+        mask = (1 << bits) - 1
+        shift = np.uint64(64 - bits)
+        for i in range(lo, lo + n):
+            h = _FNV_OFFSET
+            for t in range(voff[i], voff[i + 1]):
+                h = (h ^ np.uint64(data[t])) * _FNV_PRIME
+            slot = np.int64((h * _GOLDEN) >> shift)
+            repeated = False
+            while stamp[slot] == q + 1:
+                if hashes[slot] == h and _same_bytes(voff, data, rows[slot], i):
+                    repeated = True
+                    break
+                slot = (slot + 1) & mask
+            if repeated:
+                count += 1
+                if first < 0:
+                    first = i
+            else:
+                stamp[slot] = q + 1
+                hashes[slot] = h
+                rows[slot] = i
+    return count, first
+
+
+def count_text_duplicates(offsets: np.ndarray, text, threads: int | None = None) -> tuple[int, int]:
+    """:func:`count_duplicates` for an Arrow string array, read in place (no Python string objects)."""
+    from .threads import default_threads, run_parallel
+
+    buffers = text.buffers()
+    wide = text.type.id == 14 or str(text.type) == "large_string"
+    voff = np.frombuffer(buffers[1], np.int64 if wide else np.int32)[text.offset:text.offset + len(text) + 1]
+    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    voff = voff.astype(np.int64)
+    Q = len(offsets) - 1
+    parts = max(1, min(threads or default_threads(), len(text) // THREAD_ROWS))
+    bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
+    ranges = [(int(a), int(z)) for a, z in zip(bounds[:-1], bounds[1:]) if z > a] or [(0, Q)]
+    found = run_parallel(lambda r: _text_duplicates_range(offsets, voff, data, r[0], r[1]), ranges)
+    return sum(int(c) for c, _ in found), next((int(f) for _, f in found if f >= 0), -1)
+
+
 @kernel
 def _nonfinite_range(values, lo, hi):
     bad = 0
     seg = values[lo:hi]
     for i in range(seg.shape[0]):
         x = seg[i]
-        bad += not (x - x == 0.0)  # false for NaN and for infinities
+        bad += not (abs(x) <= 1.7976931348623157e308)  # false for NaN and for infinities
     return bad
 
 

@@ -1,0 +1,242 @@
+"""Ids: query, item and run-name columns, checked and turned into integer codes once.
+
+An id column arrives in one of three forms (``io.read_columns`` keeps each in the cheapest one):
+
+* a numpy array: numbers, dates, or Python objects (a pandas ``object`` column);
+* an Arrow string array (pandas ``str`` / ``string[pyarrow]`` columns, pyarrow and polars string
+  columns, CSV and TREC files): never turned into Python objects; Arrow hashes it in C++;
+* :class:`Encoded`: codes into labels that the input already had (pandas and polars
+  categoricals, Arrow dictionary arrays).
+
+:func:`encode` gives ``(codes, labels)`` for any of them: integer ids that a float holds exactly
+are their own codes (no labels), everything else codes into its distinct values, in order of first
+appearance. :func:`sorted_codes` gives codes in ascending order of id instead (queries of a log
+that is not grouped come out in that order). Missing ids (NaN, None, NaT, nulls) and object
+columns mixing kinds of id ("1" and 1) are refused here, on the distinct values, not row by row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ColumnError, show
+
+
+@dataclass
+class Encoded:
+    """An id column as integer ``codes`` into ``labels`` (a code of -1 is a missing id)."""
+
+    codes: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def is_arrow(values) -> bool:
+    return type(values).__module__.split(".")[0] == "pyarrow"
+
+
+#: pandas.api.types.infer_dtype's names of the id types that order and compare among themselves.
+_ID_KINDS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "datetime",
+             "datetime64", "date", "timedelta", "timedelta64", "time", "period", "empty", "categorical"}
+
+
+def _missing(column: str, role: str, count: int, first: int) -> ColumnError:
+    return ColumnError(f"Column {column!r} has {count} missing {role} ids (NaN, None or NaT; first at row {first}); "
+                       "drop those rows or fill them in.")
+
+
+def _check_kinds(labels: np.ndarray, column: str, role: str) -> None:
+    """Refuse distinct values that are not ids of one kind (lists, "1" mixed with 1)."""
+    import pandas as pd
+
+    kind = pd.api.types.infer_dtype(labels, skipna=False)
+    if kind not in _ID_KINDS:
+        seen: dict[str, object] = {}
+        for v in labels[:100_000]:
+            seen.setdefault(type(v).__name__, v)
+            if len(seen) > 3:
+                break
+        found = ", ".join(f"{name} ({show(v)})" for name, v in seen.items())
+        raise ColumnError(
+            f"Column {column!r} must hold {role} ids of one kind (all strings or all numbers); found {found}. "
+            + ("Ids are compared as typed, so '1' and 1 are different ids: convert the column to one type."
+               if kind.startswith("mixed") else "Use strings or numbers as ids.")
+        )
+
+
+def _is_missing(values: np.ndarray) -> np.ndarray | None:
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind in "mM":
+        return np.isnat(values)
+    if values.dtype.kind == "O":
+        import pandas as pd
+
+        return pd.isna(values)
+    return None
+
+
+def check_ids(values, column: str, role: str) -> None:
+    """Refuse missing ids and columns that mix kinds of id (one pass; see the module docstring).
+
+    Raises
+    ------
+    ColumnError
+    """
+    if is_arrow(values):
+        if values.null_count:
+            import pyarrow.compute as pc
+
+            first = int(pc.index(pc.is_null(values), True).as_py())
+            raise _missing(column, role, values.null_count, first)
+        return
+    if isinstance(values, Encoded):
+        bad = values.codes < 0
+        if bad.any():
+            raise _missing(column, role, int(bad.sum()), int(np.argmax(bad)))
+        return
+    if values.dtype.kind == "O":
+        encode(values, column, role)  # factorize: missing and mixed kinds found on the distinct values
+        return
+    missing = _is_missing(values)
+    if missing is not None and missing.any():
+        raise _missing(column, role, int(missing.sum()), int(np.argmax(missing)))
+
+
+def _arrow_encode(values) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(values)
+    if isinstance(encoded, pa.ChunkedArray):  # one dictionary for every chunk
+        encoded = encoded.unify_dictionaries()
+        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]) \
+            if encoded.num_chunks else np.zeros(0, np.int64)
+        labels = encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
+    else:
+        codes, labels = encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary
+    return codes.astype(np.int64, copy=False), labels.to_numpy(zero_copy_only=False)
+
+
+def encode(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(codes, labels)`` of an id column, codes in order of first appearance; ``labels`` is None
+    when integer ids are their own codes (no hashing at all).
+
+    Raises
+    ------
+    ColumnError
+        Missing ids, or ids of mixed kinds.
+    """
+    if is_arrow(values):
+        check_ids(values, column, role)
+        return _arrow_encode(values)
+    if isinstance(values, Encoded):
+        check_ids(values, column, role)
+        return values.codes.astype(np.int64, copy=False), np.asarray(values.labels)
+    if values.dtype.kind in "iu" and (not len(values) or (values.max() < 2**53 and values.min() > -(2**53))):
+        return values.astype(np.int64, copy=False), None
+    import pandas as pd
+
+    try:
+        codes, labels = pd.factorize(values, sort=False)
+    except TypeError as exc:
+        raise ColumnError(f"Column {column!r}: {role} ids must be strings or numbers ({exc}).") from None
+    if len(codes) and codes.min() < 0:
+        missing = codes < 0
+        raise _missing(column, role, int(missing.sum()), int(np.argmax(missing)))
+    labels = np.asarray(labels)
+    if labels.dtype.kind == "O":
+        _check_kinds(labels, column, role)
+    return codes.astype(np.int64, copy=False), labels
+
+
+def sorted_codes(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, labels)`` with ``labels`` ascending and ``codes`` indexing them: code order is id
+    order (strings as strings, numbers numerically)."""
+    codes, labels = encode(values, column, role)
+    if labels is None:
+        labels, codes = np.unique(codes, return_inverse=True)
+        return codes.astype(np.int64), labels
+    order = argsort_labels(labels, column)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], labels[order]
+
+
+def argsort_labels(labels: np.ndarray, column: str = "id") -> np.ndarray:
+    """The order of distinct ids, ascending (strings by code point, which is C's strcmp on UTF-8)."""
+    if labels.dtype.kind == "O" and len(labels) and all(isinstance(v, str) for v in labels[:1000]):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:  # Arrow sorts many strings much faster than Python comparisons
+            return pc.sort_indices(pa.array(labels, pa.string())).to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    try:
+        return np.argsort(labels, kind="stable")
+    except TypeError as exc:
+        raise ColumnError(f"Column {column!r}: its ids cannot be ordered ({exc}); use one type.") from None
+
+
+def text_rank(codes: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
+    """Per row, the rank of its id among the distinct ids compared as text (C's strcmp on UTF-8:
+    "9" > "100" > "10"); for the ``item_order="text"`` tie rules."""
+    if labels is None:
+        labels, codes = np.unique(codes, return_inverse=True)
+    text = labels if labels.dtype.kind in "US" else np.array([str(v) for v in labels], dtype=object)
+    order = argsort_labels(np.asarray(text, dtype=object))
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes]
+
+
+def typed_rank(codes: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
+    """Per row, a key that orders rows as their ids compare as typed (integer ids: themselves)."""
+    if labels is None:
+        return codes
+    order = argsort_labels(labels)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes]
+
+
+def arrow_run_starts(values) -> np.ndarray:
+    """Rows where a new run of equal values begins in an Arrow array (row 0 included), by Arrow."""
+    import pyarrow.compute as pc
+
+    n = len(values)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    differ = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+    if hasattr(differ, "combine_chunks"):
+        differ = differ.combine_chunks()
+    return np.concatenate([[0], np.flatnonzero(differ.to_numpy(zero_copy_only=False)) + 1]).astype(np.int64)
+
+
+def labels_of(values, rows: np.ndarray) -> np.ndarray:
+    """The ids at ``rows`` (for labels of a few rows: run starts, messages)."""
+    if is_arrow(values):
+        import pyarrow as pa
+
+        return values.take(pa.array(rows)).to_numpy(zero_copy_only=False)
+    if isinstance(values, Encoded):
+        return np.asarray(values.labels)[values.codes[rows]]
+    return values[rows]
+
+
+def as_text(values) -> object:
+    """An id column as Arrow strings or numpy text (numbers by their decimal form, whole floats as
+    integers: 1.0 is "1"); for matching ids of different types by value."""
+    if is_arrow(values):
+        import pyarrow as pa
+
+        return values if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else \
+            values.cast(pa.string())
+    if isinstance(values, Encoded):
+        return np.asarray(values.labels).astype(str)[values.codes]
+    return values.astype(str)
