@@ -62,7 +62,7 @@ def test_convention_flags(log_file, capsys):
 
 @pytest.mark.parametrize("argv,pattern", [
     (["evaluate", "/no/such.parquet"], "File not found"),
-    (["evaluate", "{log}", "--query", "qq"], "Column 'qq' not found"),
+    (["evaluate", "{log}", "--query", "qq"], "Column 'qq' (--query) not found"),
     (["evaluate", "{log}", "--query", "q", "--relevance", "rel", "--score", "old", "-m", "recal@5"], "Did you mean"),
     (["evaluate", "{log}", "--format", "xml"], "invalid choice"),
     (["evaluate", "{log}", "--ties", "random"], "invalid choice"),

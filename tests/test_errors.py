@@ -40,7 +40,7 @@ CASES = [
     (lambda: tk.recall_at_k([1, 0], [0.1, 0.2], 1, conventions="trec"), tk.ParameterError, "Did you mean 'trec_eval'"),
     (lambda: tk.fbeta_at_k([1, 0], [0.1, 0.2], 1, beta=0), tk.ParameterError, "'beta'"),
     # a log
-    (ev(score="scroe"), tk.ColumnError, "Column 'scroe' not found in the DataFrame. Did you mean 'score'"),
+    (ev(score="scroe"), tk.ColumnError, "Column 'scroe' \\(score=\\) not found in the DataFrame. Did you mean 'score'"),
     (ev(metrics=["recal@10"]), tk.UnknownMetricError, "Did you mean 'recall@10'"),
     (ev(metrics=["recall"]), tk.UnknownMetricError, "needs a cutoff"),
     (ev(metrics=["recall@0"]), tk.UnknownMetricError, "positive integer"),

@@ -219,7 +219,7 @@ def evaluate(
     if chunk_rows is not None:
         raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                              "chunk_rows, or write the table to parquet first.")
-    cols = read_columns(data, wanted, id_columns=ids)
+    cols = read_columns(data, wanted, id_columns=ids, roles=_roles(query, relevance, scores, item))
     log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)
@@ -233,6 +233,13 @@ def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, thread
     batch, sources = engine.evaluate_grouped(log, plan, depth=depth, threads=threads)
     engine.warn_if_nothing_relevant(plan.conv, batch.relevant)
     return engine.build_results([batch], plan, query_name=query_name, sources=lambda: sources)
+
+
+def _roles(query, relevance, scores, item=None) -> dict:
+    """Which parameter names each column (for the message when one is missing)."""
+    roles = {s: "score" for s in scores}
+    roles.update({c: role for c, role in ((query, "query"), (relevance, "relevance"), (item, "item")) if c is not None})
+    return roles
 
 
 def warn_if_truncated(log, plan: engine.Plan) -> None:

@@ -102,6 +102,11 @@ def _unknown(text: str, why: str) -> UnknownMetricError:
     return UnknownMetricError(f"Unknown metric {text!r}: {why}.{hint} Known metrics: {listing}.")
 
 
+def _bad(text: str, fam: Family, why: str) -> UnknownMetricError:
+    """A known metric written wrongly: what is wrong and the right form, no list of names."""
+    return UnknownMetricError(f"Bad metric name {text!r}: {why}, as in {fam.example()!r}.")
+
+
 def _split_top(text: str) -> list[str]:
     """Split at commas outside braces: ``"gain={1:3,2:7},x=1"`` -> two parts."""
     parts, depth, start = [], 0, 0
@@ -134,11 +139,11 @@ def _gain_value(text: str, full: str, fam: Family):
         grade, sep, gain = item.replace("=", ":").partition(":")
         g, v = _number(grade), _number(gain)
         if not sep or g is None or v is None:
-            raise _unknown(full, f"gain must be 'linear', 'exp' or a map of grades to gains such as "
-                                 f"'{fam.name}(gain={{1:3,2:7}})@10'")
+            raise _bad(full, fam, "gain must be 'linear', 'exp' or a map of grades to gains such as "
+                                  f"'{fam.name}(gain={{1:3,2:7}})@10'")
         pairs[g] = v
     if not pairs:
-        raise _unknown(full, "the gain map is empty")
+        raise _bad(full, fam, "the gain map is empty")
     return tuple((_int_if_whole(g), _int_if_whole(v)) for g, v in sorted(pairs.items()))
 
 
@@ -151,9 +156,9 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
         return _gain_value(text, full, fam)
     value = _number(text.strip())
     if p.kind == "positive" and (value is None or value <= 0):
-        raise _unknown(full, f"{p.name} must be a positive finite number, as in '{fam.example()}'")
+        raise _bad(full, fam, f"{p.name} must be a positive finite number")
     if p.kind == "unit" and (value is None or not is_unit(value)):
-        raise _unknown(full, f"{p.name} must be a number between 0 and 1, as in '{fam.example()}'")
+        raise _bad(full, fam, f"{p.name} must be a number between 0 and 1")
     return value
 
 
@@ -161,7 +166,7 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
     values = dict(preset)
     if params is not None:
         if not fam.params:
-            raise _unknown(full, f"{fam.name} takes no parameters")
+            raise _bad(full, fam, f"{fam.name} takes no parameters")
         by_name = {p.name: p for p in fam.params}
         for part in _split_top(params):
             name, sep, value = part.partition("=")
@@ -171,14 +176,14 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
             if not sep or name.startswith("{"):  # a lone value: the family's first parameter
                 name, value = fam.params[0].name, part
             if name not in by_name:
-                raise _unknown(full, f"{fam.name} has no parameter {name!r}; it takes "
-                                     + ", ".join(p.name for p in fam.params))
+                raise _bad(full, fam, f"{fam.name} has no parameter {name!r}; it takes "
+                                      + ", ".join(p.name for p in fam.params))
             values[name] = _param_value(by_name[name], value, full, fam)
     out = []
     for p in fam.params:
         if p.name not in values:
             if p.required:
-                raise _unknown(full, f"{fam.name} needs a parameter, as in '{fam.example()}'")
+                raise _bad(full, fam, f"{fam.name} needs a parameter")
             continue
         if values[p.name] != p.default:
             out.append((p.name, values[p.name]))
@@ -194,7 +199,7 @@ def _trec_param(name: str, value: str, full: str):
     if fam.name == "set_f":  # trec_eval's set_F parameter is beta squared
         b2 = _number(value)
         if b2 is None or b2 <= 0:
-            raise _unknown(full, "set_F.x needs a positive x (beta squared, as trec_eval reads it)")
+            raise _bad(full, fam, "set_F.x needs a positive x (beta squared, as trec_eval reads it)")
         return fam, None, (("beta", math.sqrt(b2)),)
     if any(p.kind == "gain" for p in fam.params) and "=" in value:
         return fam, None, (("gain", _gain_value(value, full, fam)),)
@@ -203,8 +208,7 @@ def _trec_param(name: str, value: str, full: str):
         return fam, None, ((unit[0].name, float("0." + value)),)
     if fam.cutoff != "none" and _DIGITS.fullmatch(value):
         return fam, value, ()
-    raise _unknown(full, f"trec_eval's form {name}.{value} is not understood here; write "
-                         f"'{fam.example()}'")
+    raise _bad(full, fam, f"trec_eval's form {name}.{value} is not understood here; write it")
 
 
 def parse_metric(text: str | Metric) -> Metric:
@@ -270,14 +274,16 @@ def parse_metric(text: str | Metric) -> Metric:
 
 def _finish(fam: Family, k_text: str | None, params: tuple, text: str) -> Metric:
     if fam.cutoff == "required" and (k_text is None or k_text == ""):
-        raise _unknown(text, f"{fam.name} needs a cutoff, as in '{fam.name}@10'")
+        raise _bad(text, fam, f"{fam.name} needs a cutoff")
     if fam.cutoff == "none" and k_text is not None:
         why = ("its cutoff is each query's R" if fam.depth == "R" else "it counts the whole list")
-        raise _unknown(text, f"{fam.name} takes no cutoff ({why})")
+        raise _bad(text, fam, f"{fam.name} takes no cutoff ({why})")
     k = None
     if k_text is not None:
-        if not _DIGITS.fullmatch(k_text) or not 1 <= int(k_text) <= MAX_CUTOFF:
-            raise _unknown(text, f"the cutoff must be a positive integer of at most {MAX_CUTOFF}, got {k_text!r}")
+        if not _DIGITS.fullmatch(k_text) or int(k_text) < 1:
+            raise _bad(text, fam, f"the cutoff must be a positive integer, got {k_text!r}")
+        if int(k_text) > MAX_CUTOFF:
+            raise _bad(text, fam, f"the cutoff must be at most {MAX_CUTOFF}, got {k_text}")
         k = int(k_text)
     if fam.name == "fbeta" and dict(params).get("beta") == 1.0:
         return Metric("f1", k)
@@ -327,7 +333,7 @@ def split_names(text: str) -> list[str]:
     parts, depth, current = [], 0, ""
     for ch in text:
         depth += (ch in "({") - (ch in ")}")
-        if ch == "," and depth == 0:
+        if (ch == "," or ch.isspace()) and depth == 0:  # commas or blanks between names
             parts.append(current)
             current = ""
         else:

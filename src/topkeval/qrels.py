@@ -30,7 +30,11 @@ from .log import Judgments
 def _read_judgments(qrels, query: str, item: str, relevance: str) -> dict:
     if is_trec_path(qrels):
         qrels = read_qrels(qrels).rename(columns={"query": query, "item": item, "relevance": relevance})
-    return read_columns(qrels, [query, item, relevance], id_columns=[query, item])
+    return read_columns(qrels, [query, item, relevance], id_columns=[query, item],
+                        roles={query: "query", item: "item", relevance: "relevance"},
+                        where="the judgments (qrels=)",
+                        hint=" If every pair the judgments list is relevant, give them a column of ones "
+                             "(for a DataFrame: truth.assign(relevance=1)).")
 
 
 def _kind(values: np.ndarray) -> str:
@@ -124,7 +128,9 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
     wanted = [query, item, *scores] + ([model] if model else [])
     if len(set(wanted)) != len(wanted):
         raise ParameterError(f"The query, item, score and model columns must differ. Got {wanted!r}.")
-    cols = read_columns(data, wanted, id_columns=[query, item] + ([model] if model else []))
+    cols = read_columns(data, wanted, id_columns=[query, item] + ([model] if model else []),
+                        roles={c: "score" for c in scores} | {query: "query", item: "item"}
+                        | ({model: "model"} if model else {}), where="the run")
     judg = _read_judgments(qrels, query, item, relevance)
     grades_j = logmod.numeric_column(judg[relevance], relevance, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id

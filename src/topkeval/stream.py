@@ -104,7 +104,7 @@ def _csv_batches(path: Path, columns, text_columns, chunk_rows: int):
         yield pa.Table.from_batches(pending).combine_chunks()
 
 
-def _tables(path: Path, columns, text_columns, chunk_rows: int):
+def _tables(path: Path, columns, text_columns, chunk_rows: int, roles: dict | None = None):
     if _is_csv(path):
         import pyarrow as pa
         import pyarrow.csv as pcsv
@@ -115,12 +115,12 @@ def _tables(path: Path, columns, text_columns, chunk_rows: int):
             from .errors import InputFileError
 
             raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]}") from None
-        _check_columns(columns, header, f"file '{path}'")
+        _check_columns(columns, header, f"file '{path}'", roles)
         return _csv_batches(path, columns, text_columns, chunk_rows)
     import pyarrow.parquet as pq
 
     names = pq.read_schema(path).names if path.is_file() else pq.ParquetDataset(path).schema.names
-    _check_columns(columns, names, f"file '{path}'")
+    _check_columns(columns, names, f"file '{path}'", roles)
     return _parquet_batches(path, columns, chunk_rows)
 
 
@@ -202,6 +202,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
     chunk_rows = chunk_rows or STREAM_CHUNK_ROWS
     columns = [query, relevance, *scores] + ([item] if item else [])
     text = [query] + ([item] if item else [])
+    roles = {s: "score" for s in scores} | {query: "query", relevance: "relevance"} | ({item: "item"} if item else {})
     names = dict(query=query, relevance=relevance, item=item or "item")
 
     def to_log(table):
@@ -221,7 +222,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         return batches, rows
 
     try:
-        batches, rows = evaluate_tables(_grouped_tables(_tables(path, columns, text, chunk_rows)), progress)
+        batches, rows = evaluate_tables(_grouped_tables(_tables(path, columns, text, chunk_rows, roles)), progress)
         grouped = True
     except _NotGrouped:
         batches, rows = evaluate_tables((t, 0) for t in _partitioned(path, columns, text, chunk_rows, progress))

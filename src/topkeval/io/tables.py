@@ -32,7 +32,8 @@ def csv_options(path: Path, columns: Sequence[str], text_columns: Sequence[str] 
                                 strings_can_be_null=False))
 
 
-def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] = ()):
+def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] = (), roles: dict | None = None,
+               hint: str = ""):
     import pyarrow as pa
 
     if not path.exists():
@@ -44,14 +45,14 @@ def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] =
 
             schema = pq.read_schema(path) if path.is_file() else pq.ParquetDataset(path).schema
             present = [c for c in columns if c in schema.names]
-            _check_columns(columns, schema.names, f"file '{path}'")
+            _check_columns(columns, schema.names, f"file '{path}'", roles, hint)
             return pq.read_table(path, columns=present)
         if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
             import pyarrow.csv as pcsv
 
             parse, convert = csv_options(path, columns, text_columns)
             header = pcsv.open_csv(path, parse_options=parse).schema.names
-            _check_columns(columns, header, f"file '{path}'")
+            _check_columns(columns, header, f"file '{path}'", roles, hint)
             return pcsv.read_csv(path, parse_options=parse, convert_options=convert)
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -62,13 +63,19 @@ def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] =
     )
 
 
-def _check_columns(wanted: Sequence[str], available: Sequence[str], where: str) -> None:
+def _check_columns(wanted: Sequence[str], available: Sequence[str], where: str, roles: dict | None = None,
+                   hint: str = "") -> None:
+    """Every wanted column exists; else say which is missing, the closest names, and which
+    parameter names it (``roles``: column -> parameter, such as ``relevance``)."""
     available = [str(a) for a in available]
     for name in wanted:
         if name not in available:
             shown = ", ".join(repr(a) for a in available[:20]) + (" ..." if len(available) > 20 else "")
+            role = (roles or {}).get(name)
+            how = f" Name the {role} column with {role}='<column>'." if role else ""
             raise ColumnError(
-                f"Column {name!r} not found in {where}.{did_you_mean(name, available)} Available: {shown}."
+                f"Column {name!r}{f' ({role}=)' if role else ''} not found in {where}."
+                f"{did_you_mean(name, available)} Available: {shown}.{how}{hint}"
             )
 
 
@@ -136,7 +143,8 @@ def id_values(col):
 
 
 def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
-                 id_columns: Sequence[str] = ()) -> dict:
+                 id_columns: Sequence[str] = (), roles: dict | None = None, where: str | None = None,
+                 hint: str = "") -> dict:
     """Return ``{name: values}`` for each wanted column of ``data``: numpy arrays, and for the id
     columns whatever :func:`id_values` gives (Arrow strings, codes and labels, or numpy).
 
@@ -151,6 +159,9 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
     id_columns : sequence of str
         Id columns (query, item, run name): a text file (CSV) gives them as text, never parsed as
         numbers ("007" is not 7), and none is turned into Python objects.
+    roles, where, hint
+        For messages: the parameter that names each column (``{"click": "relevance"}``), what the
+        table is ("the judgments (qrels=)"), and a sentence to add when a column is missing.
 
     Raises
     ------
@@ -162,22 +173,22 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         The table is empty or its columns differ in length.
     """
     if isinstance(data, (str, os.PathLike)):
-        data = _read_file(Path(data), columns, id_columns)
+        data = _read_file(Path(data), columns, id_columns, roles, hint)
     mod = _module(data)
     if mod == "pandas" and hasattr(data, "columns"):
         names = [str(c) for c in data.columns]
-        _check_columns(columns, names, "the DataFrame")
+        _check_columns(columns, names, (where or "the DataFrame"), roles, hint)
         out = {c: (id_values if c in id_columns else _to_numpy)(data[c]) for c in columns}
     elif mod == "polars" and hasattr(data, "columns"):
         if type(data).__name__ == "LazyFrame":
             data = data.select(list(columns)).collect()
-        _check_columns(columns, data.columns, "the DataFrame")
+        _check_columns(columns, data.columns, where or "the DataFrame", roles, hint)
         out = {c: (id_values if c in id_columns else _to_numpy)(data.get_column(c)) for c in columns}
     elif mod == "pyarrow" and hasattr(data, "schema"):
-        _check_columns(columns, data.schema.names, "the table")
+        _check_columns(columns, data.schema.names, where or "the table", roles, hint)
         out = {c: (id_values if c in id_columns else _to_numpy)(data.column(c)) for c in columns}
     elif isinstance(data, Mapping):
-        _check_columns(columns, list(data.keys()), "the dict")
+        _check_columns(columns, list(data.keys()), where or "the dict", roles, hint)
         out = {c: (id_values if c in id_columns else np.asarray)(data[c]) for c in columns}
     else:
         raise DataError(

@@ -214,6 +214,13 @@ def read_qrels(path) -> pd.DataFrame:
 
 
 def _writable_id(values, what: str) -> np.ndarray:
+    from ..ids import is_arrow
+
+    if is_arrow(values) or hasattr(values, "codes"):  # Arrow strings, or codes into labels
+        from ..ids import as_text
+
+        values = as_text(values)
+        values = values.to_numpy(zero_copy_only=False) if is_arrow(values) else values
     text = np.asarray(values).astype(str) if not isinstance(values, np.ndarray) or values.dtype.kind != "O" \
         else np.array([str(v) for v in values], dtype=object)
     bad = np.array([not v or any(c.isspace() for c in v) for v in text])
@@ -225,8 +232,11 @@ def _writable_id(values, what: str) -> np.ndarray:
 
 
 def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "item", score: str = "score",
-              run_name: str = "topkeval", overwrite: bool = False) -> None:
+              run_name: str | None = None, overwrite: bool = False) -> None:
     """Write a TREC run: per query, items by descending score, ranks from 1.
+
+    The run name (the tag) is ``run_name``, else each row's value of a ``run`` column (as
+    :func:`read_run` gives it; several runs stay apart), else ``topkeval``.
 
     Every score is written with full precision, so that :func:`read_run` reads back the same
     numbers. Ties keep the frame's order (trec_eval itself reorders ties by item id).
@@ -254,10 +264,12 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
 
     for name, value in (("query", query), ("item", item), ("score", score)):
         check_column_name(value, name, "write_run")
-    if not isinstance(run_name, str):
+    if run_name is not None and not isinstance(run_name, str):
         raise ParameterError(f"The 'run_name' parameter of write_run must be a string. Got {run_name!r} instead.")
-    _writable_id([run_name], "the run name")
-    cols = read_columns(frame, [query, item, score], owner="write_run")
+    per_row = run_name is None and hasattr(frame, "columns") and "run" in frame.columns
+    cols = read_columns(frame, [query, item, score] + (["run"] if per_row else []), owner="write_run")
+    tags = _writable_id(cols["run"], "the run name") if per_row else \
+        _writable_id([run_name or "topkeval"], "the run name").repeat(len(cols[score]))
     scores = cols[score]
     if scores.dtype.kind not in "iuf" or not np.isfinite(scores.astype(np.float64)).all():
         raise DataError(f"Column {score!r} must hold finite numbers to be written as TREC scores "
@@ -268,15 +280,15 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     if (path.exists() or path.is_symlink()) and not overwrite:
         raise InputFileError(f"'{path}' already exists{' (a symbolic link)' if path.is_symlink() else ''}; "
                              "pass overwrite=True to replace it.")
-    order = pd.DataFrame({"q": q, "s": scores.astype(np.float64)}).sort_values(["q", "s"], ascending=[True, False],
-                                                                               kind="stable")
+    order = pd.DataFrame({"t": tags, "q": q, "s": scores.astype(np.float64)}).sort_values(
+        ["t", "q", "s"], ascending=[True, True, False], kind="stable")
     idx = order.index.to_numpy()
-    ranks = order.groupby("q", sort=False).cumcount().to_numpy() + 1
+    ranks = order.groupby(["t", "q"], sort=False).cumcount().to_numpy() + 1
     if path.is_symlink():
         path.unlink()  # replace the link itself, never the file it points to
     with open(path, "w", encoding="utf-8") as f:
         for row, r in zip(idx, ranks):
-            f.write(f"{q[row]} Q0 {i[row]} {r} {float(scores[row])!r} {run_name}\n")
+            f.write(f"{q[row]} Q0 {i[row]} {r} {float(scores[row])!r} {tags[row]}\n")
 
 
 def read_runs(paths) -> pd.DataFrame:
