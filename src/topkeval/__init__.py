@@ -5,7 +5,7 @@
 0.6666666666666666
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib.metadata as _metadata
 
 from .api import (
     evaluate,
@@ -34,8 +34,8 @@ from .names import FAMILIES, Metric, parse_metric
 from .results import Results
 
 try:
-    __version__ = version("topkeval")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+    __version__ = _metadata.version("topkeval")
+except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [

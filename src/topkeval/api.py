@@ -8,6 +8,7 @@ hands them to the engine (:mod:`topkeval.engine`); none computes anything itself
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -121,8 +122,9 @@ def evaluate(
     **settings
         The conventions of :class:`~topkeval.conventions.Conventions`: ``ties``,
         ``empty_queries``, ``undefined``, ``short_lists``, ``threshold``, ``score_threshold``,
-        ``discount``, ``item_order``, ``score_precision`` (defaults: ``"expected"``, ``"skip"``,
-        ``0.0``, ``"pad"``, None, None, ``"log2"``, ``"typed"``, ``"exact"``).
+        ``discount``, ``item_order``, ``score_precision``, ``nonpositive_scores`` (defaults:
+        ``"expected"``, ``"skip"``, ``0.0``, ``"pad"``, None, None, ``"log2"``, ``"typed"``,
+        ``"exact"``, ``"count"``).
 
     Returns
     -------
@@ -172,7 +174,7 @@ def evaluate(
             raise ParameterError(f"The {name!r} parameter of evaluate must be True or False. Got {flag!r} instead.")
     if depth is not None and conv.ties == "expected":
         raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
-                             "rule: pass ties='first', 'item_desc' (trec_eval), 'optimistic' or 'pessimistic'.")
+                             "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")
@@ -252,7 +254,8 @@ def warn_if_truncated(log, plan: engine.Plan) -> None:
     if log.n_queries >= 2 and uses_r and sizes.min() == sizes.max():
         n = int(sizes[0])
         warnings.warn(
-            f"Every query has exactly {n} candidates. If these are each query's top {n} recommendations, "
+            f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each query's top {n} "
+            "recommendations, "
             f"{uses_r[0]} counts only the relevant items among them, not all relevant items (it is inflated): "
             "pass the true interactions as qrels= (a table with query, item and relevance columns). "
             "If every query really has these candidates only, ignore this warning.",
@@ -276,10 +279,14 @@ def _run_paths(data) -> list | None:
         return [data]
     if isinstance(data, (list, tuple)) and data and all(is_trec_path(p) for p in data):
         return list(data)
-    if isinstance(data, (list, tuple)) and data and all(isinstance(p, str) for p in data):
-        missing = next((p for p in data if not is_trec_path(p)), None)
-        raise ParameterError(f"data is a list of paths, read as TREC run files, but {missing!r} is not one "
-                             "(missing, or a table file): give existing run files, or one table.")
+    if isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, os.PathLike)) for p in data):
+        missing = next(p for p in data if not is_trec_path(p))
+        if not os.path.exists(missing):
+            from .errors import InputFileError
+
+            raise InputFileError(f"Run file not found: '{missing}'. Check the path.")
+        raise ParameterError(f"data is a list of paths, read as TREC run files, but '{missing}' is a table file: "
+                             "give TREC run files, or one table.")
     return None
 
 

@@ -153,12 +153,17 @@ def _emit_results(res, fmt: str, per_query: bool, out) -> None:
         out.write(report.csv(frame))
     elif fmt == "markdown":
         print(report.markdown(frame), file=out)
+        if per_query:  # the means too, under the rows
+            print("\n" + report.markdown(res.summary), file=out)
         for line in report.info_lines(res.info):
-            print(f"\n_{line}_", file=out)
+            print(f"\n_{cli_words(line)}_", file=out)
     else:
-        _console(out).print(report.rich_table(frame))
+        console = _console(out)
+        console.print(report.rich_table(frame))
+        if per_query:
+            console.print(report.rich_table(res.summary, title="means over the queries"))
         for line in report.info_lines(res.info):
-            print(line, file=out)
+            print(cli_words(line), file=out)
 
 
 def _console(out):
@@ -262,7 +267,7 @@ def _compare(args, out) -> int:
                 f"vs {report.visible(args.baseline)}: {args.test} test, {args.correction} correction, "
                 f"{args.confidence:.0%} intervals")))
         for line in report.info_lines(res.info):
-            print(line, file=out)
+            print(cli_words(line), file=out)
     return 0
 
 
@@ -292,9 +297,10 @@ def verdict_line(res, baseline: str, model: str, metric: str) -> str:
     delta = b - a
     rel = f" ({delta / a:+.1%})" if a else ""
     row = res.compare(baseline=baseline, metrics=[metric], test="permutation", correction=None).iloc[0]
+    p = report.p_value_text(row.p_value, 10_000)
     return (f"Verdict: {model} vs {baseline} on {metric}: {a:.4f} -> {b:.4f}, {delta:+.4f}{rel}; 95% CI of the "
             f"difference [{row.ci_low:+.4f}, {row.ci_high:+.4f}], paired permutation test "
-            f"p = {report.p_value_text(row.p_value, 10_000)}: {row.verdict}.")
+            f"p {p if p.startswith('<') else '= ' + p}: {row.verdict}.")
 
 
 def _list_metrics(args, out) -> int:
@@ -304,7 +310,7 @@ def _list_metrics(args, out) -> int:
         names = list(fam.aliases) + [a for a, _ in fam.variants] + [t for t in (fam.trec, fam.trec_uncut) if t]
         names = [n for n in dict.fromkeys(names) if n != fam.name]
         aliases = f"  (also: {', '.join(names)})" if names else ""
-        print(f"{fam.example():26s} {fam.formula:44s} {fam.summary}{aliases}", file=out)
+        print(f"{fam.example():26s} {fam.summary}{aliases}\n{'':26s} = {fam.formula}", file=out)
     return 0
 
 
@@ -312,7 +318,7 @@ def _list_conventions(args, out) -> int:
     print("Conventions (each is a flag of evaluate and compare, and a keyword in Python):", file=out)
     for s in SETTINGS:
         values = "a number" if s.choices is None else " | ".join(s.choices)
-        print(f"  {_flag(s.name):18s} {values:58s} {s.help}", file=out)
+        print(f"  {_flag(s.name):21s} {values}\n  {'':21s} {s.help} (default: {s.default})", file=out)
     print("\nPresets (--conventions NAME) reproduce other tools:", file=out)
     for name, settings in PRESETS.items():
         shown = ", ".join(f"{_flag(k)} {v}" for k, v in settings.items()) or "the defaults"
@@ -344,7 +350,24 @@ def cli_words(message: str) -> str:
 
 def main(argv=None) -> int:
     """Entry point of the ``topkeval`` command."""
+    import warnings
+
+    from .errors import TopkevalWarning
+
     parser = build_parser()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TopkevalWarning)
+        try:
+            return _run(parser, argv)
+        finally:
+            for w in caught:  # one line each, in the command line's words, never a Python source line
+                if issubclass(w.category, TopkevalWarning):
+                    print(f"topkeval: warning: {cli_words(' '.join(str(w.message).split()))}", file=sys.stderr)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _run(parser, argv) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command is None:

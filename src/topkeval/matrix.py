@@ -196,10 +196,21 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     batch_size = check_int(batch_size, "batch_size", "evaluate_matrix", optional=True)
     rel_csr = _to_csr(relevant, (U, I), "relevant")
     exc_csr = _to_csr(exclude, (U, I), "exclude") if exclude is not None else None
+    leaked = 0
     if exc_csr is not None:
         exc_csr.data[:] = 1.0
+        before = rel_csr.nnz
         rel_csr = rel_csr - rel_csr.multiply(exc_csr)  # excluded items leave the candidates
         rel_csr.eliminate_zeros()
+        leaked = before - rel_csr.nnz
+        if leaked:
+            import warnings
+
+            from .errors import TopkevalWarning
+
+            warnings.warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
+                          "candidates and R (a training item cannot be recommended). If exclude holds the training "
+                          "interactions, the held-out set overlaps it.", TopkevalWarning, stacklevel=2)
     on_gpu = torch_input and scores.device.type != "cpu"
     batch_size = batch_size or max(1, (1 << (27 if on_gpu else 24)) // I)  # fewer synchronisations on a GPU
     backend = MatrixBackend()
@@ -215,7 +226,7 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     engine.warn_if_nothing_relevant(conv, relevant_count)
     return engine.build_results(evaluated, plan, query_name="user", info={"matrix": {
         "users": U, "items": I, "candidates_selected": sum(b.selected for b in batches),
-        "depth": max((b.depth for b in batches), default=0)}})
+        "depth": max((b.depth for b in batches), default=0), "relevant_excluded": leaked}})
 
 
 class MatrixBatch:

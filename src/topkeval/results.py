@@ -19,7 +19,8 @@ class Results:
         input's, :attr:`query_name`), then one per metric.
         Queries skipped as empty are not in it; they are counted in ``info``. Queries come in input
         order when the rows arrive grouped by query (each query one run of rows), otherwise in
-        ascending order of query id.
+        ascending order of query id; with judgments apart from the runs (``qrels=``) and for a
+        score matrix, in ascending order of query id.
     info : dict
         The same keys whatever computed the results: ``queries`` (distinct in the input; judged
         queries with judgments apart), ``evaluated`` (queries in the means), ``skipped_empty``,

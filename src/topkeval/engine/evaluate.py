@@ -119,7 +119,7 @@ def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> Grou
 
     if conv.ties == "expected":
         raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
-                             "rule: pass ties='first', 'item_desc' (trec_eval), 'optimistic' or 'pessimistic'.")
+                             "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
     items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
     rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), log.relevant(conv),
                      log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)

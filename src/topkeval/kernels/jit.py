@@ -43,7 +43,7 @@ def _notice() -> None:
         import logging
 
         logging.getLogger("topkeval").warning(
-            "topkeval: compiling its kernels for this machine (once after installation, about 10 s; "
+            "topkeval: compiling its kernels for this machine (once after installation, a few seconds; "
             "cached for every later run)...")
 
 _KERNELS: list[Kernel] = []
