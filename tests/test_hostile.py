@@ -529,3 +529,27 @@ def test_cli_comma_separated_metrics_and_csv_chunks(tmp_path, capsys):
     assert list(payload["summary"]["score"]) == ["recall@1", "precision@1", "ndcg(gain={1:3,2:7})@2"]
     assert payload["info"]["chunks"] >= 2
     assert payload["summary"] == tk.evaluate(LOG, ["recall@1", "P@1", "ndcg(gain={1:3,2:7})@2"]).to_dict()["summary"]
+
+
+def test_write_run_keeps_each_runs_tag(tmp_path):
+    a = _write(tmp_path / "a.run", "q1 Q0 d1 1 0.5 runA\nq1 Q0 d2 2 0.4 runA\n")
+    b = _write(tmp_path / "b.run", "q1 Q0 d2 1 0.5 runB\n")
+    tk.write_run(tk.read_runs([a, b]), tmp_path / "both.run")
+    back = tk.read_run(tmp_path / "both.run")
+    assert sorted(set(back["run"])) == ["runA", "runB"] and len(back) == 3
+
+
+def test_cli_warnings_are_one_line_in_flag_words(tmp_path, capsys):
+    path = tmp_path / "log.parquet"
+    LOG.to_parquet(path)  # every query has exactly 2 candidates: looks truncated
+    assert main(["evaluate", str(path), "-m", "recall@1"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("topkeval: warning: Every query has exactly 2 candidates")
+    assert "--qrels" in err[0] and "qrels=" not in err[0] and ".py" not in err[0]
+
+
+def test_matrix_warns_when_held_out_items_are_excluded():
+    truth = np.array([[1, 0, 1], [0, 1, 0]])
+    with pytest.warns(tk.TopkevalWarning, match="1 held-out relevant"):
+        res = tk.evaluate_matrix(np.ones((2, 3)), truth, ["recall@1"], exclude=np.array([[1, 0, 0], [0, 0, 0]]))
+    assert res.info["matrix"]["relevant_excluded"] == 1
