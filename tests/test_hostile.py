@@ -166,9 +166,12 @@ def test_silent_wrong_numbers_are_refused(call, exc, pattern):
 
 
 def test_qrels_grades_are_integers(tmp_path):
-    for grade in ("1_0", "1.5", "١", "1e0"):
+    for grade in ("1_0", "1.5", "١", "0x10", "nan"):  # trec_eval's atol would read 1, 1, 0, 0, 0
         with pytest.raises(tk.DataError, match="line 2: the grade .* is not an integer"):
             tk.read_qrels(_write(tmp_path / "q.txt", f"q1 0 d0 1\nq1 0 d1 {grade}\n"))
+    for grade in ("1e0", "1.0", "+1", "-1"):  # whole numbers: the value atol reads too (0 for -0)
+        frame = tk.read_qrels(_write(tmp_path / "q.txt", f"q1 0 d0 1\nq1 0 d1 {grade}\n"))
+        assert frame["relevance"].tolist() == [1, int(float(grade))]
     for score in ("1_0", "nan", "inf", "0x10"):
         with pytest.raises(tk.DataError, match="line 1: the score"):
             tk.read_run(_write(tmp_path / "r.txt", f"q1 Q0 d1 1 {score} r\n"))

@@ -13,6 +13,7 @@ the error names the line.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
 from pathlib import Path
@@ -25,7 +26,6 @@ from ..errors import DataError, InputFileError, ParameterError, check_column_nam
 #: A number as trec_eval's files write them: ASCII digits only (Python's float() would also
 #: accept "1_0", "١" or "nan").
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 _RUN_COLUMNS = ("query", "q0", "item", "rank", "score", "run")
 _QRELS_COLUMNS = ("query", "iteration", "item", "relevance")
@@ -54,9 +54,11 @@ def _bad(path, number, what, line):
     return DataError(f"{os.fspath(path)}, line {number}: {what}. Got: {' '.join(line)!r}")
 
 
-def _fast(path: Path, names: tuple[str, ...]):
-    """The file as Arrow string columns, or None when a line is not regular (then the slow reader
-    runs, and words any error with its line number)."""
+def _fast(path: Path, names: tuple[str, ...], keep: dict):
+    """The columns ``keep`` (name -> "id" or "number") of a file parsed by Arrow's C reader: ids
+    dictionary-encoded as they are read (a pandas categorical: no Python object per row), numbers
+    as float64. None when a line is not regular (then the slow reader runs, and words any error
+    with its line number)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -68,41 +70,48 @@ def _fast(path: Path, names: tuple[str, ...]):
     if not head.strip():
         return None
     delimiter = "\t" if b"\t" in head.split(b"\n", 1)[0] else " "
+    types = {n: pa.dictionary(pa.int32(), pa.string()) if kind == "id" else pa.float64() for n, kind in keep.items()}
     try:
         table = pcsv.read_csv(
             path,
             read_options=pcsv.ReadOptions(column_names=list(names), block_size=1 << 24),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
                                             escape_char=False, newlines_in_values=False),
-            convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+            convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(keep),
                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
         )
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
-        return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeDecodeError):
+        return None  # a bad number, a line of another length: the slow reader says which line
     import pyarrow.compute as pc
 
-    first = table.column(0)
-    # empty fields (two separators in a row, a trailing one) or comment lines: the slow reader
-    for column in table.columns:
-        if pc.any(pc.equal(pc.utf8_length(column), 0)).as_py():
+    out = {}
+    for name, kind in keep.items():
+        column = table.column(name)
+        if kind == "number":
+            values = column.to_numpy()
+            if not np.isfinite(values).all():
+                return None
+            out[name] = values
+            continue
+        column = column.unify_dictionaries().combine_chunks() if column.num_chunks else column.combine_chunks()
+        words = column.dictionary
+        # an empty id (two separators in a row, a leading or trailing one), an id with a blank in it
+        # (a tab-separated line with more fields) or a comment line: the slow reader; checked on the
+        # distinct ids only
+        if len(words) and (pc.min(pc.utf8_length(words)).as_py() == 0
+                           or pc.any(pc.match_substring_regex(words, r"\s")).as_py()  # tabs, then blanks
+                           or (name == names[0] and pc.any(pc.starts_with(words, "#")).as_py())):
             return None
-    if pc.any(pc.starts_with(first, "#")).as_py():
-        return None
-    return table
+        out[name] = pd.Categorical.from_codes(column.indices.to_numpy(zero_copy_only=False),
+                                              pd.Index(words.to_numpy(zero_copy_only=False), dtype=object),
+                                              validate=False)
+    return out
 
 
-def _numbers(column, pattern: str):
-    """Arrow strings -> float64 numpy, or None when one of them is not a plain ASCII number."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pc.all(pc.match_substring_regex(column, "^" + pattern + "$")).as_py():
-        return None
-    return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
-
-
-def _text(column) -> np.ndarray:
-    return column.to_numpy(zero_copy_only=False)
+def _strings(values: list) -> pd.Categorical:
+    """Ids of the line-by-line reader, as the fast reader gives them (a categorical of text)."""
+    codes, labels = pd.factorize(np.array(values, dtype=object))
+    return pd.Categorical.from_codes(codes, pd.Index(labels, dtype=object), validate=False)
 
 
 def read_run(path) -> pd.DataFrame:
@@ -116,8 +125,8 @@ def read_run(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``query``, ``item`` (text, as written), ``score`` (float), ``run`` (the tag), in
-        file order.
+        Columns ``query``, ``item`` (text, as written: categoricals, one code per line), ``score``
+        (float), ``run`` (the tag), in file order.
 
     Raises
     ------
@@ -136,12 +145,9 @@ def read_run(path) -> pd.DataFrame:
     1    q1  007    0.5  bm25
     """
     path = _check_file(path)
-    table = _fast(path, _RUN_COLUMNS)
-    if table is not None:
-        score = _numbers(table.column("score"), _NUMBER.pattern)
-        if score is not None and np.isfinite(score).all():
-            return pd.DataFrame({"query": _text(table.column("query")), "item": _text(table.column("item")),
-                                 "score": score, "run": _text(table.column("run"))})
+    columns = _fast(path, _RUN_COLUMNS, {"query": "id", "item": "id", "score": "number", "run": "id"})
+    if columns is not None:
+        return pd.DataFrame(columns)
     q, it, sc, tag = [], [], [], []
     for number, f in _lines(path):
         if len(f) < 6:
@@ -157,8 +163,8 @@ def read_run(path) -> pd.DataFrame:
         tag.append(f[5])
     if not q:
         raise DataError(f"{os.fspath(path)} has no run lines.")
-    return pd.DataFrame({"query": np.array(q, dtype=object), "item": np.array(it, dtype=object),
-                         "score": np.asarray(sc, np.float64), "run": np.array(tag, dtype=object)})
+    return pd.DataFrame({"query": _strings(q), "item": _strings(it), "score": np.asarray(sc, np.float64),
+                         "run": _strings(tag)})
 
 
 def read_qrels(path) -> pd.DataFrame:
@@ -172,7 +178,8 @@ def read_qrels(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``query``, ``item`` (text, as written) and ``relevance`` (the grade, an integer).
+        Columns ``query``, ``item`` (text, as written: categoricals) and ``relevance`` (the grade, an
+        integer).
 
     Raises
     ------
@@ -191,26 +198,25 @@ def read_qrels(path) -> pd.DataFrame:
     1    q1   d3          2
     """
     path = _check_file(path)
-    table = _fast(path, _QRELS_COLUMNS)
-    if table is not None:
-        grade = _numbers(table.column("relevance"), _INTEGER.pattern)
-        if grade is not None and (np.abs(grade) < 2**53).all():
-            return pd.DataFrame({"query": _text(table.column("query")), "item": _text(table.column("item")),
-                                 "relevance": grade.astype(np.int64)})
+    columns = _fast(path, _QRELS_COLUMNS, {"query": "id", "item": "id", "relevance": "number"})
+    if columns is not None:
+        grade = columns["relevance"]
+        if (np.abs(grade) < 2**53).all() and (grade == np.floor(grade)).all():
+            return pd.DataFrame({**columns, "relevance": grade.astype(np.int64)})
     q, it, g = [], [], []
     for number, f in _lines(path):
         if len(f) != 4:
             raise _bad(path, number, "a qrels line needs 4 fields (query iteration item grade)", f)
-        if not _INTEGER.fullmatch(f[3]) or abs(int(f[3])) >= 2**53:
+        grade = float(f[3]) if _NUMBER.fullmatch(f[3]) else math.nan
+        if not (abs(grade) < 2**53 and grade == math.floor(grade)):
             raise _bad(path, number, f"the grade {f[3]!r} is not an integer (trec_eval would read only its "
                                      "leading digits)", f)
         q.append(f[0])
         it.append(f[2])
-        g.append(int(f[3]))
+        g.append(int(grade))
     if not q:
         raise DataError(f"{os.fspath(path)} has no qrels lines.")
-    return pd.DataFrame({"query": np.array(q, dtype=object), "item": np.array(it, dtype=object),
-                         "relevance": np.asarray(g, np.int64)})
+    return pd.DataFrame({"query": _strings(q), "item": _strings(it), "relevance": np.asarray(g, np.int64)})
 
 
 def _writable_id(values, what: str) -> np.ndarray:
@@ -308,5 +314,11 @@ def read_runs(paths) -> pd.DataFrame:
     if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):
         names = [Path(p).name for p in paths]
         prefix = names if len(set(names)) == len(names) else paths
-        frames = [f.assign(run=pre + ":" + f["run"]) for f, pre in zip(frames, prefix)]
-    return pd.concat(frames, ignore_index=True)
+        frames = [f.assign(run=f["run"].cat.rename_categories(lambda t, pre=pre: f"{pre}:{t}"))
+                  for f, pre in zip(frames, prefix)]
+    if len(frames) == 1:
+        return frames[0]
+    from pandas.api.types import union_categoricals
+
+    return pd.DataFrame({c: union_categoricals([f[c] for f in frames]) if c != "score"
+                         else np.concatenate([f[c].to_numpy() for f in frames]) for c in frames[0].columns})

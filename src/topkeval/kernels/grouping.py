@@ -316,6 +316,12 @@ def _duplicates_range(offsets, keys, q0, q1):
     return count, first
 
 
+def _quiet(kernel_fn, *args):
+    """Run a hashing kernel: interpreted, numpy warns when the 64-bit products wrap, as they must."""
+    with np.errstate(over="ignore"):
+        return kernel_fn(*args)
+
+
 def count_duplicates(offsets: np.ndarray, keys: np.ndarray, threads: int | None = None) -> tuple[int, int]:
     """(rows whose key repeats an earlier key of their group, the first such row or -1), threaded.
 
@@ -329,7 +335,7 @@ def count_duplicates(offsets: np.ndarray, keys: np.ndarray, threads: int | None 
     parts = max(1, min(threads or default_threads(), len(keys) // THREAD_ROWS))
     bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
     ranges = [(int(a), int(z)) for a, z in zip(bounds[:-1], bounds[1:]) if z > a] or [(0, Q)]
-    found = run_parallel(lambda r: _duplicates_range(offsets, keys, r[0], r[1]), ranges)
+    found = run_parallel(lambda r: _quiet(_duplicates_range, offsets, keys, r[0], r[1]), ranges)
     count = sum(int(c) for c, _ in found)
     first = next((int(f) for _, f in found if f >= 0), -1)
     return count, first
@@ -411,7 +417,7 @@ def count_text_duplicates(offsets: np.ndarray, text, threads: int | None = None)
     parts = max(1, min(threads or default_threads(), len(text) // THREAD_ROWS))
     bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
     ranges = [(int(a), int(z)) for a, z in zip(bounds[:-1], bounds[1:]) if z > a] or [(0, Q)]
-    found = run_parallel(lambda r: _text_duplicates_range(offsets, voff, data, r[0], r[1]), ranges)
+    found = run_parallel(lambda r: _quiet(_text_duplicates_range, offsets, voff, data, r[0], r[1]), ranges)
     return sum(int(c) for c, _ in found), next((int(f) for _, f in found if f >= 0), -1)
 
 
