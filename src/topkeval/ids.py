@@ -188,11 +188,22 @@ def text_rank(codes: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
     "9" > "100" > "10"); for the ``item_order="text"`` tie rules."""
     if labels is None:
         labels, codes = np.unique(codes, return_inverse=True)
-    text = labels if labels.dtype.kind in "US" else np.array([str(v) for v in labels], dtype=object)
+    if labels.dtype.kind in "US" or (labels.dtype.kind == "O" and all(isinstance(v, str) for v in labels[:1000])
+                                     and pd_is_string(labels)):
+        text = labels
+    else:
+        text = np.array([str(v) for v in labels], dtype=object)
     order = argsort_labels(np.asarray(text, dtype=object))
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     return rank[codes]
+
+
+def pd_is_string(values: np.ndarray) -> bool:
+    """Every value is a str (pandas' C type inference, no Python loop)."""
+    import pandas as pd
+
+    return pd.api.types.infer_dtype(values, skipna=False) == "string"
 
 
 def typed_rank(codes: np.ndarray, labels: np.ndarray | None) -> np.ndarray:

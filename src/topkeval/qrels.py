@@ -24,6 +24,7 @@ from . import log as logmod
 from .errors import ColumnError, DataError, ParameterError, TopkevalWarning, show
 from .ids import encode, sorted_codes
 from .io import is_trec_path, read_columns, read_qrels
+from .kernels.grouping import count_duplicates, judge
 from .log import Judgments
 
 
@@ -136,29 +137,20 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
     jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
     jic, ric, ilabels = codes_together(judg[item], cols[item], item, "item", ordered=False)
-    n_items = len(ilabels)
-    jkey = jqc * n_items + jic
-    row, count = logmod.first_duplicate(jkey)
-    if count:
-        raise DataError(f"The judgments list query {show(qlabels[jqc[row]])}, item {show(ilabels[jic[row]])} twice; "
-                        "keep one grade per pair.")
+    # judgments grouped by query, in ascending order of id: R, the ideal DCG, and the lookup of grades
     judged_q = np.unique(jqc)
-    if not np.isin(rqc, judged_q).any():
-        raise DataError(
-            f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
-            f"run's like {_sample(qlabels[np.unique(rqc)])}. Check the {query!r} columns (text '1' and the number 1 "
-            "match; '007' and 7 do not)."
-        )
     pos = np.full(len(qlabels), -1, np.int64)
     pos[judged_q] = np.arange(len(judged_q))
     Q = len(judged_q)
-    # judged items per evaluated query, for R and the ideal DCG
     j_offsets, j_perm = logmod.counting_groups(pos[jqc], Q)
-    j_grades = grades_j[j_perm]
-    rel_j = conv.is_relevant(j_grades)
-    csum = np.concatenate([[0], np.cumsum(rel_j, dtype=np.int64)])
+    j_items, j_grades = jic[j_perm], grades_j[j_perm]
+    count, row = count_duplicates(j_offsets, j_items)
+    if count:
+        q = int(np.searchsorted(j_offsets, row, side="right")) - 1
+        raise DataError(f"The judgments list query {show(qlabels[judged_q[q]])}, item {show(ilabels[j_items[row]])} "
+                        "twice; keep one grade per pair.")
+    csum = np.concatenate([[0], np.cumsum(conv.is_relevant(j_grades), dtype=np.int64)])
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
-    lookup = pd.Index(jkey)
     if model is not None:
         run_codes, run_names = _distinct(cols[model], model, "run name")
         by_run = np.argsort(run_codes, kind="stable")
@@ -169,44 +161,36 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
             raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
     else:
         runs = [(s, None, s) for s in scores]
-    batches, logs, info_runs, missing, judged_hits = [], [], {}, {}, 0
+    batches, logs, info_runs, missing, judged_hits, shared = [], [], {}, {}, 0, 0
     for name, rows, col in runs:
         sel = slice(None) if rows is None else rows
-        r_q, r_i = rqc[sel], ric[sel]
         r_scores = logmod.numeric_column(cols[col][sel], col, "score")
         if ascending:
             r_scores = np.negative(r_scores)
-        key = r_q * n_items + r_i
-        found = lookup.get_indexer(key)
-        judged_hits += int((found >= 0).sum())
-        r_grades = np.where(found >= 0, grades_j[np.maximum(found, 0)], 0)
-        r_pos = pos[r_q]
-        judged_rows = r_pos >= 0
-        unjudged_queries = int(len(np.unique(r_q[~judged_rows])))
-        present = np.zeros(Q, bool)
-        present[r_pos[judged_rows]] = True
-        keep_q = np.ones(Q, bool) if missing_queries == "zero" else present
-        new_pos = np.cumsum(keep_q) - 1
-        rows_kept = judged_rows & keep_q[np.where(judged_rows, r_pos, 0)]
-        offsets, perm = logmod.counting_groups(new_pos[r_pos[rows_kept]], int(keep_q.sum()))
-        idx = np.flatnonzero(rows_kept)[perm]
-        log = logmod.GroupedLog(offsets, qlabels[judged_q[keep_q]], r_grades[idx], {name: r_scores[idx]},
-                                r_i[idx], ilabels)
-        _check_run_duplicates(log, name, unkept=key[~rows_kept])
+        log, order, unjudged, present = _run_log(rqc[sel], ric[sel], r_scores, name, pos, qlabels, ilabels,
+                                                 judged_q, missing_queries)
+        shared += present
+        jo, (ji, jg) = _take_csr(j_offsets, (j_items, j_grades), order)
+        log.grades, found = judge(log.offsets, log.items, jo, ji, jg)
+        judged_hits += int(found.sum())
         if depth is not None:
             log = engine.truncate(log, name, depth, conv)
         if judged_only:
             # trec_eval -J, after -M: items without a judgment, or with a negative grade (in the pool
             # but not judged), leave the ranking; num_ret counts the rest
-            judged = pd.Index(jkey[grades_j >= 0])
-            rows_q = np.repeat(judged_q[keep_q], np.diff(log.offsets)).astype(np.int64)
-            log = log.keep_rows(judged.get_indexer(rows_q * n_items + np.asarray(log.items, np.int64)) >= 0)
-        jo, jg = _subset_csr(j_offsets, j_grades, keep_q)
-        judgments = Judgments(R[keep_q], jo, jg)
-        batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_q)))
+            grades, found = judge(log.offsets, log.items, jo, ji, jg)
+            log = log.keep_rows(found & (grades >= 0))
+        judgments = Judgments(R[order], jo, jg)
+        batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_scores)))
         logs.append((log, judgments.R))
-        info_runs[name] = unjudged_queries
-        missing[name] = int((~present).sum())
+        info_runs[name] = unjudged
+        missing[name] = Q - present
+    if shared == 0:
+        raise DataError(
+            f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
+            f"run's like {_sample(qlabels[np.unique(rqc[:1000])])}. Check the {query!r} columns (text '1' and the "
+            "number 1 match; '007' and 7 do not)."
+        )
     if judged_hits == 0:
         warnings.warn(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "
                       "judgments are written the same way.", TopkevalWarning, stacklevel=3)
@@ -219,31 +203,48 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         sources=lambda: logs)
 
 
-def _check_run_duplicates(log, name: str, unkept: np.ndarray) -> None:
-    """An item listed twice for one query of a run (a compiled check per query; rows of queries
-    without judgments, which are not evaluated, by hashing)."""
-    from .kernels.grouping import count_duplicates
+def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, pos: np.ndarray, qlabels, ilabels,
+             judged_q: np.ndarray, missing_queries: str):
+    """A run's rows grouped by query, its judged queries only (and, with ``missing_queries="zero"``,
+    the judged queries it lacks, as empty lists, last).
 
-    count, row = count_duplicates(log.offsets, log.items)
+    Returns the log (grades still to look up), the judged index of each of its queries, the number
+    of the run's queries without judgments and the number with. Runs are written query by query, so
+    their rows are used in place, queries in the order the run gives them.
+    """
+    offsets, grouping, groups = logmod._group_codes(r_q, np.arange(len(qlabels)), None)
+    if grouping is not None:
+        r_scores, r_i = grouping.apply_all([r_scores, r_i], release=True)
+    count, row = count_duplicates(offsets, r_i)
     if count:
-        q = int(np.searchsorted(log.offsets, row, side="right")) - 1
-        raise DataError(f"Run {name!r} lists query {show(log.queries[q])}, item {show(log.item_ids(log.items[row:row + 1])[0])} "
-                        "twice; each item may appear once per query in a run.")
-    if len(unkept):
-        row, count = logmod.first_duplicate(unkept)
-        if count:
-            raise DataError(f"Run {name!r} lists an item twice for a query without judgments; each item may appear "
-                            "once per query in a run.")
+        q = int(np.searchsorted(offsets, row, side="right")) - 1
+        raise DataError(f"Run {name!r} lists query {show(qlabels[groups[q]])}, item {show(ilabels[r_i[row]])} twice; "
+                        "each item may appear once per query in a run.")
+    jpos = pos[groups]
+    present = jpos >= 0
+    if not present.all():  # drop the rows of queries without judgments
+        keep = np.repeat(present, np.diff(offsets))
+        r_scores, r_i = r_scores[keep], r_i[keep]
+        offsets = np.concatenate([[0], np.cumsum(np.diff(offsets)[present])]).astype(np.int64)
+    order = jpos[present]
+    shared = len(order)
+    if missing_queries == "zero":
+        absent = np.setdiff1d(np.arange(len(judged_q)), order)
+        order = np.concatenate([order, absent]).astype(np.int64)
+        offsets = np.concatenate([offsets, np.full(len(absent), offsets[-1])]).astype(np.int64)
+    log = logmod.GroupedLog(offsets, qlabels[judged_q[order]], np.zeros(len(r_i)), {name: r_scores}, r_i, ilabels)
+    return log, order, int((~present).sum()), shared
+
+
+def _take_csr(offsets: np.ndarray, columns: tuple, order: np.ndarray):
+    """The groups ``order`` of a CSR layout, in that order: (new offsets, the columns' values)."""
+    sizes = np.diff(offsets)[order]
+    starts = offsets[:-1][order]
+    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    # row i of new group g comes from starts[g] + (i - new_offsets[g]): no loop over groups
+    idx = np.repeat(starts - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
+    return new_offsets, tuple(c[idx] for c in columns)
 
 
 def _sample(values: np.ndarray) -> str:
     return ", ".join(show(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
-
-
-def _subset_csr(offsets: np.ndarray, values: np.ndarray, keep: np.ndarray):
-    sizes = np.diff(offsets)[keep]
-    starts = offsets[:-1][keep]
-    new_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    # row i of kept group q comes from starts[q] + (i - new_offsets[q]): no loop over queries
-    idx = np.repeat(starts - new_offsets[:-1], sizes) + np.arange(new_offsets[-1], dtype=np.int64)
-    return new_offsets, values[idx]

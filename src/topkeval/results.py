@@ -19,8 +19,9 @@ class Results:
         input's, :attr:`query_name`), then one per metric.
         Queries skipped as empty are not in it; they are counted in ``info``. Queries come in input
         order when the rows arrive grouped by query (each query one run of rows), otherwise in
-        ascending order of query id; with judgments apart from the runs (``qrels=``) and for a
-        score matrix, in ascending order of query id.
+        ascending order of query id; with judgments apart from the runs (``qrels=``), in the order
+        of the run (judged queries a run lacks last, under ``missing_queries="zero"``); for a score
+        matrix, by user index.
     info : dict
         The same keys whatever computed the results: ``queries`` (distinct in the input; judged
         queries with judgments apart), ``evaluated`` (queries in the means), ``skipped_empty``,

@@ -68,17 +68,18 @@ def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -
     DataError
         Exponential gains beyond float64 (grades above 1023).
     """
-    grades = np.asarray(grades, dtype=np.float64)
-    positive = grades > 0
     if spec.gain == "binary":
-        return (rel if rel is not None else positive).astype(np.float64)
+        return (rel if rel is not None else np.asarray(grades) > 0).astype(np.float64)
+    grades = np.asarray(grades, dtype=np.float64)
+    gains = np.maximum(grades, 0.0)  # one pass: the grade, 0 for grades <= 0 (NaN cannot occur)
     if spec.gain == "exp":
-        top = float(grades.max()) if len(grades) else 0.0
+        top = float(gains.max()) if len(gains) else 0.0
         if top >= 1024:
             raise DataError(f"gain=exp turns grade {top:g} into 2**{top:g} - 1, beyond the largest float64: "
                             "use linear gains (ndcg@k) or smaller grades.")
-        return np.where(positive, np.exp2(np.where(positive, grades, 0.0)) - 1.0, 0.0)
-    gains = np.where(positive, grades, 0.0)
+        np.exp2(gains, out=gains)
+        gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0
+        return gains
     if isinstance(spec.gain, tuple):  # a map of grades to gains; other grades gain their own value
         for grade, gain in spec.gain:
             gains[grades == grade] = gain
@@ -103,7 +104,7 @@ def _gain_shift(*gain_arrays: np.ndarray, total_discount: float) -> int:
 
     Dividing by a power of 2 is exact, so nDCG (a ratio) is unchanged; DCG is scaled back.
     """
-    top = max((float(np.abs(g).max()) for g in gain_arrays if len(g)), default=0.0)
+    top = max((max(float(g.max()), -float(g.min())) for g in gain_arrays if len(g)), default=0.0)
     if top == 0.0:
         return 0
     log_bound = math.log2(top) + math.log2(max(total_discount, 1.0))

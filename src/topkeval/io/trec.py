@@ -70,7 +70,7 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
     if not head.strip():
         return None
     delimiter = "\t" if b"\t" in head.split(b"\n", 1)[0] else " "
-    types = {n: pa.dictionary(pa.int32(), pa.string()) if kind == "id" else pa.float64() for n, kind in keep.items()}
+    types = {n: pa.string() if kind == "id" else pa.float64() for n, kind in keep.items()}
     try:
         table = pcsv.read_csv(
             path,
@@ -93,25 +93,27 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
                 return None
             out[name] = values
             continue
-        column = column.unify_dictionaries().combine_chunks() if column.num_chunks else column.combine_chunks()
-        words = column.dictionary
+        column = column.combine_chunks()
         # an empty id (two separators in a row, a leading or trailing one), an id with a blank in it
-        # (a tab-separated line with more fields) or a comment line: the slow reader; checked on the
-        # distinct ids only
-        if len(words) and (pc.min(pc.utf8_length(words)).as_py() == 0
-                           or pc.any(pc.match_substring_regex(words, r"\s")).as_py()  # tabs, then blanks
-                           or (name == names[0] and pc.any(pc.starts_with(words, "#")).as_py())):
+        # (a tab-separated line with more fields) or a comment line: the slow reader
+        if len(column) and (pc.min(pc.utf8_length(column)).as_py() == 0
+                            or (delimiter == "\t" and pc.any(pc.match_substring_regex(column, r"\s")).as_py())
+                            or (name == names[0] and pc.any(pc.starts_with(column, "#")).as_py())):
             return None
-        out[name] = pd.Categorical.from_codes(column.indices.to_numpy(zero_copy_only=False),
-                                              pd.Index(words.to_numpy(zero_copy_only=False), dtype=object),
-                                              validate=False)
+        out[name] = _text(column)
     return out
 
 
-def _strings(values: list) -> pd.Categorical:
-    """Ids of the line-by-line reader, as the fast reader gives them (a categorical of text)."""
-    codes, labels = pd.factorize(np.array(values, dtype=object))
-    return pd.Categorical.from_codes(codes, pd.Index(labels, dtype=object), validate=False)
+def _text(column):
+    """Arrow strings as a pandas column that keeps them (no Python object per row)."""
+    return pd.arrays.ArrowExtensionArray(column)
+
+
+def _strings(values: list):
+    """Ids of the line-by-line reader, as the fast reader gives them (Arrow strings)."""
+    import pyarrow as pa
+
+    return _text(pa.array(values, pa.string()))
 
 
 def read_run(path) -> pd.DataFrame:
@@ -125,8 +127,8 @@ def read_run(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``query``, ``item`` (text, as written: categoricals, one code per line), ``score``
-        (float), ``run`` (the tag), in file order.
+        Columns ``query``, ``item`` (text, as written, kept as Arrow strings), ``score`` (float),
+        ``run`` (the tag), in file order.
 
     Raises
     ------
@@ -178,8 +180,8 @@ def read_qrels(path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns ``query``, ``item`` (text, as written: categoricals) and ``relevance`` (the grade, an
-        integer).
+        Columns ``query``, ``item`` (text, as written, kept as Arrow strings) and ``relevance`` (the
+        grade, an integer).
 
     Raises
     ------
@@ -314,11 +316,5 @@ def read_runs(paths) -> pd.DataFrame:
     if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):
         names = [Path(p).name for p in paths]
         prefix = names if len(set(names)) == len(names) else paths
-        frames = [f.assign(run=f["run"].cat.rename_categories(lambda t, pre=pre: f"{pre}:{t}"))
-                  for f, pre in zip(frames, prefix)]
-    if len(frames) == 1:
-        return frames[0]
-    from pandas.api.types import union_categoricals
-
-    return pd.DataFrame({c: union_categoricals([f[c] for f in frames]) if c != "score"
-                         else np.concatenate([f[c].to_numpy() for f in frames]) for c in frames[0].columns})
+        frames = [f.assign(run=pre + ":" + f["run"]) for f, pre in zip(frames, prefix)]
+    return pd.concat(frames, ignore_index=True)

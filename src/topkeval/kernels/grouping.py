@@ -341,6 +341,74 @@ def count_duplicates(offsets: np.ndarray, keys: np.ndarray, threads: int | None 
     return count, first
 
 
+@kernel(outputs=("grades", "found"))
+def _judge_range(offsets, items, j_offsets, j_items, j_grades, q0, q1, grades, found):
+    """For each row of queries q0..q1, the grade of its item among its query's judged items (a
+    small hash table per query, as in :func:`_duplicates_range`); ``found`` says if it was judged."""
+    longest = 1
+    for q in range(q0, q1):
+        longest = max(longest, j_offsets[q + 1] - j_offsets[q])
+    size = 1
+    while size < 2 * longest:
+        size *= 2
+    table = np.empty(size, np.int64)
+    where = np.empty(size, np.int64)
+    stamp = np.zeros(size, np.int64)
+    for q in range(q0, q1):
+        jlo = j_offsets[q]
+        m = j_offsets[q + 1] - jlo
+        bits = 1
+        while (1 << bits) < 2 * m:
+            bits += 1
+        mask = (1 << bits) - 1
+        shift = np.uint64(64 - bits)
+        for t in range(jlo, jlo + m):
+            key = j_items[t]
+            slot = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while stamp[slot] == q + 1 and table[slot] != key:
+                slot = (slot + 1) & mask
+            stamp[slot] = q + 1
+            table[slot] = key
+            where[slot] = t
+        for i in range(offsets[q], offsets[q + 1]):
+            key = items[i]
+            grades[i] = 0.0
+            found[i] = False
+            if m == 0:
+                continue
+            slot = np.int64((np.uint64(key) * _GOLDEN) >> shift)
+            while stamp[slot] == q + 1:
+                if table[slot] == key:
+                    grades[i] = j_grades[where[slot]]
+                    found[i] = True
+                    break
+                slot = (slot + 1) & mask
+
+
+def judge(offsets: np.ndarray, items: np.ndarray, j_offsets: np.ndarray, j_items: np.ndarray,
+          j_grades: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(grade, judged) of every row: its item looked up among the judged items of its query (query q
+    of the rows is query q of the judgments); 0 and False when the item has no judgment.
+
+    >>> judge(np.array([0, 2, 3]), np.array([5, 6, 5]), np.array([0, 1, 1]), np.array([6]), np.array([2.0]))
+    (array([0., 2., 0.]), array([False,  True, False]))
+    """
+    from .threads import default_threads, run_parallel
+
+    grades = np.empty(len(items), np.float64)
+    found = np.empty(len(items), np.bool_)
+    Q = len(offsets) - 1
+    parts = max(1, min(threads or default_threads(), len(items) // THREAD_ROWS))
+    bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
+    ranges = [(int(a), int(z)) for a, z in zip(bounds[:-1], bounds[1:]) if z > a] or [(0, Q)]
+    keys = np.ascontiguousarray(items, np.int64)
+    judged = np.ascontiguousarray(j_items, np.int64)
+    values = np.ascontiguousarray(j_grades, np.float64)
+    run_parallel(lambda r: _quiet(_judge_range, offsets, keys, j_offsets, judged, values, r[0], r[1], grades, found),
+                 ranges)
+    return grades, found
+
+
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
