@@ -31,7 +31,9 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 CUTOFFS = (5, 10, 20)
 MODELS = ("model_a", "model_b")
-TOOLS = ("floor", "topkeval", "polars", "duckdb", "pytrec_eval", "ranx", "pandas_apply")
+TOOLS = ("floor", "topkeval", "topkeval_items", "topkeval_file", "read_file", "polars", "duckdb", "pytrec_eval", "ranx",
+         "pandas_apply")
+IDS = os.environ.get("TOPKEVAL_BENCH_IDS", "int")  # "str": query and item ids as text (Arrow strings)
 
 
 LIST_LENGTH = int(os.environ.get("TOPKEVAL_BENCH_LIST_LENGTH", "0"))  # 0: 20 to 200 candidates per query
@@ -60,9 +62,13 @@ def make_log(rows: int, seed: int = 0):
 
 def data_path(rows: int) -> Path:
     DATA.mkdir(exist_ok=True)
-    path = DATA / f"log_{rows}{'_len' + str(LIST_LENGTH) if LIST_LENGTH else ''}.parquet"
+    path = DATA / f"log_{rows}{'_len' + str(LIST_LENGTH) if LIST_LENGTH else ''}{'_str' if IDS == 'str' else ''}.parquet"
     if not path.exists():
-        make_log(rows).to_parquet(path)
+        frame = make_log(rows)
+        if IDS == "str":  # what logs hold: query and item ids as text
+            frame["query"] = ("q" + frame["query"].astype(str)).astype("string[pyarrow]")
+            frame["item"] = ("i" + frame["item"].astype(str)).astype("string[pyarrow]")
+        frame.to_parquet(path)
     return path
 
 
@@ -95,18 +101,45 @@ def run_floor(frame):
     return {"sum": total}
 
 
+METRICS = [f"{m}@{k}" for m in ("recall", "precision", "f1", "specificity") for k in CUTOFFS] + ["r_precision"]
+
+
 def run_topkeval(frame):
+    """The bare call: no item ids."""
     import topkeval as tk
 
-    metrics = [f"{m}@{k}" for m in ("recall", "precision", "f1", "specificity") for k in CUTOFFS] + ["r_precision"]
-    res = tk.evaluate(frame, metrics=metrics, query="query", relevance="relevance", score=list(MODELS))
+    res = tk.evaluate(frame, metrics=METRICS, query="query", relevance="relevance", score=list(MODELS))
     return res.summary.loc["model_a"].to_dict()
+
+
+def run_topkeval_items(frame):
+    """The call users make: item ids given (the duplicate check, item tie rules, diff)."""
+    import topkeval as tk
+
+    res = tk.evaluate(frame, metrics=METRICS, query="query", relevance="relevance", score=list(MODELS), item="item")
+    return res.summary.loc["model_a"].to_dict()
+
+
+def run_topkeval_file(path):
+    """From the parquet file to the means, item ids included."""
+    import topkeval as tk
+
+    res = tk.evaluate(path, metrics=METRICS, query="query", relevance="relevance", score=list(MODELS), item="item")
+    return res.summary.loc["model_a"].to_dict()
+
+
+def run_read_file(path):
+    """Reading the five columns of the parquet file, nothing else (the floor of the file call)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["query", "item", "relevance", *MODELS])
+    return {"rows": float(table.num_rows)}
 
 
 def run_polars(frame):
     import polars as pl
 
-    df = pl.from_pandas(frame[["query", "relevance", *MODELS]])
+    df = pl.from_pandas(frame[["query", "item", "relevance", *MODELS]])  # the same ids as topkeval gets
     out = {}
     for m in MODELS:
         ranked = (df.lazy().sort(["query", m], descending=[False, True])
@@ -219,9 +252,15 @@ def worker(tool: str, rows: int, shuffled: bool, repeat: int) -> dict:
     if shuffled:
         frame = frame.sample(frac=1.0, random_state=1).reset_index(drop=True)
     fn = globals()[f"run_{tool}"]
+    if tool in ("topkeval_file", "read_file"):  # these read the file themselves: time the whole read
+        if shuffled:
+            return {"seconds": float("nan"), "runs": 0, "extra_mb": 0.0, "table_mb": 1.0, "result": {}}
+        path = data_path(rows)
+        frame, fn = path, (lambda p, f=fn: f(p))
     times, result = [], None
     os.environ["TOPKEVAL_JIT"] = "1"  # the warm-up is small, but it must load topkeval's compiled kernels
-    fn(frame.iloc[:2000].copy())  # imports, compilation and caches outside the timing and the memory
+    # imports, compilation and caches outside the timing and the memory
+    fn(frame if isinstance(frame, Path) else frame.iloc[:2000].copy())
     base = _rss_mb()
     _reset_peak()
     for _ in range(repeat):
@@ -231,7 +270,7 @@ def worker(tool: str, rows: int, shuffled: bool, repeat: int) -> dict:
         if times[-1] > 20:
             break
     peak = _peak_mb()
-    table_mb = frame.memory_usage(deep=True).sum() / 2**20
+    table_mb = (frame.memory_usage(deep=True).sum() if not isinstance(frame, Path) else frame.stat().st_size) / 2**20
     return {"seconds": statistics.median(times), "runs": len(times), "extra_mb": max(0.0, peak - base),
             "table_mb": table_mb, "result": result}
 
@@ -254,7 +293,11 @@ def main() -> None:
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--json", help="also write the results to this file")
     p.add_argument("--list-length", type=int, default=0, help="every query this many candidates (long lists)")
+    p.add_argument("--ids", choices=["int", "str"], default="int", help="query and item ids as integers or as text")
     args = p.parse_args()
+    os.environ["TOPKEVAL_BENCH_IDS"] = args.ids  # the workers read it
+    global IDS
+    IDS = args.ids
     if args.list_length:
         os.environ["TOPKEVAL_BENCH_LIST_LENGTH"] = str(args.list_length)  # the workers read it
         global LIST_LENGTH
@@ -273,7 +316,7 @@ def main() -> None:
         data_path(rows)
         runs = [(t, False) for t in args.tools.split(",")]
         if args.shuffled:
-            runs += [(t, True) for t in ("topkeval", "polars", "duckdb") if t in args.tools]
+            runs += [(t, True) for t in ("topkeval", "topkeval_items", "polars", "duckdb") if t in args.tools]
         results = {}
         for tool, shuffled in runs:
             label = tool + (" (shuffled)" if shuffled else "")
@@ -292,7 +335,8 @@ def main() -> None:
             console.print(f"{rows:,} rows  {label:22s} {results[label]['seconds']:.3f} s", highlight=False)
         ref = results.get("topkeval", {})
         shape = f"{LIST_LENGTH:,} candidates per query" if LIST_LENGTH else "20-200 candidates per query"
-        table = Table(title=f"{rows:,} rows ({shape}), 2 models, recall/precision/F1/specificity @5,10,20 + R-precision")
+        table = Table(title=f"{rows:,} rows ({shape}), {IDS} ids, 2 models, recall/precision/F1/specificity @5,10,20 + "
+                            "R-precision")
         for col in ("tool", "median s", "tool / topkeval", "extra MB", "extra / table", "agrees"):
             table.add_column(col, justify="left" if col in ("tool", "agrees") else "right")
         for label, r in results.items():
@@ -301,7 +345,7 @@ def main() -> None:
                 continue
             ratio = r["seconds"] / ref["seconds"] if ref.get("seconds") else float("nan")
             agree = "-"
-            if label not in ("floor", "topkeval") and ref.get("result"):
+            if label not in ("floor", "topkeval", "read_file") and ref.get("result"):
                 common = [k for k in r["result"] if k in ref["result"]]
                 worst = max(abs(r["result"][k] - ref["result"][k]) for k in common) if common else float("nan")
                 agree = f"yes ({len(common)} means, max diff {worst:.1e})" if worst < 1e-9 else f"NO (max diff {worst:.2e})"

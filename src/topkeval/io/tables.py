@@ -186,7 +186,11 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         out = {c: (id_values if c in id_columns else _to_numpy)(data.get_column(c)) for c in columns}
     elif mod == "pyarrow" and hasattr(data, "schema"):
         _check_columns(columns, data.schema.names, where or "the table", roles, hint)
-        out = {c: (id_values if c in id_columns else _to_numpy)(data.column(c)) for c in columns}
+        from ..kernels.threads import run_parallel
+
+        # Arrow converts (and joins the row groups of) each column in C++: the columns in threads
+        out = dict(zip(columns, run_parallel(lambda c: (id_values if c in id_columns else _to_numpy)(data.column(c)),
+                                             columns)))
     elif isinstance(data, Mapping):
         _check_columns(columns, list(data.keys()), where or "the dict", roles, hint)
         out = {c: (id_values if c in id_columns else np.asarray)(data[c]) for c in columns}
