@@ -56,11 +56,11 @@ def main() -> None:
             torch.cuda.synchronize()
         return time.perf_counter() - t, out
 
-    tk.evaluate_matrix(scores[:100], edges[:, edges[0] < 100].numpy(), metrics=metrics)  # compile / warm
+    tk.evaluate_matrix(scores[:100], tuple(edges[:, edges[0] < 100].numpy()), metrics=metrics)  # compile / warm
     if args.profile:
-        profile(tk, scores, edges.numpy(), metrics, args, timed)
+        profile(tk, scores, tuple(edges.numpy()), metrics, args, timed)
         return
-    t_tk, res = timed(lambda: tk.evaluate_matrix(scores, edges.numpy(), metrics=metrics))
+    t_tk, res = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=metrics))
 
     def baseline():
         R = truth.sum(1).float()
