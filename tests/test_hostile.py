@@ -556,3 +556,38 @@ def test_matrix_warns_when_held_out_items_are_excluded():
     with pytest.warns(tk.TopkevalWarning, match="1 held-out relevant"):
         res = tk.evaluate_matrix(np.ones((2, 3)), truth, ["recall@1"], exclude=np.array([[1, 0, 0], [0, 0, 0]]))
     assert res.info["matrix"]["relevant_excluded"] == 1
+
+
+def test_cli_compare_on_trec_runs(tmp_path, capsys):
+    a = _write(tmp_path / "a.run", "".join(f"q{q} Q0 d{i} {i} {1 - i / 10} bm25\n" for q in range(6) for i in range(5)))
+    b = _write(tmp_path / "b.run", "".join(f"q{q} Q0 d{i} {i} {i / 10} dense\n" for q in range(6) for i in range(5)))
+    qrels = _write(tmp_path / "qrels.txt", "".join(f"q{q} 0 d4 1\n" for q in range(6)))
+    assert main(["compare", "--qrels", str(qrels), "--run", str(a), "--run", str(b), "--baseline", "bm25",
+                 "-m", "P@1,rr", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["comparison"]
+    assert {r["metric"] for r in rows} == {"precision@1", "rr"} and all(r["model"] == "dense" for r in rows)
+    # dense puts the relevant d4 first in all 6 queries, bm25 last: exact sign flips give p = 2/64
+    assert [r["delta"] for r in rows] == [1.0, 0.8] and [r["wins"] for r in rows] == [6, 6]
+    assert all(r["p_value"] == pytest.approx(2 / 64) for r in rows) and "verdict" in rows[0]
+    res = tk.evaluate([a, b], qrels=qrels, metrics=["P@1"])  # the same in Python: a list of runs
+    assert res.summary.loc["dense", "precision@1"] == 1.0 and res.summary.loc["bm25", "precision@1"] == 0.0
+
+
+def test_ascending_scores_rank_low_first():
+    ranked = LOG.assign(rank=[2, 3, 1, 2])  # lower is better
+    a = tk.evaluate(ranked, ["P@1", "ndcg@2"], score="rank", ascending=True)
+    b = tk.evaluate(ranked.assign(rank=-ranked["rank"]), ["P@1", "ndcg@2"], score="rank")
+    pd.testing.assert_frame_equal(a.summary, b.summary)
+
+
+def test_surprise_preset_on_clicks_warns():
+    with pytest.warns(tk.TopkevalWarning, match="surprise preset .* threshold=1"):
+        tk.evaluate(LOG, ["P@1"], conventions="surprise")
+
+
+def test_p_values_at_the_floor_are_not_zero():
+    from topkeval.report import p_value_text
+
+    assert p_value_text(1 / 10_001, 10_000) == "< 1e-04" and p_value_text(0.5, 10_000) == "0.5000"
+    row = RES.compare(n_resamples=100, test="permutation").iloc[0]
+    assert row.p_value > 0  # a Monte Carlo p-value is never 0: (1 + count) / (1 + n)
