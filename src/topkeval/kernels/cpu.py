@@ -29,8 +29,9 @@ Counting costs O(n * r) for a query of n candidates and r active ones, which bea
 r is small (clicks, purchases); a candidate found to have more candidates above it than the
 largest cutoff needed is dropped early. A query with many active candidates takes the other path:
 a selection of the top of the list (the whole tie group at the boundary kept), a stable sort of
-that top, then a walk over the tie groups. Both paths fill the same ``(g, e, r, b)`` and share the
-accumulation, and the tests force each path.
+that top, then a walk over the tie groups. Both paths fill the same ``(g, e, r, b)``, put in rank
+order (so that every sum adds in the same order whatever the order of the rows: a query's values
+do not depend on it, to the last bit), and share the accumulation; the tests force each path.
 
 Queries are independent: the driver splits them into ranges of about equal row counts and runs
 the compiled function (which releases the GIL) on each range in a thread.
@@ -232,6 +233,59 @@ def _scratch(offsets, q0, q1):
             np.empty(longest, np.int64), np.empty(longest, np.int64))
 
 
+@kernel(outputs=('g', 'e', 'r', 'b', 'w'))
+def _rank_order(g, e, r, b, w, m, tie, gains):
+    """Put the ``m`` active candidates in rank order, so that every sum over them adds its terms in
+    one order whatever the order of the input rows: a query's values do not depend on how its rows
+    were shuffled, to the last bit.
+
+    Rank order: by rank ``g + b`` (the tie group's start ``g`` under ``ties="expected"``, where the
+    members of a group share their position), then by gains. The counting path lists candidates in
+    input order, the sorting path a tie group's members in input order under "expected"; an
+    insertion sort costs little on short or nearly sorted lists, stable sorts take the long ones.
+    """
+    if m <= 64:
+        for i in range(1, m):
+            j = i
+            while j > 0:
+                s, t = j - 1, j  # swap while s comes after t
+                ps = g[s] if tie == TIE_EXPECTED else g[s] + b[s]
+                pt = g[t] if tie == TIE_EXPECTED else g[t] + b[t]
+                after = ps > pt
+                if ps == pt:
+                    for gv in range(gains.shape[0]):
+                        if gains[gv, w[s]] != gains[gv, w[t]]:
+                            after = gains[gv, w[s]] > gains[gv, w[t]]
+                            break
+                if not after:
+                    break
+                g[j - 1], g[j] = g[j], g[j - 1]
+                e[j - 1], e[j] = e[j], e[j - 1]
+                r[j - 1], r[j] = r[j], r[j - 1]
+                b[j - 1], b[j] = b[j], b[j - 1]
+                w[j - 1], w[j] = w[j], w[j - 1]
+                j -= 1
+        return
+    perm = np.arange(m)
+    fkey = np.empty(m, np.float64)
+    if tie == TIE_EXPECTED:  # lexicographic by (g, gains...): stable sorts, last key first
+        for gv in range(gains.shape[0] - 1, -1, -1):
+            for p in range(m):
+                fkey[p] = gains[gv, w[perm[p]]]
+            perm = perm[stable_argsort(fkey)]
+        for p in range(m):
+            fkey[p] = g[perm[p]]  # ranks < 2**53: exact as floats
+    else:
+        for p in range(m):
+            fkey[p] = g[perm[p]] + b[perm[p]]
+    perm = perm[stable_argsort(fkey)]
+    g[:m] = g[:m][perm]
+    e[:m] = e[:m][perm]
+    r[:m] = r[:m][perm]
+    b[:m] = b[:m][perm]
+    w[:m] = w[:m][perm]
+
+
 @kernel
 def _hit_probability(g0, e0, r0, k):
     """P(at least one of r0 relevant in a tie group of e0 starting after g0 lands in the top k)."""
@@ -392,6 +446,8 @@ def stats_range(cols, prm, q0, q1, out):
             m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
         else:
             m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
+        if m > 1 and (tie == TIE_EXPECTED or G > 0):  # else every sum adds whole numbers: exact in any order
+            _rank_order(g, e, r, b, w, m, tie, cols.gains)
         # the best relevant tie group (hit probabilities, reciprocal rank) and the best rank
         best = -1
         first_rank = 1 << 62
