@@ -197,6 +197,17 @@ def evaluate(
         check_column_name(s, "score", "evaluate")
     if len(set(scores)) != len(scores):
         raise ParameterError(f"score lists a column twice: {scores!r}; each model needs its own column.")
+    from .spark import is_spark
+
+    if is_spark(data):
+        from .spark import evaluate_spark
+
+        if chunk_rows is not None:
+            raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
+                                 "already: drop chunk_rows.")
+        return evaluate_spark(data, plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
+                              ascending=ascending, qrels=qrels, model=model, missing_queries=missing_queries,
+                              judged_only=judged_only)
     if qrels is not None:
         from .qrels import evaluate_runs
 

@@ -88,6 +88,9 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     p.add_argument("--ascending", action="store_true", help="lower scores rank first (ranks, distances)")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
+    p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+                   help="read FILE (parquet: a file or a directory) and --qrels with Apache Spark and evaluate there "
+                        "(MASTER: a Spark master URL, default local[*]; needs pip install 'topkeval[spark]')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,7 +149,7 @@ def _emit_results(res, fmt: str, per_query: bool, out) -> None:
     if fmt == "trec":
         out.write(report.trec_lines(res, per_query))
         return
-    frame = res.per_query if per_query else res.summary
+    frame = res.to_pandas() if per_query else res.summary
     if fmt == "json":
         print(report.json_text(res.to_dict(per_query=per_query)), file=out)
     elif fmt == "csv":
@@ -193,6 +196,15 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
         return evaluate(args.run, metrics=metrics, qrels=args.qrels, **extra, **_conventions(args))
     if not args.file:
         raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
+    if args.spark:
+        from .spark import read_parquet
+
+        if args.chunk_rows is not None:
+            raise _UsageError("--chunk-rows streams a file on this machine; with --spark, Spark reads it")
+        data = read_parquet(args.file, args.spark)
+        qrels = read_parquet(args.qrels, args.spark) if args.qrels else None
+        return evaluate(data, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
+                        item=args.item, qrels=qrels, **extra, **_conventions(args))
     callback, bar = _progress(args.file)
     with bar or contextlib.nullcontext():
         return evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,

@@ -28,12 +28,12 @@ from .kernels.grouping import count_duplicates, judge
 from .log import Judgments
 
 
-def _read_judgments(qrels, query: str, item: str, relevance: str) -> dict:
+def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: bool = False) -> dict:
     if is_trec_path(qrels):
         qrels = read_qrels(qrels).rename(columns={"query": query, "item": item, "relevance": relevance})
     return read_columns(qrels, [query, item, relevance], id_columns=[query, item],
                         roles={query: "query", item: "item", relevance: "relevance"},
-                        where="the judgments (qrels=)",
+                        where="the judgments (qrels=)", allow_empty=allow_empty,
                         hint=" If every pair the judgments list is relevant, give them a column of ones "
                              "(for a DataFrame: truth.assign(relevance=1)).")
 
@@ -75,6 +75,9 @@ def match_ids(judged: np.ndarray, run: np.ndarray, column: str) -> tuple[np.ndar
     >>> [x.tolist() for x in match_ids(np.array(["1", "x"], dtype=object), np.array([1, 2]), "query")]
     [['1', 'x'], ['1', '2']]
     """
+    if len(judged) == 0 or len(run) == 0:  # nothing to match (a partition of a distributed table)
+        return judged.astype(run.dtype if len(judged) == 0 else judged.dtype), run.astype(
+            judged.dtype if len(run) == 0 else run.dtype)
     kj, kr = _kind(judged), _kind(run)
     if kj == kr and kj != "other":
         return judged, run
@@ -117,10 +120,25 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
     return codes[: len(jl)][jc], codes[len(jl):][rc], np.asarray(labels)
 
 
-def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
-                  model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
-                  threads: int | None, ascending: bool = False):
+def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, **options):
     """evaluate(run, qrels=...): see the module docstring."""
+    batches, logs, info = run_batches(data, qrels, plan, query=query, **options)
+    for key in _PARTIAL_COUNTS:
+        info.pop(key)
+    return engine.build_results(batches, plan, query_name=query, info=info, sources=lambda: logs)
+
+
+#: Counts that only the parts of a distributed evaluation need (to decide the warnings on the whole).
+_PARTIAL_COUNTS = ("shared_queries", "judged_hits", "relevant")
+
+
+def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
+                model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
+                threads: int | None, ascending: bool = False, warn: bool = True, all_runs: list | None = None):
+    """The engine's batches of runs with judgments apart (one per run), the ``(log, R)`` of each,
+    and the counts for ``info``; ``warn=False`` leaves the warnings about the whole to the caller
+    (a partition of a distributed table sees only part of it, and is given every run's name in
+    ``all_runs``: a run without rows in the partition still has its judged queries there)."""
     conv = plan.conv
     if item is None:
         raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
@@ -131,8 +149,8 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         raise ParameterError(f"The query, item, score and model columns must differ. Got {wanted!r}.")
     cols = read_columns(data, wanted, id_columns=[query, item] + ([model] if model else []),
                         roles={c: "score" for c in scores} | {query: "query", item: "item"}
-                        | ({model: "model"} if model else {}), where="the run")
-    judg = _read_judgments(qrels, query, item, relevance)
+                        | ({model: "model"} if model else {}), where="the run", allow_empty=not warn)
+    judg = _read_judgments(qrels, query, item, relevance, allow_empty=not warn)
     grades_j = logmod.numeric_column(judg[relevance], relevance, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
     jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
@@ -159,6 +177,9 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
             (str(name), by_run[bounds[c]:bounds[c + 1]], scores[0]) for c, name in enumerate(run_names)]
         if len({r[0] for r in runs}) < len(runs):
             raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
+        if all_runs is not None:
+            here = {r[0]: r for r in runs}
+            runs = [here.get(str(name), (str(name), np.zeros(0, np.int64), scores[0])) for name in all_runs]
     else:
         runs = [(s, None, s) for s in scores]
     batches, logs, info_runs, missing, judged_hits, shared = [], [], {}, {}, 0, 0
@@ -185,22 +206,22 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, relevance: str,
         logs.append((log, judgments.R))
         info_runs[name] = unjudged
         missing[name] = Q - present
-    if shared == 0:
+    if shared == 0 and warn:
         raise DataError(
             f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
             f"run's like {_sample(qlabels[np.unique(rqc[:1000])])}. Check the {query!r} columns (text '1' and the "
             "number 1 match; '007' and 7 do not)."
         )
-    if judged_hits == 0:
+    if judged_hits == 0 and warn:
         warnings.warn(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "
-                      "judgments are written the same way.", TopkevalWarning, stacklevel=3)
-    engine.warn_if_nothing_relevant(conv, int(R.sum()))
+                      "judgments are written the same way.", TopkevalWarning, stacklevel=4)
+    if warn:
+        engine.warn_if_nothing_relevant(conv, int(R.sum()))
     skipped = int((R == 0).sum()) if conv.empty_queries == "skip" else 0
-    return engine.build_results(
-        batches, plan, query_name=query,
-        info={"queries": Q, "skipped_empty": skipped, "judged_queries": Q,
-              "run_queries_without_judgments": info_runs, "missing_from_run": missing},
-        sources=lambda: logs)
+    info = {"queries": Q, "skipped_empty": skipped, "judged_queries": Q, "run_queries_without_judgments": info_runs,
+            "missing_from_run": missing, "shared_queries": shared, "judged_hits": judged_hits,
+            "relevant": int(R.sum())}
+    return batches, logs, info
 
 
 def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, pos: np.ndarray, qlabels, ilabels,

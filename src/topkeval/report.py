@@ -172,12 +172,13 @@ def trec_lines(res, per_query: bool) -> str:
     from .names import is_summed, trec_name
 
     lines = []
-    pq = res.per_query
+    # the per-query values of a Spark evaluation stay on the cluster unless -q asks for them
+    pq = res.to_pandas() if per_query or not hasattr(res.per_query, "toArrow") else None
     qn = res.query_name
     for model in res.models:
         lines.append(f"{'runid':<22}\tall\t{_trec_field(model, 'run name')}")
-        part = pq[pq["model"] == model]
-        if per_query:
+        part = pq[pq["model"] == model] if pq is not None else None
+        if part is not None and per_query:
             for row in part.to_dict("records"):
                 query = _trec_field(row[qn], "query id")
                 for metric in res.metrics:
@@ -187,7 +188,7 @@ def trec_lines(res, per_query: bool) -> str:
         for metric in res.metrics:
             value = res.summary.loc[model, metric]
             if is_summed(metric):
-                value = part[metric].sum() if len(part) == count else value * count
+                value = part[metric].sum() if part is not None and len(part) == count else value * count
             lines.append(_trec_line(trec_name(metric), "all", value, is_summed(metric)))
     return "\n".join(lines) + "\n"
 

@@ -53,6 +53,11 @@ class Results:
     def per_query(self, frame: pd.DataFrame) -> None:
         self._per_query = frame
 
+    def to_pandas(self) -> pd.DataFrame:
+        """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
+        evaluation keep those on the cluster and collect them here)."""
+        return self.per_query
+
     def compare(self, baseline: str | None = None, **options) -> pd.DataFrame:
         """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
 

@@ -144,7 +144,7 @@ def id_values(col):
 
 def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
                  id_columns: Sequence[str] = (), roles: dict | None = None, where: str | None = None,
-                 hint: str = "") -> dict:
+                 hint: str = "", allow_empty: bool = False) -> dict:
     """Return ``{name: values}`` for each wanted column of ``data``: numpy arrays, and for the id
     columns whatever :func:`id_values` gives (Arrow strings, codes and labels, or numpy).
 
@@ -206,6 +206,6 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
     if len(set(lengths.values())) > 1:
         desc = ", ".join(f"{c!r}: {n}" for c, n in lengths.items())
         raise DataError(f"Columns differ in length ({desc}); every column needs one value per row.")
-    if not lengths or next(iter(lengths.values())) == 0:
+    if not allow_empty and (not lengths or next(iter(lengths.values())) == 0):
         raise DataError("The table is empty: there is nothing to evaluate.")
     return out

@@ -1,0 +1,454 @@
+"""topkeval on Apache Spark: the same engine in every partition, one Spark job for the means.
+
+``tk.evaluate(spark_df, ...)`` (and ``tk.evaluate(run_sdf, qrels=qrels_sdf, ...)``) repartitions the
+rows by query, so that a query is never split, and evaluates each partition with ``mapInArrow``:
+the partition's Arrow batches become a grouped log (:mod:`topkeval.log`), the engine computes the
+same per-query values as on one machine (:mod:`topkeval.engine`, the CPU kernel), and each
+partition returns one row per (model, query) and one row of counts: its queries, rows, ties and,
+per model and metric, the sum and the number of defined values (NaN, ``undefined="nan"``, left out
+as locally). Only the rows of counts travel to the driver, which adds them up into ``summary``
+and ``info``. A query's rows always reach one task, however many they are: its values are exact
+whatever the partitioning; only the order of the floating-point additions of the means differs
+from one machine (relative differences of about 1e-16). With ``ties="first"`` the rows keep the
+order Spark read them in (a Parquet file's order), carried through the shuffle.
+
+:class:`SparkResults` keeps the per-query values as a Spark DataFrame (``res.per_query``, lazy:
+each Spark action on it evaluates again, so ``cache()`` it to use it often; ``res.to_pandas()``
+collects it once). Nothing is cached behind the user's back: a changed input gives new numbers. ``compare``, ``summary_ci`` and ``diff`` collect the per-query
+values (one number per query and metric, far smaller than the log) and refuse beyond
+:data:`MAX_COLLECT` rows.
+
+pyspark is the ``[spark]`` extra; ``import topkeval`` never imports it. On a cluster, the executors
+need topkeval installed too (``pip install topkeval`` on every node, or a packed environment shipped
+with ``spark-submit --archives``; not ``--py-files``, as numba caches its compiled kernels beside
+the installed package): see the README.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from . import engine
+from .errors import DataError, TopkevalError, TopkevalWarning
+from .results import Results
+
+#: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
+MAX_COLLECT = 50_000_000
+
+_KIND, _COUNTS, _ROW = "_topkeval_kind", "_topkeval_counts", "_topkeval_row"
+
+
+def read_parquet(path, master: str):
+    """A parquet file or directory as a Spark DataFrame, in the active session or a new one on ``master``."""
+    import os
+
+    from .errors import InputFileError
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputFileError("--spark needs pyspark: pip install 'topkeval[spark]' (and Java 17).") from None
+    if not os.path.exists(path) and "://" not in str(path):
+        raise InputFileError(f"File not found: '{path}'. Check the path.")
+    if not str(path).rstrip("/").endswith((".parquet", ".pq")) and not os.path.isdir(path):
+        raise InputFileError(f"--spark reads parquet (a file or a directory of them); got '{path}'.")
+    session = SparkSession.getActiveSession()
+    if session is None:
+        session = (SparkSession.builder.master(master).appName("topkeval").config("spark.ui.showConsoleProgress",
+                                                                                  "false").getOrCreate())
+        session.sparkContext.setLogLevel("FATAL")
+    return _run(lambda: session.read.parquet(str(path)))
+
+
+def is_spark(data) -> bool:
+    """A pyspark DataFrame (classic or Spark Connect), recognised without importing pyspark."""
+    return type(data).__module__.startswith("pyspark.") and hasattr(data, "mapInArrow")
+
+
+def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
+                   depth: int | None, ascending: bool, qrels=None, model: str | None = None,
+                   missing_queries: str = "skip", judged_only: bool = False, partitions: int | None = None):
+    """Evaluate a Spark DataFrame (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    _check_columns(df, [query, *scores] + ([item] if item else []) + ([model] if model else [])
+                   + ([relevance] if qrels is None else []), "the Spark DataFrame",
+                   {s: "score" for s in scores} | {query: "query", relevance: "relevance"}
+                   | ({item: "item"} if item else {}) | ({model: "model"} if model else {}))
+    if qrels is not None:
+        if not is_spark(qrels):
+            raise DataError("With a Spark DataFrame as the run, the judgments must be a Spark DataFrame too: "
+                            "spark.createDataFrame(...) or spark.read.parquet(...).")
+        if item is None:
+            from .errors import ParameterError
+
+            raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
+        _check_columns(qrels, [query, item, relevance], "the judgments (qrels=)",
+                       {query: "query", item: "item", relevance: "relevance"})
+        runs = df.select(query, item, *scores, *([model] if model else []))
+        judged = qrels.select(query, item, relevance)
+        # one table: the run's rows and the judgments' rows, told apart by a marker, partitioned
+        # together by query
+        both = runs.withColumn(_KIND, F.lit("run")).unionByName(judged.withColumn(_KIND, F.lit("qrels")),
+                                                                allowMissingColumns=True)
+        query_type = _common_type(df, qrels, query)
+        _common_type(df, qrels, item)
+    else:
+        both = df.select(query, relevance, *scores, *([item] if item else []))
+        query_type = df.schema[query].dataType
+    all_runs = None
+    if model is not None and qrels is not None:
+        # every partition is told every run's name (a run may have no row in one), in the order
+        # the runs first appear, as a local evaluation reports them
+        first = df.select(model).withColumn("_at", F.monotonically_increasing_id()).groupBy(model).agg(
+            F.min("_at").alias("_at"))
+        all_runs = [str(r[0]) for r in _run(lambda: first.orderBy("_at").select(model).collect())]
+    if plan.conv.ties == "first":
+        # the order of the input breaks ties: the order Spark reads the rows in (a file's order;
+        # a DataFrame shuffled by Spark has no order to keep), carried through the shuffle
+        both = both.withColumn(_ROW, F.monotonically_increasing_id())
+    n = partitions or _partitions(df)
+    parts = both.repartition(n, query)
+    names = plan.names
+    fields = [f"m{i}" for i in range(len(names))]  # Spark column names without "." or "@"
+    schema = _output_schema(query, query_type, fields)
+    fn = partial(_partition, plan=plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
+                 ascending=ascending, judged=qrels is not None, model=model, missing_queries=missing_queries,
+                 judged_only=judged_only, all_runs=all_runs, fields=fields, arrow_schema=_arrow_schema(schema))
+    out = parts.mapInArrow(fn, schema)
+    # one job: every partition evaluated, only its row of counts and sums shipped to the driver
+    counts = [json.loads(r[0]) for r in _run(lambda: out.where(F.col(_KIND) == "counts").select(_COUNTS).collect())]
+    if not counts:
+        raise DataError("The table is empty: there is nothing to evaluate.")
+    order = list(dict.fromkeys(m for c in counts for m in c["models"]))
+    summary = pd.DataFrame({name: [_mean([c["sums"][m][name] for c in counts if m in c.get("sums", {})])
+                                   for m in order] for name in names}, index=pd.Index(order, name="model"))
+    info = _info(counts, order, plan, qrels is not None)
+    per_query = out.where(F.col(_KIND) == "query").select(
+        "model", query, *[F.col(f).alias(name) for f, name in zip(fields, names)])
+    return SparkResults(summary, per_query, info, query_name=query, conventions=plan.conv, source=(parts, fn))
+
+
+def _partitions(df) -> int:
+    """As many partitions as the input has, and at least one per core of the cluster."""
+    try:
+        return max(df.rdd.getNumPartitions(), df.sparkSession.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has neither rdd nor sparkContext: Spark's own shuffle default
+        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200"))
+
+
+def _mean(parts: list) -> float:
+    """A model's mean of a metric from each partition's (sum, count of defined values)."""
+    count = sum(c for _, c in parts)
+    return math.fsum(t for t, _ in parts) / count if count else math.nan
+
+
+def _check_columns(df, wanted, where: str, roles: dict) -> None:
+    from .io.tables import _check_columns as check
+
+    check([c for c in wanted if c is not None], df.columns, where, roles)
+
+
+def _common_type(run, qrels, query: str):
+    a, b = run.schema[query].dataType, qrels.schema[query].dataType
+    if a != b:
+        raise DataError(f"The {query!r} ids of the run ({a.simpleString()}) and of the judgments "
+                        f"({b.simpleString()}) have different Spark types: cast one (for example "
+                        f"qrels.withColumn({query!r}, F.col({query!r}).cast('{a.simpleString()}'))).")
+    return a
+
+
+def _output_schema(query: str, query_type, fields: list[str]):
+    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+
+    return StructType([StructField(_KIND, StringType()), StructField("model", StringType()),
+                       StructField(query, query_type), *[StructField(f, DoubleType()) for f in fields],
+                       StructField(_COUNTS, StringType())])
+
+
+def _arrow_schema(schema):
+    try:
+        from pyspark.sql.pandas.types import to_arrow_schema
+    except ImportError:  # pragma: no cover - older pyspark
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        return pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in schema.fields])
+    return to_arrow_schema(schema)
+
+
+def _run(job):
+    """Run a Spark job; a topkeval error raised in a task comes back as itself, with its message."""
+    try:
+        return job()
+    except Exception as exc:  # py4j / PythonException wrappers: find our error in the text
+        raise _unwrap(exc) from None
+
+
+def _unwrap(exc: Exception) -> Exception:
+    from . import errors
+
+    text = str(exc)
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("topkeval.errors."):
+            name, _, message = line[len("topkeval.errors."):].partition(": ")
+            cls = getattr(errors, name, None)
+            if isinstance(cls, type) and issubclass(cls, TopkevalError):
+                return cls(message)
+    if "No module named 'topkeval'" in text:
+        return errors.TopkevalError(
+            "topkeval is not installed in the Python of the Spark executors: install it there "
+            "(pip install topkeval on every node, or ship an environment with spark.archives), or point "
+            "PYSPARK_PYTHON at a Python that has it")
+    return exc
+
+
+def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascending, judged, model, missing_queries,
+                    judged_only, all_runs):
+    """The engine's batches of one partition (every row of its queries), their ``(log, R)`` pairs,
+    and the partition's counts; None when it holds nothing to evaluate."""
+    import pyarrow.compute as pc
+
+    if _ROW in table.column_names:
+        table = table.sort_by(_ROW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TopkevalWarning)  # decided on the whole, by the driver
+        if judged:
+            from .qrels import run_batches
+
+            is_run = pc.equal(table.column(_KIND), "run")
+            run, qrels = table.filter(is_run), table.filter(pc.invert(is_run))
+            # either side may be empty here: judged queries that no run retrieved still count (and
+            # score 0 with missing_queries="zero"), as do a run's queries without judgments
+            return run_batches(run, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
+                               model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
+                               threads=1, ascending=ascending, warn=False, all_runs=all_runs)
+        from .io import read_columns
+        from .log import build_log
+
+        cols = read_columns(table, [query, relevance, *scores] + ([item] if item else []),
+                            id_columns=[query] + ([item] if item else []))
+        log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
+                        names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)
+        batch, logs = engine.evaluate_grouped(log, plan, depth=depth, threads=1)
+        sizes = np.diff(log.offsets)
+        return [batch], logs, {"min_size": int(sizes.min()), "max_size": int(sizes.max())}
+
+
+def _table(batches):
+    """A partition's rows as one Arrow table; None when it has none (an empty partition sends no batch)."""
+    import pyarrow as pa
+
+    batches = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(batches) if batches else None
+
+
+def _partition(batches, *, fields, arrow_schema, **options):
+    """Evaluate one partition with the engine; yield a row per (model, query) and one of counts."""
+    import pyarrow as pa
+
+    table = _table(batches)
+    found = _evaluate_table(table, **options) if table is not None else None
+    if found is None:
+        return
+    batches_out, _, extra = found
+    plan, query, judged = options["plan"], options["query"], options["judged"]
+    query_type = arrow_schema.field(query).type
+    for batch in batches_out:
+        for mv in batch.models:
+            columns = {_KIND: pa.array(["query"] * len(mv.queries)), "model": pa.array([mv.model] * len(mv.queries)),
+                       query: _ids(mv.queries, query_type)}
+            for name, f in zip(plan.names, fields):
+                v = mv.values[name]
+                columns[f] = pa.array(v, pa.float64(), mask=np.isnan(v))  # undefined: null (Spark's avg skips it)
+            columns[_COUNTS] = pa.nulls(len(mv.queries), pa.string())
+            yield pa.RecordBatch.from_pydict(columns, schema=arrow_schema)
+    models = [mv for b in batches_out for mv in b.models]
+    counts = {"models": [mv.model for mv in models],
+              "sums": {mv.model: mv.reduce().sums for mv in models},
+              "evaluated": {mv.model: mv.evaluated for mv in models},
+              "ties": {mv.model: mv.ties for mv in models},
+              "rows": {mv.model: mv.rows for mv in models},
+              **extra}
+    if not judged:  # with judgments apart, the counts of the judged queries are in extra already
+        counts.update(queries=sum(b.queries for b in batches_out),
+                      skipped_empty=sum(b.skipped_empty for b in batches_out),
+                      relevant=sum(b.relevant for b in batches_out))
+    yield _counts_batch(arrow_schema, counts)
+
+
+def _plain(value):
+    """A query id as JSON can carry it (numpy scalars unwrapped)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _diff_partition(batches, *, evaluate, baseline, model, metric, arrow_schema):
+    """The relevant items each query's top k gained and lost from ``baseline`` to ``model``."""
+    import pyarrow as pa
+
+    options = {k: v for k, v in evaluate.keywords.items() if k not in ("fields", "arrow_schema")}
+    table = _table(batches)
+    found = _evaluate_table(table, **options) if table is not None else None
+    changed = engine.items_changed(lambda: found[1], options["plan"].conv, baseline, model, metric) if found else None
+    if not changed:
+        return
+    gained, lost = changed
+    queries = list(dict.fromkeys([*gained, *lost]))
+    yield pa.RecordBatch.from_pydict({
+        "q": [json.dumps(_plain(q)) for q in queries],
+        "gained": [json.dumps([_plain(i) for i in gained.get(q, [])]) for q in queries],
+        "lost": [json.dumps([_plain(i) for i in lost.get(q, [])]) for q in queries]}, schema=arrow_schema)
+
+
+def _ids(values: np.ndarray, arrow_type):
+    import pyarrow as pa
+
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return pa.array([str(v) for v in values], arrow_type)
+    return pa.array(values, arrow_type)
+
+
+def _counts_batch(schema, counts: dict):
+    import pyarrow as pa
+
+    columns = {f.name: pa.nulls(1, f.type) for f in schema}
+    columns[_KIND] = pa.array(["counts"])
+    columns[_COUNTS] = pa.array([json.dumps(counts, default=int)])
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
+def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool) -> dict:
+    """The counts of every partition, summed; the warnings decided on the whole."""
+
+    def total(key):
+        return {m: sum(c.get(key, {}).get(m, 0) for c in counts) for m in models}
+
+    evaluated, rows = total("evaluated"), total("rows")
+    info = {
+        "queries": sum(c.get("queries", 0) for c in counts),
+        "evaluated": max(evaluated.values(), default=0),
+        "skipped_empty": sum(c.get("skipped_empty", 0) for c in counts),
+        "rows": max(rows.values(), default=0),
+        "evaluated_per_model": evaluated,
+        "rows_per_model": rows,
+        "ties_at_cutoff": total("ties"),
+        "models": models,
+        "metrics": plan.names,
+        "conventions": plan.conv.as_dict(),
+        "spark": {"partitions": len(counts)},
+    }
+    if judged:
+        info["judged_queries"] = info["queries"]
+        info["run_queries_without_judgments"] = total("run_queries_without_judgments")
+        info["missing_from_run"] = total("missing_from_run")
+        if sum(c.get("shared_queries", 0) for c in counts) == 0:
+            raise DataError("The judgments and the run share no query: check the query columns (text '1' and the "
+                            "number 1 match; '007' and 7 do not).")
+        if sum(c.get("judged_hits", 0) for c in counts) == 0:
+            warnings.warn("No retrieved item has a judgment: check that the item ids of the run and of the "
+                          "judgments are written the same way.", TopkevalWarning, stacklevel=4)
+    else:
+        sizes = [(c["min_size"], c["max_size"]) for c in counts if "min_size" in c]
+        if sizes and info["queries"] >= 2 and min(s[0] for s in sizes) == max(s[1] for s in sizes):
+            from .api import _R_BASED
+
+            uses_r = [m for m in plan.metrics if m.family in _R_BASED]
+            if uses_r:
+                n = sizes[0][0]
+                warnings.warn(f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each "
+                              f"query's top {n} recommendations, {uses_r[0]} counts only the relevant items among "
+                              "them, not all relevant items (it is inflated): pass the true interactions as qrels=.",
+                              TopkevalWarning, stacklevel=4)
+    engine.warn_if_nothing_relevant(plan.conv, sum(c.get("relevant", 0) for c in counts))
+    return info
+
+
+class SparkResults(Results):
+    """Results of an evaluation on Spark: ``summary`` and ``info`` as always, ``per_query`` a Spark
+    DataFrame (lazy). ``to_pandas()`` collects the per-query values; ``compare``, ``summary_ci``
+    and ``diff`` collect them too (refused beyond :data:`MAX_COLLECT` rows)."""
+
+    def __init__(self, summary, per_query, info, *, query_name, conventions, source):
+        super().__init__(summary, per_query, info, query_name=query_name, conventions=conventions)
+        self._spark_per_query = per_query
+        self._source = source
+        self._collected = None
+
+    @property
+    def per_query(self):
+        """The per-query values as a Spark DataFrame (lazy): columns model, the query column, one per
+        metric."""
+        return self._spark_per_query
+
+    @per_query.setter
+    def per_query(self, frame) -> None:
+        self._spark_per_query = frame
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The per-query values collected to the driver, as a pandas DataFrame (model by model)."""
+        if self._collected is None:
+            rows = sum(self.info["evaluated_per_model"].values())
+            if rows > MAX_COLLECT:
+                raise DataError(f"The per-query values have {rows:,} rows, more than topkeval collects to the driver "
+                                f"({MAX_COLLECT:,}): compare, summary_ci and diff need them all. Filter the queries "
+                                "or the models first, or raise topkeval.spark.MAX_COLLECT if the driver has the "
+                                "memory.")
+            sdf = self._spark_per_query
+            frame = _run(lambda: sdf.toArrow().to_pandas() if hasattr(sdf, "toArrow") else sdf.toPandas())  # < 4.0
+            frame["model"] = pd.Categorical(frame["model"], categories=self.models)
+            frame = frame.sort_values(["model", self.query_name], kind="stable").reset_index(drop=True)
+            frame["model"] = frame["model"].astype(object)
+            self._collected = frame
+        return self._collected
+
+    def _local(self) -> Results:
+        return Results(self.summary, self.to_pandas(), self.info, query_name=self.query_name,
+                       conventions=self._conventions)
+
+    def compare(self, baseline=None, **options):
+        """As :meth:`Results.compare`, on the per-query values collected from Spark."""
+        return self._local().compare(baseline, **options)
+
+    def summary_ci(self, *args, **kwargs):
+        """As :meth:`Results.summary_ci`, on the per-query values collected from Spark."""
+        return self._local().summary_ci(*args, **kwargs)
+
+    def diff(self, baseline: str, model: str, metric: str) -> pd.DataFrame:
+        """As :meth:`Results.diff`; the items gained and lost are found by one more Spark job."""
+        out = self._local().diff(baseline, model, metric)
+        parts, fn = self._source
+        if fn.keywords["item"] is None:
+            return out
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        from .names import parse_metric
+
+        schema = StructType([StructField("q", StringType()), StructField("gained", StringType()),
+                             StructField("lost", StringType())])
+        job = partial(_diff_partition, evaluate=fn, baseline=baseline, model=model, metric=parse_metric(metric),
+                      arrow_schema=_arrow_schema(schema))
+        found = _run(lambda: parts.mapInArrow(job, schema).collect())
+        key = {json.dumps(_plain(q)): q for q in out[self.query_name]}
+        gained = {key[r["q"]]: json.loads(r["gained"]) for r in found if r["q"] in key}
+        lost = {key[r["q"]]: json.loads(r["lost"]) for r in found if r["q"] in key}
+        out["gained"] = [gained.get(q, []) for q in out[self.query_name]]
+        out["lost"] = [lost.get(q, []) for q in out[self.query_name]]
+        return out
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        out = Results(self.summary, pd.DataFrame(), self.info, query_name=self.query_name).to_dict()
+        if per_query:
+            from .report import records
+
+            out["per_query"] = records(self.to_pandas())
+        return out
+
+    def __repr__(self) -> str:
+        return "Spark" + super().__repr__()

@@ -1,0 +1,169 @@
+"""On Apache Spark (local[2], one session for the test run): exactly the numbers of the local engine."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+import topkeval as tk
+from strategies import conventions, logs, metric_specs
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is a test extra (the Spark backend)")
+pa = pytest.importorskip("pyarrow")
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # pyspark about pandas 3
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java on this machine (Spark needs Java 17)")
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors need this Python (it has topkeval)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = (SparkSession.builder.master("local[2]").appName("topkeval-tests")
+                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "3")
+                   .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session.sparkContext.setLogLevel("FATAL")
+    yield session
+    session.stop()
+
+
+def _sdf(spark, frame: pd.DataFrame, partitions: int = 3):
+    """A Spark DataFrame of a pandas one, its rows spread over partitions (queries split across them)."""
+    return spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False)).repartition(partitions)
+
+
+def _same(spark_res, local, query="query"):
+    got = spark_res.to_pandas().sort_values(["model", query]).reset_index(drop=True)
+    want = local.per_query.sort_values(["model", query]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_exact=True, check_dtype=False)
+    pd.testing.assert_frame_equal(spark_res.summary, local.summary, rtol=1e-12)
+    for key in ("queries", "evaluated", "skipped_empty", "rows", "ties_at_cutoff", "evaluated_per_model"):
+        assert spark_res.info[key] == local.info[key], key
+
+
+@settings(max_examples=int(os.environ.get("TOPKEVAL_SPARK_EXAMPLES", "12")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(rows=logs(max_queries=7), conv=conventions(), specs=metric_specs())
+def test_spark_equals_the_local_engine(spark, rows, conv, specs):
+    """Every convention, shuffled rows, queries spread over partitions, string query ids, empty
+    queries, ties across the cutoff: per-query values identical, means to the last bits."""
+    frame = pd.DataFrame(rows).sample(frac=1, random_state=0).reset_index(drop=True)
+    metrics = [s[0] for s in specs]
+    local = tk.evaluate(frame, metrics, relevance="grade", score=["a", "b"], item="item", **conv)
+    # ties="first" follows the order of the input: a DataFrame Spark has shuffled has none, so that
+    # case keeps the pandas order (as a Parquet file read keeps the file's)
+    sdf = _sdf(spark, frame) if conv["ties"] != "first" else spark.createDataFrame(
+        pa.Table.from_pandas(frame, preserve_index=False))
+    on_spark = tk.evaluate(sdf, metrics, relevance="grade", score=["a", "b"], item="item", **conv)
+    _same(on_spark, local)
+
+
+def test_spark_with_judgments_apart_equals_trec_eval_numbers(spark):
+    rng = np.random.default_rng(4)
+    run = pd.DataFrame({"query": rng.choice([f"t{i}" for i in range(30)], 2000), "item": rng.integers(0, 300, 2000),
+                        "score": rng.integers(0, 8, 2000) / 2}).drop_duplicates(["query", "item"])
+    run = run.assign(item=run["item"].astype(str))
+    qrels = pd.DataFrame({"query": rng.choice([f"t{i}" for i in range(35)], 900),
+                          "item": rng.integers(0, 300, 900).astype(str),
+                          "relevance": rng.choice([-1, 0, 1, 2], 900)}).drop_duplicates(["query", "item"])
+    metrics = ["P@10", "map", "ndcg_cut_10", "recip_rank", "Rprec", "num_rel_ret", "set_F.0.5"]
+    for options in ({}, {"missing_queries": "zero"}, {"judged_only": True, "depth": 20}):
+        local = tk.evaluate(run, qrels=qrels, metrics=metrics, item="item", conventions="trec_eval", **options)
+        on_spark = tk.evaluate(_sdf(spark, run), qrels=_sdf(spark, qrels, 2), metrics=metrics, item="item",
+                               conventions="trec_eval", **options)
+        _same(on_spark, local)
+        assert on_spark.info["missing_from_run"] == local.info["missing_from_run"]
+        assert on_spark.info["run_queries_without_judgments"] == local.info["run_queries_without_judgments"]
+    # runs stacked in one table, a column naming them (one run lacks most queries): in the order
+    # the runs first appear
+    stacked = pd.concat([run.assign(system="zeta"), run[run["query"] < "t2"].assign(system="alpha", score=1.0)])
+    for options in ({}, {"missing_queries": "zero"}):
+        local = tk.evaluate(stacked, qrels=qrels, metrics=metrics, item="item", model="system", **options)
+        on_spark = tk.evaluate(_sdf(spark, stacked, 1), qrels=_sdf(spark, qrels, 2), metrics=metrics, item="item",
+                               model="system", **options)
+        assert list(on_spark.summary.index) == ["zeta", "alpha"]
+        _same(on_spark, local)
+        assert on_spark.info["missing_from_run"] == local.info["missing_from_run"]
+
+
+def test_compare_summary_ci_and_diff_on_spark(spark):
+    rng = np.random.default_rng(1)
+    n = 1500
+    frame = pd.DataFrame({"query": rng.integers(0, 40, n), "item": np.arange(n) % 97, "relevance": rng.integers(0, 2, n),
+                          "old": rng.integers(0, 4, n) / 3, "new": rng.random(n)}).drop_duplicates(["query", "item"])
+    local = tk.evaluate(frame, ["recall@5", "ndcg@5"], score=["old", "new"], item="item")
+    on_spark = tk.evaluate(_sdf(spark, frame), ["recall@5", "ndcg@5"], score=["old", "new"], item="item")
+    pd.testing.assert_frame_equal(on_spark.compare(baseline="old", seed=3), local.compare(baseline="old", seed=3),
+                                  rtol=1e-12)
+    pd.testing.assert_frame_equal(on_spark.summary_ci(seed=3), local.summary_ci(seed=3), rtol=1e-12)
+    a = on_spark.diff("old", "new", "recall@5").sort_values("query").reset_index(drop=True)
+    b = local.diff("old", "new", "recall@5").sort_values("query").reset_index(drop=True)
+    assert a["gained"].map(sorted).tolist() == b["gained"].map(sorted).tolist()
+    assert a["lost"].map(sorted).tolist() == b["lost"].map(sorted).tolist()
+    pd.testing.assert_frame_equal(a.drop(columns=["gained", "lost"]), b.drop(columns=["gained", "lost"]))
+    assert "model" in on_spark.per_query.columns  # the per-query values stay a Spark DataFrame
+
+
+@pytest.mark.parametrize("change,exc,pattern", [
+    (lambda f: f.assign(a=np.where(np.arange(len(f)) == 3, np.nan, f["a"])), tk.DataError, "non-finite scores"),
+    (lambda f: f.assign(a=f["a"].astype(str)), tk.ColumnError, "numeric scores"),
+    (lambda f: pd.concat([f, f.iloc[:1]]), tk.DataError, "duplicate \\(query, item\\)"),
+    (lambda f: f.rename(columns={"a": "scroe"}), tk.ColumnError, "Column 'a' \\(score=\\) not found"),
+])
+def test_bad_input_gives_the_same_error_on_spark(spark, change, exc, pattern):
+    frame = pd.DataFrame({"query": [1, 1, 2, 2, 3], "item": ["x", "y", "x", "z", "x"], "relevance": [1, 0, 0, 1, 1],
+                          "a": [0.5, 0.1, 0.2, 0.9, 0.3]})
+    bad = change(frame)
+    with pytest.raises(exc, match=pattern):
+        tk.evaluate(bad, ["P@1"], score="a", item="item")
+    with pytest.raises(exc, match=pattern):
+        tk.evaluate(_sdf(spark, bad, 2), ["P@1"], score="a", item="item")
+
+
+def test_cli_reads_a_parquet_directory_through_spark(spark, tmp_path, capsys):
+    from topkeval.cli import main
+
+    frame = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": list("abcabc"), "relevance": [1, 0, 0, 1, 1, 0],
+                          "score": [0.9, 0.1, 0.2, 0.8, 0.6, 0.4]})
+    folder = tmp_path / "log"
+    folder.mkdir()
+    frame.iloc[:3].to_parquet(folder / "part-0.parquet")
+    frame.iloc[3:].to_parquet(folder / "part-1.parquet")
+    assert main(["evaluate", str(folder), "--spark", "local[2]", "--item", "item", "-m", "P@1,recall@2",
+                 "--format", "json"]) == 0
+    import json
+
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["summary"] == tk.evaluate(frame, ["P@1", "recall@2"], item="item").to_dict()["summary"]
+    assert payload["info"]["spark"]["partitions"] >= 1
+    for extra in ([], ["--per-query"]):  # trec lines, with and without the per-query ones
+        assert main(["evaluate", str(folder), "--spark", "--item", "item", "-m", "P@1,num_rel_ret", "--format", "trec",
+                     *extra]) == 0
+        on_spark = capsys.readouterr().out
+        frame.to_parquet(tmp_path / "whole.parquet")
+        assert main(["evaluate", str(tmp_path / "whole.parquet"), "--item", "item", "-m", "P@1,num_rel_ret",
+                     "--format", "trec", *extra]) == 0
+        local = capsys.readouterr().out
+        assert sorted(on_spark.splitlines()) == sorted(local.splitlines())
+        assert ("\t1\t" in on_spark) == bool(extra)
+
+
+def test_an_executor_without_topkeval_is_named():
+    from topkeval.spark import _unwrap
+
+    raised = RuntimeError("PythonException: ...\nModuleNotFoundError: No module named 'topkeval'\n")
+    message = str(_unwrap(raised))
+    assert "not installed in the Python of the Spark executors" in message and "PYSPARK_PYTHON" in message
+    other = RuntimeError("java.lang.OutOfMemoryError")
+    assert _unwrap(other) is other
