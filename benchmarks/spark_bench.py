@@ -14,6 +14,7 @@ file to the means of recall and precision at 5, 10, 20 and R-precision for both 
   the text item ids hashed to numbers (it takes no text), each query's items sorted into an array,
   the relevant ones into another, then one ``evaluate`` per metric and cutoff (it has no
   R-precision);
+* ``local``: the same evaluation without Spark, on this machine (the overhead of Spark);
 * ``shuffle_floor``: reading the columns and repartitioning them by query, nothing computed: the
   part of every tool's time that is Spark moving rows.
 
@@ -46,6 +47,14 @@ def run_topkeval(spark, path):
 
     res = tk.evaluate(spark.read.parquet(str(path)), METRICS, query="query", relevance="relevance",
                       score=list(MODELS), item="item")
+    return res.summary.loc["model_a"].to_dict()
+
+
+def run_local(spark, path):
+    """The same call without Spark: the parquet file read and evaluated on this machine."""
+    import topkeval as tk
+
+    res = tk.evaluate(str(path), METRICS, query="query", relevance="relevance", score=list(MODELS), item="item")
     return res.summary.loc["model_a"].to_dict()
 
 
@@ -99,7 +108,7 @@ def run_shuffle_floor(spark, path):
     return {}
 
 
-TOOLS = {"topkeval": run_topkeval, "sql_window": run_sql_window, "ranking_evaluator": run_ranking_evaluator,
+TOOLS = {"topkeval": run_topkeval, "local": run_local, "sql_window": run_sql_window, "ranking_evaluator": run_ranking_evaluator,
          "shuffle_floor": run_shuffle_floor}
 
 
