@@ -401,7 +401,7 @@ class SparkResults(Results):
                                 "or the models first, or raise topkeval.spark.MAX_COLLECT if the driver has the "
                                 "memory.")
             sdf = self._spark_per_query
-            frame = _run(lambda: sdf.toArrow().to_pandas() if hasattr(sdf, "toArrow") else sdf.toPandas())  # < 4.0
+            frame = _run(lambda: sdf.toArrow().to_pandas())
             frame["model"] = pd.Categorical(frame["model"], categories=self.models)
             frame = frame.sort_values(["model", self.query_name], kind="stable").reset_index(drop=True)
             frame["model"] = frame["model"].astype(object)
