@@ -25,6 +25,14 @@ def as_float32(x: float) -> float:
 
 def ranked_lists(scores, rel, items, conv, grades):
     """Return the ranked lists (one per equally likely order) of (relevant, grade, score) triples."""
+    if conv.get("score_precision") == "float32":
+        scores = [as_float32(s) for s in scores]
+    return [[(rel[i], grades[i], scores[i]) for i in order] for order in ranked_orders(scores, rel, items, conv, grades)]
+
+
+def ranked_orders(scores, rel, items, conv, grades):
+    """The candidates' indices in rank order: one order per equally likely order of the tie groups
+    (every permutation under ``ties="expected"``), one order under a deterministic tie rule."""
     ties = conv["ties"]
     if conv.get("score_precision") == "float32":
         scores = [as_float32(s) for s in scores]
@@ -37,11 +45,8 @@ def ranked_lists(scores, rel, items, conv, grades):
         for i in idx:
             groups.setdefault(scores[i], []).append(i)
         levels = [groups[s] for s in sorted(groups, reverse=True)]
-        out = []
-        for combo in itertools.product(*[list(itertools.permutations(g)) for g in levels]):
-            order = [i for group in combo for i in group]
-            out.append([(rel[i], grades[i], scores[i]) for i in order])
-        return out
+        return [[i for group in combo for i in group]
+                for combo in itertools.product(*[list(itertools.permutations(g)) for g in levels])]
     if ties == "first":
         order = sorted(idx, key=lambda i: -scores[i])  # sorted() is stable: input order within ties
     elif ties == "optimistic":
@@ -54,7 +59,7 @@ def ranked_lists(scores, rel, items, conv, grades):
         order = sorted(sorted(idx, key=lambda i: items[i]), key=lambda i: -scores[i])
     else:
         raise ValueError(ties)
-    return [[(rel[i], grades[i], scores[i]) for i in order]]
+    return [order]
 
 
 def _div(a, b, undefined):

@@ -97,7 +97,7 @@ def test_spark_with_judgments_apart_equals_trec_eval_numbers(spark):
         assert on_spark.info["missing_from_run"] == local.info["missing_from_run"]
 
 
-def test_compare_summary_ci_and_diff_on_spark(spark):
+def test_compare_summary_ci_diff_and_report_on_spark(spark, tmp_path):
     rng = np.random.default_rng(1)
     n = 1500
     frame = pd.DataFrame({"query": rng.integers(0, 40, n), "item": np.arange(n) % 97, "relevance": rng.integers(0, 2, n),
@@ -113,6 +113,12 @@ def test_compare_summary_ci_and_diff_on_spark(spark):
     assert a["lost"].map(sorted).tolist() == b["lost"].map(sorted).tolist()
     pd.testing.assert_frame_equal(a.drop(columns=["gained", "lost"]), b.drop(columns=["gained", "lost"]))
     assert "model" in on_spark.per_query.columns  # the per-query values stay a Spark DataFrame
+    # curves evaluate the Spark DataFrame again at every cutoff; the report collects like compare
+    pd.testing.assert_frame_equal(on_spark.curves(), local.curves(), rtol=1e-12)
+    page = open(on_spark.report(tmp_path / "spark.html", baseline="old", worst=2, n_resamples=500),
+                encoding="utf-8").read()
+    assert f'data-value="{on_spark.summary.loc["new", "recall@5"]!r}"' in page
+    assert "evaluate the rows of the queries you want to see" in page  # no side by side: the rows stay on Spark
 
 
 @pytest.mark.parametrize("change,exc,pattern", [

@@ -163,6 +163,20 @@ def evaluate(
     model
     score      0.25
     """
+    given = {k: v for k, v in locals().items() if k not in ("metrics", "settings", "progress")}
+    res = _evaluate(metrics=metrics, progress=progress, **given, **settings)
+
+    def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
+        return _evaluate(metrics=names, progress=None, **given, **settings)
+
+    if res._rerun is None:
+        res._rerun = rerun
+    res._ascending = bool(ascending)
+    return res
+
+
+def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
+              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, **settings) -> Results:
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
     check_choice(missing_queries, ("skip", "zero"), "missing_queries", "evaluate")
@@ -237,7 +251,11 @@ def evaluate(
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)
     warn_if_truncated(log, plan)
-    return evaluate_grouped(log, plan, depth=depth, threads=threads, query_name=query)
+    res = evaluate_grouped(log, plan, depth=depth, threads=threads, query_name=query)
+    # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
+    res._rerun = lambda names: evaluate_grouped(log, engine.make_plan(names, conv), depth=depth, threads=threads,
+                                                query_name=query)
+    return res
 
 
 def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,

@@ -93,6 +93,29 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                         "(MASTER: a Spark master URL, default local[*]; needs pip install 'topkeval[spark]')")
 
 
+def _add_tests(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--test", choices=TESTS, default="permutation", help="paired test (default: permutation)")
+    p.add_argument("--correction", choices=CORRECTIONS, default="holm",
+                   help="multiple-testing correction over every row (default: holm)")
+    p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals; a row is significant "
+                   "when its corrected p-value is below 1 - confidence (default: 0.95)")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation resamples "
+                   "(default: 10000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+
+
+def _add_report_output(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("-o", "--output", required=required, metavar="HTML", help="the HTML report to write")
+    p.add_argument("--force", action="store_true", help="replace the report file if it exists")
+    p.add_argument("--show", action="append", metavar="QUERY", help="a query to show side by side in the report, "
+                   "besides the worst regressions; repeat for several")
+    p.add_argument("--worst", type=int, default=10, help="worst regressions listed and shown (default: 10)")
+    p.add_argument("-k", type=int, help="positions of the side-by-side view (default: the largest cutoff, or 20)")
+    p.add_argument("--images", metavar="URL", help="thumbnails in the side-by-side view: a URL pattern with {item}, "
+                   "such as https://cdn.example.com/{item}.jpg")
+    p.add_argument("--title", default="topkeval report", help="title of the report")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -109,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=EVAL_FORMATS, default="table", help="table, json, csv, markdown, or trec "
                     "(trec_eval-style lines) (default: table)")
     ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead of the means")
+    ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
+                    help="each mean with its bootstrap confidence interval (default level 0.95)")
     _add_conventions(ev)
 
     cmp = sub.add_parser("compare", help="is a model better than the baseline? paired tests per metric",
@@ -120,23 +145,44 @@ def build_parser() -> argparse.ArgumentParser:
                      "(its tag) with --run")
     cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
                      "(with --run: every run is compared)")
-    cmp.add_argument("--test", choices=TESTS, default="permutation", help="paired test (default: permutation)")
-    cmp.add_argument("--correction", choices=CORRECTIONS, default="holm",
-                     help="multiple-testing correction over every row (default: holm)")
-    cmp.add_argument("--confidence", type=float, default=0.95, help="level of the intervals; a row is significant "
-                     "when its corrected p-value is below 1 - confidence (default: 0.95)")
-    cmp.add_argument("--resamples", type=int, default=10_000, help="bootstrap and permutation resamples "
-                     "(default: 10000)")
-    cmp.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    _add_tests(cmp)
     cmp.add_argument("--format", choices=FORMATS, default="table", help="table, json, csv or markdown "
                      "(default: table)")
     _add_conventions(cmp)
+
+    rep = sub.add_parser("report", help="write an HTML report: intervals, comparison, curves, worst queries side by side",
+                         description="Evaluate the models and write one self-contained HTML file: the means with "
+                         "confidence intervals, the comparison with the baseline, metric@k curves, the distribution "
+                         "of per-query differences and the worst regressions with both models' top k side by side.")
+    _add_input(rep, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
+    rep.add_argument("--score", action="append", help="score column, one per model; repeat for several "
+                     "(with --run: every run)")
+    rep.add_argument("--baseline", help="the model the others are compared with (default: the first)")
+    _add_report_output(rep, required=True)
+    _add_tests(rep)
+    _add_conventions(rep)
+
+    dif = sub.add_parser("diff", help="what changed between two models: per-query deltas, or one query's top k "
+                         "side by side", description="Without --show: the queries where --score did worse than "
+                         "--baseline on the first metric, worst first, with the relevant items gained and lost. With "
+                         "--show QUERY: that query's top k under both models, position by position.")
+    _add_input(dif, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
+    dif.add_argument("--baseline", required=True, help="the baseline model: a score column, or a run's name")
+    dif.add_argument("--score", action="append", help="the other model's score column (with --run: a run's name)")
+    dif.add_argument("--show", metavar="QUERY", help="show this query's top k side by side (--query names the query "
+                     "id column, as in every command)")
+    dif.add_argument("-k", type=int, default=20, help="positions shown with --show (default: 20)")
+    dif.add_argument("--worst", type=int, default=20, help="queries listed without --show (default: 20)")
+    dif.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
+    _add_conventions(dif)
 
     demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log",
                           description="Evaluate an old and a new ranker of a built-in image search log and say "
                           "whether the new one is better.")
     demo.add_argument("--queries", type=int, default=3000, help="number of queries (default: 3000)")
     demo.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
+    demo.add_argument("--report", metavar="HTML", help="also write the HTML report of the demo to this file")
+    demo.add_argument("--force", action="store_true", help="replace the --report file if it exists")
 
     sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
                    description="List every metric family with its formula and the names other tools use.")
@@ -145,11 +191,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _emit_results(res, fmt: str, per_query: bool, out) -> None:
+def _with_ci(res, level: float):
+    """The summary with each mean's interval: one row per model, ``metric`` and ``metric ci`` columns."""
+    import pandas as pd
+
+    from .errors import check_number
+
+    level = check_number(level, "confidence", "evaluate", low=0, high=1, low_open=True, high_open=True)
+    ci = res.summary_ci(confidence=level).set_index(["model", "metric"])
+    columns = {}
+    for metric in res.metrics:
+        columns[metric] = res.summary[metric]
+        columns[f"{metric} {level:.0%} CI"] = [
+            f"[{ci.loc[(m, metric), 'ci_low']:.4f}, {ci.loc[(m, metric), 'ci_high']:.4f}]" for m in res.models]
+    return pd.DataFrame(columns, index=res.summary.index)
+
+
+def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
     if fmt == "trec":
+        if ci is not None:
+            raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
         out.write(report.trec_lines(res, per_query))
         return
-    frame = res.to_pandas() if per_query else res.summary
+    if ci is not None and per_query:
+        raise _UsageError("--ci gives intervals of the means; drop it with --per-query")
+    frame = res.to_pandas() if per_query else (res.summary if ci is None else _with_ci(res, ci))
     if fmt == "json":
         print(report.json_text(res.to_dict(per_query=per_query)), file=out)
     elif fmt == "csv":
@@ -217,8 +283,8 @@ def _evaluate(args, out) -> int:
 
     metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
     res = _load(args, metrics, scores=args.score or ["score"],
-                keep_per_query=args.per_query)
-    _emit_results(res, args.format, args.per_query, out)
+                keep_per_query=args.per_query or args.ci is not None)
+    _emit_results(res, args.format, args.per_query, out, args.ci)
     return 0
 
 
@@ -243,22 +309,95 @@ def _progress(path):
     return (lambda rows: bar.advance(task, rows)), bar
 
 
-def _compare(args, out) -> int:
+def _load_models(args, required: bool):
+    """Evaluate a baseline and the models of --score (or every --run), keeping per-query values."""
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
     if args.run:
         res = _load(args, metrics, scores=None, keep_per_query=True)
-        if args.baseline not in res.models:
+        if args.baseline is not None and args.baseline not in res.models:
             from .errors import did_you_mean
 
             raise _UsageError(f"--baseline {args.baseline!r} is not one of the runs "
                               f"({', '.join(res.models)}).{did_you_mean(args.baseline, res.models)}")
+        return res
+    models = ([args.baseline] if args.baseline else []) + [s for s in (args.score or []) if s != args.baseline]
+    if required and len(models) < 2:
+        raise _UsageError("--score must name at least one column other than --baseline")
+    return _load(args, metrics, scores=models or ["score"], keep_per_query=True)
+
+
+def _report(args, out) -> int:
+    res = _load_models(args, required=False)
+    if args.worst < 0:
+        raise _UsageError(f"--worst must be 0 or more, got {args.worst}")
+    path = res.report(args.output, baseline=args.baseline, overwrite=args.force, queries=_query_ids(res, args.show),
+                      worst=args.worst, k=args.k, images=args.images, title=args.title, test=args.test,
+                      correction=None if args.correction == "none" else args.correction,
+                      confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
+    print(f"wrote {path}", file=out)
+    return 0
+
+
+def _query_ids(res, given) -> list:
+    """Query ids from the command line (text) as the results hold them (text, or numbers)."""
+    if not given:
+        return []
+    known = res.to_pandas()[res.query_name]
+    by_text = {str(q): q for q in known.drop_duplicates()}
+    missing = [q for q in given if q not in by_text]
+    if missing:
+        from .errors import did_you_mean
+
+        raise _UsageError(f"query {missing[0]!r} is not among the evaluated queries."
+                          f"{did_you_mean(missing[0], list(by_text)[:100_000])}")
+    return [by_text[q] for q in given]
+
+
+def _diff(args, out) -> int:
+    try:
+        res = _load_models(args, required=True)
+    except TopkevalError as exc:
+        if args.query != "query" and args.show is None and repr(args.query) in str(exc):
+            raise _UsageError(f"{' '.join(str(exc).split())} (--query names the query id column; to see one query's "
+                              f"top k side by side, use --show {args.query})") from None
+        raise
+    model = next(m for m in res.models if m != args.baseline)
+    if args.show is not None:
+        query = _query_ids(res, [args.show])[0]
+        view = res.side_by_side(query, k=args.k, baseline=args.baseline, model=model)
+        flat = view.copy()
+        flat.columns = ["rank" if m == "" else f"{m} {f.replace('_', ' ')}" for m, f in view.columns]
+        frame = flat
+        title = f"query {report.visible(str(query))}: top {args.k}, {report.visible(args.baseline)} | {report.visible(model)}"
     else:
-        models = [args.baseline] + [s for s in (args.score or []) if s != args.baseline]
-        if len(models) < 2:
-            raise _UsageError("--score must name at least one column other than --baseline")
-        res = _load(args, metrics, scores=models, keep_per_query=True)
+        metric = res.metrics[0]
+        if args.worst < 1:
+            raise _UsageError(f"--worst must be a positive integer, got {args.worst}")
+        frame = res.diff(args.baseline, model, metric).head(args.worst)
+        for c in ("gained", "lost"):
+            if c in frame:
+                frame[c] = [", ".join(map(str, v)) for v in frame[c]]
+        title = f"{metric}: {report.visible(model)} - {report.visible(args.baseline)}, worst {len(frame)} queries"
+    if args.format == "json":
+        print(report.json_text(report.records(frame)), file=out)
+    elif args.format == "csv":
+        out.write(report.csv(frame))
+    elif args.format == "markdown":
+        print(report.markdown(frame), file=out)
+    else:
+        _console(out).print(report.rich_table(frame, title=title, formats={c: _rank_text for c in frame.columns
+                                                                         if str(c).endswith(("rank", "relevance"))}))
+    return 0
+
+
+def _rank_text(value) -> str:
+    return "" if value is None or value != value else f"{value:g}"
+
+
+def _compare(args, out) -> int:
+    res = _load_models(args, required=True)
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
                         confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
@@ -299,6 +438,9 @@ def _demo(args, out) -> int:
     _emit_results(res, args.format, False, out)
     if args.format == "table":
         print(verdict_line(res, "old_ranker", "new_ranker", "recall@20"), file=out)
+    if args.report:
+        path = res.report(args.report, baseline="old_ranker", overwrite=args.force, title="topkeval demo: image search")
+        print(f"wrote {path}", file=sys.stderr if args.format != "table" else out)
     return 0
 
 
@@ -385,8 +527,8 @@ def _run(parser, argv) -> int:
         if args.command is None:
             parser.print_help(sys.stdout)
             return 0
-        handler = {"evaluate": _evaluate, "compare": _compare, "demo": _demo, "metrics": _list_metrics,
-                   "conventions": _list_conventions}[args.command]
+        handler = {"evaluate": _evaluate, "compare": _compare, "report": _report, "diff": _diff, "demo": _demo,
+                   "metrics": _list_metrics, "conventions": _list_conventions}[args.command]
         code = handler(args, sys.stdout)
         sys.stdout.flush()
         return code

@@ -377,3 +377,8 @@ def trec_name(metric: Metric | str) -> str:
 def is_summed(metric: Metric | str) -> bool:
     """Whether trec_eval's ``all`` line sums this metric over queries (the counts) instead of averaging."""
     return parse_metric(metric).info.summed
+
+
+def higher_is_better(metric: Metric | str) -> bool:
+    """Whether a larger value of this metric is better (False for fp, fn and fallout)."""
+    return parse_metric(metric).info.higher_is_better

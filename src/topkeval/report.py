@@ -196,3 +196,93 @@ def trec_lines(res, per_query: bool) -> str:
 def _trec_line(name: str, query: str, value, integer: bool) -> str:
     text = "nan" if value != value else (str(int(round(value))) if integer else f"{value:.4f}")
     return f"{name:<22}\t{query}\t{text}"
+
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}",
+          ">": r"\textgreater{}"}
+
+
+def latex_text(value) -> str:
+    r"""Text for a LaTeX cell: every special character escaped, control characters as escapes.
+
+    >>> latex_text("a_b & 50% {x}")
+    'a\\_b \\& 50\\% \\{x\\}'
+    """
+    return "".join(_LATEX.get(c, c) for c in fmt(value))
+
+
+def best_rows(summary: pd.DataFrame) -> dict[str, set]:
+    """Per metric, the models whose mean is the best (the largest, or the smallest for fp/fn/fallout)."""
+    from .names import higher_is_better
+
+    out: dict[str, set] = {}
+    for metric in summary.columns:
+        col = summary[metric].astype(float)
+        if col.notna().any():
+            top = col.max() if higher_is_better(metric) else col.min()
+            out[metric] = set(col.index[col == top])
+        else:
+            out[metric] = set()
+    return out
+
+
+def significance_marks(res, baseline: str | None, **compare_options) -> tuple[dict, str]:
+    """Superscripts for a results table: ``{(model, metric): marks}`` and the note that explains them.
+
+    With a baseline: a dagger on a model's value significantly better than the baseline's (the
+    corrected p-value of :meth:`Results.compare` below 1 - confidence). Without one, as ranx does:
+    each model gets a letter (a, b, ...), and a value carries the letters of the models it is
+    significantly better than (one :meth:`Results.compare` per model as the baseline, each
+    corrected over its rows).
+    """
+    from .names import higher_is_better
+
+    models = res.models
+    marks: dict = {}
+    if len(models) < 2:
+        return marks, ""
+    confidence = compare_options.get("confidence", 0.95)
+    test = compare_options.get("test", "permutation")
+    correction = compare_options.get("correction", "holm")
+    how = f"{test} test, {correction or 'no'} correction, p < {1 - confidence:.2g}"
+
+    def better(row) -> bool:
+        return bool(row.significant) and (row.delta > 0) == higher_is_better(row.metric) and row.delta != 0
+
+    if baseline is not None:
+        for row in res.compare(baseline=baseline, **compare_options).itertuples():
+            if better(row):
+                marks[(row.model, row.metric)] = r"$^{\dagger}$"
+        return marks, rf"$^{{\dagger}}$ significantly better than {latex_text(baseline)} ({how})."
+    letters = {m: chr(ord("a") + i) if i < 26 else f"m{i}" for i, m in enumerate(models)}
+    found: dict = {}
+    for base in models:
+        for row in res.compare(baseline=base, **compare_options).itertuples():
+            if better(row):
+                found.setdefault((row.model, row.metric), []).append(letters[base])
+    for key, ls in found.items():
+        marks[key] = "$^{" + "".join(sorted(ls)) + "}$"
+    return marks, ("Superscripts: significantly better than the model of that letter ("
+                   + ", ".join(f"{v}: {latex_text(m)}" for m, v in letters.items()) + f"; {how}).")
+
+
+def latex(res, baseline: str | None = None, digits: int = 4, **compare_options) -> str:
+    """The summary of ``res`` as a booktabs LaTeX tabular (see :meth:`Results.to_latex`)."""
+    summary = res.summary
+    best = best_rows(summary)
+    marks, note = significance_marks(res, baseline, **compare_options)
+    lines = [r"\begin{tabular}{l" + "r" * len(summary.columns) + "}", r"\toprule",
+             "Model & " + " & ".join(latex_text(c) for c in summary.columns) + r" \\", r"\midrule"]
+    for model in summary.index:
+        cells = []
+        for metric in summary.columns:
+            text = fmt(summary.loc[model, metric], digits)
+            if model in best[metric]:
+                text = rf"\textbf{{{text}}}"
+            cells.append(text + marks.get((model, metric), ""))
+        lines.append(latex_text(model) + " & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if note:
+        lines.append("% " + note)
+    return "\n".join(lines)

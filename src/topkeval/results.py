@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -41,6 +43,8 @@ class Results:
         self.query_name = query_name  # the query column of per_query: the user's own column name
         self._conventions = conventions
         self._sources = sources  # () -> iterable of (GroupedLog, R or None): what diff() re-reads
+        self._rerun: Callable[[list[str]], Results] | None = None  # metrics -> Results: the same evaluation at other metrics (curves), set by the front door
+        self._ascending = False  # scores were ranks or distances (negated inside): shown as given
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -161,6 +165,124 @@ class Results:
                 out["gained"] = [gained.get(q, []) for q in out[qn]]
                 out["lost"] = [lost.get(q, []) for q in out[qn]]
         return out.sort_values("delta", kind="stable").reset_index(drop=True)
+
+    def side_by_side(self, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
+        """One query's top ``k`` under two models, position by position: what did the new model do?
+
+        Each model's candidates are ordered as the kernel orders them (score, then the tie rule;
+        under ``ties="expected"`` tied candidates are listed in input order and ``tied_ranks`` gives
+        the ranks the group spans). A relevant item is marked ``gained`` in the model's column when
+        its chance of being in the top k is higher than under the baseline, and ``lost`` in the
+        baseline's column when it is lower (the same rule as :meth:`diff`).
+
+        Parameters
+        ----------
+        query
+            A query id, as in :attr:`per_query`.
+        k : int
+            Positions shown.
+        baseline, model : str, optional
+            The two models (default: the first two); with one model, only its list.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns indexed by (model, field): ``("", "rank")``, then for each model ``item``,
+            ``score``, ``relevance``, (``tied_ranks``,) ``change`` and ``other_rank`` (the item's rank
+            under the other model; NaN when that model did not retrieve it). Empty positions (a list
+            shorter than k) are None / NaN.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 1, 0], "item": ["x", "y", "z"],
+        ...                    "a": [0.9, 0.1, 0.5], "b": [0.1, 0.9, 0.5]},
+        ...                   metrics=["recall@1"], score=["a", "b"], item="item")
+        >>> view = res.side_by_side(1, k=2)
+        >>> view["a"][["item", "change"]].values.tolist(), view["b"][["item", "change"]].values.tolist()
+        ([['x', 'lost'], ['z', '']], [['y', 'gained'], ['z', '']])
+        """
+        from .views import side_by_side
+
+        return side_by_side(self, query, k, baseline, model)
+
+    def curves(self, metrics=None, ks=None) -> pd.DataFrame:
+        """Each model's mean of ``metric@k`` for k = 1..K (default: the largest cutoff evaluated).
+
+        The same evaluation again at every cutoff (one pass of the kernel), under the same
+        conventions. Returns columns ``model, metric, k, value``.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 0, 1], "s": [0.9, 0.5, 0.1]},
+        ...                   metrics=["recall@3"], score="s")
+        >>> res.curves()["value"].tolist()
+        [0.5, 0.5, 1.0]
+        """
+        from .views import curves
+
+        return curves(self, metrics, ks)
+
+    def plot_curve(self, metric: str = "recall", ks=None, ax=None):
+        """A matplotlib Figure: ``metric@k`` against k for each model (needs matplotlib: the
+        ``plot`` extra). See :meth:`curves` for the numbers."""
+        from .plots import plot_curve
+
+        return plot_curve(self, metric, ks, ax)
+
+    def plot_deltas(self, metric: str, baseline: str | None = None, model: str | None = None, ax=None):
+        """A matplotlib Figure: the distribution of per-query ``model - baseline`` differences of
+        ``metric`` (the values of :meth:`diff`), with their mean."""
+        from .plots import plot_deltas
+
+        return plot_deltas(self, metric, baseline, model, ax)
+
+    def report(self, path, baseline: str | None = None, **options) -> str:
+        """Write a self-contained HTML report (no network needed to open it) and return its path.
+
+        The summary with confidence intervals, the comparison with ``baseline`` (tests, corrected
+        p-values, wins/ties/losses), metric@k curves, the distribution of per-query differences,
+        the worst regressions with their top k side by side, the conventions and the counts of
+        ``info``. See :func:`topkeval.html.write_report` for the options.
+        """
+        from .html import write_report
+
+        return write_report(self, path, baseline=baseline, **options)
+
+    def to_latex(self, baseline: str | None = None, digits: int = 4, **compare_options) -> str:
+        """The summary as a LaTeX table (booktabs): the best value of each metric in bold, and with
+        ``baseline`` a dagger on the values significantly better than the baseline's (corrected
+        p-value of :meth:`compare` below 1 - confidence). Needs ``\\usepackage{booktabs}``.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "a_b": [0.9, 0.1]},
+        ...                   metrics=["precision@1"], score="a_b")
+        >>> print(res.to_latex())
+        \\begin{tabular}{lr}
+        \\toprule
+        Model & precision@1 \\\\
+        \\midrule
+        a\\_b & \\textbf{1.0000} \\\\
+        \\bottomrule
+        \\end{tabular}
+        """
+        from .report import latex
+
+        return latex(self, baseline=baseline, digits=digits, **compare_options)
+
+    def to_markdown(self, digits: int = 4) -> str:
+        """The summary as a GitHub markdown table (every id and name escaped)."""
+        from .report import markdown
+
+        return markdown(self.summary, digits)
+
+    def _repr_html_(self) -> str:
+        from .html import results_html
+
+        return results_html(self)
 
     @property
     def models(self) -> list[str]:

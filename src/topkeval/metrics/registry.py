@@ -81,6 +81,7 @@ class Family:
     dcg: Callable | None = None  # (metric, conventions) -> DcgSpec, for families that need "dcg"
     variants: tuple = ()  # other tools' names for this family with set parameters: (("ndcg_burges", (("gain", "exp"),)),)
     counts_found: bool = False  # counts relevant candidates found in the top k (nonpositive_scores applies)
+    higher_is_better: bool = True  # for reports: which value of a column is the best
 
     def example(self) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``..."""
@@ -113,7 +114,8 @@ FAMILIES: dict[str, Family] = {}
 def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: str, formula: str,
              aliases: tuple[str, ...] = (), params: tuple[Param, ...] = (), bounded: bool = True,
              trec: str | None = None, trec_uncut: str | None = None, summed: bool = False,
-             dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False):
+             dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
+             higher_is_better: bool = True):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
@@ -123,7 +125,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
         FAMILIES[name] = Family(name, function, cutoff, frozenset(needs), depth, summary, formula, aliases,
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
-                                counts_found)
+                                counts_found, higher_is_better)
         return function
 
     return wrap

@@ -109,7 +109,7 @@ def specificity(st, m, conv):
     return ratio(st.N - (_kk(st, m) - _h(st, m)), st.N, conv.undefined)
 
 
-@register("fallout", cutoff="required", needs=("h",), aliases=("fpr",),
+@register("fallout", cutoff="required", needs=("h",), aliases=("fpr",), higher_is_better=False,
           summary="non-relevant candidates let into the top k", formula="(min(k, n) - h(k)) / N")
 def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
@@ -134,13 +134,13 @@ def tp(st, m, conv):
     return _h(st, m).copy()
 
 
-@register("fp", cutoff="required", needs=("h",), bounded=False,
+@register("fp", cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
           summary="non-relevant candidates in the top k", formula="min(k, n) - h(k)")
 def fp(st, m, conv):
     return _kk(st, m) - _h(st, m)
 
 
-@register("fn", counts_found=True, cutoff="required", needs=("h",), bounded=False,
+@register("fn", counts_found=True, cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
           summary="relevant items outside the top k", formula="R - h(k)")
 def fn(st, m, conv):
     return st.R - _h(st, m)

@@ -1,0 +1,403 @@
+"""The HTML report: one self-contained file to look at before deciding whether a ranker ships.
+
+Every number in the page comes from the Results API (``summary_ci``, ``compare``, ``curves``,
+``diff``, ``side_by_side``, ``info``); numeric cells carry the exact value in ``data-value`` so that
+tests can check the page against the API. Every id, model name and metric name is escaped with
+:func:`html.escape`, and the page forbids scripts outright (a Content-Security-Policy with
+``default-src 'none'``), so a query id such as ``<script>alert(1)</script>`` shows as text and
+could not run even if an escape were missed. Plots are inline SVG (matplotlib, the ``plot``
+extra); without matplotlib the report is written without them and says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputFileError, ParameterError, did_you_mean
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2430;margin:0;background:#f6f7f9}
+main{max-width:1180px;margin:0 auto;padding:24px 28px 60px;background:#fff}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:34px 0 10px;border-bottom:1px solid #e2e5ea;padding-bottom:4px}
+h3{font-size:15px;margin:22px 0 6px}p.lead{color:#4b5565;margin:0 0 14px}
+nav a{margin-right:14px;color:#2459a6;text-decoration:none}
+table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
+th,td{padding:4px 10px;border-bottom:1px solid #e8eaee;text-align:left;vertical-align:top}
+th{background:#f1f3f6;font-weight:600}th.group{text-align:center;border-left:2px solid #fff}td.num,th.num{text-align:right}
+td.best{font-weight:700}.ci{color:#6b7482;font-size:12px}
+.better{color:#137333;font-weight:600}.worse{color:#b3261e;font-weight:600}.none{color:#6b7482}
+td.rel{background:#e7f4ea}.gained{color:#137333;font-weight:700}.lost{color:#b3261e;font-weight:700}
+.plots{display:flex;flex-wrap:wrap;gap:10px}.plots figure{margin:0;flex:0 1 calc(50% - 5px);min-width:420px}
+.plots svg{width:100%;height:auto}figcaption{color:#6b7482;font-size:12px}
+code,.id{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px;white-space:pre-wrap;word-break:break-all}
+img.thumb{width:56px;height:56px;object-fit:cover;border-radius:3px}.note{color:#6b7482;font-size:12.5px}
+"""
+
+
+def esc(value) -> str:
+    """Text for HTML: control characters as escapes (:func:`topkeval.report.fmt`), then HTML-escaped."""
+    from .report import fmt
+
+    return html.escape(fmt(value), quote=True)
+
+
+def _num(value, digits: int = 4, cls: str = "num") -> str:
+    from .report import fmt
+
+    exact = "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
+    return f'<td class="{cls}" data-value="{exact}">{html.escape(fmt(value, digits))}</td>'
+
+
+def _int(value) -> str:
+    return f'<td class="num" data-value="{int(value)}">{int(value):,}</td>'
+
+
+def _table(head: list[str], rows: list[str], cls: str = "") -> str:
+    th = "".join(f"<th{' class=num' if h.startswith('#') else ''}>{h.lstrip('#')}</th>" for h in head)
+    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def results_html(res, digits: int = 4) -> str:
+    """The summary as an HTML table with the counts of ``info`` (what a notebook shows for Results)."""
+    from .report import best_rows, info_lines
+
+    best = best_rows(res.summary)
+    head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
+    rows = []
+    for model in res.models:
+        cells = "".join(_num(res.summary.loc[model, m], digits, "num best" if model in best[m] else "num")
+                        for m in res.metrics)
+        rows.append(f'<tr><td class="id">{esc(model)}</td>{cells}</tr>')
+    notes = "".join(f'<p class="note">{esc(line)}</p>' for line in info_lines(res.info))
+    return _table(head, rows, "summary") + notes
+
+
+def _image_url(images, item) -> str | None:
+    if images is None or item is None:
+        return None
+    url: object
+    if isinstance(images, str):
+        url = images.replace("{item}", str(item))
+    elif callable(images):
+        url = images(item)
+    else:
+        url = images.get(item) if hasattr(images, "get") else None
+    if url is None:
+        return None
+    url = str(url)
+    return url if url.lower().startswith(("https://", "http://", "data:image/")) else None
+
+
+_FIELD = {"tied_ranks": "tied ranks", "other_rank": "rank in the other"}
+
+
+def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
+    models = [m for m in dict.fromkeys(view.columns.get_level_values(0)) if m != ""]
+    fields = ["item", "score", "relevance"] + (["tied_ranks"] if any((m, "tied_ranks") in view.columns
+                                                                    for m in models) else []) + ["change"]
+    fields += ["other_rank"] if any((m, "other_rank") in view.columns for m in models) else []
+    top = '<th rowspan="2" class="num">rank</th>' + "".join(
+        f'<th class="group id" colspan="{len(fields) + (images is not None)}">{esc(m)}</th>' for m in models)
+    sub = "".join(("<th>image</th>" if images is not None else "")
+                  + "".join(f"<th{' class=num' if f in ('score', 'relevance', 'other_rank') else ''}>{_FIELD.get(f, f)}</th>"
+                            for f in fields) for _ in models)
+    rows = []
+    for i in range(len(view)):
+        cells = [_int(view[("", "rank")].iloc[i])]
+        for m in models:
+            item = view[(m, "item")].iloc[i]
+            rel = view[(m, "relevance")].iloc[i]
+            cls = "it rel" if isinstance(rel, float) and rel > 0 else "it"
+            if images is not None:
+                url = _image_url(images, item)
+                cells.append(f'<td class="{cls}">' + (f'<img class="thumb" alt="{esc(item)}" src="{html.escape(url)}">'
+                                                     if url else "") + "</td>")
+            cells.append(f'<td class="{cls} id">{"" if item is None else esc(item)}</td>')
+            cells.append(_num(view[(m, "score")].iloc[i], digits))
+            cells.append(_num(rel, 0 if isinstance(rel, float) and rel == int(rel) else digits))
+            if "tied_ranks" in fields:
+                cells.append(f"<td>{esc(view[(m, 'tied_ranks')].iloc[i]) if (m, 'tied_ranks') in view.columns else ''}</td>")
+            change = view[(m, "change")].iloc[i]
+            cells.append(f'<td class="{esc(change)}">{esc(change)}</td>')
+            if "other_rank" in fields:
+                cells.append(_num(view[(m, "other_rank")].iloc[i], 0) if (m, "other_rank") in view.columns else "<td></td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table class="sbs"><thead><tr>{top}</tr><tr>{sub}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+
+def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[str, str]:
+    """The curves and delta histograms as inline SVG, or a note saying why there are none."""
+    try:
+        from . import plots
+
+        plots._pyplot()
+    except ParameterError as exc:
+        notes.append(str(exc))
+        return "", ""
+    curves_html = []
+    if curve_frame is not None:
+        for fam in dict.fromkeys(curve_frame["metric"]):
+            fig = plots.plot_curve(res, fam, data=curve_frame[curve_frame["metric"] == fam])
+            curves_html.append(f"<figure>{plots.svg(fig)}<figcaption>{esc(fam)}@k for k = "
+                               f"{int(curve_frame['k'].min())}..{int(curve_frame['k'].max())}</figcaption></figure>")
+    deltas_html = []
+    for metric in metrics:
+        if (model, metric) in diffs:
+            fig = plots.plot_deltas(res, metric, baseline, model, data=diffs[(model, metric)])
+            deltas_html.append(f"<figure>{plots.svg(fig)}<figcaption>per-query {esc(metric)} of {esc(model)} minus "
+                               f"{esc(baseline)}</figcaption></figure>")
+    return "".join(curves_html), "".join(deltas_html)
+
+
+def report_html(res, baseline: str | None = None, *, model: str | None = None, metric: str | None = None,
+                queries=(), worst: int = 10, k: int | None = None, images=None, title: str = "topkeval report",
+                confidence: float = 0.95, test: str = "permutation", correction: str | None = "holm",
+                n_resamples: int = 10_000, seed: int | None = 0, curves: bool = True, digits: int = 4) -> str:
+    """The report as one HTML string (see :func:`write_report` for the parameters)."""
+    from . import __version__
+    from .names import parse_metric
+    from .report import best_rows, info_lines, p_value_text
+
+    models = res.models
+    for name, value in (("baseline", baseline), ("model", model)):
+        if value is not None and value not in models:
+            raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), models)}")
+    if baseline is None and len(models) > 1:
+        baseline = models[0]
+    if model is None and baseline is not None:
+        model = next((m for m in models if m != baseline), None)
+    metric = res.metrics[0] if metric is None else str(parse_metric(metric))
+    if metric not in res.metrics:
+        raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(res.metrics)}.")
+    notes: list[str] = []
+    per_query = res.to_pandas()
+    has_rows = len(per_query) > 0
+
+    # summary with intervals
+    sections = []
+    best = best_rows(res.summary)
+    if has_rows:
+        ci = res.summary_ci(confidence=confidence, n_resamples=n_resamples, seed=seed).set_index(["model", "metric"])
+    head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
+    rows = []
+    for m in models:
+        cells = []
+        for metric_name in res.metrics:
+            cls = "num best" if m in best[metric_name] else "num"
+            cell = _num(res.summary.loc[m, metric_name], digits, cls)
+            if has_rows:
+                lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]
+                cell = cell[:-5] + (f'<br><span class="ci" data-low="{float(lo)!r}" data-high="{float(hi)!r}">'
+                                    f"[{lo:.{digits}f}, {hi:.{digits}f}]</span></td>")
+            cells.append(cell)
+        rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
+    ci_note = (f"Mean over the evaluated queries; below it the {confidence:.0%} bootstrap percentile interval "
+               f"({n_resamples:,} resamples). Bold: the best model of the column.") if has_rows else (
+               "Mean over the evaluated queries (no per-query values were kept, so no intervals).")
+    sections.append(("summary", "Summary", _table(head, rows, "summary") + f'<p class="note">{ci_note}</p>'))
+
+    # comparison with the baseline
+    diffs: dict = {}
+    if baseline is not None and has_rows:
+        table = res.compare(baseline=baseline, test=test, correction=correction, confidence=confidence,
+                            n_resamples=n_resamples, seed=seed)
+        resampled = n_resamples if test in ("permutation", "bootstrap") else None
+        rows = []
+        for r in table.itertuples():
+            verdict_cls = {"better": "better", "worse": "worse"}.get(r.verdict, "none")
+            rows.append(
+                f'<tr><td class="id">{esc(r.model)}</td><td>{esc(r.metric)}</td>'
+                f'<td class="{verdict_cls}">{esc(r.verdict)}</td>{_num(r.baseline, digits)}{_num(r.value, digits)}'
+                f"{_num(r.delta, digits)}{_num(r.ci_low, digits)}{_num(r.ci_high, digits)}"
+                f'<td class="num" data-value="{float(r.p_value)!r}">{esc(p_value_text(r.p_value, resampled))}</td>'
+                f'<td class="num" data-value="{float(r.p_adjusted)!r}">{esc(p_value_text(r.p_adjusted, resampled))}</td>'
+                f"{_int(r.wins)}{_int(r.ties)}{_int(r.losses)}</tr>")
+        head = ["model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
+                "#wins", "#ties", "#losses"]
+        how = (f"Paired {esc(test)} test on the queries both models have, {esc(correction or 'no')} correction over "
+               f"every row, {confidence:.0%} bootstrap intervals of the difference; a row is better or worse when its "
+               f"corrected p-value is below {1 - confidence:.2g}.")
+        sections.append(("comparison", f"Comparison with {esc(baseline)}", _table(head, rows, "compare")
+                         + f'<p class="note">{how}</p>'))
+        if model is not None:
+            diffs = {(model, name): res.diff(baseline, model, name) for name in res.metrics}
+    elif baseline is not None:
+        notes.append("No per-query values were kept (keep_per_query=False), so there is no comparison.")
+
+    # curves and deltas
+    curve_frame = None
+    if curves:
+        try:
+            curve_frame = res.curves()
+        except ParameterError as exc:
+            notes.append(f"No metric@k curves: {exc}")
+    curves_svg, deltas_svg = _figures(res, baseline, model, res.metrics, curve_frame, diffs, notes)
+    if curve_frame is not None:
+        body = f'<div class="plots">{curves_svg}</div>' if curves_svg else ""
+        fam_tables = []
+        for fam in dict.fromkeys(curve_frame["metric"]):
+            part = curve_frame[curve_frame["metric"] == fam].pivot(index="k", columns="model", values="value")
+            part = part[[m for m in models if m in part.columns]]  # the models' order, not pivot's sorted one
+            head = ["#k"] + [f"#{esc(m)}" for m in part.columns]
+            rows = ["<tr>" + _int(kk) + "".join(_num(part.loc[kk, m], digits) for m in part.columns) + "</tr>"
+                    for kk in part.index]
+            fam_tables.append(f"<details><summary>{esc(fam)}@k: the numbers</summary>"
+                              f"{_table(head, rows, 'curve')}</details>")
+        sections.append(("curves", "Metric@k", body + "".join(fam_tables)))
+
+    # per-query differences and the worst regressions
+    view_queries: list = list(queries)
+    if diffs:
+        d = diffs[(model, metric)]
+        worst_rows = d[d["delta"] < 0].head(worst)
+        view_queries = list(dict.fromkeys(view_queries + list(worst_rows.iloc[:, 0])))
+        anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
+        has_items = "gained" in d.columns
+        head = ["query", f"#{esc(baseline)}", f"#{esc(model)}", "#delta"] + (["lost", "gained"] if has_items else [])
+        rows = []
+        for i in range(len(worst_rows)):
+            r = worst_rows.iloc[i]
+            q = r.iloc[0]
+            items = (f'<td class="id">{esc(", ".join(map(str, r["lost"])))}</td>'
+                     f'<td class="id">{esc(", ".join(map(str, r["gained"])))}</td>') if has_items else ""
+            rows.append(f'<tr><td class="id"><a href="#{anchors[q]}">{esc(q)}</a></td>{_num(r["baseline"], digits)}'
+                        f'{_num(r["model"], digits)}{_num(r["delta"], digits)}{items}</tr>')
+        counts = (f"{int((d['delta'] > 0).sum()):,} queries better, {int((d['delta'] == 0).sum()):,} equal, "
+                  f"{int((d['delta'] < 0).sum()):,} worse on {esc(metric)}.")
+        table_html = (_table(head, rows, "worst") if rows else "<p>No query got worse.</p>")
+        sections.append(("deltas", f"Per query: {esc(model)} against {esc(baseline)}",
+                         f'<div class="plots">{deltas_svg}</div><p>{counts}</p>'
+                         f"<h3>The {len(rows)} worst regressions on {esc(metric)}</h3>{table_html}"))
+    else:
+        anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
+
+    # side by side
+    if view_queries:
+        if k is None:
+            cut = [parse_metric(n).k for n in res.metrics]
+            k = max([c for c in cut if c is not None], default=20)
+        blocks = []
+        try:
+            for q in view_queries:
+                view = res.side_by_side(q, k=k, baseline=baseline, model=model)
+                relevant = ", ".join(f"{esc(n)}: {r}" for n, r in view.attrs["relevant"].items())
+                blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
+                              f'<p class="note">relevant items: {relevant}</p>{_side_by_side_html(view, images, digits)}')
+        except ParameterError as exc:
+            blocks = [f'<p class="note">{esc(exc)}</p>']
+        legend = ("Each model's top k, position by position. Green rows: relevant items. <span class=gained>gained"
+                  "</span>: a relevant item the model brought into the top k; <span class=lost>lost</span>: one it "
+                  "let out (marked on the baseline's side).")
+        sections.append(("queries", f"Top {k}, side by side", f'<p class="note">{legend}</p>' + "".join(blocks)))
+
+    # conventions and counts
+    conv_rows = [f'<tr><td><code>{esc(name)}</code></td><td class="id">{esc(value if isinstance(value, str) else repr(value))}'
+                 "</td></tr>"
+                 for name, value in res.info["conventions"].items()]
+    info = res.info
+    count_rows = [f"<tr><td>{esc(label)}</td>{_int(info[key])}</tr>"
+                  for key, label in (("queries", "queries"), ("evaluated", "evaluated"),
+                                     ("skipped_empty", "skipped: no relevant item"), ("rows", "rows read"))
+                  if key in info]
+    count_rows += [f'<tr><td>ties across a cutoff: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
+                   for m, c in info.get("ties_at_cutoff", {}).items()]
+    count_rows += [f"<tr><td>{esc(key)}</td>{_int(info[key])}</tr>"
+                   for key in ("judged_queries", "run_queries_without_judgments", "missing_from_run")
+                   if isinstance(info.get(key), (int, np.integer))]
+    lines = "".join(f"<p>{esc(line)}</p>" for line in info_lines(info))
+    sections.append(("conventions", "Conventions and counts",
+                     lines + _table(["convention", "value"], conv_rows, "conventions")
+                     + _table(["count", "#value"], count_rows, "counts")))
+
+    nav = "".join(f'<a href="#{sid}">{heading}</a>' for sid, heading, _ in sections)
+    body = "".join(f'<section id="{sid}"><h2>{heading}</h2>{content}</section>' for sid, heading, content in sections)
+    note_html = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lead = (f"{len(models)} model(s), {info['evaluated']:,} of {info['queries']:,} queries evaluated, "
+            f"{info['rows']:,} rows. topkeval {esc(__version__)}, {when}.")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{STYLE}</style></head>"
+            f'<body><main><h1>{esc(title)}</h1><p class="lead">{lead}</p><nav>{nav}</nav>{note_html}{body}'
+            "</main></body></html>\n")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_report(res, path, baseline: str | None = None, *, overwrite: bool = False, **options) -> str:
+    """Write the HTML report of ``res`` to ``path``; return the path.
+
+    Parameters
+    ----------
+    res : Results
+    path : str or Path
+        The HTML file. An existing file (or a symbolic link) is replaced only with ``overwrite=True``.
+    baseline : str, optional
+        The model the others are compared with (default: the first).
+    model : str, optional
+        The model whose per-query differences and top k are shown (default: the first other one).
+    metric : str, optional
+        The metric of the worst regressions (default: the first).
+    queries : list, optional
+        Queries to show side by side, besides the worst regressions.
+    worst : int
+        How many of the worst regressions to list and show (default 10).
+    k : int, optional
+        Positions of the side-by-side view (default: the largest cutoff, or 20).
+    images : str, mapping or callable, optional
+        Thumbnails in the side-by-side view: a URL pattern with ``{item}`` (``"https://cdn/{item}.jpg"``),
+        a mapping or a function from item id to URL. Only http(s) and ``data:image/`` URLs are shown.
+    title : str
+    confidence, test, correction, n_resamples, seed
+        As in :meth:`Results.compare` and :meth:`Results.summary_ci`.
+    curves : bool
+        Evaluate the metric@k curves (one more pass over the data; default True).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import topkeval as tk
+    >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "item": ["x", "y", "x", "y"],
+    ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
+    ...                   metrics=["precision@1"], score=["a", "b"], item="item")
+    >>> path = res.report(os.path.join(tempfile.mkdtemp(), "report.html"), baseline="a", curves=False)
+    >>> "Comparison with a" in open(path, encoding="utf-8").read()
+    True
+    """
+    target = Path(path)
+    if (target.exists() or target.is_symlink()) and not overwrite:
+        raise InputFileError(f"'{target}' already exists{' (a symbolic link)' if target.is_symlink() else ''}; "
+                             "pass overwrite=True to replace it.")
+    if target.is_dir():
+        raise InputFileError(f"'{target}' is a directory; give the path of the HTML file to write.")
+    if not target.parent.is_dir():
+        raise InputFileError(f"The folder of '{target}' does not exist; create it first.")
+    page = report_html(res, baseline, **options)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".topkeval-", suffix=".html")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        os.chmod(tmp, 0o666 & ~_umask())  # as a plain open() would create it (mkstemp makes it private)
+        if target.is_symlink():
+            target.unlink()  # replace the link itself, never the file it points to
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return str(target)

@@ -1,0 +1,127 @@
+"""Figures of Results with matplotlib (the ``plot`` extra; never imported by ``import topkeval``).
+
+Every plotted number comes from the Results API: :meth:`Results.curves` for the metric@k curves,
+:meth:`Results.diff` for the per-query differences. Names are drawn as text, never as mathtext:
+a model called ``$x$`` shows its dollar signs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ParameterError
+
+#: colours of the models, in order (matplotlib's tab10, readable in print)
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf"]
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)  # no screen needed; a notebook's inline backend stays as it is
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ParameterError("Plots need matplotlib: pip install 'topkeval[plot]' (or pip install matplotlib)."
+                             ) from None
+    return plt
+
+
+def label(text) -> str:
+    """A name as matplotlib text: dollar signs escaped (no mathtext), control characters visible."""
+    from .report import fmt
+
+    return fmt(text).replace("$", r"\$")
+
+
+def _figure(ax, size=(6.4, 3.6)):
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=size, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
+
+
+def plot_curve(results, metric: str = "recall", ks=None, ax=None, data=None):
+    """``metric@k`` against k, one line per model (see :meth:`Results.plot_curve`).
+
+    Examples
+    --------
+    >>> import topkeval as tk
+    >>> res = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 0, 1], "s": [0.9, 0.5, 0.1]},
+    ...                   metrics=["recall@3"], score="s")
+    >>> fig = res.plot_curve("recall")
+    >>> fig.axes[0].get_lines()[0].get_ydata().tolist()
+    [0.5, 0.5, 1.0]
+    """
+    frame = results.curves([metric], ks) if data is None else data
+    fig, ax = _figure(ax)
+    for i, (model, part) in enumerate(frame.groupby("model", sort=False)):
+        ax.plot(part["k"], part["value"], marker="o", markersize=3, linewidth=1.6, color=COLOURS[i % len(COLOURS)],
+                label=label(model))
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("k (cutoff)")
+    ax.set_ylabel(label(f"{metric}@k (mean)"))
+    ax.set_title(label(f"{metric}@k"))
+    ax.grid(True, alpha=0.3)
+    ax.legend(frameon=False)
+    return fig
+
+
+def plot_deltas(results, metric: str, baseline: str | None = None, model: str | None = None, ax=None, data=None):
+    """Histogram of the per-query differences ``model - baseline`` of ``metric`` (see
+    :meth:`Results.plot_deltas`), with their mean and the count of wins, ties and losses.
+
+    Examples
+    --------
+    >>> import topkeval as tk
+    >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1],
+    ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
+    ...                   metrics=["precision@1"], score=["a", "b"])
+    >>> fig = res.plot_deltas("precision@1", baseline="a")
+    >>> fig.axes[0].get_title()
+    'precision@1: b - a per query'
+    """
+    models = results.models
+    if len(models) < 2:
+        raise ParameterError("plot_deltas compares two models; these results have one.")
+    baseline = models[0] if baseline is None else baseline
+    model = next(m for m in models if m != baseline) if model is None else model
+    d = results.diff(baseline, model, metric) if data is None else data
+    delta = d["delta"].to_numpy(float)
+    delta = delta[np.isfinite(delta)]
+    fig, ax = _figure(ax)
+    wins, ties, losses = int((delta > 0).sum()), int((delta == 0).sum()), int((delta < 0).sum())
+    if len(delta):
+        span = max(float(np.abs(delta).max()), 1e-12)
+        bins = np.linspace(-span, span, 41)
+        ax.hist(delta[delta < 0], bins=bins, color=COLOURS[3], label=f"{model} worse: {losses:,}")
+        ax.hist(delta[delta == 0], bins=bins, color=COLOURS[7], label=f"equal: {ties:,}")
+        ax.hist(delta[delta > 0], bins=bins, color=COLOURS[2], label=f"{model} better: {wins:,}")
+        ax.axvline(float(delta.mean()), color="black", linewidth=1.2, linestyle="--",
+                   label=f"mean {float(delta.mean()):+.4f}")
+    ax.set_yscale("symlog", linthresh=10)
+    ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
+    ax.set_ylabel("queries")
+    ax.set_title(label(f"{metric}: {model} - {baseline} per query"))
+    for text in ax.legend(frameon=False).get_texts():
+        text.set_text(label(text.get_text()))
+    return fig
+
+
+def svg(fig) -> str:
+    """A figure as inline SVG markup (no XML prolog; text as paths, so no font is needed), closed after."""
+    import io
+
+    plt = _pyplot()
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": "topkeval"}):  # the same ids in every run: reproducible pages
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]

@@ -1,0 +1,201 @@
+"""What the report shows besides the means: metric@k curves and one query's top k side by side.
+
+Both are computed by the engine, never by hand: a curve is an evaluation of ``family@1 ..
+family@K`` under the conventions of the results (the kernel counts every cutoff in one pass); the
+side-by-side view orders one query's candidates with the kernel's own ranking function
+(:func:`topkeval.kernels.cpu.ranks`) and marks the relevant items a model gained or lost with the
+kernel's inclusion probabilities, the same ones :meth:`Results.diff` reads.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .errors import ParameterError, TopkevalWarning, did_you_mean, show
+
+
+def curve_families(results) -> list[str]:
+    """The families of ``results`` that take a cutoff, in the order first requested."""
+    from .metrics import FAMILIES
+    from .names import parse_metric
+
+    out: list[str] = []
+    for name in results.metrics:
+        m = parse_metric(name)
+        fam = FAMILIES[m.family]
+        if m.k is not None and fam.cutoff != "none" and str(m).split("@")[0] not in out:
+            out.append(str(m).split("@")[0])
+    return out
+
+
+def curves(results, metrics=None, ks=None) -> pd.DataFrame:
+    """Each model's mean of ``metric@k`` for k = 1..K: the data of the metric@k plot.
+
+    Parameters
+    ----------
+    results : Results
+    metrics : str or list of str, optional
+        Metric families with a cutoff (``"recall"``, ``"ndcg"``, ``"fbeta(beta=0.5)"``); by
+        default those of ``results``.
+    ks : iterable of int, optional
+        The cutoffs (default 1..K, K the largest cutoff of ``results``, or 20).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model, metric, k, value`` (``metric`` names the family, ``value`` the mean).
+    """
+    from .names import parse_metric
+
+    rerun = getattr(results, "_rerun", None)
+    if rerun is None:
+        raise ParameterError("These results cannot be evaluated again at other cutoffs (they were built by hand, "
+                             "or kept only sums): evaluate the log with the cutoffs you want instead.")
+    families = curve_families(results) if metrics is None else ([metrics] if isinstance(metrics, str) else list(metrics))
+    if not families:
+        raise ParameterError("None of the metrics of these results takes a cutoff (@k): name the families to plot, "
+                             "for example metrics=['recall', 'ndcg'].")
+    for fam in families:
+        parse_metric(f"{fam}@1")  # a family without a cutoff is refused here, with its reason
+    if ks is None:
+        cut = [parse_metric(n).k for n in results.metrics]
+        top = max([k for k in cut if k is not None], default=20)
+        ks = range(1, top + 1)
+    ks = [int(k) for k in ks]
+    if not ks or min(ks) < 1:
+        raise ParameterError(f"ks must be positive cutoffs, got {ks!r}.")
+    names = [str(parse_metric(f"{fam}@{k}")) for fam in families for k in ks]
+    with warnings.catch_warnings():  # the warnings of the first evaluation were given already
+        warnings.simplefilter("ignore", TopkevalWarning)
+        again = rerun(list(dict.fromkeys(names)))
+    rows = []
+    for fam in families:
+        for k in ks:
+            name = str(parse_metric(f"{fam}@{k}"))
+            for model in again.models:
+                rows.append({"model": model, "metric": fam, "k": k, "value": float(again.summary.loc[model, name])})
+    return pd.DataFrame(rows)
+
+
+def _logs_of(results, model: str):
+    sources = getattr(results, "_sources", None)
+    if sources is None:
+        return None
+    return [(log, R) for log, R in sources() if model in log.scores]
+
+
+def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
+    """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
+    from .conventions import Conventions
+    from .engine.backends import comparable_scores, tie_items
+    from .errors import check_int
+    from .kernels import cpu
+
+    k = check_int(k, "k", "side_by_side", low=1)
+    models = results.models
+    for name, value in (("baseline", baseline), ("model", model)):
+        if value is not None and value not in models:
+            raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), models)}")
+    if baseline is None:
+        baseline = models[0]
+    if model is None:
+        others = [m for m in models if m != baseline]
+        model = others[0] if others else None
+    shown = [baseline] if model is None or model == baseline else [baseline, model]
+    conv: Conventions | None = results._conventions
+    if conv is None or getattr(results, "_sources", None) is None:
+        raise ParameterError("side_by_side reads each model's candidates again, which these results do not keep "
+                             "(a score matrix, a Spark DataFrame, or a file streamed with keep_per_query=False): "
+                             "evaluate the rows of the queries you want to see as a table in memory.")
+    ascending = getattr(results, "_ascending", False)
+    columns: dict = {}
+    lists = {}
+    for name in shown:
+        logs = _logs_of(results, name)
+        found = None
+        for log, R in logs or []:
+            if not log.has_items:
+                raise ParameterError("side_by_side shows item ids, but these results were evaluated without them: "
+                                     "pass item='<column>' to evaluate.")
+            hit = np.flatnonzero(log.queries == query) if len(log.queries) else np.zeros(0, np.int64)
+            if len(hit):
+                found = (log, R, int(hit[0]))
+                break
+        if found is None:
+            raise ParameterError(f"query {show(query)} is not among the queries of model {name!r}.")
+        log, R, q = found
+        lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
+        offsets = np.array([0, hi - lo], np.int64)
+        scores = comparable_scores(log.scores[name][lo:hi], conv)
+        rel = log.relevant(conv)[lo:hi]
+        grades = log.grades[lo:hi].astype(np.float64)
+        items = tie_items(log, conv)[lo:hi] if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+        keep = np.ones(hi - lo, bool) if conv.score_threshold is None else scores >= conv.score_threshold
+        order_rule = "first" if conv.ties == "expected" else conv.ties
+        rank = cpu.ranks(offsets, np.where(keep, scores, -np.inf), rel, grades, items, cpu.TIE_CODES[order_rule],
+                         hi - lo)
+        rank[~keep] = 0
+        rq = int(rel[keep].sum()) if R is None else int(R[q])
+        kq = np.array([k], np.int64)
+        thr = -np.inf if conv.score_threshold is None else conv.score_threshold
+        p = cpu.inclusion(offsets, scores, rel, grades, items, thr, cpu.TIE_CODES[conv.ties], kq)
+        ids = log.item_ids(log.items[lo:hi]).tolist()  # Python values, as the per-query tables show them
+        raw = log.scores[name][lo:hi]
+        shown_score = -raw if ascending else raw
+        lists[name] = dict(rank=rank, ids=ids, score=shown_score, cmp=scores, grade=log.grades[lo:hi], rel=rel,
+                           p=p, R=rq)
+    chance = {name: {ids: float(p) for ids, p, r in zip(v["ids"], v["p"], v["rel"]) if r}
+              for name, v in lists.items()}
+    rank_of = {name: {i: int(r) for i, r in zip(v["ids"], v["rank"]) if r > 0} for name, v in lists.items()}
+    columns["rank"] = np.arange(1, k + 1)
+    for name, v in lists.items():
+        other = next((o for o in lists if o != name), None)
+        by_rank = {int(r): i for i, r in enumerate(v["rank"]) if 0 < r <= k}
+        item: list = []
+        score: list[float] = []
+        grade: list[float] = []
+        mark: list[str] = []
+        tied: list[str] = []
+        elsewhere: list[float] = []
+        for pos in range(1, k + 1):
+            i = by_rank.get(pos)
+            if i is None:
+                item.append(None)
+                score.append(np.nan)
+                grade.append(np.nan)
+                mark.append("")
+                tied.append("")
+                elsewhere.append(np.nan)
+                continue
+            elsewhere.append(float(rank_of[other].get(v["ids"][i], np.nan)) if other is not None else np.nan)
+            item.append(v["ids"][i])
+            score.append(float(v["score"][i]))
+            grade.append(float(v["grade"][i]))
+            same = np.flatnonzero(v["cmp"] == v["cmp"][i])
+            ranks = v["rank"][same]
+            ranks = ranks[ranks > 0]
+            tied.append(f"{ranks.min()}-{ranks.max()}" if len(ranks) > 1 and conv.ties == "expected" else "")
+            label = ""
+            if other is not None and v["rel"][i]:
+                mine, theirs = chance[name].get(v["ids"][i], 0.0), chance[other].get(v["ids"][i], 0.0)
+                if name == model and mine > theirs + 1e-12:
+                    label = "gained"
+                elif name == baseline and mine > theirs + 1e-12:
+                    label = "lost"
+            mark.append(label)
+        columns[(name, "item")] = pd.Series(item, dtype=object)
+        columns[(name, "score")] = score
+        columns[(name, "relevance")] = grade
+        if conv.ties == "expected":
+            columns[(name, "tied_ranks")] = tied
+        columns[(name, "change")] = mark
+        if other is not None:
+            columns[(name, "other_rank")] = elsewhere
+    frame = pd.DataFrame({("", "rank") if c == "rank" else c: v for c, v in columns.items()})
+    frame.columns = pd.MultiIndex.from_tuples(frame.columns, names=["model", "field"])
+    frame.attrs.update(query=query, k=k, baseline=baseline, model=model,
+                       relevant={n: v["R"] for n, v in lists.items()})
+    return frame

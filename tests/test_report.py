@@ -1,0 +1,514 @@
+"""The views of Results: side by side, metric@k curves, LaTeX, notebooks, the HTML report.
+
+The side-by-side view is checked against the reference ranking (tests/reference.py) under every
+convention; curves against evaluating each cutoff on its own; every number of the HTML report
+against the API that gives it; hostile ids against every output.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topkeval as tk
+from reference import ranked_orders
+from strategies import conventions, logs
+from topkeval.errors import InputFileError, ParameterError
+
+HOSTILE_QUERIES = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>', "a&amp;b", "plain"]
+HOSTILE_MODELS = ["<b>old</b>", "new\"'><svg onload=alert(3)>$x$"]
+
+
+def demo_results(n=300, metrics=("recall@10", "precision@10", "ndcg@10", "r_precision")):
+    from topkeval.demo import example_log
+
+    return tk.evaluate(example_log(n), metrics=list(metrics), query="query", relevance="click",
+                       score=["old_ranker", "new_ranker"], item="image")
+
+
+def hostile_log(seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in HOSTILE_QUERIES:
+        for j in range(12):
+            rows.append({"query": q, "item": f"<i>{j}</i>" if j % 2 else f"it{j}\"'>", "click": int(rng.random() < 0.35),
+                         HOSTILE_MODELS[0]: float(rng.integers(0, 5)), HOSTILE_MODELS[1]: float(rng.normal())})
+    frame = pd.DataFrame(rows)
+    frame.loc[frame.groupby("query").head(1).index, "click"] = 1  # every query has a relevant item
+    return frame
+
+
+def hostile_results():
+    return tk.evaluate(hostile_log(), metrics=["recall@5", "ndcg@5"], query="query", relevance="click",
+                       score=HOSTILE_MODELS, item="item")
+
+
+# ----------------------------------------------------------------------------------------------
+# side by side
+
+
+def _reference_view(rows, model, conv, k):
+    """Per query: the items at positions 1..k, and each relevant item's chance of being in the top k."""
+    threshold = conv["threshold"]
+    out = {}
+    for q in dict.fromkeys(r["query"] for r in rows):
+        cands = [r for r in rows if r["query"] == q]
+        rel = [(c["grade"] > 0) if threshold is None else (c["grade"] >= threshold) for c in cands]
+        scores = [c[model] for c in cands]
+        items = [c["item"] for c in cands]
+        grades = [c["grade"] for c in cands]
+        orders = ranked_orders(scores, rel, items, conv, grades)
+        shown_rule = dict(conv, ties="first") if conv["ties"] == "expected" else conv
+        shown = ranked_orders(scores, rel, items, shown_rule, grades)[0][:k]
+        chance = {items[i]: sum(i in o[:k] for o in orders) / len(orders) for i in range(len(cands)) if rel[i]}
+        out[q] = ([items[i] for i in shown], chance)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=logs(max_queries=3, max_len=6), conv=conventions(), k=st.integers(1, 7))
+def test_side_by_side_equals_reference(rows, conv, k):
+    conv = dict(conv, empty_queries="keep")
+    res = tk.evaluate(pd.DataFrame(rows), ["recall@1"], relevance="grade", score=["a", "b"], item="item", **conv)
+    ref = {m: _reference_view(rows, m, conv, k) for m in ("a", "b")}
+    for q in ref["a"]:
+        view = res.side_by_side(q, k=k, baseline="a", model="b")
+        for m, other in (("a", "b"), ("b", "a")):
+            items, chance = ref[m][q]
+            got = [i for i in view[(m, "item")] if i is not None]
+            assert got == items, (q, m)
+            assert view[(m, "item")].isna().sum() == k - len(items)
+            for pos, item in enumerate(got):
+                mark = view[(m, "change")].iloc[pos]
+                if item in chance:
+                    better = chance[item] > ref[other][q][1].get(item, 0.0) + 1e-12
+                    assert mark == (("gained" if m == "b" else "lost") if better else "")
+                else:
+                    assert mark == ""
+
+
+def test_side_by_side_tied_ranks_and_other_rank():
+    res = tk.evaluate({"query": [1] * 5, "relevance": [1, 0, 0, 1, 0], "item": list("vwxyz"),
+                       "a": [3.0, 2.0, 2.0, 2.0, 1.0], "b": [1.0, 2.0, 3.0, 4.0, 5.0]},
+                      metrics=["recall@2"], score=["a", "b"], item="item")
+    view = res.side_by_side(1, k=4)
+    assert view[("a", "item")].tolist() == ["v", "w", "x", "y"]
+    assert view[("a", "tied_ranks")].tolist() == ["", "2-4", "2-4", "2-4"]
+    assert view[("a", "other_rank")].tolist() == [5.0, 4.0, 3.0, 2.0]
+    # top 4: y is in both (a: ranks 2-4 all inside); v is in a's, not b's (rank 5): lost
+    assert view[("b", "change")].tolist() == ["", "", "", ""]
+    assert view[("a", "change")].tolist() == ["lost", "", "", ""]
+    # top 2: y's chance is 1/3 under a (one slot for three tied), 1 under b (rank 2): gained
+    view = res.side_by_side(1, k=2)
+    assert view[("b", "item")].tolist() == ["z", "y"] and view[("b", "change")].tolist() == ["", "gained"]
+    assert view[("a", "change")].tolist() == ["lost", ""]
+
+
+def test_side_by_side_ascending_shows_scores_as_given():
+    res = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 0, 0], "item": ["x", "y", "z"], "rank": [3, 1, 2]},
+                      metrics=["recall@1"], score="rank", item="item", ascending=True)
+    view = res.side_by_side(1, k=3)
+    assert view[("rank", "item")].tolist() == ["y", "z", "x"]
+    assert view[("rank", "score")].tolist() == [1, 2, 3]
+
+
+def test_side_by_side_with_qrels_and_runs_lacking_items():
+    run = {"query": ["q1", "q1", "q1", "q1"], "item": ["a", "b", "c", "a"], "score": [3.0, 2.0, 1.0, 1.0],
+           "run": ["r1", "r1", "r1", "r2"]}
+    qrels = {"query": ["q1", "q1"], "item": ["c", "z"], "relevance": [1, 1]}
+    res = tk.evaluate(run, ["recall@1"], item="item", qrels=qrels, model="run")
+    view = res.side_by_side("q1", k=3, baseline="r1", model="r2")
+    assert view[("r1", "item")].tolist() == ["a", "b", "c"]
+    assert view[("r2", "item")].tolist()[:1] == ["a"]
+    assert view[("r1", "relevance")].tolist() == [0.0, 0.0, 1.0]
+    assert view.attrs["relevant"] == {"r1": 2, "r2": 2}  # R counts the judged item nobody retrieved
+
+
+def test_side_by_side_errors():
+    res = demo_results(50)
+    with pytest.raises(ParameterError, match="not among the queries"):
+        res.side_by_side("no such query")
+    with pytest.raises(ParameterError, match="not a model"):
+        res.side_by_side("q1", baseline="old")
+    with pytest.raises(ParameterError, match="k"):
+        res.side_by_side("q1", k=0)
+    no_items = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["recall@1"], score="s")
+    with pytest.raises(ParameterError, match="item="):
+        no_items.side_by_side(1)
+    stream = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["recall@1"], score="s")
+    stream._sources = None
+    with pytest.raises(ParameterError, match="do not keep"):
+        stream.side_by_side(1)
+
+
+# ----------------------------------------------------------------------------------------------
+# curves
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=logs(max_queries=4, max_len=6), conv=conventions())
+def test_curves_equal_each_cutoff_evaluated_alone(rows, conv):
+    frame = pd.DataFrame(rows)
+    res = tk.evaluate(frame, ["recall@4", "ndcg@2", "r_precision"], relevance="grade", score=["a", "b"],
+                      item="item", **conv)
+    got = res.curves()
+    assert sorted(set(got["metric"])) == ["ndcg", "recall"] and sorted(set(got["k"])) == [1, 2, 3, 4]
+    for k in range(1, 5):
+        alone = tk.evaluate(frame, [f"recall@{k}", f"ndcg@{k}"], relevance="grade", score=["a", "b"], item="item",
+                            **conv).summary
+        for fam in ("recall", "ndcg"):
+            for model in ("a", "b"):
+                v = got[(got.metric == fam) & (got.k == k) & (got.model == model)]["value"].item()
+                w = alone.loc[model, f"{fam}@{k}"]
+                assert (math.isnan(v) and math.isnan(w)) or v == w
+
+
+def test_curves_on_every_input_path(tmp_path):
+    from topkeval.demo import example_log
+
+    log = example_log(80)
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    mem = tk.evaluate(log, ["precision@5"], relevance="click", score=["old_ranker", "new_ranker"], item="image")
+    streamed = tk.evaluate(str(path), ["precision@5"], relevance="click", score=["old_ranker", "new_ranker"],
+                           item="image", chunk_rows=1000)
+    truth = log[log.click > 0][["query", "image"]].assign(relevance=1)
+    run = log.melt(id_vars=["query", "image"], value_vars=["old_ranker", "new_ranker"], var_name="run",
+                   value_name="score")
+    judged = tk.evaluate(run, ["precision@5"], item="image", qrels=truth.rename(columns={"image": "image"}),
+                         model="run")
+    a = mem.curves()
+    pd.testing.assert_frame_equal(a, streamed.curves())
+    b = judged.curves().set_index(["model", "k"])["value"]
+    pd.testing.assert_series_equal(a.set_index(["model", "k"])["value"], b.loc[a.set_index(["model", "k"]).index])
+
+
+def test_curves_errors():
+    res = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["r_precision", "ap"], score="s")
+    with pytest.raises(ParameterError, match="takes a cutoff"):
+        res.curves()
+    assert res.curves("recall")["k"].tolist() == list(range(1, 21))
+    with pytest.raises(tk.TopkevalError, match="takes no cutoff"):
+        res.curves("r_precision")
+    with pytest.raises(ParameterError, match="positive"):
+        res.curves("recall", ks=[0, 1])
+
+
+# ----------------------------------------------------------------------------------------------
+# LaTeX, markdown, notebooks
+
+
+def test_latex_bold_best_and_marks_follow_summary_and_compare():
+    res = demo_results(400, metrics=("recall@10", "fp@10", "precision@1"))
+    text = res.to_latex(baseline="old_ranker")
+    lines = {line.split(" & ")[0]: line for line in text.splitlines() if " & " in line}
+    summary = res.summary
+    for metric, col in zip(res.metrics, range(1, 4)):
+        best = summary[metric].idxmin() if metric.startswith("fp") else summary[metric].idxmax()
+        for model in res.models:
+            cell = lines[model.replace("_", r"\_")].rstrip(" \\").split(" & ")[col]
+            assert (r"\textbf{" in cell) == (model == best), (metric, model)
+            assert f"{summary.loc[model, metric]:.4f}" in cell
+    table = res.compare(baseline="old_ranker")
+    for row in table.itertuples():
+        cell = lines[row.model.replace("_", r"\_")].rstrip(" \\").split(" & ")[res.metrics.index(row.metric) + 1]
+        good = row.significant and ((row.delta < 0) if row.metric.startswith("fp") else (row.delta > 0))
+        assert (r"\dagger" in cell) == good
+    assert text.splitlines()[0] == r"\begin{tabular}{lrrr}" and r"\bottomrule" in text
+
+
+def test_latex_letters_without_baseline_and_escaping():
+    res = hostile_results()
+    text = res.to_latex()
+    assert r"\textless{}b\textgreater{}old\textless{}/b\textgreater{}" in text
+    assert r"\$x\$" in text and "a: " in text and "b: " in text
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("%"))
+    assert "$x$" not in body.replace(r"\$x\$", "")
+
+
+def test_markdown_and_repr_html_escape():
+    res = hostile_results()
+    md = res.to_markdown()
+    assert "&lt;b&gt;old&lt;/b&gt;" in md and "<b>" not in md
+    page = res._repr_html_()
+    assert "<b>old</b>" not in page and "&lt;b&gt;old&lt;/b&gt;" in page
+    assert "<svg onload" not in page
+    cells = re.findall(r'data-value="([^"]+)"', page)
+    assert [float(c) for c in cells] == [res.summary.loc[m, c] for m in res.models for c in res.metrics]
+
+
+# ----------------------------------------------------------------------------------------------
+# the HTML report
+
+
+class _Page(HTMLParser):
+    """Tables (cells with their data-value), element names and attributes of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.all_tables: dict[str, list[list[list[tuple[str, str | None]]]]] = {}  # class -> tables -> rows
+        self.tags: list[tuple[str, dict]] = []
+        self._table = None
+        self._cell = None
+        self._text = ""
+        self.spans: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "table":
+            self._table = a.get("class", "")
+            self.all_tables.setdefault(self._table, []).append([])
+        elif tag == "tr" and self._table is not None:
+            self.all_tables[self._table][-1].append([])
+        elif tag in ("td", "th"):
+            self._cell, self._text = a, ""
+        elif tag == "span" and "data-low" in a:
+            self.spans.append(a)
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.all_tables[self._table][-1][-1].append((self._text, self._cell.get("data-value")))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
+
+    @property
+    def tables(self):
+        """class -> the rows of the first table of that class"""
+        return {name: tables[0] for name, tables in self.all_tables.items()}
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._text += data
+
+
+def _parse(text) -> _Page:
+    page = _Page()
+    page.feed(text)
+    return page
+
+
+def _same(a, b) -> bool:
+    return (isinstance(a, float) and math.isnan(a) and math.isnan(b)) or a == b
+
+
+def test_report_numbers_are_the_api_numbers(tmp_path):
+    res = demo_results(300)
+    path = res.report(tmp_path / "r.html", baseline="old_ranker", worst=3, n_resamples=2000, seed=1)
+    page = _parse(open(path, encoding="utf-8").read())
+    # summary: the means, then the intervals of summary_ci
+    rows = page.tables["summary"][1:]
+    assert [r[0][0] for r in rows] == res.models
+    for model, row in zip(res.models, rows):
+        assert [float(v) for _, v in row[1:]] == [res.summary.loc[model, m] for m in res.metrics]
+    ci = res.summary_ci(n_resamples=2000, seed=1)
+    assert [(float(s["data-low"]), float(s["data-high"])) for s in page.spans] == list(zip(ci.ci_low, ci.ci_high))
+    # comparison
+    table = res.compare(baseline="old_ranker", n_resamples=2000, seed=1)
+    for row, (_, r) in zip(page.tables["compare"][1:], table.iterrows()):
+        assert row[0][0] == r.model and row[1][0] == r.metric and row[2][0] == r.verdict
+        values = [float(v) for _, v in row[3:]]
+        assert values == [r.baseline, r.value, r.delta, r.ci_low, r.ci_high, r.p_value, r.p_adjusted, r.wins,
+                          r.ties, r.losses]
+    # curves: one table per family, k down, models across
+    curves = res.curves()
+    curve_cells = [float(v) for table in page.all_tables["curve"] for row in table[1:] for _, v in row[1:]]
+    expected = [curves[(curves.metric == fam) & (curves.k == k) & (curves.model == m)]["value"].item()
+                for fam in dict.fromkeys(curves.metric) for k in range(1, 11) for m in res.models]
+    assert curve_cells == expected
+    # worst regressions: the head of diff
+    d = res.diff("old_ranker", "new_ranker", res.metrics[0])
+    worst = d[d.delta < 0].head(3)
+    got = page.tables["worst"][1:]
+    assert [r[0][0] for r in got] == list(worst["query"])
+    assert [[float(v) for _, v in r[1:4]] for r in got] == worst[["baseline", "model", "delta"]].values.tolist()
+    # side by side: the same items as the API's view, for each worst query
+    sbs = page.tables["sbs"]
+    view = res.side_by_side(worst["query"].iloc[0], k=10, baseline="old_ranker", model="new_ranker")
+    first = sbs[2:12]  # two header rows
+    assert [r[1][0] for r in first] == view[("old_ranker", "item")].tolist()
+    # conventions
+    conv_rows = {r[0][0]: r[1][0] for r in page.tables["conventions"][1:]}
+    assert conv_rows == {k: v if isinstance(v, str) else repr(v) for k, v in res.info["conventions"].items()}
+
+
+def test_report_escapes_hostile_ids_and_runs_no_script(tmp_path):
+    res = hostile_results()
+    path = res.report(tmp_path / "r.html", queries=HOSTILE_QUERIES, n_resamples=500)
+    text = open(path, encoding="utf-8").read()
+    page = _parse(text)
+    names = {tag for tag, _ in page.tags}
+    assert "script" not in names and "iframe" not in names
+    for tag, attrs in page.tags:
+        assert not any(a.lower().startswith("on") for a in attrs), (tag, attrs)
+        if tag == "img":
+            assert attrs.get("src", "").startswith(("http", "data:image"))
+    for q in HOSTILE_QUERIES + HOSTILE_MODELS:
+        assert q not in text or q == "plain"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "&lt;b&gt;old&lt;/b&gt;" in text
+    assert text.count('<h3 id="q') == len(HOSTILE_QUERIES)  # each shown side by side
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+
+
+def test_report_without_matplotlib_or_rows(tmp_path, monkeypatch):
+    import sys
+
+    res = demo_results(60)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    path = res.report(tmp_path / "a.html", n_resamples=200)
+    text = open(path, encoding="utf-8").read()
+    assert "<svg" not in text and "pip install" in text
+    with pytest.raises(ParameterError, match="matplotlib"):
+        res.plot_curve("recall")
+    monkeypatch.undo()
+    summary_only = tk.evaluate({"query": [1, 1, 2], "relevance": [1, 0, 1], "s": [1.0, 2.0, 1.0]}, ["recall@1"],
+                               score="s")
+    summary_only.per_query = summary_only.per_query.iloc[:0]
+    text = open(summary_only.report(tmp_path / "b.html"), encoding="utf-8").read()
+    assert "no intervals" in text
+
+
+def test_report_file_safety(tmp_path):
+    res = demo_results(40)
+    target = tmp_path / "r.html"
+    target.write_text("mine")
+    with pytest.raises(InputFileError, match="already exists"):
+        res.report(target, curves=False)
+    assert target.read_text() == "mine"
+    other = tmp_path / "other.txt"
+    other.write_text("keep")
+    link = tmp_path / "link.html"
+    link.symlink_to(other)
+    res.report(link, overwrite=True, curves=False, n_resamples=200)
+    assert other.read_text() == "keep" and not link.is_symlink()
+    with pytest.raises(InputFileError, match="does not exist"):
+        res.report(tmp_path / "nope" / "r.html")
+    with pytest.raises(InputFileError, match="directory"):
+        res.report(tmp_path, overwrite=True)
+    mode = os.stat(res.report(tmp_path / "m.html", curves=False, n_resamples=200)).st_mode & 0o777
+    assert mode & 0o044 == 0o044 & ~_umask()  # readable as a file open() creates
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".topkeval-")]
+    with pytest.raises(ParameterError, match="not a model"):
+        res.report(tmp_path / "x.html", baseline="nope")
+    with pytest.raises(ParameterError, match="not evaluated"):
+        res.report(tmp_path / "x.html", metric="ap")
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_report_images_only_safe_urls(tmp_path):
+    res = demo_results(40)
+    urls = {"img0": "javascript:alert(1)"}
+    text = open(res.report(tmp_path / "r.html", images=lambda item: urls.get(item, f"https://cdn.test/{item}.jpg"),
+                           worst=2, curves=False, n_resamples=200), encoding="utf-8").read()
+    assert "javascript:" not in text and 'src="https://cdn.test/img' in text
+
+
+def test_plots_numbers_and_hostile_names():
+    pytest.importorskip("matplotlib")
+    res = hostile_results()
+    fig = res.plot_curve("recall")
+    curves = res.curves("recall")
+    for line, model in zip(fig.axes[0].get_lines(), res.models):
+        assert line.get_ydata().tolist() == curves[curves.model == model]["value"].tolist()
+    fig.canvas.draw()  # mathtext would fail on an unbalanced $ in a name
+    fig = res.plot_deltas("ndcg@5")
+    fig.canvas.draw()
+    heights = sum(p.get_height() for p in fig.axes[0].patches)
+    assert heights == len(res.diff(res.models[0], res.models[1], "ndcg@5"))
+    with pytest.raises(ParameterError, match="one"):
+        tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["recall@1"], score="s").plot_deltas(
+            "recall@1")
+
+
+def test_import_does_not_load_matplotlib():
+    import subprocess
+    import sys
+
+    code = "import sys, topkeval; topkeval.evaluate({'query':[1],'relevance':[1],'score':[1.0]}); " \
+           "print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------------------------
+# in a real browser
+
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+def _chromium():
+    import shutil
+
+    path = os.environ.get("TOPKEVAL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        pytest.skip("no Chromium on this machine (.ci/run installs Debian's chromium; or set TOPKEVAL_CHROMIUM)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra: pip install -e '.[test]'")
+    return path
+
+
+def open_in_chromium(path, screenshot=None, width=1280):
+    """Open an HTML file in headless Chromium; return what a reader would see and what went wrong:
+    (texts of the cells, number of svg plots, console errors, page errors, dialogs opened)."""
+    from playwright.sync_api import sync_playwright
+
+    console, errors, dialogs = [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(f"file://{os.path.abspath(path)}", wait_until="load")
+            cells = page.locator("td, h3, th").all_inner_texts()
+            svgs = page.locator("svg").count()
+            if screenshot is not None:
+                page.screenshot(path=str(screenshot), full_page=False)
+        finally:
+            browser.close()
+    return cells, svgs, console, errors, dialogs
+
+
+@pytest.mark.slow
+def test_demo_report_opens_in_chromium(tmp_path):
+    _chromium()
+    from topkeval.cli import main
+
+    path = tmp_path / "demo.html"
+    assert main(["demo", "--queries", "400", "--report", str(path)]) == 0
+    cells, svgs, console, errors, dialogs = open_in_chromium(path, tmp_path / "demo.png")
+    assert svgs >= 6  # 3 curves and the per-query differences of each metric
+    assert not errors and not dialogs
+    assert not [c for c in console if c.startswith("error")], console
+    assert (tmp_path / "demo.png").stat().st_size > 10_000
+    assert "new_ranker" in cells and "better" in cells
+
+
+@pytest.mark.slow
+def test_hostile_report_in_chromium_shows_ids_as_text(tmp_path):
+    _chromium()
+    res = hostile_results()
+    data_png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    path = res.report(tmp_path / "r.html", queries=HOSTILE_QUERIES, n_resamples=300,
+                      images=lambda item: data_png if "1" in str(item) else "javascript:alert(4)")
+    cells, svgs, console, errors, dialogs = open_in_chromium(path)
+    assert not dialogs and not errors, (dialogs, errors)
+    assert not [c for c in console if c.startswith("error")], console
+    shown = "\n".join(cells)
+    for text in HOSTILE_QUERIES + HOSTILE_MODELS + ['it0"\'>', "<i>1</i>"]:
+        assert text in shown, text
