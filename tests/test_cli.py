@@ -130,3 +130,63 @@ def test_streamed_file_and_no_progress_bar_off_a_terminal(log_file, capsys):
                           "-m", "recall@2", "--chunk-rows", "2", "--format", "json"], capsys)
     assert code == 0 and err == ""  # stderr is not a terminal here: no bar
     assert json.loads(out)["summary"]["old"]["recall@2"] == 0.75
+
+
+BASE = ["--query", "q", "--relevance", "rel", "--item", "item"]
+
+
+def test_evaluate_ci_prints_the_intervals_of_summary_ci(log_file, capsys):
+    import topkeval as tk
+
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--score", "new", "-m", "recall@2",
+                          "--ci", "0.9", "--format", "csv"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(__import__("io").StringIO(out)).set_index("model")
+    res = tk.evaluate(pd.read_parquet(log_file), ["recall@2"], query="q", relevance="rel", score=["old", "new"])
+    ci = res.summary_ci(confidence=0.9).set_index("model")
+    for model in ("old", "new"):
+        lo, hi = ci.loc[model, ["ci_low", "ci_high"]]
+        assert frame.loc[model, "recall@2 90% CI"] == f"[{lo:.4f}, {hi:.4f}]"
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--ci", "--format", "trec"], capsys)
+    assert code == 2 and "--ci" in err
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--ci", "1.5"], capsys)
+    assert code == 2 and "confidence" in err and "Traceback" not in err
+
+
+def test_diff_lists_regressions_and_shows_a_query(log_file, capsys):
+    code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "new", "-m", "recall@1",
+                          "--format", "csv"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(__import__("io").StringIO(out))
+    assert list(frame.columns[:4]) == ["q", "baseline", "model", "delta"]
+    code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "new", "-m", "recall@1",
+                          "--show", "1", "-k", "2", "--format", "json"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["old item"] for r in rows] == ["a", "b"] and [r["new item"] for r in rows] == ["a", "c"]
+    assert rows[1]["new change"] == "gained" and rows[1]["old change"] == ""
+    code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "new", "--show", "9"], capsys)
+    assert code == 2 and "query '9' is not among the evaluated queries" in err
+    code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "new", "--show", "3"], capsys)
+    assert code == 2 and "without a relevant item are skipped" in err
+    code, out, err = run(["diff", log_file, "--query", "1", "--relevance", "rel", "--baseline", "old",
+                          "--score", "new"], capsys)
+    assert code == 2 and "--show 1" in err and "Traceback" not in err
+
+
+def test_report_command_and_demo_report(log_file, tmp_path, capsys):
+    target = tmp_path / "r.html"
+    argv = ["report", log_file, *BASE, "--score", "old", "--score", "new", "--baseline", "old", "-m", "recall@2",
+            "-o", target, "--resamples", "200", "--show", "2"]
+    code, out, err = run(argv, capsys)
+    assert code == 0 and f"wrote {target}" in out, err
+    text = target.read_text(encoding="utf-8")
+    assert "Comparison with old" in text and 'id="q0"' in text
+    code, out, err = run(argv, capsys)
+    assert code == 2 and "already exists" in err
+    code, out, err = run(argv + ["--force"], capsys)
+    assert code == 0
+    code, out, err = run(["report", log_file, *BASE, "--score", "old", "-o", tmp_path / "no" / "r.html"], capsys)
+    assert code == 2 and "does not exist" in err
+    code, out, err = run(["demo", "--queries", "50", "--report", tmp_path / "demo.html"], capsys)
+    assert code == 0 and (tmp_path / "demo.html").stat().st_size > 10_000

@@ -117,7 +117,7 @@ def test_compare_summary_ci_diff_and_report_on_spark(spark, tmp_path):
     pd.testing.assert_frame_equal(on_spark.curves(), local.curves(), rtol=1e-12)
     page = open(on_spark.report(tmp_path / "spark.html", baseline="old", worst=2, n_resamples=500),
                 encoding="utf-8").read()
-    assert f'data-value="{on_spark.summary.loc["new", "recall@5"]!r}"' in page
+    assert f'data-value="{float(on_spark.summary.loc["new", "recall@5"])!r}"' in page
     assert "evaluate the rows of the queries you want to see" in page  # no side by side: the rows stay on Spark
 
 

@@ -350,7 +350,9 @@ def _query_ids(res, given) -> list:
     if missing:
         from .errors import did_you_mean
 
-        raise _UsageError(f"query {missing[0]!r} is not among the evaluated queries."
+        skipped = " (queries without a relevant item are skipped: --empty-queries keep shows them)" if res.info.get(
+            "skipped_empty") else ""
+        raise _UsageError(f"query {missing[0]!r} is not among the evaluated queries{skipped}."
                           f"{did_you_mean(missing[0], list(by_text)[:100_000])}")
     return [by_text[q] for q in given]
 

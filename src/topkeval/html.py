@@ -231,7 +231,8 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
         sections.append(("comparison", f"Comparison with {esc(baseline)}", _table(head, rows, "compare")
                          + f'<p class="note">{how}</p>'))
         if model is not None:
-            diffs = {(model, name): res.diff(baseline, model, name) for name in res.metrics}
+            # the items gained and lost only for the metric of the worst regressions (they read the rows again)
+            diffs = {(model, name): res.diff(baseline, model, name, items=name == metric) for name in res.metrics}
     elif baseline is not None:
         notes.append("No per-query values were kept (keep_per_query=False), so there is no comparison.")
 

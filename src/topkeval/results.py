@@ -119,14 +119,15 @@ class Results:
                 for (model, metric), v, (lo, hi) in zip(keys, columns, bounds)]
         return pd.DataFrame(rows)
 
-    def diff(self, baseline: str, model: str, metric: str) -> pd.DataFrame:
+    def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
         """Per query, what changed from ``baseline`` to ``model`` on ``metric``, worst regressions first.
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``query, baseline, model, delta`` and, when item ids were given, ``gained`` and
-            ``lost``: the relevant items that entered / left the top k (k = R for r_precision).
+            Columns ``query, baseline, model, delta`` and, when item ids were given and ``items``
+            is True, ``gained`` and ``lost``: the relevant items that entered / left the top k
+            (k = R for r_precision; finding them reads the rows again).
             Under ``ties="expected"`` an item counts as gained or lost when its chance of being in
             the top k went up or down.
 
@@ -156,7 +157,7 @@ class Results:
         queries = a.index.intersection(b.index, sort=False)
         out = pd.DataFrame({qn: queries, "baseline": a.loc[queries].to_numpy(), "model": b.loc[queries].to_numpy()})
         out["delta"] = out["model"] - out["baseline"]
-        if self._sources is not None and self._conventions is not None:
+        if items and self._sources is not None and self._conventions is not None:
             from .engine import items_changed
 
             found = items_changed(self._sources, self._conventions, baseline, model, parse_metric(metric))

@@ -420,11 +420,11 @@ class SparkResults(Results):
         """As :meth:`Results.summary_ci`, on the per-query values collected from Spark."""
         return self._local().summary_ci(*args, **kwargs)
 
-    def diff(self, baseline: str, model: str, metric: str) -> pd.DataFrame:
+    def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
         """As :meth:`Results.diff`; the items gained and lost are found by one more Spark job."""
-        out = self._local().diff(baseline, model, metric)
+        out = self._local().diff(baseline, model, metric, items=False)
         parts, fn = self._source
-        if fn.keywords["item"] is None:
+        if fn.keywords["item"] is None or not items:
             return out
         from pyspark.sql.types import StringType, StructField, StructType
 

@@ -158,8 +158,8 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
 LogSource = Callable[[], Iterable[tuple[GroupedLog, "np.ndarray | None"]]]
 
 
-def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
-    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
+def _inclusion(log, R, conv, model: str, metric) -> np.ndarray:
+    """Per row of ``log``: the chance that the row, when relevant, is in ``model``'s top k (0 for the rest)."""
     from ..kernels import cpu
 
     rel = log.relevant(conv)
@@ -169,9 +169,32 @@ def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
     thr = -np.inf if conv.score_threshold is None else conv.score_threshold
     grades = log.grades.astype(np.float64, copy=False)
     items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
-    p = cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
-                      cpu.TIE_CODES[conv.ties], kq)
-    rows = np.flatnonzero(rel)
+    return cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
+                         cpu.TIE_CODES[conv.ties], kq)
+
+
+def _changed_rows(log, R, conv, baseline: str, model: str, metric) -> tuple[dict, dict]:
+    """Both models in one log (the rows align): the relevant rows whose chance rose / fell, by query."""
+    a = _inclusion(log, R, conv, baseline, metric)
+    b = _inclusion(log, R, conv, model, metric)
+    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    out = []
+    for mask in (b > a + 1e-12, a > b + 1e-12):
+        rows = np.flatnonzero(mask)  # grouped by query already: the log's rows are
+        ids = log.item_ids(log.items[rows]).tolist()
+        qs = q_of_row[rows]
+        cuts = np.flatnonzero(np.diff(qs)) + 1
+        starts = np.concatenate([[0], cuts]).astype(np.int64)
+        ends = np.concatenate([cuts, [len(rows)]]).astype(np.int64)
+        queries = log.queries[qs[starts]] if len(rows) else log.queries[:0]
+        out.append({q: ids[s:e] for q, s, e in zip(queries.tolist(), starts.tolist(), ends.tolist())})
+    return out[0], out[1]
+
+
+def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
+    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
+    p = _inclusion(log, R, conv, model, metric)
+    rows = np.flatnonzero(log.relevant(conv))
     q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
     return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_ids(log.items[rows]),
                          "p": p[rows]})
@@ -181,20 +204,28 @@ def items_changed(sources, conv, baseline: str, model: str, metric):
     """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
     without item ids."""
     frames: dict[str, list[pd.DataFrame]] = {baseline: [], model: []}
+    gained: dict = {}
+    lost: dict = {}
+    aligned = False
     for log, R in sources():
         if not log.has_items:
             return None
+        if baseline in log.scores and model in log.scores:  # one table with both score columns: no join
+            g, lo = _changed_rows(log, R, conv, baseline, model, metric)
+            gained.update(g)
+            lost.update(lo)
+            aligned = True
+            continue
         for name in frames:
             if name in log.scores:
                 frames[name].append(_inclusion_rows(log, R, conv, name, metric))
-    if not frames[baseline] or not frames[model]:
+    if frames[baseline] and frames[model]:  # runs kept apart (judgments apart): join on (query, item)
+        a = pd.concat(frames[baseline], ignore_index=True)
+        b = pd.concat(frames[model], ignore_index=True)
+        both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna(
+            {"p_a": 0.0, "p_b": 0.0})
+        for found, mask in ((gained, both["p_b"] > both["p_a"] + 1e-12), (lost, both["p_a"] > both["p_b"] + 1e-12)):
+            found.update(both[mask].groupby("query", sort=False)["item"].agg(list).to_dict())
+    elif not aligned:
         return None
-    a = pd.concat(frames[baseline], ignore_index=True)
-    b = pd.concat(frames[model], ignore_index=True)
-    both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna({"p_a": 0.0,
-                                                                                                    "p_b": 0.0})
-    result = []
-    for mask in (both["p_b"] > both["p_a"] + 1e-12, both["p_a"] > both["p_b"] + 1e-12):
-        part = both[mask]
-        result.append(part.groupby("query", sort=False)["item"].agg(list).to_dict())
-    return result[0], result[1]
+    return gained, lost
