@@ -90,6 +90,7 @@ def test_spark_with_judgments_apart_equals_trec_eval_numbers(spark):
     # runs stacked in one table, a column naming them (one run lacks most queries): in the order
     # the runs first appear
     stacked = pd.concat([run.assign(system="zeta"), run[run["query"] < "t2"].assign(system="alpha", score=1.0)])
+    metrics.remove("11pt_avg")  # default ties ("expected") from here: interpolated precision is refused
     for options in ({}, {"missing_queries": "zero"}):
         local = tk.evaluate(stacked, qrels=qrels, metrics=metrics, item="item", model="system", **options)
         on_spark = tk.evaluate(_sdf(spark, stacked, 1), qrels=_sdf(spark, qrels, 2), metrics=metrics, item="item",
