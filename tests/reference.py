@@ -23,11 +23,14 @@ def as_float32(x: float) -> float:
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
-def ranked_lists(scores, rel, items, conv, grades):
-    """Return the ranked lists (one per equally likely order) of (relevant, grade, score) triples."""
+def ranked_lists(scores, rel, items, conv, grades, judged=None):
+    """Return the ranked lists (one per equally likely order) of (relevant, grade, score, judged) tuples."""
+    if judged is None:
+        judged = [True] * len(scores)
     if conv.get("score_precision") == "float32":
         scores = [as_float32(s) for s in scores]
-    return [[(rel[i], grades[i], scores[i]) for i in order] for order in ranked_orders(scores, rel, items, conv, grades)]
+    return [[(rel[i], grades[i], scores[i], judged[i]) for i in order]
+            for order in ranked_orders(scores, rel, items, conv, grades)]
 
 
 def ranked_orders(scores, rel, items, conv, grades):
@@ -87,19 +90,77 @@ def _dcg(gains, k, conv):
     return sum(g * _discount(p + 1, conv) for p, g in enumerate(gains[:k]))
 
 
-def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
-    """One metric on one fully ordered list of (relevant, grade, score) triples.
+def _c_round(x: float) -> int:
+    """C's lround (half away from zero) for x >= 0."""
+    f = math.floor(x)
+    return f + (1 if x - f >= 0.5 else 0)
 
-    ``judged``: every judged grade of the query (for the ideal DCG).
+
+def _iprec(ranked, R, level):
+    """trec_eval's m_iprec_at_recall.c, transcribed: a reverse walk keeping the running maximum."""
+    cut = _c_round(level * R)
+    num_ret, num_rel_ret = len(ranked), sum(ranked)
+    if cut > num_rel_ret or num_ret == 0:
+        return 0.0
+    int_precis = num_rel_ret / num_ret
+    rel_so_far = num_rel_ret
+    i = num_ret
+    while i > 0 and rel_so_far > 0:
+        int_precis = max(int_precis, rel_so_far / i)
+        if ranked[i - 1]:
+            if rel_so_far == cut:
+                return int_precis
+            rel_so_far -= 1
+        i -= 1
+    return int_precis
+
+
+ELEVEN = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
+    """One metric on one fully ordered list of (relevant, grade, score, judged) tuples.
+
+    ``judged``: every judged grade of the query (for the ideal DCG and bpref's judged non-relevant
+    items).
     """
-    ranked = [bool(r) for r, _, _ in triples]
+    ranked = [bool(r) for r, *_ in triples]
+    und = conv["undefined"]
+    if family == "judged":
+        flags = [bool(t[3]) for t in triples]
+        return _div(sum(flags[:k]), min(k, len(flags)) if conv["short_lists"] == "shrink" else k, und)
+    if family == "bpref":  # trec_eval's m_bpref.c, transcribed
+        num_nonrel = sum(1 for g in judged if g >= 0 and not _is_rel(g, conv))
+        nonrel_so_far, total = 0, 0.0
+        for r, g, _, j in triples:
+            if r:
+                total += 1.0 - min(nonrel_so_far, R) / min(num_nonrel, R) if nonrel_so_far > 0 else 1.0
+            elif j and g >= 0:
+                nonrel_so_far += 1
+        return _div(total, R, und)
+    if family in ("iprec", "iprec_avg"):
+        if R == 0:
+            return und
+        if family == "iprec":  # beta carries the recall level
+            return _iprec(ranked, R, beta)
+        return sum(_iprec(ranked, R, x) for x in reversed(ELEVEN)) / 11
+    if family == "auc":
+        pos = [p for p, r in enumerate(ranked) if r]
+        neg = [p for p, r in enumerate(ranked) if not r]
+        return _div(sum(1 for a in pos for b in neg if a < b), len(pos) * len(neg), und)
+    if family == "err":  # beta carries the largest grade
+        total, decay = 0.0, 1.0
+        for p, (_, g, _, _) in enumerate(triples[: len(triples) if k is None else k]):
+            stop = (2.0 ** max(g, 0) - 1) / 2.0**beta
+            total += stop * decay / (p + 1)
+            decay *= 1 - stop
+        return total
     if family in COUNTS_FOUND and conv.get("nonpositive_scores") == "miss":
-        found = [bool(r) and s > 0 for r, _, s in triples]  # torchmetrics: kept in place, never found
+        found = [bool(r) and s > 0 for r, _, s, _ in triples]  # torchmetrics: kept in place, never found
     else:
         found = ranked
     n = len(ranked)
     cut = n if k is None else k
-    und = conv["undefined"]
     if family == "rr":
         first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
@@ -113,7 +174,7 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "rbp":  # beta carries p
         return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
     if family in ("dcg", "ndcg"):
-        value = _dcg([_gain(g, gain) for _, g, _ in triples], cut, conv)
+        value = _dcg([_gain(g, gain) for _, g, *_ in triples], cut, conv)
         if family == "dcg":
             return value
         ideal = _dcg(sorted((_gain(g, gain) for g in judged), reverse=True), len(judged) if k is None else k, conv)
@@ -168,8 +229,16 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     raise ValueError(family)
 
 
-def evaluate_reference(rows, metrics, conv, models):
-    """rows: list of dicts with query, grade, item and one score per model.
+def _is_rel(grade, conv) -> bool:
+    return grade > 0 if conv["threshold"] is None else grade >= conv["threshold"]
+
+
+def evaluate_reference(rows, metrics, conv, models, judgments=None):
+    """rows: list of dicts with query, grade, item, one score per model and (optionally) judged.
+
+    ``judgments``: {query: [grade of every judged item]} when judgments are kept apart from the
+    rows (then R counts them, and only the queries they list are evaluated); by default every row
+    is judged.
 
     Returns (per_query, summary): per_query maps (model, query) to {metric: value}; summary maps
     model to {metric: mean}. ``metrics`` are (name, family, k, beta[, gain]) tuples.
@@ -179,10 +248,13 @@ def evaluate_reference(rows, metrics, conv, models):
     for r in rows:
         by_query.setdefault(r["query"], []).append(r)
     per_query = {}
+    if judgments is not None:
+        by_query = OrderedDict((q, by_query.get(q, [])) for q in judgments)
     for model in models:
         for q, cands in by_query.items():
             rel = [(c["grade"] > 0) if threshold is None else (c["grade"] >= threshold) for c in cands]
-            R = sum(rel)
+            grades = [c["grade"] for c in cands] if judgments is None else list(judgments[q])
+            R = sum(rel) if judgments is None else sum(1 for g in grades if _is_rel(g, conv))
             if R == 0:
                 if conv["empty_queries"] == "skip":
                     continue
@@ -190,8 +262,8 @@ def evaluate_reference(rows, metrics, conv, models):
                     raise ValueError("empty query")
             scores = [c[model] for c in cands]
             items = [c.get("item") for c in cands]
-            grades = [c["grade"] for c in cands]
-            lists = ranked_lists(scores, rel, items, conv, grades)
+            lists = ranked_lists(scores, rel, items, conv, [c["grade"] for c in cands],
+                                 [c.get("judged", True) for c in cands])
             values = {}
             for name, family, k, beta, *gain in metrics:
                 vals = [metric_on_list(family, k, beta, lst, R, conv, grades, gain[0] if gain else None)

@@ -208,3 +208,117 @@ def test_ranx_rank_biased_precision():
     res = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp.95", "rbp(p=0.8)"], conventions="ranx")
     assert res.metrics == ["rbp(p=0.95)", "rbp(p=0.8)"]
     assert res.summary.iloc[0].tolist() == pytest.approx([theirs["rbp.95"], theirs["rbp.8"]], abs=1e-12)
+
+
+def _v9_count(level: float, R: int) -> int:
+    """trec_eval <= 9 (pytrec_eval): the number of relevant documents of a recall level, (long)(x R + 0.9)."""
+    return int(level * R + 0.9)
+
+
+def _v10_count(level: float, R: int) -> int:
+    """trec_eval 10: lround(x R), half away from zero."""
+    return int(np.floor(level * R + 0.5))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pytrec_eval_bpref_and_interpolated_precision(seed):
+    """trec_eval 9 (pytrec_eval): bpref, iprec_at_recall at the 11 levels and 11pt_avg, on runs with
+    ties, unjudged documents, relevant documents no run found, and documents in the pool but not
+    judged (grade -1). trec_eval 10 (topkeval's rule, checked on its own test outputs in
+    test_trec.py) rounds x R to the nearest count where trec_eval 9 added 0.9 and truncated: the
+    levels where the two counts differ are left out."""
+    run, qrels = _partial_judgments(np.random.default_rng(300 + seed), queries=30, pool=300, grades=[-1, 0, 1, 2])
+    ref = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {"bpref", "iprec_at_recall", "11pt_avg", "num_rel"}
+                                         ).evaluate(_as_dicts(run))
+    levels = [x / 10 for x in range(11)]
+    names = [f"iprec_at_recall_{x:.2f}" for x in levels]
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["bpref", "11pt_avg", *names], conventions="pytrec_eval")
+    assert res.metrics[:2] == ["bpref", "iprec_avg"]
+    pq = res.per_query.set_index("query")
+    assert sorted(pq.index) == sorted(ref)
+    compared = 0
+    for q, values in ref.items():
+        assert pq.loc[q, "bpref"] == pytest.approx(values["bpref"], abs=1e-12), q
+        R = int(values["num_rel"])
+        same = [_v9_count(x, R) == _v10_count(x, R) for x in levels]
+        for ours, theirs, agree in zip(res.metrics[2:], names, same):
+            if agree:
+                assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+                compared += 1
+        if all(same):
+            assert pq.loc[q, "iprec_avg"] == pytest.approx(values["11pt_avg"], abs=1e-12), q
+    assert compared > 200
+
+
+def _ir_measures():
+    return pytest.importorskip("ir_measures", reason="ir_measures is a test extra")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ir_measures_judged(seed):
+    """ir_measures' Judged@k (its own code): judged = listed in the qrels, whatever the grade; ties by
+    docno ascending; divides by min(k, retrieved)."""
+    ir_measures = _ir_measures()
+    run, qrels = _partial_judgments(np.random.default_rng(400 + seed), queries=25, pool=120, grades=[-1, 0, 1, 2])
+    measures = [ir_measures.Judged @ k for k in (1, 5, 10, 50)]
+    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.judged.iter_calc(
+        measures, qrels.rename(columns={"query": "query_id", "item": "doc_id"}),
+        run.rename(columns={"query": "query_id", "item": "doc_id"}))}
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["Judged@1", "judged@5", "judged@10", "judged@50"],
+                      ties="item_asc", item_order="text", short_lists="shrink", empty_queries="keep")
+    pq = res.per_query.set_index("query")
+    assert sorted(pq.index) == sorted({q for q, _ in theirs})
+    for (q, measure), value in theirs.items():
+        assert pq.loc[q, "judged@" + measure.split("@")[1]] == pytest.approx(value, abs=1e-12), (q, measure)
+
+
+def test_ir_measures_err_by_gdeval():
+    """ir_measures' ERR@k runs gdeval.pl (perl): p = (2^grade - 1) / 2^4, ties by docno descending
+    as text, negative grades count 0."""
+    ir_measures = _ir_measures()
+    import shutil
+
+    if shutil.which("perl") is None:
+        pytest.skip("gdeval.pl needs perl")
+    run, qrels = _partial_judgments(np.random.default_rng(7), queries=20, pool=150, grades=[-1, 0, 1, 2, 3, 4])
+    run["query"] = run["query"].str[1:]  # gdeval reads numeric topics only
+    qrels["query"] = qrels["query"].str[1:]
+    measures = [ir_measures.ERR @ k for k in (1, 5, 20)]
+    theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.gdeval.iter_calc(
+        measures, qrels.rename(columns={"query": "query_id", "item": "doc_id"}),
+        run.rename(columns={"query": "query_id", "item": "doc_id"}))}
+    assert theirs
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["ERR@1", "err@5", "err(max_grade=4)@20"],
+                      ties="item_desc", item_order="text", empty_queries="keep")
+    pq = res.per_query.set_index("query")
+    for (q, measure), value in theirs.items():
+        # gdeval prints 5 decimals (printf, as Python formats them)
+        assert f"{pq.loc[q, 'err@' + measure.split('@')[1]]:.5f}" == f"{value:.5f}", (q, measure)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_auc_equals_torchmetrics_and_sklearn_per_query(seed):
+    """auc under ties="expected" is the per-query binary AUROC of torchmetrics and scikit-learn (a
+    tied (relevant, non-relevant) pair counts 1/2), on heavy ties; a query whose candidates are all
+    relevant or all non-relevant is undefined (here nan, left out of the mean)."""
+    torch = pytest.importorskip("torch")
+    tmf = pytest.importorskip("torchmetrics.functional.classification")
+    from sklearn.metrics import roc_auc_score
+
+    frame = _random_log(500 + seed, ties=True)
+    res = tk.evaluate(frame, metrics=["auc"], query="query", relevance="grade", score="score", item="item",
+                      undefined="nan", empty_queries="keep")
+    pq = res.per_query.set_index("query")["auc"]
+    compared = 0
+    for q, part in frame.groupby("query"):
+        y = (part["grade"] > 0).to_numpy()
+        if y.all() or not y.any():
+            assert np.isnan(pq.loc[q])
+            continue
+        s = part["score"].to_numpy()
+        theirs = float(tmf.binary_auroc(torch.tensor(s, dtype=torch.float64), torch.tensor(y.astype(int))))
+        assert pq.loc[q] == pytest.approx(roc_auc_score(y, s), abs=1e-12), q
+        assert pq.loc[q] == pytest.approx(theirs, abs=1e-6), q  # torchmetrics computes in float32
+        compared += 1
+    assert compared > 20
+    assert res.summary.iloc[0]["auc"] == pytest.approx(pq.dropna().mean(), abs=1e-12)

@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 import topkeval as tk
 from paths import evaluate_path
 from reference import evaluate_reference
-from strategies import conventions, logs, metric_specs
+from strategies import DETERMINISTIC_ONLY, SCORES, conventions, logs, metric_specs
 from topkeval.conventions import resolve
 from topkeval.log import build_log
 from topkeval.names import parse_metrics
@@ -38,10 +39,21 @@ def _check(res, rows, specs, conv, models):
             assert _close(float(res.summary.loc[model, name]), ref_sum[model][name]), (model, name)
 
 
+def _exact_only(specs, conv, frame):
+    """The specs the engine computes under ``conv``; those it refuses (interpolated precision under
+    ties="expected") must raise, and are left out."""
+    refused = [s for s in specs if s[1] in DETERMINISTIC_ONLY and conv["ties"] == "expected"]
+    for spec in refused:
+        with pytest.raises(tk.ParameterError, match="not computed exactly under ties='expected'"):
+            tk.evaluate(frame, metrics=[spec[0]], query="query", relevance="grade", score="a", item="item", **conv)
+    return [s for s in specs if s not in refused]
+
+
 @given(rows=logs(), conv=conventions(), specs=metric_specs())
 def test_evaluate_equals_reference(rows, conv, specs):
     models = ["a", "b"]
     df = pd.DataFrame(rows)
+    specs = _exact_only(specs, conv, df)
     res = tk.evaluate(df, metrics=[s[0] for s in specs], query="query", relevance="grade",
                       score=models, item="item", **conv)
     assert res.metrics == [s[0] for s in specs]
@@ -53,6 +65,7 @@ def test_both_kernel_paths_equal_reference(rows, conv, specs):
     """Force the counting path and the sorting path in turn."""
     models = ["a", "b"]
     df = pd.DataFrame(rows)
+    specs = _exact_only(specs, conv, df)
     log = build_log(df["query"].to_numpy(), df["grade"].to_numpy(), {m: df[m].to_numpy() for m in models},
                     df["item"].to_numpy(), names=dict(query="query", relevance="grade", item="item"))
     mets = parse_metrics([s[0] for s in specs])
@@ -107,3 +120,54 @@ def test_sort_path_selection_equals_counting(seed):
         b = evaluate_path(log, mets, conv, 2, threads=None)
         pd.testing.assert_frame_equal(a.per_query, b.per_query, check_exact=False, rtol=1e-12, atol=1e-12)
         assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]
+
+
+@st.composite
+def runs_and_judgments(draw):
+    """A run (query, item, a) and judgments (query, item, grade) over overlapping items: retrieved
+    items without a judgment, judged items never retrieved, negative grades (in the pool, unjudged)."""
+    run, judged = [], {}
+    for q in range(draw(st.integers(1, 4))):
+        items = draw(st.permutations(list(range(10))))
+        n = draw(st.integers(1, 6))
+        for item in items[:n]:
+            run.append({"query": f"q{q}", "item": item, "a": draw(SCORES)})
+        for item in items[: draw(st.integers(1, 9))]:
+            if draw(st.booleans()):
+                judged[(f"q{q}", item)] = draw(st.sampled_from([-1, 0, 0, 1, 2, 3]))
+    if not judged:
+        judged[("q0", 0)] = 1
+    return run, judged
+
+
+@given(data=runs_and_judgments(), conv=conventions(), specs=metric_specs())
+def test_judgments_apart_equal_reference(data, conv, specs):
+    """evaluate(run, qrels=...) on the reference: a retrieved item without a judgment is unjudged
+    (judged@k, bpref tell it from a judged non-relevant one), R and the judged non-relevant items
+    count judged items never retrieved."""
+    run, judged = data
+    qrels = pd.DataFrame([{"query": q, "item": i, "grade": g} for (q, i), g in judged.items()])
+    specs = _exact_only(specs, conv, pd.DataFrame([dict(r, grade=0) for r in run]))
+    rows = [dict(r, grade=judged.get((r["query"], r["item"]), 0), judged=(r["query"], r["item"]) in judged)
+            for r in run]
+    judgments: dict = {}
+    for (q, _), g in sorted(judged.items()):
+        judgments.setdefault(q, []).append(g)
+    shared = {r["query"] for r in run}
+    judgments = {q: g for q, g in judgments.items() if q in shared}  # missing_queries="skip"
+    if not judgments:
+        return
+    try:
+        res = tk.evaluate(pd.DataFrame(run), qrels=qrels, metrics=[s[0] for s in specs], query="query",
+                          relevance="grade", score="a", item="item", **conv)
+    except tk.EmptyQueryError:
+        assert conv["empty_queries"] == "error"
+        return
+    ref_pq, ref_sum = evaluate_reference(rows, specs, conv, ["a"], judgments=judgments)
+    got = res.per_query.set_index("query")
+    assert set(got.index) == {q for _, q in ref_pq}
+    for (_, q), vals in ref_pq.items():
+        for name, value in vals.items():
+            assert _close(float(got.loc[q, name]), value), (q, name, got.loc[q, name], value)
+    for name, value in ref_sum["a"].items():
+        assert _close(float(res.summary.iloc[0][name]), value), name

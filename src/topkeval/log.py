@@ -24,6 +24,17 @@ class Judgments:
     R: np.ndarray
     offsets: np.ndarray  # judged items of query q: grades[offsets[q]:offsets[q + 1]]
     grades: np.ndarray
+    nonrelevant: np.ndarray | None = None  # judged non-relevant items per query, when not all are in grades
+
+    def judged_nonrelevant(self, conv) -> np.ndarray:
+        """Judged non-relevant items of each query: a judgment with a grade >= 0 that is not relevant
+        (trec_eval: a negative grade means in the pool but not judged)."""
+        if self.nonrelevant is not None:
+            return self.nonrelevant
+        from .kernels.grouping import count_per_group
+
+        grades = np.asarray(self.grades)
+        return count_per_group(self.offsets, (grades >= 0) & ~conv.is_relevant(grades))
 
 
 @dataclass
@@ -47,6 +58,9 @@ class GroupedLog:
         the duplicate check reads the text itself, and most evaluations never need codes.
     item_labels : ndarray or None
         ``item_labels[code]`` is the item id; None when the codes are the ids.
+    judged : ndarray of bool or None
+        Whether each row has a judgment (runs evaluated against judgments kept apart, where a
+        retrieved item may have none); None when every row is judged (its grade is its judgment).
     """
 
     offsets: np.ndarray
@@ -58,6 +72,7 @@ class GroupedLog:
     _relevant: dict = field(default_factory=dict, repr=False, compare=False)
     _items: np.ndarray | None = field(default=None, repr=False, compare=False)
     item_text: object = field(default=None, repr=False, compare=False)  # Arrow strings, grouped order
+    judged: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self, items_given) -> None:
         if is_arrow(items_given):
@@ -109,16 +124,22 @@ class GroupedLog:
     def with_scores(self, scores: dict) -> GroupedLog:
         """The same rows with other score columns (models)."""
         log = GroupedLog(self.offsets, self.queries, self.grades, scores, self._items, self.item_labels)
-        log.item_text, log._relevant = self.item_text, self._relevant
+        log.item_text, log._relevant, log.judged = self.item_text, self._relevant, self.judged
         return log
+
+    def judged_rows(self) -> np.ndarray:
+        """Whether each row has a judgment (all True unless :attr:`judged` says otherwise)."""
+        return np.ones(self.n_rows, np.bool_) if self.judged is None else self.judged
 
     def keep_rows(self, keep: np.ndarray) -> GroupedLog:
         """The log without the rows where ``keep`` is False (queries kept, even when emptied)."""
         kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
         items = self.items
-        return GroupedLog(kept[self.offsets], self.queries, self.grades[keep],
-                          {m: v[keep] for m, v in self.scores.items()},
-                          None if items is None else items[keep], self.item_labels)
+        log = GroupedLog(kept[self.offsets], self.queries, self.grades[keep],
+                         {m: v[keep] for m, v in self.scores.items()},
+                         None if items is None else items[keep], self.item_labels)
+        log.judged = None if self.judged is None else self.judged[keep]
+        return log
 
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
         """Number of true values of a boolean row array within each query."""

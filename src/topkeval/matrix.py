@@ -252,7 +252,12 @@ class MatrixBatch:
         from .kernels.grouping import count_per_group
 
         indptr = self.relevant.indptr.astype(np.int64)
-        return Judgments(count_per_group(indptr, conv.is_relevant(self.relevant.data)), indptr, self.relevant.data)
+        rel = conv.is_relevant(self.relevant.data)
+        R = count_per_group(indptr, rel)
+        # every other candidate (a non-excluded cell) is judged with grade 0, as in the long format
+        excluded = np.zeros(len(self.queries), np.int64) if self.exclude is None else np.diff(self.exclude.indptr)
+        negative = count_per_group(indptr, (self.relevant.data < 0) & ~rel)
+        return Judgments(R, indptr, self.relevant.data, nonrelevant=self.n_items - excluded - R - negative)
 
 
 class MatrixBackend:

@@ -42,12 +42,13 @@ _ALIASES = _alias_table()
 _SQUARED_BETA = frozenset({"setf"})
 
 _GRAMMAR = re.compile(
-    r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
+    r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
 _TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>[0-9]+)$")  # P_10, recall_20, ndcg_cut_10
 _TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, ndcg.1=3,2=7
 _TREC_PRINTED_GAINS = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)_(?P<value>[0-9.+-]+=\S+)$")  # ndcg_1=3,2=9
 _DIGITS = re.compile(r"[0-9]+")
+_TREC_FRACTION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*?)_(?P<value>[01]\.[0-9]+)$")  # iprec_at_recall_0.50
 
 
 @dataclass(frozen=True, order=True)
@@ -155,10 +156,12 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
     if p.kind == "gain":
         return _gain_value(text, full, fam)
     value = _number(text.strip())
-    if p.kind == "positive" and (value is None or value <= 0):
+    if p.kind in ("positive", "grade") and (value is None or value <= 0):
         raise _bad(full, fam, f"{p.name} must be a positive finite number")
     if p.kind == "unit" and (value is None or not is_unit(value)):
         raise _bad(full, fam, f"{p.name} must be a number between 0 and 1")
+    if p.kind == "fraction" and (value is None or not 0 <= value <= 1):
+        raise _bad(full, fam, f"{p.name} must be a number from 0 to 1")
     return value
 
 
@@ -247,6 +250,16 @@ def parse_metric(text: str | Metric) -> Metric:
         return text
     if not isinstance(text, str):
         raise UnknownMetricError(f"A metric name must be a string such as 'recall@10'. Got {text!r}.")
+    fraction = _TREC_FRACTION.match(text.strip())
+    if fraction:  # trec_eval's printed names of a level: iprec_at_recall_0.50
+        for fam in FAMILIES.values():
+            first = fam.params[0] if fam.params else None
+            if first is None or first.kind != "fraction" or fam.trec_format is None:
+                continue
+            prefix = fam.trec_format(Metric(fam.name, None, ((first.name, 0.0),))).rsplit("_", 1)[0]
+            if prefix.lower() == fraction.group("name").lower():
+                value = _param_value(first, fraction.group("value"), text, fam)
+                return _finish(fam, None, ((first.name, value),), text)
     trec = _TREC_PARAM.match(text.strip()) or _TREC_PRINTED_GAINS.match(text.strip())
     if trec and "@" not in text and "(" not in text:
         found = _trec_param(trec.group("name"), trec.group("value"), text)
@@ -360,6 +373,8 @@ def trec_name(metric: Metric | str) -> str:
     """
     m = parse_metric(metric)
     fam = m.info
+    if fam.trec_format is not None:
+        return fam.trec_format(m)
     if m.k is None and fam.name == "set_f" and m.params:  # trec_eval's parameter is beta squared
         return f"set_F.{format_value(m.param('beta') ** 2)}"
     if m.k is None and isinstance(m.param("gain") if fam.params and fam.params[0].kind == "gain" else None, tuple) \

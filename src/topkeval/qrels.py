@@ -193,6 +193,7 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
         shared += present
         jo, (ji, jg) = _take_csr(j_offsets, (j_items, j_grades), order)
         log.grades, found = judge(log.offsets, log.items, jo, ji, jg)
+        log.judged = found
         judged_hits += int(found.sum())
         if depth is not None:
             log = engine.truncate(log, name, depth, conv)

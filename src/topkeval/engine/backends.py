@@ -160,8 +160,58 @@ class CpuBackend:
         ideal = np.empty((G, log.n_queries, len(plan.cutoffs)))
         for g in range(G):
             ideal[g] = cpu.ideal_dcg(judgments.offsets, ideal_gains[g], plan.cutoffs, ideal_discs[g])
-        return QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
-                          out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
+        st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
+                        out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
+        st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
+        if plan.ranked:
+            _ranked_stats(st, log, plan, judgments, scores, rel, grade, items, thr, threads)
+        return st
+
+
+def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:
+    """Per-candidate stopping probabilities of ERR: ``(2**grade - 1) / 2**max_grade``, 0 for grades <= 0.
+
+    Raises
+    ------
+    DataError
+        A grade above ``max_grade`` (its probability would exceed 1).
+    """
+    grades = np.maximum(np.asarray(grades, dtype=np.float64), 0.0)
+    if len(grades) and float(grades.max()) > max_grade:
+        raise DataError(f"err(max_grade={max_grade:g}) needs every grade to be at most {max_grade:g}, but a grade is "
+                        f"{float(grades.max()):g}: pass err(max_grade=<the largest grade>).")
+    return (np.exp2(grades) - 1.0) / 2.0**max_grade
+
+
+def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
+                  rel: np.ndarray, grade: np.ndarray, items: np.ndarray, thr: float, threads: int | None) -> None:
+    """The second pass (:mod:`topkeval.kernels.ranked`): judged candidates, bpref, interpolated
+    precision, AUC and ERR, into ``st``."""
+    from ..kernels import cpu, ranked
+
+    conv = plan.conv
+    need = plan.ranked
+    judged = log.judged_rows()
+    grades = np.asarray(log.grades)
+    jnr = judged & (grades >= 0) & ~rel
+    err = np.stack([err_gains(grades, m) for m in plan.err_grades]) if plan.err_grades else np.zeros((0, len(rel)))
+    active = rel.copy()
+    if "judged" in need:
+        active |= judged
+    if "bpref" in need:
+        active |= jnr
+    if len(err):
+        active |= (err > 0).any(axis=0)
+    order = grades.astype(np.float64)[None, :] if len(err) else np.zeros((0, 0))
+    cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, grade, items, err, order,
+                                judgments.R.astype(np.int64, copy=False),
+                                np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64))
+    prm = ranked.RankedParams(plan.cutoffs, thr, cpu.TIE_CODES[conv.ties], bool(need & {"bpref", "iprec", "auc"}),
+                              "judged" in need, "bpref" in need, "auc" in need,
+                              np.asarray(plan.iprec_levels, dtype=np.float64))
+    out = ranked.compute(cols, prm, threads)
+    st.judged, st.bpref_sum, st.iprec, st.auc_sum, st.err = out.judged, out.bpref, out.iprec, out.auc, out.err
+    st.iprec_levels, st.err_grades = plan.iprec_levels, plan.err_grades
 
 
 def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..conventions import Conventions
+from ..errors import ParameterError
 from ..kernels.stats import NO_CUTOFF
 from ..metrics import FAMILIES, DcgSpec
+from ..metrics.registry import RANKED_STATISTICS
 from ..names import Metric, parse_metrics
 
 
@@ -33,6 +35,13 @@ class Plan:
     positive_hits : bool
         Relevant candidates scoring 0 or less are not counted as found (``nonpositive_scores="miss"``,
         for the families that count what they find).
+    ranked : frozenset of str
+        The statistics of the second pass (:data:`~topkeval.metrics.registry.RANKED_STATISTICS`)
+        needed.
+    iprec_levels : tuple of float
+        The recall levels of interpolated precision needed, ascending.
+    err_grades : tuple of float
+        The maximum grades of the expected reciprocal ranks needed.
     """
 
     metrics: tuple[Metric, ...]
@@ -42,6 +51,9 @@ class Plan:
     want_rank: bool = False
     dcg_specs: tuple[DcgSpec, ...] = ()
     positive_hits: bool = False
+    ranked: frozenset = frozenset()
+    iprec_levels: tuple[float, ...] = ()
+    err_grades: tuple[float, ...] = ()
 
     def parts(self) -> list[Plan]:
         """The plans whose statistics one kernel pass gives: this plan, or, under
@@ -82,9 +94,16 @@ def make_plan(metrics, conv: Conventions) -> Plan:
 
 def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
     mets = tuple(mets)
+    for m in mets:
+        allowed = FAMILIES[m.family].ties
+        if allowed is not None and conv.ties not in allowed:
+            raise ParameterError(
+                f"{m} is not computed exactly under ties={conv.ties!r} (the mean over the orders of tied "
+                f"candidates of this metric has no closed form here): pass ties= one of "
+                f"{', '.join(repr(t) for t in allowed)} (trec_eval's rule is 'item_desc').")
     needs = set().union(*(FAMILIES[m.family].needs for m in mets))
     ks = {m.k for m in mets if m.k is not None}
-    if any(m.k is None and FAMILIES[m.family].depth == "list" and FAMILIES[m.family].needs & {"rank", "dcg"}
+    if any(m.k is None and FAMILIES[m.family].depth == "list" and FAMILIES[m.family].needs & {"rank", "dcg", "err"}
            for m in mets):
         ks.add(NO_CUTOFF)
     specs: list[DcgSpec] = []
@@ -92,5 +111,14 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
         fam = FAMILIES[m.family]
         if fam.dcg is not None and (spec := fam.dcg(m, conv)) not in specs:
             specs.append(spec)
+    levels: set[float] = set()
+    grades: set[float] = set()
+    for m in mets:
+        fam = FAMILIES[m.family]
+        if fam.levels is not None:
+            levels.update(fam.levels(m))
+        if fam.err is not None:
+            grades.add(fam.err(m))
     return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
-                tuple(specs), positive_hits)
+                tuple(specs), positive_hits, frozenset(needs & RANKED_STATISTICS), tuple(sorted(levels)),
+                tuple(sorted(grades)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,22 @@ class QueryStats:
         divided by ``2 ** dcg_shift[g]`` (0 unless its gains are so large that sums would overflow).
     dcg_specs : tuple of DcgSpec
     dcg_shift : ndarray of int64, shape (G,)
+    judged : ndarray of float64, shape (Q, C), or (0, C) when no metric needs it
+        Judged candidates (those with a judgment, relevant or not) among the top min(k, n);
+        expected values under ``ties="expected"``.
+    bpref_sum : ndarray of float64, shape (Q,), or (0,)
+        trec_eval's bpref times R: the sum over relevant candidates of
+        ``1 - min(X, R) / min(NJ, R)`` (1 when ``min(NJ, R) = 0``), X the judged non-relevant
+        candidates ranked above it and NJ the judged non-relevant items of the query.
+    iprec : ndarray of float64, shape (Q, L), or (Q, 0)
+        trec_eval's interpolated precision at each recall level of ``iprec_levels``.
+    auc_sum : ndarray of float64, shape (Q,), or (0,)
+        Pairs (relevant, non-relevant candidate) ranked in that order (a tied pair counts 1/2
+        under ``ties="expected"``).
+    err : ndarray of float64, shape (V, Q, C)
+        Expected reciprocal rank at each cutoff, one per maximum grade of ``err_grades``.
+    iprec_levels : tuple of float
+    err_grades : tuple of float
     """
 
     cutoffs: np.ndarray
@@ -60,9 +76,17 @@ class QueryStats:
     ideal_dcg: np.ndarray
     dcg_specs: tuple = ()
     dcg_shift: np.ndarray | None = None
+    judged: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    bpref_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    iprec: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    auc_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    err: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    iprec_levels: tuple = ()
+    err_grades: tuple = ()
 
-    _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum")
-    _PER_VARIANT = ("dcg", "ideal_dcg")
+    _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum", "judged", "bpref_sum",
+                  "iprec", "auc_sum")
+    _PER_VARIANT = ("dcg", "ideal_dcg", "err")
 
     @property
     def n_queries(self) -> int:
@@ -95,6 +119,14 @@ class QueryStats:
         (their ratio is exact even when the unscaled values would overflow)."""
         g, c = self._variant(spec), self.column(k)
         return self.dcg[g, :, c], self.ideal_dcg[g, :, c]
+
+    def level(self, recall: float) -> int:
+        """Index of recall level ``recall`` in :attr:`iprec_levels`."""
+        return self.iprec_levels.index(recall)
+
+    def err_at(self, max_grade: float, k: int | None) -> np.ndarray:
+        """Expected reciprocal rank with maximum grade ``max_grade`` at cutoff ``k``."""
+        return self.err[self.err_grades.index(max_grade), :, self.column(k)]
 
     def take(self, rows: np.ndarray) -> QueryStats:
         """The statistics of a subset of queries (a boolean mask or indices)."""

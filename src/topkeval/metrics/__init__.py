@@ -4,12 +4,13 @@ Nothing here reads data or ranks candidates: each function takes a
 :class:`~topkeval.kernels.stats.QueryStats`, a :class:`~topkeval.names.Metric` and the
 :class:`~topkeval.conventions.Conventions`, and returns one value per query. Each is registered
 in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that defines it:
-``setbased`` (top-k and whole-list set metrics, counts) and ``rankbased`` (rr, ap, dcg, ndcg).
+``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp) and
+``judged`` (judged@k, bpref, iprec, iprec_avg, auc, err).
 """
 
 import numpy as np
 
-from . import rankbased, setbased  # noqa: F401  (each registers its families)
+from . import judged, rankbased, setbased  # noqa: F401  (each registers its families)
 from .registry import FAMILIES, DcgSpec, Family, Param
 
 

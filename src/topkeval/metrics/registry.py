@@ -19,6 +19,13 @@ Statistics (:class:`~topkeval.kernels.stats.QueryStats`): ``h`` (relevant in the
 cutoff), ``hit`` (a relevant in the top k), ``h_at_r`` (relevant in the top R), ``rank`` (reciprocal
 rank and the sum of precisions at relevant ranks), ``dcg`` (discounted gains under the variants the
 metrics declare: gain x discount), and the counts ``n``, ``rel_ret``, ``R`` that every kernel gives.
+A second pass over the whole order of each list (:mod:`topkeval.kernels.ranked`) gives ``judged``
+(judged candidates in the top k), ``bpref`` (trec_eval's bpref sum), ``iprec`` (interpolated
+precision at the recall levels the metrics declare), ``auc`` (correctly ordered pairs) and ``err``
+(expected reciprocal rank under the maximum grades the metrics declare).
+
+A family that is exact only under some tie rules lists them in ``ties``; the plan refuses the
+others with a :class:`~topkeval.errors.ParameterError` rather than give an inexact number.
 """
 
 from __future__ import annotations
@@ -28,15 +35,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 #: The statistics a family may ask of the kernel (besides the counts every kernel returns).
-STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg"})
+STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err"})
+
+#: The statistics of the second pass (:mod:`topkeval.kernels.ranked`).
+RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err"})
 
 
 @dataclass(frozen=True)
 class Param:
     """A parameter of a family: ``fbeta(beta=0.5)``, ``ndcg(gain=exp)``, ``rbp(p=0.8)``.
 
-    ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)) or
-    ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``). A parameter with
+    ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)),
+    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade) or ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``). A parameter with
     a ``default`` may be left out, and is left out of the canonical name when it has that value.
     """
 
@@ -81,6 +91,10 @@ class Family:
     dcg: Callable | None = None  # (metric, conventions) -> DcgSpec, for families that need "dcg"
     variants: tuple = ()  # other tools' names for this family with set parameters: (("ndcg_burges", (("gain", "exp"),)),)
     counts_found: bool = False  # counts relevant candidates found in the top k (nonpositive_scores applies)
+    levels: Callable | None = None  # metric -> recall levels, for families that need "iprec"
+    err: Callable | None = None  # metric -> maximum grade, for families that need "err"
+    ties: tuple[str, ...] | None = None  # the tie rules under which it is exact (None: every one)
+    trec_format: Callable | None = None  # metric -> trec_eval's name, for families with parameters
     higher_is_better: bool = True  # for reports: which value of a column is the best
 
     def example(self) -> str:
@@ -106,7 +120,7 @@ class Family:
         return out
 
 
-_EXAMPLE = {"positive": "0.5", "unit": "0.8", "gain": "exp"}
+_EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp"}
 
 FAMILIES: dict[str, Family] = {}
 
@@ -115,7 +129,8 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              aliases: tuple[str, ...] = (), params: tuple[Param, ...] = (), bounded: bool = True,
              trec: str | None = None, trec_uncut: str | None = None, summed: bool = False,
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
-             higher_is_better: bool = True):
+             levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
+             trec_format: Callable | None = None, higher_is_better: bool = True):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
@@ -125,7 +140,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
         FAMILIES[name] = Family(name, function, cutoff, frozenset(needs), depth, summary, formula, aliases,
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
-                                counts_found, higher_is_better)
+                                counts_found, levels, err, ties, trec_format, higher_is_better)
         return function
 
     return wrap

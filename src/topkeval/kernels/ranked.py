@@ -1,0 +1,295 @@
+"""The second pass: statistics that need the order of a whole list, or candidates that are not relevant.
+
+The main kernel (:mod:`topkeval.kernels.cpu`) looks only at relevant candidates and those with a
+gain. The metrics here also look at judged candidates that are not relevant (Judged@k, bpref), at
+every rank of the relevant ones together (interpolated precision, AUC) or at a product over the
+ranks above (ERR). For each query this pass runs the sorting path of the main kernel
+(:func:`~topkeval.kernels.cpu._sort_path`, the same order under every tie rule) on the candidates it
+needs, which gives each of them ``g`` (candidates above), ``e`` (its tie group), ``r`` (relevant
+in the group) and ``b`` (group mates the tie rule puts first), in rank order. Then:
+
+* ``judged`` at k: the sum over judged candidates of their chance to be in the top k
+  (``clamp((k - g) / e, 0, 1)`` under ``ties="expected"``, else ``g + b + 1 <= k``).
+* ``bpref``: for each relevant candidate, ``1 - min(X, R) / min(NJ, R)`` with X the judged
+  non-relevant candidates ranked above it (trec_eval ``m_bpref.c``). Under ``ties="expected"``
+  X = A + U, with A the judged non-relevant candidates of the groups above and U uniform on
+  0..j for j judged non-relevant group mates (its place among them is uniform): the mean of the
+  j + 1 values is exact.
+* ``iprec`` at recall level x: with c = lround(x R) (C's rounding, half away from zero), 0 if
+  fewer than c relevant candidates are in the list, else the largest precision at a rank at or
+  beyond the max(c, 1)-th relevant one (trec_eval ``m_iprec_at_recall.c``). Deterministic tie
+  rules only.
+* ``auc``: for each relevant candidate, the non-relevant candidates ranked below it, plus half
+  of its non-relevant group mates under ``ties="expected"``.
+* ``err`` at k: sum over ranks i <= k of ``R_i / i * prod_{j < i} (1 - R_j)``, with
+  ``R = (2**grade - 1) / 2**max_grade``. Under ``ties="expected"`` the product over a whole tie
+  group does not depend on its order; inside a group the member at position p has a uniformly
+  random set of p - 1 mates before it, whose mean product is the normalised elementary symmetric
+  mean ``E_{p-1}`` of the mates' ``1 - R`` (built one mate at a time,
+  ``E'_s = (m+1-s)/(m+1) E_s + s/(m+1) v E_{s-1}``, a convex combination: no overflow).
+
+Each sum runs in rank order (members of a tie group by grade), so a query's values do not depend
+on the order of its rows.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .cpu import NO_CUTOFF, TIE_EXPECTED, _rank_order, _scratch, _sort_path
+from .jit import kernel
+from .threads import default_threads, run_parallel
+
+
+class RankedColumns(NamedTuple):
+    """Inputs per row and per query: ``offsets``, ``scores``, ``rel`` (relevant), ``active`` (the
+    candidates this pass looks at), ``judged`` (has a judgment), ``jnr`` (judged, grade >= 0, not
+    relevant), ``grade`` (float, for the optimistic / pessimistic tie rules, else empty),
+    ``items`` (codes for the item tie rules, else empty), ``err_gain`` (V x rows: R of each row
+    under each maximum grade), ``order`` (1 x rows: the grade, to order tie mates), ``R`` and
+    ``NJ`` (Q: relevant and judged non-relevant items of each query)."""
+
+    offsets: np.ndarray
+    scores: np.ndarray
+    rel: np.ndarray
+    active: np.ndarray
+    judged: np.ndarray
+    jnr: np.ndarray
+    grade: np.ndarray
+    items: np.ndarray
+    err_gain: np.ndarray
+    order: np.ndarray
+    R: np.ndarray
+    NJ: np.ndarray
+
+
+class RankedParams(NamedTuple):
+    """``cutoffs`` (C, ascending, :data:`~topkeval.kernels.cpu.NO_CUTOFF` for the whole list),
+    ``thr`` (score threshold), ``tie`` (a ``TIE_*`` code), ``whole`` (look at the whole list),
+    ``want_judged``, ``want_bpref``, ``want_auc``, ``levels`` (L recall levels)."""
+
+    cutoffs: np.ndarray
+    thr: float
+    tie: int
+    whole: bool
+    want_judged: bool
+    want_bpref: bool
+    want_auc: bool
+    levels: np.ndarray
+
+
+class RankedOutputs(NamedTuple):
+    """``judged`` (Q x C), ``bpref`` (Q), ``iprec`` (Q x L), ``auc`` (Q), ``err`` (V x Q x C)."""
+
+    judged: np.ndarray
+    bpref: np.ndarray
+    iprec: np.ndarray
+    auc: np.ndarray
+    err: np.ndarray
+
+
+@kernel
+def _c_round(x):
+    """C's lround for x >= 0: half away from zero (x - floor(x) is exact)."""
+    f = np.floor(x)
+    return int(f) + (1 if x - f >= 0.5 else 0)
+
+
+@kernel
+def _bpref_term(x, R, den):
+    if den == 0:
+        return 1.0
+    return 1.0 - min(x, R) / den
+
+
+@kernel(outputs=('mean',))
+def _symmetric_means(vals, skip, ones, smax, mean):
+    """``mean[s]`` for s = 0..smax: the mean over s-subsets of the multiset (``ones`` values 1 and
+    ``vals`` except index ``skip``) of the product of the subset's values (0 beyond its size)."""
+    for s in range(smax + 1):
+        mean[s] = 1.0 if s <= ones else 0.0
+    m = ones
+    for y in range(vals.shape[0]):
+        if y == skip:
+            continue
+        v = vals[y]
+        top = min(m + 1, smax)
+        for s in range(top, 0, -1):
+            mean[s] = ((m + 1 - s) * mean[s] + s * v * mean[s - 1]) / (m + 1)
+        m += 1
+
+
+@kernel(outputs=('out',))
+def ranked_range(cols, prm, q0, q1, out):
+    """Compute the second-pass statistics of queries q0..q1 (see the module docstring) into ``out``."""
+    offsets, scores, rel = cols.offsets, cols.scores, cols.rel
+    cutoffs, thr, tie = prm.cutoffs, prm.thr, prm.tie
+    C = cutoffs.shape[0]
+    L = prm.levels.shape[0]
+    V = cols.err_gain.shape[0]
+    g, e, r, b, w = _scratch(offsets, q0, q1)
+    relrank = np.empty(g.shape[0], np.int64)
+    best = np.empty(g.shape[0] + 1)
+    kmax = cutoffs[C - 1]
+    mean = np.empty(max(min(kmax, g.shape[0]), 1) + 1)
+    vals = np.empty(g.shape[0])
+    for q in range(q0, q1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        sc = scores[lo:hi]
+        n = 0
+        nrel = 0
+        for j in range(hi - lo):
+            if sc[j] >= thr:
+                n += 1
+                nrel += rel[lo + j]
+        for c in range(C):
+            if prm.want_judged:
+                out.judged[q, c] = 0.0
+            for v in range(V):
+                out.err[v, q, c] = 0.0
+        if prm.want_bpref:
+            out.bpref[q] = 0.0
+        if prm.want_auc:
+            out.auc[q] = 0.0
+        for x in range(L):
+            out.iprec[q, x] = 0.0
+        if n == 0:
+            continue
+        limit = n if prm.whole or kmax >= NO_CUTOFF else min(kmax, n)
+        gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
+        it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
+        m = _sort_path(sc, rel[lo:hi], cols.active[lo:hi], gr, it, lo, thr, tie, g, e, r, b, w, max(limit, 1))
+        if m > 1 and tie == TIE_EXPECTED and V > 0:  # tie mates by grade: sums in one order
+            _rank_order(g, e, r, b, w, m, tie, cols.order)
+        # Judged@k
+        if prm.want_judged:
+            for c in range(C):
+                k = cutoffs[c]
+                total = 0.0
+                for t in range(m):
+                    if cols.judged[w[t]]:
+                        if tie == TIE_EXPECTED:
+                            total += min(max((k - g[t]) / e[t], 0.0), 1.0)
+                        else:
+                            total += 1.0 if g[t] + b[t] + 1 <= k else 0.0
+                out.judged[q, c] = total
+        # walk the tie groups (expected) or the ranks (deterministic) once
+        R = cols.R[q]
+        den = float(min(cols.NJ[q], R))
+        N = n - nrel
+        jnr_above = 0  # judged non-relevant candidates of the groups (ranks) above
+        rel_above = 0  # relevant candidates of the groups (ranks) above
+        bsum = 0.0
+        asum = 0.0
+        t = 0
+        while t < m:
+            z = t + 1
+            if tie == TIE_EXPECTED:
+                while z < m and g[z] == g[t]:
+                    z += 1
+            nj = 0
+            nr = 0
+            for u in range(t, z):
+                nj += cols.jnr[w[u]]
+                nr += rel[w[u]]
+            if nr > 0:
+                if tie == TIE_EXPECTED:
+                    part = 0.0
+                    for x in range(nj + 1):
+                        part += _bpref_term(float(jnr_above + x), R, den)
+                    bsum += nr * part / (nj + 1)
+                    below = N - (g[t] - rel_above) - (e[t] - r[t])
+                    asum += nr * (below + 0.5 * (e[t] - r[t]))
+                else:  # one candidate: rank g + b + 1
+                    bsum += _bpref_term(float(jnr_above), R, den)
+                    asum += N - (g[t] + b[t] - rel_above)
+            if L > 0 and nr > 0:  # deterministic rules only (the plan refuses "expected"): one candidate
+                relrank[rel_above] = g[t] + b[t] + 1
+            jnr_above += nj
+            rel_above += nr
+            t = z
+        if prm.want_bpref:
+            out.bpref[q] = bsum
+        if prm.want_auc:
+            out.auc[q] = asum
+        # interpolated precision (deterministic rules): best[j] = max precision at ranks of the j-th
+        # relevant candidate and beyond
+        if L > 0 and rel_above > 0:
+            best[rel_above] = 0.0
+            for j in range(rel_above, 0, -1):
+                best[j - 1] = max(best[j], j / relrank[j - 1])
+            for x in range(L):
+                c = _c_round(prm.levels[x] * R)
+                if c <= rel_above:
+                    out.iprec[q, x] = best[max(c, 1) - 1]
+        # ERR
+        for v in range(V):
+            gains = cols.err_gain[v]
+            if tie != TIE_EXPECTED:
+                decay = 1.0
+                for t in range(m):
+                    rv = gains[w[t]]
+                    if rv > 0.0:
+                        rank = g[t] + b[t] + 1
+                        for c in range(C):
+                            if rank <= cutoffs[c]:
+                                out.err[v, q, c] += rv * decay / rank
+                        decay *= 1.0 - rv
+                continue
+            decay = 1.0
+            t = 0
+            while t < m:
+                z = t + 1
+                while z < m and g[z] == g[t]:
+                    z += 1
+                if g[t] >= kmax:
+                    break
+                na = 0
+                for u in range(t, z):
+                    if gains[w[u]] > 0.0:
+                        vals[na] = 1.0 - gains[w[u]]
+                        na += 1
+                if na > 0:
+                    size = e[t]
+                    smax = min(size, kmax - g[t]) - 1
+                    a = 0
+                    last = -1.0
+                    for u in range(t, z):
+                        rv = gains[w[u]]
+                        if rv <= 0.0:
+                            continue
+                        if rv != last:  # tie mates of equal gain share their means
+                            _symmetric_means(vals[:na], a, size - na, smax, mean)
+                            last = rv
+                        a += 1
+                        for c in range(C):
+                            top = min(size, cutoffs[c] - g[t])
+                            term = 0.0
+                            for p in range(1, top + 1):
+                                term += mean[p - 1] / (g[t] + p)
+                            out.err[v, q, c] += decay * rv * term / size
+                    for y in range(na):
+                        decay *= vals[y]
+                t = z
+
+
+def _split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    from .cpu import _split as split
+
+    return split(offsets, parts)
+
+
+def compute(cols: RankedColumns, prm: RankedParams, threads: int | None = None) -> RankedOutputs:
+    """Run the second pass over all queries of ``cols``; return the filled :class:`RankedOutputs`."""
+    Q = len(cols.offsets) - 1
+    C = len(prm.cutoffs)
+    V = cols.err_gain.shape[0]
+    out = RankedOutputs(np.zeros((Q, C) if prm.want_judged else (0, C)), np.zeros(Q if prm.want_bpref else 0),
+                        np.zeros((Q, len(prm.levels))), np.zeros(Q if prm.want_auc else 0), np.zeros((V, Q, C)))
+    threads = threads or default_threads()
+    ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
+    run_parallel(lambda qr: ranked_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))
+    return out

@@ -1,0 +1,100 @@
+"""Metrics of the second pass: judged share, bpref, interpolated precision, AUC, ERR.
+
+With R relevant items, NJ judged non-relevant items (a judgment with grade >= 0 that is not
+relevant), n candidates of which r are relevant and N = n - r are not:
+
+=====================  ===================================================================  ==================
+metric                 value                                                                undefined when
+=====================  ===================================================================  ==================
+judged@k               judged candidates in the top k / k (shrink: / min(k, n))             shrink and n = 0
+bpref                  (1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R),    R = 0
+                       X the judged non-relevant candidates above it (1 when min(NJ, R)=0)
+iprec(recall=x)        largest precision at or beyond the lround(x R)-th relevant rank;     R = 0
+                       0 when fewer relevant candidates are listed (trec_eval)
+iprec_avg              mean of iprec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)         R = 0
+auc                    share of (relevant, non-relevant) candidate pairs ranked in that     r = 0 or N = 0
+                       order, a tied pair 1/2 under ties="expected"
+err(max_grade=m)@k     sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j),               never
+                       p = (2^grade - 1) / 2^m
+=====================  ===================================================================  ==================
+
+A candidate is judged when it has a judgment: every row of a log (its grade is its judgment),
+and, with judgments kept apart from the run (``qrels=``), a retrieved item the judgments list,
+whatever its grade. ``iprec`` and ``iprec_avg`` are computed under deterministic tie rules only
+(the mean of a maximum over the orders of tied candidates has no closed form here); the others
+are exact under every tie rule, ``ties="expected"`` included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import Param, register
+from .setbased import ratio
+
+#: trec_eval's recall levels of iprec_at_recall and 11pt_avg.
+ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+#: The tie rules under which interpolated precision is exact.
+DETERMINISTIC = ("optimistic", "pessimistic", "first", "item_desc", "item_asc")
+
+
+@register("judged", cutoff="required", needs=("judged",),
+          summary="share of the top k that has a judgment, relevant or not (ir_measures Judged@k)",
+          formula="judged candidates in the top k / k  (shrink: / min(k, n))")
+def judged(st, m, conv):
+    den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)
+    return ratio(st.judged[:, st.column(m.k)], den, conv.undefined)
+
+
+@register("bpref", cutoff="none", needs=("bpref",), depth="list", trec_uncut="bpref",
+          summary="binary preference (Buckley & Voorhees 2004; trec_eval bpref): unjudged candidates ignored",
+          formula="(1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R), X judged non-relevant above")
+def bpref(st, m, conv):
+    return ratio(st.bpref_sum, st.R, conv.undefined)
+
+
+def _iprec_name(m) -> str:
+    return f"iprec_at_recall_{m.param('recall'):.2f}"
+
+
+@register("iprec", cutoff="none", needs=("iprec",), depth="list",
+          params=(Param("recall", "fraction"),), levels=lambda m: (m.param("recall"),), ties=DETERMINISTIC,
+          trec_format=_iprec_name,
+          summary="interpolated precision at a recall level (trec_eval iprec_at_recall_0.50 is iprec(recall=0.5))",
+          formula="max precision at ranks at or beyond the lround(x R)-th relevant; 0 if fewer are listed")
+def iprec(st, m, conv):
+    return _per_r(st.iprec[:, st.level(m.param("recall"))], st, conv)
+
+
+def _per_r(values, st, conv) -> np.ndarray:
+    """``values`` where R > 0, ``conv.undefined`` where R = 0."""
+    out = np.array(values, dtype=np.float64)
+    out[st.R == 0] = conv.undefined
+    return out
+
+
+@register("iprec_avg", cutoff="none", needs=("iprec",), depth="list", aliases=("11pt_avg", "iprec_11pt"),
+          trec_uncut="11pt_avg", levels=lambda m: ELEVEN_POINTS, ties=DETERMINISTIC,
+          summary="11-point interpolated average precision (trec_eval 11pt_avg)",
+          formula="mean of iprec at recall 0, 0.1, ..., 1")
+def iprec_avg(st, m, conv):
+    total = np.zeros(st.n_queries)
+    for x in reversed(ELEVEN_POINTS):  # trec_eval's order of summation
+        total += st.iprec[:, st.level(x)]
+    return _per_r(total / len(ELEVEN_POINTS), st, conv)
+
+
+@register("auc", cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
+          summary="area under the ROC curve of a query's candidates (torchmetrics binary AUROC per query)",
+          formula="pairs (relevant, non-relevant) ranked in that order / (r N); a tie counts 1/2 (expected ties)")
+def auc(st, m, conv):
+    return ratio(st.auc_sum, st.rel_ret.astype(np.float64) * st.N, conv.undefined)
+
+
+@register("err", cutoff="optional", needs=("err",), depth="list", params=(Param("max_grade", "grade", 4.0, False),),
+          err=lambda m: m.param("max_grade"),
+          summary="expected reciprocal rank (Chapelle et al. 2009), gdeval / ir_measures ERR: grades up to max_grade",
+          formula="sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j), p = (2^grade - 1) / 2^max_grade")
+def err(st, m, conv):
+    return st.err_at(m.param("max_grade"), m.k).copy()
