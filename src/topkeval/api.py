@@ -60,6 +60,8 @@ def evaluate(
     keep_per_query: bool = True,
     threads: int | None = None,
     ascending: bool = False,
+    by: str | Sequence[str] | None = None,
+    weight: str | None = None,
     **settings: Unpack[ConventionSettings],
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -119,6 +121,15 @@ def evaluate(
         Threads for the kernel (default: the CPUs available, or ``TOPKEVAL_THREADS``).
     ascending : bool
         The score columns are ranks or distances: lower is better.
+    by : str or list of str, optional
+        Segment columns: query-level attributes (the same on every row of a query; refused
+        otherwise), such as device or market. ``per_query`` gains them, ``Results.segments`` gives
+        the means per segment, ``compare``, ``summary_ci`` and the report break down by segment
+        (plus the overall rows). For a table held in memory.
+    weight : str, optional
+        A column of query weights (traffic, revenue; the same on every row of a query, finite and
+        >= 0): the summary holds weighted means ``sum_q w_q v_q / sum_q w_q`` and the comparison
+        resamples with the weights. ``info["weight"]`` has the total weight.
     **settings
         The conventions of :class:`~topkeval.conventions.Conventions`: ``ties``,
         ``empty_queries``, ``undefined``, ``short_lists``, ``threshold``, ``score_threshold``,
@@ -176,7 +187,8 @@ def evaluate(
 
 
 def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
-              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, **settings) -> Results:
+              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight,
+              **settings) -> Results:
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
     check_choice(missing_queries, ("skip", "zero"), "missing_queries", "evaluate")
@@ -211,8 +223,22 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
         check_column_name(s, "score", "evaluate")
     if len(set(scores)) != len(scores):
         raise ParameterError(f"score lists a column twice: {scores!r}; each model needs its own column.")
+    from . import segments
+
+    by = segments.names(by)
+    weight = check_column_name(weight, "weight", "evaluate", optional=True)
+    attributes = by + ([weight] if weight else [])
+    if attributes and runs is not None:
+        raise ParameterError("by= and weight= read query-level columns of a table; TREC run files have none: evaluate "
+                             "a table of (query, item, score, segment) rows with qrels= instead.")
+    if attributes and qrels is not None:
+        raise ParameterError("by= and weight= are not supported yet with judgments apart (qrels=): join the "
+                             "judgments to the run (one table with a relevance column) and evaluate that.")
     from .spark import is_spark
 
+    if attributes and (is_spark(data) or chunk_rows is not None):
+        raise ParameterError("by= and weight= are supported for a table evaluated in memory, not yet on Spark or for "
+                             "a file streamed in batches (chunk_rows=): drop them, or read the table whole.")
     if is_spark(data):
         from .spark import evaluate_spark
 
@@ -236,9 +262,20 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     wanted = [query, relevance, *scores] + ([item] if item is not None else [])
     if len(set(wanted)) != len(wanted):
         raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
+    reserved = {"model", *plan.names} & set(attributes)
+    if reserved:
+        raise ParameterError(f"by= and weight= columns appear beside 'model' and the metrics in the results, so they "
+                             f"cannot be called {sorted(reserved)!r}: rename the column.")
+    if set(attributes) & set(wanted):
+        raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score and "
+                             f"item columns; {sorted(set(attributes) & set(wanted))!r} is one of those.")
+    wanted += attributes
     ids = [query] + ([item] if item else [])
     from . import stream
 
+    if stream.should_stream(data, chunk_rows) and attributes:
+        raise ParameterError("This file is large enough to be streamed in batches, where by= and weight= are not "
+                             "supported yet: pass chunk_rows=None after reading it into a table, or drop them.")
     if stream.should_stream(data, chunk_rows):
         return stream.evaluate_file(data, plan, query=query, relevance=relevance, scores=scores, item=item,
                                     depth=depth, threads=threads, chunk_rows=chunk_rows, progress=progress,
@@ -246,15 +283,23 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if chunk_rows is not None:
         raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                              "chunk_rows, or write the table to parquet first.")
-    cols = read_columns(data, wanted, id_columns=ids, roles=_roles(query, relevance, scores, item))
+    roles = _roles(query, relevance, scores, item) | {name: "by" for name in by} | ({weight: "weight"} if weight else {})
+    cols = read_columns(data, wanted, id_columns=ids, roles=roles)
     log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)
     warn_if_truncated(log, plan)
-    res = evaluate_grouped(log, plan, depth=depth, threads=threads, query_name=query)
+    attrs = segments.query_attributes(cols[query], cols, by, weight, query) if attributes else None
+
+    def run(current_plan):
+        res = evaluate_grouped(log, current_plan, depth=depth, threads=threads, query_name=query)
+        if attrs is not None:
+            segments.attach(res, attrs, by, weight)
+        return res
+
+    res = run(plan)
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
-    res._rerun = lambda names: evaluate_grouped(log, engine.make_plan(names, conv), depth=depth, threads=threads,
-                                                query_name=query)
+    res._rerun = lambda names: run(engine.make_plan(names, conv))
     return res
 
 

@@ -86,6 +86,9 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     p.add_argument("--judged-only", action="store_true", help="with --qrels: drop unjudged items before ranking "
                    "(trec_eval -J)")
     p.add_argument("--ascending", action="store_true", help="lower scores rank first (ranks, distances)")
+    p.add_argument("--by", action="append", metavar="COLUMN", help="break the results down by this query-level "
+                   "column (device, market); repeat for several")
+    p.add_argument("--weight", metavar="COLUMN", help="query weights (traffic): weighted means and comparisons")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
     p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
@@ -198,7 +201,10 @@ def _with_ci(res, level: float):
     from .errors import check_number
 
     level = check_number(level, "confidence", "evaluate", low=0, high=1, low_open=True, high_open=True)
-    ci = res.summary_ci(confidence=level).set_index(["model", "metric"])
+    ci = res.summary_ci(confidence=level)
+    for name in res.by:  # the summary holds every query: the overall rows of the breakdown
+        ci = ci[ci[name] == "(all)"]
+    ci = ci.set_index(["model", "metric"])
     columns = {}
     for metric in res.metrics:
         columns[metric] = res.summary[metric]
@@ -216,6 +222,8 @@ def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) 
     if ci is not None and per_query:
         raise _UsageError("--ci gives intervals of the means; drop it with --per-query")
     frame = res.to_pandas() if per_query else (res.summary if ci is None else _with_ci(res, ci))
+    if res.by and not per_query and ci is None and fmt in ("csv", "markdown"):
+        frame = res.segments  # the breakdown, its overall rows included
     if fmt == "json":
         print(report.json_text(res.to_dict(per_query=per_query)), file=out)
     elif fmt == "csv":
@@ -231,6 +239,8 @@ def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) 
         console.print(report.rich_table(frame))
         if per_query:
             console.print(report.rich_table(res.summary, title="means over the queries"))
+        if res.by and not per_query:
+            console.print(report.rich_table(res.segments, title="by " + ", ".join(map(report.visible, res.by))))
         for line in report.info_lines(res.info):
             print(cli_words(line), file=out)
 
@@ -249,7 +259,8 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
     """Evaluate what the command line names: a log file, or --run files with --qrels."""
     from .api import evaluate
 
-    extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth)) if v is not None}
+    extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
+                               ("weight", args.weight)) if v is not None}
     if args.judged_only:
         extra["judged_only"] = True
     if args.ascending:
@@ -408,7 +419,7 @@ def _compare(args, out) -> int:
     elif args.format == "csv":
         out.write(report.csv(table))
     else:
-        shown = table[["model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
+        shown = table[[*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
                        "p_value", "p_adjusted", "wins", "ties", "losses"]]
         p_text = {c: (lambda p: report.p_value_text(p, args.resamples if args.test in ("permutation", "bootstrap")
                                                      else None)) for c in ("p_value", "p_adjusted")}

@@ -24,6 +24,14 @@ evaluated on:
 * ``p_adjusted``: Holm, Bonferroni or Benjamini-Hochberg over every (model, metric) row of the call;
 * ``effect_size``: Cohen's d of the paired differences, ``mean(d) / sd(d)``;
 * ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12).
+
+With query weights (``evaluate(..., weight=)``), means are weighted, ``delta = sum(w d) / sum(w)``;
+the bootstrap resamples queries with replacement and takes the same weighted mean of each resample
+(``sum(c w d) / sum(c w)``, c the counts: the ratio estimator of a weighted mean); the permutation
+test flips the signs of the ``w d`` (exact under H0 that each d is symmetric about 0); Cohen's d
+uses the weighted standard deviation (weights rescaled to mean 1, n - 1 degrees of freedom); t and Wilcoxon have no weighted form and are refused.
+With segments (``evaluate(..., by=)``) every row is computed within each segment and over every
+query (segment columns ``"(all)"``), and the correction runs over all of these rows.
 """
 
 from __future__ import annotations
@@ -126,8 +134,10 @@ def _exact_sign_flip_p(d: np.ndarray) -> float:
     return float(np.mean(stats >= observed - 1e-12 * max(1.0, observed)))
 
 
-def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats, boot_stats, n_resamples: int) -> float:
-    if np.all(d == 0):
+def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats, boot_stats, n_resamples: int,
+             w: np.ndarray | None = None) -> float:
+    wd = d if w is None else w * d
+    if np.all(wd == 0):
         return 1.0
     if len(d) < 2:
         return math.nan
@@ -137,14 +147,16 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
         return float(stats.ttest_rel(m, b).pvalue)
     if test == "wilcoxon":
         return float(stats.wilcoxon(m, b, zero_method="wilcox").pvalue)
-    observed = abs(d.mean())
+    mean = float(d.mean()) if w is None else float(wd.sum() / w.sum())
+    observed = abs(mean)
     tol = 1e-12 * max(1.0, observed)
     if test == "permutation":
         if perm_stats is None:
-            return _exact_sign_flip_p(d)
+            return _exact_sign_flip_p(wd)  # the weighted statistic is mean(w d) scaled by n / sum(w)
         return float((1 + np.sum(np.abs(perm_stats) >= observed - tol)) / (1 + n_resamples))
-    # bootstrap: shift the resampled means to the null hypothesis
-    return float((1 + np.sum(np.abs(boot_stats - d.mean()) >= observed - tol)) / (1 + n_resamples))
+    # bootstrap: shift the resampled means to the null hypothesis (a resample without weight counts as extreme)
+    shifted = np.abs(boot_stats - mean)
+    return float((1 + np.sum(~(shifted < observed - tol))) / (1 + n_resamples))
 
 
 def _cohen_d(delta: float, sd: float) -> float:
@@ -153,6 +165,22 @@ def _cohen_d(delta: float, sd: float) -> float:
     if sd > 0:
         return delta / sd
     return 0.0 if delta == 0 else math.copysign(math.inf, delta)
+
+
+def _weighted_stats(d: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray | None):
+    """(value, baseline, delta, sd of d): plain, or weighted with ``w``."""
+    if w is None:
+        value, base = float(m.mean()), float(b.mean())
+        sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
+        return value, base, value - base, sd
+    total = float(w.sum())
+    if total <= 0:
+        return math.nan, math.nan, math.nan, math.nan
+    value, base = float((w * m).sum() / total), float((w * b).sum() / total)
+    mean_d = float((w * d).sum() / total)
+    n = len(d)  # weights rescaled to mean 1, then n - 1 degrees of freedom: equal weights give the plain sd
+    sd = math.sqrt(float((w * (d - mean_d) ** 2).sum() / total) * n / (n - 1)) if n > 1 else math.nan
+    return value, base, value - base, sd
 
 
 def _paired(per_query: pd.DataFrame, query: str, model: str, baseline: str, metrics, missing: str):
@@ -241,17 +269,28 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         for m in metrics:
             if m not in all_metrics:
                 raise ParameterError(f"metric {m!r} was not evaluated; these results have {', '.join(all_metrics)}.")
+    from .segments import groups
+
+    weight = getattr(results, "weight", None)
+    by = getattr(results, "by", [])
+    if weight and test in ("t", "wilcoxon"):
+        raise ParameterError(f"test={test!r} has no weighted form; with query weights (weight=) use "
+                             "test='permutation' (weighted sign flips) or test='bootstrap' (weighted resampling).")
+    query_weights = results._attrs[weight] if weight else None
     rng = np.random.default_rng(seed)
     rows = []
     alpha = 1.0 - confidence
-    for model in models:
-        if model == baseline:
-            continue
-        a, b, left_out = _paired(results.per_query, results.query_name, model, baseline, metrics, missing)
-        for metric in metrics:
-            ma, mb = a[metric].to_numpy(float), b[metric].to_numpy(float)
-            ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
-            rows.append(dict(model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out))
+    for key, per_query in (groups(results) if by else [({}, results.per_query)]):
+        for model in models:
+            if model == baseline:
+                continue
+            a, b, left_out = _paired(per_query, results.query_name, model, baseline, metrics, missing)
+            w_all = None if query_weights is None else query_weights.reindex(a.index).to_numpy(float)
+            for metric in metrics:
+                ma, mb = a[metric].to_numpy(float), b[metric].to_numpy(float)
+                ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
+                rows.append(dict(key=key, model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out,
+                                 w=None if w_all is None else w_all[ok]))
     # one set of resamples for every row of a given query count: draw per distinct n
     by_n: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
@@ -262,34 +301,43 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         if n == 0:
             continue
         D = np.column_stack([rows[i]["m"] - rows[i]["b"] for i in idxs])
-        means = _resampled(D, n_resamples, rng, "bootstrap")
         exact = n <= _EXACT_MAX_N and 2**n <= n_resamples
-        flips = _resampled(D, n_resamples, rng, "signs") if test == "permutation" and not exact else None
+        if weight:
+            # weighted: the resampled ratio sum(c w d) / sum(c w) (c: bootstrap counts), and sign flips of w d
+            W = np.column_stack([rows[i]["w"] for i in idxs])
+            both = _resampled(np.column_stack([W * D, W]), n_resamples, rng, "bootstrap")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = both[:, :len(idxs)] / both[:, len(idxs):]
+            flips = (_resampled(W * D, n_resamples, rng, "signs") * n / W.sum(axis=0)
+                     if test == "permutation" and not exact else None)
+        else:
+            means = _resampled(D, n_resamples, rng, "bootstrap")
+            flips = _resampled(D, n_resamples, rng, "signs") if test == "permutation" and not exact else None
         for j, i in enumerate(idxs):
             boot[i] = means[:, j]
             perm[i] = None if flips is None else flips[:, j]
     out = []
     for i, r in enumerate(rows):
-        m, b = r["m"], r["b"]
+        m, b, w = r["m"], r["b"], r["w"]
         d = m - b
         n = len(d)
-        base_mean = float(b.mean()) if n else math.nan
-        value = float(m.mean()) if n else math.nan
-        delta = value - base_mean
         if n:
-            lo, hi = np.quantile(boot[i], [alpha / 2, 1 - alpha / 2])
-            sd = float(d.std(ddof=1)) if n > 1 else math.nan
-            p = _p_value(test, d, m, b, perm[i], boot[i], n_resamples)
+            value, base_mean, delta, sd = _weighted_stats(d, m, b, w)
         else:
-            lo = hi = sd = p = math.nan
+            value = base_mean = delta = sd = math.nan
+        if n and not math.isnan(delta):
+            lo, hi = np.nanquantile(boot[i], [alpha / 2, 1 - alpha / 2])
+            p = _p_value(test, d, m, b, perm[i], boot[i], n_resamples, w)
+        else:
+            lo = hi = p = math.nan
         eps = 1e-12
         out.append({
-            "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
+            **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
             "relative_delta": delta / base_mean if base_mean else math.nan,
             "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
             "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
             "effect_size": _cohen_d(delta, sd),
-            "n_queries": n, "left_out": r["left_out"],
+            "n_queries": n, "left_out": r["left_out"], **({"weight": float(w.sum())} if w is not None else {}),
         })
     frame = pd.DataFrame(out)
     frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
@@ -309,22 +357,34 @@ def verdict(row) -> str:
     return "no detectable difference"
 
 
-def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng) -> list[tuple[float, float]]:
-    """Bootstrap percentile intervals of the mean of each array (NaN dropped).
+def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng,
+             weights: list | None = None) -> list[tuple[float, float]]:
+    """Bootstrap percentile intervals of the mean of each array (NaN dropped); with ``weights``, of
+    the weighted mean (each resample's ``sum(c w v) / sum(c w)``).
 
-    Arrays with the same NaN pattern share one set of resamples (one matrix product for all).
+    Arrays with the same NaN pattern (and weights) share one set of resamples (one matrix product for all).
     """
     alpha = 1 - confidence
     out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(columns)
     groups: dict[bytes, list[int]] = {}
     for i, v in enumerate(columns):
-        groups.setdefault(np.packbits(np.isnan(v)).tobytes() + len(v).to_bytes(8, "little"), []).append(i)
+        key = np.packbits(np.isnan(v)).tobytes() + len(v).to_bytes(8, "little")
+        if weights is not None:
+            key += np.ascontiguousarray(weights[i], dtype=np.float64).tobytes()
+        groups.setdefault(key, []).append(i)
     for idxs in groups.values():
         ok = ~np.isnan(columns[idxs[0]])
         if not ok.any():
             continue
-        means = _resampled(np.column_stack([columns[i][ok] for i in idxs]), n_resamples, rng, "bootstrap")
-        bounds = np.quantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
+        values = np.column_stack([columns[i][ok] for i in idxs])
+        if weights is None:
+            means = _resampled(values, n_resamples, rng, "bootstrap")
+        else:
+            w = np.asarray(weights[idxs[0]], dtype=np.float64)[ok][:, None]
+            both = _resampled(np.column_stack([values * w, w]), n_resamples, rng, "bootstrap")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = both[:, :-1] / both[:, -1:]
+        bounds = np.nanquantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
         for j, i in enumerate(idxs):
             out[i] = (float(bounds[0, j]), float(bounds[1, j]))
     return out

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputFileError, ParameterError, did_you_mean
+from .segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
 
@@ -181,6 +182,8 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     if metric not in res.metrics:
         raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(res.metrics)}.")
     notes: list[str] = []
+    by = list(getattr(res, "by", []))
+    weight = getattr(res, "weight", None)
     per_query = res.to_pandas()
     has_rows = len(per_query) > 0
 
@@ -188,7 +191,10 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     sections = []
     best = best_rows(res.summary)
     if has_rows:
-        ci = res.summary_ci(confidence=confidence, n_resamples=n_resamples, seed=seed).set_index(["model", "metric"])
+        ci_all = res.summary_ci(confidence=confidence, n_resamples=n_resamples, seed=seed)
+        for name in by:  # the summary holds every query: the overall rows of a breakdown by segment
+            ci_all = ci_all[ci_all[name] == ALL]
+        ci = ci_all.set_index(["model", "metric"])
     head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
     rows = []
     for m in models:
@@ -202,10 +208,24 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                                     f"[{lo:.{digits}f}, {hi:.{digits}f}]</span></td>")
             cells.append(cell)
         rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
-    ci_note = (f"Mean over the evaluated queries; below it the {confidence:.0%} bootstrap percentile interval "
+    ci_note = (f"{'Weighted mean (weights: ' + esc(weight) + ')' if weight else 'Mean'} over the evaluated queries; "
+               f"below it the {confidence:.0%} bootstrap percentile interval "
                f"({n_resamples:,} resamples). Bold: the best model of the column.") if has_rows else (
                "Mean over the evaluated queries (no per-query values were kept, so no intervals).")
     sections.append(("summary", "Summary", _table(head, rows, "summary") + f'<p class="note">{ci_note}</p>'))
+
+    if by and has_rows:
+        seg = res.segments.reset_index()
+        head = [esc(name) for name in by] + ["model"] + [f"#{esc(m)}" for m in res.metrics] + ["#queries"] + (
+            ["#weight"] if weight else [])
+        rows = []
+        for _, r in seg.iterrows():
+            rows.append("<tr>" + "".join(f'<td class="id">{esc(r[name])}</td>' for name in by)
+                        + f'<td class="id">{esc(r["model"])}</td>'
+                        + "".join(_num(r[m], digits) for m in res.metrics) + _int(r["queries"])
+                        + (_num(r["weight"], 0) if weight else "") + "</tr>")
+        sections.append(("segments", f"By {esc(', '.join(by))}", _table(head, rows, "segments")
+                         + f'<p class="note">Means within each segment; {ALL} holds every query.</p>'))
 
     # comparison with the baseline
     diffs: dict = {}
@@ -214,19 +234,24 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                             n_resamples=n_resamples, seed=seed)
         resampled = n_resamples if test in ("permutation", "bootstrap") else None
         rows = []
-        for r in table.itertuples():
-            verdict_cls = {"better": "better", "worse": "worse"}.get(r.verdict, "none")
+        for r in table.to_dict("records"):
+            verdict_cls = {"better": "better", "worse": "worse"}.get(r["verdict"], "none")
+            segment = "".join(f'<td class="id">{esc(r[name])}</td>' for name in by)
             rows.append(
-                f'<tr><td class="id">{esc(r.model)}</td><td>{esc(r.metric)}</td>'
-                f'<td class="{verdict_cls}">{esc(r.verdict)}</td>{_num(r.baseline, digits)}{_num(r.value, digits)}'
-                f"{_num(r.delta, digits)}{_num(r.ci_low, digits)}{_num(r.ci_high, digits)}"
-                f'<td class="num" data-value="{float(r.p_value)!r}">{esc(p_value_text(r.p_value, resampled))}</td>'
-                f'<td class="num" data-value="{float(r.p_adjusted)!r}">{esc(p_value_text(r.p_adjusted, resampled))}</td>'
-                f"{_int(r.wins)}{_int(r.ties)}{_int(r.losses)}</tr>")
-        head = ["model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
-                "#wins", "#ties", "#losses"]
+                f'<tr>{segment}<td class="id">{esc(r["model"])}</td><td>{esc(r["metric"])}</td>'
+                f'<td class="{verdict_cls}">{esc(r["verdict"])}</td>{_num(r["baseline"], digits)}'
+                f'{_num(r["value"], digits)}{_num(r["delta"], digits)}{_num(r["ci_low"], digits)}'
+                f'{_num(r["ci_high"], digits)}'
+                f'<td class="num" data-value="{float(r["p_value"])!r}">{esc(p_value_text(r["p_value"], resampled))}</td>'
+                f'<td class="num" data-value="{float(r["p_adjusted"])!r}">'
+                f'{esc(p_value_text(r["p_adjusted"], resampled))}</td>'
+                f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}</tr>')
+        head = [esc(name) for name in by] + [
+            "model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
+            "#wins", "#ties", "#losses"]
         how = (f"Paired {esc(test)} test on the queries both models have, {esc(correction or 'no')} correction over "
-               f"every row, {confidence:.0%} bootstrap intervals of the difference; a row is better or worse when its "
+               f"every row{' (every segment and ' + ALL + ')' if by else ''}, {confidence:.0%} bootstrap intervals of "
+               f"the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better or worse when its "
                f"corrected p-value is below {1 - confidence:.2g}.")
         sections.append(("comparison", f"Comparison with {esc(baseline)}", _table(head, rows, "compare")
                          + f'<p class="note">{how}</p>'))

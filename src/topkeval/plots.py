@@ -92,6 +92,10 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     model = next(m for m in models if m != baseline) if model is None else model
     d = results.diff(baseline, model, metric) if data is None else data
     delta = d["delta"].to_numpy(float)
+    weight = getattr(results, "weight", None)
+    w = (results._attrs[weight].reindex(d.iloc[:, 0]).to_numpy(float) if weight and results._attrs is not None
+         else np.ones(len(delta)))
+    w = w[np.isfinite(delta)]
     delta = delta[np.isfinite(delta)]
     fig, ax = _figure(ax)
     wins, ties, losses = int((delta > 0).sum()), int((delta == 0).sum()), int((delta < 0).sum())
@@ -101,8 +105,9 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
         ax.hist(delta[delta < 0], bins=bins, color=COLOURS[3], label=f"{model} worse: {losses:,}")
         ax.hist(delta[delta == 0], bins=bins, color=COLOURS[7], label=f"equal: {ties:,}")
         ax.hist(delta[delta > 0], bins=bins, color=COLOURS[2], label=f"{model} better: {wins:,}")
-        ax.axvline(float(delta.mean()), color="black", linewidth=1.2, linestyle="--",
-                   label=f"mean {float(delta.mean()):+.4f}")
+        mean = float((w * delta).sum() / w.sum()) if w.sum() > 0 else float("nan")
+        ax.axvline(mean, color="black", linewidth=1.2, linestyle="--",
+                   label=f"{'weighted ' if weight else ''}mean {mean:+.4f}")
     ax.set_yscale("symlog", linthresh=10)
     ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
     ax.set_ylabel("queries")

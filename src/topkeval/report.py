@@ -68,7 +68,7 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     | a\\|b | 0.5000 |
     | &lt;script&gt; | 1.0000 |
     """
-    if frame.index.name is not None:
+    if any(n is not None for n in frame.index.names):
         frame = frame.reset_index()
     head = "| " + " | ".join(_markdown_cell(c, digits) for c in frame.columns) + " |"
     rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
@@ -79,7 +79,7 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
 def csv(frame: pd.DataFrame) -> str:
     """CSV text (full precision; ids quoted where they need it)."""
     buf = io.StringIO()
-    frame.to_csv(buf, index=frame.index.name is not None)
+    frame.to_csv(buf, index=any(n is not None for n in frame.index.names))
     return buf.getvalue()
 
 
@@ -130,7 +130,7 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
     from rich.table import Table
     from rich.text import Text
 
-    if frame.index.name is not None:
+    if any(n is not None for n in frame.index.names):
         frame = frame.reset_index()
     table = Table(title=Text(title) if title else None, show_lines=False)
     formats = formats or {}

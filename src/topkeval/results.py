@@ -45,6 +45,9 @@ class Results:
         self._sources = sources  # () -> iterable of (GroupedLog, R or None): what diff() re-reads
         self._rerun: Callable[[list[str]], Results] | None = None  # metrics -> Results: the same evaluation at other metrics (curves), set by the front door
         self._ascending = False  # scores were ranks or distances (negated inside): shown as given
+        self._attrs: pd.DataFrame | None = None  # query-level attributes (segments, weight), by query id
+        self.by: list[str] = []  # the segment columns (evaluate(..., by=))
+        self.weight: str | None = None  # the query-weight column (evaluate(..., weight=))
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -107,16 +110,21 @@ class Results:
         confidence = check_number(confidence, "confidence", "summary_ci", low=0, high=1, low_open=True, high_open=True)
         n_resamples = check_int(n_resamples, "n_resamples", "summary_ci", low=100)
         seed = check_seed(seed, "summary_ci")
-        keys, columns = [], []
-        for model in self.models:
-            part = self.per_query[self.per_query["model"] == model]
-            for metric in self.metrics:
-                keys.append((model, metric))
-                columns.append(part[metric].to_numpy(float))
-        bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed))
-        rows = [{"model": model, "metric": metric, "mean": float(self.summary.loc[model, metric]),
+        from .segments import groups, weighted_mean
+
+        weight = getattr(self, "weight", None)
+        keys, columns, weights = [], [], []
+        for key, pq in (groups(self) if getattr(self, "by", []) else [({}, self.per_query)]):
+            for model in self.models:
+                part = pq[pq["model"] == model]
+                for metric in self.metrics:
+                    keys.append((key, model, metric))
+                    columns.append(part[metric].to_numpy(float))
+                    weights.append(part[weight].to_numpy(float) if weight else None)
+        bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None)
+        rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
                  "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
-                for (model, metric), v, (lo, hi) in zip(keys, columns, bounds)]
+                for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]
         return pd.DataFrame(rows)
 
     def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
@@ -286,6 +294,27 @@ class Results:
         return results_html(self)
 
     @property
+    def segments(self) -> pd.DataFrame:
+        """The means per segment (``evaluate(..., by=)``) and model, weighted with ``weight=``, then the
+        overall rows (segment ``"(all)"``): columns the metrics, ``queries`` (and ``weight``).
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> log = {"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "s": [0.9, 0.1, 0.9, 0.1],
+        ...        "device": ["mobile", "mobile", "desktop", "desktop"]}
+        >>> tk.evaluate(log, ["precision@1"], score="s", by="device").segments
+                       precision@1  queries
+        device  model
+        desktop s              0.0        1
+        mobile  s              1.0        1
+        (all)   s              0.5        2
+        """
+        from .segments import segment_summary
+
+        return segment_summary(self)
+
+    @property
     def models(self) -> list[str]:
         """Model names, in the order given."""
         return list(self.summary.index)
@@ -297,12 +326,15 @@ class Results:
 
     def to_dict(self, per_query: bool = False) -> dict:
         """A JSON-ready dict: ``{"summary": {model: {metric: value}}, "info": {...}}`` (NaN as None),
-        and ``"per_query"`` (a list of rows) when asked."""
+        ``"segments"`` (rows of :attr:`segments`) with ``by=``, and ``"per_query"`` (a list of rows)
+        when asked."""
         from .report import json_ready, records
 
         summary = {str(m): {c: json_ready(self.summary.loc[m, c]) for c in self.summary.columns}
                    for m in self.summary.index}
         out = {"summary": summary, "info": json_ready(self.info)}
+        if self.by:
+            out["segments"] = records(self.segments.reset_index())
         if per_query:
             out["per_query"] = records(self.per_query)
         return out

@@ -1,0 +1,194 @@
+"""Segments (by=) and query weights (weight=): every number checked against an evaluation that
+does not know about them (the segment's rows alone; each query repeated w times)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topkeval as tk
+from strategies import conventions, logs
+from topkeval.compare import adjust
+from topkeval.errors import DataError, ParameterError
+
+METRICS = ["recall@2", "ndcg@3", "r_precision"]
+
+
+def _with_attrs(rows, seed):
+    frame = pd.DataFrame(rows)
+    rng = np.random.default_rng(seed)
+    queries = sorted(frame["query"].unique())
+    seg = dict(zip(queries, rng.choice(["m", "d", "t"], len(queries))))
+    w = dict(zip(queries, rng.integers(0, 4, len(queries))))
+    w[queries[0]] = 1  # a positive total
+    return frame.assign(device=frame["query"].map(seg), traffic=frame["query"].map(w))
+
+
+def _close(a, b) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(a))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=logs(max_queries=6, max_len=5), conv=conventions(), seed=st.integers(0, 100))
+def test_segment_means_equal_each_segment_evaluated_alone(rows, conv, seed):
+    frame = _with_attrs(rows, seed)
+    res = tk.evaluate(frame, METRICS, relevance="grade", score=["a", "b"], item="item", by="device", **conv)
+    seg = res.segments
+    for device, part in frame.groupby("device"):
+        alone = tk.evaluate(part, METRICS, relevance="grade", score=["a", "b"], item="item", **conv)
+        if device not in seg.index.get_level_values(0):
+            assert alone.info["evaluated"] == 0
+            continue
+        for model in ("a", "b"):
+            for metric in METRICS:
+                assert _close(seg.loc[(device, model), metric], alone.summary.loc[model, metric])
+            assert seg.loc[(device, model), "queries"] == alone.info["evaluated_per_model"][model]
+    for model in ("a", "b"):
+        for metric in METRICS:
+            assert _close(seg.loc[("(all)", model), metric], res.summary.loc[model, metric])
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=logs(max_queries=6, max_len=5), conv=conventions(), seed=st.integers(0, 100))
+def test_weighted_means_equal_queries_repeated_by_their_weight(rows, conv, seed):
+    frame = _with_attrs(rows, seed)
+    res = tk.evaluate(frame, METRICS, relevance="grade", score=["a", "b"], item="item", weight="traffic", **conv)
+    copies = [frame[frame["query"] == q].assign(query=f"{q}#{i}")
+              for q, w in frame.groupby("query")["traffic"].first().items() for i in range(int(w))]
+    repeated = tk.evaluate(pd.concat(copies), METRICS, relevance="grade", score=["a", "b"], item="item", **conv)
+    for model in ("a", "b"):
+        for metric in METRICS:
+            assert _close(res.summary.loc[model, metric], repeated.summary.loc[model, metric])
+    assert res.info["weight"]["total"] == frame.groupby("query")["traffic"].first().sum()
+
+
+def _segment_log(n_queries=14, seed=3):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        for j in range(6):
+            rows.append({"query": q, "item": j, "rel": int(rng.random() < 0.4), "old": rng.integers(0, 3) / 2,
+                         "new": rng.random(), "device": "mobile" if q % 3 else "desktop", "traffic": 1 + q % 4})
+    frame = pd.DataFrame(rows)
+    frame.loc[frame["item"] == 0, "rel"] = 1
+    return frame
+
+
+def test_compare_by_segment_equals_compare_of_each_segment_and_one_correction():
+    frame = _segment_log()
+    kw = dict(relevance="rel", score=["old", "new"], item="item")
+    res = tk.evaluate(frame, ["recall@2", "ndcg@3"], by="device", **kw)
+    table = res.compare(baseline="old", correction="holm", n_resamples=20_000)  # 2**n <= 20000: exact p-values
+    for device, part in frame.groupby("device"):
+        alone = tk.evaluate(part, ["recall@2", "ndcg@3"], **kw).compare(baseline="old", correction=None,
+                                                                         n_resamples=20_000)
+        mine = table[table["device"] == device].reset_index(drop=True)
+        for column in ("metric", "baseline", "value", "delta", "wins", "ties", "losses", "n_queries", "p_value"):
+            assert mine[column].tolist() == alone[column].tolist(), column
+    overall = tk.evaluate(frame, ["recall@2", "ndcg@3"], **kw).compare(baseline="old", correction=None,
+                                                                        n_resamples=20_000)
+    assert table[table["device"] == "(all)"]["p_value"].tolist() == overall["p_value"].tolist()
+    # the correction runs over every segment x metric x model row, the overall rows included
+    assert np.allclose(table["p_adjusted"], adjust(table["p_value"].to_numpy(), "holm"))
+    bonf = res.compare(baseline="old", correction="bonferroni", n_resamples=20_000)
+    assert np.allclose(bonf["p_adjusted"], np.minimum(1, bonf["p_value"] * len(bonf)))
+
+
+def test_weights_of_one_change_nothing_and_integer_weights_repeat_queries():
+    frame = _segment_log(40)
+    kw = dict(relevance="rel", score=["old", "new"], item="item")
+    plain = tk.evaluate(frame, ["recall@2", "ndcg@3"], **kw)
+    ones = tk.evaluate(frame.assign(one=1.0), ["recall@2", "ndcg@3"], weight="one", **kw)
+    for test in ("permutation", "bootstrap"):
+        a = plain.compare(baseline="old", test=test, seed=5)
+        b = ones.compare(baseline="old", test=test, seed=5)
+        for column in ("delta", "value", "baseline", "ci_low", "ci_high", "effect_size"):
+            assert np.allclose(a[column], b[column], rtol=1e-12, atol=1e-12), (test, column)
+        assert np.allclose(a["p_value"], b["p_value"], atol=2 / 10_001)
+    ci_a, ci_b = plain.summary_ci(seed=2), ones.summary_ci(seed=2)
+    assert np.allclose(ci_a[["mean", "ci_low", "ci_high"]], ci_b[["mean", "ci_low", "ci_high"]], rtol=1e-12)
+    weighted = tk.evaluate(frame, ["recall@2"], weight="traffic", **kw).compare(baseline="old")
+    copies = [frame[frame["query"] == q].assign(query=f"{q}#{i}")
+              for q, w in frame.groupby("query")["traffic"].first().items() for i in range(int(w))]
+    repeated = tk.evaluate(pd.concat(copies), ["recall@2"], **kw).compare(baseline="old")
+    for column in ("delta", "value", "baseline"):
+        assert math.isclose(weighted[column].item(), repeated[column].item(), rel_tol=1e-12, abs_tol=1e-15)
+    assert weighted["weight"].item() == frame.groupby("query")["traffic"].first().sum()
+
+
+def test_per_query_report_cli_and_json_carry_the_segments(tmp_path, capsys):
+    import json
+    import re
+
+    from topkeval.cli import main
+
+    frame = _segment_log(30)
+    res = tk.evaluate(frame, ["recall@2"], relevance="rel", score=["old", "new"], item="item", by="device",
+                      weight="traffic")
+    pq = res.per_query
+    assert list(pq.columns[:4]) == ["model", "query", "device", "traffic"]
+    assert (pq["device"] == np.where(pq["query"] % 3 == 0, "desktop", "mobile")).all()
+    text = open(res.report(tmp_path / "r.html", n_resamples=300, curves=False), encoding="utf-8").read()
+    block = text[text.index('<table class="segments">'):]
+    block = block[:block.index("</table>")]
+    cells = [float(v) for v in re.findall(r'data-value="([^"]+)"', block)]
+    seg = res.segments.reset_index()
+    assert cells == [x for _, r in seg.iterrows() for x in (r["recall@2"], r["queries"], round(r["weight"]))]
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    assert main(["evaluate", str(path), "--relevance", "rel", "--item", "item", "--score", "old", "--score", "new",
+                 "-m", "recall@2", "--by", "device", "--weight", "traffic", "--format", "json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [r["device"] for r in payload["segments"]] == ["desktop", "desktop", "mobile", "mobile", "(all)", "(all)"]
+    assert payload["summary"]["new"]["recall@2"] == res.summary.loc["new", "recall@2"]
+    assert main(["compare", str(path), "--relevance", "rel", "--baseline", "old", "--score", "new", "-m", "recall@2",
+                 "--by", "device", "--format", "csv"]) == 0
+    out = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert out["device"].tolist() == ["desktop", "mobile", "(all)"]
+
+
+@pytest.mark.parametrize("change,options,exc,pattern", [
+    (lambda f: f.assign(device=np.where(f["item"] == 1, "x", f["device"])), dict(by="device"), DataError,
+     "same on every row of a query"),
+    (lambda f: f.assign(device=f["device"].where(f["query"] != 2)), dict(by="device"), DataError, "missing values"),
+    (lambda f: f.assign(device=np.where(f["query"] == 2, "(all)", f["device"])), dict(by="device"), DataError,
+     "names every query"),
+    (lambda f: f.assign(traffic=np.where(f["query"] == 1, -1, f["traffic"])), dict(weight="traffic"), DataError,
+     ">= 0"),
+    (lambda f: f.assign(traffic=np.where(f["query"] == 1, np.nan, f["traffic"])), dict(weight="traffic"), DataError,
+     "finite"),
+    (lambda f: f.assign(traffic=0), dict(weight="traffic"), DataError, "total weight"),
+    (lambda f: f.assign(traffic="a lot"), dict(weight="traffic"), DataError, "must hold numbers"),
+    (lambda f: f.assign(traffic=np.where(f["item"] == 1, 9, f["traffic"])), dict(weight="traffic"), DataError,
+     "same on every row"),
+    (lambda f: f.rename(columns={"device": "model"}), dict(by="model"), ParameterError, "cannot be called"),
+    (lambda f: f, dict(by="rel"), ParameterError, "other than the query"),
+    (lambda f: f, dict(by="devise"), tk.ColumnError, "devise"),
+    (lambda f: f, dict(by=["device", "device"]), ParameterError, "twice"),
+])
+def test_bad_segments_and_weights_are_refused(change, options, exc, pattern):
+    frame = change(_segment_log())
+    with pytest.raises(exc, match=pattern):
+        tk.evaluate(frame, ["recall@2"], relevance="rel", score=["old", "new"], item="item", **options)
+
+
+def test_where_segments_and_weights_are_not_supported_yet(tmp_path):
+    frame = _segment_log()
+    kw = dict(relevance="rel", score=["old", "new"], item="item")
+    with pytest.raises(ParameterError, match="judgments apart"):
+        tk.evaluate(frame.drop(columns="rel"), ["recall@2"], score="new", item="item", by="device",
+                    qrels=frame[frame.rel > 0][["query", "item"]].assign(relevance=1))
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    with pytest.raises(ParameterError, match="streamed"):
+        tk.evaluate(str(path), ["recall@2"], chunk_rows=10, by="device", **kw)
+    res = tk.evaluate(frame, ["recall@2"], weight="traffic", **kw)
+    with pytest.raises(ParameterError, match="no weighted form"):
+        res.compare(baseline="old", test="t")
+    with pytest.raises(ParameterError, match="no segments"):
+        _ = res.segments
