@@ -177,17 +177,34 @@ def test_bad_segments_and_weights_are_refused(change, options, exc, pattern):
         tk.evaluate(frame, ["recall@2"], relevance="rel", score=["old", "new"], item="item", **options)
 
 
-def test_where_segments_and_weights_are_not_supported_yet(tmp_path):
-    frame = _segment_log()
-    kw = dict(relevance="rel", score=["old", "new"], item="item")
-    with pytest.raises(ParameterError, match="judgments apart"):
-        tk.evaluate(frame.drop(columns="rel"), ["recall@2"], score="new", item="item", by="device",
-                    qrels=frame[frame.rel > 0][["query", "item"]].assign(relevance=1))
+def test_judgments_apart_and_streamed_files_give_the_same_segments(tmp_path):
+    frame = _segment_log(30)
+    kw = dict(score=["old", "new"], item="item", by="device", weight="traffic")
+    joined = tk.evaluate(frame, ["recall@2", "ndcg@3"], relevance="rel", **kw)
+    truth = frame[frame.rel > 0][["query", "item"]].assign(relevance=1)
+    apart = tk.evaluate(frame.drop(columns="rel"), ["recall@2", "ndcg@3"], qrels=truth, **kw)
+    pd.testing.assert_frame_equal(apart.segments, joined.segments)
+    pd.testing.assert_frame_equal(apart.compare(baseline="old"), joined.compare(baseline="old"))
+    stacked = frame.melt(id_vars=["query", "item", "device", "traffic"], value_vars=["old", "new"], var_name="run",
+                         value_name="score")
+    runs = tk.evaluate(stacked, ["recall@2"], item="item", qrels=truth, model="run", by="device", weight="traffic")
+    assert np.allclose(runs.segments.loc[[("mobile", "new"), ("(all)", "old")], "recall@2"],
+                       joined.segments.loc[[("mobile", "new"), ("(all)", "old")], "recall@2"], rtol=1e-12)
     path = tmp_path / "log.parquet"
-    frame.to_parquet(path)
-    with pytest.raises(ParameterError, match="streamed"):
-        tk.evaluate(str(path), ["recall@2"], chunk_rows=10, by="device", **kw)
-    res = tk.evaluate(frame, ["recall@2"], weight="traffic", **kw)
+    frame.sample(frac=1, random_state=1).to_parquet(path)  # shuffled: the streamed path partitions by query
+    streamed = tk.evaluate(str(path), ["recall@2", "ndcg@3"], relevance="rel", chunk_rows=40, **kw)
+    assert streamed.info["chunks"] > 1
+    pd.testing.assert_frame_equal(streamed.segments.sort_index(), joined.segments.sort_index(), rtol=1e-12)
+    with pytest.raises(ParameterError, match="keep_per_query=False"):
+        tk.evaluate(str(path), ["recall@2"], relevance="rel", chunk_rows=40, keep_per_query=False, **kw)
+    one_missing = frame[frame["query"] != 4].drop(columns="rel")
+    with pytest.raises(DataError, match="absent from the run"):
+        tk.evaluate(one_missing, ["recall@2"], qrels=truth, missing_queries="zero", **kw)
+
+
+def test_where_segments_and_weights_are_refused():
+    frame = _segment_log()
+    res = tk.evaluate(frame, ["recall@2"], relevance="rel", score=["old", "new"], item="item", weight="traffic")
     with pytest.raises(ParameterError, match="no weighted form"):
         res.compare(baseline="old", test="t")
     with pytest.raises(ParameterError, match="no segments"):

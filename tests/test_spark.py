@@ -176,3 +176,9 @@ def test_an_executor_without_topkeval_is_named():
     assert "not installed in the Python of the Spark executors" in message and "PYSPARK_PYTHON" in message
     other = RuntimeError("java.lang.OutOfMemoryError")
     assert _unwrap(other) is other
+
+
+def test_segments_and_weights_are_refused_on_spark_with_a_reason(spark):
+    frame = pd.DataFrame({"query": [1, 1], "relevance": [1, 0], "s": [0.5, 0.2], "device": ["m", "m"]})
+    with pytest.raises(tk.ParameterError, match="not supported on Spark yet"):
+        tk.evaluate(_sdf(spark, frame), ["recall@1"], score="s", by="device")

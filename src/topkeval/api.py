@@ -228,17 +228,22 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     by = segments.names(by)
     weight = check_column_name(weight, "weight", "evaluate", optional=True)
     attributes = by + ([weight] if weight else [])
+    reserved = {"model", *plan.names} & set(attributes)
+    if reserved:
+        raise ParameterError(f"by= and weight= columns appear beside 'model' and the metrics in the results, so they "
+                             f"cannot be called {sorted(reserved)!r}: rename the column.")
+    roles_taken = {query, relevance, *([score] if isinstance(score, str) else list(score)), item, model} - {None}
+    if set(attributes) & roles_taken:
+        raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score, item "
+                             f"and model columns; {sorted(set(attributes) & roles_taken)!r} is one of those.")
     if attributes and runs is not None:
         raise ParameterError("by= and weight= read query-level columns of a table; TREC run files have none: evaluate "
                              "a table of (query, item, score, segment) rows with qrels= instead.")
-    if attributes and qrels is not None:
-        raise ParameterError("by= and weight= are not supported yet with judgments apart (qrels=): join the "
-                             "judgments to the run (one table with a relevance column) and evaluate that.")
     from .spark import is_spark
 
-    if attributes and (is_spark(data) or chunk_rows is not None):
-        raise ParameterError("by= and weight= are supported for a table evaluated in memory, not yet on Spark or for "
-                             "a file streamed in batches (chunk_rows=): drop them, or read the table whole.")
+    if attributes and is_spark(data):
+        raise ParameterError("by= and weight= are not supported on Spark yet: evaluate each segment's rows (a filter) "
+                             "on Spark, or collect the per-query values and the segments.")
     if is_spark(data):
         from .spark import evaluate_spark
 
@@ -253,7 +258,7 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
 
         return evaluate_runs(data, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
                              model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
-                             threads=threads, ascending=ascending)
+                             threads=threads, ascending=ascending, by=by, weight=weight)
     for name, value, hint in (("model", model, "names a run column"),
                               ("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
                               ("judged_only", judged_only or None, "drops unjudged items")):
@@ -262,24 +267,14 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     wanted = [query, relevance, *scores] + ([item] if item is not None else [])
     if len(set(wanted)) != len(wanted):
         raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
-    reserved = {"model", *plan.names} & set(attributes)
-    if reserved:
-        raise ParameterError(f"by= and weight= columns appear beside 'model' and the metrics in the results, so they "
-                             f"cannot be called {sorted(reserved)!r}: rename the column.")
-    if set(attributes) & set(wanted):
-        raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score and "
-                             f"item columns; {sorted(set(attributes) & set(wanted))!r} is one of those.")
     wanted += attributes
     ids = [query] + ([item] if item else [])
     from . import stream
 
-    if stream.should_stream(data, chunk_rows) and attributes:
-        raise ParameterError("This file is large enough to be streamed in batches, where by= and weight= are not "
-                             "supported yet: pass chunk_rows=None after reading it into a table, or drop them.")
     if stream.should_stream(data, chunk_rows):
         return stream.evaluate_file(data, plan, query=query, relevance=relevance, scores=scores, item=item,
                                     depth=depth, threads=threads, chunk_rows=chunk_rows, progress=progress,
-                                    keep_per_query=keep_per_query, ascending=ascending)
+                                    keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight)
     if chunk_rows is not None:
         raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                              "chunk_rows, or write the table to parquet first.")

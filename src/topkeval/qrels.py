@@ -125,7 +125,13 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, **options):
     batches, logs, info = run_batches(data, qrels, plan, query=query, **options)
     for key in _PARTIAL_COUNTS:
         info.pop(key)
-    return engine.build_results(batches, plan, query_name=query, info=info, sources=lambda: logs)
+    attrs = info.pop("_attrs", None)
+    res = engine.build_results(batches, plan, query_name=query, info=info, sources=lambda: logs)
+    if attrs is not None:
+        from .segments import attach
+
+        attach(res, attrs, options.get("by") or [], options.get("weight"))
+    return res
 
 
 #: Counts that only the parts of a distributed evaluation need (to decide the warnings on the whole).
@@ -134,7 +140,8 @@ _PARTIAL_COUNTS = ("shared_queries", "judged_hits", "relevant")
 
 def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                 model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
-                threads: int | None, ascending: bool = False, warn: bool = True, all_runs: list | None = None):
+                threads: int | None, ascending: bool = False, warn: bool = True, all_runs: list | None = None,
+                by: list[str] | None = None, weight: str | None = None):
     """The engine's batches of runs with judgments apart (one per run), the ``(log, R)`` of each,
     and the counts for ``info``; ``warn=False`` leaves the warnings about the whole to the caller
     (a partition of a distributed table sees only part of it, and is given every run's name in
@@ -147,14 +154,24 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
     wanted = [query, item, *scores] + ([model] if model else [])
     if len(set(wanted)) != len(wanted):
         raise ParameterError(f"The query, item, score and model columns must differ. Got {wanted!r}.")
-    cols = read_columns(data, wanted, id_columns=[query, item] + ([model] if model else []),
+    attributes = list(by or []) + ([weight] if weight else [])
+    if set(attributes) & set(wanted):
+        raise ParameterError(f"by= and weight= name query-level columns other than the query, item, score and "
+                             f"model columns; {sorted(set(attributes) & set(wanted))!r} is one of those.")
+    cols = read_columns(data, wanted + attributes, id_columns=[query, item] + ([model] if model else []),
                         roles={c: "score" for c in scores} | {query: "query", item: "item"}
-                        | ({model: "model"} if model else {}), where="the run", allow_empty=not warn)
+                        | ({model: "model"} if model else {}) | {c: "by" for c in by or []}
+                        | ({weight: "weight"} if weight else {}), where="the run", allow_empty=not warn)
     judg = _read_judgments(qrels, query, item, relevance, allow_empty=not warn)
     grades_j = logmod.numeric_column(judg[relevance], relevance, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
     jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
     jic, ric, ilabels = codes_together(judg[item], cols[item], item, "item", ordered=False)
+    attrs = None
+    if attributes:  # query-level columns of the run, keyed by the same query codes as the results
+        from .segments import attributes_by_code
+
+        attrs = attributes_by_code(rqc, qlabels, cols, list(by or []), weight, query)
     # judgments grouped by query, in ascending order of id: R, the ideal DCG, and the lookup of grades
     judged_q = np.unique(jqc)
     pos = np.full(len(qlabels), -1, np.int64)
@@ -222,6 +239,8 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
     info = {"queries": Q, "skipped_empty": skipped, "judged_queries": Q, "run_queries_without_judgments": info_runs,
             "missing_from_run": missing, "shared_queries": shared, "judged_hits": judged_hits,
             "relevant": int(R.sum())}
+    if attrs is not None:
+        info["_attrs"] = attrs
     return batches, logs, info
 
 

@@ -37,13 +37,35 @@ def names(by) -> list[str]:
     return out
 
 
-def query_attributes(query_values, columns: dict, by: list[str], weight: str | None, query_name: str) -> pd.DataFrame:
+def query_attributes(query_values, columns: dict, by: list[str], weight: str | None, query_name: str,
+                     whole: bool = True) -> pd.DataFrame:
     """One row per query (indexed by the log's query ids, in the log's order): the segment columns
     and the weight. Refuses an attribute that varies within a query, missing segment values, and
-    weights that are negative, not finite, or all zero."""
+    weights that are negative, not finite, or (``whole``: these are all the queries) all zero."""
     from .log import group_rows
 
     offsets, grouping, labels = group_rows(query_values, query_name)
+    return _attributes(offsets, grouping, labels, columns, by, weight, query_name, whole)
+
+
+def attributes_by_code(codes: np.ndarray, labels, columns: dict, by: list[str], weight: str | None,
+                       query_name: str) -> pd.DataFrame:
+    """As :func:`query_attributes`, for rows given as query codes into ``labels`` (judgments apart)."""
+
+    class _Order:  # the rows sorted by code, as a grouping
+        def __init__(self, order):
+            self.order = order
+
+        def apply(self, values):
+            return values[self.order]
+
+    order = np.argsort(codes, kind="stable")
+    offsets = np.searchsorted(codes[order], np.arange(len(labels) + 1)).astype(np.int64)
+    return _attributes(offsets, _Order(order), labels, columns, by, weight, query_name)
+
+
+def _attributes(offsets, grouping, labels, columns: dict, by: list[str], weight: str | None,
+                query_name: str, whole: bool = True) -> pd.DataFrame:
     sizes = np.diff(offsets)
     present = sizes > 0
     starts = offsets[:-1][present]
@@ -88,7 +110,7 @@ def query_attributes(query_values, columns: dict, by: list[str], weight: str | N
                 raise DataError(f"The segment column {name!r} has the value {ALL!r}, which names every query in "
                                 "a breakdown: rename that segment.")
     frame = pd.DataFrame(out, index=pd.Index(labels, name=query_name))
-    if weight and not (frame[weight] > 0).any():
+    if whole and weight and not (frame[weight] > 0).any():
         raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
     return frame
 
@@ -105,11 +127,18 @@ def attach(res, attrs: pd.DataFrame, by: Sequence[str], weight: str | None) -> N
         qn = res.query_name
         position = frame.columns.get_loc(qn) + 1
         keys = frame[qn]
+        known = pd.Index(keys).isin(attrs.index)
+        if not known.all():
+            q = keys[~known].iloc[0] if hasattr(keys, "iloc") else keys[~known][0]
+            raise DataError(f"Query {show(q)} has no segment or weight: it is judged but absent from the run "
+                            "(missing_queries='zero' scores it), and its attributes are read from the run's rows. "
+                            "Use missing_queries='skip', or add the query to the run.")
         for offset, name in enumerate([*by, *([weight] if weight else [])]):
             frame.insert(position + offset, name, attrs[name].reindex(keys).to_numpy())
         return frame
 
     res._per_query = per_query
+    res.per_query  # noqa: B018 (built now, so that a query without attributes is refused by evaluate itself)
     if weight:
         res.summary = weighted_summary(res.per_query, res.models, res.metrics, weight)
         total = float(attrs[weight].sum())

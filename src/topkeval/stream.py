@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine
+from .errors import ParameterError
 from .io import is_parquet_path, read_columns
 from .io.tables import _check_columns, csv_options
 
@@ -194,27 +195,39 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
 
 def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                   depth: int | None, threads: int | None, chunk_rows: int | None, progress=None,
-                  keep_per_query: bool = True, ascending: bool = False):
+                  keep_per_query: bool = True, ascending: bool = False, by: list[str] | None = None,
+                  weight: str | None = None):
     """Evaluate a parquet or CSV file batch by batch (see the module docstring)."""
     from .log import build_log
+    from .segments import attach, query_attributes
 
     path = Path(path)
     chunk_rows = chunk_rows or STREAM_CHUNK_ROWS
-    columns = [query, relevance, *scores] + ([item] if item else [])
+    attributes = list(by or []) + ([weight] if weight else [])
+    if attributes and not keep_per_query:
+        raise ParameterError("by= and weight= work on the per-query values, which keep_per_query=False drops: keep "
+                             "them (the default), or drop by= and weight=.")
+    columns = [query, relevance, *scores] + ([item] if item else []) + attributes
     text = [query] + ([item] if item else [])
-    roles = {s: "score" for s in scores} | {query: "query", relevance: "relevance"} | ({item: "item"} if item else {})
+    roles = ({s: "score" for s in scores} | {query: "query", relevance: "relevance"} | ({item: "item"} if item else {})
+             | {c: "by" for c in by or []} | ({weight: "weight"} if weight else {}))
     names = dict(query=query, relevance=relevance, item=item or "item")
+    attrs: list = []
 
-    def to_log(table):
+    def to_log(table, keep_attrs: bool = False):
         cols = read_columns(table, columns, id_columns=text)
-        return build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
-                         names=names, ascending=ascending)
+        log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
+                        names=names, ascending=ascending)
+        if keep_attrs and attributes:  # each table holds every row of its queries: attributes are whole
+            attrs.append(query_attributes(cols[query], cols, list(by or []), weight, query, whole=False))
+        return log
 
     def evaluate_tables(tables, progress=None) -> tuple[list[engine.Evaluated], int]:
         batches, rows = [], 0
+        attrs.clear()
         for table, read in tables:
             if table is not None:
-                batch, _ = engine.evaluate_grouped(to_log(table), plan, depth=depth, threads=threads)
+                batch, _ = engine.evaluate_grouped(to_log(table, keep_attrs=True), plan, depth=depth, threads=threads)
                 batches.append(batch if keep_per_query else batch.reduce())
                 rows += table.num_rows
             if progress and read:
@@ -238,8 +251,16 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
                   if grouped else _partitioned(path, columns, text, chunk_rows))
         return ((to_log(t), None) for t in tables)
 
-    return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
-                                sources=sources)
+    res = engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
+                               sources=sources)
+    if attributes:
+        whole = pd.concat(attrs)
+        if weight and not (whole[weight] > 0).any():
+            from .errors import DataError
+
+            raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
+        attach(res, whole, list(by or []), weight)
+    return res
 
 
 def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
