@@ -144,7 +144,7 @@ def _popularity(logs, conv, popularity, every_shown) -> tuple[pd.Series, float]:
         both = pd.concat(pairs, ignore_index=True).drop_duplicates() if pairs else pd.DataFrame({"query": [], "item": []})
         n_queries = both["query"].nunique()
         if n_queries == 0:
-            return pd.Series(dtype=float), 1.0  # nothing relevant anywhere: every item is "cold"
+            return pd.Series(dtype=float), np.nan  # nothing relevant anywhere: novelty undefined, popularity 0
         return both["item"].value_counts(sort=False) / n_queries, 1.0 / n_queries
     if isinstance(popularity, pd.Series):
         pop = popularity
@@ -174,9 +174,11 @@ def _list_mean(s: pd.DataFrame, value: np.ndarray) -> float:
     L items shown (sum(p) = L)."""
     if not len(s):
         return float("nan")
-    per = pd.Series(s["p"].to_numpy() * value).groupby(s["query"].to_numpy(), sort=False).sum()
-    L = s.groupby("query", sort=False)["L"].first()
-    return float((per / L.loc[per.index].to_numpy()).mean())
+    codes, _ = pd.factorize(s["query"])
+    per = np.bincount(codes, weights=s["p"].to_numpy() * value)  # a NaN value (no popularity) stays NaN
+    L = np.zeros(len(per))
+    L[codes] = s["L"].to_numpy()
+    return float(np.mean(per / L))
 
 
 def _coverage(s: pd.DataFrame, size: int) -> float:
