@@ -249,13 +249,15 @@ class Results:
           (average recommendation popularity, ARP, in shares);
         * ``gini@k``: the Gini index :math:`\sum_{j=1}^{n} (2j - n - 1)\,x_{(j)} / (n \sum_j x_j)` of
           the exposures :math:`x_i = \sum_q p_{qi}` of the :math:`n = |C|` catalogue items sorted
-          ascending (items never shown: 0); 0 when every item is shown equally often, near 1 when
-          one item takes every slot. Under ``ties="expected"``, of the expected exposures;
+          ascending (items never shown: 0); 0 when every item is shown equally often, (n - 1) / n
+          when one item takes every slot (RecPack's normalisation; Elliot divides by n - 1). Under
+          ``ties="expected"``, of the expected exposures;
         * ``diversity@k`` (with ``features`` or ``similarity``): intra-list diversity, the mean over
           queries with :math:`L_q \ge 2` of :math:`\sum_{i<j} P_{qij}\,(1 - \mathrm{sim}(i, j)) /
           \binom{L_q}{2}`, where :math:`P_{qij} = p_{qi} p_{qj}`, or
           :math:`s(s-1)/(e(e-1))` for two members of one tie group of e that takes s slots: the
-          exact expected mean pairwise dissimilarity.
+          exact expected mean pairwise dissimilarity (RecTools' ``IntraListDiversity`` with
+          distance 1 - sim, except that RecTools scores a list of fewer than 2 items 0).
 
         By default :math:`\mathrm{pop}(i)` is the share of the queries with a relevant candidate in
         which item i is a relevant candidate (RecTools: users who interacted with the item over
@@ -299,8 +301,8 @@ class Results:
         References
         ----------
         RecTools ``MeanInvUserFreq``, ``AvgRecPopularity``, ``CatalogCoverage`` and
-        ``IntraListDiversity``; Castells, Hurley and Vargas, "Novelty and diversity in recommender
-        systems" (2015).
+        ``IntraListDiversity``; RecPack ``gini_index``; Castells, Hurley and Vargas, "Novelty and
+        diversity in recommender systems" (2015).
 
         Examples
         --------
