@@ -91,6 +91,11 @@ def test_exposure_kernel_equals_mean_over_orders(rows, conv, k):
     p, g, e = cpu.exposure(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
                            log.grades.astype(float), items, thr, cpu.TIE_CODES[c.ties],
                            np.full(log.n_queries, k, np.int64))
+    interpreted = cpu.exposure.py_func(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
+                                       log.grades.astype(float), items, thr, cpu.TIE_CODES[c.ties],
+                                       np.full(log.n_queries, k, np.int64))
+    for x, y in zip((p, g, e), interpreted):
+        np.testing.assert_array_equal(x, y)
     ids = log.item_ids(log.items)
     for q in range(log.n_queries):
         lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
@@ -192,6 +197,21 @@ def test_popularity_matches_rectools_avg_rec_popularity():
                       score_threshold=0.0)
     assert res.beyond_accuracy(k=1).loc["score", "popularity@1"] == pytest.approx((3 + 1 + 1) / 3 / 3)
     assert res.beyond_accuracy(k=3).loc["score", "popularity@3"] == pytest.approx((2.5 + 2 + 1.5) / 3 / 3)
+
+
+def test_runs_with_judgments_apart():
+    """Two runs kept apart (qrels=): each run's lists; a relevant (query, item) counts once for
+    popularity, though both runs' logs hold it."""
+    recs = pd.DataFrame({"user": [1, 1, 2, 2], "item": ["a", "b", "a", "c"], "s1": [2.0, 1.0, 1.0, 1.0],
+                         "s2": [1.0, 2.0, 2.0, 1.0]})
+    truth = pd.DataFrame({"user": [1, 2, 2], "item": ["a", "c", "d"], "relevance": [1, 1, 1]})
+    got = tk.evaluate(recs, metrics=["recall@1"], query="user", item="item", score=["s1", "s2"],
+                      qrels=truth).beyond_accuracy(k=1)
+    # catalogue: a, b, c (the candidates); pop: a 1/2 (user 1), c 1/2 (user 2), b 0
+    # s1: user 1 shows a, user 2 ties a and c (1/2 each); s2: user 1 shows b, user 2 shows a
+    assert got.loc["s1"].tolist() == pytest.approx([1.5 / 3, 1.0, 0.5, (2 * 1.5 - 2 * 0) / (3 * 2)])
+    assert got.loc["s2"].tolist() == pytest.approx([2 / 3, (-math.log2(1 / 2) * 2) / 2, (0 + 0.5) / 2,
+                                                    (2 * 1 - 2 * 0) / (3 * 2)])
 
 
 def _cosine_features():

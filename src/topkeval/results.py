@@ -246,7 +246,8 @@ class Results:
         * ``novelty@k`` = mean over queries of :math:`\sum_i p_{qi}\,(-\log_2 \mathrm{pop}(i)) / L_q`:
           the expected mean self-information of the items shown (RecTools' ``MeanInvUserFreq``);
         * ``popularity@k`` = mean over queries of :math:`\sum_i p_{qi}\,\mathrm{pop}(i) / L_q`
-          (average recommendation popularity, ARP, in shares);
+          (average recommendation popularity, ARP: RecTools' ``AvgRecPopularity``, which counts
+          interactions, over the number of queries with one);
         * ``gini@k``: the Gini index :math:`\sum_{j=1}^{n} (2j - n - 1)\,x_{(j)} / (n \sum_j x_j)` of
           the exposures :math:`x_i = \sum_q p_{qi}` of the :math:`n = |C|` catalogue items sorted
           ascending (items never shown: 0); 0 when every item is shown equally often, (n - 1) / n
@@ -261,7 +262,7 @@ class Results:
 
         By default :math:`\mathrm{pop}(i)` is the share of the queries with a relevant candidate in
         which item i is a relevant candidate (RecTools: users who interacted with the item over
-        users with interactions); for novelty an item relevant nowhere counts as relevant in one
+        users with interactions; with judgments apart, the judged-relevant items a run retrieved); for novelty an item relevant nowhere counts as relevant in one
         query, as RecTools counts a cold item, and its popularity is 0. Novelty, popularity and
         diversity are means over the queries whose list is not empty (NaN when there are none).
 
