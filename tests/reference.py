@@ -277,3 +277,79 @@ def evaluate_reference(rows, metrics, conv, models, judgments=None):
             vals = [v[name] for (m, _), v in per_query.items() if m == model and not math.isnan(v[name])]
             summary[model][name] = sum(vals) / len(vals) if vals else math.nan
     return per_query, summary
+
+
+def beyond_reference(rows, models, conv, k, popularity=None, similarity=None, catalog=None):
+    """Coverage, novelty, popularity, Gini and diversity of each model's top k, from explicit lists.
+
+    Each evaluated query's top k is taken from every equally likely order of its candidates
+    (:func:`ranked_orders`); a per-query value is the plain mean over those orders. Coverage is the
+    mean, over every combination of one order per query, of the number of distinct items shown
+    (when there are at most 4,000 combinations; otherwise, by the independence of the queries'
+    orders, ``sum_i 1 - prod_q P(i not in top k of q)``). Gini is over the mean exposures.
+    Popularity by default: the share of the queries with a relevant candidate in which the item
+    is relevant (RecTools' MeanInvUserFreq; an item relevant nowhere counts as relevant once).
+
+    Returns {model: {"coverage": ..., "novelty": ..., "popularity": ..., "gini": ..., "diversity": ...}}.
+    """
+    by_query = OrderedDict()
+    for r in rows:
+        by_query.setdefault(r["query"], []).append(r)
+    relevant_pairs = {(r["query"], r["item"]) for r in rows if _is_rel(r["grade"], conv)}
+    n_rel_queries = len({q for q, _ in relevant_pairs})
+    if popularity is None:
+        counts = {}
+        for _, item in relevant_pairs:
+            counts[item] = counts.get(item, 0) + 1
+        pop = {i: c / n_rel_queries for i, c in counts.items()}
+        cold = 1 / n_rel_queries if n_rel_queries else math.nan
+    else:
+        pop, cold = dict(popularity), math.nan
+    items_all = {r["item"] for r in rows}
+    size = len(items_all) if catalog is None else (catalog if isinstance(catalog, int) else len(set(catalog)))
+    out = {}
+    for model in models:
+        tops_of_query = []  # per evaluated query: the list of its top k, one per order
+        for cands in by_query.values():
+            rel = [_is_rel(c["grade"], conv) for c in cands]
+            if sum(rel) == 0 and conv["empty_queries"] == "skip":
+                continue
+            orders = ranked_orders([c[model] for c in cands], rel, [c["item"] for c in cands], conv,
+                                   [c["grade"] for c in cands])
+            tops_of_query.append([[cands[i]["item"] for i in order[:k]] for order in orders])
+        nov, arp, ild = [], [], []
+        exposure = {}
+        for tops in tops_of_query:
+            if not tops[0]:
+                continue  # nothing above score_threshold: no list
+            for top in tops:
+                for i in top:
+                    exposure[i] = exposure.get(i, 0.0) + 1 / len(tops)
+            nov.append(sum(sum(-math.log2(pop.get(i, cold)) for i in top) / len(top) for top in tops) / len(tops))
+            arp.append(sum(sum(pop.get(i, 0.0) for i in top) / len(top) for top in tops) / len(tops))
+            if similarity is not None and len(tops[0]) >= 2:
+                per_order = []
+                for top in tops:
+                    pairs = list(itertools.combinations(top, 2))
+                    per_order.append(sum(1 - similarity(a, b) for a, b in pairs) / len(pairs))
+                ild.append(sum(per_order) / len(per_order))
+        combos = math.prod(len(t) for t in tops_of_query)
+        if combos <= 4000:
+            shown = [len(set().union(*map(set, choice))) for choice in itertools.product(*tops_of_query)]
+            covered = sum(shown) / len(shown)
+        else:
+            covered = 0.0
+            for i in items_all | set(exposure):
+                missed = 1.0
+                for tops in tops_of_query:
+                    missed *= sum(i not in top for top in tops) / len(tops)
+                covered += 1 - missed
+        x = sorted(list(exposure.values()) + [0.0] * (size - len(exposure)))
+        total = sum(x)
+        gini = (sum((2 * j - size - 1) * v for j, v in enumerate(x, start=1)) / (size * total)) if total > 0 else math.nan
+        out[model] = {"coverage": covered / size,
+                      "novelty": sum(nov) / len(nov) if nov else math.nan,
+                      "popularity": sum(arp) / len(arp) if arp else math.nan,
+                      "gini": gini,
+                      "diversity": sum(ild) / len(ild) if ild else math.nan}
+    return out

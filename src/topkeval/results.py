@@ -233,6 +233,105 @@ class Results:
 
         return curves(self, metrics, ks)
 
+    def beyond_accuracy(self, k: int = 10, popularity=None, features=None, similarity=None,
+                        catalog=None) -> pd.DataFrame:
+        r"""Coverage, novelty, popularity bias and diversity of each model's top ``k`` over all queries.
+
+        The recommender teams' view (RecTools, Evidently, RePlay): not whether the top k holds
+        relevant items, but which items it shows. The lists are those of the evaluation, read again:
+        the evaluated queries (queries skipped as empty are left out, as in :attr:`per_query`),
+        their candidates scoring at least ``score_threshold``, ranked by score and the tie rule.
+        A query's list has :math:`L_q = \min(k, n_q)` items (whatever ``short_lists``).
+
+        Let :math:`p_{qi}` be the probability that item i is in the top k of query q: 0 or 1 under a
+        deterministic tie rule; under ``ties="expected"`` the exact share of the orders of its tie
+        group that put it there, :math:`\mathrm{clamp}((k - g)/e, 0, 1)` for a group of e
+        candidates with g above it. Then, for each model:
+
+        * ``coverage@k`` = :math:`\sum_i (1 - \prod_q (1 - p_{qi})) / |C|`: the expected number of
+          distinct items shown in some top k (the queries' orders are independent), over the
+          catalogue size :math:`|C|`;
+        * ``novelty@k`` = mean over queries of :math:`\sum_i p_{qi}\,(-\log_2 \mathrm{pop}(i)) / L_q`:
+          the expected mean self-information of the items shown (RecTools' ``MeanInvUserFreq``);
+        * ``popularity@k`` = mean over queries of :math:`\sum_i p_{qi}\,\mathrm{pop}(i) / L_q`
+          (average recommendation popularity, ARP: RecTools' ``AvgRecPopularity``, which counts
+          interactions, over the number of queries with one);
+        * ``gini@k``: the Gini index :math:`\sum_{j=1}^{n} (2j - n - 1)\,x_{(j)} / (n \sum_j x_j)` of
+          the exposures :math:`x_i = \sum_q p_{qi}` of the :math:`n = |C|` catalogue items sorted
+          ascending (items never shown: 0); 0 when every item is shown equally often, (n - 1) / n
+          when one item takes every slot (RecPack's normalisation; Elliot divides by n - 1). Under
+          ``ties="expected"``, of the expected exposures;
+        * ``diversity@k`` (with ``features`` or ``similarity``): intra-list diversity, the mean over
+          queries with :math:`L_q \ge 2` of :math:`\sum_{i<j} P_{qij}\,(1 - \mathrm{sim}(i, j)) /
+          \binom{L_q}{2}`, where :math:`P_{qij} = p_{qi} p_{qj}`, or
+          :math:`s(s-1)/(e(e-1))` for two members of one tie group of e that takes s slots: the
+          exact expected mean pairwise dissimilarity (RecTools' ``IntraListDiversity`` with
+          distance 1 - sim, except that RecTools scores a list of fewer than 2 items 0).
+
+        By default :math:`\mathrm{pop}(i)` is the share of the queries with a relevant candidate in
+        which item i is a relevant candidate (RecTools: users who interacted with the item over
+        users with interactions; with judgments apart, the judged-relevant items a run retrieved); for novelty an item relevant nowhere counts as relevant in one
+        query, as RecTools counts a cold item, and its popularity is 0. Novelty, popularity and
+        diversity are means over the queries whose list is not empty (NaN when there are none).
+
+        Parameters
+        ----------
+        k : int
+            The length of the lists looked at.
+        popularity : mapping or pandas.Series, optional
+            Item -> share in (0, 1] (for example from the training interactions), for every item
+            shown; by default from the relevant candidates of the log.
+        features : mapping or pandas.DataFrame, optional
+            Item -> vector (a DataFrame: one row per item, indexed by item): ``diversity@k`` with
+            the cosine similarity.
+        similarity : callable, optional
+            ``(item, item) -> float``: ``diversity@k`` with this similarity instead.
+        catalog : int or collection, optional
+            The catalogue: its number of items, or its items. By default the distinct items of
+            the log (every model's candidates).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per model (the index, ``model``); columns ``coverage@k``, ``novelty@k``,
+            ``popularity@k``, ``gini@k`` and, with ``features`` or ``similarity``, ``diversity@k``.
+
+        Raises
+        ------
+        ParameterError
+            k < 1; results without the rows (a score matrix, Spark, a file streamed with
+            ``keep_per_query=False``) or without item ids; an item shown without popularity,
+            features or a place in ``catalog``.
+
+        See Also
+        --------
+        side_by_side : one query's top k under two models.
+
+        References
+        ----------
+        RecTools ``MeanInvUserFreq``, ``AvgRecPopularity``, ``CatalogCoverage`` and
+        ``IntraListDiversity``; RecPack ``gini_index``; Castells, Hurley and Vargas, "Novelty and
+        diversity in recommender systems" (2015).
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 2, 2, 3, 3], "item": ["x", "y", "x", "z", "x", "z"],
+        ...                    "relevance": [1, 0, 0, 1, 1, 0], "s": [0.9, 0.1, 0.5, 0.5, 0.8, 0.2]},
+        ...                   metrics=["recall@1"], score="s", item="item")
+        >>> res.beyond_accuracy(k=1).loc["s"].round(4).to_dict()
+        {'coverage@1': 0.5, 'novelty@1': 0.7516, 'popularity@1': 0.6111, 'gini@1': 0.5556}
+
+        The top 1 is x for queries 1 and 3; query 2 ties x and z, each shown with probability 1/2.
+        x is relevant in 2 of the 3 queries with a relevant item, z in 1, y in none: pop = 2/3, 1/3,
+        0. Coverage: x surely, z with probability 1/2, of 3 items: 1.5 / 3. Novelty: the mean of
+        -log2(2/3), (-log2(2/3) - log2(1/3)) / 2 and -log2(2/3). Popularity: the mean of 2/3, 1/2
+        and 2/3. Gini of the exposures (0, 0.5, 2.5): (-2 * 0 + 0 * 0.5 + 2 * 2.5) / (3 * 3).
+        """
+        from .beyond import beyond_accuracy
+
+        return beyond_accuracy(self, k, popularity, features, similarity, catalog)
+
     def plot_curve(self, metric: str = "recall", ks=None, ax=None):
         """A matplotlib Figure: ``metric@k`` against k for each model (needs matplotlib: the
         ``plot`` extra). See :meth:`curves` for the numbers."""

@@ -564,6 +564,42 @@ def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
 
 
 @kernel
+def exposure(offsets, scores, rel, grade, items, thr, tie, kq):
+    """Per row, relevant or not: the probability ``p`` that it is in its query's top kq[q], its tie
+    group's start ``g`` (candidates scored above it) and size ``e`` (0 for rows not ranked).
+
+    ``p`` is 1 or 0 under a deterministic tie rule, ``clamp((k - g) / e, 0, 1)`` under
+    ``ties="expected"``: the share of the ``s = clamp(k - g, 0, e)`` slots of the top k that the
+    group fills, each order of its members equally likely. Two members of one group are both in
+    the top k with probability ``s (s - 1) / (e (e - 1))``; members of different groups
+    independently (each group's slots are fixed by the scores alone). Rows below ``thr`` or beyond
+    the top k (their whole tie group below it) get ``p = 0``.
+    """
+    n_rows = scores.shape[0]
+    p = np.zeros(n_rows, np.float64)
+    gs = np.zeros(n_rows, np.int64)
+    es = np.zeros(n_rows, np.int64)
+    g, e, r, b, w = _scratch(offsets, 0, offsets.shape[0] - 1)
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        every = np.ones(hi - lo, np.bool_)
+        gr = grade[lo:hi] if grade.shape[0] else grade
+        it = items[lo:hi] if items.shape[0] else items
+        k = kq[q]
+        m = _sort_path(scores[lo:hi], rel[lo:hi], every, gr, it, lo, thr, tie, g, e, r, b, w, max(k, 1))
+        for t in range(m):
+            gs[w[t]] = g[t]
+            es[w[t]] = e[t]
+            if tie == TIE_EXPECTED:
+                x = (k - g[t]) / e[t]
+                p[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
+            else:
+                p[w[t]] = 1.0 if g[t] + b[t] + 1 <= k else 0.0
+    return p, gs, es
+
+
+@kernel
 def ranks(offsets, scores, rel, grade, items, tie, depth):
     """Per row: its rank (from 1) within its query under a deterministic tie rule, for the rows
     ranked within ``depth``; 0 for the rows beyond it (the same order as the kernel's)."""

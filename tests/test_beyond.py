@@ -1,0 +1,268 @@
+"""Results.beyond_accuracy: coverage, novelty, popularity, Gini and diversity of the top k.
+
+The engine's values equal the brute-force reference (explicit lists, every order of the tied
+candidates) under every convention; hand-computed cases pin each definition; the peers'
+definitions are transcribed where they are matched; bad input raises clear errors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import topkeval as tk
+from reference import beyond_reference
+from strategies import conventions, logs
+from topkeval.kernels import cpu
+
+NAMES = ("coverage", "novelty", "popularity", "gini", "diversity")
+
+
+def _close(a, b):
+    if math.isnan(b):
+        return math.isnan(a)
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def _vector(i):
+    """Features of item i (items 0..13 in the strategies): never the zero vector."""
+    return [math.cos(i), math.sin(i), (i % 3) - 1.0]
+
+
+def _cosine(a, b):
+    u, v = _vector(a), _vector(b)
+    return sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+
+
+def _evaluate(rows, conv):
+    return tk.evaluate(pd.DataFrame(rows), metrics=["recall@3"], query="query", relevance="grade", score=["a", "b"],
+                       item="item", **conv)
+
+
+@given(rows=logs(max_queries=4, max_len=6), conv=conventions(), k=st.integers(1, 7), how=st.sampled_from(["f", "s"]))
+def test_beyond_accuracy_equals_reference(rows, conv, k, how):
+    res = _evaluate(rows, conv)
+    features = {i: _vector(i) for i in range(14)} if how == "f" else None
+    similarity = _cosine if how == "s" else None
+    got = res.beyond_accuracy(k=k, features=features, similarity=similarity)
+    ref = beyond_reference(rows, ["a", "b"], conv, k, similarity=_cosine)
+    assert list(got.index) == ["a", "b"]
+    assert list(got.columns) == [f"{n}@{k}" for n in NAMES]
+    for model in ("a", "b"):
+        for name in NAMES:
+            assert _close(float(got.loc[model, f"{name}@{k}"]), ref[model][name]), (model, name, got, ref)
+
+
+@given(rows=logs(max_queries=4, max_len=6), conv=conventions(), k=st.integers(1, 5),
+       extra=st.integers(0, 3), shares=st.lists(st.sampled_from([0.01, 0.2, 0.5, 1.0]), min_size=14, max_size=14))
+def test_given_popularity_and_catalog_equal_reference(rows, conv, k, extra, shares):
+    res = _evaluate(rows, conv)
+    popularity = dict(enumerate(shares))
+    catalog = list(range(14 + extra))
+    got = res.beyond_accuracy(k=k, popularity=popularity, catalog=catalog)
+    ref = beyond_reference(rows, ["a", "b"], conv, k, popularity=popularity, catalog=catalog)
+    for model in ("a", "b"):
+        for name in NAMES[:4]:
+            assert _close(float(got.loc[model, f"{name}@{k}"]), ref[model][name]), (model, name)
+    as_size = res.beyond_accuracy(k=k, popularity=pd.Series(popularity), catalog=len(catalog))
+    pd.testing.assert_frame_equal(as_size, got)
+
+
+@given(rows=logs(max_queries=3, max_len=7, models=("a",)), conv=conventions(), k=st.integers(1, 7))
+def test_exposure_kernel_equals_mean_over_orders(rows, conv, k):
+    """cpu.exposure: every row's probability of being in the top k, relevant or not, and the
+    probability that two rows are both in it, equal the shares of the orders that put them there."""
+    from reference import ranked_orders
+
+    res = tk.evaluate(pd.DataFrame(rows), metrics=["recall@1"], query="query", relevance="grade", score="a",
+                      item="item", **conv)
+    [(log, _)] = list(res._sources())
+    from topkeval.engine.backends import comparable_scores, tie_items
+
+    c = res._conventions
+    items = tie_items(log, c) if c.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+    thr = -np.inf if c.score_threshold is None else c.score_threshold
+    p, g, e = cpu.exposure(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
+                           log.grades.astype(float), items, thr, cpu.TIE_CODES[c.ties],
+                           np.full(log.n_queries, k, np.int64))
+    interpreted = cpu.exposure.py_func(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
+                                       log.grades.astype(float), items, thr, cpu.TIE_CODES[c.ties],
+                                       np.full(log.n_queries, k, np.int64))
+    for x, y in zip((p, g, e), interpreted):
+        np.testing.assert_array_equal(x, y)
+    ids = log.item_ids(log.items)
+    for q in range(log.n_queries):
+        lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
+        cands = [r for r in rows if r["query"] == log.queries[q]]
+        by_item = {r["item"]: j for j, r in enumerate(cands)}
+        rel = [(r["grade"] > 0) if conv["threshold"] is None else (r["grade"] >= conv["threshold"]) for r in cands]
+        orders = ranked_orders([r["a"] for r in cands], rel, [r["item"] for r in cands], conv,
+                               [r["grade"] for r in cands])
+        tops = [set(o[:k]) for o in orders]
+        for row in range(lo, hi):
+            j = by_item[ids[row]]
+            assert abs(p[row] - sum(j in t for t in tops) / len(tops)) < 1e-12
+        if conv["ties"] == "expected":
+            for r1, r2 in itertools.combinations(range(lo, hi), 2):
+                if p[r1] > 0 and p[r2] > 0 and g[r1] == g[r2]:
+                    s = round(p[r1] * e[r1])
+                    both = sum(by_item[ids[r1]] in t and by_item[ids[r2]] in t for t in tops) / len(tops)
+                    assert abs(both - s * (s - 1) / (e[r1] * (e[r1] - 1))) < 1e-12
+
+
+def _three_queries(**conv):
+    """q1: x (relevant) above y; q2: x, y and z tied, z relevant; q3: x (relevant) alone."""
+    return tk.evaluate({"query": [1, 1, 2, 2, 2, 3], "item": ["x", "y", "x", "y", "z", "x"],
+                        "rel": [1, 0, 0, 0, 1, 1], "s": [2.0, 1.0, 0.5, 0.5, 0.5, 1.0]},
+                       metrics=["recall@1"], relevance="rel", score="s", item="item", **conv)
+
+
+SIM = {frozenset("xy"): 0.2, frozenset("xz"): 0.0, frozenset("yz"): 1.0}
+
+
+def _sim(a, b):
+    return SIM[frozenset((a, b))]
+
+
+def test_hand_computed_values_under_expected_ties():
+    got = _three_queries().beyond_accuracy(k=2, similarity=_sim).loc["s"]
+    # Top 2: q1 {x, y}; q2 two of its three tied items, each with probability 2/3; q3 {x} (L = 1).
+    # pop, over the 3 queries with a relevant item: x 2/3, z 1/3, y relevant nowhere: 0 (novelty: 1/3).
+    assert got["coverage@2"] == pytest.approx((1 + 1 + 2 / 3) / 3)
+    a = math.log2(3)  # -log2(1/3); -log2(2/3) = a - 1
+    q1, q2, q3 = ((a - 1) + a) / 2, 2 / 3 * ((a - 1) + a + a) / 2, a - 1
+    assert got["novelty@2"] == pytest.approx((q1 + q2 + q3) / 3)
+    assert got["popularity@2"] == pytest.approx((2 / 3 / 2 + 2 / 3 * (2 / 3 + 0 + 1 / 3) / 2 + 2 / 3) / 3)
+    # exposures x 8/3, y 5/3, z 2/3 (sum 5), sorted ascending, weights 2j - n - 1 = -2, 0, 2
+    assert got["gini@2"] == pytest.approx((-2 * 2 / 3 + 0 + 2 * 8 / 3) / (3 * 5))
+    # q1: 1 - 0.2; q2: each pair both shown with probability 2*1/(3*2) = 1/3; q3 has one item (left out)
+    assert got["diversity@2"] == pytest.approx((0.8 + (0.8 + 1.0 + 0.0) / 3) / 2)
+
+
+def test_hand_computed_values_under_a_deterministic_rule():
+    got = _three_queries(ties="first").beyond_accuracy(k=2, similarity=_sim, catalog=10).loc["s"]
+    # q2 shows x and y (input order): z is never shown; exposures x 3, y 2 over a catalogue of 10
+    assert got["coverage@2"] == pytest.approx(2 / 10)
+    x = sorted([0.0] * 8 + [2.0, 3.0])
+    assert got["gini@2"] == pytest.approx(sum((2 * j - 11) * v for j, v in enumerate(x, 1)) / (10 * 5))
+    assert got["diversity@2"] == pytest.approx(0.8)
+
+
+def test_score_threshold_and_empty_queries():
+    """Candidates below score_threshold are not shown; queries skipped as empty show nothing."""
+    frame = {"query": [1, 1, 2, 2], "item": ["x", "y", "z", "w"], "rel": [1, 0, 0, 0], "s": [2.0, 1.0, 3.0, 3.0]}
+    skip = tk.evaluate(frame, metrics=["recall@1"], relevance="rel", score="s", item="item",
+                       score_threshold=1.5).beyond_accuracy(k=2).loc["s"]
+    assert skip["coverage@2"] == pytest.approx(1 / 4)  # only x, of x, y, z, w
+    assert skip["popularity@2"] == pytest.approx(1.0)  # x is relevant in the one query with a relevant item
+    keep = tk.evaluate(frame, metrics=["recall@1"], relevance="rel", score="s", item="item",
+                       empty_queries="keep").beyond_accuracy(k=1).loc["s"]
+    assert keep["coverage@1"] == pytest.approx((1 + 0.5 + 0.5) / 4)  # x; z or w in the kept query 2
+    assert keep["gini@1"] == pytest.approx((-3 * 0 - 1 * 0.5 + 1 * 0.5 + 3 * 1) / (4 * 2))
+
+
+def test_novelty_matches_rectools_mean_inv_user_freq():
+    """RecTools' own example (rectools/metrics/novelty.py, MeanInvUserFreq docstring, commit 8b6f536):
+    recommendations user 1: [3], user 2: [2, 3], user 3: [1, 2]; previous interactions (1, 1),
+    (1, 2), (2, 1), (3, 1). RecTools gives per user [1.5849625, 1.5849625, 0] at k=1 and
+    [1.5849625, 1.5849625, 0.79248125] at k=3: -log2(users(i) / n_users) averaged over the items
+    of the list, a cold item counted as one user (``fillna(1)`` in ``MeanInvUserFreq.fit``).
+    Here the interactions are the relevant rows, those not recommended scored below score_threshold."""
+    frame = pd.DataFrame({"user": [1, 1, 1, 2, 2, 2, 3, 3],
+                          "item": [3, 1, 2, 2, 3, 1, 1, 2],
+                          "clicked": [0, 1, 1, 0, 0, 1, 1, 0],
+                          "score": [1.0, -1.0, -1.0, 2.0, 1.0, -1.0, 2.0, 1.0]})
+    res = tk.evaluate(frame, metrics=["recall@1"], query="user", relevance="clicked", score="score", item="item",
+                      score_threshold=0.0)
+    assert res.beyond_accuracy(k=1).loc["score", "novelty@1"] == pytest.approx((1.5849625 * 2 + 0) / 3)
+    assert res.beyond_accuracy(k=3).loc["score", "novelty@3"] == pytest.approx((1.5849625 * 2 + 0.79248125) / 3)
+
+
+def test_popularity_matches_rectools_avg_rec_popularity():
+    """RecTools' own example (rectools/metrics/popularity.py, AvgRecPopularity docstring):
+    recommendations user 1: [1, 2], user 2: [3, 1, 2], user 3: [3, 2]; interactions (1, 1), (1, 2),
+    (2, 1), (2, 3), (3, 1), (3, 2). RecTools gives [3, 1, 1] at k=1 and [2.5, 2, 1.5] at k=3, in
+    interaction counts; topkeval's shares are those counts over the 3 users."""
+    frame = pd.DataFrame({"user": [1, 1, 2, 2, 2, 3, 3, 3],
+                          "item": [1, 2, 3, 1, 2, 3, 2, 1],
+                          "clicked": [1, 1, 1, 1, 0, 0, 1, 1],
+                          "score": [3.0, 2.0, 3.0, 2.0, 1.0, 3.0, 2.0, -1.0]})
+    res = tk.evaluate(frame, metrics=["recall@1"], query="user", relevance="clicked", score="score", item="item",
+                      score_threshold=0.0)
+    assert res.beyond_accuracy(k=1).loc["score", "popularity@1"] == pytest.approx((3 + 1 + 1) / 3 / 3)
+    assert res.beyond_accuracy(k=3).loc["score", "popularity@3"] == pytest.approx((2.5 + 2 + 1.5) / 3 / 3)
+
+
+def test_runs_with_judgments_apart():
+    """Two runs kept apart (qrels=): each run's lists; a relevant (query, item) counts once for
+    popularity, though both runs' logs hold it."""
+    recs = pd.DataFrame({"user": [1, 1, 2, 2], "item": ["a", "b", "a", "c"], "s1": [2.0, 1.0, 1.0, 1.0],
+                         "s2": [1.0, 2.0, 2.0, 1.0]})
+    truth = pd.DataFrame({"user": [1, 2, 2], "item": ["a", "c", "d"], "relevance": [1, 1, 1]})
+    got = tk.evaluate(recs, metrics=["recall@1"], query="user", item="item", score=["s1", "s2"],
+                      qrels=truth).beyond_accuracy(k=1)
+    # catalogue: a, b, c (the candidates); pop: a 1/2 (user 1), c 1/2 (user 2), b 0
+    # s1: user 1 shows a, user 2 ties a and c (1/2 each); s2: user 1 shows b, user 2 shows a
+    assert got.loc["s1"].tolist() == pytest.approx([1.5 / 3, 1.0, 0.5, (2 * 1.5 - 2 * 0) / (3 * 2)])
+    assert got.loc["s2"].tolist() == pytest.approx([2 / 3, (-math.log2(1 / 2) * 2) / 2, (0 + 0.5) / 2,
+                                                    (2 * 1 - 2 * 0) / (3 * 2)])
+
+
+def _cosine_features():
+    res = _three_queries()
+    got = res.beyond_accuracy(k=2, features=pd.DataFrame({"f": [1.0, 0.0, 1.0], "g": [0.0, 1.0, 1.0]},
+                                                          index=["x", "y", "z"]))
+    return got.loc["s", "diversity@2"]
+
+
+def test_features_give_cosine_similarity():
+    # x = (1, 0), y = (0, 1), z = (1, 1): 1 - cos = 1 (x, y), 1 - 1/sqrt 2 (x, z and y, z)
+    d = 1 - 1 / math.sqrt(2)
+    assert _cosine_features() == pytest.approx((1.0 + (1.0 + d + d) / 3) / 2)
+
+
+def _res(**kw):
+    return tk.evaluate({"query": [1, 1], "item": ["x", "y"], "rel": [1, 0], "s": [0.9, 0.1]},
+                       metrics=["recall@1"], relevance="rel", score="s", **kw)
+
+
+ERRORS = [
+    (dict(k=0), "'k' parameter of beyond_accuracy must be"),
+    (dict(k=1.5), "'k' parameter of beyond_accuracy"),
+    (dict(popularity={"x": 0.5}), r"have no popularity \(for example 'y'\)"),
+    (dict(popularity={"x": 0.5, "y": 0.0}), r"share in \(0, 1\]"),
+    (dict(popularity={"x": 0.5, "y": 2}), r"share in \(0, 1\]"),
+    (dict(popularity=[0.5, 0.5]), "must be a mapping or a pandas Series"),
+    (dict(catalog=1), "catalog=1, but the models show 2 distinct items"),
+    (dict(catalog=["x"]), r"not in catalog \(for example 'y'\)"),
+    (dict(catalog="xy"), "must be a number of items or a collection"),
+    (dict(features={"x": [1.0]}), "have no features"),
+    (dict(features={"x": [1.0], "y": [0.0]}), "norm 0.0"),
+    (dict(features={"x": [1.0], "y": [1.0, 2.0]}), "one length"),
+    (dict(features={"x": [1.0], "y": [1.0]}, similarity=lambda a, b: 0.0), "not both"),
+    (dict(similarity=0.5), "similarity must be a function"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), ERRORS)
+def test_errors(kwargs, message):
+    res = _res(item="item")
+    with pytest.raises(tk.ParameterError, match=message):
+        res.beyond_accuracy(**{"k": 2, **kwargs})
+
+
+def test_results_without_item_ids_or_rows_refuse():
+    with pytest.raises(tk.ParameterError, match="pass item='<column>'"):
+        _res().beyond_accuracy()
+    matrix = tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["recall@1"])
+    with pytest.raises(tk.ParameterError, match="do not keep"):
+        matrix.beyond_accuracy()
+    by_hand = tk.Results(matrix.summary, matrix.per_query, matrix.info)
+    with pytest.raises(tk.ParameterError, match="do not keep"):
+        by_hand.beyond_accuracy()
