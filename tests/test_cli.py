@@ -146,7 +146,14 @@ def test_evaluate_ci_prints_the_intervals_of_summary_ci(log_file, capsys):
     ci = res.summary_ci(confidence=0.9).set_index("model")
     for model in ("old", "new"):
         lo, hi = ci.loc[model, ["ci_low", "ci_high"]]
-        assert frame.loc[model, "recall@2 90% CI"] == f"[{lo:.4f}, {hi:.4f}]"
+        assert (frame.loc[model, "recall@2 ci_low"], frame.loc[model, "recall@2 ci_high"]) == (lo, hi)
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--score", "new", "-m", "recall@2",
+                          "--ci", "0.9", "--format", "json"], capsys)
+    rows = json.loads(out)["summary_ci"]
+    assert [(r["model"], r["ci_low"], r["ci_high"]) for r in rows] == list(zip(ci.index, ci.ci_low, ci.ci_high))
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "-m", "recall@2", "--ci", "0.9"], capsys)
+    lo, hi = ci.loc["old", ["ci_low", "ci_high"]]
+    assert code == 0 and f"[{lo:.4f}, {hi:.4f}]" in out
     code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--ci", "--format", "trec"], capsys)
     assert code == 2 and "--ci" in err
     code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--ci", "1.5"], capsys)
@@ -183,7 +190,7 @@ def test_report_command_and_demo_report(log_file, tmp_path, capsys):
     text = target.read_text(encoding="utf-8")
     assert "Comparison with old" in text and 'id="q0"' in text
     code, out, err = run(argv, capsys)
-    assert code == 2 and "already exists" in err
+    assert code == 2 and "already exists" in err and "--force" in err and "overwrite" not in err
     code, out, err = run(argv + ["--force"], capsys)
     assert code == 0
     code, out, err = run(["report", log_file, *BASE, "--score", "old", "-o", tmp_path / "no" / "r.html"], capsys)

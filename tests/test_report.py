@@ -81,11 +81,12 @@ def test_side_by_side_equals_reference(rows, conv, k):
     ref = {m: _reference_view(rows, m, conv, k) for m in ("a", "b")}
     for q in ref["a"]:
         view = res.side_by_side(q, k=k, baseline="a", model="b")
+        assert len(view) == max(len(ref["a"][q][0]), len(ref["b"][q][0]))  # positions past every list: dropped
         for m, other in (("a", "b"), ("b", "a")):
             items, chance = ref[m][q]
             got = [i for i in view[(m, "item")] if i is not None]
             assert got == items, (q, m)
-            assert view[(m, "item")].isna().sum() == k - len(items)
+            assert view[(m, "item")].isna().sum() == len(view) - len(items)
             for pos, item in enumerate(got):
                 mark = view[(m, "change")].iloc[pos]
                 if item in chance:
@@ -512,3 +513,23 @@ def test_hostile_report_in_chromium_shows_ids_as_text(tmp_path):
     shown = "\n".join(cells)
     for text in HOSTILE_QUERIES + HOSTILE_MODELS + ['it0"\'>', "<i>1</i>"]:
         assert text in shown, text
+
+
+def test_short_lists_unknown_queries_long_cutoffs_and_id_types(tmp_path):
+    res = tk.evaluate({"query": [7, 7, 7, 8, 8], "relevance": [1, 0, 0, 0, 1], "item": list("abcab"),
+                       "a": [0.3, 0.2, 0.1, 0.5, 0.4], "b": [0.1, 0.2, 0.3, 0.4, 0.5]},
+                      metrics=["recall@500"], score=["a", "b"], item="item")
+    view = res.side_by_side(8, k=500)
+    assert len(view) == 2 and view[("a", "item")].tolist() == ["a", "b"]  # no rows past every list
+    assert res.side_by_side("8", k=2)[("b", "item")].tolist() == ["b", "a"]  # text finds a whole-number id
+    text = open(res.report(tmp_path / "r.html", queries=[7, "8"], n_resamples=200), encoding="utf-8").read()
+    assert text.count('<h3 id="q') == 2
+    with pytest.raises(ParameterError, match="'nope' of queries= is not among"):
+        res.report(tmp_path / "x.html", queries=[7, "nope"])
+    assert not (tmp_path / "x.html").exists()
+    ks = res.curves()["k"].unique().tolist()
+    assert ks[:3] == [1, 2, 3] and ks[-1] == 500 and len(ks) <= 51
+    with pytest.raises(ParameterError, match="without a cutoff"):
+        res.curves(["recall@10"])
+    with pytest.raises(ParameterError, match="Models: 'a', 'b'"):
+        res.report(tmp_path / "y.html", baseline="c")

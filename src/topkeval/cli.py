@@ -194,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _with_ci(res, level: float):
-    """The summary with each mean's interval: one row per model, ``metric`` and ``metric ci`` columns."""
+def _with_ci(res, level: float, text: bool = True):
+    """The summary with each mean's interval: one row per model, ``metric`` and ``metric ci`` columns
+    (``[low, high]`` as text for a table; ``metric ci_low`` and ``metric ci_high`` numbers for files)."""
     import pandas as pd
 
     from .errors import check_number
@@ -208,8 +209,12 @@ def _with_ci(res, level: float):
     columns = {}
     for metric in res.metrics:
         columns[metric] = res.summary[metric]
-        columns[f"{metric} {level:.0%} CI"] = [
-            f"[{ci.loc[(m, metric), 'ci_low']:.4f}, {ci.loc[(m, metric), 'ci_high']:.4f}]" for m in res.models]
+        if text:
+            columns[f"{metric} {level:.0%} CI"] = [
+                f"[{ci.loc[(m, metric), 'ci_low']:.4f}, {ci.loc[(m, metric), 'ci_high']:.4f}]" for m in res.models]
+        else:
+            columns[f"{metric} ci_low"] = [ci.loc[(m, metric), "ci_low"] for m in res.models]
+            columns[f"{metric} ci_high"] = [ci.loc[(m, metric), "ci_high"] for m in res.models]
     return pd.DataFrame(columns, index=res.summary.index)
 
 
@@ -221,11 +226,14 @@ def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) 
         return
     if ci is not None and per_query:
         raise _UsageError("--ci gives intervals of the means; drop it with --per-query")
-    frame = res.to_pandas() if per_query else (res.summary if ci is None else _with_ci(res, ci))
+    frame = res.to_pandas() if per_query else (res.summary if ci is None else _with_ci(res, ci, fmt == "table"))
     if res.by and not per_query and ci is None and fmt in ("csv", "markdown"):
         frame = res.segments  # the breakdown, its overall rows included
     if fmt == "json":
-        print(report.json_text(res.to_dict(per_query=per_query)), file=out)
+        payload = res.to_dict(per_query=per_query)
+        if ci is not None:
+            payload["summary_ci"] = report.records(res.summary_ci(confidence=ci))
+        print(report.json_text(payload), file=out)
     elif fmt == "csv":
         out.write(report.csv(frame))
     elif fmt == "markdown":
@@ -400,9 +408,14 @@ def _diff(args, out) -> int:
     elif args.format == "markdown":
         print(report.markdown(frame), file=out)
     else:
-        _console(out).print(report.rich_table(frame, title=title, formats={c: _rank_text for c in frame.columns
-                                                                         if str(c).endswith(("rank", "relevance"))}))
+        formats = {c: (_rank_text if str(c).endswith(("rank", "relevance")) else _blank_nan)
+                   for c in frame.columns if args.show is not None}
+        _console(out).print(report.rich_table(frame, title=title, formats=formats))
     return 0
+
+
+def _blank_nan(value) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else report.fmt(value)
 
 
 def _rank_text(value) -> str:
@@ -498,7 +511,8 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "n_resamples": "--resamples", "missing_queries": "--missing-queries", "chunk_rows": "--chunk-rows",
     "judged_only": "--judged-only", "conventions": "--conventions", "depth": "--depth", "score": "--score",
     "query": "--query", "relevance": "--relevance", "item": "--item", "confidence": "--confidence",
-    "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels",
+    "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels", "by": "--by",
+    "weight": "--weight",
 }
 
 
@@ -508,6 +522,7 @@ def cli_words(message: str) -> str:
     >>> cli_words("Use empty_queries='skip' or pass qrels=. The 'n_resamples' parameter of compare must be")
     'Use --empty-queries skip or pass --qrels. The --resamples option of compare must be'
     """
+    message = message.replace("pass overwrite=True to replace it", "pass --force to replace it")
     names = "|".join(sorted(_PARAMS, key=len, reverse=True))
     message = re.sub(rf"\b({names})=(?:'([^']*)'|\"([^\"]*)\"|([\w+-](?:[\w.+-]*\w)?))",
                      lambda m: f"{_PARAMS[m.group(1)]} {m.group(2) or m.group(3) or m.group(4)}", message)

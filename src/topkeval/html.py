@@ -42,6 +42,7 @@ td.rel{background:#e7f4ea}.gained{color:#137333;font-weight:700}.lost{color:#b32
 .plots svg{width:100%;height:auto}figcaption{color:#6b7482;font-size:12px}
 code,.id{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px;white-space:pre-wrap;word-break:break-all}
 img.thumb{width:56px;height:56px;object-fit:cover;border-radius:3px}.note{color:#6b7482;font-size:12.5px}
+table.sbs td.item{white-space:nowrap;word-break:normal}table.sbs td,table.sbs th{padding:3px 8px}
 """
 
 
@@ -123,9 +124,10 @@ def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
                 url = _image_url(images, item)
                 cells.append(f'<td class="{cls}">' + (f'<img class="thumb" alt="{esc(item)}" src="{html.escape(url)}">'
                                                      if url else "") + "</td>")
-            cells.append(f'<td class="{cls} id">{"" if item is None else esc(item)}</td>')
+            cells.append(f'<td class="{cls} id item">{"" if item is None else esc(item)}</td>')
             cells.append(_num(view[(m, "score")].iloc[i], digits))
-            cells.append(_num(rel, 0 if isinstance(rel, float) and rel == int(rel) else digits))
+            whole = isinstance(rel, float) and math.isfinite(rel) and rel == int(rel)
+            cells.append(_num(rel, 0 if whole else digits))
             if "tied_ranks" in fields:
                 cells.append(f"<td>{esc(view[(m, 'tied_ranks')].iloc[i]) if (m, 'tied_ranks') in view.columns else ''}</td>")
             change = view[(m, "change")].iloc[i]
@@ -144,7 +146,12 @@ def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[
 
         plots._pyplot()
     except ParameterError as exc:
+        import warnings
+
+        from .errors import TopkevalWarning
+
         notes.append(str(exc))
+        warnings.warn(f"The report has no plots: {exc}", TopkevalWarning, stacklevel=5)
         return "", ""
     curves_html = []
     if curve_frame is not None:
@@ -173,7 +180,8 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     models = res.models
     for name, value in (("baseline", baseline), ("model", model)):
         if value is not None and value not in models:
-            raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), models)}")
+            raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), models)}"
+                                 f" Models: {', '.join(map(repr, models))}.")
     if baseline is None and len(models) > 1:
         baseline = models[0]
     if model is None and baseline is not None:
@@ -181,6 +189,16 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     metric = res.metrics[0] if metric is None else str(parse_metric(metric))
     if metric not in res.metrics:
         raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(res.metrics)}.")
+    queries = list(queries or [])
+    if queries:
+        from .views import _find
+
+        known = res.to_pandas()[res.query_name].drop_duplicates().to_numpy()
+        for q in queries:
+            if _find(known, q) is None:
+                raise ParameterError(f"query {q!r} of queries= is not among the evaluated "
+                                     f"queries.{did_you_mean(str(q), [str(x) for x in known[:100_000]])}")
+        queries = [known[_find(known, q)] for q in queries]
     notes: list[str] = []
     by = list(getattr(res, "by", []))
     weight = getattr(res, "weight", None)
@@ -301,10 +319,10 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                         f'{_num(r["model"], digits)}{_num(r["delta"], digits)}{items}</tr>')
         counts = (f"{int((d['delta'] > 0).sum()):,} queries better, {int((d['delta'] == 0).sum()):,} equal, "
                   f"{int((d['delta'] < 0).sum()):,} worse on {esc(metric)}.")
-        table_html = (_table(head, rows, "worst") if rows else "<p>No query got worse.</p>")
+        table_html = (f"<h3>The {len(rows)} worst regressions on {esc(metric)}</h3>{_table(head, rows, 'worst')}"
+                      if rows else f"<h3>No query got worse on {esc(metric)}</h3>")
         sections.append(("deltas", f"Per query: {esc(model)} against {esc(baseline)}",
-                         f'<div class="plots">{deltas_svg}</div><p>{counts}</p>'
-                         f"<h3>The {len(rows)} worst regressions on {esc(metric)}</h3>{table_html}"))
+                         f'<div class="plots">{deltas_svg}</div><p>{counts}</p>{table_html}'))
     else:
         anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
 
@@ -314,15 +332,19 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
             cut = [parse_metric(n).k for n in res.metrics]
             k = max([c for c in cut if c is not None], default=20)
         blocks = []
-        try:
-            for q in view_queries:
+        for q in view_queries:
+            try:
                 view = res.side_by_side(q, k=k, baseline=baseline, model=model)
-                relevant = ", ".join(f"{esc(n)}: {r}" for n, r in view.attrs["relevant"].items())
-                blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
-                              f'<p class="note">relevant items: {relevant}</p>{_side_by_side_html(view, images, digits)}')
-        except ParameterError as exc:
-            blocks = [f'<p class="note">{esc(exc)}</p>']
-        legend = ("Each model's top k, position by position. Green rows: relevant items. <span class=gained>gained"
+            except ParameterError as exc:  # the rows are not kept (a matrix, Spark): say so once
+                blocks = [f'<p class="note">{esc(exc)}</p>']
+                break
+            counts = view.attrs["relevant"]
+            relevant = (f"{next(iter(counts.values())):,}" if len(set(counts.values())) == 1 else
+                        ", ".join(f"{esc(n)}: {r:,}" for n, r in counts.items()))
+            blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
+                          f'<p class="note">relevant items of this query (R): {relevant}</p>'
+                          f"{_side_by_side_html(view, images, digits)}")
+        legend = ("Each model's top k, position by position. Green cells: relevant items. <span class=gained>gained"
                   "</span>: a relevant item the model brought into the top k; <span class=lost>lost</span>: one it "
                   "let out (marked on the baseline's side).")
         sections.append(("queries", f"Top {k}, side by side", f'<p class="note">{legend}</p>' + "".join(blocks)))

@@ -101,10 +101,11 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     wins, ties, losses = int((delta > 0).sum()), int((delta == 0).sum()), int((delta < 0).sum())
     if len(delta):
         span = max(float(np.abs(delta).max()), 1e-12)
-        bins = np.linspace(-span, span, 41)
-        ax.hist(delta[delta < 0], bins=bins, color=COLOURS[3], label=f"{model} worse: {losses:,}")
-        ax.hist(delta[delta == 0], bins=bins, color=COLOURS[7], label=f"equal: {ties:,}")
-        ax.hist(delta[delta > 0], bins=bins, color=COLOURS[2], label=f"{model} better: {wins:,}")
+        width = span / 20
+        bins = (np.arange(-20, 22) - 0.5) * width  # 41 bins, one centred on 0
+        ax.hist([delta[delta < 0], delta[delta == 0], delta[delta > 0]], bins=bins, stacked=True,
+                color=[COLOURS[3], COLOURS[7], COLOURS[2]],
+                label=[f"{model} worse: {losses:,}", f"equal: {ties:,}", f"{model} better: {wins:,}"])
         mean = float((w * delta).sum() / w.sum()) if w.sum() > 0 else float("nan")
         ax.axvline(mean, color="black", linewidth=1.2, linestyle="--",
                    label=f"{'weighted ' if weight else ''}mean {mean:+.4f}")
@@ -112,7 +113,7 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
     ax.set_ylabel("queries")
     ax.set_title(label(f"{metric}: {model} - {baseline} per query"))
-    for text in ax.legend(frameon=False).get_texts():
+    for text in ax.legend(frameon=False, fontsize=8, loc="upper left").get_texts():
         text.set_text(label(text.get_text()))
     return fig
 

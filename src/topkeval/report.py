@@ -54,7 +54,7 @@ def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
 def _markdown_cell(value, digits: int) -> str:
     text = fmt(value, digits)
     for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
-                      ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+                      ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]"), ("$", "\\$")):
         text = text.replace(raw, safe)
     return text
 
@@ -136,7 +136,8 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
     formats = formats or {}
     for c in frame.columns:
         numeric = pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-        table.add_column(Text(fmt(c)), justify="right" if numeric else "left")
+        table.add_column(Text(fmt(c)), justify="right" if numeric else "left",
+                         overflow="fold")  # a long id wraps; it is never cut short with an ellipsis
     for row in frame.itertuples(index=False):
         table.add_row(*[Text(formats[c](v) if c in formats else fmt(v, digits)) for c, v in zip(frame.columns, row)])
     return table
@@ -283,6 +284,6 @@ def latex(res, baseline: str | None = None, digits: int = 4, **compare_options) 
             cells.append(text + marks.get((model, metric), ""))
         lines.append(latex_text(model) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
-    if note:
-        lines.append("% " + note)
+    if note:  # visible under the table (move it into the caption if you like)
+        lines.append(r"\par\smallskip{\footnotesize " + note + "}")
     return "\n".join(lines)

@@ -41,7 +41,8 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
         Metric families with a cutoff (``"recall"``, ``"ndcg"``, ``"fbeta(beta=0.5)"``); by
         default those of ``results``.
     ks : iterable of int, optional
-        The cutoffs (default 1..K, K the largest cutoff of ``results``, or 20).
+        The cutoffs (default 1..K, K the largest cutoff of ``results``, or 20; beyond 50, fifty cutoffs
+        spaced evenly on a log scale, K included).
 
     Returns
     -------
@@ -59,11 +60,15 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
         raise ParameterError("None of the metrics of these results takes a cutoff (@k): name the families to plot, "
                              "for example metrics=['recall', 'ndcg'].")
     for fam in families:
+        if "@" in str(fam):
+            raise ParameterError(f"curves takes metric families without a cutoff: {str(fam).split('@')[0]!r}, not "
+                                 f"{fam!r} (the cutoffs are ks=).")
         parse_metric(f"{fam}@1")  # a family without a cutoff is refused here, with its reason
     if ks is None:
         cut = [parse_metric(n).k for n in results.metrics]
         top = max([k for k in cut if k is not None], default=20)
-        ks = range(1, top + 1)
+        # every cutoff up to 50, then 50 cutoffs spaced evenly on a log scale (a curve, not a table of thousands)
+        ks = range(1, top + 1) if top <= 50 else sorted({int(round(x)) for x in np.geomspace(1, top, 50)} | {top})
     ks = [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise ParameterError(f"ks must be positive cutoffs, got {ks!r}.")
@@ -85,6 +90,26 @@ def _logs_of(results, model: str):
     if sources is None:
         return None
     return [(log, R) for log, R in sources() if model in log.scores]
+
+
+def _find(queries: np.ndarray, query) -> int | None:
+    """The position of ``query`` among a log's ids: by value, and across text and whole numbers
+    ("7" finds 7 and 7 finds "7", as ids from a CSV file and a table are matched elsewhere)."""
+    if not len(queries):
+        return None
+    candidates = [query]
+    if isinstance(query, str) and query.strip().lstrip("-").isdigit():
+        candidates.append(int(query))
+    elif isinstance(query, (int, np.integer)) and not isinstance(query, bool):
+        candidates.append(str(int(query)))
+    for value in candidates:
+        try:
+            hit = np.flatnonzero(queries == value)
+        except (TypeError, ValueError):
+            continue
+        if len(hit):
+            return int(hit[0])
+    return None
 
 
 def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
@@ -120,12 +145,15 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
             if not log.has_items:
                 raise ParameterError("side_by_side shows item ids, but these results were evaluated without them: "
                                      "pass item='<column>' to evaluate.")
-            hit = np.flatnonzero(log.queries == query) if len(log.queries) else np.zeros(0, np.int64)
-            if len(hit):
-                found = (log, R, int(hit[0]))
+            hit = _find(log.queries, query)
+            if hit is not None:
+                found = (log, R, hit)
                 break
         if found is None:
-            raise ParameterError(f"query {show(query)} is not among the queries of model {name!r}.")
+            kinds = {type(q).__name__ for log, _ in (logs or []) for q in log.queries[:1].tolist()}
+            hint = (f" The query ids are {' and '.join(sorted(kinds))}; this one is {type(query).__name__}."
+                    if kinds and type(query).__name__ not in kinds else "")
+            raise ParameterError(f"query {show(query)} is not among the queries of model {name!r}.{hint}")
         log, R, q = found
         lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
         offsets = np.array([0, hi - lo], np.int64)
@@ -194,6 +222,9 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         columns[(name, "change")] = mark
         if other is not None:
             columns[(name, "other_rank")] = elsewhere
+    longest = max(int((v["rank"] > 0).sum()) for v in lists.values())
+    if longest < k:  # positions past every list: nothing to show
+        columns = {c: (v[:longest] if not isinstance(v, pd.Series) else v.iloc[:longest]) for c, v in columns.items()}
     frame = pd.DataFrame({("", "rank") if c == "rank" else c: v for c, v in columns.items()})
     frame.columns = pd.MultiIndex.from_tuples(frame.columns, names=["model", "field"])
     frame.attrs.update(query=query, k=k, baseline=baseline, model=model,
