@@ -386,7 +386,7 @@ def _diff(args, out) -> int:
         raise
     model = next(m for m in res.models if m != args.baseline)
     if args.show is not None:
-        query = _query_ids(res, [args.show])[0]
+        query = args.show  # text: side_by_side finds a whole-number id from it, skipped queries included
         view = res.side_by_side(query, k=args.k, baseline=args.baseline, model=model)
         flat = view.copy()
         flat.columns = ["rank" if m == "" else f"{m} {f.replace('_', ' ')}" for m, f in view.columns]
