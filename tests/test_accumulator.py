@@ -5,6 +5,7 @@ precision, several models, and torch.distributed (a 2-process gloo group on CPU)
 from __future__ import annotations
 
 import gc
+import math
 import pickle
 import socket
 import weakref
@@ -206,6 +207,11 @@ def test_a_user_twice_is_an_error_not_double_counting():
         ev.compute()
     with pytest.raises(tk.DataError, match="repeated ids in one update"):
         tk.MatrixEvaluator(["recall@3"]).update(scores[:2], grades[:2], users=[7, 7])
+    mixed = tk.MatrixEvaluator(["recall@3"])
+    mixed.update(scores[:2], grades[:2], users=[1, 2])
+    mixed.update(scores[2:4], grades[2:4], users=["1", "3"])
+    with pytest.raises(tk.DataError, match="numbers and others with text"):
+        mixed.compute()
     two = tk.MatrixEvaluator(["recall@3"])
     two.update({"a": scores[:3], "b": scores[:3]}, grades[:3])
     two.update(scores[:3], grades[:3], users=[0, 1, 2], model="b")
@@ -435,3 +441,17 @@ def test_distributed_two_processes(tmp_path):
     (s0, pq0, _), (s1, pq1, _) = results["sharded"]
     pd.testing.assert_frame_equal(s0, s1, check_exact=True)  # every rank the same numbers, to the last bit
     pd.testing.assert_frame_equal(pq0, pq1, check_exact=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_torch_non_finite_scores_are_refused(dtype, bad):
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    scores = torch.rand(3, 5).to(getattr(torch, dtype))
+    scores[2, 4] = bad
+    with pytest.raises(tk.DataError, match=r"NaN or infinite values \(users 0\.\.2\)"):
+        tk.MatrixEvaluator(["recall@3"]).update(scores, torch.ones(3, 5))
+    grades = torch.ones(3, 5)
+    grades[1, 1] = math.nan  # a dense tensor of grades: found without copying the matrix to the host
+    with pytest.raises(tk.DataError, match="NaN or infinite grades"):
+        tk.MatrixEvaluator(["recall@3"]).update(torch.rand(3, 5), grades)

@@ -265,6 +265,10 @@ class MatrixEvaluator:
         if len(items) > 1:
             raise DataError(f"the processes scored catalogues of different sizes ({sorted(items)} columns): every "
                             "update scores the whole catalogue, the same items in the same columns.")
+        kinds = {"text" if u.users.dtype.kind in "US" else "numbers" for u in updates if u.users.dtype.kind != "O"}
+        if len(kinds) > 1:  # numpy would turn the numbers into text: 1 and "1" the same user
+            raise DataError("some updates name their users with numbers and others with text: give every update ids "
+                            "of one kind, or none (a running counter).")
         models = list(dict.fromkeys(m for u in updates for m in u.models))
         for m in models:
             ids = pd.Index(np.concatenate([u.users for u in updates if m in u.models]))

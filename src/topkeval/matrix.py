@@ -82,16 +82,39 @@ def _to_csr(values, shape, name: str):
         csr = sp.csr_matrix(values)
         csr.data = _checked_grades(csr.data, name).astype(np.float64)
     else:
-        arr = _numpy(values)
-        if arr.shape != (U, I):
-            raise DataError(f"{name} has shape {arr.shape}, scores have {(U, I)}: a dense or sparse matrix must have "
+        shape = tuple(values.shape) if _is_torch(values) else np.shape(values)
+        if shape != (U, I):
+            raise DataError(f"{name} has shape {shape}, scores have {(U, I)}: a dense or sparse matrix must have "
                             "the shape of scores. An edge list is given as a tuple (users, items), for example "
                             "tuple(edge_index).")
-        csr = sp.csr_matrix(_checked_grades(arr, name).astype(np.float64))
+        rows, cols, data = _nonzero_cells(values)  # NaN is not zero: it is found, and refused below
+        csr = sp.csr_matrix((_checked_grades(data, name).astype(np.float64), (rows, cols)), shape=(U, I))
     csr.sum_duplicates()
     csr.sort_indices()
     csr.eliminate_zeros()
     return csr
+
+
+def _nonzero_cells(values):
+    """Rows, columns and values of the non-zero cells of a dense matrix, found where it lives (a
+    tensor on its device: only those cells are copied to the host)."""
+    if _is_torch(values):
+        if values.dtype.is_complex:
+            raise DataError(f"grades must be boolean or numeric; got dtype {values.dtype}.")
+        idx = values.nonzero()
+        data = values[idx[:, 0], idx[:, 1]]
+        data = data.double() if data.dtype in _torch_halves() else data
+        return idx[:, 0].cpu().numpy(), idx[:, 1].cpu().numpy(), data.detach().cpu().numpy()
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), arr.ravel()  # refused by _checked_grades
+    rows, cols = np.nonzero(arr)
+    return rows, cols, arr[rows, cols]
+
+
+def _torch_halves() -> tuple:
+    torch = sys.modules["torch"]
+    return (torch.float16, torch.bfloat16)
 
 
 def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
@@ -104,24 +127,29 @@ def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
     return values
 
 
-def _select_numpy(S: np.ndarray, depth: int):
+def _select_numpy(S: np.ndarray, depth: int, masked: bool = True):
     """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score
-    (excluded cells, at -inf, left out), row by row, columns ascending."""
+    (excluded cells, at -inf, left out when ``masked``), row by row, columns ascending."""
     I = S.shape[1]
     kth = np.partition(S, I - depth, axis=1)[:, I - depth]
-    rows, cols = np.nonzero((S >= kth[:, None]) & (S > -np.inf))
+    chosen = S >= kth[:, None]
+    if masked:
+        chosen &= S > -np.inf
+    rows, cols = np.nonzero(chosen)
     return rows, cols, S[rows, cols]
 
 
-def _select_torch(S, depth: int):
+def _select_torch(S, depth: int, masked: bool = True):
     """As :func:`_select_numpy`, on the tensor's device; only the selected cells are copied back
     (columns as int32, a count per row instead of a row per cell, scores in their own dtype)."""
     import torch
 
     kth = torch.topk(S, depth, dim=1, sorted=False).values.min(dim=1).values
-    chosen = (S >= kth[:, None]) & (S > -math.inf)
-    counts = chosen.sum(dim=1)
+    chosen = S >= kth[:, None]
+    if masked:
+        chosen &= S > -math.inf
     idx = torch.nonzero(chosen)
+    counts = torch.bincount(idx[:, 0], minlength=S.shape[0])  # over the selected cells, not the matrix
     vals = S[idx[:, 0], idx[:, 1]]
     cols = idx[:, 1].to(torch.int32) if S.shape[1] < 2**31 else idx[:, 1]
     rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), counts.cpu().numpy())
@@ -392,7 +420,8 @@ class MatrixBackend:
             rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users)
             S[below] = -math.inf
         depth = plan.depth(int(judgments.R.max()) if users else 0, I)
-        rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth)
+        masked = batch.exclude is not None or thr is not None
+        rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth, masked)
         del S
         batch.selected += len(vals)
         batch.depth = max(batch.depth, depth)
@@ -429,7 +458,11 @@ def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool 
         import torch
 
         S = S.detach()
-        ok = bool(torch.isfinite(S).all())
+        if S.dtype.is_floating_point:
+            low, high = torch.aminmax(S)  # NaN propagates: one pass, no mask of the batch's size
+            ok = bool(torch.isfinite(low) & torch.isfinite(high))
+        else:
+            ok = True
         if S.dtype in (torch.float16, torch.bfloat16) or (float32 and S.dtype == torch.float64):
             S = S.to(torch.float32)
         elif S.dtype not in (torch.float32, torch.float64):
@@ -438,7 +471,7 @@ def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool 
             S = S.clone()  # masked below; the caller's tensor is never written
     else:
         S = np.asarray(S)
-        ok = bool(np.isfinite(S).all()) if S.dtype.kind == "f" else True
+        ok = bool(np.isfinite(S.min()) and np.isfinite(S.max())) if S.dtype.kind == "f" and S.size else True
         with np.errstate(over="ignore"):
             S = np.array(S, dtype=np.float32 if float32 or S.dtype in (np.float16, np.float32) else np.float64)
     if not ok:
