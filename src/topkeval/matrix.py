@@ -356,6 +356,7 @@ class MatrixBatch:
         self.n_items = int(next(iter(scores.values())).shape[1])
         self.selected = 0  # candidates the backend handed to the kernel, for info
         self.depth = 0
+        self.candidates: dict = {}  # model -> (depth, selected log, n, rel_ret), kept for the batch's plan parts
 
     @property
     def models(self) -> list[str]:
@@ -388,9 +389,21 @@ class MatrixBackend:
         self.cpu = cpu or CPU
 
     def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
+        users, I = len(batch.queries), batch.n_items
+        depth = plan.depth(int(judgments.R.max()) if users else 0, I)
+        kept = batch.candidates.get(model)
+        if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
+            kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
+        _, log, n, rel_ret = kept
+        st = self.cpu.compute(log, model, plan, judgments, threads)
+        st.n, st.rel_ret = n, rel_ret  # the rows beyond the selection, counted without them
+        return st
+
+    def _select(self, batch: MatrixBatch, model: str, conv, judgments: Judgments, depth: int):
+        """The grouped log of each user's selected candidates, each user's list length and its
+        relevant candidates that pass ``score_threshold``."""
         from .kernels.grouping import sorted_positions
 
-        conv = plan.conv
         scores = batch.scores[model]
         torch_input = _is_torch(scores)
         users, I = len(batch.queries), batch.n_items
@@ -419,7 +432,6 @@ class MatrixBackend:
             r_scores = _gather(S, r_users, rel.indices)
             rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users)
             S[below] = -math.inf
-        depth = plan.depth(int(judgments.R.max()) if users else 0, I)
         masked = batch.exclude is not None or thr is not None
         rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth, masked)
         del S
@@ -431,9 +443,7 @@ class MatrixBackend:
         offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=users))]).astype(np.int64)
         log = GroupedLog(offsets, batch.queries, grades, {model: vals.astype(np.float64, copy=False)},
                          cols.astype(np.int64), None)  # the column index is the item id
-        st = self.cpu.compute(log, model, plan, judgments, threads)
-        st.n, st.rel_ret = I - removed, rel_ret  # the rows beyond the selection, counted without them
-        return st
+        return log, I - removed, rel_ret
 
 
 def _check_integer_scores(scores, name: str = "scores") -> None:
