@@ -455,3 +455,16 @@ def test_torch_non_finite_scores_are_refused(dtype, bad):
     grades[1, 1] = math.nan  # a dense tensor of grades: found without copying the matrix to the host
     with pytest.raises(tk.DataError, match="NaN or infinite grades"):
         tk.MatrixEvaluator(["recall@3"]).update(torch.rand(3, 5), grades)
+
+
+def test_a_refused_update_changes_nothing():
+    scores, grades, exclude = _data(15)
+    ev = tk.MatrixEvaluator(METRICS)
+    ev.update(scores[:4], grades[:4], exclude[:4])
+    bad = scores[4:8].copy()
+    bad[1, 1] = np.nan
+    with pytest.raises(tk.DataError, match="NaN"):
+        ev.update(bad, grades[4:8], exclude[4:8])
+    ev.update(scores[4:], grades[4:], exclude[4:])  # the counter goes on from 4
+    pd.testing.assert_frame_equal(ev.compute().per_query,
+                                  tk.evaluate_matrix(scores, grades, metrics=METRICS, exclude=exclude).per_query)

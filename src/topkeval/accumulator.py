@@ -195,29 +195,27 @@ class MatrixEvaluator:
         prepared = prepare(scores, relevant, exclude, allow_no_rows=True)
         U, I = prepared.shape
         state = self._state
-        if state.items is None:
-            state.items = I
-        elif I != state.items:
+        if state.items is not None and I != state.items:
             raise DataError(f"scores have {I} columns, but the first update had {state.items}: every update scores "
                             "the whole catalogue, the same items in the same columns.")
         models = list(prepared.models)
         ids = self._ids(users, U, models)
-        if U == 0:
-            return
-        run = evaluate_rows(prepared, ids, self._plan, batch_size=self._batch_size, threads=self._threads)
-        state.updates.append(_Update(ids, models, run.evaluated, run.selected, run.depth, run.relevant,
-                                     prepared.leaked))
+        if U:
+            run = evaluate_rows(prepared, ids, self._plan, batch_size=self._batch_size, threads=self._threads)
+            state.updates.append(_Update(ids, models, run.evaluated, run.selected, run.depth, run.relevant,
+                                         prepared.leaked))
+        # only an update that went through counts (an error above leaves the evaluator as it was)
+        state.items = I
+        state.numbered |= users is None
+        for m in models:
+            self._next[m] = self._next.get(m, 0) + U
 
     def _ids(self, users, U: int, models: list[str]) -> np.ndarray:
-        start = {m: self._next.get(m, 0) for m in models}
-        for m in models:
-            self._next[m] = start[m] + U
         if users is None:
-            first = set(start.values())
-            if len(first) > 1:
+            start = {m: self._next.get(m, 0) for m in models}
+            if len(set(start.values())) > 1:
                 raise DataError(f"the models {models} of this update have seen different numbers of rows before "
                                 f"({start}), so the running counter gives their rows different ids: pass users=.")
-            self._state.numbered = True
             return np.arange(start[models[0]], start[models[0]] + U, dtype=np.int64)
         from .ids import check_ids
         from .matrix import _numpy
