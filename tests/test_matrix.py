@@ -139,3 +139,37 @@ def test_selection_keeps_few_candidates():
 def test_matrix_errors(call, pattern):
     with pytest.raises(tk.TopkevalError, match=pattern):
         call()
+
+
+def test_float32_precision_selects_the_whole_float32_tie_group():
+    """score_precision="float32": scores equal in float32 tie, also across the selection boundary."""
+    scores = np.array([[1.0 + 1e-9, 1.0, 0.5]])  # the first two are one float32
+    grades = np.array([[0, 1, 0]])
+    got = tk.evaluate_matrix(scores, grades, metrics=["recall@1", "hit_rate@1"], score_precision="float32")
+    assert got.summary.iloc[0].tolist() == [0.5, 0.5]  # one relevant of a tie of 2 for 1 slot
+    exact = tk.evaluate_matrix(scores, grades, metrics=["recall@1", "hit_rate@1"])
+    assert exact.summary.iloc[0].tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("threshold", [0.7, 0.3, 0.1])
+def test_score_threshold_on_float32_scores_is_compared_exactly(threshold):
+    """A float32 score equal to float32(threshold) is below a threshold that float32 rounds down (0.7),
+    and not below one it rounds up (0.3, 0.1), as in the long format (compared in float64)."""
+    near = np.float32(threshold)
+    scores = np.array([[near, 0.9]], dtype=np.float32)
+    got = tk.evaluate_matrix(scores, np.array([[1, 0]]), metrics=["recall@2", "num_ret"], score_threshold=threshold)
+    kept = float(near) >= threshold
+    assert got.summary.iloc[0].tolist() == [1.0 if kept else 0.0, 2.0 if kept else 1.0]
+
+
+def test_a_dict_of_models_equals_each_model_alone():
+    scores, grades, exclude = _data(7)
+    both = tk.evaluate_matrix({"a": scores, "b": scores[:, ::-1].copy()}, grades, metrics=METRICS, exclude=exclude)
+    a = tk.evaluate_matrix(scores, grades, metrics=METRICS, exclude=exclude)
+    b = tk.evaluate_matrix(scores[:, ::-1].copy(), grades, metrics=METRICS, exclude=exclude)
+    assert both.info["models"] == ["a", "b"]
+    pd.testing.assert_series_equal(both.summary.loc["a"], a.summary.loc["scores"], check_names=False)
+    pd.testing.assert_series_equal(both.summary.loc["b"], b.summary.loc["scores"], check_names=False)
+    assert both.compare(baseline="a", n_resamples=200)["model"].tolist() == ["b"] * len(METRICS)
+    with pytest.raises(tk.DataError, match="different shapes"):
+        tk.evaluate_matrix({"a": scores, "b": scores[:, :3]}, grades)

@@ -7,6 +7,7 @@
 
 import importlib.metadata as _metadata
 
+from .accumulator import MatrixEvaluator
 from .api import (
     evaluate,
     f1_at_k,
@@ -39,8 +40,8 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree that 
     __version__ = "0+unknown"
 
 __all__ = [
-    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "Metric",
-    "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
+    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "MatrixEvaluator",
+    "Metric", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
     "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .conventions import resolve
-from .errors import DataError, check_int
+from .errors import DataError, check_int, show
 from .log import GroupedLog, Judgments
 
 if TYPE_CHECKING:
@@ -81,16 +82,39 @@ def _to_csr(values, shape, name: str):
         csr = sp.csr_matrix(values)
         csr.data = _checked_grades(csr.data, name).astype(np.float64)
     else:
-        arr = _numpy(values)
-        if arr.shape != (U, I):
-            raise DataError(f"{name} has shape {arr.shape}, scores have {(U, I)}: a dense or sparse matrix must have "
+        shape = tuple(values.shape) if _is_torch(values) else np.shape(values)
+        if shape != (U, I):
+            raise DataError(f"{name} has shape {shape}, scores have {(U, I)}: a dense or sparse matrix must have "
                             "the shape of scores. An edge list is given as a tuple (users, items), for example "
                             "tuple(edge_index).")
-        csr = sp.csr_matrix(_checked_grades(arr, name).astype(np.float64))
+        rows, cols, data = _nonzero_cells(values)  # NaN is not zero: it is found, and refused below
+        csr = sp.csr_matrix((_checked_grades(data, name).astype(np.float64), (rows, cols)), shape=(U, I))
     csr.sum_duplicates()
     csr.sort_indices()
     csr.eliminate_zeros()
     return csr
+
+
+def _nonzero_cells(values):
+    """Rows, columns and values of the non-zero cells of a dense matrix, found where it lives (a
+    tensor on its device: only those cells are copied to the host)."""
+    if _is_torch(values):
+        if values.dtype.is_complex:
+            raise DataError(f"grades must be boolean or numeric; got dtype {values.dtype}.")
+        idx = values.nonzero()
+        data = values[idx[:, 0], idx[:, 1]]
+        data = data.double() if data.dtype in _torch_halves() else data
+        return idx[:, 0].cpu().numpy(), idx[:, 1].cpu().numpy(), data.detach().cpu().numpy()
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), arr.ravel()  # refused by _checked_grades
+    rows, cols = np.nonzero(arr)
+    return rows, cols, arr[rows, cols]
+
+
+def _torch_halves() -> tuple:
+    torch = sys.modules["torch"]
+    return (torch.float16, torch.bfloat16)
 
 
 def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
@@ -103,24 +127,29 @@ def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
     return values
 
 
-def _select_numpy(S: np.ndarray, depth: int):
+def _select_numpy(S: np.ndarray, depth: int, masked: bool = True):
     """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score
-    (excluded cells, at -inf, left out), row by row, columns ascending."""
+    (excluded cells, at -inf, left out when ``masked``), row by row, columns ascending."""
     I = S.shape[1]
     kth = np.partition(S, I - depth, axis=1)[:, I - depth]
-    rows, cols = np.nonzero((S >= kth[:, None]) & (S > -np.inf))
+    chosen = S >= kth[:, None]
+    if masked:
+        chosen &= S > -np.inf
+    rows, cols = np.nonzero(chosen)
     return rows, cols, S[rows, cols]
 
 
-def _select_torch(S, depth: int):
+def _select_torch(S, depth: int, masked: bool = True):
     """As :func:`_select_numpy`, on the tensor's device; only the selected cells are copied back
     (columns as int32, a count per row instead of a row per cell, scores in their own dtype)."""
     import torch
 
     kth = torch.topk(S, depth, dim=1, sorted=False).values.min(dim=1).values
-    chosen = (S >= kth[:, None]) & (S > -math.inf)
-    counts = chosen.sum(dim=1)
+    chosen = S >= kth[:, None]
+    if masked:
+        chosen &= S > -math.inf
     idx = torch.nonzero(chosen)
+    counts = torch.bincount(idx[:, 0], minlength=S.shape[0])  # over the selected cells, not the matrix
     vals = S[idx[:, 0], idx[:, 1]]
     cols = idx[:, 1].to(torch.int32) if S.shape[1] < 2**31 else idx[:, 1]
     rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), counts.cpu().numpy())
@@ -139,8 +168,12 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
 
     Parameters
     ----------
-    scores : ndarray or torch.Tensor, shape (users, items)
-        Finite scores; a torch tensor is processed on its own device (CPU or CUDA).
+    scores : ndarray or torch.Tensor, shape (users, items), or a dict of them
+        Finite scores; a torch tensor is processed on its own device (CPU or CUDA). A dict
+        ``{"old": S1, "new": S2}`` of matrices of one shape evaluates several models of the same
+        users (for :meth:`~topkeval.results.Results.compare`); one matrix is the model ``scores``.
+        Half-precision scores (float16, bfloat16) are compared as float32, which holds them
+        exactly: their order and their ties are those of the half-precision values.
     relevant : array, scipy sparse matrix or torch tensor of shape (users, items), or an edge list
         Grades (or booleans) of the held-out interactions. An edge list is a tuple
         ``(users, items)`` or ``(users, items, grades)`` of 1-D arrays or tensors: for a PyTorch
@@ -164,6 +197,10 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     Results
         Queries are the user indices (the per-query column is ``user``).
 
+    See Also
+    --------
+    topkeval.MatrixEvaluator : the same evaluation accumulated batch by batch (a training loop).
+
     Examples
     --------
     >>> import numpy as np, topkeval as tk
@@ -182,18 +219,38 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
     plan = engine.make_plan(metrics, conv)
     threads = check_int(threads, "threads", "evaluate_matrix", optional=True)
-    torch_input = _is_torch(scores)
-    if not torch_input:
-        scores = np.asarray(scores)
-        if scores.dtype.kind not in "biuf":
-            raise DataError(f"scores must be numeric; got dtype {scores.dtype}.")
-    if scores.ndim != 2:
-        raise DataError(f"scores must be a 2-D matrix (users x items); got {scores.ndim} dimensions.")
-    U, I = (int(x) for x in scores.shape)
-    if U == 0 or I == 0:
-        raise DataError(f"scores is empty (shape {(U, I)}).")
-    _check_integer_scores(scores)
     batch_size = check_int(batch_size, "batch_size", "evaluate_matrix", optional=True)
+    prepared = prepare(scores, relevant, exclude)
+    warn_leaked(prepared.leaked, stacklevel=3)
+    U, I = prepared.shape
+    run = evaluate_rows(prepared, np.arange(U), plan, batch_size=batch_size, threads=threads)
+    engine.warn_if_nothing_relevant(conv, run.relevant)
+    return engine.build_results(run.evaluated, plan, query_name="user", info={"matrix": {
+        "users": U, "items": I, "candidates_selected": run.selected, "depth": run.depth,
+        "relevant_excluded": prepared.leaked}})
+
+
+@dataclass
+class Prepared:
+    """Score matrices, one per model, checked and of one shape, with the relevance and the
+    exclusions as scipy CSR matrices (excluded items already taken out of the relevance)."""
+
+    models: dict  # {model: ndarray or torch.Tensor}
+    relevant: Any  # scipy CSR of grades
+    exclude: Any  # scipy CSR of ones, or None
+    leaked: int  # relevant pairs also excluded (taken out of the relevance)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(int(x) for x in next(iter(self.models.values())).shape)  # type: ignore[return-value]
+
+
+def prepare(scores, relevant, exclude=None, *, allow_no_rows: bool = False) -> Prepared:
+    """Check the inputs of a score-matrix evaluation (or of one batch of it) and bring the relevance
+    and the exclusions to scipy CSR form. Nothing here depends on the size of the catalogue beyond
+    the relevance and exclusions themselves: the scores are only checked, never copied."""
+    models = _score_matrices(scores, allow_no_rows)
+    U, I = next(iter(models.values())).shape
     rel_csr = _to_csr(relevant, (U, I), "relevant")
     exc_csr = _to_csr(exclude, (U, I), "exclude") if exclude is not None else None
     leaked = 0
@@ -203,46 +260,107 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
         rel_csr = rel_csr - rel_csr.multiply(exc_csr)  # excluded items leave the candidates
         rel_csr.eliminate_zeros()
         leaked = before - rel_csr.nnz
-        if leaked:
-            import warnings
+    return Prepared(models, rel_csr, exc_csr, leaked)
 
-            from .errors import TopkevalWarning
 
-            warnings.warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
-                          "candidates and R (a training item cannot be recommended). If exclude holds the training "
-                          "interactions, the held-out set overlaps it.", TopkevalWarning, stacklevel=2)
-    on_gpu = torch_input and scores.device.type != "cpu"
+def warn_leaked(leaked: int, stacklevel: int) -> None:
+    """Warn once, with the count, when held-out relevant pairs are also excluded."""
+    if leaked:
+        import warnings
+
+        from .errors import TopkevalWarning
+
+        warnings.warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
+                      "candidates and R (a training item cannot be recommended). If exclude holds the training "
+                      "interactions, the held-out set overlaps it.", TopkevalWarning, stacklevel=stacklevel)
+
+
+def _score_matrices(scores, allow_no_rows: bool) -> dict:
+    """{model: matrix}: one matrix is the model ``scores``, a dict names its models."""
+    if isinstance(scores, dict):
+        if not scores:
+            raise DataError("scores is an empty dict: give one score matrix per model, {'model name': matrix}.")
+        models = {}
+        for name, S in scores.items():
+            if not isinstance(name, str) or not name:
+                raise DataError(f"scores as a dict maps model names (non-empty str) to matrices; got the key {name!r}.")
+            models[name] = _checked_matrix(S, f"scores[{name!r}]", allow_no_rows)
+        shapes = {name: tuple(int(x) for x in S.shape) for name, S in models.items()}
+        if len(set(shapes.values())) > 1:
+            raise DataError(f"the score matrices of the models have different shapes ({shapes}): every model scores "
+                            "the same users (rows) and items (columns).")
+        return models
+    return {"scores": _checked_matrix(scores, "scores", allow_no_rows)}
+
+
+def _checked_matrix(scores, name: str, allow_no_rows: bool):
+    if not _is_torch(scores):
+        scores = np.asarray(scores)
+        if scores.dtype.kind not in "biuf":
+            raise DataError(f"{name} must be numeric; got dtype {scores.dtype}.")
+    if scores.ndim != 2:
+        raise DataError(f"{name} must be a 2-D matrix (users x items); got {scores.ndim} dimensions.")
+    U, I = (int(x) for x in scores.shape)
+    if I == 0 or (U == 0 and not allow_no_rows):
+        raise DataError(f"{name} is empty (shape {(U, I)}).")
+    _check_integer_scores(scores, name)
+    return scores
+
+
+@dataclass
+class MatrixRun:
+    """The evaluated batches of some rows of a score matrix, and what ``info["matrix"]`` reports."""
+
+    evaluated: list  # of engine.Evaluated, one per batch
+    selected: int = 0  # candidates handed to the kernel
+    depth: int = 0  # the deepest selection
+    relevant: int = 0  # relevant (user, item) pairs, for the warning when there are none
+
+
+def evaluate_rows(prepared: Prepared, users: np.ndarray, plan, *, batch_size: int | None = None,
+                  threads: int | None = None) -> MatrixRun:
+    """Evaluate every row of ``prepared`` (the users ``users``, one id per row) batch by batch
+    through :class:`MatrixBackend` and the engine: the one path of :func:`evaluate_matrix` and of
+    :class:`topkeval.MatrixEvaluator`. Only per-query values are kept, never the scores."""
+    from . import engine
+
+    U, I = prepared.shape
+    first = next(iter(prepared.models.values()))
+    on_gpu = _is_torch(first) and first.device.type != "cpu"
     batch_size = batch_size or max(1, (1 << (27 if on_gpu else 24)) // I)  # fewer synchronisations on a GPU
     backend = MatrixBackend()
-    batches, evaluated, relevant_count = [], [], 0
+    run = MatrixRun([])
+    rel, exc = prepared.relevant, prepared.exclude
     for u0 in range(0, U, batch_size):
         u1 = min(U, u0 + batch_size)
-        batch = MatrixBatch(scores[u0:u1], np.arange(u0, u1), rel_csr[u0:u1], None if exc_csr is None else
-                            exc_csr[u0:u1])
+        batch = MatrixBatch({m: S[u0:u1] for m, S in prepared.models.items()}, users[u0:u1], rel[u0:u1],
+                            None if exc is None else exc[u0:u1])
         done = engine.evaluate_log(batch, plan, backend=backend, threads=threads)
-        relevant_count += done.relevant
-        evaluated.append(done)
-        batches.append(batch)
-    engine.warn_if_nothing_relevant(conv, relevant_count)
-    return engine.build_results(evaluated, plan, query_name="user", info={"matrix": {
-        "users": U, "items": I, "candidates_selected": sum(b.selected for b in batches),
-        "depth": max((b.depth for b in batches), default=0), "relevant_excluded": leaked}})
+        run.evaluated.append(done)
+        run.relevant += done.relevant
+        run.selected += batch.selected
+        run.depth = max(run.depth, batch.depth)
+    return run
 
 
 class MatrixBatch:
-    """Users of a score matrix, as the engine sees a batch of queries: their scores (a numpy array
-    or a torch tensor on any device), their held-out relevance and exclusions (scipy CSR rows)."""
+    """Users of a score matrix, as the engine sees a batch of queries: their scores (one numpy array
+    or torch tensor on any device per model), their held-out relevance and exclusions (scipy CSR
+    rows)."""
 
-    models = ["scores"]
-
-    def __init__(self, scores, users: np.ndarray, relevant, exclude=None):
+    def __init__(self, scores: dict, users: np.ndarray, relevant, exclude=None):
         self.scores = scores
         self.queries = users
         self.relevant = relevant
         self.exclude = exclude
-        self.n_items = int(scores.shape[1])
+        self.n_items = int(next(iter(scores.values())).shape[1])
         self.selected = 0  # candidates the backend handed to the kernel, for info
         self.depth = 0
+        self.candidates: dict = {}  # model -> (depth, selected log, n, rel_ret), kept for the batch's plan parts
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.scores)
 
     @property
     def n_rows(self) -> int:
@@ -263,7 +381,12 @@ class MatrixBatch:
 class MatrixBackend:
     """The backend of score matrices: masks the exclusions and the score threshold, selects each
     user's candidates down to the depth the plan needs (on the tensor's device), and runs the CPU
-    kernel on the selected cells with each user's true list length and relevant count."""
+    kernel on the selected cells with each user's true list length and relevant count.
+
+    Scores are compared in their own precision: float16 and bfloat16 as float32 (which holds them
+    exactly, so their order and ties are kept), and everything as float32 under
+    ``score_precision="float32"`` (as the long format rounds them). ``score_threshold`` is compared
+    as if in float64, whatever the precision of the scores."""
 
     def __init__(self, cpu=None):
         from .engine import CPU
@@ -271,13 +394,27 @@ class MatrixBackend:
         self.cpu = cpu or CPU
 
     def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
+        users, I = len(batch.queries), batch.n_items
+        depth = plan.depth(int(judgments.R.max()) if users else 0, I)
+        kept = batch.candidates.get(model)
+        if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
+            kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
+        _, log, n, rel_ret = kept
+        st = self.cpu.compute(log, model, plan, judgments, threads)
+        st.n, st.rel_ret = n, rel_ret  # the rows beyond the selection, counted without them
+        return st
+
+    def _select(self, batch: MatrixBatch, model: str, conv, judgments: Judgments, depth: int):
+        """The grouped log of each user's selected candidates, each user's list length and its
+        relevant candidates that pass ``score_threshold``."""
         from .kernels.grouping import sorted_positions
 
-        conv = plan.conv
-        torch_input = _is_torch(batch.scores)
+        scores = batch.scores[model]
+        torch_input = _is_torch(scores)
         users, I = len(batch.queries), batch.n_items
         thr = conv.score_threshold
-        S = _batch(batch.scores, batch.queries, torch_input, masked=batch.exclude is not None or thr is not None)
+        S = _batch(scores, batch.queries, torch_input, masked=batch.exclude is not None or thr is not None,
+                   float32=conv.score_precision == "float32", model=model)
         rel = batch.relevant
         indptr = rel.indptr.astype(np.int64)
         r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(indptr))
@@ -294,14 +431,14 @@ class MatrixBackend:
                 S[part.row, part.col] = -np.inf
         rel_ret = judgments.R  # every relevant, non-excluded item of a user is among its candidates
         if thr is not None:
-            below = (S < thr) & (S > -math.inf)
+            below = (S < _threshold_in(S, thr)) & (S > -math.inf)
             removed += below.sum(1).cpu().numpy() if torch_input else below.sum(1)
             # relevant items scoring below score_threshold leave the candidates but stay in R
             r_scores = _gather(S, r_users, rel.indices)
             rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users)
             S[below] = -math.inf
-        depth = plan.depth(int(judgments.R.max()) if users else 0, I)
-        rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth)
+        masked = batch.exclude is not None or thr is not None
+        rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth, masked)
         del S
         batch.selected += len(vals)
         batch.depth = max(batch.depth, depth)
@@ -311,38 +448,66 @@ class MatrixBackend:
         offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=users))]).astype(np.int64)
         log = GroupedLog(offsets, batch.queries, grades, {model: vals.astype(np.float64, copy=False)},
                          cols.astype(np.int64), None)  # the column index is the item id
-        st = self.cpu.compute(log, model, plan, judgments, threads)
-        st.n, st.rel_ret = I - removed, rel_ret  # the rows beyond the selection, counted without them
-        return st
+        return log, I - removed, rel_ret
 
 
-def _check_integer_scores(scores) -> None:
+def _check_integer_scores(scores, name: str = "scores") -> None:
     if _is_torch(scores):
         big = not scores.dtype.is_floating_point and scores.numel() and int(scores.abs().max()) > 2**53
     else:
         big = scores.dtype.kind in "iu" and scores.size and (scores.max() > 2**53 or scores.min() < -(2**53))
     if big:
-        raise DataError("scores hold integers beyond 2**53, which a float cannot hold exactly (two different "
+        raise DataError(f"{name} hold integers beyond 2**53, which a float cannot hold exactly (two different "
                         "scores could become equal, a false tie); rescale them.")
 
 
-def _batch(S, users: np.ndarray, torch_input: bool, masked: bool):
-    """Scores of a batch of users as floats, checked finite; a copy where it will be masked."""
+def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool = False, model: str = "scores"):
+    """Scores of a batch of users as float32 or float64, checked finite; a copy where it will be masked.
+
+    float16 and bfloat16 become float32 and integers float64: both hold every value exactly, so the
+    order and the ties are those of the given values. ``float32``: everything as float32 (the
+    ``score_precision="float32"`` convention, where scores equal in float32 tie). Autograd is
+    detached (the evaluation never needs gradients).
+    """
     if torch_input:
         import torch
 
-        if not S.dtype.is_floating_point:
-            S = S.to(torch.float64)
+        S = S.detach()
+        if S.dtype.is_floating_point:
+            low, high = torch.aminmax(S)  # NaN propagates: one pass, no mask of the batch's size
+            ok = bool(torch.isfinite(low) & torch.isfinite(high))
+        else:
+            ok = True
+        if S.dtype in (torch.float16, torch.bfloat16) or (float32 and S.dtype == torch.float64):
+            S = S.to(torch.float32)
+        elif S.dtype not in (torch.float32, torch.float64):
+            S = S.to(torch.float32 if float32 else torch.float64)
         elif masked:
             S = S.clone()  # masked below; the caller's tensor is never written
-        ok = bool(torch.isfinite(S).all())
     else:
-        S = np.array(S, dtype=np.float64 if S.dtype.kind != "f" else S.dtype)
-        ok = bool(np.isfinite(S).all())
+        S = np.asarray(S)
+        ok = bool(np.isfinite(S.min()) and np.isfinite(S.max())) if S.dtype.kind == "f" and S.size else True
+        with np.errstate(over="ignore"):
+            S = np.array(S, dtype=np.float32 if float32 or S.dtype in (np.float16, np.float32) else np.float64)
     if not ok:
-        raise DataError(f"scores hold NaN or infinite values (users {users[0]}..{users[-1]}); every score must be "
-                        "finite.")
+        which = "scores" if model == "scores" else f"the scores of model {model!r}"
+        raise DataError(f"{which} hold NaN or infinite values (users {show(users[0])}..{show(users[-1])}); every "
+                        "score must be finite.")
     return S
+
+
+def _threshold_in(S, thr: float) -> float:
+    """The smallest value of the dtype of ``S`` that is >= ``thr``: for every score s of that dtype,
+    ``s < thr`` (in exact arithmetic, as the long format compares) iff ``s <`` this value, which is
+    what a comparison in the dtype of ``S`` computes."""
+    single = S.dtype == np.float32 if isinstance(S, np.ndarray) else S.dtype == sys.modules["torch"].float32
+    if not single:
+        return thr
+    with np.errstate(over="ignore"):
+        t = np.float32(thr)
+    if float(t) < thr:
+        t = np.nextafter(t, np.float32(np.inf))
+    return float(t)
 
 
 def _gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
