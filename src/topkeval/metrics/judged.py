@@ -64,8 +64,8 @@ def bpref(st, m, conv):
 @register("infap", cutoff="none", needs=("infap",), depth="list", trec_uncut="infAP", ties=DETERMINISTIC,
           summary="inferred average precision (Yilmaz & Aslam 2006; trec_eval infAP): a sampled pool, grade -1 "
                   "in the pool but not judged",
-          formula="(1/R) sum over relevant ranks i of 1/i + ((i-1)/i) (P/(i-1)) (a + eps)/(a + b + 2 eps); "
-                  "1 at rank 1")
+          formula="(1/R) sum over relevant ranks i of 1/i + (P/i) (a + eps)/(a + b + 2 eps), eps = 1e-5: of the ranks "
+                  "above, a relevant, b judged non-relevant, P with a judgment of any grade")
 def infap(st, m, conv):
     return ratio(st.infap_sum, st.R, conv.undefined)
 
