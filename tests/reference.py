@@ -115,6 +115,26 @@ def _iprec(ranked, R, level):
     return int_precis
 
 
+def _infap_sum(triples, conv, eps=1e-5):
+    """The sum over relevant ranks k of the expected precision at k of inferred AP: 1 at rank 1,
+    else 1/k + (k-1)/k * (pooled above / (k-1)) * (relevant + eps) / (relevant + non-relevant + 2 eps)
+    above. Pooled: a judgment of any grade; judged (sampled): a grade >= 0 (trec_eval's -1 is
+    in the pool, not sampled); no judgment: outside the pool."""
+    total = 0.0
+    for k, (r, *_) in enumerate(triples, start=1):
+        if not r:
+            continue
+        above = triples[: k - 1]
+        rel = sum(1 for t in above if t[0])
+        nonrel = sum(1 for t in above if not t[0] and t[3] and t[1] >= 0)
+        pooled = sum(1 for t in above if t[0] or t[3])
+        if k == 1:
+            total += 1.0
+        else:
+            total += 1 / k + (k - 1) / k * (pooled / (k - 1)) * (rel + eps) / (rel + nonrel + 2 * eps)
+    return total
+
+
 ELEVEN = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -138,6 +158,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
             elif j and g >= 0:
                 nonrel_so_far += 1
         return _div(total, R, und)
+    if family == "infap":  # Yilmaz & Aslam 2006, with trec_eval's classes and smoothing (m_infap.c)
+        return _div(_infap_sum(triples, conv), R, und)
     if family in ("iprec", "iprec_avg"):
         if R == 0:
             return und

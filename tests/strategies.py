@@ -13,9 +13,9 @@ GRADES = st.sampled_from([0, 0, 1, 2, 3])
 FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp",
               "fn", "tn", "ap_capped", "judged"]
 UNCUT = ["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
-         "set_relative_precision", "rbp", "bpref", "iprec", "iprec_avg", "auc", "err"]
+         "set_relative_precision", "rbp", "bpref", "iprec", "iprec_avg", "auc", "err", "infap"]
 #: Families computed under deterministic tie rules only (refused under ties="expected").
-DETERMINISTIC_ONLY = {"iprec", "iprec_avg"}
+DETERMINISTIC_ONLY = {"iprec", "iprec_avg", "infap"}
 GAINS = [None, "exp", ((1, 3), (2, 7))]
 
 

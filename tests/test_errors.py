@@ -50,6 +50,8 @@ CASES = [
     (ev(metrics=["iprec(recall=0.5)"], ties="expected"), tk.ParameterError, "not computed exactly"),
     (ev(metrics=["iprec(recall=1.5)"], ties="first"), tk.UnknownMetricError, "recall must be a number from 0 to 1"),
     (ev(metrics=["iprec"]), tk.UnknownMetricError, "needs a parameter"),
+    (ev(metrics=["infAP"]), tk.ParameterError, "infap is not computed exactly under ties='expected'.*'item_desc'"),
+    (ev(metrics=["infap@10"]), tk.UnknownMetricError, "takes no cutoff"),
     (ev(metrics=["err(max_grade=0.5)@3"]), tk.DataError, r"needs every grade to be at most 0.5.*err\(max_grade="),
     (ev(metrics=["err(max_grade=-1)"]), tk.UnknownMetricError, "max_grade must be a positive finite number"),
     (ev(metrics=[]), tk.UnknownMetricError, "empty"),

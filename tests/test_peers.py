@@ -250,6 +250,28 @@ def test_pytrec_eval_bpref_and_interpolated_precision(seed):
     assert compared > 200
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("level", [1, 2])
+def test_pytrec_eval_infap(seed, level):
+    """trec_eval's infAP (pytrec_eval): runs with heavy ties, documents outside the pool (no
+    judgment), in the pool but not judged (grade -1), judged non-relevant and relevant, relevant
+    documents no run found; relevance at grade >= 1 and >= 2 (trec_eval -l2); with and without -J
+    (judged_only: the unpooled and grade -1 documents leave the ranking)."""
+    run, qrels = _partial_judgments(np.random.default_rng(500 + seed), queries=30, pool=300, grades=[-1, -1, 0, 1, 2])
+    kinds = run.merge(qrels, on=["query", "item"], how="left")["relevance"]
+    assert kinds.isna().any() and (kinds == -1).any() and (kinds == 0).any()  # every kind of retrieved document
+    for judged_only in (False, True):
+        ref = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {"infAP"}, relevance_level=level,
+                                             judged_docs_only_flag=judged_only).evaluate(_as_dicts(run))
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=["infAP"], conventions="pytrec_eval",
+                          threshold=level, empty_queries="keep", judged_only=judged_only)
+        pq = res.per_query.set_index("query")
+        assert sorted(pq.index) == sorted(ref)
+        assert any(v["infAP"] > 0 for v in ref.values())
+        for q, values in ref.items():  # a query without relevant documents: 0 in both
+            assert pq.loc[q, "infap"] == pytest.approx(values["infAP"], abs=1e-12), (q, judged_only)
+
+
 def _ir_measures():
     return pytest.importorskip("ir_measures", reason="ir_measures is a test extra")
 

@@ -16,6 +16,7 @@ from reference import evaluate_reference
 from strategies import DETERMINISTIC_ONLY, SCORES, conventions, logs, metric_specs
 from topkeval.conventions import resolve
 from topkeval.log import build_log
+from topkeval.metrics.judged import DETERMINISTIC
 from topkeval.names import parse_metrics
 
 
@@ -171,3 +172,50 @@ def test_judgments_apart_equal_reference(data, conv, specs):
             assert _close(float(got.loc[q, name]), value), (q, name, got.loc[q, name], value)
     for name, value in ref_sum["a"].items():
         assert _close(float(res.summary.iloc[0][name]), value), name
+
+
+@given(data=runs_and_judgments(), conv=conventions(), ties=st.sampled_from(DETERMINISTIC))
+def test_infap_with_sampled_pools_equals_reference(data, conv, ties):
+    """infAP on runs against judgments with all four kinds of retrieved items: relevant, judged
+    non-relevant, in the pool but not judged (grade -1) and outside the pool (no judgment)."""
+    run, judged = data
+    conv = dict(conv, ties=ties)
+    specs = [("infap", "infap", None, None), ("bpref", "bpref", None, None)]
+    qrels = pd.DataFrame([{"query": q, "item": i, "grade": g} for (q, i), g in judged.items()])
+    rows = [dict(r, grade=judged.get((r["query"], r["item"]), 0), judged=(r["query"], r["item"]) in judged)
+            for r in run]
+    judgments: dict = {}
+    for (q, _), g in sorted(judged.items()):
+        judgments.setdefault(q, []).append(g)
+    judgments = {q: g for q, g in judgments.items() if q in {r["query"] for r in run}}
+    if not judgments:
+        return
+    res = tk.evaluate(pd.DataFrame(run), qrels=qrels, metrics=["infap", "bpref"], query="query", relevance="grade",
+                      score="a", item="item", **conv)
+    ref_pq, ref_sum = evaluate_reference(rows, specs, conv, ["a"], judgments=judgments)
+    got = res.per_query.set_index("query")
+    assert set(got.index) == {q for _, q in ref_pq}
+    for (_, q), vals in ref_pq.items():
+        assert _close(float(got.loc[q, "infap"]), vals["infap"]), (q, got.loc[q, "infap"], vals["infap"])
+    assert _close(float(res.summary.iloc[0]["infap"]), ref_sum["a"]["infap"])
+
+
+def test_infap_by_hand():
+    """Ranks: 1 relevant, 2 grade -1 (pooled, not judged), 3 no judgment (outside the pool),
+    4 relevant, 5 judged non-relevant; a third relevant item is never retrieved (R = 3).
+    Rank 1 gives 1; rank 4 gives 1/4 + (3/4) (2/3) (1 + eps) / (1 + 2 eps): 2 of the 3 ranks above
+    are in the pool, 1 of the 1 judged above is relevant."""
+    run = pd.DataFrame({"query": "q", "item": ["a", "b", "c", "d", "e"], "score": [5.0, 4.0, 3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": "q", "item": ["a", "b", "d", "e", "f"], "relevance": [1, -1, 2, 0, 1]})
+    eps = 1e-5
+    want = (1 + 1 / 4 + (3 / 4) * (2 / 3) * (1 + eps) / (1 + 2 * eps)) / 3
+    for ties in DETERMINISTIC:
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=["infAP"], ties=ties)
+        assert res.summary.iloc[0]["infap"] == pytest.approx(want, rel=1e-14), ties
+    # grade -1 read as judged non-relevant would give 1/4 + (3/4) (2/3) (1 + eps) / (2 + 2 eps) instead
+    as_zero = tk.evaluate(run, qrels=qrels.replace({"relevance": {-1: 0}}), item="item", metrics=["infap"],
+                          ties="first")
+    assert as_zero.summary.iloc[0]["infap"] == pytest.approx(
+        (1 + 1 / 4 + (3 / 4) * (2 / 3) * (1 + eps) / (2 + 2 * eps)) / 3, rel=1e-14)
+    with pytest.raises(tk.ParameterError, match="infap is not computed exactly under ties='expected'"):
+        tk.evaluate(run, qrels=qrels, item="item", metrics=["infap"], ties="expected")

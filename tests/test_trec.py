@@ -40,6 +40,8 @@ def test_trec_eval_conformance(shared_dir, expected, qrels, run, options):
     wanted = {(m, q): v for m, q, v in lines if _ours(m)}
     measures = sorted({m for m, _ in wanted})
     assert len(measures) >= 5, measures
+    for second_pass in ("bpref", "infAP", "11pt_avg"):  # printed by -m all_trec: they must be compared
+        assert second_pass in measures or all(m != second_pass for m, _, _ in lines), second_pass
     res = tk.evaluate(base / run, qrels=base / qrels, metrics=[_ours(m) for m in measures],
                       conventions="trec_eval", **options)
     pq = res.per_query.set_index("query")
@@ -148,8 +150,8 @@ def test_depth_equals_cutting_the_run():
 
 
 def test_trec_names():
-    assert [trec_name(m) for m in ("P@5", "recall@20", "Rprec", "map", "ap@100", "ndcg", "success@10")] == [
-        "P_5", "recall_20", "Rprec", "map", "map_cut_100", "ndcg", "success_10"]
+    assert [trec_name(m) for m in ("P@5", "recall@20", "Rprec", "map", "ap@100", "ndcg", "success@10", "infap")] == [
+        "P_5", "recall_20", "Rprec", "map", "map_cut_100", "ndcg", "success_10", "infAP"]
 
 
 def test_run_file_without_judgments_is_a_clear_error(tmp_path):

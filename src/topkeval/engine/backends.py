@@ -186,7 +186,7 @@ def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:
 def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
                   rel: np.ndarray, grade: np.ndarray, items: np.ndarray, thr: float, threads: int | None) -> None:
     """The second pass (:mod:`topkeval.kernels.ranked`): judged candidates, bpref, interpolated
-    precision, AUC and ERR, into ``st``."""
+    precision, AUC, ERR and inferred AP, into ``st``."""
     from ..kernels import cpu, ranked
 
     conv = plan.conv
@@ -194,23 +194,27 @@ def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgme
     judged = log.judged_rows()
     grades = np.asarray(log.grades)
     jnr = judged & (grades >= 0) & ~rel
+    unj = judged & (grades < 0) & ~rel  # trec_eval: in the pool but not judged
     err = np.stack([err_gains(grades, m) for m in plan.err_grades]) if plan.err_grades else np.zeros((0, len(rel)))
     active = rel.copy()
     if "judged" in need:
         active |= judged
-    if "bpref" in need:
+    if need & {"bpref", "infap"}:
         active |= jnr
+    if "infap" in need:
+        active |= unj
     if len(err):
         active |= (err > 0).any(axis=0)
     order = grades.astype(np.float64)[None, :] if len(err) else np.zeros((0, 0))
-    cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, grade, items, err, order,
+    cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, unj, grade, items, err, order,
                                 judgments.R.astype(np.int64, copy=False),
                                 np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64))
-    prm = ranked.RankedParams(plan.cutoffs, thr, cpu.TIE_CODES[conv.ties], bool(need & {"bpref", "iprec", "auc"}),
-                              "judged" in need, "bpref" in need, "auc" in need,
+    prm = ranked.RankedParams(plan.cutoffs, thr, cpu.TIE_CODES[conv.ties], bool(need & {"bpref", "iprec", "auc", "infap"}),
+                              "judged" in need, "bpref" in need, "auc" in need, "infap" in need,
                               np.asarray(plan.iprec_levels, dtype=np.float64))
     out = ranked.compute(cols, prm, threads)
     st.judged, st.bpref_sum, st.iprec, st.auc_sum, st.err = out.judged, out.bpref, out.iprec, out.auc, out.err
+    st.infap_sum = out.infap
     st.iprec_levels, st.err_grades = plan.iprec_levels, plan.err_grades
 
 

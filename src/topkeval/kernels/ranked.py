@@ -19,6 +19,12 @@ in the group) and ``b`` (group mates the tie rule puts first), in rank order. Th
   fewer than c relevant candidates are in the list, else the largest precision at a rank at or
   beyond the max(c, 1)-th relevant one (trec_eval ``m_iprec_at_recall.c``). Deterministic tie
   rules only.
+* ``infap``: trec_eval's inferred AP sum (``m_infap.c``; Yilmaz & Aslam, CIKM 2006). A retrieved
+  candidate is relevant, judged non-relevant (``jnr``), in the pool but unjudged (``unj``: a
+  negative grade) or outside the pool (no judgment). For the relevant candidate at rank i (from
+  1), with a relevant, b judged non-relevant and u pool-unjudged candidates above it, the term is
+  1 at rank 1, else ``1/i + ((i-1)/i) ((a + b + u)/(i-1)) (a + eps)/(a + b + 2 eps)``,
+  eps = :data:`INFAP_EPSILON`. Deterministic tie rules only.
 * ``auc``: for each relevant candidate, the non-relevant candidates ranked below it, plus half
   of its non-relevant group mates under ``ties="expected"``.
 * ``err`` at k: sum over ranks i <= k of ``R_i / i * prod_{j < i} (1 - R_j)``, with
@@ -42,11 +48,15 @@ from .cpu import NO_CUTOFF, TIE_EXPECTED, _rank_order, _scratch, _sort_path
 from .jit import kernel
 from .threads import default_threads, run_parallel
 
+#: trec_eval's smoothing of the estimated share of relevant items among the judged ones (INFAP_EPSILON).
+INFAP_EPSILON = 0.00001
+
 
 class RankedColumns(NamedTuple):
     """Inputs per row and per query: ``offsets``, ``scores``, ``rel`` (relevant), ``active`` (the
     candidates this pass looks at), ``judged`` (has a judgment), ``jnr`` (judged, grade >= 0, not
-    relevant), ``grade`` (float, for the optimistic / pessimistic tie rules, else empty),
+    relevant), ``unj`` (a judgment with a negative grade, not relevant: in the pool but not
+    judged), ``grade`` (float, for the optimistic / pessimistic tie rules, else empty),
     ``items`` (codes for the item tie rules, else empty), ``err_gain`` (V x rows: R of each row
     under each maximum grade), ``order`` (1 x rows: the grade, to order tie mates), ``R`` and
     ``NJ`` (Q: relevant and judged non-relevant items of each query)."""
@@ -57,6 +67,7 @@ class RankedColumns(NamedTuple):
     active: np.ndarray
     judged: np.ndarray
     jnr: np.ndarray
+    unj: np.ndarray
     grade: np.ndarray
     items: np.ndarray
     err_gain: np.ndarray
@@ -68,7 +79,7 @@ class RankedColumns(NamedTuple):
 class RankedParams(NamedTuple):
     """``cutoffs`` (C, ascending, :data:`~topkeval.kernels.cpu.NO_CUTOFF` for the whole list),
     ``thr`` (score threshold), ``tie`` (a ``TIE_*`` code), ``whole`` (look at the whole list),
-    ``want_judged``, ``want_bpref``, ``want_auc``, ``levels`` (L recall levels)."""
+    ``want_judged``, ``want_bpref``, ``want_auc``, ``want_infap``, ``levels`` (L recall levels)."""
 
     cutoffs: np.ndarray
     thr: float
@@ -77,17 +88,33 @@ class RankedParams(NamedTuple):
     want_judged: bool
     want_bpref: bool
     want_auc: bool
+    want_infap: bool
     levels: np.ndarray
 
 
 class RankedOutputs(NamedTuple):
-    """``judged`` (Q x C), ``bpref`` (Q), ``iprec`` (Q x L), ``auc`` (Q), ``err`` (V x Q x C)."""
+    """``judged`` (Q x C), ``bpref`` (Q), ``iprec`` (Q x L), ``auc`` (Q), ``err`` (V x Q x C),
+    ``infap`` (Q)."""
 
     judged: np.ndarray
     bpref: np.ndarray
     iprec: np.ndarray
     auc: np.ndarray
     err: np.ndarray
+    infap: np.ndarray
+
+
+@kernel
+def _infap_term(rank, rel_above, jnr_above, unj_above):
+    """trec_eval's inferred precision at the relevant candidate of rank ``rank`` (from 1): the
+    candidate itself, plus the share of the ranks above that are in the pool times the smoothed
+    share of relevant items among the judged ones above."""
+    if rank == 1:
+        return 1.0
+    above = float(rank - 1)
+    pooled = rel_above + jnr_above + unj_above
+    return 1.0 / rank + (above / rank) * (pooled / above) * (
+        (rel_above + INFAP_EPSILON) / (rel_above + jnr_above + 2 * INFAP_EPSILON))
 
 
 @kernel
@@ -154,6 +181,8 @@ def ranked_range(cols, prm, q0, q1, out):
             out.bpref[q] = 0.0
         if prm.want_auc:
             out.auc[q] = 0.0
+        if prm.want_infap:
+            out.infap[q] = 0.0
         for x in range(L):
             out.iprec[q, x] = 0.0
         if n == 0:
@@ -181,6 +210,8 @@ def ranked_range(cols, prm, q0, q1, out):
         den = float(min(cols.NJ[q], R))
         N = n - nrel
         jnr_above = 0  # judged non-relevant candidates of the groups (ranks) above
+        unj_above = 0  # pool-unjudged candidates (negative grades) of the ranks above (deterministic rules)
+        isum = 0.0
         rel_above = 0  # relevant candidates of the groups (ranks) above
         bsum = 0.0
         asum = 0.0
@@ -208,6 +239,10 @@ def ranked_range(cols, prm, q0, q1, out):
                     asum += N - (g[t] + b[t] - rel_above)
             if L > 0 and nr > 0:  # deterministic rules only (the plan refuses "expected"): one candidate
                 relrank[rel_above] = g[t] + b[t] + 1
+            if prm.want_infap and tie != TIE_EXPECTED:  # the plan refuses "expected": one candidate
+                if nr > 0:
+                    isum += _infap_term(g[t] + b[t] + 1, rel_above, jnr_above, unj_above)
+                unj_above += cols.unj[w[t]]
             jnr_above += nj
             rel_above += nr
             t = z
@@ -215,6 +250,8 @@ def ranked_range(cols, prm, q0, q1, out):
             out.bpref[q] = bsum
         if prm.want_auc:
             out.auc[q] = asum
+        if prm.want_infap:
+            out.infap[q] = isum
         # interpolated precision (deterministic rules): best[j] = max precision at ranks of the j-th
         # relevant candidate and beyond
         if L > 0 and rel_above > 0:
@@ -288,7 +325,8 @@ def compute(cols: RankedColumns, prm: RankedParams, threads: int | None = None) 
     C = len(prm.cutoffs)
     V = cols.err_gain.shape[0]
     out = RankedOutputs(np.zeros((Q, C) if prm.want_judged else (0, C)), np.zeros(Q if prm.want_bpref else 0),
-                        np.zeros((Q, len(prm.levels))), np.zeros(Q if prm.want_auc else 0), np.zeros((V, Q, C)))
+                        np.zeros((Q, len(prm.levels))), np.zeros(Q if prm.want_auc else 0), np.zeros((V, Q, C)),
+                        np.zeros(Q if prm.want_infap else 0))
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
     run_parallel(lambda qr: ranked_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))

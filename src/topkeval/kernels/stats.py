@@ -56,6 +56,9 @@ class QueryStats:
     auc_sum : ndarray of float64, shape (Q,), or (0,)
         Pairs (relevant, non-relevant candidate) ranked in that order (a tied pair counts 1/2
         under ``ties="expected"``).
+    infap_sum : ndarray of float64, shape (Q,), or (0,)
+        trec_eval's inferred AP times R: the sum over relevant candidates of their inferred
+        precision (:mod:`topkeval.kernels.ranked`).
     err : ndarray of float64, shape (V, Q, C)
         Expected reciprocal rank at each cutoff, one per maximum grade of ``err_grades``.
     iprec_levels : tuple of float
@@ -81,11 +84,12 @@ class QueryStats:
     iprec: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     auc_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
     err: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0)))
+    infap_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
     iprec_levels: tuple = ()
     err_grades: tuple = ()
 
     _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum", "judged", "bpref_sum",
-                  "iprec", "auc_sum")
+                  "iprec", "auc_sum", "infap_sum")
     _PER_VARIANT = ("dcg", "ideal_dcg", "err")
 
     @property

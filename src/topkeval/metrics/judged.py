@@ -1,4 +1,4 @@
-"""Metrics of the second pass: judged share, bpref, interpolated precision, AUC, ERR.
+"""Metrics of the second pass: judged share, bpref, interpolated precision, AUC, ERR, inferred AP.
 
 With R relevant items, NJ judged non-relevant items (a judgment with grade >= 0 that is not
 relevant), n candidates of which r are relevant and N = n - r are not:
@@ -9,6 +9,10 @@ metric                 value                                                    
 judged@k               judged candidates in the top k / k (shrink: / min(k, n))             shrink and n = 0
 bpref                  (1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R),    R = 0
                        X the judged non-relevant candidates above it (1 when min(NJ, R)=0)
+infap                  (1/R) sum over relevant candidates at rank i of 1 at rank 1, else    R = 0
+                       1/i + ((i-1)/i) (P/(i-1)) (a + eps)/(a + b + 2 eps): P of the i - 1
+                       ranks above in the pool (a relevant, b judged non-relevant, the
+                       rest with a negative grade), eps = 1e-5 (trec_eval infAP)
 iprec(recall=x)        largest precision at or beyond the lround(x R)-th relevant rank;     R = 0
                        0 when fewer relevant candidates are listed (trec_eval)
 iprec_avg              mean of iprec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)         R = 0
@@ -20,9 +24,12 @@ err(max_grade=m)@k     sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j),   
 
 A candidate is judged when it has a judgment: every row of a log (its grade is its judgment),
 and, with judgments kept apart from the run (``qrels=``), a retrieved item the judgments list,
-whatever its grade. ``iprec`` and ``iprec_avg`` are computed under deterministic tie rules only
-(the mean of a maximum over the orders of tied candidates has no closed form here); the others
-are exact under every tie rule, ``ties="expected"`` included.
+whatever its grade. A negative grade is trec_eval's "in the pool but not judged": such a candidate
+is judged for judged@k, but neither relevant nor judged non-relevant for bpref and infAP, and
+infAP counts it among the pooled ranks above a relevant candidate (P). ``iprec``, ``iprec_avg``
+and ``infap`` are computed under deterministic tie rules only (the mean of a maximum, or of a
+ratio of counts, over the orders of tied candidates has no closed form here); the others are
+exact under every tie rule, ``ties="expected"`` included.
 """
 
 from __future__ import annotations
@@ -52,6 +59,15 @@ def judged(st, m, conv):
           formula="(1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R), X judged non-relevant above")
 def bpref(st, m, conv):
     return ratio(st.bpref_sum, st.R, conv.undefined)
+
+
+@register("infap", cutoff="none", needs=("infap",), depth="list", trec_uncut="infAP", ties=DETERMINISTIC,
+          summary="inferred average precision (Yilmaz & Aslam 2006; trec_eval infAP): a sampled pool, grade -1 "
+                  "in the pool but not judged",
+          formula="(1/R) sum over relevant ranks i of 1/i + (P/i) (a + eps)/(a + b + 2 eps), eps = 1e-5: of the ranks "
+                  "above, a relevant, b judged non-relevant, P with a judgment of any grade")
+def infap(st, m, conv):
+    return ratio(st.infap_sum, st.R, conv.undefined)
 
 
 def _iprec_name(m) -> str:

@@ -21,8 +21,9 @@ rank and the sum of precisions at relevant ranks), ``dcg`` (discounted gains und
 metrics declare: gain x discount), and the counts ``n``, ``rel_ret``, ``R`` that every kernel gives.
 A second pass over the whole order of each list (:mod:`topkeval.kernels.ranked`) gives ``judged``
 (judged candidates in the top k), ``bpref`` (trec_eval's bpref sum), ``iprec`` (interpolated
-precision at the recall levels the metrics declare), ``auc`` (correctly ordered pairs) and ``err``
-(expected reciprocal rank under the maximum grades the metrics declare).
+precision at the recall levels the metrics declare), ``auc`` (correctly ordered pairs), ``err``
+(expected reciprocal rank under the maximum grades the metrics declare) and ``infap`` (trec_eval's
+inferred AP sum).
 
 A family that is exact only under some tie rules lists them in ``ties``; the plan refuses the
 others with a :class:`~topkeval.errors.ParameterError` rather than give an inexact number.
@@ -35,10 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 #: The statistics a family may ask of the kernel (besides the counts every kernel returns).
-STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err"})
+STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err", "infap"})
 
 #: The statistics of the second pass (:mod:`topkeval.kernels.ranked`).
-RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err"})
+RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err", "infap"})
 
 
 @dataclass(frozen=True)
