@@ -195,6 +195,10 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return _div(total, R if family == "ap" else min(R, k), und)
     if family == "rbp":  # beta carries p
         return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+    if family == "rbp_residual":  # Moffat & Zobel 2008: unjudged ranks of the top k, and every rank past it
+        depth = min(cut, n)
+        unjudged = [not t[3] for t in triples][:depth]
+        return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
     if family in ("dcg", "ndcg"):
         value = _dcg([_gain(g, gain) for _, g, *_ in triples], cut, conv)
         if family == "dcg":

@@ -13,7 +13,7 @@ GRADES = st.sampled_from([0, 0, 1, 2, 3])
 FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp",
               "fn", "tn", "ap_capped", "judged"]
 UNCUT = ["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
-         "set_relative_precision", "rbp", "bpref", "iprec", "iprec_avg", "auc", "err", "infap"]
+         "set_relative_precision", "rbp", "rbp_residual", "bpref", "iprec", "iprec_avg", "auc", "err", "infap"]
 #: Families computed under deterministic tie rules only (refused under ties="expected").
 DETERMINISTIC_ONLY = {"iprec", "iprec_avg", "infap"}
 GAINS = [None, "exp", ((1, 3), (2, 7))]
@@ -57,10 +57,10 @@ def metric_specs(draw):
     """(name, family, k, beta) tuples, with the canonical name the engine must print."""
     out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
     for fam in draw(st.lists(st.sampled_from(UNCUT), max_size=3, unique=True)):
-        k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in ("rr", "ap", "ndcg", "dcg", "rbp", "err") else None
+        k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in ("rr", "ap", "ndcg", "dcg", "rbp", "rbp_residual", "err") else None
         gain = draw(st.sampled_from(GAINS)) if fam in ("ndcg", "dcg") else None
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
-        if fam == "rbp":
+        if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
         if fam == "iprec":
             beta = draw(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0]))  # the recall level
@@ -76,7 +76,7 @@ def metric_specs(draw):
         elif fam == "err":
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
         elif beta is not None:
-            params.append(f"p={beta:g}" if fam == "rbp" else f"beta={beta:g}")
+            params.append(f"p={beta:g}" if fam in ("rbp", "rbp_residual") else f"beta={beta:g}")
         name = fam + (f"({','.join(params)})" if params else "") + (f"@{k}" if k else "")
         out.append((name, fam, k, beta, gain))
     for _ in range(draw(st.integers(1, 4))):

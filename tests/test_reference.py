@@ -219,3 +219,18 @@ def test_infap_by_hand():
         (1 + 1 / 4 + (3 / 4) * (2 / 3) * (1 + eps) / (2 + 2 * eps)) / 3, rel=1e-14)
     with pytest.raises(tk.ParameterError, match="infap is not computed exactly under ties='expected'"):
         tk.evaluate(run, qrels=qrels, item="item", metrics=["infap"], ties="expected")
+
+
+def test_rbp_residual_by_hand():
+    """Moffat & Zobel's residual: a (relevant), b (unjudged), c (judged non-relevant), d (unjudged), p = 0.5:
+    rbp = 0.5 * 0.5**0; residual = 0.5 * (0.5**1 + 0.5**3) + 0.5**4 (every rank past the list) = 0.375;
+    at k = 2: 0.5 * 0.5**1 + 0.5**2 = 0.5. A log without judgments apart has only the tail, p**n."""
+    import topkeval as tk
+
+    run = {"query": [1, 1, 1, 1], "item": ["a", "b", "c", "d"], "score": [4.0, 3.0, 2.0, 1.0]}
+    qrels = {"query": [1, 1, 1], "item": ["a", "c", "z"], "relevance": [1, 0, 1]}
+    res = tk.evaluate(run, ["rbp(p=0.5)", "rbp_residual(p=0.5)", "rbp_residual(p=0.5)@2"], item="item", qrels=qrels)
+    assert res.summary.iloc[0].tolist() == [0.5, 0.375, 0.5]
+    plain = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 0, 0], "score": [3.0, 2.0, 1.0]},
+                        ["rbp_residual(p=0.8)", "rbp_residual(p=0.8)@2"])
+    assert plain.summary.iloc[0].tolist() == pytest.approx([0.8**3, 0.8**2], rel=1e-15)

@@ -140,8 +140,12 @@ class CpuBackend:
         ideal_gains, ideal_discs, shifts = [], [], np.zeros(G, np.int64)
         judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if G else None
         for g, spec in enumerate(plan.dcg_specs):
-            row_gains = gains_of(log.grades, spec, rel)
-            judged_gains = gains_of(judgments.grades, spec, judged_rel)
+            if spec.gain == "unjudged":  # 1 for each candidate without a judgment; the ideal list has none
+                row_gains = (~log.judged_rows()).astype(np.float64)
+                judged_gains = np.zeros(len(judgments.grades))
+            else:
+                row_gains = gains_of(log.grades, spec, rel)
+                judged_gains = gains_of(judgments.grades, spec, judged_rel)
             d, c = discounts(spec, max(longest, longest_judged))
             shift = _gain_shift(row_gains, judged_gains, total_discount=float(c[-1]))
             if shift:

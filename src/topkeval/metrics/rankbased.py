@@ -88,3 +88,18 @@ def _rbp(m, conv) -> DcgSpec:
           formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)")
 def rbp(st, m, conv):
     return (1.0 - m.param("p")) * st.dcg_at(_rbp(m, conv), m.k)
+
+
+def _unjudged(m, conv) -> DcgSpec:
+    return DcgSpec("unjudged", ("rbp", m.param("p")))
+
+
+@register("rbp_residual", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),),
+          dcg=_unjudged, aliases=("rbp_res",), higher_is_better=False,
+          summary="RBP's residual (Moffat & Zobel 2008): how much rbp(p) could still grow if every unjudged "
+                  "candidate of the top k, and every rank past the list, were relevant",
+          formula="(1 - p) sum over unjudged ranks i <= min(k, n) of p^(i - 1) + p^min(k, n)")
+def rbp_residual(st, m, conv):
+    p = m.param("p")
+    depth = st.n.astype(np.float64) if m.k is None else np.minimum(st.n, m.k).astype(np.float64)
+    return (1.0 - p) * st.dcg_at(_unjudged(m, conv), m.k) + p ** depth

@@ -62,7 +62,8 @@ class DcgSpec:
     """One discounted-gain statistic: a gain per candidate times a discount per rank.
 
     ``gain``: ``"linear"`` (the grade, 0 for grades <= 0), ``"exp"`` (2**grade - 1),
-    ``"binary"`` (1 for a relevant candidate) or a tuple of ``(grade, gain)`` pairs (other grades
+    ``"binary"`` (1 for a relevant candidate), ``"unjudged"`` (1 for a candidate without a
+    judgment: RBP's residual) or a tuple of ``(grade, gain)`` pairs (other grades
     gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
     ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
     (p ** (rank - 1)).
