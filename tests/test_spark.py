@@ -178,7 +178,22 @@ def test_an_executor_without_topkeval_is_named():
     assert _unwrap(other) is other
 
 
-def test_segments_and_weights_are_refused_on_spark_with_a_reason(spark):
-    frame = pd.DataFrame({"query": [1, 1], "relevance": [1, 0], "s": [0.5, 0.2], "device": ["m", "m"]})
-    with pytest.raises(tk.ParameterError, match="not supported on Spark yet"):
-        tk.evaluate(_sdf(spark, frame), ["recall@1"], score="s", by="device")
+def test_segments_and_weights_on_spark_equal_the_local_engine(spark):
+    rng = np.random.default_rng(4)
+    n = 900
+    q = rng.integers(0, 60, n)
+    frame = pd.DataFrame({"query": q, "item": np.arange(n) % 37, "relevance": rng.integers(0, 2, n),
+                          "old": rng.integers(0, 4, n) / 3, "new": rng.random(n), "device": np.where(q % 3, "m", "d"),
+                          "traffic": (q % 5).astype(float)}).drop_duplicates(["query", "item"])
+    kw = dict(score=["old", "new"], item="item", by="device", weight="traffic")
+    local = tk.evaluate(frame, ["recall@5", "ndcg@5"], **kw)
+    on_spark = tk.evaluate(_sdf(spark, frame), ["recall@5", "ndcg@5"], **kw)
+    pd.testing.assert_frame_equal(on_spark.segments, local.segments, rtol=1e-12)
+    pd.testing.assert_frame_equal(on_spark.summary, local.summary, rtol=1e-12)
+    pd.testing.assert_frame_equal(on_spark.compare(baseline="old", seed=1), local.compare(baseline="old", seed=1),
+                                  rtol=1e-12)
+    bad = frame.assign(device=np.where(frame["item"] == 1, "x", frame["device"]))
+    with pytest.raises(tk.DataError, match="same on every row of a query"):
+        tk.evaluate(_sdf(spark, bad), ["recall@5"], **kw)
+    with pytest.raises(tk.DataError, match=">= 0"):
+        tk.evaluate(_sdf(spark, frame.assign(traffic=-frame["traffic"] - 1)), ["recall@5"], **kw)

@@ -125,7 +125,8 @@ def evaluate(
         Segment columns: query-level attributes (the same on every row of a query; refused
         otherwise), such as device or market. ``per_query`` gains them, ``Results.segments`` gives
         the means per segment, ``compare``, ``summary_ci`` and the report break down by segment
-        (plus the overall rows). For a table held in memory.
+        (plus the overall rows). Tables, files (streamed too), judgments apart (read from the run)
+        and Spark DataFrames (the per-query values are then collected); not TREC run files.
     weight : str, optional
         A column of query weights (traffic, revenue; the same on every row of a query, finite and
         >= 0): the summary holds weighted means ``sum_q w_q v_q / sum_q w_q`` and the comparison
@@ -241,18 +242,26 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
                              "a table of (query, item, score, segment) rows with qrels= instead.")
     from .spark import is_spark
 
-    if attributes and is_spark(data):
-        raise ParameterError("by= and weight= are not supported on Spark yet: evaluate each segment's rows (a filter) "
-                             "on Spark, or collect the per-query values and the segments.")
     if is_spark(data):
         from .spark import evaluate_spark
 
         if chunk_rows is not None:
             raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
                                  "already: drop chunk_rows.")
-        return evaluate_spark(data, plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
-                              ascending=ascending, qrels=qrels, model=model, missing_queries=missing_queries,
-                              judged_only=judged_only)
+        res = evaluate_spark(data, plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
+                             ascending=ascending, qrels=qrels, model=model, missing_queries=missing_queries,
+                             judged_only=judged_only)
+        if not attributes:
+            return res
+        # segments and weights: the per-query values and each query's attributes are collected (as compare does)
+        from .results import Results as LocalResults
+        from .spark import query_attributes
+
+        attrs = query_attributes(data, query, by, weight)
+        local = LocalResults(res.summary, res.to_pandas(), dict(res.info), query_name=res.query_name,
+                             conventions=res._conventions)
+        segments.attach(local, attrs, by, weight)
+        return local
     if qrels is not None:
         from .qrels import evaluate_runs
 

@@ -452,3 +452,39 @@ class SparkResults(Results):
 
     def __repr__(self) -> str:
         return "Spark" + super().__repr__()
+
+
+def query_attributes(df, query: str, by: list[str], weight: str | None):
+    """The segment columns and the weight of each query of a Spark DataFrame, collected (one row per
+    query): refused when one varies within a query, as on a local table."""
+    from pyspark.sql import functions as F
+
+    from .errors import DataError
+    from .segments import attributes_by_code
+
+    names = list(by) + ([weight] if weight else [])
+    missing = [c for c in names if c not in df.columns]
+    if missing:
+        from .errors import ColumnError, did_you_mean
+
+        raise ColumnError(f"Column {missing[0]!r} ({'weight' if missing[0] == weight else 'by'}=) not found in the "
+                          f"Spark DataFrame.{did_you_mean(missing[0], df.columns)} Available: "
+                          f"{', '.join(map(repr, df.columns))}.")
+    aggs = []
+    for i, c in enumerate(names):
+        aggs += [F.countDistinct(F.col(c)).alias(f"d{i}"), F.max(F.col(c).isNull().cast("int")).alias(f"n{i}"),
+                 F.first(F.col(c), ignorenulls=True).alias(f"v{i}")]
+    rows = _run(lambda: df.groupBy(query).agg(*aggs).collect())
+    for i, c in enumerate(names):
+        varies = [r for r in rows if r[f"d{i}"] > 1]
+        if varies:
+            role = "weight" if c == weight else "segment"
+            raise DataError(f"The {role} column {c!r} must be the same on every row of a query, but query "
+                            f"{varies[0][query]!r} has more than one value ({len(varies):,} queries do).")
+    labels = np.array([r[query] for r in rows], dtype=object)
+    columns = {}
+    for i, c in enumerate(names):
+        values = [r[f"v{i}"] if not r[f"n{i}"] else None for r in rows]
+        columns[c] = np.array([np.nan if v is None else v for v in values], dtype=np.float64) if c == weight \
+            else pd.array(values, dtype=object)
+    return attributes_by_code(np.arange(len(rows)), labels, columns, list(by), weight, query)
