@@ -533,3 +533,17 @@ def test_short_lists_unknown_queries_long_cutoffs_and_id_types(tmp_path):
         res.curves(["recall@10"])
     with pytest.raises(ParameterError, match="Models: 'a', 'b'"):
         res.report(tmp_path / "y.html", baseline="c")
+
+
+def test_curves_and_report_of_a_score_matrix(tmp_path):
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.random((60, 40)), 1)  # ties
+    relevant = (rng.random((60, 40)) < 0.1).astype(float)
+    res = tk.evaluate_matrix({"a": scores, "b": scores[::-1].copy()}, relevant, ["recall@6", "ndcg@4"])
+    got = res.curves()
+    for k in (1, 4, 6):
+        alone = tk.evaluate_matrix({"a": scores, "b": scores[::-1].copy()}, relevant, [f"recall@{k}"]).summary
+        part = got[(got.metric == "recall") & (got.k == k)].set_index("model")["value"]
+        assert part.to_dict() == alone[f"recall@{k}"].to_dict()
+    text = open(res.report(tmp_path / "m.html", n_resamples=200), encoding="utf-8").read()
+    assert "do not keep" in text  # no side by side: a matrix keeps no rows

@@ -223,11 +223,16 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     prepared = prepare(scores, relevant, exclude)
     warn_leaked(prepared.leaked, stacklevel=3)
     U, I = prepared.shape
-    run = evaluate_rows(prepared, np.arange(U), plan, batch_size=batch_size, threads=threads)
-    engine.warn_if_nothing_relevant(conv, run.relevant)
-    return engine.build_results(run.evaluated, plan, query_name="user", info={"matrix": {
-        "users": U, "items": I, "candidates_selected": run.selected, "depth": run.depth,
-        "relevant_excluded": prepared.leaked}})
+    def results(current_plan):
+        run = evaluate_rows(prepared, np.arange(U), current_plan, batch_size=batch_size, threads=threads)
+        engine.warn_if_nothing_relevant(conv, run.relevant)
+        return engine.build_results(run.evaluated, current_plan, query_name="user", info={"matrix": {
+            "users": U, "items": I, "candidates_selected": run.selected, "depth": run.depth,
+            "relevant_excluded": prepared.leaked}})
+
+    res = results(plan)
+    res._rerun = lambda names: results(engine.make_plan(names, conv))  # Results.curves: the same matrices again
+    return res
 
 
 @dataclass
