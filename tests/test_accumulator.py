@@ -468,3 +468,31 @@ def test_a_refused_update_changes_nothing():
     ev.update(scores[4:], grades[4:], exclude[4:])  # the counter goes on from 4
     pd.testing.assert_frame_equal(ev.compute().per_query,
                                   tk.evaluate_matrix(scores, grades, metrics=METRICS, exclude=exclude).per_query)
+
+
+def test_models_must_score_the_same_users():
+    scores, grades, _ = _data(6, users=8)
+    ev = tk.MatrixEvaluator(["recall@3"])
+    ev.update({"a": scores[:4], "b": scores[:4]}, grades[:4])
+    ev.update({"a": scores[4:]}, grades[4:], users=[4, 5, 6, 7])
+    with pytest.raises(tk.DataError, match="different users"):
+        ev.compute()
+    ev = tk.MatrixEvaluator(["recall@3"])
+    ev.update(scores[:4], grades[:4], users=[0, 1, 2, 3], model="a")
+    ev.update(scores[4:], grades[4:], users=[4, 5, 6, 7], model="b")  # as many users, other ones
+    with pytest.raises(tk.DataError, match="different users"):
+        ev.compute()
+
+
+def test_repeated_graded_cells_are_refused_and_bool_scores_work():
+    import scipy.sparse as sp
+
+    S = np.array([[0.9, 0.8, 0.7, 0.1]])
+    with pytest.raises(tk.DataError, match="more than once"):
+        tk.evaluate_matrix(S, (np.array([0, 0, 0]), np.array([1, 3, 3]), np.array([1.0, 1.0, 1.0])), ["ndcg@4"])
+    with pytest.raises(tk.DataError, match="more than once"):
+        tk.evaluate_matrix(S, sp.coo_matrix((np.ones(3), ([0, 0, 0], [1, 3, 3])), shape=(1, 4)), ["ndcg@4"])
+    once = tk.evaluate_matrix(S, (np.array([0, 0, 0]), np.array([1, 3, 3])), ["ndcg@4"]).summary  # an edge twice: one
+    assert once.equals(tk.evaluate_matrix(S, np.array([[0, 1, 0, 1]]), ["ndcg@4"]).summary)
+    as_bool = tk.evaluate_matrix(S > 0.75, np.array([[0, 1, 0, 1]]), ["recall@2"]).summary.iloc[0, 0]
+    assert as_bool == tk.evaluate_matrix((S > 0.75).astype(float), np.array([[0, 1, 0, 1]]), ["recall@2"]).summary.iloc[0, 0]

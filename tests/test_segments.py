@@ -167,6 +167,10 @@ def test_per_query_report_cli_and_json_carry_the_segments(tmp_path, capsys):
     (lambda f: f.assign(traffic=np.where(f["item"] == 1, 9, f["traffic"])), dict(weight="traffic"), DataError,
      "same on every row"),
     (lambda f: f.rename(columns={"device": "model"}), dict(by="model"), ParameterError, "cannot be called"),
+    (lambda f: f.rename(columns={"device": "delta"}), dict(by="delta"), ParameterError, "cannot be called"),
+    (lambda f: f.rename(columns={"device": "weight"}), dict(by="weight", weight="traffic"), ParameterError,
+     "cannot be called"),
+    (lambda f: f, dict(by="traffic", weight="traffic"), ParameterError, "both a segment"),
     (lambda f: f, dict(by="rel"), ParameterError, "other than the query"),
     (lambda f: f, dict(by="devise"), tk.ColumnError, "devise"),
     (lambda f: f, dict(by=["device", "device"]), ParameterError, "twice"),
@@ -209,3 +213,19 @@ def test_where_segments_and_weights_are_refused():
         res.compare(baseline="old", test="t")
     with pytest.raises(ParameterError, match="no segments"):
         _ = res.segments
+
+
+def test_a_weight_column_called_weight_and_zero_weights():
+    frame = _segment_log(30).rename(columns={"traffic": "weight"})
+    kw = dict(relevance="rel", score=["old", "new"], item="item")
+    res = tk.evaluate(frame, ["recall@2"], weight="weight", **kw)
+    assert "weight" in res.per_query.columns and res.compare(baseline="old")["weight"].item() > 0
+    # a query of weight 0 counts nowhere: as if its rows were dropped (the repeated-queries reading)
+    zero = frame.assign(weight=np.where(frame["query"] < 10, 0, frame["weight"]))
+    a = tk.evaluate(zero, ["recall@2"], weight="weight", **kw)
+    b = tk.evaluate(zero[zero["query"] >= 10], ["recall@2"], weight="weight", **kw)
+    ca, cb = a.compare(baseline="old"), b.compare(baseline="old")
+    for column in ("delta", "wins", "ties", "losses", "n_queries", "effect_size", "ci_low", "ci_high", "p_value"):
+        assert np.allclose(ca[column], cb[column], rtol=1e-12), column
+    sa, sb = a.summary_ci(), b.summary_ci()
+    assert np.allclose(sa[["mean", "ci_low", "ci_high", "n_queries"]], sb[["mean", "ci_low", "ci_high", "n_queries"]])

@@ -280,6 +280,15 @@ class MatrixEvaluator:
                     "would weigh it twice in the means. Call reset() at the start of each evaluation; with a "
                     "DistributedSampler, which repeats rows to even out the ranks, drop the repeated rows or "
                     "pass drop_last=True; otherwise give each row its own id with users=.")
+        users_of = {m: pd.Index(np.concatenate([u.users for u in updates if m in u.models])).sort_values()
+                    for m in models}
+        first_model = models[0]
+        for m in models[1:]:  # a model left out of some updates: its mean would be over other users
+            if not users_of[m].equals(users_of[first_model]):
+                counts = ", ".join(f"{k!r}: {len(v):,}" for k, v in users_of.items())
+                raise DataError(f"the models were updated with different users ({counts} users): every model must "
+                                "score the same users, or the means and compare() mix different users. Update "
+                                "every model with every batch (call reset() to start again).")
         all_ids = pd.Index(np.concatenate([u.users for u in updates])).unique()
         evaluated_ids = pd.Index(np.concatenate([mv.queries for u in updates for ev in u.evaluated
                                                  for mv in ev.models])).unique()

@@ -229,10 +229,14 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     by = segments.names(by)
     weight = check_column_name(weight, "weight", "evaluate", optional=True)
     attributes = by + ([weight] if weight else [])
-    reserved = {"model", *plan.names} & set(attributes)
-    if reserved:
-        raise ParameterError(f"by= and weight= columns appear beside 'model' and the metrics in the results, so they "
-                             f"cannot be called {sorted(reserved)!r}: rename the column.")
+    if weight is not None and weight in by:
+        raise ParameterError(f"{weight!r} is both a segment (by=) and the weight (weight=): a column is one or the "
+                             "other.")
+    taken = (set(segments.RESERVED) | set(plan.names)) & set(by) | {"model", *plan.names} & {weight}
+    if taken:
+        raise ParameterError(f"by= and weight= columns appear beside the columns of the results (model, the metrics; "
+                             f"for segments also compare's and summary_ci's columns), so they cannot be called "
+                             f"{sorted(taken)!r}: rename the column.")
     roles_taken = {query, relevance, *([score] if isinstance(score, str) else list(score)), item, model} - {None}
     if set(attributes) & roles_taken:
         raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score, item "

@@ -29,6 +29,13 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
                     similarity: Callable | None = None, catalog=None) -> pd.DataFrame:
     """Coverage, novelty, popularity, Gini and diversity of each model's top k (see
     :meth:`topkeval.Results.beyond_accuracy` for the definitions)."""
+    if getattr(results, "weight", None) or getattr(results, "by", None):
+        import warnings
+
+        from .errors import TopkevalWarning
+
+        warnings.warn("beyond_accuracy counts every evaluated query once, over all of them: it ignores weight= and "
+                      "by= (evaluate each segment's rows on their own for a breakdown).", TopkevalWarning, stacklevel=3)
     k = check_int(k, "k", _WHO, low=1)
     conv = getattr(results, "_conventions", None)
     sources = getattr(results, "_sources", None)

@@ -439,6 +439,9 @@ def _compare(args, out) -> int:
         if args.format == "markdown":
             shown = shown.assign(**{c: shown[c].map(f) for c, f in p_text.items()})
             print(report.markdown(shown), file=out)
+            for line in report.info_lines(res.info):
+                print(f"\n_{cli_words(line)}_", file=out)
+            return 0
         else:
             _console(out).print(report.rich_table(shown, formats=p_text, title=(
                 f"vs {report.visible(args.baseline)}: {args.test} test, {args.correction} correction, "

@@ -289,6 +289,8 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
             for metric in metrics:
                 ma, mb = a[metric].to_numpy(float), b[metric].to_numpy(float)
                 ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
+                if w_all is not None:
+                    ok &= w_all > 0  # a query of weight 0 counts nowhere (as if repeated 0 times)
                 rows.append(dict(key=key, model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out,
                                  w=None if w_all is None else w_all[ok]))
     # one set of resamples for every row of a given query count: draw per distinct n

@@ -45,6 +45,21 @@ def _numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def _refuse_repeats(cells: np.ndarray, n_items: int, name: str) -> None:
+    """A (user, item) cell given twice with grades is ambiguous (summed by scipy and torch): refused,
+    as the long format refuses a repeated (query, item) pair."""
+    if len(cells) < 2:
+        return
+    ordered = np.sort(cells)
+    twice = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if len(twice):
+        cell = int(ordered[twice[0]])
+        raise DataError(f"{name} gives user {cell // n_items}, item {cell % n_items} more than once "
+                        f"({len(np.unique(ordered[twice])):,} cells are repeated): scipy and torch would add the "
+                        "grades up. Keep one grade per (user, item) (torch: coalesce() after choosing one; "
+                        "scipy: build the matrix from unique pairs).")
+
+
 def _to_csr(values, shape, name: str):
     """A scipy CSR of float grades from a dense array, a scipy sparse matrix, a torch tensor (dense
     or sparse) or an edge list given as a tuple ``(users, items[, grades])``. Never guessed from a
@@ -68,17 +83,25 @@ def _to_csr(values, shape, name: str):
                                 f"got {int(ids.min())}..{int(ids.max())}. Subtract the number of users from "
                                 "bipartite item ids first.")
         grades = _checked_grades(parts[2], name) if len(parts) == 3 else np.ones(len(users))
+        if len(parts) == 3:
+            _refuse_repeats(users.astype(np.int64) * I + items.astype(np.int64), I, name)
         csr = sp.csr_matrix((grades.astype(np.float64), (users, items)), shape=(U, I))
         if len(parts) == 2:
             csr.sum_duplicates()
             csr.data[:] = 1.0  # an edge listed twice is still one relevant item
     elif sp.issparse(values) or (_is_torch(values) and values.is_sparse):
         if _is_torch(values):
+            if not values.is_coalesced() and name != "exclude":
+                raw = values._indices().cpu().numpy()
+                _refuse_repeats(raw[0].astype(np.int64) * values.shape[1] + raw[1], values.shape[1], name)
             values = values.coalesce()
             idx = values.indices().cpu().numpy()
             values = sp.coo_matrix((values.values().cpu().numpy(), (idx[0], idx[1])), shape=tuple(values.shape))
         if values.shape != (U, I):
             raise DataError(f"{name} has shape {values.shape}, scores have {(U, I)}.")
+        if name != "exclude" and not _is_torch(values):
+            coo = values.tocoo()
+            _refuse_repeats(coo.row.astype(np.int64) * values.shape[1] + coo.col, values.shape[1], name)
         csr = sp.csr_matrix(values)
         csr.data = _checked_grades(csr.data, name).astype(np.float64)
     else:
@@ -458,7 +481,10 @@ class MatrixBackend:
 
 def _check_integer_scores(scores, name: str = "scores") -> None:
     if _is_torch(scores):
-        big = not scores.dtype.is_floating_point and scores.numel() and int(scores.abs().max()) > 2**53
+        import torch
+
+        big = (not scores.dtype.is_floating_point and scores.dtype != torch.bool and scores.numel()
+               and int(scores.abs().max()) > 2**53)
     else:
         big = scores.dtype.kind in "iu" and scores.size and (scores.max() > 2**53 or scores.min() < -(2**53))
     if big:
@@ -497,7 +523,8 @@ def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool 
     if not ok:
         which = "scores" if model == "scores" else f"the scores of model {model!r}"
         raise DataError(f"{which} hold NaN or infinite values (users {show(users[0])}..{show(users[-1])}); every "
-                        "score must be finite.")
+                        "score must be finite. To keep training items out of the ranking, pass them as exclude= "
+                        "instead of setting their scores to -inf.")
     return S
 
 

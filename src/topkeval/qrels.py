@@ -35,7 +35,7 @@ def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: b
                         roles={query: "query", item: "item", relevance: "relevance"},
                         where="the judgments (qrels=)", allow_empty=allow_empty,
                         hint=" If every pair the judgments list is relevant, give them a column of ones "
-                             "(for a DataFrame: truth.assign(relevance=1)).")
+                             "(for a pandas DataFrame: truth['relevance'] = 1).")
 
 
 def _kind(values: np.ndarray) -> str:

@@ -117,6 +117,8 @@ class Results:
         for key, pq in (groups(self) if getattr(self, "by", []) else [({}, self.per_query)]):
             for model in self.models:
                 part = pq[pq["model"] == model]
+                if weight:
+                    part = part[part[weight] > 0]  # a query of weight 0 counts nowhere
                 for metric in self.metrics:
                     keys.append((key, model, metric))
                     columns.append(part[metric].to_numpy(float))

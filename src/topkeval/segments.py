@@ -23,6 +23,12 @@ from .errors import DataError, ParameterError, show
 #: the value of the segment columns on the rows of a breakdown that hold every query
 ALL = "(all)"
 
+#: column names of the tables segments appear in (per_query, segments, compare, summary_ci): a
+#: segment or weight column may not take one of them
+RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relative_delta", "ci_low", "ci_high",
+            "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "effect_size", "n_queries", "left_out",
+            "weight", "queries", "mean")
+
 
 def names(by) -> list[str]:
     """The segment columns as a list (``by`` is None, a column name, or a sequence of names)."""
@@ -102,7 +108,7 @@ def _attributes(offsets, grouping, labels, columns: dict, by: list[str], weight:
             if not np.isfinite(lo).all() or (lo < 0).any():
                 bad = int(np.argmax(~np.isfinite(lo) | (lo < 0)))
                 raise DataError(f"The weight column {name!r} must hold finite weights >= 0; query {show(labels[bad])} "
-                                f"has {lo[bad]!r}.")
+                                f"has {float(lo[bad])!r}.")
             out[name] = lo
         else:
             out[name] = uniques.take(lo) if hasattr(uniques, "take") else np.asarray(uniques)[lo]

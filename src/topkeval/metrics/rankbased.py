@@ -95,7 +95,7 @@ def _unjudged(m, conv) -> DcgSpec:
 
 
 @register("rbp_residual", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),),
-          dcg=_unjudged, aliases=("rbp_res",), higher_is_better=False,
+          dcg=_unjudged, higher_is_better=False,
           summary="RBP's residual (Moffat & Zobel 2008): how much rbp(p) could still grow if every unjudged "
                   "candidate of the top k, and every rank past the list, were relevant",
           formula="(1 - p) sum over unjudged ranks i <= min(k, n) of p^(i - 1) + p^min(k, n)")
