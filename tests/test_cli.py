@@ -198,3 +198,23 @@ def test_report_command_and_demo_report(log_file, tmp_path, capsys):
     assert code == 2 and "does not exist" in err
     code, out, err = run(["demo", "--queries", "50", "--report", tmp_path / "demo.html"], capsys)
     assert code == 0 and (tmp_path / "demo.html").stat().st_size > 10_000
+
+
+def test_diff_compares_the_model_named_by_score(tmp_path, capsys):
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("1 0 x 1\n1 0 y 0\n")
+    runs = []
+    for tag, first in (("A", "y"), ("B", "y"), ("C", "x")):
+        path = tmp_path / f"{tag}.run"
+        other = "x" if first == "y" else "y"
+        path.write_text(f"1 Q0 {first} 1 2.0 {tag}\n1 Q0 {other} 2 1.0 {tag}\n")
+        runs += ["--run", path]
+    code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "--score", "C", "-m", "precision@1",
+                          "--format", "csv"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(__import__("io").StringIO(out))
+    assert frame["model"].tolist() == [1.0] and frame["baseline"].tolist() == [0.0]  # C (x first) against A
+    code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "-m", "precision@1"], capsys)
+    assert code == 2 and "name the other one with --score" in err and "Traceback" not in err
+    code, out, err = run(["diff", "--qrels", qrels, "--run", runs[1], "--baseline", "A", "-m", "P@1"], capsys)
+    assert code == 2 and "Traceback" not in err

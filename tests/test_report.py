@@ -547,3 +547,19 @@ def test_curves_and_report_of_a_score_matrix(tmp_path):
         assert part.to_dict() == alone[f"recall@{k}"].to_dict()
     text = open(res.report(tmp_path / "m.html", n_resamples=200), encoding="utf-8").read()
     assert "do not keep" in text  # no side by side: a matrix keeps no rows
+
+
+def test_report_keeps_other_queries_when_a_model_lacks_one_and_r_under_score_threshold(tmp_path):
+    run = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3, 1, 1, 2, 2], "item": list("xyxyxyxyxy"),
+                        "score": [2.0, 1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0, 1.0],
+                        "run": ["a"] * 6 + ["#b"] * 4})
+    truth = pd.DataFrame({"query": [1, 2, 3], "item": ["x", "x", "x"], "relevance": [1, 1, 1]})
+    res = tk.evaluate(run, ["precision@1"], item="item", qrels=truth, model="run")
+    text = open(res.report(tmp_path / "r.html", baseline="a", queries=[3], n_resamples=200), encoding="utf-8").read()
+    assert 'id="q1"' in text and "not among the queries of model" in text  # query 3: a note; the others shown
+    assert "&#35;b" in text and ">b<" not in text  # a model called '#b' keeps its '#'
+    res = tk.evaluate({"query": [1] * 4, "relevance": [1, 0, 1, 0], "item": list("wxyz"),
+                       "a": [0.9, 0.5, 0.1, 0.4], "b": [0.9, 0.5, 0.6, 0.4]},
+                      ["recall@3"], score=["a", "b"], item="item", score_threshold=0.3)
+    assert res.side_by_side(1, k=3).attrs["relevant"] == {"a": 2, "b": 2}  # y is below the threshold, still in R
+    assert res.summary.loc["a", "recall@3"] == 0.5

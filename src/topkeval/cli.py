@@ -384,7 +384,19 @@ def _diff(args, out) -> int:
             raise _UsageError(f"{' '.join(str(exc).split())} (--query names the query id column; to see one query's "
                               f"top k side by side, use --show {args.query})") from None
         raise
-    model = next(m for m in res.models if m != args.baseline)
+    others = [m for m in res.models if m != args.baseline]
+    named = [s for s in (args.score or []) if s != args.baseline]
+    if len(named) > 1:
+        raise _UsageError("diff compares two models: give one --score besides --baseline")
+    if named and named[0] not in others:
+        from .errors import did_you_mean
+
+        raise _UsageError(f"--score {named[0]!r} is not one of the models ({', '.join(res.models)})."
+                          f"{did_you_mean(named[0], res.models)}")
+    if not named and len(others) != 1:
+        raise _UsageError("diff compares two models: name the other one with --score"
+                          + (f" (one of {', '.join(others)})" if others else ""))
+    model = named[0] if named else others[0]
     if args.show is not None:
         query = args.show  # text: side_by_side finds a whole-number id from it, skipped queries included
         view = res.side_by_side(query, k=args.k, baseline=args.baseline, model=model)
@@ -400,7 +412,7 @@ def _diff(args, out) -> int:
         for c in ("gained", "lost"):
             if c in frame:
                 frame[c] = [", ".join(map(str, v)) for v in frame[c]]
-        title = f"{metric}: {report.visible(model)} - {report.visible(args.baseline)}, worst {len(frame)} queries"
+        title = f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query, worst first"
     if args.format == "json":
         print(report.json_text(report.records(frame)), file=out)
     elif args.format == "csv":

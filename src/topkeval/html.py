@@ -50,7 +50,8 @@ def esc(value) -> str:
     """Text for HTML: control characters as escapes (:func:`topkeval.report.fmt`), then HTML-escaped."""
     from .report import fmt
 
-    return html.escape(fmt(value), quote=True)
+    # '#' written as an entity: a leading '#' marks numeric headers in _table (and entities hold '#')
+    return "&#35;".join(html.escape(part, quote=True) for part in fmt(value).split("#"))
 
 
 def _num(value, digits: int = 4, cls: str = "num") -> str:
@@ -335,9 +336,13 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
         for q in view_queries:
             try:
                 view = res.side_by_side(q, k=k, baseline=baseline, model=model)
-            except ParameterError as exc:  # the rows are not kept (a matrix, Spark): say so once
-                blocks = [f'<p class="note">{esc(exc)}</p>']
-                break
+            except ParameterError as exc:
+                if "do not keep" in str(exc) or "without them" in str(exc):  # no rows or no item ids: say so once
+                    blocks = [f'<p class="note">{esc(exc)}</p>']
+                    break
+                blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
+                              f'<p class="note">{esc(exc)}</p>')  # this query only (a model lacks it)
+                continue
             counts = view.attrs["relevant"]
             relevant = (f"{next(iter(counts.values())):,}" if len(set(counts.values())) == 1 else
                         ", ".join(f"{esc(n)}: {r:,}" for n, r in counts.items()))

@@ -166,7 +166,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         rank = cpu.ranks(offsets, np.where(keep, scores, -np.inf), rel, grades, items, cpu.TIE_CODES[order_rule],
                          hi - lo)
         rank[~keep] = 0
-        rq = int(rel[keep].sum()) if R is None else int(R[q])
+        rq = int(rel.sum()) if R is None else int(R[q])  # R counts relevant candidates below score_threshold too
         kq = np.array([k], np.int64)
         thr = -np.inf if conv.score_threshold is None else conv.score_threshold
         p = cpu.inclusion(offsets, scores, rel, grades, items, thr, cpu.TIE_CODES[conv.ties], kq)
