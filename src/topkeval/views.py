@@ -89,7 +89,7 @@ def _logs_of(results, model: str):
     sources = getattr(results, "_sources", None)
     if sources is None:
         return None
-    return [(log, R) for log, R in sources() if model in log.scores]
+    return ((log, R) for log, R in sources() if model in log.scores)  # lazily: a streamed file, batch by batch
 
 
 def _find(queries: np.ndarray, query) -> int | None:
@@ -141,7 +141,9 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
     for name in shown:
         logs = _logs_of(results, name)
         found = None
+        kinds: set[str] = set()
         for log, R in logs or []:
+            kinds |= {type(q).__name__ for q in log.queries[:1].tolist()}
             if not log.has_items:
                 raise ParameterError("side_by_side shows item ids, but these results were evaluated without them: "
                                      "pass item='<column>' to evaluate.")
@@ -150,9 +152,9 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
                 found = (log, R, hit)
                 break
         if found is None:
-            kinds = {type(q).__name__ for log, _ in (logs or []) for q in log.queries[:1].tolist()}
-            hint = (f" The query ids are {' and '.join(sorted(kinds))}; this one is {type(query).__name__}."
-                    if kinds and type(query).__name__ not in kinds else "")
+            plain = type(query.item() if isinstance(query, np.generic) else query).__name__
+            hint = (f" The query ids are {' and '.join(sorted(kinds))}; this one is {plain}."
+                    if kinds and plain not in kinds else "")
             raise ParameterError(f"query {show(query)} is not among the queries of model {name!r}.{hint}")
         log, R, q = found
         lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
