@@ -229,3 +229,6 @@ def test_a_weight_column_called_weight_and_zero_weights():
         assert np.allclose(ca[column], cb[column], rtol=1e-12), column
     sa, sb = a.summary_ci(), b.summary_ci()
     assert np.allclose(sa[["mean", "ci_low", "ci_high", "n_queries"]], sb[["mean", "ci_low", "ci_high", "n_queries"]])
+    seg_a = tk.evaluate(zero, ["recall@2"], weight="weight", by="device", **kw).segments
+    seg_b = tk.evaluate(zero[zero["query"] >= 10], ["recall@2"], weight="weight", by="device", **kw).segments
+    pd.testing.assert_frame_equal(seg_a, seg_b)

@@ -193,7 +193,8 @@ def groups(res):
 
 
 def segment_summary(res) -> pd.DataFrame:
-    """Means per segment and model (weighted with ``weight=``), then the overall rows."""
+    """Means per segment and model (weighted with ``weight=``), then the overall rows; ``queries``
+    counts the queries of positive weight."""
     by = getattr(res, "by", [])
     if not by:
         raise ParameterError("These results have no segments: evaluate with by='<column>' (a query-level column).")
@@ -203,6 +204,8 @@ def segment_summary(res) -> pd.DataFrame:
         table = weighted_summary(part, res.models, res.metrics, weight)
         for model in res.models:
             mine = part[part["model"] == model]
+            if weight:
+                mine = mine[mine[weight] > 0]  # a query of weight 0 counts nowhere, as in compare and summary_ci
             rows.append({**key, "model": model, **table.loc[model].to_dict(), "queries": len(mine),
                          **({"weight": float(mine[weight].sum())} if weight else {})})
     return pd.DataFrame(rows).set_index([*by, "model"])

@@ -94,11 +94,12 @@ def _logs_of(results, model: str):
 
 def _find(queries: np.ndarray, query) -> int | None:
     """The position of ``query`` among a log's ids: by value, and across text and whole numbers
-    ("7" finds 7 and 7 finds "7", as ids from a CSV file and a table are matched elsewhere)."""
+    ("7" finds 7 and 7 finds "7", as ids from a CSV file and a table are matched elsewhere; "007"
+    is not 7, as nowhere in topkeval)."""
     if not len(queries):
         return None
     candidates = [query]
-    if isinstance(query, str) and query.strip().lstrip("-").isdigit():
+    if isinstance(query, str) and query.lstrip("-").isdigit() and str(int(query)) == query:
         candidates.append(int(query))
     elif isinstance(query, (int, np.integer)) and not isinstance(query, bool):
         candidates.append(str(int(query)))
