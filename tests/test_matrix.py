@@ -173,3 +173,106 @@ def test_a_dict_of_models_equals_each_model_alone():
     assert both.compare(baseline="a", n_resamples=200)["model"].tolist() == ["b"] * len(METRICS)
     with pytest.raises(tk.DataError, match="different shapes"):
         tk.evaluate_matrix({"a": scores, "b": scores[:, :3]}, grades)
+
+
+def _counted_metrics(conv) -> list[str]:
+    """The metrics of METRICS + UNCUT whose statistics the device counts give (no second pass)."""
+    from topkeval.conventions import resolve
+    from topkeval.engine import make_plan
+
+    c = resolve(None, owner="test", **conv)
+    return [m for m in METRICS + UNCUT if not make_plan([m], c).ranked and not m.startswith("rbp_residual")]
+
+
+@given(seed=st.integers(0, 10_000), conv=conventions(), ties=st.booleans(), float32=st.booleans(),
+       batch=st.sampled_from([None, 1, 5]))
+def test_device_counts_equal_the_long_format(seed, conv, ties, float32, batch):
+    """The GPU's algorithm (torch ops: top T, binary searches, the boundary group counted over the
+    row, tie groups of judged cells) run on CPU tensors equals the long format under every convention."""
+    torch = pytest.importorskip("torch")
+    from topkeval import matrix
+    from topkeval.kernels import torch_counts
+
+    conv = dict(conv, empty_queries="skip")
+    scores, grades, exclude = _data(seed, users=14, items=11, ties=ties)
+    grades = np.where(np.random.default_rng(seed).random(grades.shape) < 0.1, -1, grades)  # judged non-relevant
+    calls = []
+    real = torch_counts.counts
+    metrics = _counted_metrics(conv)
+    S = torch.tensor(scores, dtype=torch.float32 if float32 else torch.float64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch_counts, "counts", lambda *a, **k: calls.append(1) or real(*a, **k))
+        mp.setattr(matrix, "DEVICE_COUNTS", True)
+        _check(S, grades, exclude, metrics, conv, batch_size=batch)
+    from topkeval.conventions import resolve
+    from topkeval.engine import make_plan
+
+    if matrix.counted_on_device(make_plan(metrics, resolve(None, owner="test", **conv))):
+        assert calls, "the device counts were not used"
+
+
+def test_device_counts_boundary_groups_and_large_depths(monkeypatch):
+    """Ties across the T-th score in every row (binary scores), depth beyond the list, whole rows
+    excluded: the boundary group is counted over the whole row, under each tie rule."""
+    torch = pytest.importorskip("torch")
+    from topkeval import matrix
+
+    monkeypatch.setattr(matrix, "DEVICE_COUNTS", True)
+    rng = np.random.default_rng(7)
+    scores = (rng.random((30, 200)) < 0.3).astype(float)
+    grades = rng.choice([0, 0, 0, 1, 3, -1], (30, 200))
+    exclude = (rng.random((30, 200)) < 0.1) & (grades == 0)
+    for ties in ("expected", "first", "optimistic", "pessimistic", "item_desc", "item_asc"):
+        for metrics in (["recall@5", "precision@50", "ndcg@20", "r_precision", "hit_rate@3", "rr@10"],
+                        ["ap", "ndcg", "rr", "recall@500"]):
+            _check(torch.tensor(scores), grades, exclude, metrics, {"ties": ties, "short_lists": "shrink"})
+
+
+def test_device_counts_fall_back_where_they_cannot_count(monkeypatch):
+    """bpref (a second pass), RBP's residual and columns ordered as text take the selection path."""
+    from topkeval import matrix
+    from topkeval.conventions import resolve
+    from topkeval.engine import make_plan
+
+    def plan(metrics, **conv):
+        return make_plan(metrics, resolve(None, owner="test", **conv))
+
+    assert matrix.counted_on_device(plan(["recall@5", "ndcg@3", "ap"]))
+    assert not matrix.counted_on_device(plan(["recall@5", "bpref"]))
+    assert not matrix.counted_on_device(plan(["rbp_residual(p=0.8)"]))
+    assert not matrix.counted_on_device(plan(["recall@5"], ties="item_desc", item_order="text"))
+    assert not matrix.counted_on_device(plan(["recall@5"], threshold=0))  # every grade-0 cell relevant
+
+
+@given(seed=st.integers(0, 10_000), items=st.integers(1, 3000), depth=st.integers(1, 60),
+       kind=st.sampled_from(["random", "ties", "ascending", "descending", "excluded_on_top"]),
+       threshold=st.sampled_from([None, 0.5, 2.0]))
+def test_threshold_selection_equals_a_partition(seed, items, depth, kind, threshold):
+    """select_top (a sampled threshold, one pass, a selection among the few above it) keeps exactly
+    the cells a full partition keeps, whatever the sample sees: sorted rows, heavy ties, excluded
+    cells holding the row's top scores (as training items do)."""
+    from topkeval.kernels.select import select_top
+
+    rng = np.random.default_rng(seed)
+    users = int(rng.integers(1, 6))
+    S = {"random": lambda: rng.random((users, items)),
+         "ties": lambda: rng.integers(0, 3, (users, items)).astype(float),
+         "ascending": lambda: np.sort(rng.random((users, items)), axis=1),
+         "descending": lambda: -np.sort(rng.random((users, items)), axis=1),
+         "excluded_on_top": lambda: rng.random((users, items)).astype(np.float32)}[kind]()
+    excluded = rng.random(S.shape) < 0.05
+    if kind == "excluded_on_top":
+        excluded = S >= np.quantile(S, 0.9, axis=1, keepdims=True)
+    rows, cols, vals, below = select_top(S, depth, sp.csr_matrix(excluded), threshold)
+    want_rows, want_cols = [], []
+    for u in range(users):
+        ok = ~excluded[u] & (S[u].astype(np.float64) >= (-np.inf if threshold is None else threshold))
+        cand = np.flatnonzero(ok)
+        if len(cand):
+            kth = np.sort(S[u, cand])[::-1][min(depth, len(cand)) - 1]
+            keep = cand[S[u, cand] >= kth]
+            want_rows += [u] * len(keep)
+            want_cols += keep.tolist()
+        assert below[u] == (0 if threshold is None else int((~excluded[u] & (S[u] < threshold)).sum()))
+    assert rows.tolist() == want_rows and cols.tolist() == want_cols
+    assert np.array_equal(vals, S[rows, cols].astype(np.float64))

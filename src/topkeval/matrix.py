@@ -21,6 +21,7 @@ import numpy as np
 
 from .conventions import resolve
 from .errors import DataError, check_int, show
+from .kernels.select import select_top
 from .log import GroupedLog, Judgments
 
 if TYPE_CHECKING:
@@ -150,20 +151,10 @@ def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
     return values
 
 
-def _select_numpy(S: np.ndarray, depth: int, masked: bool = True):
-    """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score
-    (excluded cells, at -inf, left out when ``masked``), row by row, columns ascending."""
-    I = S.shape[1]
-    kth = np.partition(S, I - depth, axis=1)[:, I - depth]
-    chosen = S >= kth[:, None]
-    if masked:
-        chosen &= S > -np.inf
-    rows, cols = np.nonzero(chosen)
-    return rows, cols, S[rows, cols]
-
-
 def _select_torch(S, depth: int, masked: bool = True):
-    """As :func:`_select_numpy`, on the tensor's device; only the selected cells are copied back
+    """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score
+    (excluded cells, at -inf, left out when ``masked``), row by row, columns ascending, on the
+    tensor's device (:func:`~topkeval.kernels.select.select_top` is the CPU's); only the selected cells are copied back
     (columns as int32, a count per row instead of a row per cell, scores in their own dtype)."""
     import torch
 
@@ -335,6 +326,12 @@ def _checked_matrix(scores, name: str, allow_no_rows: bool):
     return scores
 
 
+#: Where the statistics of torch tensors are counted: None: with torch ops on a GPU
+#: (:mod:`~topkeval.kernels.torch_counts`), by the CPU kernel after a selection on a CPU; True: with
+#: torch ops on CPU tensors too (the tests run the GPU's algorithm this way); False: never.
+DEVICE_COUNTS: bool | None = None
+
+
 @dataclass
 class MatrixRun:
     """The evaluated batches of some rows of a score matrix, and what ``info["matrix"]`` reports."""
@@ -356,7 +353,7 @@ def evaluate_rows(prepared: Prepared, users: np.ndarray, plan, *, batch_size: in
     first = next(iter(prepared.models.values()))
     on_gpu = _is_torch(first) and first.device.type != "cpu"
     batch_size = batch_size or max(1, (1 << (27 if on_gpu else 24)) // I)  # fewer synchronisations on a GPU
-    backend = MatrixBackend()
+    backend = MatrixBackend(device_counts=DEVICE_COUNTS)
     run = MatrixRun([])
     rel, exc = prepared.relevant, prepared.exclude
     for u0 in range(0, U, batch_size):
@@ -416,14 +413,20 @@ class MatrixBackend:
     ``score_precision="float32"`` (as the long format rounds them). ``score_threshold`` is compared
     as if in float64, whatever the precision of the scores."""
 
-    def __init__(self, cpu=None):
+    def __init__(self, cpu=None, device_counts: bool | None = None):
         from .engine import CPU
 
         self.cpu = cpu or CPU
+        self.device_counts = device_counts  # None: on a GPU; True: also on CPU tensors (tests); False: never
 
     def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
         users, I = len(batch.queries), batch.n_items
         depth = plan.depth(int(judgments.R.max()) if users else 0, I)
+        scores = batch.scores[model]
+        on_device = _is_torch(scores) and (self.device_counts or (self.device_counts is None
+                                                                   and scores.device.type != "cpu"))
+        if on_device and self.device_counts is not False and counted_on_device(plan):
+            return self._device_stats(batch, model, plan, judgments, depth)
         kept = batch.candidates.get(model)
         if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
             kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
@@ -432,21 +435,52 @@ class MatrixBackend:
         st.n, st.rel_ret = n, rel_ret  # the rows beyond the selection, counted without them
         return st
 
-    def _select(self, batch: MatrixBatch, model: str, conv, judgments: Judgments, depth: int):
-        """The grouped log of each user's selected candidates, each user's list length and its
-        relevant candidates that pass ``score_threshold``."""
-        from .kernels.grouping import sorted_positions
+    def _device_stats(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, depth: int):
+        """The statistics from counts made on the device of the scores (:mod:`topkeval.kernels.torch_counts`):
+        only a few integers per relevant cell come back to the host, then the CPU kernel's accumulation."""
+        from .engine.backends import dcg_columns, gains_of
+        from .kernels import cpu, torch_counts
+        from .kernels.stats import QueryStats
 
+        conv = plan.conv
+        users, I = len(batch.queries), batch.n_items
+        S, removed, rel_ret = self._masked(batch, model, conv, judgments)
+        rel = batch.relevant
+        rows = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
+        grades = rel.data
+        gain = np.zeros(len(grades), bool)
+        for spec in plan.dcg_specs:
+            if spec.gain != "binary":  # binary gains are the relevance itself
+                gain |= gains_of(grades, spec) > 0
+        tie = cpu.TIE_CODES[conv.ties]
+        c = torch_counts.counts(S, depth, rows, rel.indices.astype(np.int64), grades, conv.is_relevant(grades), gain,
+                                tie, plan.positive_hits)
+        del S
+        batch.depth = max(batch.depth, depth)
+        aoff = np.zeros(users + 1, np.int64)
+        np.cumsum(np.bincount(c["row"], minlength=users), out=aoff[1:])
+        longest = int((c["g"] + c["e"]).max()) if len(c["g"]) else 1
+        judged_rel = conv.is_relevant(judgments.grades) if plan.dcg_specs else None
+        gains, disc, cum, ideal, shifts = dcg_columns(plan, grades[c["cell"]], c["rel"], judgments, judged_rel, longest)
+        prm = cpu.Params(plan.cutoffs, -np.inf, tie, plan.want_r, plan.want_rank, disc, cum, cpu.PATH_AUTO)
+        R = judgments.R.astype(np.int64, copy=False)
+        out = cpu.compute_from_counts(aoff, c["g"], c["e"], c["r"], c["b"], c["rel"], gains, R, prm)
+        st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, I - removed, rel_ret, R, out.tie, out.rr, out.ap,
+                        out.dcg, ideal, plan.dcg_specs, shifts)
+        st.err = np.zeros((0, users, len(plan.cutoffs)))
+        return st
+
+    def _masked(self, batch: MatrixBatch, model: str, conv, judgments: Judgments):
+        """The batch's scores as compared (a copy where masked): excluded cells and cells below
+        ``score_threshold`` at -inf; each user's removed candidates; its relevant candidates that
+        pass ``score_threshold``."""
         scores = batch.scores[model]
         torch_input = _is_torch(scores)
-        users, I = len(batch.queries), batch.n_items
+        users = len(batch.queries)
         thr = conv.score_threshold
         S = _batch(scores, batch.queries, torch_input, masked=batch.exclude is not None or thr is not None,
                    float32=conv.score_precision == "float32", model=model)
         rel = batch.relevant
-        indptr = rel.indptr.astype(np.int64)
-        r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(indptr))
-        is_rel = conv.is_relevant(rel.data)
         removed = np.zeros(users, np.int64)
         if batch.exclude is not None:
             part = batch.exclude.tocoo()
@@ -462,21 +496,61 @@ class MatrixBackend:
             below = (S < _threshold_in(S, thr)) & (S > -math.inf)
             removed += below.sum(1).cpu().numpy() if torch_input else below.sum(1)
             # relevant items scoring below score_threshold leave the candidates but stay in R
+            r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
             r_scores = _gather(S, r_users, rel.indices)
-            rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users)
+            rel_ret = np.bincount(r_users[conv.is_relevant(rel.data) & (r_scores >= thr)], minlength=users)
             S[below] = -math.inf
-        masked = batch.exclude is not None or thr is not None
-        rows, cols, vals = (_select_torch if torch_input else _select_numpy)(S, depth, masked)
+        return S, removed, rel_ret
+
+    def _select(self, batch: MatrixBatch, model: str, conv, judgments: Judgments, depth: int):
+        """The grouped log of each user's selected candidates, each user's list length and its
+        relevant candidates that pass ``score_threshold``."""
+        from .kernels.grouping import sorted_positions
+
+        users, I = len(batch.queries), batch.n_items
+        scores = batch.scores[model]
+        if _is_torch(scores) and scores.device.type != "cpu":
+            S, removed, rel_ret = self._masked(batch, model, conv, judgments)
+            rows, cols, vals = _select_torch(S, depth, batch.exclude is not None or conv.score_threshold is not None)
+        else:  # numpy, or a CPU tensor seen as numpy: the threshold selection, no masked copy
+            S = _batch(scores, batch.queries, _is_torch(scores), masked=False,
+                       float32=conv.score_precision == "float32", model=model)
+            S = S.numpy() if _is_torch(S) else S
+            rows, cols, vals, below = select_top(S, depth, batch.exclude, conv.score_threshold)
+            removed = below + (0 if batch.exclude is None else np.diff(batch.exclude.indptr))
+            rel_ret = judgments.R
+            if conv.score_threshold is not None:  # relevant items below it leave the candidates, stay in R
+                rel = batch.relevant
+                r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
+                kept = conv.is_relevant(rel.data) & (S[r_users, rel.indices].astype(np.float64) >= conv.score_threshold)
+                rel_ret = np.bincount(r_users[kept], minlength=users)
         del S
         batch.selected += len(vals)
         batch.depth = max(batch.depth, depth)
-        # nonzero() lists the cells row by row, columns ascending: the triples are sorted by (user, item)
+        rel = batch.relevant
+        r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
+        # rows come row by row, columns ascending: the triples are sorted by (user, item)
         at = sorted_positions(r_users * I + rel.indices, rows.astype(np.int64) * I + cols)  # a merge, not searches
         grades = np.where(at >= 0, rel.data[np.maximum(at, 0)] if len(rel.data) else 0.0, 0.0)
         offsets = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=users))]).astype(np.int64)
         log = GroupedLog(offsets, batch.queries, grades, {model: vals.astype(np.float64, copy=False)},
                          cols.astype(np.int64), None)  # the column index is the item id
         return log, I - removed, rel_ret
+
+
+def counted_on_device(plan) -> bool:
+    """Whether :mod:`topkeval.kernels.torch_counts` gives every statistic of ``plan``: not the
+    second pass (judged, bpref, ...), not RBP's residual, not ``item_order="text"`` (columns
+    ordered as text), and no grade-0 cell relevant or with a gain (then every cell would count)."""
+    from .engine.backends import gains_of
+
+    conv = plan.conv
+    zero = np.zeros(1)
+    if plan.ranked or conv.is_relevant(zero)[0]:
+        return False
+    if conv.ties in ("item_desc", "item_asc") and conv.item_order == "text":
+        return False
+    return all(spec.gain != "unjudged" and gains_of(zero, spec)[0] == 0 for spec in plan.dcg_specs)
 
 
 def _check_integer_scores(scores, name: str = "scores") -> None:
@@ -519,7 +593,8 @@ def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool 
         S = np.asarray(S)
         ok = bool(np.isfinite(S.min()) and np.isfinite(S.max())) if S.dtype.kind == "f" and S.size else True
         with np.errstate(over="ignore"):
-            S = np.array(S, dtype=np.float32 if float32 or S.dtype in (np.float16, np.float32) else np.float64)
+            dtype = np.float32 if float32 or S.dtype in (np.float16, np.float32) else np.float64
+            S = np.array(S, dtype=dtype) if masked else np.asarray(S, dtype=dtype)  # unmasked: read in place
     if not ok:
         which = "scores" if model == "scores" else f"the scores of model {model!r}"
         raise DataError(f"{which} hold NaN or infinite values (users {show(users[0])}..{show(users[-1])}); every "

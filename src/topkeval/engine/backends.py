@@ -132,27 +132,10 @@ class CpuBackend:
         grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
         items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
         longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
-        longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
+        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if plan.dcg_specs else None
+        gains, disc, cum, ideal, shifts = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest,
+                                                      log.judged_rows)
         G = len(plan.dcg_specs)
-        gains = np.empty((G, len(scores)))
-        disc = np.empty((G, longest + 1))
-        cum = np.empty((G, longest + 1))
-        ideal_gains, ideal_discs, shifts = [], [], np.zeros(G, np.int64)
-        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if G else None
-        for g, spec in enumerate(plan.dcg_specs):
-            if spec.gain == "unjudged":  # 1 for each candidate without a judgment; the ideal list has none
-                row_gains = (~log.judged_rows()).astype(np.float64)
-                judged_gains = np.zeros(len(judgments.grades))
-            else:
-                row_gains = gains_of(log.grades, spec, rel)
-                judged_gains = gains_of(judgments.grades, spec, judged_rel)
-            d, c = discounts(spec, max(longest, longest_judged))
-            shift = _gain_shift(row_gains, judged_gains, total_discount=float(c[-1]))
-            if shift:
-                row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
-            gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
-            ideal_gains.append(judged_gains)
-            ideal_discs.append(d)
         active = rel | (gains > 0).any(axis=0) if G else rel
         cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
                            gains)
@@ -161,15 +144,45 @@ class CpuBackend:
         out = cpu.compute(cols, prm, threads)
         if plan.positive_hits:
             out.rel_ret[:] = rel_ret
-        ideal = np.empty((G, log.n_queries, len(plan.cutoffs)))
-        for g in range(G):
-            ideal[g] = cpu.ideal_dcg(judgments.offsets, ideal_gains[g], plan.cutoffs, ideal_discs[g])
         st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
                         out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
         st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
         if plan.ranked:
             _ranked_stats(st, log, plan, judgments, scores, rel, grade, items, thr, threads)
         return st
+
+
+def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judgments, judged_rel, longest: int,
+                judged_rows=None):
+    """What the kernel needs for the discounted-gain statistics of ``plan``: the gain of each
+    candidate (``G x candidates``, from its grade), the discount of ranks 0..longest and its prefix
+    sums (``G x (longest + 1)``), the ideal DCG of each query at each cutoff (``G x Q x C``, from
+    the judged grades) and the power of 2 each gain variant was divided by (:func:`_gain_shift`).
+    ``judged_rows()``: per candidate, whether it is judged (for the "unjudged" gain of RBP's
+    residual)."""
+    from ..kernels import cpu
+
+    longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
+    G = len(plan.dcg_specs)
+    gains = np.empty((G, len(grades)))
+    disc = np.empty((G, longest + 1))
+    cum = np.empty((G, longest + 1))
+    ideal = np.empty((G, len(judgments.offsets) - 1, len(plan.cutoffs)))
+    shifts = np.zeros(G, np.int64)
+    for g, spec in enumerate(plan.dcg_specs):
+        if spec.gain == "unjudged":  # 1 for each candidate without a judgment; the ideal list has none
+            row_gains = (~judged_rows()).astype(np.float64)
+            judged_gains = np.zeros(len(judgments.grades))
+        else:
+            row_gains = gains_of(grades, spec, rel)
+            judged_gains = gains_of(judgments.grades, spec, judged_rel)
+        d, c = discounts(spec, max(longest, longest_judged))
+        shift = _gain_shift(row_gains, judged_gains, total_discount=float(c[-1]))
+        if shift:
+            row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
+        gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
+        ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d)
+    return gains, disc, cum, ideal, shifts
 
 
 def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:

@@ -387,12 +387,130 @@ class Outputs(NamedTuple):
     dcg: np.ndarray
 
 
+@kernel(outputs=('g', 'e', 'r', 'b', 'w', 'out', 'f', 'key', 'ridx'))
+def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx):
+    """Query q's statistics into ``out`` from the ``(g, e, r, b)`` of its ``m`` active candidates.
+
+    ``w[t]`` indexes ``rel`` (relevant) and ``gains_all`` (G x rows) of candidate t; ``Rq`` is the
+    query's relevant count; ``f``, ``key`` and ``ridx`` are scratch arrays of at least ``m``
+    elements. Every output of the query is written (zeros when ``m`` is 0). Shared by
+    :func:`stats_range` (counts from a query's rows) and :func:`stats_from_counts` (counts made
+    elsewhere: on a GPU).
+    """
+    cutoffs, tie, want_r, want_rank = prm.cutoffs, prm.tie, prm.want_r, prm.want_rank
+    C = cutoffs.shape[0]
+    G = gains_all.shape[0]
+    for c in range(C):
+        out.h[q, c] = 0.0
+        out.hit[q, c] = 0.0
+        if want_rank:
+            out.rr[q, c] = 0.0
+            out.ap[q, c] = 0.0
+        for gv in range(G):
+            out.dcg[gv, q, c] = 0.0
+    out.h_at_r[q] = 0.0
+    out.tie[q] = False
+    if m == 0:
+        return
+    if m > 1 and (tie == TIE_EXPECTED or G > 0):  # else every sum adds whole numbers: exact in any order
+        _rank_order(g, e, r, b, w, m, tie, gains_all)
+    # the best relevant tie group (hit probabilities, reciprocal rank) and the best rank
+    best = -1
+    first_rank = 1 << 62
+    for t in range(m):
+        isrel = rel[w[t]]
+        f[t] = 1.0 if isrel else 0.0
+        if isrel:
+            if best < 0 or g[t] < g[best]:
+                best = t
+            first_rank = min(first_rank, g[t] + b[t] + 1)
+    # h(k) for every cutoff and for k = R; branch-free, as the outcomes are unpredictable
+    straddle = False
+    for c in range(C + 1):
+        if c < C:
+            k = cutoffs[c]
+        else:
+            if not want_r:
+                break
+            k = Rq
+        total = 0.0
+        for t in range(m):
+            if tie == TIE_EXPECTED:
+                total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)
+            else:
+                total += f[t] * (g[t] + b[t] + 1 <= k)
+            straddle |= (f[t] > 0.0) & (g[t] < k) & (k < g[t] + e[t]) & (e[t] > r[t])
+        if c < C:
+            out.h[q, c] = total
+            if best >= 0:
+                if tie == TIE_EXPECTED:
+                    out.hit[q, c] = _hit_probability(g[best], e[best], r[best], k)
+                else:
+                    out.hit[q, c] = 1.0 if first_rank <= k else 0.0
+        else:
+            out.h_at_r[q] = total
+    out.tie[q] = straddle
+    # discounted gains over active candidates: a deterministic rank's discount, or the mean
+    # discount of the positions of the candidate's tie group that lie in the top k
+    for gv in range(G):
+        gains = gains_all[gv]
+        disc = prm.disc[gv]
+        cum = prm.cum[gv]
+        for c in range(C):
+            k = cutoffs[c]
+            total = 0.0
+            for t in range(m):
+                if tie == TIE_EXPECTED:
+                    top = min(g[t] + e[t], k)
+                    bottom = min(g[t], k)
+                    share = (cum[top] - cum[bottom]) / e[t] if top > bottom else 0.0
+                else:
+                    rank = g[t] + b[t] + 1
+                    share = disc[rank] if rank <= k else 0.0
+                total += gains[w[t]] * share
+            out.dcg[gv, q, c] = total
+    if not want_rank or best < 0:
+        return
+    # RR and AP over relevant members in rank order (deterministic) or tie-group order (expected)
+    nr = 0
+    for t in range(m):
+        if rel[w[t]]:
+            key[nr] = (g[t] + b[t]) if tie != TIE_EXPECTED else g[t]
+            ridx[nr] = t
+            nr += 1
+    order = stable_argsort(key[:nr])
+    for c in range(C):
+        k = cutoffs[c]
+        if tie == TIE_EXPECTED:
+            out.rr[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
+            apsum = 0.0
+            above = 0
+            i = 0
+            while i < nr:
+                t = ridx[order[i]]
+                apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
+                above += r[t]
+                i += r[t]  # the group's relevant members are consecutive in this order
+            out.ap[q, c] = apsum
+        else:
+            first = key[order[0]] + 1
+            out.rr[q, c] = 1.0 / first if first <= k else 0.0
+            apsum = 0.0
+            for i in range(nr):
+                rank = key[order[i]] + 1
+                if rank > k:
+                    break
+                apsum += (i + 1) / rank
+            out.ap[q, c] = apsum
+
+
+
+
 @kernel(outputs=('out',))
 def stats_range(cols, prm, q0, q1, out):
     """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``."""
     offsets, scores, rel, active, R = cols.offsets, cols.scores, cols.rel, cols.active, cols.R
-    cutoffs, thr, tie, want_r, want_rank = prm.cutoffs, prm.thr, prm.tie, prm.want_r, prm.want_rank
-    G = cols.gains.shape[0]
+    cutoffs, thr, tie, want_r = prm.cutoffs, prm.thr, prm.tie, prm.want_r
     g, e, r, b, w = _scratch(offsets, q0, q1)
     key = np.empty(g.shape[0], np.float64)  # ranks, exact as floats
     ridx = np.empty(g.shape[0], np.int64)
@@ -423,17 +541,8 @@ def stats_range(cols, prm, q0, q1, out):
                 nact += kept & ac[j]
         out.n[q] = n
         out.rel_ret[q] = nrel
-        for c in range(C):
-            out.h[q, c] = 0.0
-            out.hit[q, c] = 0.0
-            if want_rank:
-                out.rr[q, c] = 0.0
-                out.ap[q, c] = 0.0
-            for gv in range(G):
-                out.dcg[gv, q, c] = 0.0
-        out.h_at_r[q] = 0.0
-        out.tie[q] = False
         if nact == 0:
+            _accumulate(q, 0, g, e, r, b, w, rel, cols.gains, R[q], prm, out, f, key, ridx)
             continue
         # ranks beyond `limit` matter to no requested metric
         limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
@@ -446,96 +555,36 @@ def stats_range(cols, prm, q0, q1, out):
             m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
         else:
             m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
-        if m > 1 and (tie == TIE_EXPECTED or G > 0):  # else every sum adds whole numbers: exact in any order
-            _rank_order(g, e, r, b, w, m, tie, cols.gains)
-        # the best relevant tie group (hit probabilities, reciprocal rank) and the best rank
-        best = -1
-        first_rank = 1 << 62
+        _accumulate(q, m, g, e, r, b, w, rel, cols.gains, R[q], prm, out, f, key, ridx)
+
+
+@kernel(outputs=('out',))
+def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
+    """Statistics of queries q0..q1 from per-candidate counts made elsewhere (a GPU's torch ops):
+    query q's active candidates are ``aoff[q]:aoff[q + 1]`` of ``ga, ea, ra, ba`` (their g, e, r,
+    b as in the module docstring), and of ``rel`` and ``gains`` (G x candidates). ``out.n`` and
+    ``out.rel_ret`` are left to the caller."""
+    longest = 0
+    for q in range(q0, q1):
+        longest = max(longest, aoff[q + 1] - aoff[q])
+    g = np.empty(longest, np.int64)
+    e = np.empty(longest, np.int64)
+    r = np.empty(longest, np.int64)
+    b = np.empty(longest, np.int64)
+    w = np.empty(longest, np.int64)
+    key = np.empty(longest, np.float64)
+    ridx = np.empty(longest, np.int64)
+    f = np.empty(longest)
+    for q in range(q0, q1):
+        lo = aoff[q]
+        m = aoff[q + 1] - lo
         for t in range(m):
-            isrel = rel[w[t]]
-            f[t] = 1.0 if isrel else 0.0
-            if isrel:
-                if best < 0 or g[t] < g[best]:
-                    best = t
-                first_rank = min(first_rank, g[t] + b[t] + 1)
-        # h(k) for every cutoff and for k = R; branch-free, as the outcomes are unpredictable
-        straddle = False
-        for c in range(C + 1):
-            if c < C:
-                k = cutoffs[c]
-            else:
-                if not want_r:
-                    break
-                k = R[q]
-            total = 0.0
-            for t in range(m):
-                if tie == TIE_EXPECTED:
-                    total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)
-                else:
-                    total += f[t] * (g[t] + b[t] + 1 <= k)
-                straddle |= (f[t] > 0.0) & (g[t] < k) & (k < g[t] + e[t]) & (e[t] > r[t])
-            if c < C:
-                out.h[q, c] = total
-                if best >= 0:
-                    if tie == TIE_EXPECTED:
-                        out.hit[q, c] = _hit_probability(g[best], e[best], r[best], k)
-                    else:
-                        out.hit[q, c] = 1.0 if first_rank <= k else 0.0
-            else:
-                out.h_at_r[q] = total
-        out.tie[q] = straddle
-        # discounted gains over active candidates: a deterministic rank's discount, or the mean
-        # discount of the positions of the candidate's tie group that lie in the top k
-        for gv in range(G):
-            gains = cols.gains[gv]
-            disc = prm.disc[gv]
-            cum = prm.cum[gv]
-            for c in range(C):
-                k = cutoffs[c]
-                total = 0.0
-                for t in range(m):
-                    if tie == TIE_EXPECTED:
-                        top = min(g[t] + e[t], k)
-                        bottom = min(g[t], k)
-                        share = (cum[top] - cum[bottom]) / e[t] if top > bottom else 0.0
-                    else:
-                        rank = g[t] + b[t] + 1
-                        share = disc[rank] if rank <= k else 0.0
-                    total += gains[w[t]] * share
-                out.dcg[gv, q, c] = total
-        if not want_rank or best < 0:
-            continue
-        # RR and AP over relevant members in rank order (deterministic) or tie-group order (expected)
-        nr = 0
-        for t in range(m):
-            if rel[w[t]]:
-                key[nr] = (g[t] + b[t]) if tie != TIE_EXPECTED else g[t]
-                ridx[nr] = t
-                nr += 1
-        order = stable_argsort(key[:nr])
-        for c in range(C):
-            k = cutoffs[c]
-            if tie == TIE_EXPECTED:
-                out.rr[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
-                apsum = 0.0
-                above = 0
-                i = 0
-                while i < nr:
-                    t = ridx[order[i]]
-                    apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
-                    above += r[t]
-                    i += r[t]  # the group's relevant members are consecutive in this order
-                out.ap[q, c] = apsum
-            else:
-                first = key[order[0]] + 1
-                out.rr[q, c] = 1.0 / first if first <= k else 0.0
-                apsum = 0.0
-                for i in range(nr):
-                    rank = key[order[i]] + 1
-                    if rank > k:
-                        break
-                    apsum += (i + 1) / rank
-                out.ap[q, c] = apsum
+            g[t] = ga[lo + t]
+            e[t] = ea[lo + t]
+            r[t] = ra[lo + t]
+            b[t] = ba[lo + t]
+            w[t] = lo + t
+        _accumulate(q, m, g, e, r, b, w, rel, gains, R[q], prm, out, f, key, ridx)
 
 
 @kernel
@@ -662,15 +711,26 @@ def _split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return [(int(a), int(z)) for a, z in zip(edges[:-1], edges[1:]) if z > a]
 
 
+def _outputs(Q: int, prm: Params, G: int) -> Outputs:
+    C = len(prm.cutoffs)
+    rank_shape = (Q, C) if prm.want_rank else (0, C)
+    return Outputs(np.empty((Q, C)), np.empty((Q, C)), np.empty(Q), np.empty(Q, np.int64), np.empty(Q, np.int64),
+                   np.empty(Q, np.bool_), np.empty(rank_shape), np.empty(rank_shape), np.empty((G, Q, C)))
+
+
 def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
     """Run the kernel over all queries of ``cols``; return the filled :class:`Outputs`."""
-    Q = len(cols.offsets) - 1
-    C = len(prm.cutoffs)
-    G = cols.gains.shape[0]
-    rank_shape = (Q, C) if prm.want_rank else (0, C)
-    out = Outputs(np.empty((Q, C)), np.empty((Q, C)), np.empty(Q), np.empty(Q, np.int64), np.empty(Q, np.int64),
-                  np.empty(Q, np.bool_), np.empty(rank_shape), np.empty(rank_shape), np.empty((G, Q, C)))
+    out = _outputs(len(cols.offsets) - 1, prm, cols.gains.shape[0])
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
     run_parallel(lambda qr: stats_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))
+    return out
+
+
+def compute_from_counts(aoff: np.ndarray, g: np.ndarray, e: np.ndarray, r: np.ndarray, b: np.ndarray,
+                        rel: np.ndarray, gains: np.ndarray, R: np.ndarray, prm: Params) -> Outputs:
+    """:func:`compute` from per-candidate counts made elsewhere (see :func:`stats_from_counts`);
+    ``n`` and ``rel_ret`` of the outputs are left for the caller to fill."""
+    out = _outputs(len(aoff) - 1, prm, gains.shape[0])
+    stats_from_counts(aoff, g, e, r, b, rel, gains, R, prm, 0, len(aoff) - 1, out)
     return out

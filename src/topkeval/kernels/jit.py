@@ -32,6 +32,10 @@ BUDGET = 1_000_000
 
 _interpreted = 0
 
+#: Per thread: whether an interpreted kernel is running (the kernels it calls run interpreted too,
+#: and their arrays, parts of its own, are not counted again towards the budget).
+_running = threading.local()
+
 #: Seconds a first compiled call may take (a load from the cache) before a notice says it compiles.
 NOTICE_AFTER = 1.0
 _noticed = threading.Event()
@@ -76,8 +80,14 @@ class Kernel:
 
     def __call__(self, *args):
         if self.dispatcher is None:
-            if not _wants_compiled(args):
+            if getattr(_running, "interpreted", False):  # called by an interpreted kernel: counted there
                 return self.py_func(*args)
+            if not _wants_compiled(args):
+                _running.interpreted = True
+                try:
+                    return self.py_func(*args)
+                finally:
+                    _running.interpreted = False
             compile_all()
         args = list(args)
         for i in self._inputs:
