@@ -2,6 +2,10 @@
 
     python benchmarks/matrix_bench.py [--users 20000] [--items 50000] [--device cpu|cuda] [--profile]
 
+Also timed: one read of the matrix (``torch.aminmax``, the floor) and evaluate_matrix's other path
+(on a CPU the GPU's algorithm, counts made with torch ops; on a GPU the selection copied to the
+CPU kernel), with a check that both give the same per-user values.
+
 ``--profile`` shows where evaluate_matrix spends its time instead (cProfile, top entries) and, on
 a GPU, its device part against one read of the matrix (the bandwidth floor).
 
@@ -60,7 +64,14 @@ def main() -> None:
     if args.profile:
         profile(tk, scores, tuple(edges.numpy()), metrics, args, timed)
         return
+    from topkeval import matrix
+
     t_tk, res = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=metrics))
+    t_read = min(timed(lambda: torch.aminmax(scores))[0] for _ in range(3))  # one read: the floor
+    other = args.device == "cpu"  # on a CPU, the GPU's algorithm (torch ops) too; on a GPU, the CPU's selection
+    matrix.DEVICE_COUNTS = True if other else False
+    t_other, res_other = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=metrics))
+    matrix.DEVICE_COUNTS = None
 
     def baseline():
         R = truth.sum(1).float()
@@ -76,7 +87,11 @@ def main() -> None:
 
     t_base, base = timed(baseline)
     print(f"{U:,} users x {I:,} items on {args.device}; scores {scores.element_size() * U * I / 2**30:.1f} GiB")
-    print(f"topkeval.evaluate_matrix   {t_tk:8.2f} s")
+    print(f"one read of the matrix     {t_read:8.2f} s   (torch.aminmax: the floor)")
+    print(f"topkeval.evaluate_matrix   {t_tk:8.2f} s   ({t_tk / t_read:.1f}x one read)")
+    print(f"  {'counted with torch ops' if other else 'selection, then the CPU kernel'}"
+          f"{t_other:10.2f} s   ({t_other / t_read:.1f}x one read; the other path, same numbers: "
+          f"{res_other.per_query.equals(res.per_query)})")
     print(f"torch.topk + gather        {t_base:8.2f} s   ({t_base / t_tk:.2f}x topkeval)")
     worst = max(abs(base[m] - res.summary.iloc[0][m]) for m in metrics)
     print(f"  max |diff| of the means = {worst:.1e}; users with a tie across a cutoff (which the baseline "
@@ -110,16 +125,33 @@ def profile(tk, scores, edges, metrics, args, timed) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(15)
     if args.device != "cuda":
         return
+    import numpy as np
+    import torch
+
+    from topkeval.kernels import torch_counts
     from topkeval.matrix import _select_torch
 
     batch = max(1, (1 << 27) // args.items)
+    users, items = (np.asarray(x) for x in edges)
     read = min(timed(lambda: float(scores.sum()))[0] for _ in range(3))
+    topk = min(timed(lambda: [torch.topk(scores[u:u + batch], 50, dim=1) for u in range(0, args.users, batch)])[0]
+               for _ in range(2))
     select = min(timed(lambda: [_select_torch(scores[u:u + batch], 50) for u in range(0, args.users, batch)])[0]
                  for _ in range(2))
+
+    def counted():
+        for u in range(0, args.users, batch):
+            mine = (users >= u) & (users < u + batch)
+            ones = np.ones(int(mine.sum()), bool)
+            torch_counts.counts(scores[u:u + batch], 50, users[mine] - u, items[mine], ones.astype(float), ones,
+                                ~ones, 0)
+
+    counts = min(timed(counted)[0] for _ in range(2))
     total = min(timed(lambda: tk.evaluate_matrix(scores, edges, metrics=metrics))[0] for _ in range(2))
     gib = scores.element_size() * scores.numel() / 2**30
-    print(f"one read of the matrix: {read:.3f} s ({gib / read:.0f} GiB/s); selection on the device and "
-          f"copy back: {select:.3f} s; evaluate_matrix: {total:.3f} s")
+    print(f"one read of the matrix: {read:.3f} s ({gib / read:.0f} GiB/s); torch.topk(50) alone: {topk:.3f} s; "
+          f"counts on the device and copy back: {counts:.3f} s; (the selection path's selection and copy: "
+          f"{select:.3f} s); evaluate_matrix: {total:.3f} s ({total / read:.1f}x one read)")
 
 
 if __name__ == "__main__":

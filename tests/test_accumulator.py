@@ -307,11 +307,16 @@ def test_torch_gradients_and_no_grad():
     assert S.grad is None
 
 
+@pytest.mark.parametrize("device_counts", [None, True])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_half_precision_ties_at_that_precision(dtype):
+def test_half_precision_ties_at_that_precision(dtype, device_counts, monkeypatch):
     """Scores equal in half precision tie; the oracle is the long format on the scores rounded to
-    that precision, then cast to float32 (exact)."""
+    that precision, then cast to float32 (exact). ``device_counts``: the counts made with torch ops
+    (the GPU's algorithm), here on CPU tensors."""
     torch = pytest.importorskip("torch", reason="torch is not installed")
+    from topkeval import matrix
+
+    monkeypatch.setattr(matrix, "DEVICE_COUNTS", device_counts)
     rng = np.random.default_rng(11)
     users, items = 40, 60
     fine = rng.random((users, items)).astype(np.float32) * 0.05 + 0.5  # distinct in float32

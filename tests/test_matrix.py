@@ -263,7 +263,8 @@ def test_threshold_selection_equals_a_partition(seed, items, depth, kind, thresh
     excluded = rng.random(S.shape) < 0.05
     if kind == "excluded_on_top":
         excluded = S >= np.quantile(S, 0.9, axis=1, keepdims=True)
-    rows, cols, vals, below = select_top(S, depth, sp.csr_matrix(excluded), threshold)
+    rows, cols, vals, below, finite = select_top(S, depth, sp.csr_matrix(excluded), threshold)
+    assert finite.all()
     want_rows, want_cols = [], []
     for u in range(users):
         ok = ~excluded[u] & (S[u].astype(np.float64) >= (-np.inf if threshold is None else threshold))
@@ -276,3 +277,6 @@ def test_threshold_selection_equals_a_partition(seed, items, depth, kind, thresh
         assert below[u] == (0 if threshold is None else int((~excluded[u] & (S[u] < threshold)).sum()))
     assert rows.tolist() == want_rows and cols.tolist() == want_cols
     assert np.array_equal(vals, S[rows, cols].astype(np.float64))
+    bad = S.copy()
+    bad[users - 1, int(rng.integers(0, items))] = [np.nan, np.inf, -np.inf][seed % 3]
+    assert select_top(bad, depth)[4].tolist() == [True] * (users - 1) + [False]

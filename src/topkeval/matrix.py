@@ -514,9 +514,12 @@ class MatrixBackend:
             rows, cols, vals = _select_torch(S, depth, batch.exclude is not None or conv.score_threshold is not None)
         else:  # numpy, or a CPU tensor seen as numpy: the threshold selection, no masked copy
             S = _batch(scores, batch.queries, _is_torch(scores), masked=False,
-                       float32=conv.score_precision == "float32", model=model)
+                       float32=conv.score_precision == "float32", model=model, check=False)
+            converted = S.dtype != scores.dtype  # then checked before the conversion
             S = S.numpy() if _is_torch(S) else S
-            rows, cols, vals, below = select_top(S, depth, batch.exclude, conv.score_threshold)
+            rows, cols, vals, below, finite = select_top(S, depth, batch.exclude, conv.score_threshold)
+            if not converted and not finite.all():
+                raise _not_finite(model, batch.queries)
             removed = below + (0 if batch.exclude is None else np.diff(batch.exclude.indptr))
             rel_ret = judgments.R
             if conv.score_threshold is not None:  # relevant items below it leave the candidates, stay in R
@@ -566,41 +569,52 @@ def _check_integer_scores(scores, name: str = "scores") -> None:
                         "scores could become equal, a false tie); rescale them.")
 
 
-def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool = False, model: str = "scores"):
+def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool = False, model: str = "scores",
+           check: bool = True):
     """Scores of a batch of users as float32 or float64, checked finite; a copy where it will be masked.
 
     float16 and bfloat16 become float32 and integers float64: both hold every value exactly, so the
     order and the ties are those of the given values. ``float32``: everything as float32 (the
     ``score_precision="float32"`` convention, where scores equal in float32 tie). Autograd is
-    detached (the evaluation never needs gradients).
+    detached (the evaluation never needs gradients). ``check=False``: scores kept in their own
+    dtype are not checked here (the caller's selection checks them in its pass); converted ones are
+    checked before the conversion.
     """
     if torch_input:
         import torch
 
         S = S.detach()
-        if S.dtype.is_floating_point:
+        target = S.dtype
+        if S.dtype in (torch.float16, torch.bfloat16) or (float32 and S.dtype == torch.float64):
+            target = torch.float32
+        elif S.dtype not in (torch.float32, torch.float64):
+            target = torch.float32 if float32 else torch.float64
+        ok = True
+        if S.dtype.is_floating_point and (check or target != S.dtype):
             low, high = torch.aminmax(S)  # NaN propagates: one pass, no mask of the batch's size
             ok = bool(torch.isfinite(low) & torch.isfinite(high))
-        else:
-            ok = True
-        if S.dtype in (torch.float16, torch.bfloat16) or (float32 and S.dtype == torch.float64):
-            S = S.to(torch.float32)
-        elif S.dtype not in (torch.float32, torch.float64):
-            S = S.to(torch.float32 if float32 else torch.float64)
+        if target != S.dtype:
+            S = S.to(target)
         elif masked:
             S = S.clone()  # masked below; the caller's tensor is never written
     else:
         S = np.asarray(S)
-        ok = bool(np.isfinite(S.min()) and np.isfinite(S.max())) if S.dtype.kind == "f" and S.size else True
+        dtype = np.float32 if float32 or S.dtype in (np.float16, np.float32) else np.float64
+        ok = True
+        if S.dtype.kind == "f" and S.size and (check or S.dtype != dtype):
+            ok = bool(np.isfinite(S.min()) and np.isfinite(S.max()))
         with np.errstate(over="ignore"):
-            dtype = np.float32 if float32 or S.dtype in (np.float16, np.float32) else np.float64
             S = np.array(S, dtype=dtype) if masked else np.asarray(S, dtype=dtype)  # unmasked: read in place
     if not ok:
-        which = "scores" if model == "scores" else f"the scores of model {model!r}"
-        raise DataError(f"{which} hold NaN or infinite values (users {show(users[0])}..{show(users[-1])}); every "
-                        "score must be finite. To keep training items out of the ranking, pass them as exclude= "
-                        "instead of setting their scores to -inf.")
+        raise _not_finite(model, users)
     return S
+
+
+def _not_finite(model: str, users: np.ndarray) -> DataError:
+    which = "scores" if model == "scores" else f"the scores of model {model!r}"
+    return DataError(f"{which} hold NaN or infinite values (users {show(users[0])}..{show(users[-1])}); every "
+                     "score must be finite. To keep training items out of the ranking, pass them as exclude= "
+                     "instead of setting their scores to -inf.")
 
 
 def _threshold_in(S, thr: float) -> float:

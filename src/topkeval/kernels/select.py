@@ -1,22 +1,21 @@
-"""Selection of each row's top T of a score matrix by a threshold, in about one read of the matrix.
+"""Selection of each row's top T of a score matrix, in one read of the matrix.
 
 For each row, the T-th largest score ``v`` and the cells scoring ``>= v`` (the whole tie group at
 the boundary: ties are resolved later, exactly, by the kernel), columns ascending. This is what
 ``numpy.partition`` followed by a comparison and ``numpy.nonzero`` gives, without their three
-passes over the matrix and their copies:
+passes over the matrix and their copies. One pass over each row, in blocks of :data:`BLOCK`
+cells, keeps a min-heap of the T largest scores seen so far and the columns of every cell that
+scored at least the heap's least when it was read; a block with no such cell is passed over after
+a branch-free scan (which the compiler vectorises, and which also checks that every score is
+finite and counts the cells below ``score_threshold``). On a row in random order the heap's least
+rises fast and only about ``T (1 + ln(n / T))`` cells are ever kept; a row in ascending order
+keeps every cell, slower but exact. At the end, the kept cells scoring at least the heap's least
+are the selection.
 
-1. a threshold ``t`` from a strided sample of the row (about :data:`SAMPLE` cells): the j-th
-   largest sampled score, with j chosen so that about ``2 T + 4 n / SAMPLE`` cells score ``>= t``;
-2. one pass over the row collects the columns scoring ``>= t``, in blocks of :data:`BLOCK` cells:
-   a block is walked only when a branch-free scan finds such a cell in it (rare by design);
-3. a selection among those few finds ``v`` exactly; if fewer than T cells passed ``t`` (a sample
-   that happened to land high), the pass is repeated with no threshold, so the result never
-   depends on the sample, only the time does.
-
-The cells of rows whose selection fits in :data:`CAP` ``+ 4 T`` slots are kept from that pass;
-the others (heavy ties at the boundary) are read again. Rows are split over threads. Excluded
-cells (a sorted list of columns per row, checked only for the few cells above the threshold) and
-cells below ``score_threshold`` are never selected, without a masked copy of the matrix.
+Rows whose selection fits in :data:`CAP` ``+ 4 T`` slots are kept from that pass; the others
+(heavy ties at the boundary) are read again. Rows are split over threads. Excluded cells (a sorted
+list of columns per row, checked only for the few cells kept) and cells below ``score_threshold``
+are never selected, without a masked copy of the matrix.
 """
 
 from __future__ import annotations
@@ -24,11 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import kernel
-from .sort import kth_smallest
 from .threads import default_threads, row_ranges, run_parallel
-
-#: Cells sampled per row to choose the threshold.
-SAMPLE = 1024
 
 #: Slots per row (beyond 4 T) kept from the first pass; rows selecting more are read again.
 CAP = 64
@@ -37,6 +32,9 @@ CAP = 64
 #: Cells per block of the first pass: a block with no cell at or above the threshold is skipped
 #: after a branch-free scan (which the compiler vectorises); only the few others are walked.
 BLOCK = 64
+
+#: Blocks sampled per row for the first floor.
+CHUNKS = 16
 
 
 @kernel
@@ -66,58 +64,143 @@ def _collect(row, t, ex, cand):
     return c
 
 
-@kernel(outputs=("kth", "count", "slots", "below"))
-def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below):
-    """Rows r0..r1: the depth-th largest score ``kth[u]`` among the candidates (cells not excluded,
-    scoring at least ``thr``; -inf when every candidate is selected), the number of cells
-    selected, their columns in ``slots[u]`` when they fit, and the non-excluded cells below ``thr``."""
+@kernel(outputs=("heap",))
+def _sift_down(heap, size):
+    """Restore the min-heap property of ``heap[:size]`` after its root was replaced."""
+    i = 0
+    x = heap[0]
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= x:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = x
+
+
+@kernel(outputs=("heap", "cand"))
+def _scan(row, ex, thr, floor, heap, cand):
+    """One pass over ``row``: the columns of the candidates (not in ``ex``, scoring at least
+    ``thr``) that score at least ``floor`` and the heap's least when read, into ``cand``, and a
+    min-heap of the largest of them in ``heap``. Returns (columns kept, heap size, every score
+    finite, non-excluded cells below ``thr`` counted with the excluded ones)."""
+    depth = heap.shape[0]
+    n = row.shape[0]
+    size = 0
+    t = floor
+    c = 0
+    p = 0
+    ok = True
+    nb = 0
+    for x0 in range(0, n, BLOCK):
+        block = row[x0:min(x0 + BLOCK, n)]
+        hit = False
+        if thr == -np.inf:
+            for i in range(block.shape[0]):  # branch-free: vectorised
+                v = block[i]
+                hit |= v >= t
+                ok &= (v - v) == 0.0  # false for NaN and infinities
+        else:
+            for i in range(block.shape[0]):
+                v = block[i]
+                hit |= v >= t
+                ok &= (v - v) == 0.0
+                nb += v < thr
+        if not hit:
+            continue
+        c0 = c
+        for i in range(block.shape[0]):  # branch-free compaction of the block's cells >= t
+            v = block[i]
+            cand[c] = x0 + i
+            c += (v >= t) & (v > -np.inf)
+        kept = c0
+        for q in range(c0, c):  # the few found: exclusions, then the heap (t rises as it fills)
+            x = cand[q]
+            v = row[x]
+            if v < t:
+                continue
+            while p < ex.shape[0] and ex[p] < x:
+                p += 1
+            if p < ex.shape[0] and ex[p] == x:
+                continue
+            cand[kept] = x
+            kept += 1
+            if size < depth:
+                heap[size] = v
+                size += 1
+                j = size - 1
+                while j > 0 and heap[(j - 1) // 2] > heap[j]:  # sift up
+                    heap[(j - 1) // 2], heap[j] = heap[j], heap[(j - 1) // 2]
+                    j = (j - 1) // 2
+                if size == depth:
+                    t = max(floor, heap[0])
+            elif v > heap[0]:
+                heap[0] = v
+                _sift_down(heap, size)
+                t = max(floor, heap[0])
+        c = kept
+    return c, size, ok, nb
+
+
+@kernel(outputs=("kth", "count", "slots", "below", "finite"))
+def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below, finite):
+    """Rows r0..r1: the depth-th largest score ``kth[u]`` among the candidates (cells not
+    excluded, scoring at least ``thr``; -inf when every candidate is selected), the number of
+    cells selected, their columns in ``slots[u]`` when they fit, the non-excluded cells below
+    ``thr``, and whether every score of the row is finite."""
     n = S.shape[1]
     cap = slots.shape[1]
     cand = np.empty(n, np.int64)
-    neg = np.empty(n, np.float64)
-    stride = max(1, n // SAMPLE)
+    heap = np.empty(depth, np.float64)
+    sample = np.empty((depth * CHUNKS * BLOCK) // max(n, 1) + 4, np.float64)
+    gap = n // CHUNKS
     for u in range(r0, r1):
         row = S[u]
         ex = eidx[eptr[u]:eptr[u + 1]]
-        nb = 0
-        if thr > -np.inf:
-            for x in range(n):  # branch-free: vectorised
-                nb += row[x] < thr
-            for p in range(ex.shape[0]):
-                nb -= row[ex[p]] < thr
+        # a floor from a sample of CHUNKS blocks spread over the row: its j-th largest candidate
+        # score, j chosen so that about T + 4 n / (CHUNKS BLOCK) cells score at least that much
+        floor = thr
+        if gap >= BLOCK:
+            j = (depth * CHUNKS * BLOCK) // n + 4
+            top = 0  # sample[:top]: the largest sampled candidate scores, descending, at most j
+            p = 0
+            for h in range(CHUNKS):
+                for x in range(h * gap, h * gap + BLOCK):
+                    v = row[x]
+                    if top == j and not v > sample[j - 1]:
+                        continue
+                    if not (v >= thr and (v - v) == 0.0):
+                        continue
+                    while p < ex.shape[0] and ex[p] < x:
+                        p += 1
+                    if p < ex.shape[0] and ex[p] == x:
+                        continue
+                    i = min(top, j - 1)  # insert v, dropping the smallest when full
+                    while i > 0 and sample[i - 1] < v:
+                        sample[i] = sample[i - 1]
+                        i -= 1
+                    sample[i] = v
+                    top = min(top + 1, j)
+            if top == j:
+                floor = max(thr, sample[j - 1])
+        c, size, ok, nb = _scan(row, ex, thr, floor, heap, cand)
+        if size < depth and floor > thr:  # fewer than T candidates above the floor: none
+            c, size, ok, nb = _scan(row, ex, thr, thr, heap, cand)
+        finite[u] = ok
+        for q in range(ex.shape[0]):
+            nb -= row[ex[q]] < thr
         below[u] = nb
-        m = 0
-        p = 0
-        for x in range(0, n, stride):
-            while p < ex.shape[0] and ex[p] < x:
-                p += 1
-            v = row[x]
-            if v >= thr and v > -np.inf and not (p < ex.shape[0] and ex[p] == x):
-                neg[m] = -v
-                m += 1
-        t = thr
-        j = (2 * depth * m) // n + 4  # the j-th largest sampled score: about (2 T + 4 stride) cells above it
-        if j <= m:
-            t = max(thr, -kth_smallest(neg[:m], j - 1))
-        c = _collect(row, t, ex, cand)
-        if c < depth and t > thr:  # the sample landed high: no threshold but thr
-            t = thr
-            c = _collect(row, t, ex, cand)
-        k = -np.inf
-        sel = c
-        if c > depth:
-            for i in range(c):
-                neg[i] = -row[cand[i]]
-            k = -kth_smallest(neg[:c], depth - 1)
-            sel = 0
-            for i in range(c):
-                if row[cand[i]] >= k:
-                    if sel < cap:
-                        slots[u, sel] = cand[i]
-                    sel += 1
-        else:
-            for i in range(min(c, cap)):
-                slots[u, i] = cand[i]
+        k = heap[0] if size == depth else -np.inf
+        sel = 0
+        for i in range(c):  # cells kept early may have fallen below the final threshold
+            if row[cand[i]] >= k:
+                if sel < cap:
+                    slots[u, sel] = cand[i]
+                sel += 1
         kth[u] = max(k, thr)
         count[u] = sel
 
@@ -156,11 +239,13 @@ def select_top(S: np.ndarray, depth: int, exclude=None, threshold: float | None 
         Their scores.
     below : ndarray of int64
         Per row, the non-excluded cells scoring below ``threshold`` (zeros without one).
+    finite : ndarray of bool
+        Per row, whether every score is finite (excluded cells included).
 
     Examples
     --------
     >>> import numpy as np
-    >>> rows, cols, vals, _ = select_top(np.array([[0.1, 0.9, 0.5, 0.5], [3.0, 1.0, 2.0, 2.0]]), 2)
+    >>> rows, cols, vals, _, _ = select_top(np.array([[0.1, 0.9, 0.5, 0.5], [3.0, 1.0, 2.0, 2.0]]), 2)
     >>> rows.tolist(), cols.tolist(), vals.tolist()
     ([0, 0, 0, 1, 1, 1], [1, 2, 3, 0, 2, 3], [0.9, 0.5, 0.5, 3.0, 2.0, 2.0])
     """
@@ -177,10 +262,12 @@ def select_top(S: np.ndarray, depth: int, exclude=None, threshold: float | None 
     kth = np.empty(U, np.float64)
     count = np.empty(U, np.int64)
     below = np.empty(U, np.int64)
+    finite = np.empty(U, np.bool_)
     slots = np.empty((U, 4 * depth + CAP), np.int64)
     threads = threads or default_threads()
     ranges = row_ranges(U, threads if S.size >= 1 << 20 else 1)
-    run_parallel(lambda r: _thresholds(S, depth, eptr, eidx, thr, r[0], r[1], kth, count, slots, below), ranges,
+    run_parallel(lambda r: _thresholds(S, depth, eptr, eidx, thr, r[0], r[1], kth, count, slots, below, finite),
+                 ranges,
                  workers=len(ranges))
     offsets = np.zeros(U + 1, np.int64)
     np.cumsum(count, out=offsets[1:])
@@ -189,4 +276,4 @@ def select_top(S: np.ndarray, depth: int, exclude=None, threshold: float | None 
     run_parallel(lambda r: _emit(S, kth, count, slots, offsets, eptr, eidx, r[0], r[1], cols, vals), ranges,
                  workers=len(ranges))
     rows = np.repeat(np.arange(U, dtype=np.int64), count)
-    return rows, cols, vals, below
+    return rows, cols, vals, below, finite
