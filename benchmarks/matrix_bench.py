@@ -72,6 +72,7 @@ def main() -> None:
     matrix.DEVICE_COUNTS = True if other else False
     t_other, res_other = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=metrics))
     matrix.DEVICE_COUNTS = None
+    t_np = timed(lambda: tk.evaluate_matrix(scores.numpy(), tuple(edges.numpy()), metrics=metrics))[0] if other else None
 
     def baseline():
         R = truth.sum(1).float()
@@ -92,6 +93,8 @@ def main() -> None:
     print(f"  {'counted with torch ops' if other else 'selection, then the CPU kernel'}"
           f"{t_other:10.2f} s   ({t_other / t_read:.1f}x one read; the other path, same numbers: "
           f"{res_other.per_query.equals(res.per_query)})")
+    if t_np is not None:
+        print(f"  the same as a numpy array {t_np:8.2f} s   ({t_np / t_read:.1f}x one read)")
     print(f"torch.topk + gather        {t_base:8.2f} s   ({t_base / t_tk:.2f}x topkeval)")
     worst = max(abs(base[m] - res.summary.iloc[0][m]) for m in metrics)
     print(f"  max |diff| of the means = {worst:.1e}; users with a tie across a cutoff (which the baseline "

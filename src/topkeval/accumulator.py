@@ -57,9 +57,11 @@ class MatrixEvaluator:
     rows stacked into one matrix: the summary is the mean over the evaluated users of each user's
     value, not a mean of per-batch means, so the batch sizes never change a number.
 
-    Each update selects each user's top T candidates (T: the deepest cutoff, or R for
-    ``r_precision``), with the whole tie group at the boundary, on the device of the scores, and
-    copies only those to the host. Half-precision scores (float16, bfloat16) are compared as float32,
+    Each update finds each user's top T candidates (T: the deepest cutoff, or R for
+    ``r_precision``), with the whole tie group at the boundary, where the scores live: on a GPU
+    the counts behind every metric are made there with torch ops and only a few integers per
+    relevant item reach the host; on a CPU one pass over each row selects them (see
+    :mod:`topkeval.matrix`). Half-precision scores (float16, bfloat16) are compared as float32,
     which holds them exactly: ties are those of the half-precision values.
 
     Under ``torch.distributed`` (a process group initialised when ``compute`` is called),

@@ -2,11 +2,19 @@
 
 ``evaluate_matrix`` never sorts a user's whole catalogue. With T the deepest rank the metrics look
 at (the largest cutoff; the largest R of a user for R-precision; the whole list for uncut rank
-metrics: :meth:`topkeval.engine.Plan.depth`), it finds each user's T-th largest score ``v`` by
-selection (``numpy.partition`` or ``torch.topk``), keeps the candidates scoring ``>= v`` (so the tie
-group at the boundary is kept whole, and ties are resolved exactly as in the long format), and
-hands only those to the engine, batch by batch, with each user's true list length and relevant
-count. On a torch tensor the masking and selection run on the tensor's device, and only the
+metrics: :meth:`topkeval.engine.Plan.depth`), a batch of rows takes one of two paths:
+
+* on a GPU (a torch tensor on a device other than the CPU), the counts the kernel needs for each
+  relevant item (candidates above it, level with it, its tie rule's place) are made on the device
+  with torch ops (:mod:`topkeval.kernels.torch_counts`); only those few integers per relevant
+  item reach the host, where the CPU kernel's accumulation turns them into statistics;
+* on a CPU (numpy, or a CPU tensor read in place), each row's T-th largest score ``v`` is found in
+  one pass (:mod:`topkeval.kernels.select`), the candidates scoring ``>= v`` (the whole tie group
+  at the boundary, so ties are resolved exactly as in the long format) are handed to the CPU
+  kernel with each user's true list length and relevant count.
+
+Plans the device counts do not cover (the second pass of bpref, judged, ERR...; RBP's residual;
+columns ordered as text) take the selection path on a GPU too, with ``torch.topk``; only the
 selected (user, item, score) triples are copied to the host.
 """
 
@@ -404,9 +412,12 @@ class MatrixBatch:
 
 
 class MatrixBackend:
-    """The backend of score matrices: masks the exclusions and the score threshold, selects each
-    user's candidates down to the depth the plan needs (on the tensor's device), and runs the CPU
-    kernel on the selected cells with each user's true list length and relevant count.
+    """The backend of score matrices: leaves out the exclusions and the cells below the score
+    threshold, and either counts, on a GPU, what the kernel needs for each relevant cell
+    (:mod:`~topkeval.kernels.torch_counts`, then the kernel's accumulation), or selects each user's
+    candidates down to the depth the plan needs and runs the CPU kernel on them with each user's
+    true list length and relevant count. ``device_counts``: None counts on a GPU only, True on
+    CPU tensors too (tests), False never.
 
     Scores are compared in their own precision: float16 and bfloat16 as float32 (which holds them
     exactly, so their order and ties are kept), and everything as float32 under

@@ -2,8 +2,9 @@
 
 A backend turns a batch of queries and a plan into :class:`~topkeval.kernels.stats.QueryStats`
 for one model. :class:`CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu` on a
-:class:`~topkeval.log.GroupedLog`; :class:`~topkeval.matrix.MatrixBackend` selects the top of each
-row of a score matrix (on its device) and hands those cells to the CPU backend. A new backend (a
+:class:`~topkeval.log.GroupedLog`; :class:`~topkeval.matrix.MatrixBackend` counts on the GPU
+what the kernel needs for each relevant cell of a score matrix, or selects the top of each row and
+hands those cells to the CPU backend. A new backend (a
 GPU kernel, a Spark partition) implements :class:`Backend` and nothing else changes: values, the
 empty-query rule, the short-list check and the aggregation live in :mod:`~topkeval.engine.evaluate`.
 
@@ -52,8 +53,8 @@ class Backend(Protocol):
     ``compute`` must return the :class:`~topkeval.kernels.stats.QueryStats` that
     :class:`CpuBackend` returns for the long format of the same queries (the tests hold every
     backend to it). :class:`CpuBackend` takes a :class:`~topkeval.log.GroupedLog`;
-    :class:`~topkeval.matrix.MatrixBackend` a :class:`~topkeval.matrix.MatrixBatch` (selection
-    on the tensor's device, then the CPU kernel).
+    :class:`~topkeval.matrix.MatrixBackend` a :class:`~topkeval.matrix.MatrixBatch` (counts on
+    the GPU or a selection, then the CPU kernel).
     """
 
     def compute(self, batch, model: str, plan: Plan, judgments: Judgments,
