@@ -266,3 +266,24 @@ def test_results_without_item_ids_or_rows_refuse():
     by_hand = tk.Results(matrix.summary, matrix.per_query, matrix.info)
     with pytest.raises(tk.ParameterError, match="do not keep"):
         by_hand.beyond_accuracy()
+
+
+def test_cosine_diversity_in_chunks_equals_the_pairwise_loop(monkeypatch):
+    """Features take the vectorised path (every pair of a query at once, queries in chunks); a
+    similarity function the pairwise loop: the same values, chunk boundaries anywhere, ties."""
+    from topkeval import beyond
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    df = pd.DataFrame({"query": rng.integers(0, 150, n), "item": rng.integers(0, 80, n), "grade": rng.integers(0, 2, n),
+                       "a": rng.integers(0, 4, n), "b": rng.random(n)}).drop_duplicates(["query", "item"])
+    features = {i: _vector(i % 14) for i in range(80)}
+    for ties in ("expected", "first"):
+        res = tk.evaluate(df, metrics=["recall@3"], query="query", relevance="grade", score=["a", "b"], item="item",
+                          ties=ties)
+        loop = res.beyond_accuracy(k=5, similarity=lambda x, y: _cosine(x % 14, y % 14))["diversity@5"]
+        for chunk in (7, 1000, beyond.PAIRS_AT_ONCE):
+            monkeypatch.setattr(beyond, "PAIRS_AT_ONCE", chunk)
+            got = res.beyond_accuracy(k=5, features=features)["diversity@5"]
+            np.testing.assert_allclose(got.to_numpy(), loop.to_numpy(), rtol=1e-12)
+            assert got.notna().all()

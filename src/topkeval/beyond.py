@@ -242,6 +242,7 @@ def _cosine(features, every_shown) -> Callable:
     def cosine(a, b) -> float:
         return float(unit[a] @ unit[b])
 
+    cosine.unit = unit  # type: ignore[attr-defined]  # the unit vectors: _diversity uses them a query at a time
     return cosine
 
 
@@ -250,6 +251,9 @@ def _diversity(s: pd.DataFrame, sim: Callable, expected: bool) -> float:
 
     Two candidates are both in the top k with probability ``p_i p_j``, or, in one tie group of
     ``e`` members that takes ``s`` slots under ``ties="expected"``, ``s (s - 1) / (e (e - 1))``."""
+    unit = getattr(sim, "unit", None)
+    if unit is not None:
+        return _cosine_diversity(s, unit, expected)
     values = []
     for _, part in s.groupby("query", sort=False):
         L = int(part["L"].iloc[0])
@@ -271,3 +275,40 @@ def _diversity(s: pd.DataFrame, sim: Callable, expected: bool) -> float:
                     total += both * (1.0 - float(sim(items[a], items[b])))
         values.append(total / (L * (L - 1) / 2))
     return float(np.mean(values)) if values else float("nan")
+
+
+#: Pairs of shown candidates handled at once by :func:`_cosine_diversity`.
+PAIRS_AT_ONCE = 1 << 21
+
+
+def _cosine_diversity(s: pd.DataFrame, unit: dict, expected: bool) -> float:
+    """:func:`_diversity` for the cosine over feature vectors: every pair of candidates of a query
+    at once, queries in chunks (``s`` holds each query's rows together, queries ascending)."""
+    s = s[s["L"].to_numpy() >= 2]
+    if not len(s):
+        return float("nan")
+    q = s["query"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    ends = np.r_[starts[1:], len(q)]
+    L = s["L"].to_numpy()[starts].astype(np.float64)
+    V = np.stack([unit[i] for i in s["item"]])
+    p, g, e = s["p"].to_numpy(), s["g"].to_numpy(), s["e"].to_numpy()
+    filled = np.round(p * e)
+    within = filled * (filled - 1) / np.where(e > 1, e * (e - 1), 1)  # both in one tie group's slots
+    query_of = np.repeat(np.arange(len(starts)), ends - starts)
+    partners = np.repeat(ends, ends - starts) - np.arange(len(q)) - 1  # later rows of the same query
+    totals = np.zeros(len(starts))
+    lo = 0
+    while lo < len(q):  # rows lo..hi: about PAIRS_AT_ONCE pairs
+        hi = lo + 1 + int(np.searchsorted(np.cumsum(partners[lo:]), PAIRS_AT_ONCE))
+        hi = min(hi, len(q))
+        count = partners[lo:hi]
+        ia = np.repeat(np.arange(lo, hi), count)
+        ib = ia + 1 + np.arange(len(ia)) - np.repeat(np.cumsum(count) - count, count)
+        pair = p[ia] * p[ib]
+        if expected:
+            pair = np.where(g[ia] == g[ib], within[ia], pair)
+        dis = 1.0 - np.einsum("ij,ij->i", V[ia], V[ib])
+        totals += np.bincount(query_of[ia], weights=pair * dis, minlength=len(starts))
+        lo = hi
+    return float(np.mean(totals / (L * (L - 1) / 2)))

@@ -468,6 +468,7 @@ class MatrixBackend:
                                 tie, plan.positive_hits)
         del S
         batch.depth = max(batch.depth, depth)
+        batch.selected += len(c["g"])  # the cells whose counts reached the host
         aoff = np.zeros(users + 1, np.int64)
         np.cumsum(np.bincount(c["row"], minlength=users), out=aoff[1:])
         longest = int((c["g"] + c["e"]).max()) if len(c["g"]) else 1
