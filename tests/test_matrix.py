@@ -94,6 +94,34 @@ def test_cuda_equals_numpy():
                 assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]
 
 
+def test_cuda_device_counts_equal_numpy():
+    """On a GPU, metrics the device counts cover are counted there (torch ops): the same values
+    as numpy under every tie rule, exclusions, thresholds, half precision, batches."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine (the GPU path is checked where one is present)")
+    from topkeval.kernels import torch_counts
+
+    calls = []
+    real = torch_counts.counts
+    for seed in range(4):
+        scores, grades, exclude = _data(seed, users=40, items=30)
+        for conv in ({}, {"ties": "item_desc"}, {"ties": "optimistic", "short_lists": "shrink"},
+                     {"ties": "pessimistic", "threshold": 2}, {"ties": "first", "score_threshold": 0.5},
+                     {"nonpositive_scores": "miss"}, {"empty_queries": "keep", "undefined": float("nan")}):
+            metrics = _counted_metrics(conv)
+            a = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, **conv)
+            for dtype, batch in ((torch.float64, None), (torch.float32, 7), (torch.float16, 5)):
+                with pytest.MonkeyPatch.context() as mp:
+                    mp.setattr(torch_counts, "counts", lambda *x, **k: calls.append(1) or real(*x, **k))
+                    b = tk.evaluate_matrix(torch.tensor(scores, dtype=dtype, device="cuda"),
+                                           torch.tensor(grades, device="cuda").to_sparse(), metrics=metrics,
+                                           exclude=torch.tensor(exclude, device="cuda"), batch_size=batch, **conv)
+                pd.testing.assert_frame_equal(a.per_query, b.per_query)  # scores are exact in float16 here
+                assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]
+    assert calls, "the device counts were not used on the GPU"
+
+
 def test_seed002_torch_code_transcribed():
     """Seed 002's own PyTorch computation (users with R >= 1, no ties) equals evaluate_matrix."""
     torch = pytest.importorskip("torch")
