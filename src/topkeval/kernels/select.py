@@ -37,7 +37,7 @@ BLOCK = 64
 CHUNKS = 16
 
 
-@kernel
+@kernel(outputs=("cand",))
 def _collect(row, t, ex, cand):
     """Columns of ``row`` scoring ``>= t`` and above -inf, not in ``ex`` (sorted excluded
     columns), into ``cand``; return their number."""
@@ -263,7 +263,7 @@ def select_top(S: np.ndarray, depth: int, exclude=None, threshold: float | None 
     count = np.empty(U, np.int64)
     below = np.empty(U, np.int64)
     finite = np.empty(U, np.bool_)
-    slots = np.empty((U, 4 * depth + CAP), np.int64)
+    slots = np.empty((U, min(4 * depth + CAP, S.shape[1])), np.int64)  # no row selects more than its cells
     threads = threads or default_threads()
     ranges = row_ranges(U, threads if S.size >= 1 << 20 else 1)
     run_parallel(lambda r: _thresholds(S, depth, eptr, eidx, thr, r[0], r[1], kth, count, slots, below, finite),
