@@ -8,6 +8,7 @@ import gc
 import math
 import pickle
 import socket
+import warnings
 import weakref
 
 import numpy as np
@@ -213,7 +214,7 @@ def test_a_user_twice_is_an_error_not_double_counting():
     with pytest.raises(tk.DataError, match="numbers and others with text"):
         mixed.compute()
     two = tk.MatrixEvaluator(["recall@3"])
-    two.update({"a": scores[:3], "b": scores[:3]}, grades[:3])
+    two.update({"a": scores[:3], "b": scores[:3]}, grades[:3], users=[0, 1, 2])
     two.update(scores[:3], grades[:3], users=[0, 1, 2], model="b")
     with pytest.raises(tk.DataError, match="for model 'b'"):
         two.compute()
@@ -454,7 +455,8 @@ def test_torch_non_finite_scores_are_refused(dtype, bad):
     torch = pytest.importorskip("torch", reason="torch is not installed")
     scores = torch.rand(3, 5).to(getattr(torch, dtype))
     scores[2, 4] = bad
-    with pytest.raises(tk.DataError, match=r"NaN or infinite values \(users 0\.\.2\)"):
+    kind = "NaN" if math.isnan(bad) else ("-inf" if bad < 0 else "inf")
+    with pytest.raises(tk.DataError, match=rf"NaN or infinite values: {kind} at user 2, item 4; every score"):
         tk.MatrixEvaluator(["recall@3"]).update(scores, torch.ones(3, 5))
     grades = torch.ones(3, 5)
     grades[1, 1] = math.nan  # a dense tensor of grades: found without copying the matrix to the host
@@ -478,7 +480,7 @@ def test_a_refused_update_changes_nothing():
 def test_models_must_score_the_same_users():
     scores, grades, _ = _data(6, users=8)
     ev = tk.MatrixEvaluator(["recall@3"])
-    ev.update({"a": scores[:4], "b": scores[:4]}, grades[:4])
+    ev.update({"a": scores[:4], "b": scores[:4]}, grades[:4], users=[0, 1, 2, 3])
     ev.update({"a": scores[4:]}, grades[4:], users=[4, 5, 6, 7])
     with pytest.raises(tk.DataError, match="different users"):
         ev.compute()
@@ -501,3 +503,50 @@ def test_repeated_graded_cells_are_refused_and_bool_scores_work():
     assert once.equals(tk.evaluate_matrix(S, np.array([[0, 1, 0, 1]]), ["ndcg@4"]).summary)
     as_bool = tk.evaluate_matrix(S > 0.75, np.array([[0, 1, 0, 1]]), ["recall@2"]).summary.iloc[0, 0]
     assert as_bool == tk.evaluate_matrix((S > 0.75).astype(float), np.array([[0, 1, 0, 1]]), ["recall@2"]).summary.iloc[0, 0]
+
+
+def test_update_after_compute_without_reset_warns():
+    """The running counter cannot tell a forgotten reset() from new users: a warning says so."""
+    scores, grades, exclude = _data(2)
+    ev = tk.MatrixEvaluator(["recall@3"])
+    ev.update(scores[:6], grades[:6], exclude[:6])
+    ev.compute()
+    with pytest.warns(tk.TopkevalWarning, match=r"update\(\) after compute\(\) without reset\(\).*6 already"):
+        ev.update(scores[:6], grades[:6], exclude[:6])
+    ev.reset()
+    ev.update(scores[:6], grades[:6], exclude[:6])
+    ev.compute()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ev.reset()
+        ev.update(scores[:6], grades[:6], exclude[:6])  # after reset(): no warning
+        ev.update(scores[6:], grades[6:], exclude[6:])  # between updates: none either
+
+
+def test_ids_of_one_kind_and_one_source():
+    ev = tk.MatrixEvaluator(["recall@3"])
+    with pytest.raises(tk.DataError, match="users mixes numbers and text"):
+        ev.update(np.ones((2, 4)), np.ones((2, 4)), users=[1, "1"])
+    ev.update(np.ones((2, 4)), np.ones((2, 4)), users=[10, 11])
+    with pytest.raises(tk.DataError, match="some updates name their rows with users= and others do not"):
+        ev.update(np.ones((2, 4)), np.ones((2, 4)))
+    ev = tk.MatrixEvaluator(["recall@3"])
+    ev.update(np.ones((2, 4)), np.ones((2, 4)))
+    with pytest.raises(tk.DataError, match="some updates name their rows"):
+        ev.update(np.ones((2, 4)), np.ones((2, 4)), users=[10, 11])
+
+
+def test_models_updated_apart_need_the_same_truth():
+    scores, grades, exclude = _data(4)
+    ev = tk.MatrixEvaluator(["recall@3"])
+    ev.update(scores, grades, exclude, model="old")
+    ev.update(scores[::-1].copy(), grades, exclude, model="new")
+    ev.compute()  # the same relevance and exclusions: fine
+    other = grades.copy()
+    other[3, np.argmax(grades[3] == 0)] = 1
+    for truth, ex in ((other, exclude), (grades, exclude ^ (np.arange(exclude.shape[1]) == 0))):
+        ev = tk.MatrixEvaluator(["recall@3"])
+        ev.update(scores, grades, exclude, model="old")
+        ev.update(scores, truth, ex, model="new")
+        with pytest.raises(tk.DataError, match="models 'old' and 'new' were given different relevance or exclusions"):
+            ev.compute()

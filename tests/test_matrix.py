@@ -308,3 +308,42 @@ def test_threshold_selection_equals_a_partition(seed, items, depth, kind, thresh
     bad = S.copy()
     bad[users - 1, int(rng.integers(0, items))] = [np.nan, np.inf, -np.inf][seed % 3]
     assert select_top(bad, depth)[4].tolist() == [True] * (users - 1) + [False]
+
+
+@pytest.mark.parametrize("bad", [-np.inf, np.inf, np.nan])
+def test_non_finite_scores_in_excluded_cells_are_not_candidates(bad):
+    """Setting training items to -inf *and* excluding them is a common pattern: excluded cells may
+    hold anything (they are never candidates); a non-finite score elsewhere is named precisely."""
+    torch = pytest.importorskip("torch")
+    from topkeval import matrix
+
+    scores, grades, exclude = _data(9, users=20, items=15)
+    masked = np.where(exclude, bad, scores)
+    metrics = ["recall@3", "ndcg@5", "r_precision", "ap"]
+    want = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude)
+    for S in (masked, torch.tensor(masked), torch.tensor(masked, dtype=torch.float16)):
+        for counts in (None, True):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(matrix, "DEVICE_COUNTS", counts)
+                got = tk.evaluate_matrix(S, grades, metrics=metrics, exclude=exclude, batch_size=7)
+            pd.testing.assert_frame_equal(got.per_query, want.per_query)
+    u, i = np.argwhere(~exclude)[5]
+    masked[u, i] = bad
+    kind = "NaN" if np.isnan(bad) else ("-inf" if bad < 0 else "inf")
+    for S in (masked, torch.tensor(masked), torch.tensor(masked, dtype=torch.float16)):
+        with pytest.raises(tk.DataError, match=rf"NaN or infinite values: {kind} at user {u}, item {i}; every score"):
+            tk.evaluate_matrix(S, grades, metrics=metrics, exclude=exclude)  # the excluded ones are fine
+    first = np.argwhere(np.isnan(masked) | np.isinf(masked))[0]
+    with pytest.raises(tk.DataError, match=rf": \S+ at user {first[0]}, item {first[1]} \([\d,]+ such cells in users"):
+        tk.evaluate_matrix(masked, grades, metrics=metrics)  # nothing excluded: every one counts
+
+
+def test_messages_for_common_mistakes():
+    with pytest.raises(tk.DataError, match=r"reshape\(1, -1\)"):
+        tk.evaluate_matrix(np.ones(4), np.ones(4))
+    with pytest.raises(tk.DataError, match="exclude is a dict.*np.repeat"):
+        tk.evaluate_matrix(np.ones((2, 4)), np.ones((2, 4)), exclude={0: [1, 2]})
+    with pytest.raises(tk.DataError, match=r"user ids of the edge list must lie in \[0, 2\).*number the rows"):
+        tk.evaluate_matrix(np.ones((2, 4)), (np.array([0, 3]), np.array([0, 1])))
+    with pytest.raises(tk.DataError, match="item ids of the edge list.*bipartite"):
+        tk.evaluate_matrix(np.ones((2, 4)), (np.array([0, 1]), np.array([0, 9])))

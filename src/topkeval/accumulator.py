@@ -35,6 +35,7 @@ class _Update:
     depth: int
     relevant: int
     leaked: int
+    truth: np.ndarray | None = None  # per row, a 64-bit signature of its relevance and exclusions
 
 
 @dataclass
@@ -44,6 +45,7 @@ class _State:
     updates: list[_Update] = field(default_factory=list)
     items: int | None = None  # columns of the catalogue
     numbered: bool = False  # some rows got the running counter as ids (no users=)
+    named: bool = False  # some rows were named with users=
 
 
 class MatrixEvaluator:
@@ -156,6 +158,7 @@ class MatrixEvaluator:
         """Forget every update (call it at the start of each evaluation, each epoch)."""
         self._state = _State()
         self._next: dict[str, int] = {}  # per model, the running counter of rows without users=
+        self._computed = False  # compute() ran since the last update or reset
 
     def update(self, scores, relevant, exclude=None, users=None, *, model: str | None = None) -> None:
         """Evaluate a batch of rows and keep their per-user values.
@@ -201,14 +204,27 @@ class MatrixEvaluator:
             raise DataError(f"scores have {I} columns, but the first update had {state.items}: every update scores "
                             "the whole catalogue, the same items in the same columns.")
         models = list(prepared.models)
+        if (users is None and state.named) or (users is not None and state.numbered):
+            raise DataError("some updates name their rows with users= and others do not (a running counter 0, 1, "
+                            "2, ...): the two kinds of ids can collide. Pass users= to every update, or to none.")
         ids = self._ids(users, U, models)
+        if self._computed and users is None and U:
+            import warnings
+
+            from .errors import TopkevalWarning
+
+            warnings.warn(f"update() after compute() without reset(): these rows add to the {self._next.get(models[0], 0):,} "
+                          "already evaluated, numbered on from there. For a new evaluation (a new epoch) call reset() "
+                          "first; pass users= to make a user updated twice an error.", TopkevalWarning, stacklevel=2)
         if U:
             run = evaluate_rows(prepared, ids, self._plan, batch_size=self._batch_size, threads=self._threads)
             state.updates.append(_Update(ids, models, run.evaluated, run.selected, run.depth, run.relevant,
-                                         prepared.leaked))
+                                         prepared.leaked, _signatures(prepared)))
         # only an update that went through counts (an error above leaves the evaluator as it was)
+        self._computed = False
         state.items = I
         state.numbered |= users is None
+        state.named |= users is not None
         for m in models:
             self._next[m] = self._next.get(m, 0) + U
 
@@ -222,6 +238,12 @@ class MatrixEvaluator:
         from .ids import check_ids
         from .matrix import _numpy
 
+        if isinstance(users, (list, tuple)):
+            text = {isinstance(u, str) for u in users}
+            if len(text) > 1:  # numpy would turn the numbers into text: 1 and "1" one user
+                raise DataError("users mixes numbers and text (for example "
+                                f"{show(next(u for u in users if not isinstance(u, str)))} and "
+                                f"{show(next(u for u in users if isinstance(u, str)))}): give ids of one kind.")
         ids = _numpy(users) if not isinstance(users, (list, tuple)) else np.asarray(users)
         if ids.ndim != 1 or len(ids) != U:
             raise DataError(f"users must hold one id per row of scores ({U}); got shape {ids.shape}.")
@@ -291,6 +313,7 @@ class MatrixEvaluator:
                 raise DataError(f"the models were updated with different users ({counts} users): every model must "
                                 "score the same users, or the means and compare() mix different users. Update "
                                 "every model with every batch (call reset() to start again).")
+        _same_truth(updates, models)
         all_ids = pd.Index(np.concatenate([u.users for u in updates])).unique()
         evaluated_ids = pd.Index(np.concatenate([mv.queries for u in updates for ev in u.evaluated
                                                  for mv in ev.models])).unique()
@@ -301,6 +324,7 @@ class MatrixEvaluator:
                 "matrix": {"users": len(all_ids), "items": items.pop(), "candidates_selected":
                            sum(u.selected for u in updates), "depth": max(u.depth for u in updates),
                            "relevant_excluded": leaked, "updates": len(updates), "processes": world}}
+        self._computed = True
         return engine.build_results([ev for u in updates for ev in u.evaluated], self._plan, query_name="user",
                                     info=info)
 
@@ -317,6 +341,44 @@ class MatrixEvaluator:
     def __repr__(self) -> str:
         users = sum(len(u.users) for u in self._state.updates)
         return f"MatrixEvaluator(metrics={self.metrics}, updates={len(self._state.updates)}, rows={users})"
+
+
+def _signatures(prepared) -> np.ndarray:
+    """Per row, a 64-bit signature of its relevance (items and grades) and exclusions: rows of one
+    user given to several models must have the same (compare() pairs their values)."""
+    out = np.zeros(prepared.shape[0], np.uint64)
+    for csr, salt in ((prepared.relevant, 0x9E3779B97F4A7C15), (prepared.exclude, 0xC2B2AE3D27D4EB4F)):
+        if csr is None:
+            continue
+        with np.errstate(over="ignore"):
+            h = csr.indices.astype(np.uint64) * np.uint64(salt) ^ csr.data.astype(np.float64).view(np.uint64)
+            h ^= h >> np.uint64(31)
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(29)
+            total = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
+            out = out * np.uint64(0x94D049BB133111EB) + (total[csr.indptr[1:]] - total[csr.indptr[:-1]])
+    return out
+
+
+def _same_truth(updates: list[_Update], models: list[str]) -> None:
+    """Models updated in separate calls must have been given each user's same relevance and exclusions."""
+    if len(models) < 2 or all(len(u.models) == len(models) for u in updates):
+        return  # every update held every model: one relevance for all
+    import pandas as pd
+
+    def truth(m):
+        parts = [u for u in updates if m in u.models and u.truth is not None]
+        return pd.Series(np.concatenate([u.truth for u in parts]), index=np.concatenate([u.users for u in parts]))
+
+    first = truth(models[0])
+    for m in models[1:]:
+        other = truth(m).reindex(first.index)
+        differ = other.to_numpy() != first.to_numpy()
+        if differ.any():
+            raise DataError(f"models {models[0]!r} and {m!r} were given different relevance or exclusions for "
+                            f"{int(differ.sum()):,} users (for example user {show(first.index[np.argmax(differ)])}): "
+                            "compare() pairs each user's values, so every model must be evaluated against the same "
+                            "held-out items, with the same items excluded.")
 
 
 def _distributed():

@@ -78,6 +78,10 @@ def _to_csr(values, shape, name: str):
     U, I = shape
     if values is None:
         return sp.csr_matrix((U, I), dtype=np.float64)
+    if isinstance(values, dict):
+        raise DataError(f"{name} is a dict; give a matrix of the shape of scores or an edge list (users, items). "
+                        "From {user: [items]}: users = np.repeat(list(d), [len(v) for v in d.values()]); "
+                        "items = np.concatenate([list(v) for v in d.values()]); pass (users, items).")
     if _is_edge_list(values):
         parts = [_numpy(v) for v in values]
         if any(p.ndim != 1 or len(p) != len(parts[0]) for p in parts):
@@ -88,9 +92,11 @@ def _to_csr(values, shape, name: str):
             if ids.dtype.kind not in "iu":
                 raise DataError(f"{name}: the {what} ids of an edge list must be integers; got dtype {ids.dtype}.")
             if len(ids) and (ids.min() < 0 or ids.max() >= top):
+                hint = ("Subtract the number of users from bipartite item ids first." if what == "item" else
+                        "They number the rows of scores from 0 (in MatrixEvaluator.update, the rows of the batch: "
+                        "subtract the batch's first dataset index); a tuple is (users, items), in that order.")
                 raise DataError(f"{name}: {what} ids of the edge list must lie in [0, {top}) (the {what}s of scores); "
-                                f"got {int(ids.min())}..{int(ids.max())}. Subtract the number of users from "
-                                "bipartite item ids first.")
+                                f"got {int(ids.min())}..{int(ids.max())}. {hint}")
         grades = _checked_grades(parts[2], name) if len(parts) == 3 else np.ones(len(users))
         if len(parts) == 3:
             _refuse_repeats(users.astype(np.int64) * I + items.astype(np.int64), I, name)
@@ -326,7 +332,9 @@ def _checked_matrix(scores, name: str, allow_no_rows: bool):
         if scores.dtype.kind not in "biuf":
             raise DataError(f"{name} must be numeric; got dtype {scores.dtype}.")
     if scores.ndim != 2:
-        raise DataError(f"{name} must be a 2-D matrix (users x items); got {scores.ndim} dimensions.")
+        hint = (" One user's scores of every item: scores.reshape(1, -1) (or tk.evaluate for a ranked list)."
+                if scores.ndim == 1 else "")
+        raise DataError(f"{name} must be a 2-D matrix (users x items); got {scores.ndim} dimensions.{hint}")
     U, I = (int(x) for x in scores.shape)
     if I == 0 or (U == 0 and not allow_no_rows):
         raise DataError(f"{name} is empty (shape {(U, I)}).")
@@ -491,7 +499,7 @@ class MatrixBackend:
         users = len(batch.queries)
         thr = conv.score_threshold
         S = _batch(scores, batch.queries, torch_input, masked=batch.exclude is not None or thr is not None,
-                   float32=conv.score_precision == "float32", model=model)
+                   float32=conv.score_precision == "float32", model=model, exclude=batch.exclude)
         rel = batch.relevant
         removed = np.zeros(users, np.int64)
         if batch.exclude is not None:
@@ -526,12 +534,12 @@ class MatrixBackend:
             rows, cols, vals = _select_torch(S, depth, batch.exclude is not None or conv.score_threshold is not None)
         else:  # numpy, or a CPU tensor seen as numpy: the threshold selection, no masked copy
             S = _batch(scores, batch.queries, _is_torch(scores), masked=False,
-                       float32=conv.score_precision == "float32", model=model, check=False)
+                       float32=conv.score_precision == "float32", model=model, check=False, exclude=batch.exclude)
             converted = S.dtype != scores.dtype  # then checked before the conversion
             S = S.numpy() if _is_torch(S) else S
             rows, cols, vals, below, finite = select_top(S, depth, batch.exclude, conv.score_threshold)
-            if not converted and not finite.all():
-                raise _not_finite(model, batch.queries)
+            if not converted and not finite.all():  # unless every non-finite score is excluded
+                refuse_non_finite(S, batch.queries, batch.exclude, model, rows=np.flatnonzero(~finite))
             removed = below + (0 if batch.exclude is None else np.diff(batch.exclude.indptr))
             rel_ret = judgments.R
             if conv.score_threshold is not None:  # relevant items below it leave the candidates, stay in R
@@ -582,7 +590,7 @@ def _check_integer_scores(scores, name: str = "scores") -> None:
 
 
 def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool = False, model: str = "scores",
-           check: bool = True):
+           check: bool = True, exclude=None):
     """Scores of a batch of users as float32 or float64, checked finite; a copy where it will be masked.
 
     float16 and bfloat16 become float32 and integers float64: both hold every value exactly, so the
@@ -590,8 +598,10 @@ def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool 
     ``score_precision="float32"`` convention, where scores equal in float32 tie). Autograd is
     detached (the evaluation never needs gradients). ``check=False``: scores kept in their own
     dtype are not checked here (the caller's selection checks them in its pass); converted ones are
-    checked before the conversion.
+    checked before the conversion. Cells in ``exclude`` (a CSR) may hold anything: they are never
+    candidates.
     """
+    original = S
     if torch_input:
         import torch
 
@@ -618,15 +628,39 @@ def _batch(S, users: np.ndarray, torch_input: bool, masked: bool, float32: bool 
         with np.errstate(over="ignore"):
             S = np.array(S, dtype=dtype) if masked else np.asarray(S, dtype=dtype)  # unmasked: read in place
     if not ok:
-        raise _not_finite(model, users)
+        refuse_non_finite(original, users, exclude, model)
     return S
 
 
-def _not_finite(model: str, users: np.ndarray) -> DataError:
+def refuse_non_finite(S, users: np.ndarray, exclude, model: str = "scores", rows=None) -> None:
+    """Raise a DataError naming the first non-finite score of ``S`` (of its rows ``rows``) outside
+    ``exclude``; return when every non-finite score is in an excluded cell."""
+    rows = np.arange(S.shape[0]) if rows is None else np.asarray(rows)
+    if _is_torch(S):
+        import torch
+
+        part = S[torch.as_tensor(rows, device=S.device)].detach()
+        idx = torch.nonzero(~torch.isfinite(part))
+        r, c = rows[idx[:, 0].cpu().numpy()], idx[:, 1].cpu().numpy()
+        v = part[idx[:, 0], idx[:, 1]].double().cpu().numpy()
+    else:
+        part = np.asarray(S)[rows]
+        i, c = np.nonzero(~np.isfinite(part))
+        r, v = rows[i], part[i, c]
+    if exclude is not None and len(r):
+        ex = exclude.tocoo()
+        keep = ~np.isin(r.astype(np.int64) * S.shape[1] + c, ex.row.astype(np.int64) * S.shape[1] + ex.col)
+        r, c, v = r[keep], c[keep], v[keep]
+    if not len(r):
+        return
     which = "scores" if model == "scores" else f"the scores of model {model!r}"
-    return DataError(f"{which} hold NaN or infinite values (users {show(users[0])}..{show(users[-1])}); every "
-                     "score must be finite. To keep training items out of the ranking, pass them as exclude= "
-                     "instead of setting their scores to -inf.")
+    kind = "NaN" if np.isnan(v[0]) else ("-inf" if v[0] < 0 else "inf")
+    more = f" ({len(r):,} such cells in users {show(users[r[0]])}..{show(users[r[-1]])})" if len(r) > 1 else ""
+    hint = ("To keep training items out of the ranking, pass them as exclude= (excluded cells may hold -inf)."
+            if kind == "-inf" else "NaN and inf come from a division by zero or an overflow in the model (float16 "
+            "overflows beyond 65504).")
+    raise DataError(f"{which} hold NaN or infinite values: {kind} at user {show(users[r[0]])}, item {int(c[0])}"
+                    f"{more}; every score must be finite. {hint}")
 
 
 def _threshold_in(S, thr: float) -> float:
