@@ -64,6 +64,18 @@ def _collect(row, t, ex, cand):
     return c
 
 
+@kernel
+def _finite_below(row, thr):
+    """Whether every score of ``row`` is finite, and how many score below ``thr`` (branch-free)."""
+    ok = True
+    nb = 0
+    for x in range(row.shape[0]):
+        v = row[x]
+        ok &= (v - v) == 0.0
+        nb += v < thr
+    return ok, nb
+
+
 @kernel(outputs=("heap",))
 def _sift_down(heap, size):
     """Restore the min-heap property of ``heap[:size]`` after its root was replaced."""
@@ -155,7 +167,7 @@ def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below, fin
     n = S.shape[1]
     cap = slots.shape[1]
     cand = np.empty(n, np.int64)
-    heap = np.empty(depth, np.float64)
+    heap = np.empty(min(depth, n), np.float64)
     sample = np.empty((depth * CHUNKS * BLOCK) // max(n, 1) + 4, np.float64)
     gap = n // CHUNKS
     for u in range(r0, r1):
@@ -164,7 +176,7 @@ def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below, fin
         # a floor from a sample of CHUNKS blocks spread over the row: its j-th largest candidate
         # score, j chosen so that about T + 4 n / (CHUNKS BLOCK) cells score at least that much
         floor = thr
-        if gap >= BLOCK:
+        if gap >= BLOCK and depth < n:
             j = (depth * CHUNKS * BLOCK) // n + 4
             top = 0  # sample[:top]: the largest sampled candidate scores, descending, at most j
             p = 0
@@ -187,9 +199,14 @@ def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below, fin
                     top = min(top + 1, j)
             if top == j:
                 floor = max(thr, sample[j - 1])
-        c, size, ok, nb = _scan(row, ex, thr, floor, heap, cand)
-        if size < depth and floor > thr:  # fewer than T candidates above the floor: none
-            c, size, ok, nb = _scan(row, ex, thr, thr, heap, cand)
+        if depth >= n:  # every candidate is selected: no heap
+            c = _collect(row, thr, ex, cand)
+            ok, nb = _finite_below(row, thr)
+            size = 0
+        else:
+            c, size, ok, nb = _scan(row, ex, thr, floor, heap, cand)
+            if size < depth and floor > thr:  # fewer than T candidates above the floor: none
+                c, size, ok, nb = _scan(row, ex, thr, thr, heap, cand)
         finite[u] = ok
         for q in range(ex.shape[0]):
             nb -= row[ex[q]] < thr
