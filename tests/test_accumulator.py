@@ -542,6 +542,10 @@ def test_models_updated_apart_need_the_same_truth():
     ev.update(scores, grades, exclude, model="old")
     ev.update(scores[::-1].copy(), grades, exclude, model="new")
     ev.compute()  # the same relevance and exclusions: fine
+    ev = tk.MatrixEvaluator(["recall@3"])
+    ev.update(scores, grades, model="old")
+    ev.update(scores, grades, np.zeros_like(exclude), model="new")
+    ev.compute()  # no exclusions, or an empty matrix of them: the same
     other = grades.copy()
     other[3, np.argmax(grades[3] == 0)] = 1
     for truth, ex in ((other, exclude), (grades, exclude ^ (np.arange(exclude.shape[1]) == 0))):

@@ -348,7 +348,9 @@ def _signatures(prepared) -> np.ndarray:
     user given to several models must have the same (compare() pairs their values)."""
     out = np.zeros(prepared.shape[0], np.uint64)
     for csr, salt in ((prepared.relevant, 0x9E3779B97F4A7C15), (prepared.exclude, 0xC2B2AE3D27D4EB4F)):
-        if csr is None:
+        if csr is None:  # no exclusions: as an empty matrix of them
+            with np.errstate(over="ignore"):
+                out = out * np.uint64(0x94D049BB133111EB)
             continue
         with np.errstate(over="ignore"):
             h = csr.indices.astype(np.uint64) * np.uint64(salt) ^ csr.data.astype(np.float64).view(np.uint64)

@@ -168,8 +168,9 @@ def _checked_grades(values: np.ndarray, name: str) -> np.ndarray:
 def _select_torch(S, depth: int, masked: bool = True):
     """Rows, columns and scores of the candidates scoring >= each row's depth-th largest score
     (excluded cells, at -inf, left out when ``masked``), row by row, columns ascending, on the
-    tensor's device (:func:`~topkeval.kernels.select.select_top` is the CPU's); only the selected cells are copied back
-    (columns as int32, a count per row instead of a row per cell, scores in their own dtype)."""
+    tensor's device (:func:`~topkeval.kernels.select.select_top` is the CPU's); only the selected
+    cells are copied back (columns as int32, a count per row instead of a row per cell, scores in
+    their own dtype)."""
     import torch
 
     kth = torch.topk(S, depth, dim=1, sorted=False).values.min(dim=1).values
@@ -444,7 +445,7 @@ class MatrixBackend:
         scores = batch.scores[model]
         on_device = _is_torch(scores) and (self.device_counts or (self.device_counts is None
                                                                    and scores.device.type != "cpu"))
-        if on_device and self.device_counts is not False and counted_on_device(plan):
+        if on_device and counted_on_device(plan):
             return self._device_stats(batch, model, plan, judgments, depth)
         kept = batch.candidates.get(model)
         if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
