@@ -347,3 +347,46 @@ def test_messages_for_common_mistakes():
         tk.evaluate_matrix(np.ones((2, 4)), (np.array([0, 3]), np.array([0, 1])))
     with pytest.raises(tk.DataError, match="item ids of the edge list.*bipartite"):
         tk.evaluate_matrix(np.ones((2, 4)), (np.array([0, 1]), np.array([0, 9])))
+
+
+@given(seed=st.integers(0, 10_000), conv=conventions(), ties=st.booleans(), batch=st.sampled_from([None, 1, 5]))
+def test_rows_counted_in_place_equal_the_long_format(seed, conv, ties, batch):
+    """Deep metrics on a CPU are counted on each row in place (no cell selected out): the same
+    values as the long format under every convention, with judged non-relevant cells."""
+    from topkeval import matrix
+    from topkeval.kernels import cpu
+
+    conv = dict(conv, empty_queries="skip")
+    scores, grades, exclude = _data(seed, users=14, items=11, ties=ties)
+    grades = np.where(np.random.default_rng(seed).random(grades.shape) < 0.1, -1, grades)
+    calls = []
+    real = cpu.compute_matrix_rows
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cpu, "compute_matrix_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+        mp.setattr(matrix, "IN_PLACE_DEPTH", 10**6)  # every plan it covers
+        _check(scores, grades, exclude, _counted_metrics(conv), conv, batch_size=batch)
+    from topkeval.conventions import resolve
+    from topkeval.engine import make_plan
+
+    if matrix.counted_on_device(make_plan(_counted_metrics(conv), resolve(None, owner="test", **conv))):
+        assert calls, "the rows were not counted in place"
+
+
+@pytest.mark.parametrize("ties", ["expected", "pessimistic", "item_desc"])
+def test_rows_in_place_large_and_threaded(ties):
+    """Compiled and threaded (arrays over 2**20 cells), users with many relevant items (the sorting
+    path), exclusions and a threshold: in place equals the selection path."""
+    from topkeval import matrix
+
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 50, (300, 4000)).astype(np.float32)
+    grades = (rng.random((300, 4000)) < np.linspace(0.001, 0.05, 300)[:, None]) * rng.integers(1, 4, (300, 4000))
+    exclude = (rng.random((300, 4000)) < 0.05) & (grades == 0)
+    metrics = ["ap", "rr", "ndcg", "r_precision", "recall@1000", "ndcg(gain=exp)@2000"]
+    for conv in ({"ties": ties}, {"ties": ties, "score_threshold": 10.0, "threshold": 2}):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(matrix, "IN_PLACE_DEPTH", 0)
+            want = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, **conv)
+        got = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, **conv)
+        pd.testing.assert_frame_equal(got.per_query, want.per_query, check_exact=False, rtol=1e-12, atol=1e-12)
+        assert got.info["ties_at_cutoff"] == want.info["ties_at_cutoff"]

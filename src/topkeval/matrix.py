@@ -348,6 +348,11 @@ def _checked_matrix(scores, name: str, allow_no_rows: bool):
 #: torch ops on CPU tensors too (the tests run the GPU's algorithm this way); False: never.
 DEVICE_COUNTS: bool | None = None
 
+#: On a CPU, plans that look at least 1 / IN_PLACE_DEPTH of the way down each row (``ap``, ``rr``,
+#: ``ndcg`` without a cutoff look at all of it) are counted on each row in place
+#: (:func:`~topkeval.kernels.cpu.matrix_rows`) rather than by selecting cells out; 0: never.
+IN_PLACE_DEPTH = 4
+
 
 @dataclass
 class MatrixRun:
@@ -447,6 +452,8 @@ class MatrixBackend:
                                                                    and scores.device.type != "cpu"))
         if on_device and counted_on_device(plan):
             return self._device_stats(batch, model, plan, judgments, depth)
+        if not on_device and IN_PLACE_DEPTH and depth * IN_PLACE_DEPTH >= I and counted_on_device(plan):
+            return self._rows_in_place(batch, model, plan, judgments, threads)
         kept = batch.candidates.get(model)
         if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
             kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
@@ -488,6 +495,49 @@ class MatrixBackend:
         out = cpu.compute_from_counts(aoff, c["g"], c["e"], c["r"], c["b"], c["rel"], gains, R, prm)
         st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, I - removed, rel_ret, R, out.tie, out.rr, out.ap,
                         out.dcg, ideal, plan.dcg_specs, shifts)
+        st.err = np.zeros((0, users, len(plan.cutoffs)))
+        return st
+
+    def _rows_in_place(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
+        """The statistics of metrics that look deep into the list (``ap``, ``rr``, ``ndcg`` without a
+        cutoff), counted on each row in place (:func:`topkeval.kernels.cpu.matrix_rows`): no cell
+        is selected or copied out, only each relevant cell's counts are made."""
+        from .engine.backends import dcg_columns
+        from .kernels import cpu
+        from .kernels.stats import QueryStats
+
+        conv = plan.conv
+        users, I = len(batch.queries), batch.n_items
+        scores = batch.scores[model]
+        S = _batch(scores, batch.queries, _is_torch(scores), masked=False, float32=conv.score_precision == "float32",
+                   model=model, exclude=batch.exclude)
+        S = np.ascontiguousarray(S.numpy() if _is_torch(S) else S)
+        rel = batch.relevant
+        r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
+        cols = rel.indices.astype(np.int64)
+        grades = rel.data.astype(np.float64)
+        r_scores = S[r_users, cols].astype(np.float64)
+        is_rel = conv.is_relevant(grades)
+        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
+        rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users) if thr > -np.inf else judgments.R
+        if plan.positive_hits:
+            is_rel = is_rel & (r_scores > 0)
+        judged_rel = conv.is_relevant(judgments.grades) if plan.dcg_specs else None
+        gains, disc, cum, ideal, shifts = dcg_columns(plan, grades, is_rel, judgments, judged_rel, I)
+        active = is_rel | (gains > 0).any(axis=0) if len(plan.dcg_specs) else is_rel
+        if batch.exclude is None:
+            eptr, eidx = np.zeros(users + 1, np.int64), np.zeros(0, np.int64)
+        else:
+            eptr, eidx = batch.exclude.indptr.astype(np.int64), batch.exclude.indices.astype(np.int64)
+        tie = cpu.TIE_CODES[conv.ties]
+        prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, cpu.PATH_AUTO)
+        R = judgments.R.astype(np.int64, copy=False)
+        out = cpu.compute_matrix_rows(S, eptr, eidx, rel.indptr.astype(np.int64), cols, grades, is_rel, active,
+                                      gains, R, thr, prm, threads)
+        batch.depth = max(batch.depth, I)
+        batch.selected += int(active.sum())
+        st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, np.asarray(rel_ret, np.int64), R, out.tie,
+                        out.rr, out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
         st.err = np.zeros((0, users, len(plan.cutoffs)))
         return st
 

@@ -587,6 +587,85 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
         _accumulate(q, m, g, e, r, b, w, rel, gains, R[q], prm, out, f, key, ridx)
 
 
+#: The score of matrix cells that are not candidates (excluded, below ``score_threshold``).
+_NOT_CANDIDATE = -np.inf
+
+
+@kernel(outputs=('out', 'n_kept'))
+def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr, prm, r0, r1, out, n_kept):
+    """Statistics of rows r0..r1 of a score matrix in place, without selecting or copying cells
+    out: each row is read into a scratch copy (excluded cells and cells below ``thr`` at -inf), its
+    judged cells (``rptr``, ``rcol``: CSR) are set in dense scratch rows of relevance, grade and
+    gains, and the counting or sorting path and the accumulation run on it as on a query's rows
+    (the column is the row order and the item code). For metrics that look at the whole list.
+    ``rgain`` is G x judged cells; ``ractive`` marks the relevant or positively gained ones."""
+    n = S.shape[1]
+    G = rgain.shape[0]
+    C = prm.cutoffs.shape[0]
+    tie = prm.tie
+    sc = np.empty(n, np.float64)
+    rl = np.zeros(n, np.bool_)
+    ac = np.zeros(n, np.bool_)
+    gr = np.zeros(n, np.float64) if tie == TIE_OPTIMISTIC or tie == TIE_PESSIMISTIC else np.zeros(0, np.float64)
+    it = np.arange(n) if tie == TIE_ITEM_DESC or tie == TIE_ITEM_ASC else np.zeros(0, np.int64)
+    gains = np.zeros((G, n), np.float64)
+    g = np.empty(n, np.int64)
+    e = np.empty(n, np.int64)
+    r = np.empty(n, np.int64)
+    b = np.empty(n, np.int64)
+    w = np.empty(n, np.int64)
+    key = np.empty(n, np.float64)
+    ridx = np.empty(n, np.int64)
+    act = np.empty(n, np.int64)
+    f = np.empty(n)
+    for u in range(r0, r1):
+        row = S[u]
+        kept = 0
+        for x in range(n):  # branch-free
+            v = row[x]
+            keep = (v >= thr) & (v > _NOT_CANDIDATE)
+            sc[x] = v if keep else _NOT_CANDIDATE
+            kept += keep
+        for p in range(eptr[u], eptr[u + 1]):
+            x = eidx[p]
+            kept -= sc[x] > _NOT_CANDIDATE
+            sc[x] = _NOT_CANDIDATE
+        n_kept[u] = kept
+        nact = 0
+        for p in range(rptr[u], rptr[u + 1]):
+            x = rcol[p]
+            if sc[x] == _NOT_CANDIDATE:  # below thr: not a candidate, still in R
+                continue
+            rl[x] = rrel[p]
+            ac[x] = ractive[p]
+            if gr.shape[0]:
+                gr[x] = rgrade[p]
+            for gv in range(G):
+                gains[gv, x] = rgain[gv, p]
+            if ractive[p]:
+                act[nact] = x
+                nact += 1
+        limit = prm.cutoffs[C - 1] if prm.cutoffs[C - 1] < NO_CUTOFF else n
+        if prm.want_r and R[u] > limit:
+            limit = R[u]
+        limit = max(limit, 1)
+        m = 0
+        if nact > 0:
+            if nact <= COUNT_MAX_RELEVANT:
+                m = _count_path(sc, rl, gr, it, act, nact, 0, tie, g, e, r, b, w, limit)
+            else:
+                m = _sort_path(sc, rl, ac, gr, it, 0, -1.7976931348623157e308, tie, g, e, r, b, w, limit)
+        _accumulate(u, m, g, e, r, b, w, rl, gains, R[u], prm, out, f, key, ridx)
+        for p in range(rptr[u], rptr[u + 1]):  # clear the scratch rows for the next row
+            x = rcol[p]
+            rl[x] = False
+            ac[x] = False
+            if gr.shape[0]:
+                gr[x] = 0.0
+            for gv in range(G):
+                gains[gv, x] = 0.0
+
+
 @kernel
 def inclusion(offsets, scores, rel, grade, items, thr, tie, kq):
     """Per row: the probability that a relevant row is in its query's top kq[q] (0 for the rest).
@@ -724,6 +803,22 @@ def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
     run_parallel(lambda qr: stats_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))
+    return out
+
+
+def compute_matrix_rows(S: np.ndarray, eptr: np.ndarray, eidx: np.ndarray, rptr: np.ndarray, rcol: np.ndarray,
+                        rgrade: np.ndarray, rrel: np.ndarray, ractive: np.ndarray, rgain: np.ndarray, R: np.ndarray,
+                        thr: float, prm: Params, threads: int | None = None) -> Outputs:
+    """:func:`matrix_rows` over every row of ``S``, rows split over threads; ``out.n`` holds each
+    row's candidates and ``out.rel_ret`` is left to the caller."""
+    U = S.shape[0]
+    out = _outputs(U, prm, rgain.shape[0])
+    threads = threads or default_threads()
+    parts = max(1, min(threads, U)) if S.size >= 1 << 20 else 1
+    bounds = [U * p // parts for p in range(parts + 1)]
+    ranges = [(a, z) for a, z in zip(bounds[:-1], bounds[1:]) if z > a]
+    run_parallel(lambda qr: matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr, prm,
+                                        qr[0], qr[1], out, out.n), ranges, workers=len(ranges))
     return out
 
 
