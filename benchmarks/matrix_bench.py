@@ -4,7 +4,8 @@
 
 Also timed: one read of the matrix (``torch.aminmax``, the floor) and evaluate_matrix's other path
 (on a CPU the GPU's algorithm, counts made with torch ops; on a GPU the selection copied to the
-CPU kernel), with a check that both give the same per-user values.
+CPU kernel), with a check that both give the same per-user values; on a CPU, ap, rr and ndcg over
+the whole list, counted on each row in place and selected out.
 
 ``--profile`` shows where evaluate_matrix spends its time instead (cProfile, top entries) and, on
 a GPU, its device part against one read of the matrix (the bandwidth floor).
@@ -95,6 +96,15 @@ def main() -> None:
           f"{res_other.per_query.equals(res.per_query)})")
     if t_np is not None:
         print(f"  the same as a numpy array {t_np:8.2f} s   ({t_np / t_read:.1f}x one read)")
+    if other:  # the whole list: ap, rr, ndcg without a cutoff, counted in place or selected out
+        deep = ["ap", "rr", "ndcg"]
+        t_deep, deep_res = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=deep))
+        matrix.IN_PLACE_DEPTH = 0
+        t_sel, sel_res = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=deep))
+        matrix.IN_PLACE_DEPTH = 4
+        same = bool(((deep_res.per_query[deep] - sel_res.per_query[deep]).abs() < 1e-12).all().all())
+        print(f"ap, rr, ndcg (whole list)  {t_deep:8.2f} s   counted in place; {t_sel:.2f} s selected out "
+              f"(same numbers: {same})")
     print(f"torch.topk + gather        {t_base:8.2f} s   ({t_base / t_tk:.2f}x topkeval)")
     worst = max(abs(base[m] - res.summary.iloc[0][m]) for m in metrics)
     print(f"  max |diff| of the means = {worst:.1e}; users with a tie across a cutoff (which the baseline "

@@ -375,12 +375,13 @@ def test_rows_counted_in_place_equal_the_long_format(seed, conv, ties, batch):
 @pytest.mark.parametrize("ties", ["expected", "pessimistic", "item_desc"])
 def test_rows_in_place_large_and_threaded(ties):
     """Compiled and threaded (arrays over 2**20 cells), users with many relevant items (the sorting
-    path), exclusions and a threshold: in place equals the selection path."""
+    path beyond ROW_COUNT_MAX_RELEVANT), exclusions and a threshold: in place equals the selection path."""
     from topkeval import matrix
 
     rng = np.random.default_rng(1)
     scores = rng.integers(0, 50, (300, 4000)).astype(np.float32)
     grades = (rng.random((300, 4000)) < np.linspace(0.001, 0.05, 300)[:, None]) * rng.integers(1, 4, (300, 4000))
+    grades[:3, :1500] = rng.integers(0, 4, (3, 1500))  # rows with over 512 active cells: the sorting path
     exclude = (rng.random((300, 4000)) < 0.05) & (grades == 0)
     metrics = ["ap", "rr", "ndcg", "r_precision", "recall@1000", "ndcg(gain=exp)@2000"]
     for conv in ({"ties": ties}, {"ties": ties, "score_threshold": 10.0, "threshold": 2}):

@@ -587,6 +587,10 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
         _accumulate(q, m, g, e, r, b, w, rel, gains, R[q], prm, out, f, key, ridx)
 
 
+#: Rows of a score matrix with at most this many active cells are counted (vectorised, one pass
+#: over the row per active cell), the others sorted: rows are long, so counting pays for longer.
+ROW_COUNT_MAX_RELEVANT = 512
+
 #: The score of matrix cells that are not candidates (excluded, below ``score_threshold``).
 _NOT_CANDIDATE = -np.inf
 
@@ -651,7 +655,7 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
         limit = max(limit, 1)
         m = 0
         if nact > 0:
-            if nact <= COUNT_MAX_RELEVANT:
+            if nact <= ROW_COUNT_MAX_RELEVANT:
                 m = _count_path(sc, rl, gr, it, act, nact, 0, tie, g, e, r, b, w, limit)
             else:
                 m = _sort_path(sc, rl, ac, gr, it, 0, -1.7976931348623157e308, tie, g, e, r, b, w, limit)
