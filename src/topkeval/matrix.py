@@ -453,7 +453,7 @@ class MatrixBackend:
         if on_device and counted_on_device(plan):
             return self._device_stats(batch, model, plan, judgments, depth)
         if not on_device and IN_PLACE_DEPTH and depth * IN_PLACE_DEPTH >= I and counted_on_device(plan):
-            return self._rows_in_place(batch, model, plan, judgments, threads)
+            return self._rows_in_place(batch, model, plan, judgments, depth, threads)
         kept = batch.candidates.get(model)
         if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
             kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
@@ -498,7 +498,7 @@ class MatrixBackend:
         st.err = np.zeros((0, users, len(plan.cutoffs)))
         return st
 
-    def _rows_in_place(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
+    def _rows_in_place(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, depth: int, threads=None):
         """The statistics of metrics that look deep into the list (``ap``, ``rr``, ``ndcg`` without a
         cutoff), counted on each row in place (:func:`topkeval.kernels.cpu.matrix_rows`): no cell
         is selected or copied out, only each relevant cell's counts are made."""
@@ -534,8 +534,8 @@ class MatrixBackend:
         R = judgments.R.astype(np.int64, copy=False)
         out = cpu.compute_matrix_rows(S, eptr, eidx, rel.indptr.astype(np.int64), cols, grades, is_rel, active,
                                       gains, R, thr, prm, threads)
-        batch.depth = max(batch.depth, I)
-        batch.selected += int(active.sum())
+        batch.depth = max(batch.depth, depth)
+        batch.selected += int(active.sum())  # the cells counted
         st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, np.asarray(rel_ret, np.int64), R, out.tie,
                         out.rr, out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
         st.err = np.zeros((0, users, len(plan.cutoffs)))
