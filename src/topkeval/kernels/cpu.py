@@ -36,6 +36,11 @@ do not depend on it, to the last bit), and share the accumulation; the tests for
 Queries are independent: the driver splits them into ranges of about equal row counts and runs
 the compiled function (which releases the GIL) on each range in a thread.
 
+The accumulation (:func:`_accumulate`: every cutoff, R-precision, the tie-exact expectations, DCG,
+RR, AP from the ``(g, e, r, b)`` of a query's active candidates) is shared by three drivers:
+:func:`stats_range` (a grouped log), :func:`matrix_rows` (rows of a score matrix, counted in place)
+and :func:`stats_from_counts` (counts made on a GPU by :mod:`topkeval.kernels.torch_counts`).
+
 Speed notes: every loop over a query's rows runs over slices (``scores[lo:hi]``), whose indices
 start at 0, so the compiler emits contiguous vector loads (indexing ``scores[j]`` for j from lo
 made it emit gathers, 4x slower); the accumulation over cutoffs is branch-free (min / max instead
@@ -394,8 +399,8 @@ def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx)
     ``w[t]`` indexes ``rel`` (relevant) and ``gains_all`` (G x rows) of candidate t; ``Rq`` is the
     query's relevant count; ``f``, ``key`` and ``ridx`` are scratch arrays of at least ``m``
     elements. Every output of the query is written (zeros when ``m`` is 0). Shared by
-    :func:`stats_range` (counts from a query's rows) and :func:`stats_from_counts` (counts made
-    elsewhere: on a GPU).
+    :func:`stats_range` (counts from a query's rows), :func:`matrix_rows` (counts from a score
+    matrix's rows, in place) and :func:`stats_from_counts` (counts made elsewhere: on a GPU).
     """
     cutoffs, tie, want_r, want_rank = prm.cutoffs, prm.tie, prm.want_r, prm.want_rank
     C = cutoffs.shape[0]
@@ -502,8 +507,6 @@ def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx)
                     break
                 apsum += (i + 1) / rank
             out.ap[q, c] = apsum
-
-
 
 
 @kernel(outputs=('out',))
