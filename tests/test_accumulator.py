@@ -554,3 +554,24 @@ def test_models_updated_apart_need_the_same_truth():
         ev.update(scores, truth, ex, model="new")
         with pytest.raises(tk.DataError, match="models 'old' and 'new' were given different relevance or exclusions"):
             ev.compute()
+
+
+def test_epochs_as_models_compare_without_warnings():
+    """One evaluator over epochs (a model name per epoch, compute() after each) compares them."""
+    scores, grades, exclude = _data(8)
+    rng = np.random.default_rng(8)
+    epochs = [scores, scores + rng.normal(0, 0.3, scores.shape)]
+    ev = tk.MatrixEvaluator(["recall@3", "ndcg@5"])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r"update\(\) after compute\(\)")
+        for n, S in enumerate(epochs, 1):
+            for lo in range(0, len(S), 5):
+                ev.update(S[lo:lo + 5], grades[lo:lo + 5], exclude[lo:lo + 5], model=f"epoch {n}")
+            ev.compute()  # logged after each epoch
+    res = ev.compute()
+    for n, S in enumerate(epochs, 1):
+        alone = tk.evaluate_matrix(S, grades, metrics=["recall@3", "ndcg@5"], exclude=exclude)
+        np.testing.assert_allclose(res.summary.loc[f"epoch {n}"].to_numpy(), alone.summary.iloc[0].to_numpy(),
+                                   rtol=1e-12)
+    table = res.compare(baseline="epoch 1")
+    assert set(table.reset_index()["model"]) == {"epoch 2"}

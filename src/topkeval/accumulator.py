@@ -179,7 +179,8 @@ class MatrixEvaluator:
             By default a running counter over the updates of each model: 0, 1, 2, ...
         model : str, optional
             The name of the model of ``scores`` (one matrix), for models evaluated in separate
-            updates (give each model the same rows and relevance); ``"scores"`` by default.
+            updates (give each model the same rows and relevance); ``"scores"`` by default. A
+            name per epoch (``model=f"epoch {n}"``, no ``reset()``) compares epochs.
 
         Raises
         ------
@@ -208,12 +209,13 @@ class MatrixEvaluator:
             raise DataError("some updates name their rows with users= and others do not (a running counter 0, 1, "
                             "2, ...): the two kinds of ids can collide. Pass users= to every update, or to none.")
         ids = self._ids(users, U, models)
-        if self._computed and users is None and U:
+        if self._computed and users is None and U and any(self._next.get(m, 0) for m in models):
             import warnings
 
             from .errors import TopkevalWarning
 
-            warnings.warn(f"update() after compute() without reset(): these rows add to the {self._next.get(models[0], 0):,} "
+            seen = max(self._next.get(m, 0) for m in models)
+            warnings.warn(f"update() after compute() without reset(): these rows add to the {seen:,} "
                           "already evaluated, numbered on from there. For a new evaluation (a new epoch) call reset() "
                           "first; pass users= to make a user updated twice an error.", TopkevalWarning, stacklevel=2)
         if U:
