@@ -198,7 +198,8 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     Parameters
     ----------
     scores : ndarray or torch.Tensor, shape (users, items), or a dict of them
-        Finite scores; a torch tensor is processed on its own device (CPU or CUDA). A dict
+        Finite scores (cells in ``exclude`` may hold anything, -inf or NaN included: they are never
+        candidates); a torch tensor is processed on its own device (CPU or CUDA). A dict
         ``{"old": S1, "new": S2}`` of matrices of one shape evaluates several models of the same
         users (for :meth:`~topkeval.results.Results.compare`); one matrix is the model ``scores``.
         Half-precision scores (float16, bfloat16) are compared as float32, which holds them
@@ -510,7 +511,8 @@ class MatrixBackend:
         users, I = len(batch.queries), batch.n_items
         scores = batch.scores[model]
         S = _batch(scores, batch.queries, _is_torch(scores), masked=False, float32=conv.score_precision == "float32",
-                   model=model, exclude=batch.exclude)
+                   model=model, check=False, exclude=batch.exclude)
+        converted = S.dtype != scores.dtype  # then checked before the conversion
         S = np.ascontiguousarray(S.numpy() if _is_torch(S) else S)
         rel = batch.relevant
         r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
@@ -532,8 +534,10 @@ class MatrixBackend:
         tie = cpu.TIE_CODES[conv.ties]
         prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, cpu.PATH_AUTO)
         R = judgments.R.astype(np.int64, copy=False)
-        out = cpu.compute_matrix_rows(S, eptr, eidx, rel.indptr.astype(np.int64), cols, grades, is_rel, active,
-                                      gains, R, thr, prm, threads)
+        out, finite = cpu.compute_matrix_rows(S, eptr, eidx, rel.indptr.astype(np.int64), cols, grades, is_rel,
+                                              active, gains, R, thr, prm, threads)
+        if not converted and not finite.all():  # checked in the kernel's pass; excluded cells may hold anything
+            refuse_non_finite(S, batch.queries, batch.exclude, model, rows=np.flatnonzero(~finite))
         batch.depth = max(batch.depth, depth)
         batch.selected += int(active.sum())  # the cells counted
         st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, np.asarray(rel_ret, np.int64), R, out.tie,

@@ -234,8 +234,20 @@ def _scratch(offsets, q0, q1):
     longest = 0
     for q in range(q0, q1):
         longest = max(longest, offsets[q + 1] - offsets[q])
-    return (np.empty(longest, np.int64), np.empty(longest, np.int64), np.empty(longest, np.int64),
-            np.empty(longest, np.int64), np.empty(longest, np.int64))
+    return _work(longest)
+
+
+@kernel
+def _work(n):
+    """Per-candidate work arrays (g, e, r, b, w) of ``n`` elements."""
+    return (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64),
+            np.empty(n, np.int64))
+
+
+@kernel
+def _accumulate_work(n):
+    """The scratch arrays of :func:`_accumulate` (``f``, ``key``, ``ridx``) for ``n`` candidates."""
+    return np.empty(n, np.float64), np.empty(n, np.float64), np.empty(n, np.int64)
 
 
 @kernel(outputs=('g', 'e', 'r', 'b', 'w'))
@@ -515,10 +527,8 @@ def stats_range(cols, prm, q0, q1, out):
     offsets, scores, rel, active, R = cols.offsets, cols.scores, cols.rel, cols.active, cols.R
     cutoffs, thr, tie, want_r = prm.cutoffs, prm.thr, prm.tie, prm.want_r
     g, e, r, b, w = _scratch(offsets, q0, q1)
-    key = np.empty(g.shape[0], np.float64)  # ranks, exact as floats
-    ridx = np.empty(g.shape[0], np.int64)
+    f, key, ridx = _accumulate_work(g.shape[0])
     act = np.empty(g.shape[0], np.int64)
-    f = np.empty(g.shape[0])
     C = cutoffs.shape[0]
     for q in range(q0, q1):
         lo = offsets[q]
@@ -567,17 +577,8 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
     query q's active candidates are ``aoff[q]:aoff[q + 1]`` of ``ga, ea, ra, ba`` (their g, e, r,
     b as in the module docstring), and of ``rel`` and ``gains`` (G x candidates). ``out.n`` and
     ``out.rel_ret`` are left to the caller."""
-    longest = 0
-    for q in range(q0, q1):
-        longest = max(longest, aoff[q + 1] - aoff[q])
-    g = np.empty(longest, np.int64)
-    e = np.empty(longest, np.int64)
-    r = np.empty(longest, np.int64)
-    b = np.empty(longest, np.int64)
-    w = np.empty(longest, np.int64)
-    key = np.empty(longest, np.float64)
-    ridx = np.empty(longest, np.int64)
-    f = np.empty(longest)
+    g, e, r, b, w = _scratch(aoff, q0, q1)
+    f, key, ridx = _accumulate_work(g.shape[0])
     for q in range(q0, q1):
         lo = aoff[q]
         m = aoff[q + 1] - lo
@@ -598,14 +599,15 @@ ROW_COUNT_MAX_RELEVANT = 512
 _NOT_CANDIDATE = -np.inf
 
 
-@kernel(outputs=('out', 'n_kept'))
-def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr, prm, r0, r1, out, n_kept):
+@kernel(outputs=('out', 'n_kept', 'finite'))
+def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr, prm, r0, r1, out, n_kept, finite):
     """Statistics of rows r0..r1 of a score matrix in place, without selecting or copying cells
     out: each row is read into a scratch copy (excluded cells and cells below ``thr`` at -inf), its
     judged cells (``rptr``, ``rcol``: CSR) are set in dense scratch rows of relevance, grade and
     gains, and the counting or sorting path and the accumulation run on it as on a query's rows
     (the column is the row order and the item code). For metrics that look at the whole list.
-    ``rgain`` is G x judged cells; ``ractive`` marks the relevant or positively gained ones."""
+    ``rgain`` is G x judged cells; ``ractive`` marks the relevant or positively gained ones;
+    ``finite[u]``: whether every score of row u is finite (checked in the same pass)."""
     n = S.shape[1]
     G = rgain.shape[0]
     C = prm.cutoffs.shape[0]
@@ -616,23 +618,20 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
     gr = np.zeros(n, np.float64) if tie == TIE_OPTIMISTIC or tie == TIE_PESSIMISTIC else np.zeros(0, np.float64)
     it = np.arange(n) if tie == TIE_ITEM_DESC or tie == TIE_ITEM_ASC else np.zeros(0, np.int64)
     gains = np.zeros((G, n), np.float64)
-    g = np.empty(n, np.int64)
-    e = np.empty(n, np.int64)
-    r = np.empty(n, np.int64)
-    b = np.empty(n, np.int64)
-    w = np.empty(n, np.int64)
-    key = np.empty(n, np.float64)
-    ridx = np.empty(n, np.int64)
+    g, e, r, b, w = _work(n)
+    f, key, ridx = _accumulate_work(n)
     act = np.empty(n, np.int64)
-    f = np.empty(n)
     for u in range(r0, r1):
         row = S[u]
         kept = 0
+        ok = True
         for x in range(n):  # branch-free
             v = row[x]
             keep = (v >= thr) & (v > _NOT_CANDIDATE)
             sc[x] = v if keep else _NOT_CANDIDATE
             kept += keep
+            ok &= (v - v) == 0.0  # false for NaN and infinities
+        finite[u] = ok
         for p in range(eptr[u], eptr[u + 1]):
             x = eidx[p]
             kept -= sc[x] > _NOT_CANDIDATE
@@ -815,18 +814,20 @@ def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
 
 def compute_matrix_rows(S: np.ndarray, eptr: np.ndarray, eidx: np.ndarray, rptr: np.ndarray, rcol: np.ndarray,
                         rgrade: np.ndarray, rrel: np.ndarray, ractive: np.ndarray, rgain: np.ndarray, R: np.ndarray,
-                        thr: float, prm: Params, threads: int | None = None) -> Outputs:
+                        thr: float, prm: Params, threads: int | None = None) -> tuple[Outputs, np.ndarray]:
     """:func:`matrix_rows` over every row of ``S``, rows split over threads; ``out.n`` holds each
-    row's candidates and ``out.rel_ret`` is left to the caller."""
+    row's candidates and ``out.rel_ret`` is left to the caller. Returns the outputs and, per row,
+    whether every score is finite."""
     U = S.shape[0]
     out = _outputs(U, prm, rgain.shape[0])
+    finite = np.empty(U, np.bool_)
     threads = threads or default_threads()
     parts = max(1, min(threads, U)) if S.size >= 1 << 20 else 1
     bounds = [U * p // parts for p in range(parts + 1)]
     ranges = [(a, z) for a, z in zip(bounds[:-1], bounds[1:]) if z > a]
     run_parallel(lambda qr: matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr, prm,
-                                        qr[0], qr[1], out, out.n), ranges, workers=len(ranges))
-    return out
+                                        qr[0], qr[1], out, out.n, finite), ranges, workers=len(ranges))
+    return out, finite
 
 
 def compute_from_counts(aoff: np.ndarray, g: np.ndarray, e: np.ndarray, r: np.ndarray, b: np.ndarray,

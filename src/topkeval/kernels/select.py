@@ -37,6 +37,15 @@ BLOCK = 64
 CHUNKS = 16
 
 
+@kernel
+def _excluded(ex, p, x):
+    """Whether column ``x`` is in ``ex`` (sorted), walking the pointer ``p`` forward: the columns
+    asked for ascend, so a row's exclusions are merged in one pass. Returns (p, excluded)."""
+    while p < ex.shape[0] and ex[p] < x:
+        p += 1
+    return p, p < ex.shape[0] and ex[p] == x
+
+
 @kernel(outputs=("cand",))
 def _collect(row, t, ex, cand):
     """Columns of ``row`` scoring ``>= t`` and above -inf, not in ``ex`` (sorted excluded
@@ -55,9 +64,8 @@ def _collect(row, t, ex, cand):
             v = block[i]
             if v >= t and v > -np.inf:
                 x = x0 + i
-                while p < ex.shape[0] and ex[p] < x:
-                    p += 1
-                if p < ex.shape[0] and ex[p] == x:
+                p, out = _excluded(ex, p, x)
+                if out:
                     continue
                 cand[c] = x
                 c += 1
@@ -135,9 +143,8 @@ def _scan(row, ex, thr, floor, heap, cand):
             v = row[x]
             if v < t:
                 continue
-            while p < ex.shape[0] and ex[p] < x:
-                p += 1
-            if p < ex.shape[0] and ex[p] == x:
+            p, out = _excluded(ex, p, x)
+            if out:
                 continue
             cand[kept] = x
             kept += 1
@@ -187,9 +194,8 @@ def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below, fin
                         continue
                     if not (v >= thr and (v - v) == 0.0):
                         continue
-                    while p < ex.shape[0] and ex[p] < x:
-                        p += 1
-                    if p < ex.shape[0] and ex[p] == x:
+                    p, out = _excluded(ex, p, x)
+                    if out:
                         continue
                     i = min(top, j - 1)  # insert v, dropping the smallest when full
                     while i > 0 and sample[i - 1] < v:
