@@ -246,7 +246,7 @@ ERRORS = [
     (dict(features={"x": [1.0], "y": [0.0]}), "norm 0.0"),
     (dict(features={"x": [1.0], "y": [1.0, 2.0]}), "one length"),
     (dict(features={"x": [1.0], "y": [1.0]}, similarity=lambda a, b: 0.0), "not both"),
-    (dict(similarity=0.5), "similarity must be a function"),
+    (dict(similarity=0.5), "'similarity' parameter of beyond_accuracy must be None or a function"),
 ]
 
 

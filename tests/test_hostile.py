@@ -388,7 +388,7 @@ PARAMETERS = [
     (lambda: tk.evaluate(["/no/such.run"], qrels=LOG), tk.InputFileError, "Run file not found"),
     (lambda: RES.compare(seed="x"), tk.ParameterError, "'seed' parameter of compare"),
     (lambda: RES.compare(seed=-1), tk.ParameterError, "'seed' parameter"),
-    (lambda: RES.compare(n_resamples=0), tk.ParameterError, "'n_resamples' parameter of compare must be an int >= 100"),
+    (lambda: RES.compare(n_resamples=0), tk.ParameterError, r"'n_resamples' parameter of compare must be an int in \[100, 10000000\]"),
     (lambda: RES.compare(n_resamples=-5), tk.ParameterError, "'n_resamples'"),
     (lambda: RES.compare(n_resamples=2.5), tk.ParameterError, "'n_resamples'"),
     (lambda: RES.compare(confidence=1.0), tk.ParameterError, "'confidence'"),

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .conventions import resolve
-from .errors import DataError, ParameterError, check_int, show
+from .errors import DataError, ParameterError, show
+from .params import CONVENTIONS, SETTINGS, THREADS, Bool, Given, Int, Metrics, Model, validate_params
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -135,6 +136,9 @@ class MatrixEvaluator:
     >>> ev.reset()
     """
 
+    @validate_params(metrics=Metrics(), conventions=CONVENTIONS, batch_size=[Int(1), None], threads=THREADS,
+                     sync_on_compute=Bool(), process_group=[Given("a torch.distributed process group"), None],
+                     settings=SETTINGS)
     def __init__(self, metrics=("recall@20", "precision@20", "r_precision"), *, conventions=None,
                  batch_size: int | None = None, threads: int | None = None, sync_on_compute: bool = True,
                  process_group=None, **settings: Unpack[ConventionSettings]):
@@ -145,21 +149,23 @@ class MatrixEvaluator:
                                                                    "process_group"), **settings)
         self._plan = engine.make_plan(metrics, self.conventions)
         self.metrics = self._plan.names
-        self._batch_size = check_int(batch_size, "batch_size", owner, optional=True)
-        self._threads = check_int(threads, "threads", owner, optional=True)
-        if not isinstance(sync_on_compute, bool):
-            raise ParameterError(f"The 'sync_on_compute' parameter of {owner} must be a bool. Got "
-                                 f"{sync_on_compute!r} instead.")
+        self._batch_size = batch_size
+        self._threads = threads
         self._sync = sync_on_compute
         self._group = process_group
         self.reset()
 
+    @validate_params()
     def reset(self) -> None:
         """Forget every update (call it at the start of each evaluation, each epoch)."""
         self._state = _State()
         self._next: dict[str, int] = {}  # per model, the running counter of rows without users=
         self._computed = False  # compute() ran since the last update or reset
 
+    @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by update"),
+                     relevant=Given("a matrix, a sparse matrix or an edge list, checked by update"),
+                     exclude=[Given("as relevant, checked by update"), None],
+                     users=[Given("one distinct id per row, checked by update"), None], model=[Model(), None])
     def update(self, scores, relevant, exclude=None, users=None, *, model: str | None = None) -> None:
         """Evaluate a batch of rows and keep their per-user values.
 
@@ -260,6 +266,7 @@ class MatrixEvaluator:
                                 "its own id.")
         return ids
 
+    @validate_params()
     def compute(self) -> Results:
         """The Results of every update so far (of every rank under ``torch.distributed``): the same
         as :func:`~topkeval.evaluate_matrix` on the rows of all updates stacked into one matrix.

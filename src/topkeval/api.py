@@ -21,13 +21,25 @@ from .errors import (
     DataError,
     ParameterError,
     TopkevalWarning,
-    check_choice,
-    check_column_name,
-    check_int,
-    check_number,
 )
 from .io import is_trec_path, read_columns
 from .log import build_log
+from .names import MAX_CUTOFF
+from .params import (
+    CONVENTIONS,
+    SETTINGS,
+    THREADS,
+    Bool,
+    Column,
+    Columns,
+    Function,
+    Given,
+    Int,
+    Metrics,
+    Options,
+    Real,
+    validate_params,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -41,6 +53,14 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
                       "progress", "keep_per_query", "threads", "ascending")
 
 
+@validate_params(
+    data=Given("read by topkeval.io (tables, files, TREC runs) or topkeval.spark"),
+    metrics=Metrics(), query=Column(), relevance=Column(), score=Columns(), item=[Column(), None],
+    conventions=CONVENTIONS, qrels=[Given("read as judgments by topkeval.qrels"), None], model=[Column(), None],
+    missing_queries=Options("skip", "zero"), depth=[Int(1, MAX_CUTOFF), None], judged_only=Bool(),
+    chunk_rows=[Int(1), None], progress=[Function(), None], keep_per_query=Bool(), threads=THREADS,
+    ascending=Bool(), by=[Columns(), None], weight=[Column(), None], settings=SETTINGS,
+)
 def evaluate(
     data,
     metrics=DEFAULT_METRICS,
@@ -192,21 +212,12 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
               **settings) -> Results:
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
-    check_choice(missing_queries, ("skip", "zero"), "missing_queries", "evaluate")
-    depth = check_int(depth, "depth", "evaluate", optional=True)
-    chunk_rows = check_int(chunk_rows, "chunk_rows", "evaluate", optional=True)
-    threads = check_int(threads, "threads", "evaluate", optional=True)
-    for name, flag in (("judged_only", judged_only), ("keep_per_query", keep_per_query), ("ascending", ascending)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ParameterError(f"The {name!r} parameter of evaluate must be True or False. Got {flag!r} instead.")
     if depth is not None and conv.ties == "expected":
         raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
                              "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")
-    if progress is not None and not callable(progress):
-        raise ParameterError(f"The 'progress' parameter of evaluate must be callable. Got {progress!r} instead.")
     runs = _run_paths(data)
     if runs is not None:
         from .io import read_runs
@@ -215,19 +226,10 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
             raise ParameterError(f"{runs[0]} is read as a TREC run (query Q0 item rank score tag), which needs "
                                  "judgments: pass qrels= (a TREC qrels file or a table).")
         data, query, item, score, model = read_runs(runs), "query", "item", "score", "run"
-    query = check_column_name(query, "query", "evaluate")
-    relevance = check_column_name(relevance, "relevance", "evaluate")
-    item = check_column_name(item, "item", "evaluate", optional=True)
-    model = check_column_name(model, "model", "evaluate", optional=True)
-    scores = [score] if isinstance(score, str) else _names(score)
-    for s in scores:
-        check_column_name(s, "score", "evaluate")
-    if len(set(scores)) != len(scores):
-        raise ParameterError(f"score lists a column twice: {scores!r}; each model needs its own column.")
+    scores = [score] if isinstance(score, str) else list(score)
     from . import segments
 
     by = segments.names(by)
-    weight = check_column_name(weight, "weight", "evaluate", optional=True)
     attributes = by + ([weight] if weight else [])
     if weight is not None and weight in by:
         raise ParameterError(f"{weight!r} is both a segment (by=) and the weight (weight=): a column is one or the "
@@ -348,13 +350,6 @@ _R_BASED = frozenset({"recall", "r_precision", "f1", "fbeta", "fn", "ap", "ndcg"
                       "recall_capped", "ap_capped"})
 
 
-def _names(score) -> list:
-    if isinstance(score, (list, tuple)):
-        return list(score)
-    raise ParameterError(f"The 'score' parameter of evaluate must be a column name or a list of column names. "
-                         f"Got {score!r} instead.")
-
-
 def _run_paths(data) -> list | None:
     """TREC run paths given as data (one path, or a list of paths), else None."""
     if is_trec_path(data):
@@ -396,10 +391,10 @@ def _as_1d(values, name: str, owner: str) -> np.ndarray:
 
 def _single(family: str, relevance, scores, k, *, params=(), items=None, conventions=None,
             owner: str, **settings) -> float:
-    from .names import MAX_CUTOFF, Metric
+    from .names import Metric
 
     conv = resolve(conventions, owner=owner, also=("items", "conventions"), **settings)
-    metric = Metric(family, None if family == "r_precision" else check_int(k, "k", owner, high=MAX_CUTOFF), params)
+    metric = Metric(family, k, params)
     rel = _as_1d(relevance, "relevance", owner)
     sc = _as_1d(scores, "scores", owner)
     if len(rel) != len(sc):
@@ -417,6 +412,8 @@ def _single(family: str, relevance, scores, k, *, params=(), items=None, convent
     values = batch.models[0].values[str(metric)]
     return float(values[0]) if len(values) else math.nan
 
+
+RANKING = Given("one value per candidate, read by _as_1d")
 
 _SINGLE_PARAMS = """
     Parameters
@@ -450,6 +447,8 @@ _SINGLE_PARAMS = """
 """
 
 
+@validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
+                 conventions=CONVENTIONS, settings=SETTINGS)
 def recall_at_k(relevance, scores, k, *, items=None, conventions=None,
                 **settings: Unpack[ConventionSettings]) -> float:
     """Recall at k of one ranking: the share of the relevant items found in the top k.
@@ -468,6 +467,8 @@ def recall_at_k(relevance, scores, k, *, items=None, conventions=None,
                    **settings)
 
 
+@validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
+                 conventions=CONVENTIONS, settings=SETTINGS)
 def precision_at_k(relevance, scores, k, *, items=None, conventions=None,
                    **settings: Unpack[ConventionSettings]) -> float:
     """Precision at k of one ranking: the share of relevant candidates in the top k.
@@ -485,6 +486,8 @@ def precision_at_k(relevance, scores, k, *, items=None, conventions=None,
                    owner="precision_at_k", **settings)
 
 
+@validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), beta=Real(0, low_open=True),
+                 items=[RANKING, None], conventions=CONVENTIONS, settings=SETTINGS)
 def fbeta_at_k(relevance, scores, k, *, beta=1.0, items=None, conventions=None,
                **settings: Unpack[ConventionSettings]) -> float:
     """F-beta at k of one ranking: the weighted harmonic mean of precision@k and recall@k.
@@ -500,12 +503,13 @@ def fbeta_at_k(relevance, scores, k, *, beta=1.0, items=None, conventions=None,
     >>> fbeta_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3, beta=2.0)
     0.6666666666666666
     """
-    beta = check_number(beta, "beta", "fbeta_at_k", low=0, low_open=True)
     family, params = ("f1", ()) if beta == 1.0 else ("fbeta", (("beta", beta),))
     return _single(family, relevance, scores, k, params=params, items=items, conventions=conventions,
                    owner="fbeta_at_k", **settings)
 
 
+@validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
+                 conventions=CONVENTIONS, settings=SETTINGS)
 def f1_at_k(relevance, scores, k, *, items=None, conventions=None,
             **settings: Unpack[ConventionSettings]) -> float:
     """F1 at k of one ranking: the harmonic mean of precision@k and recall@k.
@@ -520,6 +524,8 @@ def f1_at_k(relevance, scores, k, *, items=None, conventions=None,
     return _single("f1", relevance, scores, k, items=items, conventions=conventions, owner="f1_at_k", **settings)
 
 
+@validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
+                 conventions=CONVENTIONS, settings=SETTINGS)
 def specificity_at_k(relevance, scores, k, *, items=None, conventions=None,
                      **settings: Unpack[ConventionSettings]) -> float:
     """Specificity at k of one ranking: the share of non-relevant candidates kept out of the top k.
@@ -536,6 +542,8 @@ def specificity_at_k(relevance, scores, k, *, items=None, conventions=None,
                    owner="specificity_at_k", **settings)
 
 
+@validate_params(relevance=RANKING, scores=RANKING, items=[RANKING, None], conventions=CONVENTIONS,
+                 settings=SETTINGS)
 def r_precision(relevance, scores, *, items=None, conventions=None,
                 **settings: Unpack[ConventionSettings]) -> float:
     """R-precision of one ranking: precision at rank R, R being the number of relevant items.

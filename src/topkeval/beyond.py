@@ -203,9 +203,11 @@ def _gini(exposures: np.ndarray, size: int) -> float:
     total = exposures.sum()
     if size == 0 or total <= 0:
         return float("nan")
-    x = np.concatenate([np.zeros(size - len(exposures)), np.sort(exposures)])
-    i = np.arange(1, size + 1)
-    return float(((2 * i - size - 1) * x).sum() / (size * total))
+    # the items never shown take the first size - m places with x = 0: only the m shown are summed
+    # (a catalogue of 10**12 items is never materialised)
+    x = np.sort(exposures)
+    i = np.arange(size - len(x) + 1, size + 1, dtype=np.float64)
+    return float(((2 * i - size - 1) * x).sum() / (float(size) * total))
 
 
 def _cosine(features, every_shown) -> Callable:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Literal, TypedDict, get_args
 
 import numpy as np
@@ -155,6 +155,11 @@ class Conventions:
     item_order: ItemOrder = "typed"
     score_precision: ScorePrecision = "exact"
     nonpositive_scores: NonpositiveScores = "count"
+
+    def __post_init__(self):
+        # a Conventions object is valid whoever builds it: each setting checked, numbers made floats
+        for name, value in _validated(asdict(self), "Conventions").items():
+            object.__setattr__(self, name, value)
 
     def as_dict(self) -> dict:
         """The settings as a plain dict (``undefined`` nan written as the string "nan")."""
@@ -286,14 +291,20 @@ def resolve(conventions: str | Conventions | None = None, owner: str = "evaluate
     # a real value (no threshold), so it overrides a preset.
     numeric = {s.name for s in SETTINGS if s.choices is None}
     given = {k: v for k, v in settings.items() if v is not UNSET and (v is not None or k in numeric)}
-    merged = replace(base, **given) if given else base
-    values = {}
+    if not given:
+        return base
+    return Conventions(**_validated({**asdict(base), **given}, owner))
+
+
+def _validated(values: dict, owner: str) -> dict:
+    """Every setting of ``values`` checked (in the words of ``owner``) and normalised."""
+    out = {}
     for s in SETTINGS:
-        value = getattr(merged, s.name)
+        value = values[s.name]
         if s.name == "undefined":
-            values[s.name] = _undefined(value, owner)
+            out[s.name] = _undefined(value, owner)
         elif s.choices is None:
-            values[s.name] = _optional_number(value, s.name, owner)
+            out[s.name] = _optional_number(value, s.name, owner)
         else:
-            values[s.name] = check_choice(value, s.choices, s.name, owner)
-    return Conventions(**values)
+            out[s.name] = check_choice(value, s.choices, s.name, owner)
+    return out

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .conventions import resolve
-from .errors import DataError, check_int, show
+from .errors import DataError, show
 from .kernels.select import select_top
 from .log import GroupedLog, Judgments
+from .params import CONVENTIONS, SETTINGS, THREADS, Given, Int, Metrics, validate_params
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -185,6 +186,10 @@ def _select_torch(S, depth: int, masked: bool = True):
     return rows, cols.cpu().numpy(), vals.cpu().numpy().astype(np.float64)
 
 
+@validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),
+                 relevant=Given("a matrix, a sparse matrix or an edge list, checked by prepare()"), metrics=Metrics(),
+                 exclude=[Given("as relevant, checked by prepare()"), None], conventions=CONVENTIONS,
+                 batch_size=[Int(1), None], threads=THREADS, settings=SETTINGS)
 def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_precision"), exclude=None, *,
                     conventions=None, batch_size: int | None = None, threads: int | None = None,
                     **settings: Unpack[ConventionSettings]) -> Results:
@@ -248,8 +253,6 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
 
     conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
     plan = engine.make_plan(metrics, conv)
-    threads = check_int(threads, "threads", "evaluate_matrix", optional=True)
-    batch_size = check_int(batch_size, "batch_size", "evaluate_matrix", optional=True)
     prepared = prepare(scores, relevant, exclude)
     warn_leaked(prepared.leaked, stacklevel=3)
     U, I = prepared.shape

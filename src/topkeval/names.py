@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .errors import UnknownMetricError, closest
 from .metrics.registry import FAMILIES, Family, Param, format_value, is_unit
+from .params import MetricName, validate_params
 
 #: The largest cutoff accepted (a larger one could not be told from the whole list).
 MAX_CUTOFF = (1 << 40) - 1
@@ -214,6 +215,7 @@ def _trec_param(name: str, value: str, full: str):
     raise _bad(full, fam, f"trec_eval's form {name}.{value} is not understood here; write it")
 
 
+@validate_params(text=MetricName())
 def parse_metric(text: str | Metric) -> Metric:
     """Parse a metric name such as ``"recall@10"`` into a :class:`Metric`.
 

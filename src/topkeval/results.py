@@ -7,6 +7,35 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from .names import MAX_CUTOFF
+from .params import (
+    CONFIDENCE,
+    CORRECTION,
+    DIGITS,
+    RESAMPLES,
+    SEED,
+    TEST,
+    Axes,
+    Bool,
+    FilePath,
+    Function,
+    Given,
+    Ids,
+    Int,
+    IntList,
+    Map,
+    MetricName,
+    Metrics,
+    Model,
+    Options,
+    QueryId,
+    Text,
+    validate_params,
+)
+
+#: cutoffs of one curve: enough for any plot, few enough to evaluate at once
+MAX_CURVE_POINTS = 10_000
+
 
 class Results:
     """What an evaluation returns.
@@ -60,18 +89,23 @@ class Results:
     def per_query(self, frame: pd.DataFrame) -> None:
         self._per_query = frame
 
+    @validate_params()
     def to_pandas(self) -> pd.DataFrame:
         """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
         evaluation keep those on the cluster and collect them here)."""
         return self.per_query
 
-    def compare(self, baseline: str | None = None, **options) -> pd.DataFrame:
+    @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
+                     confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"))
+    def compare(self, baseline: str | None = None, *, metrics=None, test: str = "permutation",
+                correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
+                seed: int | None = 0, missing: str = "intersect") -> pd.DataFrame:
         """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
 
         ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
         interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
         and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
-        None). See :func:`topkeval.compare.compare` for every option and column.
+        ``"none"`` or None). See :func:`topkeval.compare.compare` for every option and column.
 
         Examples
         --------
@@ -85,8 +119,10 @@ class Results:
         """
         from .compare import compare
 
-        return compare(self, baseline, **options)
+        return compare(self, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
+                       n_resamples=n_resamples, seed=seed, missing=missing)
 
+    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)
     def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0) -> pd.DataFrame:
         """Each model's mean of each metric with a bootstrap percentile confidence interval.
 
@@ -105,11 +141,6 @@ class Results:
         0     s  precision@1   0.5     0.0      1.0
         """
         from .compare import mean_cis
-        from .errors import check_int, check_number, check_seed
-
-        confidence = check_number(confidence, "confidence", "summary_ci", low=0, high=1, low_open=True, high_open=True)
-        n_resamples = check_int(n_resamples, "n_resamples", "summary_ci", low=100)
-        seed = check_seed(seed, "summary_ci")
         from .segments import groups, weighted_mean
 
         weight = getattr(self, "weight", None)
@@ -129,6 +160,7 @@ class Results:
                 for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]
         return pd.DataFrame(rows)
 
+    @validate_params(baseline=Model(), model=Model(), metric=MetricName(), items=Bool())
     def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
         """Per query, what changed from ``baseline`` to ``model`` on ``metric``, worst regressions first.
 
@@ -177,6 +209,7 @@ class Results:
                 out["lost"] = [lost.get(q, []) for q in out[qn]]
         return out.sort_values("delta", kind="stable").reset_index(drop=True)
 
+    @validate_params(query=QueryId(), k=Int(1, MAX_CUTOFF), baseline=[Model(), None], model=[Model(), None])
     def side_by_side(self, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
         """One query's top ``k`` under two models, position by position: what did the new model do?
 
@@ -217,6 +250,7 @@ class Results:
 
         return side_by_side(self, query, k, baseline, model)
 
+    @validate_params(metrics=[Metrics(), None], ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None])
     def curves(self, metrics=None, ks=None) -> pd.DataFrame:
         """Each model's mean of ``metric@k`` for k = 1..K (default: the largest cutoff evaluated).
 
@@ -235,6 +269,9 @@ class Results:
 
         return curves(self, metrics, ks)
 
+    @validate_params(k=Int(1, MAX_CUTOFF), popularity=[Given("item -> share, checked by beyond.py"), None],
+                     features=[Given("item -> vector, checked by beyond.py"), None], similarity=[Function(), None],
+                     catalog=[Int(1), Ids(), None])
     def beyond_accuracy(self, k: int = 10, popularity=None, features=None, similarity=None,
                         catalog=None) -> pd.DataFrame:
         r"""Coverage, novelty, popularity bias and diversity of each model's top ``k`` over all queries.
@@ -334,6 +371,8 @@ class Results:
 
         return beyond_accuracy(self, k, popularity, features, similarity, catalog)
 
+    @validate_params(metric=Text(empty=False), ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None],
+                     ax=[Axes(), None])
     def plot_curve(self, metric: str = "recall", ks=None, ax=None):
         """A matplotlib Figure: ``metric@k`` against k for each model (needs matplotlib: the
         ``plot`` extra). See :meth:`curves` for the numbers."""
@@ -341,6 +380,8 @@ class Results:
 
         return plot_curve(self, metric, ks, ax)
 
+    @validate_params(metric=MetricName(), baseline=[Model(), None], model=[Model(), None],
+                     ax=[Axes(), None])
     def plot_deltas(self, metric: str, baseline: str | None = None, model: str | None = None, ax=None):
         """A matplotlib Figure: the distribution of per-query ``model - baseline`` differences of
         ``metric`` (the values of :meth:`diff`), with their mean."""
@@ -348,19 +389,83 @@ class Results:
 
         return plot_deltas(self, metric, baseline, model, ax)
 
-    def report(self, path, baseline: str | None = None, **options) -> str:
+    @validate_params(path=FilePath(), baseline=[Model(), None], model=[Model(), None], metric=[MetricName(), None],
+                     queries=[Ids(), None], worst=Int(0, 100_000), k=[Int(1, MAX_CUTOFF), None],
+                     images=[Text(empty=False), Map(), Function(), None],
+                     title=Text(max_length=1000), confidence=CONFIDENCE, test=TEST, correction=CORRECTION,
+                     n_resamples=RESAMPLES, seed=SEED, curves=Bool(), digits=DIGITS, overwrite=Bool())
+    def report(self, path, baseline: str | None = None, *, model: str | None = None, metric: str | None = None,
+               queries=None, worst: int = 10, k: int | None = None, images=None, title: str = "topkeval report",
+               confidence: float = 0.95, test: str = "permutation", correction: str | None = "holm",
+               n_resamples: int = 10_000, seed: int | None = 0, curves: bool = True, digits: int = 4,
+               overwrite: bool = False) -> str:
         """Write a self-contained HTML report (no network needed to open it) and return its path.
 
         The summary with confidence intervals, the comparison with ``baseline`` (tests, corrected
         p-values, wins/ties/losses), metric@k curves, the distribution of per-query differences,
         the worst regressions with their top k side by side, the conventions and the counts of
-        ``info``. See :func:`topkeval.html.write_report` for the options.
+        ``info``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The HTML file. An existing file is replaced only with ``overwrite=True``.
+        baseline : str, optional
+            The model the others are compared with (default: the first).
+        model : str, optional
+            The model whose per-query differences and top k are shown (default: the first other one).
+        metric : str, optional
+            The metric of the worst regressions (default: the first).
+        queries : list, optional
+            Query ids to show side by side, besides the worst regressions (a list, even for one).
+        worst : int
+            How many of the worst regressions to list and show, 0 to 100,000 (default 10).
+        k : int, optional
+            Positions of the side-by-side view (default: the largest cutoff, or 20); a list shorter
+            than k shows its whole length.
+        images : str, mapping or callable, optional
+            Thumbnails in the side-by-side view: a URL pattern with ``{item}``
+            (``"https://cdn/{item}.jpg"``), a mapping or a function from item id to URL. Only http(s)
+            and ``data:image/`` URLs are shown.
+        title : str
+            The page's title.
+        confidence, test, correction, n_resamples, seed
+            As in :meth:`compare` and :meth:`summary_ci`.
+        curves : bool
+            Evaluate the metric@k curves (one more pass over the data; default True).
+        digits : int
+            Digits after the decimal point, 0 to 15 (default 4).
+        overwrite : bool
+            Replace an existing regular file at ``path``.
+
+        Returns
+        -------
+        str
+            The path written.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "item": ["x", "y", "x", "y"],
+        ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
+        ...                   metrics=["precision@1"], score=["a", "b"], item="item")
+        >>> path = res.report(os.path.join(tempfile.mkdtemp(), "report.html"), baseline="a", curves=False)
+        >>> "Comparison with a" in open(path, encoding="utf-8").read()
+        True
         """
         from .html import write_report
 
-        return write_report(self, path, baseline=baseline, **options)
+        return write_report(self, path, baseline=baseline, model=model, metric=metric, queries=queries or [],
+                            worst=worst, k=k, images=images, title=title, confidence=confidence, test=test,
+                            correction=correction, n_resamples=n_resamples, seed=seed, curves=curves, digits=digits,
+                            overwrite=overwrite)
 
-    def to_latex(self, baseline: str | None = None, digits: int = 4, **compare_options) -> str:
+    @validate_params(baseline=[Model(), None], digits=DIGITS, test=TEST, correction=CORRECTION,
+                     confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)
+    def to_latex(self, baseline: str | None = None, digits: int = 4, *, test: str = "permutation",
+                 correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
+                 seed: int | None = 0) -> str:
         """The summary as a LaTeX table (booktabs): the best value of each metric in bold, and with
         ``baseline`` a dagger on the values significantly better than the baseline's (corrected
         p-value of :meth:`compare` below 1 - confidence). Needs ``\\usepackage{booktabs}``.
@@ -381,8 +486,10 @@ class Results:
         """
         from .report import latex
 
-        return latex(self, baseline=baseline, digits=digits, **compare_options)
+        return latex(self, baseline=baseline, digits=digits, test=test, correction=correction,
+                     confidence=confidence, n_resamples=n_resamples, seed=seed)
 
+    @validate_params(digits=DIGITS)
     def to_markdown(self, digits: int = 4) -> str:
         """The summary as a GitHub markdown table (every id and name escaped)."""
         from .report import markdown
@@ -425,6 +532,7 @@ class Results:
         """Canonical metric names, in the order requested."""
         return list(self.summary.columns)
 
+    @validate_params(per_query=Bool())
     def to_dict(self, per_query: bool = False) -> dict:
         """A JSON-ready dict: ``{"summary": {model: {metric: value}}, "info": {...}}`` (NaN as None),
         ``"segments"`` (rows of :attr:`segments`) with ``by=``, and ``"per_query"`` (a list of rows)

@@ -36,6 +36,7 @@ import pandas as pd
 
 from . import engine
 from .errors import DataError, TopkevalError, TopkevalWarning
+from .params import Bool, Given, MetricName, Model, validate_params
 from .results import Results
 
 #: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
@@ -391,6 +392,7 @@ class SparkResults(Results):
     def per_query(self, frame) -> None:
         self._spark_per_query = frame
 
+    @validate_params()
     def to_pandas(self) -> pd.DataFrame:
         """The per-query values collected to the driver, as a pandas DataFrame (model by model)."""
         if self._collected is None:
@@ -412,14 +414,18 @@ class SparkResults(Results):
         return Results(self.summary, self.to_pandas(), self.info, query_name=self.query_name,
                        conventions=self._conventions)
 
+    @validate_params(baseline=[Model(), None], options=Given("the options of Results.compare, checked there"))
     def compare(self, baseline=None, **options):
         """As :meth:`Results.compare`, on the per-query values collected from Spark."""
         return self._local().compare(baseline, **options)
 
+    @validate_params(args=Given("as Results.summary_ci, checked there"),
+                     kwargs=Given("as Results.summary_ci, checked there"))
     def summary_ci(self, *args, **kwargs):
         """As :meth:`Results.summary_ci`, on the per-query values collected from Spark."""
         return self._local().summary_ci(*args, **kwargs)
 
+    @validate_params(baseline=Model(), model=Model(), metric=MetricName(), items=Bool())
     def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
         """As :meth:`Results.diff`; the items gained and lost are found by one more Spark job."""
         out = self._local().diff(baseline, model, metric, items=False)
@@ -442,6 +448,7 @@ class SparkResults(Results):
         out["lost"] = [lost.get(q, []) for q in out[self.query_name]]
         return out
 
+    @validate_params(per_query=Bool())
     def to_dict(self, per_query: bool = False) -> dict:
         out = Results(self.summary, pd.DataFrame(), self.info, query_name=self.query_name).to_dict()
         if per_query:

@@ -69,9 +69,7 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
         top = max([k for k in cut if k is not None], default=20)
         # every cutoff up to 50, then 50 cutoffs spaced evenly on a log scale (a curve, not a table of thousands)
         ks = range(1, top + 1) if top <= 50 else sorted({int(round(x)) for x in np.geomspace(1, top, 50)} | {top})
-    ks = [int(k) for k in ks]
-    if not ks or min(ks) < 1:
-        raise ParameterError(f"ks must be positive cutoffs, got {ks!r}.")
+    ks = sorted(set(ks))  # validated by Results.curves: positive ints; a curve runs in increasing k
     names = [str(parse_metric(f"{fam}@{k}")) for fam in families for k in ks]
     with warnings.catch_warnings():  # the warnings of the first evaluation were given already
         warnings.simplefilter("ignore", TopkevalWarning)
@@ -117,10 +115,8 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
     """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
     from .conventions import Conventions
     from .engine.backends import comparable_scores, tie_items
-    from .errors import check_int
     from .kernels import cpu
 
-    k = check_int(k, "k", "side_by_side", low=1)
     models = results.models
     for name, value in (("baseline", baseline), ("model", model)):
         if value is not None and value not in models:
@@ -181,7 +177,10 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
     chance = {name: {ids: float(p) for ids, p, r in zip(v["ids"], v["p"], v["rel"]) if r}
               for name, v in lists.items()}
     rank_of = {name: {i: int(r) for i, r in zip(v["ids"], v["rank"]) if r > 0} for name, v in lists.items()}
-    columns["rank"] = np.arange(1, k + 1)
+    # positions past every list show nothing: only the first min(k, longest list) are built
+    longest = max(int((v["rank"] > 0).sum()) for v in lists.values())
+    positions = min(k, longest)
+    columns["rank"] = np.arange(1, positions + 1)
     for name, v in lists.items():
         other = next((o for o in lists if o != name), None)
         by_rank = {int(r): i for i, r in enumerate(v["rank"]) if 0 < r <= k}
@@ -191,7 +190,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         mark: list[str] = []
         tied: list[str] = []
         elsewhere: list[float] = []
-        for pos in range(1, k + 1):
+        for pos in range(1, positions + 1):
             i = by_rank.get(pos)
             if i is None:
                 item.append(None)
@@ -225,9 +224,6 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         columns[(name, "change")] = mark
         if other is not None:
             columns[(name, "other_rank")] = elsewhere
-    longest = max(int((v["rank"] > 0).sum()) for v in lists.values())
-    if longest < k:  # positions past every list: nothing to show
-        columns = {c: (v[:longest] if not isinstance(v, pd.Series) else v.iloc[:longest]) for c, v in columns.items()}
     frame = pd.DataFrame({("", "rank") if c == "rank" else c: v for c, v in columns.items()})
     frame.columns = pd.MultiIndex.from_tuples(frame.columns, names=["model", "field"])
     frame.attrs.update(query=query, k=k, baseline=baseline, model=model,

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, InputFileError, ParameterError, check_column_name
+from ..params import Bool, Column, FilePath, Given, Paths, Text, validate_params
 
 #: A number as trec_eval's files write them: ASCII digits only (Python's float() would also
 #: accept "1_0", "١" or "nan").
@@ -116,6 +117,7 @@ def _strings(values: list):
     return _text(pa.array(values, pa.string()))
 
 
+@validate_params(path=FilePath())
 def read_run(path) -> pd.DataFrame:
     """Read a TREC run file.
 
@@ -169,6 +171,7 @@ def read_run(path) -> pd.DataFrame:
                          "run": _strings(tag)})
 
 
+@validate_params(path=FilePath())
 def read_qrels(path) -> pd.DataFrame:
     """Read a TREC qrels file.
 
@@ -239,6 +242,8 @@ def _writable_id(values, what: str) -> np.ndarray:
     return text
 
 
+@validate_params(frame=Given("a table, read by io.tables"), path=FilePath(), query=Column(), item=Column(),
+                 score=Column(), run_name=[Text(empty=False, max_length=1000), None], overwrite=Bool())
 def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "item", score: str = "score",
               run_name: str | None = None, overwrite: bool = False) -> None:
     """Write a TREC run: per query, items by descending score, ranks from 1.
@@ -299,6 +304,7 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
             f.write(f"{q[row]} Q0 {i[row]} {r} {float(scores[row])!r} {tags[row]}\n")
 
 
+@validate_params(paths=Paths())
 def read_runs(paths) -> pd.DataFrame:
     """Read several TREC run files into one frame; the ``run`` column names each run.
 

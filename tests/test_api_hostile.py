@@ -1,0 +1,311 @@
+"""The API-wide hostile-value test: every public parameter, hostile values, a result or a TopkevalError.
+
+The public callables are found, not listed: the functions of ``topkeval.__all__`` and the public
+methods of its classes (Results, the Spark results, MatrixEvaluator). Each must go through the one
+parameter layer (:func:`topkeval.params.validate_params`), and each has one valid call below
+(``VALID``). Then, for every parameter of every signature, hypothesis replaces that one argument
+of the valid call by hostile values (negative, zero, huge, NaN, None, empty, the wrong type, bools,
+text, containers) and the call must return or raise a :class:`topkeval.TopkevalError`: never
+another exception, never a hang. A new public parameter is covered without anyone listing it; a new
+public callable fails ``test_every_public_callable_has_a_valid_call`` until it is given one.
+
+Path parameters (declared ``FilePath``) get hostile paths that cannot write outside the test's
+folder; every other parameter gets the general values.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import topkeval as tk
+from topkeval import params as P
+from topkeval.accumulator import MatrixEvaluator
+from topkeval.results import Results
+from topkeval.spark import SparkResults
+
+pytestmark = pytest.mark.filterwarnings("ignore::topkeval.TopkevalWarning")
+
+SECONDS = 60  # a call on these tiny inputs that takes longer hangs
+
+# ---------------------------------------------------------------------------------------------
+# the public callables, found from the package
+
+
+#: classes whose objects topkeval builds and returns (users call their methods, not their constructors)
+RETURNED = (Results, SparkResults)
+
+
+def _public_methods(cls) -> dict[str, object]:
+    out = {}
+    for name, member in inspect.getmembers(cls):
+        if name.startswith("_") and name != "__init__":
+            continue
+        if name == "__init__" and (member is object.__init__ or issubclass(cls, RETURNED)):
+            continue
+        if inspect.isfunction(member):
+            out[f"{cls.__name__}.{name}"] = member
+    return out
+
+
+def public_callables() -> dict[str, object]:
+    found = {}
+    for name in tk.__all__:
+        obj = getattr(tk, name)
+        if inspect.isclass(obj):
+            if issubclass(obj, BaseException) or name in ("Metric", "Conventions"):
+                continue  # exceptions; value types built by parse_metric / checked in __post_init__
+            found.update(_public_methods(obj))
+        elif callable(obj):
+            found[name] = obj
+    # the Spark results: the methods it defines itself (the others are Results' own, tested there)
+    found.update({name: f for name, f in _public_methods(SparkResults).items()
+                  if name.split(".")[1] in vars(SparkResults)})
+    return found
+
+
+PUBLIC = public_callables()
+
+
+def test_every_public_callable_goes_through_the_parameter_layer():
+    missing = [name for name, func in PUBLIC.items() if not P.is_validated(func)]
+    assert not missing, f"not validated by topkeval.params.validate_params: {missing}"
+    assert len(PUBLIC) >= 30  # the walk found the API (functions, Results' methods, MatrixEvaluator)
+
+
+def test_the_layer_refuses_an_undeclared_parameter():
+    with pytest.raises(TypeError, match="without a constraint"):
+        @P.validate_params(k=P.Int())
+        def f(k, digits=4):  # digits has no constraint
+            return k
+
+
+def test_conventions_objects_are_checked_whoever_builds_them():
+    with pytest.raises(tk.ParameterError, match="'ties' parameter of Conventions"):
+        tk.Conventions(ties="random")
+    assert math.isnan(tk.Conventions(undefined="nan").undefined)
+
+
+# ---------------------------------------------------------------------------------------------
+# one valid call of each
+
+
+LOG = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3], "item": list("abcabdae"),
+                    "relevance": [1, 0, 1, 0, 1, 0, 1, 0],
+                    "old": [0.9, 0.5, 0.1, 0.8, 0.3, 0.3, 0.2, 0.7],
+                    "new": [0.2, 0.5, 0.9, 0.1, 0.8, 0.3, 0.9, 0.1]})
+RES = tk.evaluate(LOG, metrics=["recall@2", "precision@2", "ndcg@3"], score=["old", "new"], item="item")
+SCORES = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
+TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
+
+
+class _Spark:
+    """A stand-in for SparkResults without a Spark session: its methods on collected values."""
+
+    @staticmethod
+    def make():
+        res = object.__new__(SparkResults)
+        Results.__init__(res, RES.summary, RES.per_query, dict(RES.info), query_name="query",
+                         conventions=RES._conventions)
+        # evaluated without item ids: diff finds no items, so it runs no Spark job
+        res._spark_per_query, res._collected = None, RES.per_query.copy()
+        res._source = (None, functools.partial(print, item=None))
+        return res
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("api")
+    run = root / "a.run"
+    run.write_text("1 Q0 a 1 0.9 tag\n1 Q0 b 2 0.5 tag\n2 Q0 a 1 0.8 tag\n")
+    qrels = root / "a.qrels"
+    qrels.write_text("1 0 a 1\n2 0 b 1\n")
+    return root, run, qrels
+
+
+def _fresh(root: Path, suffix: str) -> str:
+    """A new file name in the test's folder (each call writes a new file)."""
+    _fresh.n = getattr(_fresh, "n", 0) + 1
+    return str(root / f"out{_fresh.n}{suffix}")
+
+
+def valid_calls(files) -> dict:
+    """qualified name -> (callable, keyword arguments of one valid call)."""
+    root, run, qrels = files
+    ev = MatrixEvaluator(["recall@1"])
+    fed = MatrixEvaluator(["recall@1"])
+    fed.update(SCORES, TRUTH)
+    single = dict(relevance=[1, 0, 1, 0], scores=[0.4, 0.3, 0.2, 0.1], k=2, items=None, conventions=None)
+    spark = _Spark.make()
+    return {
+        "evaluate": (tk.evaluate, dict(data=LOG, metrics=["recall@2"], query="query", relevance="relevance",
+                                       score=["old", "new"], item="item", conventions=None, qrels=None, model=None,
+                                       missing_queries="skip", depth=None, judged_only=False, chunk_rows=None,
+                                       progress=None, keep_per_query=True, threads=None, ascending=False, by=None,
+                                       weight=None)),
+        "recall_at_k": (tk.recall_at_k, single),
+        "precision_at_k": (tk.precision_at_k, single),
+        "f1_at_k": (tk.f1_at_k, single),
+        "fbeta_at_k": (tk.fbeta_at_k, {**single, "beta": 0.5}),
+        "specificity_at_k": (tk.specificity_at_k, single),
+        "r_precision": (tk.r_precision, {k: v for k, v in single.items() if k != "k"}),
+        "evaluate_matrix": (tk.evaluate_matrix, dict(scores=SCORES, relevant=TRUTH, metrics=["recall@1"],
+                                                     exclude=None, conventions=None, batch_size=None, threads=None)),
+        "parse_metric": (tk.parse_metric, dict(text="P@5")),
+        "read_run": (tk.read_run, dict(path=run)),
+        "read_qrels": (tk.read_qrels, dict(path=qrels)),
+        "read_runs": (tk.read_runs, dict(paths=[run])),
+        "write_run": (tk.write_run, dict(frame=LOG[["query", "item", "old"]], path=lambda: _fresh(root, ".run"),
+                                         query="query", item="item", score="old", run_name=None, overwrite=False)),
+        "MatrixEvaluator.__init__": (MatrixEvaluator, dict(metrics=["recall@1"], conventions=None, batch_size=None,
+                                                           threads=None, sync_on_compute=True, process_group=None)),
+        "MatrixEvaluator.update": (ev.update, dict(scores=SCORES, relevant=TRUTH, exclude=None, users=None,
+                                                   model=None)),
+        "MatrixEvaluator.compute": (fed.compute, {}),
+        "MatrixEvaluator.reset": (ev.reset, {}),
+        **{f"{cls}.{name}": call for cls, res in (("Results", RES), ("SparkResults", spark))
+           for name, call in _results_calls(res, root).items() if f"{cls}.{name}" in PUBLIC},
+    }
+
+
+def _results_calls(res, root) -> dict:
+    compare = dict(test="permutation", correction="holm", confidence=0.95, n_resamples=100, seed=0)
+    return {
+        "compare": (res.compare, dict(baseline="old", metrics=None, missing="intersect", **compare)),
+        "summary_ci": (res.summary_ci, dict(confidence=0.9, n_resamples=100, seed=0)),
+        "diff": (res.diff, dict(baseline="old", model="new", metric="recall@2", items=True)),
+        "side_by_side": (res.side_by_side, dict(query=1, k=3, baseline=None, model=None)),
+        "curves": (res.curves, dict(metrics=None, ks=[1, 2])),
+        "beyond_accuracy": (res.beyond_accuracy, dict(k=2, popularity=None, features=None, similarity=None,
+                                                      catalog=None)),
+        "plot_curve": (res.plot_curve, dict(metric="recall", ks=[1, 2], ax=None)),
+        "plot_deltas": (res.plot_deltas, dict(metric="recall@2", baseline="old", model="new", ax=None)),
+        "report": (res.report, dict(path=lambda: _fresh(root, ".html"), baseline="old", model=None, metric=None,
+                                    queries=[1], worst=2, k=3, images=None, title="t", curves=False, digits=3,
+                                    overwrite=False, **compare)),
+        "to_latex": (res.to_latex, dict(baseline=None, digits=3, **compare)),
+        "to_markdown": (res.to_markdown, dict(digits=3)),
+        "to_dict": (res.to_dict, dict(per_query=False)),
+        "to_pandas": (res.to_pandas, {}),
+    }
+
+
+def test_every_public_callable_has_a_valid_call(files):
+    calls = valid_calls(files)
+    missing = sorted(set(PUBLIC) - set(calls))
+    assert not missing, f"give these a valid call in tests/test_api_hostile.py VALID: {missing}"
+
+
+def _signature_params(name: str) -> list[str]:
+    func = PUBLIC[name]
+    return [p.name for p in inspect.signature(func).parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+CASES = [(name, param) for name in sorted(PUBLIC) for param in _signature_params(name)]
+
+
+def test_the_valid_calls_are_valid(files):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    for name, (func, kwargs) in valid_calls(files).items():
+        func(**_resolved(kwargs))
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile values
+
+
+class _Weird:
+    def __repr__(self) -> str:
+        return "<weird>"
+
+
+GENERAL = [
+    -1, 0, 1, 2, -(2**63), 2**63, 2**64 + 1, 10**12, 1.5, -0.0, math.nan, math.inf, -math.inf, 1e308, 5e-324,
+    None, True, False, "", " ", "x", "0", "nan", "-1", "\x00", "é" * 300, b"x", [], [None], [math.nan], ["x"], [[1]],
+    [1, "1"], (), {}, {"a": 1}, set(), _Weird(), np.int64(-1), np.float32("nan"), np.bool_(True), np.array([]),
+    np.array([[1.0]]), pd.NA, pd.NaT, pd.Series([], dtype=float), pd.DataFrame(), range(0), range(3),
+    lambda *a, **k: None, "recall@10", "query", "old", 1 + 2j,
+]
+
+
+def general():
+    return st.one_of(st.sampled_from(GENERAL), st.integers(), st.floats(), st.text(max_size=5),
+                     st.lists(st.integers(-3, 3), max_size=3))
+
+
+def paths(root: Path):
+    """Hostile paths that never reach outside ``root``."""
+    values = ["", " ", "\x00", str(root / "a\x00b"), str(root), str(root / ("x" * 300)),
+              str(root / "missing" / "x.html"), str(root / "a.run" / "x"), "/proc/1/x/y", "/dev/null", None, 0,
+              -1, 1.5, b"/tmp/x", [str(root / "x")], Path(root), _Weird(), math.nan, True]
+    return st.sampled_from(values)
+
+
+def _is_path_param(func, param: str) -> bool:
+    check = func.__validated__.get(param) if hasattr(func, "__validated__") else None
+    options = getattr(check, "options", [check])
+    return any(isinstance(o, (P.FilePath, P.Paths)) for o in options)
+
+
+@contextmanager
+def _deadline(seconds: int):
+    def hang(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _resolved(kwargs: dict) -> dict:
+    return {k: (v() if callable(v) and getattr(v, "__name__", "") == "<lambda>" and k == "path" else v)
+            for k, v in kwargs.items()}
+
+
+@pytest.mark.parametrize("name,param", CASES, ids=[f"{n}-{p}" for n, p in CASES])
+def test_hostile_values_give_a_result_or_a_topkeval_error(name, param, files):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    func, base = valid_calls(files)[name]
+    root = files[0]
+    strategy = paths(root) if _is_path_param(PUBLIC[name], param) else general()
+    cwd = os.getcwd()
+
+    # deterministic in CI (TOPKEVAL_HOSTILE_RANDOM=1 explores other draws; TOPKEVAL_HOSTILE_EXAMPLES more of them)
+    @settings(max_examples=int(os.environ.get("TOPKEVAL_HOSTILE_EXAMPLES", "12")), deadline=None, database=None,
+              derandomize=not os.environ.get("TOPKEVAL_HOSTILE_RANDOM"), suppress_health_check=list(HealthCheck))
+    @given(value=strategy)
+    def check(value):
+        kwargs = _resolved(base)
+        kwargs[param] = value
+        os.chdir(root)  # a relative path written by a hostile value lands in the test's folder
+        try:
+            with _deadline(SECONDS):
+                func(**kwargs)
+        except tk.TopkevalError:
+            pass
+        finally:
+            os.chdir(cwd)
+            plt.close("all")
+
+    check()
