@@ -30,6 +30,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+import numpy as np
+
 from .conventions import PRESETS, Conventions
 from .conventions import SETTINGS as CONVENTION_SETTINGS
 from .errors import ParameterError, bad_parameter, did_you_mean
@@ -146,7 +148,7 @@ class Bool(Constraint):
     expected = "True or False"
 
     def accepts(self, value) -> bool:
-        return isinstance(value, bool) or type(value).__name__ == "bool_"
+        return isinstance(value, (bool, np.bool_))
 
     def normalise(self, value):
         return bool(value)
@@ -436,7 +438,7 @@ def validate_params(**spec) -> Callable[[F], F]:
         owner = func.__name__ if func.__name__ != "__init__" else func.__qualname__.split(".")[0]
         var_kw = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
         keywords = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        allowed = getattr(checks.get(var_kw), "allowed", None)  # the keywords **settings takes, if it says
+        allowed = getattr(checks.get(var_kw or ""), "allowed", None)  # the keywords **settings takes, if it says
         if allowed is not None:
             keywords += list(allowed)
 
@@ -559,7 +561,7 @@ class QueryId(Constraint):
     expected = "one query id (a string or a number)"
 
     def accepts(self, value) -> bool:
-        if value is None or isinstance(value, (bool, bytes, list, tuple, set, dict)) or type(value).__name__ == "bool_":
+        if value is None or isinstance(value, (bool, np.bool_, bytes, list, tuple, set, dict)):
             return False
         if getattr(value, "ndim", 0) != 0 or hasattr(value, "__len__") and not isinstance(value, str):
             return False
