@@ -254,6 +254,14 @@ def test_flags_that_do_not_apply_to_trec_runs(trec_files, capsys, extra, pattern
     code, _, err = run(["evaluate", "--run", trec_files / "a.run", "--qrels", trec_files / "qrels.txt", *extra],
                        capsys)
     assert code == 2 and pattern in err and len(err.splitlines()) == 1
+    if extra[0] == "--score":  # compare and report evaluate every run too; diff's --score names the other run
+        for command in (["compare", "--baseline", "a"], ["report", "-o", trec_files / "r.html"]):
+            code, _, err = run([*command, "--run", trec_files / "a.run", "--run", trec_files / "b.run", "--qrels",
+                                trec_files / "qrels.txt", "--score", "b"], capsys)
+            assert code == 2 and pattern in err, err
+        code, out, err = run(["diff", "--run", trec_files / "a.run", "--run", trec_files / "b.run", "--qrels",
+                              trec_files / "qrels.txt", "--baseline", "a", "--score", "b", "-m", "recall@3"], capsys)
+        assert code == 0, err
 
 
 def test_diff_show_marks_items_the_other_model_did_not_retrieve(trec_files, capsys):

@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--baseline", required=True, help="the baseline model: a score column, or a run's name "
                      "(its tag) with --run")
     cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
-                     "(with --run: every run is compared)")
+                     "(not with --run: every run is compared)")
     _add_tests(cmp)
     cmp.add_argument("--format", choices=FORMATS, default="table", help="table, json, csv or markdown "
                      "(default: table)")
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "of per-query differences and the worst regressions with both models' top k side by side.")
     _add_input(rep, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
     rep.add_argument("--score", action="append", help="score column, one per model; repeat for several "
-                     "(with --run: every run)")
+                     "(not with --run: every run is a model)")
     rep.add_argument("--baseline", help="the model the others are compared with (default: the first)")
     _add_report_output(rep, required=True)
     _add_tests(rep)
@@ -312,9 +312,9 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
             raise _UsageError("--chunk-rows reads a .parquet or .csv log in batches; TREC runs are read whole")
         if args.spark:
             raise _UsageError("--spark reads a parquet FILE with Spark; TREC runs are read here: drop --spark")
-        if args.score and args.command == "evaluate":
+        if args.score and args.command != "diff":  # diff --score names the other run
             raise _UsageError("--score names score columns of a table; with --run each run file is a model, named by "
-                              "its tag: drop --score")
+                              "its tag, and every run is evaluated: drop --score (give only the runs you want)")
         # --query, --item and --relevance name the columns of a --qrels table (a run file's fields are fixed)
         return evaluate(args.run, metrics=metrics, qrels=args.qrels, query=args.query, relevance=args.relevance,
                         item=args.item, **extra, **_conventions(args))
