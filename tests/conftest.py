@@ -25,6 +25,7 @@ if os.environ.get("TOPKEVAL_SHARED"):
 @pytest.fixture
 def shared_dir():
     """The ../shared folder beside the checkout; tests that need it skip cleanly without it."""
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is absent: it exists beside the development checkout and in CI only")
+    if not SHARED.is_dir():  # the message names no path of this machine
+        pytest.skip("the shared test data folder is absent (a 'shared' folder beside the checkout, or "
+                    "TOPKEVAL_SHARED; development machines and CI only)")
     return SHARED

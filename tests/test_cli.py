@@ -218,3 +218,138 @@ def test_diff_compares_the_model_named_by_score(tmp_path, capsys):
     assert code == 2 and "name the other one with --score" in err and "Traceback" not in err
     code, out, err = run(["diff", "--qrels", qrels, "--run", runs[1], "--baseline", "A", "-m", "P@1"], capsys)
     assert code == 2 and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 21: what a new user met (column flags beside --run, diff --show cells, empty values, paths)
+
+
+@pytest.fixture
+def trec_files(tmp_path):
+    """Run a retrieves x, y, z; run b retrieves y, w (a shorter list); x and w are relevant."""
+    (tmp_path / "a.run").write_text("q1 Q0 x 1 3 a\nq1 Q0 y 2 2 a\nq1 Q0 z 3 1 a\n")
+    (tmp_path / "b.run").write_text("q1 Q0 y 1 2 b\nq1 Q0 w 2 1 b\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 x 1\nq1 0 w 1\n")
+    return tmp_path
+
+
+def test_column_flags_name_the_columns_of_a_qrels_table(trec_files, capsys):
+    truth = trec_files / "truth.csv"
+    truth.write_text("topic,doc,grade\nq1,x,1\nq1,w,1\n")
+    base = ["evaluate", "--run", trec_files / "a.run", "--qrels", truth, "-m", "recall@3", "--format", "json"]
+    code, out, err = run(base + ["--query", "topic", "--item", "doc", "--relevance", "grade"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["summary"]["a"]["recall@3"] == 0.5  # x found, w not: 1 of R = 2
+    code, out, err = run(base, capsys)
+    assert code == 2 and "Column 'query' (--query) not found" in err and "'topic'" in err
+    code, out, err = run(base + ["--query", "topic", "--item", "doc"], capsys)
+    assert code == 2 and "Column 'relevance' (--relevance) not found" in err
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    (["--score", "s"], "--score names score columns of a table; with --run each run file is a model"),
+    (["--spark"], "--spark reads a parquet FILE with Spark; TREC runs are read here"),
+])
+def test_flags_that_do_not_apply_to_trec_runs(trec_files, capsys, extra, pattern):
+    code, _, err = run(["evaluate", "--run", trec_files / "a.run", "--qrels", trec_files / "qrels.txt", *extra],
+                       capsys)
+    assert code == 2 and pattern in err and len(err.splitlines()) == 1
+    if extra[0] == "--score":  # compare and report evaluate every run too; diff's --score names the other run
+        for command in (["compare", "--baseline", "a"], ["report", "-o", trec_files / "r.html"]):
+            code, _, err = run([*command, "--run", trec_files / "a.run", "--run", trec_files / "b.run", "--qrels",
+                                trec_files / "qrels.txt", "--score", "b"], capsys)
+            assert code == 2 and pattern in err, err
+        code, out, err = run(["diff", "--run", trec_files / "a.run", "--run", trec_files / "b.run", "--qrels",
+                              trec_files / "qrels.txt", "--baseline", "a", "--score", "b", "-m", "recall@3"], capsys)
+        assert code == 0, err
+
+
+def test_diff_show_marks_items_the_other_model_did_not_retrieve(trec_files, capsys):
+    base = ["diff", "--run", trec_files / "a.run", "--run", trec_files / "b.run", "--qrels", trec_files / "qrels.txt",
+            "--baseline", "a", "--score", "b", "--show", "q1", "-k", "3", "-m", "recall@3"]
+    code, out, err = run(base, capsys)
+    assert code == 0, err
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert [line.count("not retrieved") for line in rows] == [1, 1, 1] and "nan" not in out
+    code, out, _ = run(base + ["--format", "markdown"], capsys)
+    assert out.splitlines()[2].endswith("| lost | not retrieved | y | 2.0000 | 0 |  |  | 2 |") and "nan" not in out
+    assert out.splitlines()[4] == "| 3 | z | 1.0000 | 0 |  |  | not retrieved |  |  |  |  |  |  |"
+    code, out, _ = run(base + ["--format", "json"], capsys)
+    assert "NaN" not in out
+    rows = json.loads(out)
+    assert [r["a other rank"] for r in rows] == [None, 1, None] and [r["b other rank"] for r in rows] == [2, None, None]
+    assert rows[2]["b item"] is None and rows[2]["b score"] is None
+    code, out, _ = run(base + ["--format", "csv"], capsys)
+    lines = out.splitlines()
+    assert lines[1].endswith(",lost,,y,2.0,0.0,,,2") and lines[3] == "3,z,1.0,0.0,,,,,,,,,"
+
+
+def test_compare_correction_none_says_no_correction(trec_files, capsys):
+    code, out, err = run(["compare", "--run", trec_files / "a.run", "--run", trec_files / "b.run", "--qrels",
+                          trec_files / "qrels.txt", "--baseline", "a", "--correction", "none", "-m", "recall@3"],
+                         capsys)
+    assert code == 0, err
+    assert "no correction" in out and "none correction" not in out
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    (["-m", ""], "-m '' names no metric"),
+    (["-m", ","], "-m ',' names no metric"),
+    (["-m", " "], "-m ' ' names no metric"),
+    (["-m", "recall@2,"], "-m 'recall@2,' has an empty name"),
+    (["-m", "recall@2,,P@1"], "has an empty name"),
+    (["--score", ""], "--score is empty (''): give a column name"),
+    (["--by", ""], "--by is empty (''): give a column name"),
+    (["--query", ""], "--query is empty (''): give a column name"),
+    (["--relevance", ""], "--relevance is empty"),
+    (["--item", ""], "--item is empty"),
+    (["--weight", ""], "--weight is empty"),
+    (["--qrels", ""], "--qrels is empty (''): give a path"),
+])
+def test_empty_values_are_errors_not_defaults(log_file, capsys, extra, pattern):
+    code, out, err = run(["evaluate", log_file, "--query", "q", "--relevance", "rel", "--score", "old", *extra],
+                         capsys)
+    assert code == 2 and out == "" and pattern in err and len(err.splitlines()) == 1, err
+
+
+def test_empty_file_and_run_and_baseline_values(log_file, capsys):
+    for argv, pattern in ((["evaluate", ""], "FILE is empty"),
+                          (["evaluate", "--run", "", "--qrels", log_file], "--run is empty"),
+                          (["compare", log_file, "--baseline", "", "--score", "new"], "--baseline is empty")):
+        code, _, err = run(argv, capsys)
+        assert code == 2 and pattern in err, err
+
+
+@pytest.mark.parametrize("make,argv,pattern", [
+    (lambda p: (p / "d").mkdir(), ["evaluate", "{p}/d"], "'{p}/d' is an empty folder"),
+    (lambda p: (p / "d").mkdir(), ["evaluate", "--run", "{p}/a.run", "--qrels", "{p}/d"], "is an empty folder"),
+    (lambda p: (p / "d").mkdir(), ["evaluate", "--run", "{p}/d", "--qrels", "{p}/qrels.txt"],
+     "'{p}/d' is a folder, where a TREC run file (a file) was expected"),
+    (lambda p: (p / "e.csv").write_text(""), ["evaluate", "{p}/e.csv"], "is empty (0 bytes)"),
+    (lambda p: (p / "h.csv").write_text("query,relevance,score\n"), ["evaluate", "{p}/h.csv"],
+     "has columns but no rows"),
+    (lambda p: (p / "t.parquet").write_text("query,relevance,score\n1,1,0.5\n"), ["evaluate", "{p}/t.parquet"],
+     "as parquet: it holds text"),
+    (lambda p: (p / "g.csv").write_bytes(__import__("gzip").compress(b"query,relevance,score\n1,1,0.5\n")),
+     ["evaluate", "{p}/g.csv"], "gzip-compressed; name it g.csv.gz"),
+    (lambda p: None, ["evaluate", "https://example.com/log.parquet"], "is a URL; topkeval reads local files"),
+    (lambda p: None, ["evaluate", "{p}/nope/log.csv"], "The folder '{p}/nope' does not exist either"),
+    (lambda p: None, ["evaluate", "--run", "{p}/qrels.txt", "--qrels", "{p}/a.run"], "looks like a qrels line"),
+    (lambda p: (p / "bad.run").write_text("q1 Q0 x 1 3 a\nq1 Q0 y 2 a\n"),
+     ["evaluate", "--run", "{p}/bad.run", "--qrels", "{p}/qrels.txt"], "bad.run, line 2: a run line needs 6 fields"),
+])
+def test_input_paths_are_said_for_what_they_are(trec_files, capsys, make, argv, pattern):
+    p = str(trec_files)
+    make(trec_files)
+    code, out, err = run([a.replace("{p}", p) for a in argv], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and pattern.replace("{p}", p) in err, err
+
+
+def test_named_pipe_is_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "log.csv"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "topkeval", "evaluate", str(fifo)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "is a named pipe, not a file" in proc.stderr, proc.stderr

@@ -565,3 +565,124 @@ def test_report_keeps_other_queries_when_a_model_lacks_one_and_r_under_score_thr
                       ["recall@3"], score=["a", "b"], item="item", score_threshold=0.3)
     assert res.side_by_side(1, k=3).attrs["relevant"] == {"a": 2, "b": 2}  # y is below the threshold, still in R
     assert res.summary.loc["a", "recall@3"] == 0.5
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 21: what a new user met in the report, the notebook table and the figures
+
+
+def test_correction_none_is_no_correction_everywhere(tmp_path):
+    res = demo_results(80, metrics=("recall@10", "precision@10"))
+    none = res.compare(baseline="old_ranker", correction="none", n_resamples=200)
+    pd.testing.assert_frame_equal(none, res.compare(baseline="old_ranker", correction=None, n_resamples=200))
+    assert none["p_adjusted"].tolist() == none["p_value"].tolist()
+    assert "no correction" in res.to_latex(baseline="old_ranker", correction="none", n_resamples=200)
+    text = open(res.report(tmp_path / "r.html", baseline="old_ranker", correction="none", n_resamples=200,
+                           curves=False), encoding="utf-8").read()
+    assert "no correction over every row" in text and "none correction" not in text
+    with pytest.raises(ParameterError, match="Did you mean 'none'"):
+        res.compare(correction="none!")
+
+
+def _two_runs():
+    """Run a retrieves x, y, z; run b retrieves y, w (a shorter list); x and w are relevant."""
+    run = {"query": ["q1"] * 5, "item": ["x", "y", "z", "y", "w"], "score": [3.0, 2.0, 1.0, 2.0, 1.0],
+           "run": ["a", "a", "a", "b", "b"]}
+    return tk.evaluate(run, ["recall@3"], item="item", qrels={"query": ["q1", "q1"], "item": ["x", "w"],
+                                                              "relevance": [1, 1]}, model="run")
+
+
+def test_side_by_side_html_says_not_retrieved_and_leaves_empty_positions_blank(tmp_path):
+    res = _two_runs()
+    text = open(res.report(tmp_path / "r.html", baseline="a", queries=["q1"], k=3, n_resamples=200, curves=False),
+                encoding="utf-8").read()
+    rows = _parse(text).tables["sbs"][2:]  # two header rows
+    # columns: rank | a: item score relevance tied change other | b: item score relevance tied change other
+    assert [[c[0] for c in r] for r in rows] == [
+        ["1", "x", "3.0000", "1", "", "lost", "not retrieved", "y", "2.0000", "0", "", "", "2"],
+        ["2", "y", "2.0000", "0", "", "", "1", "w", "1.0000", "1", "", "gained", "not retrieved"],
+        ["3", "z", "1.0000", "0", "", "", "not retrieved", "", "", "", "", "", ""],
+    ]
+    assert all(c[0] != "nan" for table in _parse(text).all_tables["sbs"] for r in table for c in r)
+
+
+def test_side_by_side_frame_for_each_output():
+    from topkeval.report import json_text, markdown, records, side_by_side_frame
+
+    view = _two_runs().side_by_side("q1", k=3, baseline="a", model="b")
+    text = side_by_side_frame(view, text=True)
+    assert text["a other rank"].tolist() == ["not retrieved", "1", "not retrieved"]
+    assert text["b item"].tolist() == ["y", "w", ""] and text["b score"].tolist() == ["2.0000", "1.0000", ""]
+    assert "nan" not in markdown(text)
+    data = side_by_side_frame(view, text=False)
+    assert data["b other rank"].tolist() == [2, None, None]
+    assert '"b other rank": null' in json_text(records(data)) and "NaN" not in json_text(records(data))
+
+
+def _patches(ax):
+    return [p for p in ax.patches if p.get_width() > 0]
+
+
+def test_delta_histogram_hides_no_bar():
+    """Every bar is drawn from 0 (none stacked on another) and anything drawn over a coloured bar is
+    translucent: many ties at 0 leave the few small wins and losses beside 0 visible."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_hex
+
+    from topkeval.plots import COLOURS, plot_deltas
+
+    res = demo_results(60)
+    delta = np.array([0.0] * 500 + [1e-9, 2e-9, 0.1] + [-1e-9, -0.2] + [0.5, -0.4])  # bins 0.025 wide
+    data = pd.DataFrame({"query": np.arange(len(delta)), "delta": delta})
+    fig = plot_deltas(res, "recall@10", "old_ranker", "new_ranker", data=data)
+    ax = fig.axes[0]
+    colour = {to_hex(COLOURS[3]): "worse", to_hex(COLOURS[2]): "better", to_hex(COLOURS[7]): "equal"}
+    bars = [(colour[to_hex(p.get_facecolor()[:3])], p) for p in _patches(ax)]
+    height = {name: sum(p.get_height() for n, p in bars if n == name) for name in ("worse", "better", "equal")}
+    assert height == {"worse": 3, "better": 4, "equal": 500}
+    for name, p in bars:
+        assert p.get_y() == 0, name  # not stacked
+    order = {id(p): i for i, p in enumerate(ax.get_children())}
+    for name, p in bars:
+        if name == "equal" or p.get_height() == 0:
+            continue
+        x0, x1 = p.get_x(), p.get_x() + p.get_width()
+        for other_name, q in bars:
+            above = (q.get_zorder(), order[id(q)]) > (p.get_zorder(), order[id(p)])
+            shared = min(x1, q.get_x() + q.get_width()) - max(x0, q.get_x())  # bars side by side share 0
+            overlaps = shared > 1e-9 * p.get_width() and q.get_height() > 0
+            if q is not p and above and overlaps:
+                assert q.get_alpha() is not None and q.get_alpha() < 1, (name, other_name)
+    # the small wins (1e-9, 2e-9) are in a green bar that starts at 0 and has height 2
+    beside = [p for n, p in bars if n == "better" and abs(p.get_x()) < 1e-9 * p.get_width()]
+    assert [p.get_height() for p in beside] == [2]
+
+
+def _bold_models(page_html, models, metrics):
+    rows = re.findall(r"<tr><td class=\"id\">(.*?)</td>(.*?)</tr>", page_html)
+    out = {m: set() for m in metrics}
+    for model, cells in rows:
+        for metric, cell in zip(metrics, re.findall(r"<td[^>]*>(.*?)</td>", cells)):
+            if cell.startswith("<b>"):
+                out[metric].add(model)
+    return out
+
+
+def test_notebook_table_bolds_the_best_model_of_each_metric():
+    log = {"query": [1, 1, 1, 2, 2, 2], "relevance": [1, 0, 0, 0, 1, 0],
+           "a": [0.9, 0.5, 0.1, 0.9, 0.5, 0.1],   # p@1: 1/2, fp@1: 1/2
+           "b": [0.1, 0.5, 0.9, 0.1, 0.9, 0.5],   # p@1: 1/2, fp@1: 1/2
+           "c": [0.5, 0.9, 0.1, 0.5, 0.1, 0.9]}   # p@1: 0,   fp@1: 1
+    res = tk.evaluate(log, ["precision@1", "fp@1"], score=["a", "b", "c"])
+    assert _bold_models(res._repr_html_(), res.models, res.metrics) == {
+        "precision@1": {"a", "b"},  # a tie: both
+        "fp@1": {"a", "b"},         # lower is better
+    }
+    # a value that differs from the best in its 16th digit (another order of additions) is a tie too;
+    # NaN is never best
+    res.summary.loc["c", "precision@1"] = 0.5 * (1 - 1e-15)
+    res.summary.loc["b", "fp@1"] = np.nan
+    assert _bold_models(res._repr_html_(), res.models, res.metrics) == {"precision@1": {"a", "b", "c"},
+                                                                        "fp@1": {"a"}}
+    res.summary.loc["c", "precision@1"] = 0.4999
+    assert _bold_models(res._repr_html_(), res.models, res.metrics)["precision@1"] == {"a", "b"}

@@ -197,3 +197,81 @@ def test_segments_and_weights_on_spark_equal_the_local_engine(spark):
         tk.evaluate(_sdf(spark, bad), ["recall@5"], **kw)
     with pytest.raises(tk.DataError, match=">= 0"):
         tk.evaluate(_sdf(spark, frame.assign(traffic=-frame["traffic"] - 1)), ["recall@5"], **kw)
+
+
+# ----------------------------------------------------------------------------------------------
+# Spark that cannot start, and the paths --spark reads (no Java needed: nothing starts)
+
+
+def _no_java(monkeypatch, tmp_path, java_home: str | None):
+    """An environment without Java: JAVA_HOME unset or pointing nowhere, a PATH without java."""
+    empty = tmp_path / "bin"
+    empty.mkdir(exist_ok=True)
+    monkeypatch.setenv("PATH", str(empty))
+    if java_home is None:
+        monkeypatch.delenv("JAVA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("JAVA_HOME", java_home)
+
+
+@pytest.mark.parametrize("java_home,pattern", [
+    (None, r"Spark could not start: Java is not installed \(no JAVA_HOME, no java on the PATH\).*apt-get install"),
+    ("/nonexistent/jdk", r"Spark could not start: JAVA_HOME is '/nonexistent/jdk', which has no bin/java"),
+])
+def test_spark_without_java_is_one_clear_error(monkeypatch, tmp_path, java_home, pattern):
+    from pyspark.sql import SparkSession
+
+    from topkeval.spark import read_parquet, start_session
+
+    _no_java(monkeypatch, tmp_path, java_home)
+    with pytest.raises(tk.TopkevalError, match=pattern):
+        start_session("local[1]")
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"query": [1], "relevance": [1], "score": [0.5]}).to_parquet(path)
+    with pytest.raises(tk.TopkevalError, match=pattern):
+        read_parquet(path, "local[1]")
+
+
+def test_spark_that_fails_to_launch_is_one_clear_error(monkeypatch):
+    from pyspark.sql import SparkSession
+
+    from topkeval.spark import start_session
+
+    def fail(self):
+        raise RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.\n"
+                           "more lines")
+
+    monkeypatch.setattr(type(SparkSession.builder), "getOrCreate", fail)
+    monkeypatch.setattr("topkeval.spark.java_problem", lambda: None)
+    with pytest.raises(tk.TopkevalError, match=r"Spark could not start on master 'local\[1\]': \[JAVA_GATEWAY_EXITED\] "
+                                               r"Java gateway process exited before sending its port number\. Check"):
+        start_session("local[1]")
+
+
+def test_cli_spark_without_java_exits_2_with_one_line(tmp_path):
+    import subprocess
+
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"query": [1, 1], "relevance": [1, 0], "score": [0.5, 0.2]}).to_parquet(path)
+    (tmp_path / "bin").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"} | {"PATH": str(tmp_path / "bin")}
+    for extra in ({}, {"JAVA_HOME": str(tmp_path / "jdk")}):
+        proc = subprocess.run([sys.executable, "-m", "topkeval", "evaluate", str(path), "--spark", "local[1]"],
+                              capture_output=True, text=True, env=env | extra, timeout=300)
+        assert proc.returncode == 2 and proc.stdout == "", proc
+        assert proc.stderr.startswith("topkeval: error: Spark could not start: ") and proc.stderr.count("\n") == 1, \
+            proc.stderr
+
+
+def test_spark_paths_are_checked_before_spark_starts(tmp_path):
+    from topkeval.spark import read_parquet
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(tk.InputFileError, match="is an empty folder"):
+        read_parquet(tmp_path / "empty", "local[1]")
+    (tmp_path / "text.parquet").write_text("query,score\n")
+    with pytest.raises(tk.InputFileError, match="as parquet: it holds text"):
+        read_parquet(tmp_path / "text.parquet", "local[1]")
+    with pytest.raises(tk.InputFileError, match="File not found"):
+        read_parquet(tmp_path / "nope.parquet", "local[1]")

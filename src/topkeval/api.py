@@ -117,7 +117,10 @@ def evaluate(
         item, score; or TREC run files), R counts every judged-relevant item, retrieved or not,
         and a retrieved item without a judgment is non-relevant. Queries of the run without any
         judgment are left out (counted in ``info``). This is also how to evaluate a table of
-        top-N recommendations against a separate table of true interactions.
+        top-N recommendations against a separate table of true interactions. With TREC run files
+        as ``data``, ``query``, ``item`` and ``relevance`` name the columns of a qrels table (and
+        ``query`` the query column of the results); ``score`` and ``model`` are refused (a run's
+        fields are fixed, its tag names the model).
     model : str, optional
         A run-name column of ``data``: each of its values is a model (with one ``score`` column).
     missing_queries : {"skip", "zero"}
@@ -218,14 +221,17 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")
+    from .io import input_paths
+
+    data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
     runs = _run_paths(data)
     if runs is not None:
-        from .io import read_runs
+        from .qrels import trec_runs
 
         if qrels is None:
             raise ParameterError(f"{runs[0]} is read as a TREC run (query Q0 item rank score tag), which needs "
                                  "judgments: pass qrels= (a TREC qrels file or a table).")
-        data, query, item, score, model = read_runs(runs), "query", "item", "score", "run"
+        data, query, item, score, model = trec_runs(runs, query=query, item=item, score=score, model=model)
     scores = [score] if isinstance(score, str) else list(score)
     from . import segments
 

@@ -59,12 +59,41 @@ def _conventions(args) -> dict:
 
 
 def _metrics(values) -> list[str] | None:
-    """``-m`` values; each may list several names separated by commas (``-m recall@10,P@10``)."""
+    """``-m`` values; each may list several names separated by commas (``-m recall@10,P@10``). An
+    empty value (``-m ''``, ``-m ','``) or an empty name between commas is an error, never the
+    default metrics."""
     if not values:
         return None
     from .names import split_names
 
-    return [name for value in values for name in split_names(value)]
+    names = []
+    for value in values:
+        found = split_names(value)
+        if not found:
+            raise _UsageError(f"-m {value!r} names no metric: give one such as recall@10 (list them with: "
+                              "topkeval metrics), or leave -m out for the default metrics")
+        if re.search(r"^\s*,|,\s*,|,\s*$", value):
+            raise _UsageError(f"-m {value!r} has an empty name (a comma too many): remove the extra comma")
+        names += found
+    return names
+
+
+#: Options naming a column, a file or a model: an empty value is a mistake (a shell variable that
+#: was not set), never "the default". (dest, flag, what it names)
+_NON_EMPTY = (("file", "FILE", "a path"), ("qrels", "--qrels", "a path"), ("run", "--run", "a path"),
+              ("query", "--query", "a column name"), ("relevance", "--relevance", "a column name"),
+              ("item", "--item", "a column name"), ("score", "--score", "a column name"),
+              ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
+              ("baseline", "--baseline", "a model name"))
+
+
+def _check_values(args) -> None:
+    """No option of :data:`_NON_EMPTY` is given an empty text."""
+    for dest, flag, what in _NON_EMPTY:
+        value = getattr(args, dest, None)
+        for v in value if isinstance(value, list) else [value]:
+            if v == "":
+                raise _UsageError(f"{flag} is empty (''): give {what}")
 
 
 def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
@@ -72,10 +101,12 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     p.add_argument("--qrels", help="judgments apart from the runs: a TREC qrels file, or a table (.parquet, .csv) "
                    "with query, item and relevance columns")
     p.add_argument("--run", action="append", help="a TREC run file (repeat for several); needs --qrels")
-    p.add_argument("--query", default="query", help="query id column (default: query)")
-    p.add_argument("--relevance", default="relevance", help="relevance grade column (default: relevance)")
-    p.add_argument("--item", help="item id column: duplicate check, item tie rules, --qrels matching "
-                   "(default: none)")
+    p.add_argument("--query", default="query", help="query id column, of FILE and of a --qrels table "
+                   "(default: query)")
+    p.add_argument("--relevance", default="relevance", help="relevance grade column, of FILE or of a --qrels table "
+                   "(default: relevance)")
+    p.add_argument("--item", help="item id column, of FILE and of a --qrels table: duplicate check, item tie rules, "
+                   "--qrels matching (default: none; item with --run)")
     p.add_argument("-m", "--metric", action="append", help="metric such as recall@20; repeat, or separate by "
                    "commas (default: recall@20, precision@20, f1@20, specificity@20, r_precision; "
                    "list them with: topkeval metrics)")
@@ -147,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--baseline", required=True, help="the baseline model: a score column, or a run's name "
                      "(its tag) with --run")
     cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
-                     "(with --run: every run is compared)")
+                     "(not with --run: every run is compared)")
     _add_tests(cmp)
     cmp.add_argument("--format", choices=FORMATS, default="table", help="table, json, csv or markdown "
                      "(default: table)")
@@ -159,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "of per-query differences and the worst regressions with both models' top k side by side.")
     _add_input(rep, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
     rep.add_argument("--score", action="append", help="score column, one per model; repeat for several "
-                     "(with --run: every run)")
+                     "(not with --run: every run is a model)")
     rep.add_argument("--baseline", help="the model the others are compared with (default: the first)")
     _add_report_output(rep, required=True)
     _add_tests(rep)
@@ -267,6 +298,7 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
     """Evaluate what the command line names: a log file, or --run files with --qrels."""
     from .api import evaluate
 
+    _check_values(args)
     extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
                                ("weight", args.weight)) if v is not None}
     if args.judged_only:
@@ -278,7 +310,14 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
             raise _UsageError("--run needs --qrels and no positional FILE")
         if args.chunk_rows is not None:
             raise _UsageError("--chunk-rows reads a .parquet or .csv log in batches; TREC runs are read whole")
-        return evaluate(args.run, metrics=metrics, qrels=args.qrels, **extra, **_conventions(args))
+        if args.spark:
+            raise _UsageError("--spark reads a parquet FILE with Spark; TREC runs are read here: drop --spark")
+        if args.score and args.command != "diff":  # diff --score names the other run
+            raise _UsageError("--score names score columns of a table; with --run each run file is a model, named by "
+                              "its tag, and every run is evaluated: drop --score (give only the runs you want)")
+        # --query, --item and --relevance name the columns of a --qrels table (a run file's fields are fixed)
+        return evaluate(args.run, metrics=metrics, qrels=args.qrels, query=args.query, relevance=args.relevance,
+                        item=args.item, **extra, **_conventions(args))
     if not args.file:
         raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
     if args.spark:
@@ -332,6 +371,7 @@ def _load_models(args, required: bool):
     """Evaluate a baseline and the models of --score (or every --run), keeping per-query values."""
     from .api import DEFAULT_METRICS
 
+    _check_values(args)
     metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
     if args.run:
         res = _load(args, metrics, scores=None, keep_per_query=True)
@@ -400,9 +440,8 @@ def _diff(args, out) -> int:
     if args.show is not None:
         query = args.show  # text: side_by_side finds a whole-number id from it, skipped queries included
         view = res.side_by_side(query, k=args.k, baseline=args.baseline, model=model)
-        flat = view.copy()
-        flat.columns = ["rank" if m == "" else f"{m} {f.replace('_', ' ')}" for m, f in view.columns]
-        frame = flat
+        # a table or markdown shows "not retrieved" and blank positions; CSV and JSON keep NaN / null
+        frame = report.side_by_side_frame(view, text=args.format in ("table", "markdown"))
         title = f"query {report.visible(str(query))}: top {args.k}, {report.visible(args.baseline)} | {report.visible(model)}"
     else:
         metric = res.metrics[0]
@@ -417,21 +456,13 @@ def _diff(args, out) -> int:
         print(report.json_text(report.records(frame)), file=out)
     elif args.format == "csv":
         out.write(report.csv(frame))
-    elif args.format == "markdown":
-        print(report.markdown(frame), file=out)
     else:
-        formats = {c: (_rank_text if str(c).endswith(("rank", "relevance")) else _blank_nan)
-                   for c in frame.columns if args.show is not None}
-        _console(out).print(report.rich_table(frame, title=title, formats=formats))
+        right = [c for c in frame.columns if args.show is not None and c.endswith(("rank", "score", "relevance"))]
+        if args.format == "markdown":
+            print(report.markdown(frame, right=right), file=out)
+        else:
+            _console(out).print(report.rich_table(frame, title=title, right=right))
     return 0
-
-
-def _blank_nan(value) -> str:
-    return "" if value is None or (isinstance(value, float) and value != value) else report.fmt(value)
-
-
-def _rank_text(value) -> str:
-    return "" if value is None or value != value else f"{value:g}"
 
 
 def _compare(args, out) -> int:
@@ -456,8 +487,8 @@ def _compare(args, out) -> int:
             return 0
         else:
             _console(out).print(report.rich_table(shown, formats=p_text, title=(
-                f"vs {report.visible(args.baseline)}: {args.test} test, {args.correction} correction, "
-                f"{args.confidence:.0%} intervals")))
+                f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
+                f"correction, {args.confidence:.0%} intervals")))
         for line in report.info_lines(res.info):
             print(cli_words(line), file=out)
     return 0

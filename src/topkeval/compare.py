@@ -45,7 +45,8 @@ import pandas as pd
 from .errors import ParameterError, check_choice, check_int, check_number, check_seed, did_you_mean
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
-CORRECTIONS = ("holm", "bonferroni", "bh", None)
+#: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
+CORRECTIONS = ("holm", "bonferroni", "bh", "none", None)
 _EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
 
 
@@ -56,8 +57,9 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     ----------
     p_values : array-like
         Raw p-values; NaN entries stay NaN and do not count as tests.
-    method : {"holm", "bonferroni", "bh", None}
-        Holm's step-down, Bonferroni, Benjamini-Hochberg step-up, or no adjustment.
+    method : {"holm", "bonferroni", "bh", "none", None}
+        Holm's step-down, Bonferroni, Benjamini-Hochberg step-up, or no adjustment (``"none"``
+        or None).
 
     Returns
     -------
@@ -70,6 +72,8 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     [0.03, 0.06, 0.06]
     >>> adjust([0.01, 0.04, 0.03], "bh").round(4).tolist()
     [0.03, 0.04, 0.04]
+    >>> adjust([0.01, 0.04, 0.03], "none").tolist()
+    [0.01, 0.04, 0.03]
     """
     p = np.asarray(p_values, dtype=np.float64)
     out = np.full(p.shape, np.nan)
@@ -78,7 +82,7 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     if m == 0:
         return out
     q = p[ok]
-    if method is None:
+    if method is None or method == "none":
         adj = q.copy()
     elif method == "bonferroni":
         adj = np.minimum(1.0, q * m)
@@ -216,8 +220,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     metrics : list of str, optional
         Metrics to compare (default: all of ``results``).
     test : {"permutation", "t", "wilcoxon", "bootstrap"}
-    correction : {"holm", "bonferroni", "bh", None}
-        Applied across every (model, metric) row of the call.
+    correction : {"holm", "bonferroni", "bh", "none", None}
+        Applied across every (model, metric) row of the call; ``"none"`` (or None): no correction,
+        ``p_adjusted`` equals ``p_value``.
     confidence : float
         Level of the bootstrap intervals; ``significant`` is ``p_adjusted < 1 - confidence``.
     n_resamples : int

@@ -54,11 +54,12 @@ def esc(value) -> str:
     return "&#35;".join(html.escape(part, quote=True) for part in fmt(value).split("#"))
 
 
-def _num(value, digits: int = 4, cls: str = "num") -> str:
+def _num(value, digits: int = 4, cls: str = "num", bold: bool = False) -> str:
     from .report import fmt
 
     exact = "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
-    return f'<td class="{cls}" data-value="{exact}">{html.escape(fmt(value, digits))}</td>'
+    text = html.escape(fmt(value, digits))
+    return f'<td class="{cls}" data-value="{exact}">{f"<b>{text}</b>" if bold else text}</td>'
 
 
 def _int(value) -> str:
@@ -71,15 +72,19 @@ def _table(head: list[str], rows: list[str], cls: str = "") -> str:
 
 
 def results_html(res, digits: int = 4) -> str:
-    """The summary as an HTML table with the counts of ``info`` (what a notebook shows for Results)."""
+    """The summary as an HTML table with the counts of ``info`` (what a notebook shows for Results).
+
+    The best value of each metric is bold (:func:`topkeval.report.best_rows`: lower is better for
+    fp, fn, fallout...; every tied model), in ``<b>``, as a notebook has no stylesheet of ours.
+    """
     from .report import best_rows, info_lines
 
     best = best_rows(res.summary)
     head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
     rows = []
     for model in res.models:
-        cells = "".join(_num(res.summary.loc[model, m], digits, "num best" if model in best[m] else "num")
-                        for m in res.metrics)
+        cells = "".join(_num(res.summary.loc[model, m], digits, "num best", bold=True) if model in best[m]
+                        else _num(res.summary.loc[model, m], digits) for m in res.metrics)
         rows.append(f'<tr><td class="id">{esc(model)}</td>{cells}</tr>')
     notes = "".join(f'<p class="note">{esc(line)}</p>' for line in info_lines(res.info))
     return _table(head, rows, "summary") + notes
@@ -126,6 +131,11 @@ def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
                 cells.append(f'<td class="{cls}">' + (f'<img class="thumb" alt="{esc(item)}" src="{html.escape(url)}">'
                                                      if url else "") + "</td>")
             cells.append(f'<td class="{cls} id item">{"" if item is None else esc(item)}</td>')
+            if item is None:  # a list shorter than this position: blank cells, not "nan"
+                empty = '<td class="num" data-value="nan"></td>'
+                cells.append(empty * 2 + "<td></td>" * (1 + ("tied_ranks" in fields))
+                             + (empty if "other_rank" in fields else ""))
+                continue
             cells.append(_num(view[(m, "score")].iloc[i], digits))
             whole = isinstance(rel, float) and math.isfinite(rel) and rel == int(rel)
             cells.append(_num(rel, 0 if whole else digits))
@@ -134,10 +144,20 @@ def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
             change = view[(m, "change")].iloc[i]
             cells.append(f'<td class="{esc(change)}">{esc(change)}</td>')
             if "other_rank" in fields:
-                cells.append(_num(view[(m, "other_rank")].iloc[i], 0) if (m, "other_rank") in view.columns else "<td></td>")
+                cells.append(_other_rank(view[(m, "other_rank")].iloc[i]) if (m, "other_rank") in view.columns
+                             else "<td></td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f'<table class="sbs"><thead><tr>{top}</tr><tr>{sub}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
+
+
+def _other_rank(value) -> str:
+    """The rank of an item under the other model, or "not retrieved" (NaN: the other model's list lacks it)."""
+    from .report import NOT_RETRIEVED
+
+    if value is None or math.isnan(value):
+        return f'<td class="num none" data-value="nan">{NOT_RETRIEVED}</td>'
+    return _num(value, 0)
 
 
 def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[str, str]:
@@ -176,7 +196,7 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     """The report as one HTML string (see :func:`write_report` for the parameters)."""
     from . import __version__
     from .names import parse_metric
-    from .report import best_rows, info_lines, p_value_text
+    from .report import best_rows, correction_text, info_lines, p_value_text
 
     models = res.models
     for name, value in (("baseline", baseline), ("model", model)):
@@ -219,8 +239,8 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     for m in models:
         cells = []
         for metric_name in res.metrics:
-            cls = "num best" if m in best[metric_name] else "num"
-            cell = _num(res.summary.loc[m, metric_name], digits, cls)
+            top = m in best[metric_name]
+            cell = _num(res.summary.loc[m, metric_name], digits, "num best" if top else "num", bold=top)
             if has_rows:
                 lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]
                 cell = cell[:-5] + (f'<br><span class="ci" data-low="{float(lo)!r}" data-high="{float(hi)!r}">'
@@ -268,7 +288,7 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
         head = [esc(name) for name in by] + [
             "model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
             "#wins", "#ties", "#losses"]
-        how = (f"Paired {esc(test)} test on the queries both models have, {esc(correction or 'no')} correction over "
+        how = (f"Paired {esc(test)} test on the queries both models have, {esc(correction_text(correction))} correction over "
                f"every row{' (every segment and ' + ALL + ')' if by else ''}, {confidence:.0%} bootstrap intervals of "
                f"the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better or worse when its "
                f"corrected p-value is below {1 - confidence:.2g}.")
@@ -351,7 +371,8 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                           f"{_side_by_side_html(view, images, digits)}")
         legend = ("Each model's top k, position by position. Green cells: relevant items. <span class=gained>gained"
                   "</span>: a relevant item the model brought into the top k; <span class=lost>lost</span>: one it "
-                  "let out (marked on the baseline's side).")
+                  "let out (marked on the baseline's side). Rank in the other: the item's rank under the other model, or "
+                  "not retrieved when that model's list does not hold it.")
         sections.append(("queries", f"Top {k}, side by side", f'<p class="note">{legend}</p>' + "".join(blocks)))
 
     # conventions and counts

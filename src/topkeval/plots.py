@@ -75,6 +75,11 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     """Histogram of the per-query differences ``model - baseline`` of ``metric`` (see
     :meth:`Results.plot_deltas`), with their mean and the count of wins, ties and losses.
 
+    Losses (red) and wins (green) fall in bins on either side of 0 (0 is a bin edge), so that no
+    bar hides another; the ties (grey) are one translucent, outlined bar centred on 0, drawn in
+    front, through which the bars of small losses and wins beside 0 stay visible. The y axis is
+    linear up to 10 queries, then logarithmic.
+
     Examples
     --------
     >>> import topkeval as tk
@@ -102,10 +107,14 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     if len(delta):
         span = max(float(np.abs(delta).max()), 1e-12)
         width = span / 20
-        bins = (np.arange(-20, 22) - 0.5) * width  # 41 bins, one centred on 0
-        ax.hist([delta[delta < 0], delta[delta == 0], delta[delta > 0]], bins=bins, stacked=True,
-                color=[COLOURS[3], COLOURS[7], COLOURS[2]],
-                label=[f"{model} worse: {losses:,}", f"equal: {ties:,}", f"{model} better: {wins:,}"])
+        # 40 bins with 0 as an edge: a bin holds losses only or wins only, however small the
+        # difference, so no bar is stacked on another; the ties get their own bar over 0, drawn
+        # last, translucent and outlined: the bars under it show through, and it shows above them
+        bins = np.arange(-20, 21) * width
+        ax.hist(delta[delta < 0], bins=bins, color=COLOURS[3], label=f"{model} worse: {losses:,}", zorder=2)
+        ax.hist(delta[delta > 0], bins=bins, color=COLOURS[2], label=f"{model} better: {wins:,}", zorder=2)
+        ax.bar([0.0], [ties], width=width, color=COLOURS[7], alpha=0.45, edgecolor="#404040", linewidth=1.0,
+               label=f"equal: {ties:,}", zorder=3)
         mean = float((w * delta).sum() / w.sum()) if w.sum() > 0 else float("nan")
         ax.axvline(mean, color="black", linewidth=1.2, linestyle="--",
                    label=f"{'weighted ' if weight else ''}mean {mean:+.4f}")

@@ -34,8 +34,45 @@ def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: b
     return read_columns(qrels, [query, item, relevance], id_columns=[query, item],
                         roles={query: "query", item: "item", relevance: "relevance"},
                         where="the judgments (qrels=)", allow_empty=allow_empty,
-                        hint=" If every pair the judgments list is relevant, give them a column of ones "
-                             "(for a pandas DataFrame: truth['relevance'] = 1).")
+                        hint={relevance: " If every pair the judgments list is relevant, give them a column of ones "
+                                         "(for a pandas DataFrame: truth['relevance'] = 1)."})
+
+
+def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, str, str, str, str]:
+    """TREC run files as one run table: ``(table, query, item, score, model)`` column names.
+
+    A run file's fields are fixed (``query Q0 item rank score tag``), so ``query=`` and ``item=``
+    name the columns of the judgments when they are a table (a TREC qrels file's fields are fixed
+    too), and the query column of the results; the run table takes the same names. ``score=`` and
+    ``model=`` name columns of a run table, which run files do not have: each file's tag names its
+    model, the fifth field is its score. They are refused, not ignored.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.run"
+    >>> _ = p.write_text("q1 Q0 d1 1 0.9 bm25\\n")
+    >>> table, query, item, score, model = trec_runs([p], query="user", item="doc", score="score", model=None)
+    >>> list(table.columns), query, item, score, model
+    (['user', 'doc', 'score', 'run'], 'user', 'doc', 'score', 'run')
+    """
+    from .errors import check_column_name
+    from .io import read_runs
+
+    query = check_column_name(query, "query", "evaluate")
+    item = check_column_name(item, "item", "evaluate", optional=True) or "item"
+    scores = [score] if isinstance(score, str) else list(score) if isinstance(score, (list, tuple)) else None
+    if scores != ["score"]:
+        raise ParameterError(f"score= names the score columns of a table; TREC run files have their scores in the fifth "
+                             f"field (query Q0 item rank score tag) and each run is a model, named by its tag. Got "
+                             f"score={score!r}: drop score= (to evaluate some runs only, give those files).")
+    if model is not None:
+        raise ParameterError(f"model= names a run-name column of a table; each TREC run is named by its tag. Got "
+                             f"model={model!r}: drop model=.")
+    if query == item:
+        raise ParameterError(f"The query and item columns must differ. Got query={query!r} and item={item!r}.")
+    free = [n for n in ("score", "run", "_score", "_run") if n not in (query, item)]
+    table = read_runs(paths)
+    table.columns = [query, item, free[0], free[1]]  # read_runs gives query, item, score, run
+    return table, query, item, free[0], free[1]
 
 
 def _kind(values: np.ndarray) -> str:

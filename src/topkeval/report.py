@@ -59,8 +59,9 @@ def _markdown_cell(value, digits: int) -> str:
     return text
 
 
-def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
-    """A GitHub-flavoured markdown table of a DataFrame (index included when it is named).
+def markdown(frame: pd.DataFrame, digits: int = 4, right=()) -> str:
+    """A GitHub-flavoured markdown table of a DataFrame (index included when it is named); numeric
+    columns, and those of ``right`` (numbers written as text), right-aligned.
 
     >>> print(markdown(pd.DataFrame({"query": ["a|b", "<script>"], "v": [0.5, 1.0]})))
     | query | v |
@@ -71,7 +72,8 @@ def markdown(frame: pd.DataFrame, digits: int = 4) -> str:
     if any(n is not None for n in frame.index.names):
         frame = frame.reset_index()
     head = "| " + " | ".join(_markdown_cell(c, digits) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
+    rule = "|" + "|".join("---:" if c in right or pd.api.types.is_numeric_dtype(frame[c]) else "---"
+                          for c in frame.columns) + "|"
     rows = ["| " + " | ".join(_markdown_cell(v, digits) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *rows])
 
@@ -102,7 +104,7 @@ def json_ready(v):
         return None if np.isnat(v) else str(v)
     if type(v).__module__ == "numpy" and hasattr(v, "item"):
         v = v.item()
-    if isinstance(v, float) and math.isnan(v):
+    if isinstance(v, float) and math.isnan(v) or v is pd.NA or v is pd.NaT:
         return None
     if isinstance(v, float) and math.isinf(v):
         return "inf" if v > 0 else "-inf"
@@ -117,15 +119,65 @@ def json_ready(v):
     return str(v)
 
 
+#: What the side-by-side view shows for an item the other model did not retrieve (its ``other_rank`` is NaN).
+NOT_RETRIEVED = "not retrieved"
+
+
+def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
+    """A :meth:`Results.side_by_side` view with flat column names (``"rank"``, ``"<model> item"``,
+    ``"<model> other rank"``...), for the command line.
+
+    ``text=False`` keeps the values (for CSV and JSON: an empty position is NaN, an item the
+    other model did not retrieve has the other rank None; both null in JSON); ``text=True`` gives the cells as people read
+    them (for a table or markdown): ranks and whole grades without decimals, an empty position
+    blank, and ``"not retrieved"`` where the other model did not retrieve the item.
+
+    >>> view = pd.DataFrame({("", "rank"): [1, 2], ("a", "item"): ["x", None], ("a", "score"): [0.5, math.nan],
+    ...                      ("a", "other_rank"): [math.nan, math.nan]})
+    >>> side_by_side_frame(view, text=True).values.tolist()
+    [['1', 'x', '0.5000', 'not retrieved'], ['2', '', '', '']]
+    """
+    flat = pd.DataFrame({"rank" if model == "" else f"{model} {field.replace('_', ' ')}": view[(model, field)].to_numpy()
+                         for model, field in view.columns})
+    if not text:
+        for (_, field), name in zip(view.columns, flat.columns):
+            if field == "other_rank":  # whole ranks, None where not retrieved (CSV: empty, JSON: null)
+                flat[name] = pd.Series([None if v != v else int(v) for v in flat[name]], dtype=object)
+        return flat
+    def missing(v) -> bool:
+        return v is None or isinstance(v, (float, np.floating)) and math.isnan(v)
+
+    out = {}
+    for (model, field), name in zip(view.columns, flat.columns):
+        values = flat[name].tolist()
+        present = [True] * len(values) if model == "" else [not missing(v) for v in view[(model, "item")]]
+        cells = []
+        for v, here in zip(values, present):
+            if not here:
+                cells.append("")
+            elif field == "other_rank" and missing(v):
+                cells.append(NOT_RETRIEVED)
+            elif missing(v):
+                cells.append("")
+            elif field in ("rank", "other_rank") or (field == "relevance" and float(v).is_integer()):
+                cells.append(str(int(v)))
+            else:
+                cells.append(fmt(v))
+        out[name] = cells
+    return pd.DataFrame(out)
+
+
 def records(frame: pd.DataFrame) -> list[dict]:
     """Rows of a frame as JSON-ready dicts."""
     return [json_ready(r) for r in frame.to_dict(orient="records")]
 
 
-def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, formats: dict | None = None):
+def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, formats: dict | None = None,
+               right=()):
     """A rich Table of a DataFrame (numbers right-aligned; every cell plain text, never markup).
 
-    ``formats`` maps a column to a function that turns its values into text.
+    ``formats`` maps a column to a function that turns its values into text; ``right`` names
+    columns of text to right-align too (numbers already written as text).
     """
     from rich.table import Table
     from rich.text import Text
@@ -135,7 +187,7 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
     table = Table(title=Text(title) if title else None, show_lines=False)
     formats = formats or {}
     for c in frame.columns:
-        numeric = pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+        numeric = c in right or pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
         table.add_column(Text(fmt(c)), justify="right" if numeric else "left",
                          overflow="fold")  # a long id wraps; it is never cut short with an ellipsis
     for row in frame.itertuples(index=False):
@@ -213,8 +265,25 @@ def latex_text(value) -> str:
     return "".join(_LATEX.get(c, c) for c in fmt(value))
 
 
+def correction_text(correction) -> str:
+    """The name of a multiple-testing correction in a sentence ("holm correction", "no correction").
+
+    >>> correction_text("holm"), correction_text("none"), correction_text(None)
+    ('holm', 'no', 'no')
+    """
+    return "no" if correction is None or correction == "none" else str(correction)
+
+
 def best_rows(summary: pd.DataFrame) -> dict[str, set]:
-    """Per metric, the models whose mean is the best (the largest, or the smallest for fp/fn/fallout)."""
+    """Per metric, the models whose mean is the best: the largest, or the smallest where lower is
+    better (fp, fn, fallout, unjudged: the registry's ``higher_is_better``). Ties are all best: means
+    within 1e-12 (relative, or absolute near 0) of the best, as ``compare`` counts ties, so two
+    models whose sums merely added in another order are both marked. NaN is never best.
+
+    >>> s = pd.DataFrame({"recall@1": [0.5, 0.5, 0.25], "fp@1": [2.0, 1.0, 1.0]}, index=["a", "b", "c"])
+    >>> {m: sorted(v) for m, v in best_rows(s).items()}
+    {'recall@1': ['a', 'b'], 'fp@1': ['b', 'c']}
+    """
     from .names import higher_is_better
 
     out: dict[str, set] = {}
@@ -222,7 +291,8 @@ def best_rows(summary: pd.DataFrame) -> dict[str, set]:
         col = summary[metric].astype(float)
         if col.notna().any():
             top = col.max() if higher_is_better(metric) else col.min()
-            out[metric] = set(col.index[col == top])
+            near = np.isclose(col.to_numpy(), top, rtol=1e-12, atol=1e-12)
+            out[metric] = set(col.index[near])
         else:
             out[metric] = set()
     return out
@@ -246,7 +316,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
     confidence = compare_options.get("confidence", 0.95)
     test = compare_options.get("test", "permutation")
     correction = compare_options.get("correction", "holm")
-    how = f"{test} test, {correction or 'no'} correction, p < {1 - confidence:.2g}"
+    how = f"{test} test, {correction_text(correction)} correction, p < {1 - confidence:.2g}"
 
     def better(row) -> bool:
         return bool(row.significant) and (row.delta > 0) == higher_is_better(row.metric) and row.delta != 0

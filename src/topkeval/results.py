@@ -105,7 +105,7 @@ class Results:
         ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
         interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
         and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
-        ``"none"`` or None). See :func:`topkeval.compare.compare` for every option and column.
+        ``"none"`` or None: no correction). See :func:`topkeval.compare.compare` for every option and column.
 
         Examples
         --------

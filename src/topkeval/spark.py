@@ -55,16 +55,69 @@ def read_parquet(path, master: str):
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputFileError("--spark needs pyspark: pip install 'topkeval[spark]' (and Java 17).") from None
-    if not os.path.exists(path) and "://" not in str(path):
-        raise InputFileError(f"File not found: '{path}'. Check the path.")
-    if not str(path).rstrip("/").endswith((".parquet", ".pq")) and not os.path.isdir(path):
-        raise InputFileError(f"--spark reads parquet (a file or a directory of them); got '{path}'.")
+    if "://" not in str(path):  # a local path (Spark reads s3a://, hdfs://... itself)
+        from .io import input_path
+
+        path = input_path(path, "the parquet data")
+        if not str(path).rstrip("/").endswith((".parquet", ".pq")) and not os.path.isdir(path):
+            raise InputFileError(f"--spark reads parquet (a file or a directory of them); got '{path}'.")
     session = SparkSession.getActiveSession()
     if session is None:
-        session = (SparkSession.builder.master(master).appName("topkeval").config("spark.ui.showConsoleProgress",
-                                                                                  "false").getOrCreate())
-        session.sparkContext.setLogLevel("FATAL")
+        session = start_session(master)
     return _run(lambda: session.read.parquet(str(path)))
+
+
+def java_problem() -> str | None:
+    """Why Spark could not find Java, or None: ``JAVA_HOME`` naming a folder without ``bin/java``, or
+    no ``JAVA_HOME`` and no ``java`` on the PATH (what Spark's launcher looks at, in that order)."""
+    import os
+    import shutil
+
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        if not (os.path.isfile(java) and os.access(java, os.X_OK)):
+            return (f"JAVA_HOME is '{home}', which has no bin/java: point JAVA_HOME at a Java 17 (or later) "
+                    "installation, or unset it to use the java on the PATH")
+        return None
+    if shutil.which("java") is None:
+        return ("Java is not installed (no JAVA_HOME, no java on the PATH): Spark needs Java 17 or later "
+                "(Debian / Ubuntu: apt-get install openjdk-17-jre-headless; or conda install openjdk=17)")
+    return None
+
+
+def start_session(master: str):
+    """A new Spark session on ``master``, or a TopkevalError saying why Spark could not start
+    (Java missing, most often) instead of py4j's traceback.
+
+    Examples
+    --------
+    >>> import os
+    >>> saved = os.environ.get("JAVA_HOME")
+    >>> os.environ["JAVA_HOME"] = "/nonexistent"
+    >>> try:
+    ...     start_session("local[1]")
+    ... except TopkevalError as exc:
+    ...     print(exc)
+    ... finally:
+    ...     _ = os.environ.pop("JAVA_HOME") if saved is None else os.environ.update(JAVA_HOME=saved)
+    Spark could not start: JAVA_HOME is '/nonexistent', which has no bin/java: point JAVA_HOME at a Java 17 (or later) installation, or unset it to use the java on the PATH.
+    """
+    problem = java_problem()
+    if problem is not None:
+        raise TopkevalError(f"Spark could not start: {problem}.")
+    from pyspark.sql import SparkSession
+
+    try:
+        session = (SparkSession.builder.master(master).appName("topkeval")
+                   .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    except Exception as exc:  # py4j and pyspark wrap the launcher's failure; say it in one sentence
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise TopkevalError(f"Spark could not start on master {master!r}: {first} Check the master URL and that "
+                            "Java 17 or later is installed (JAVA_HOME, or java on the PATH); the lines above, "
+                            "from Spark, may say more.") from None
+    session.sparkContext.setLogLevel("FATAL")
+    return session
 
 
 def is_spark(data) -> bool:

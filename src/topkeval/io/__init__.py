@@ -5,6 +5,7 @@ and TREC run / qrels files. Nothing here computes a metric.
 import os
 from pathlib import Path
 
+from .paths import input_path, input_paths
 from .tables import read_columns
 from .trec import read_qrels, read_run, read_runs, write_run
 
@@ -30,4 +31,5 @@ def is_parquet_path(data) -> bool:
     return path.exists() and ("".join(path.suffixes).lower().endswith((".parquet", ".pq")) or path.is_dir())
 
 
-__all__ = ["is_parquet_path", "is_trec_path", "read_columns", "read_qrels", "read_run", "read_runs", "write_run"]
+__all__ = ["input_path", "input_paths", "is_parquet_path", "is_trec_path", "read_columns", "read_qrels", "read_run",
+           "read_runs", "write_run"]

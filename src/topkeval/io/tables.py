@@ -32,12 +32,13 @@ def csv_options(path: Path, columns: Sequence[str], text_columns: Sequence[str] 
                                 strings_can_be_null=False))
 
 
-def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] = (), roles: dict | None = None,
-               hint: str = ""):
+def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), roles: dict | None = None,
+               hint: str | Mapping[str, str] = "", what: str = "the data"):
     import pyarrow as pa
 
-    if not path.exists():
-        raise InputFileError(f"File not found: '{path}'. Check the path, or pass a table instead.")
+    from .paths import input_path
+
+    path = input_path(path, what)  # a folder, an empty file, a gzip file named .csv...: said as such
     suffixes = "".join(path.suffixes).lower()
     try:
         if path.is_dir() or suffixes.endswith((".parquet", ".pq")):
@@ -64,18 +65,20 @@ def _read_file(path: Path, columns: Sequence[str], text_columns: Sequence[str] =
 
 
 def _check_columns(wanted: Sequence[str], available: Sequence[str], where: str, roles: dict | None = None,
-                   hint: str = "") -> None:
+                   hint: str | Mapping[str, str] = "") -> None:
     """Every wanted column exists; else say which is missing, the closest names, and which
-    parameter names it (``roles``: column -> parameter, such as ``relevance``)."""
+    parameter names it (``roles``: column -> parameter, such as ``relevance``); ``hint`` is a
+    sentence to add, or one per column (``{column: sentence}``)."""
     available = [str(a) for a in available]
     for name in wanted:
         if name not in available:
             shown = ", ".join(repr(a) for a in available[:20]) + (" ..." if len(available) > 20 else "")
             role = (roles or {}).get(name)
             how = f" Name the {role} column with {role}='<column>'." if role else ""
+            more = hint.get(name, "") if isinstance(hint, Mapping) else hint
             raise ColumnError(
                 f"Column {name!r}{f' ({role}=)' if role else ''} not found in {where}."
-                f"{did_you_mean(name, available)} Available: {shown}.{how}{hint}"
+                f"{did_you_mean(name, available)} Available: {shown}.{how}{more}"
             )
 
 
@@ -144,7 +147,7 @@ def id_values(col):
 
 def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
                  id_columns: Sequence[str] = (), roles: dict | None = None, where: str | None = None,
-                 hint: str = "", allow_empty: bool = False) -> dict:
+                 hint: str | Mapping[str, str] = "", allow_empty: bool = False) -> dict:
     """Return ``{name: values}`` for each wanted column of ``data``: numpy arrays, and for the id
     columns whatever :func:`id_values` gives (Arrow strings, codes and labels, or numpy).
 
@@ -161,7 +164,8 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         numbers ("007" is not 7), and none is turned into Python objects.
     roles, where, hint
         For messages: the parameter that names each column (``{"click": "relevance"}``), what the
-        table is ("the judgments (qrels=)"), and a sentence to add when a column is missing.
+        table is ("the judgments (qrels=)"), and a sentence to add when a column is missing (or one
+        per column: ``{column: sentence}``).
 
     Raises
     ------
@@ -172,8 +176,10 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
     DataError
         The table is empty or its columns differ in length.
     """
+    source = None
     if isinstance(data, (str, os.PathLike)):
-        data = _read_file(Path(data), columns, id_columns, roles, hint)
+        source = data
+        data = _read_file(data, columns, id_columns, roles, hint, where or "the data")
     mod = _module(data)
     if mod == "pandas" and hasattr(data, "columns"):
         names = [str(c) for c in data.columns]
@@ -207,5 +213,7 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         desc = ", ".join(f"{c!r}: {n}" for c, n in lengths.items())
         raise DataError(f"Columns differ in length ({desc}); every column needs one value per row.")
     if not allow_empty and (not lengths or next(iter(lengths.values())) == 0):
-        raise DataError("The table is empty: there is nothing to evaluate.")
+        subject = (f"The file '{os.fspath(source)}' has columns but no rows" if source is not None else
+                   f"The table of {where} is empty" if where else "The table is empty")
+        raise DataError(f"{subject}: there is nothing to evaluate.")
     return out

@@ -32,15 +32,27 @@ _RUN_COLUMNS = ("query", "q0", "item", "rank", "score", "run")
 _QRELS_COLUMNS = ("query", "iteration", "item", "relevance")
 
 
-def _check_file(path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise InputFileError(f"File not found: '{path}'. Check the path.")
+def _check_file(path, what: str) -> Path:
+    """The path of a TREC file, checked (:func:`topkeval.io.paths.input_path`): a file, not empty,
+    text or gzip-compressed text."""
+    from .paths import _head, _looks_like_text, input_path
+
+    path = input_path(path, what, folder=False)
+    head = _head(path)
+    if not _gzipped(path) and not _looks_like_text(head):
+        raise InputFileError(f"Cannot read '{path}' as {what}: it holds binary data, not text (a TREC file has one "
+                             "line of fields per row; a table should be named .parquet, .csv or .tsv).")
     return path
 
 
+def _gzipped(path: Path) -> bool:
+    """Compressed with gzip, whatever the name says (the first two bytes of gzip data are 1f 8b)."""
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def _lines(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = gzip.open if _gzipped(path) else open
     try:
         with opener(path, "rt", encoding="utf-8-sig", errors="strict") as f:
             for number, line in enumerate(f, 1):
@@ -64,7 +76,7 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
     import pyarrow.csv as pcsv
 
     try:
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
+        with (gzip.open(path, "rb") if _gzipped(path) else open(path, "rb")) as f:
             head = f.read(1 << 16)
     except (OSError, EOFError):
         return None
@@ -148,14 +160,16 @@ def read_run(path) -> pd.DataFrame:
     0    q1   d1    0.9  bm25
     1    q1  007    0.5  bm25
     """
-    path = _check_file(path)
+    path = _check_file(path, "a TREC run file")
     columns = _fast(path, _RUN_COLUMNS, {"query": "id", "item": "id", "score": "number", "run": "id"})
     if columns is not None:
         return pd.DataFrame(columns)
     q, it, sc, tag = [], [], [], []
     for number, f in _lines(path):
         if len(f) < 6:
-            raise _bad(path, number, "a run line needs 6 fields (query Q0 item rank score tag)", f)
+            swapped = ("; this looks like a qrels line (query iteration item grade): the run and the judgments may be "
+                       "swapped") if len(f) == 4 else ""
+            raise _bad(path, number, f"a run line needs 6 fields (query Q0 item rank score tag){swapped}", f)
         if not _NUMBER.fullmatch(f[4]):
             raise _bad(path, number, f"the score {f[4]!r} is not a finite number", f)
         s = float(f[4])
@@ -202,7 +216,7 @@ def read_qrels(path) -> pd.DataFrame:
     0    q1   d1          1
     1    q1   d3          2
     """
-    path = _check_file(path)
+    path = _check_file(path, "a TREC qrels file")
     columns = _fast(path, _QRELS_COLUMNS, {"query": "id", "item": "id", "relevance": "number"})
     if columns is not None:
         grade = columns["relevance"]
@@ -211,7 +225,9 @@ def read_qrels(path) -> pd.DataFrame:
     q, it, g = [], [], []
     for number, f in _lines(path):
         if len(f) != 4:
-            raise _bad(path, number, "a qrels line needs 4 fields (query iteration item grade)", f)
+            swapped = ("; this looks like a run line (query Q0 item rank score tag): the run and the judgments may be "
+                       "swapped") if len(f) == 6 and f[1].upper() == "Q0" else ""
+            raise _bad(path, number, f"a qrels line needs 4 fields (query iteration item grade){swapped}", f)
         grade = float(f[3]) if _NUMBER.fullmatch(f[3]) else math.nan
         if not (abs(grade) < 2**53 and grade == math.floor(grade)):
             raise _bad(path, number, f"the grade {f[3]!r} is not an integer (trec_eval would read only its "
