@@ -177,6 +177,19 @@ def test_weighted_means_are_exact_for_any_finite_weights(name):
     assert np.isfinite([cmp["ci_low"], cmp["ci_high"], cmp["p_value"], cmp["effect_size"]]).all()
 
 
+@pytest.mark.parametrize("w", [5e-324, 1e-320, 1e308, np.finfo(float).max])
+def test_the_issue_case_of_equal_tiny_or_huge_weights(w):
+    # recall@1 is 1 in query 1 and 1/2 in query 2 (two relevant, one first): equal weights, mean 3/4
+    log = {"query": [1, 1, 2, 2, 2], "relevance": [1, 0, 1, 1, 0], "a": [0.9, 0.1, 0.9, 0.1, 0.5],
+           "b": [0.1, 0.9, 0.9, 0.5, 0.1], "w": [w] * 5}
+    res = tk.evaluate(log, ["recall@1"], score=["a", "b"], weight="w")
+    assert res.summary["recall@1"].tolist() == [0.75, 0.25]  # b: 0 and 1/2
+    assert res.summary_ci(n_resamples=100)["mean"].tolist() == [0.75, 0.25]
+    row = res.compare(n_resamples=100, test="bootstrap").iloc[0]
+    assert (row.value, row.baseline, row.delta) == (0.25, 0.75, -0.5)
+    assert np.isfinite([row.ci_low, row.ci_high, row.p_value, row.effect_size]).all()
+
+
 def test_weighted_statistics_do_not_depend_on_the_scale_of_the_weights():
     """Weights w and w * 2**k (k from -1074 to 1023) are the same weights: every number of
     summary_ci and compare (intervals, p-values, effect sizes) is the same."""
@@ -310,12 +323,18 @@ def test_matrix_results_do_not_see_the_matrices_changed_in_place():
         assert res.curves()["value"].tolist() == want
 
 
-def test_matrix_evaluator_keeps_its_own_user_ids():
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_matrix_evaluator_keeps_its_own_user_ids(kind):
     ev = tk.MatrixEvaluator(["recall@1"])
-    users = np.array([7, 8])
-    ev.update(np.array([[0.9, 0.1], [0.1, 0.9]]), np.array([[1, 0], [1, 0]]), users=users)
-    users[:] = [100, 200]  # reused for the next batch before compute
-    assert ev.compute().per_query["user"].tolist() == [7, 8]
+    users = np.array([7, 8]) if kind == "numpy" else pytest.importorskip("torch").tensor([7, 8])
+    scores = np.array([[0.9, 0.1], [0.1, 0.9]])
+    if kind == "torch":
+        scores = pytest.importorskip("torch").tensor(scores)
+    ev.update(scores, np.array([[1, 0], [1, 0]]), users=users)
+    users[:] = 100  # the buffers reused for the next batch before compute
+    scores[:] = 0
+    res = ev.compute()
+    assert res.per_query["user"].tolist() == [7, 8] and res.per_query["recall@1"].tolist() == [1.0, 0.0]
 
 
 def test_evaluate_matrix_never_changes_the_callers_sparse_matrices():
