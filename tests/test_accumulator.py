@@ -109,11 +109,13 @@ def test_batches_equal_the_whole_matrix_and_the_long_format(seed, conv, uncut, c
     assert got.info["matrix"]["updates"] == len(bounds)
     long = tk.evaluate(_long({"scores": scores}, grades, exclude), metrics=metrics, query="user", score="scores",
                        item="item", **conv)
-    # a user whose whole catalogue is excluded has no row in the long format (under "keep" it is
-    # evaluated on the matrix, as an empty list)
+    # a user whose whole catalogue is excluded has no row in the long format, and is no query of the matrix
+    # either, under every empty_queries
     _same(got, long, long.metrics)
-    if conv["empty_queries"] == "skip" or exclude is None:
-        pd.testing.assert_frame_equal(got.summary, long.summary, check_exact=False, rtol=1e-12, atol=1e-12)
+    assert len(got.per_query) == len(long.per_query)
+    pd.testing.assert_frame_equal(got.summary, long.summary, check_exact=False, rtol=1e-12, atol=1e-12)
+    assert {k: got.info[k] for k in ("queries", "evaluated", "skipped_empty")} == \
+        {k: long.info[k] for k in ("queries", "evaluated", "skipped_empty")}
 
 
 @settings(max_examples=100)
@@ -158,7 +160,9 @@ def test_several_models_and_compare():
             ev.update(models[name][u0:u1], grades[u0:u1], exclude[u0:u1], users=np.arange(u0, u1), model=name)
     apart = ev.compute()
     pd.testing.assert_frame_equal(apart.summary, got.summary)
-    assert apart.info["queries"] == 40 and apart.info["skipped_empty"] == got.info["skipped_empty"]
+    # user 1's every item is excluded: no row in the long format, no query here (40 users, 39 queries)
+    assert apart.info["queries"] == long.info["queries"] == 39 and apart.info["matrix"]["users"] == 40
+    assert apart.info["skipped_empty"] == got.info["skipped_empty"] == long.info["skipped_empty"]
     by_user = ["model", "user"]
     pd.testing.assert_frame_equal(apart.per_query.sort_values(by_user, ignore_index=True),
                                   got.per_query.sort_values(by_user, ignore_index=True))
@@ -442,7 +446,7 @@ def test_distributed_two_processes(tmp_path):
         pd.testing.assert_frame_equal(summary, want.summary, check_exact=False, rtol=1e-12, atol=1e-12)
         got = per_query.set_index("user").sort_index()
         pd.testing.assert_frame_equal(got, want.per_query.set_index("user"))
-        assert info["matrix"]["processes"] == 2 and info["queries"] == 25
+        assert info["matrix"]["processes"] == 2 and info["queries"] == want.info["queries"] == 24  # user 1: all excluded
         assert info["evaluated"] == want.info["evaluated"] and info["skipped_empty"] == want.info["skipped_empty"]
     (s0, pq0, _), (s1, pq1, _) = results["sharded"]
     pd.testing.assert_frame_equal(s0, s1, check_exact=True)  # every rank the same numbers, to the last bit

@@ -241,7 +241,7 @@ ERRORS = [
     (dict(popularity=[0.5, 0.5]), "must be a mapping or a pandas Series"),
     (dict(catalog=1), "catalog=1, but the models show 2 distinct items"),
     (dict(catalog=["x"]), r"not in catalog \(for example 'y'\)"),
-    (dict(catalog="xy"), "must be a number of items or a collection"),
+    (dict(catalog="xy"), "'catalog' parameter of beyond_accuracy must be None or a positive int or a list of ids"),
     (dict(features={"x": [1.0]}), "have no features"),
     (dict(features={"x": [1.0], "y": [0.0]}), "norm 0.0"),
     (dict(features={"x": [1.0], "y": [1.0, 2.0]}), "one length"),

@@ -37,6 +37,7 @@ class _Update:
     relevant: int
     leaked: int
     truth: np.ndarray | None = None  # per row, a 64-bit signature of its relevance and exclusions
+    absent: np.ndarray | None = None  # users whose every item is excluded: no candidate, no query
 
 
 @dataclass
@@ -227,7 +228,7 @@ class MatrixEvaluator:
         if U:
             run = evaluate_rows(prepared, ids, self._plan, batch_size=self._batch_size, threads=self._threads)
             state.updates.append(_Update(ids, models, run.evaluated, run.selected, run.depth, run.relevant,
-                                         prepared.leaked, _signatures(prepared)))
+                                         prepared.leaked, _signatures(prepared), run.absent))
         # only an update that went through counts (an error above leaves the evaluator as it was)
         self._computed = False
         state.items = I
@@ -252,7 +253,10 @@ class MatrixEvaluator:
                 raise DataError("users mixes numbers and text (for example "
                                 f"{show(next(u for u in users if not isinstance(u, str)))} and "
                                 f"{show(next(u for u in users if isinstance(u, str)))}): give ids of one kind.")
-        ids = _numpy(users) if not isinstance(users, (list, tuple)) else np.asarray(users)
+        # a copy: the ids are read when compute() builds the results, after the caller may have reused its array
+        ids = np.array(_numpy(users) if not isinstance(users, (list, tuple)) else users)
+        if ids.dtype.kind == "c" or ids.dtype.kind == "V":
+            raise DataError(f"users must be ids (numbers or text); got dtype {ids.dtype}.")
         if ids.ndim != 1 or len(ids) != U:
             raise DataError(f"users must hold one id per row of scores ({U}); got shape {ids.shape}.")
         check_ids(ids, "users", "user")
@@ -324,15 +328,23 @@ class MatrixEvaluator:
                                 "every model with every batch (call reset() to start again).")
         _same_truth(updates, models)
         all_ids = pd.Index(np.concatenate([u.users for u in updates])).unique()
+        rows = len(all_ids)  # the rows of the matrix: users whose every item is excluded included
+        absent = [u.absent for u in updates if u.absent is not None]
+        if absent:  # every item excluded: no candidate, so no query (the long format has no row of them)
+            all_ids = all_ids.difference(pd.Index(np.concatenate(absent)), sort=False)
+        if not any(u.evaluated for u in updates):
+            raise DataError("Every item of every user updated so far is in exclude: no user has a candidate, so "
+                            "there is nothing to evaluate.")
         evaluated_ids = pd.Index(np.concatenate([mv.queries for u in updates for ev in u.evaluated
                                                  for mv in ev.models])).unique()
         leaked = sum(u.leaked for u in updates)
         warn_leaked(leaked, stacklevel=3)
         engine.warn_if_nothing_relevant(self.conventions, sum(u.relevant for u in updates))
         info = {"queries": len(all_ids), "skipped_empty": len(all_ids) - len(evaluated_ids),
-                "matrix": {"users": len(all_ids), "items": items.pop(), "candidates_selected":
+                "matrix": {"users": rows, "items": items.pop(), "candidates_selected":
                            sum(u.selected for u in updates), "depth": max(u.depth for u in updates),
-                           "relevant_excluded": leaked, "updates": len(updates), "processes": world}}
+                           "relevant_excluded": leaked, "updates": len(updates), "processes": world,
+                           "users_without_candidates": sum(len(a) for a in absent)}}
         self._computed = True
         return engine.build_results([ev for u in updates for ev in u.evaluated], self._plan, query_name="user",
                                     info=info)

@@ -102,7 +102,9 @@ def evaluate(
         Metric names such as ``"recall@20"``, ``"fbeta(beta=0.5)@10"``, ``"r_precision"``;
         aliases (``P@10``, ``Rprec``, ``success@5``) are accepted.
     query, relevance : str
-        Column names of the query id and the relevance grade.
+        Column names of the query id and the relevance grade. The query column appears in the
+        results beside other columns, so it may not be called ``model``, ``baseline``, ``delta``,
+        ``gained``, ``lost`` or like a metric (``recall@10``): rename such a column.
     score : str or list of str
         One score column per model (higher is better unless ``ascending``); the column name is the
         model name.
@@ -153,7 +155,8 @@ def evaluate(
     weight : str, optional
         A column of query weights (traffic, revenue; the same on every row of a query, finite and
         >= 0): the summary holds weighted means ``sum_q w_q v_q / sum_q w_q`` and the comparison
-        resamples with the weights. ``info["weight"]`` has the total weight.
+        resamples with the weights, exactly for any finite weights (1e308 or 5e-324 alike).
+        ``info["weight"]`` has the total weight (inf beyond the largest float).
     **settings
         The conventions of :class:`~topkeval.conventions.Conventions`: ``ties``,
         ``empty_queries``, ``undefined``, ``short_lists``, ``threshold``, ``score_threshold``,
@@ -240,11 +243,7 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if weight is not None and weight in by:
         raise ParameterError(f"{weight!r} is both a segment (by=) and the weight (weight=): a column is one or the "
                              "other.")
-    taken = (set(segments.RESERVED) | set(plan.names)) & set(by) | {"model", *plan.names} & {weight}
-    if taken:
-        raise ParameterError(f"by= and weight= columns appear beside the columns of the results (model, the metrics; "
-                             f"for segments also compare's and summary_ci's columns), so they cannot be called "
-                             f"{sorted(taken)!r}: rename the column.")
+    segments.check_result_names(query, by, weight, plan.names)
     roles_taken = {query, relevance, *([score] if isinstance(score, str) else list(score)), item, model} - {None}
     if set(attributes) & roles_taken:
         raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score, item "
@@ -303,7 +302,8 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     cols = read_columns(data, wanted, id_columns=ids, roles=roles)
     log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
                     cols[item] if item is not None else None,
-                    names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)
+                    names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending,
+                    borrowed=cols.borrowed)
     warn_if_truncated(log, plan)
     attrs = segments.query_attributes(cols[query], cols, by, weight, query) if attributes else None
 
@@ -386,9 +386,11 @@ def _as_1d(values, name: str, owner: str) -> np.ndarray:
             isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53 for v in values):
         raise DataError(f"{name} of {owner} holds integers beyond 2**53, which a float cannot hold exactly (two "
                         "different values could become equal, a false tie); rescale them.")
+    from .io.tables import _sequence
+
     try:
-        arr = np.asarray(values)
-    except ValueError as exc:
+        arr = _sequence(values)
+    except DataError as exc:
         raise DataError(f"{name} of {owner} must be a one-dimensional array of values: {exc}") from None
     if arr.ndim != 1:
         raise DataError(f"{name} of {owner} must be one-dimensional (one value per candidate); got shape {arr.shape}.")
@@ -412,7 +414,7 @@ def _single(family: str, relevance, scores, k, *, params=(), items=None, convent
         if len(items) != len(rel):
             raise DataError(f"items of {owner} must have one id per candidate; got {len(items)} for {len(rel)}.")
     log = build_log(np.zeros(len(rel), np.int64), rel, {"score": sc}, items,
-                    names=dict(query="query", relevance="relevance", item="items"))
+                    names=dict(query="query", relevance="relevance", item="items"), borrowed=False)
     plan = engine.make_plan([metric], conv)
     batch = engine.evaluate_log(log, plan, threads=1)
     values = batch.models[0].values[str(metric)]

@@ -127,7 +127,11 @@ def _catalog_size(logs, catalog, every_shown) -> int:
     if isinstance(catalog, (str, bytes)) or not hasattr(catalog, "__iter__"):
         raise ParameterError(f"The 'catalog' parameter of {_WHO} must be a number of items or a collection of item "
                              f"ids. Got {catalog!r} instead.")
-    known = set(catalog)
+    try:
+        known = set(catalog)
+    except TypeError as exc:
+        raise ParameterError(f"The 'catalog' parameter of {_WHO} must be a number of items or a collection of item "
+                             f"ids (strings or numbers): {exc}.") from None
     missing = [i for i in every_shown if i not in known]
     if missing:
         raise ParameterError(f"{len(missing)} items shown in a top k are not in catalog (for example "
@@ -156,14 +160,15 @@ def _popularity(logs, conv, popularity, every_shown) -> tuple[pd.Series, float]:
     if isinstance(popularity, pd.Series):
         pop = popularity
     elif isinstance(popularity, Mapping):
-        pop = pd.Series(dict(popularity), dtype=float)
+        pop = pd.Series(list(popularity.values()), index=pd.Index(list(popularity.keys()), dtype=object),
+                        dtype=object)
     else:
         raise ParameterError(f"The 'popularity' parameter of {_WHO} must be a mapping or a pandas Series item -> "
                              f"share of queries. Got {type(popularity).__name__} instead.")
-    try:
-        pop = pd.Series(pop.to_numpy(float), index=pd.Index(pop.index, dtype=object))
-    except (TypeError, ValueError) as exc:
-        raise ParameterError(f"popularity values must be numbers (shares in (0, 1]): {exc}") from None
+    pop = pd.Series(_numbers(pop.to_numpy(), "popularity", pop.index), index=pd.Index(pop.index, dtype=object))
+    if pop.index.has_duplicates:
+        twice = pop.index[pop.index.duplicated()][0]
+        raise ParameterError(f"popularity gives item {show(twice)} more than one share; give each item one.")
     missing = [i for i in every_shown if i not in pop.index]
     if missing:
         raise ParameterError(f"{len(missing)} items shown in a top k have no popularity (for example "
@@ -171,9 +176,24 @@ def _popularity(logs, conv, popularity, every_shown) -> tuple[pd.Series, float]:
     bad = pop[~((pop > 0) & (pop <= 1))]
     if len(bad):
         raise ParameterError(f"popularity must be a share in (0, 1] for every item (novelty takes -log2 of it); "
-                             f"item {show(bad.index[0])} has {bad.iloc[0]!r}. Give items never seen a small share "
+                             f"item {show(bad.index[0])} has {show(bad.iloc[0])}. Give items never seen a small share "
                              "(RecTools counts them as seen once).")
     return pop, np.nan
+
+
+def _numbers(values: np.ndarray, what: str, labels) -> np.ndarray:
+    """``values`` as float64, refusing text (even "0.5"), booleans and anything else that is not a
+    real number, naming the item."""
+    import numbers
+
+    values = np.asarray(values)
+    if values.dtype.kind in "iuf":
+        return values.astype(np.float64)
+    for label, v in zip(labels, values):
+        if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)):
+            raise ParameterError(f"{what} must be numbers; item {show(label)} has {show(v)} "
+                                 f"({type(v).__name__}). Convert them to numbers first.")
+    return values.astype(np.float64)
 
 
 def _list_mean(s: pd.DataFrame, value: np.ndarray) -> float:
@@ -212,18 +232,17 @@ def _gini(exposures: np.ndarray, size: int) -> float:
 
 def _cosine(features, every_shown) -> Callable:
     """A cosine similarity over ``features`` (item -> vector) for the items shown."""
+    if isinstance(features, (pd.DataFrame, pd.Series)) and features.index.has_duplicates:
+        twice = features.index[features.index.duplicated()][0]
+        raise ParameterError(f"features list item {show(twice)} more than once; give each item one vector.")
     if isinstance(features, pd.DataFrame):
-        table = {i: features.loc[i].to_numpy(float) for i in features.index if i in set(every_shown)}
+        shown = set(every_shown)
         known = set(features.index)
+        rows = [i for i in features.index if i in shown]
+        table = {i: features.loc[i].to_numpy() for i in rows}
     elif isinstance(features, (Mapping, pd.Series)):
         known = set(features.keys())
-        table = {}
-        for i in every_shown:
-            if i in known:
-                try:
-                    table[i] = np.asarray(features[i], dtype=float).ravel()
-                except (TypeError, ValueError) as exc:
-                    raise ParameterError(f"features of item {show(i)} are not a vector of numbers: {exc}") from None
+        table = {i: features[i] for i in every_shown if i in known}
     else:
         raise ParameterError(f"The 'features' parameter of {_WHO} must be a mapping item -> vector or a DataFrame "
                              f"indexed by item. Got {type(features).__name__} instead.")
@@ -232,11 +251,8 @@ def _cosine(features, every_shown) -> Callable:
         raise ParameterError(f"{len(missing)} items shown in a top k have no features (for example "
                              f"{', '.join(show(i) for i in missing[:5])}).")
     unit = {}
-    for i, v in table.items():
-        norm = float(np.linalg.norm(v))
-        if not np.isfinite(norm) or norm == 0:
-            raise ParameterError(f"features of item {show(i)} have norm {norm}: the cosine similarity is undefined.")
-        unit[i] = v / norm
+    for i, raw in table.items():
+        unit[i] = _unit(raw, i)
     dims = {v.shape for v in unit.values()}
     if len(dims) > 1:
         raise ParameterError(f"features must all have one length; got lengths {sorted(d[0] for d in dims)}.")
@@ -246,6 +262,47 @@ def _cosine(features, every_shown) -> Callable:
 
     cosine.unit = unit  # type: ignore[attr-defined]  # the unit vectors: _diversity uses them a query at a time
     return cosine
+
+
+def _unit(raw, item) -> np.ndarray:
+    """The feature vector of ``item`` scaled to norm 1, scale-safely: divided by its largest absolute
+    value first, so that vectors of 1e-170 (whose squares underflow to a norm of 0) or of 1e200
+    (whose norm overflows) have the direction they have."""
+    import numbers
+
+    try:
+        v = np.asarray(raw)
+        if v.dtype.kind not in "biuf" and not all(isinstance(x, numbers.Real) for x in v.ravel()):
+            raise TypeError("text or other values")
+        v = v.astype(np.float64).ravel()
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"features of item {show(item)} are not a vector of numbers ({exc}).") from None
+    if v.dtype.kind == "b" or not np.isfinite(v).all():
+        raise ParameterError(f"features of item {show(item)} hold NaN or infinite values: the cosine similarity "
+                             "is undefined.")
+    top = float(np.abs(v).max()) if v.size else 0.0
+    if top == 0:
+        raise ParameterError(f"features of item {show(item)} are all 0 (norm 0.0): the cosine similarity is undefined.")
+    v = v / top
+    return v / float(np.linalg.norm(v))
+
+
+def _similarity(sim: Callable, a, b) -> float:
+    """``sim(a, b)`` as a finite real number; anything else is refused, naming the pair."""
+    import numbers
+
+    try:
+        value = sim(a, b)
+    except Exception as exc:  # the user's function: its error, with the pair that raised it
+        raise ParameterError(f"similarity({show(a)}, {show(b)}) raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not np.isfinite(float(value)):
+        raise ParameterError(f"similarity must return a finite number; similarity({show(a)}, {show(b)}) returned "
+                             f"{show(value)} ({type(value).__name__}).")
+    number = float(value)
+    if not -1 - 1e-9 <= number <= 1 + 1e-9:  # diversity is 1 - sim: a distance in [0, 2]
+        raise ParameterError(f"similarity must return a value in [-1, 1] (a cosine; 1 - similarity is the distance "
+                             f"diversity averages); similarity({show(a)}, {show(b)}) returned {show(value)}.")
+    return number
 
 
 def _diversity(s: pd.DataFrame, sim: Callable, expected: bool) -> float:
@@ -274,7 +331,7 @@ def _diversity(s: pd.DataFrame, sim: Callable, expected: bool) -> float:
                 else:
                     both = p[a] * p[b]
                 if both > 0:
-                    total += both * (1.0 - float(sim(items[a], items[b])))
+                    total += both * (1.0 - _similarity(sim, items[a], items[b]))
         values.append(total / (L * (L - 1) / 2))
     return float(np.mean(values)) if values else float("nan")
 

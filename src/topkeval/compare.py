@@ -274,7 +274,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         for m in metrics:
             if m not in all_metrics:
                 raise ParameterError(f"metric {m!r} was not evaluated; these results have {', '.join(all_metrics)}.")
-    from .segments import groups
+    from .segments import groups, scaled_weights, total_weight
 
     weight = getattr(results, "weight", None)
     by = getattr(results, "by", [])
@@ -296,8 +296,10 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
                 ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
                 if w_all is not None:
                     ok &= w_all > 0  # a query of weight 0 counts nowhere (as if repeated 0 times)
+                # weights scaled by a power of 2 (exact): weights of 1e308 or 5e-324 neither overflow nor underflow
                 rows.append(dict(key=key, model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out,
-                                 w=None if w_all is None else w_all[ok]))
+                                 w=None if w_all is None else scaled_weights(w_all[ok]),
+                                 total=None if w_all is None else total_weight(w_all[ok])))
     # one set of resamples for every row of a given query count: draw per distinct n
     by_n: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
@@ -344,7 +346,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
             "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
             "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
             "effect_size": _cohen_d(delta, sd),
-            "n_queries": n, "left_out": r["left_out"], **({"weight": float(w.sum())} if w is not None else {}),
+            "n_queries": n, "left_out": r["left_out"], **({"weight": r["total"]} if w is not None else {}),
         })
     frame = pd.DataFrame(out)
     frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
@@ -387,7 +389,9 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
         if weights is None:
             means = _resampled(values, n_resamples, rng, "bootstrap")
         else:
-            w = np.asarray(weights[idxs[0]], dtype=np.float64)[ok][:, None]
+            from .segments import scaled_weights
+
+            w = scaled_weights(np.asarray(weights[idxs[0]], dtype=np.float64)[ok])[:, None]
             both = _resampled(np.column_stack([values * w, w]), n_resamples, rng, "bootstrap")
             with np.errstate(invalid="ignore", divide="ignore"):
                 means = both[:, :-1] / both[:, -1:]

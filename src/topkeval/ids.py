@@ -56,16 +56,30 @@ def _check_kinds(labels: np.ndarray, column: str, role: str) -> None:
     kind = pd.api.types.infer_dtype(labels, skipna=False)
     if kind not in _ID_KINDS:
         seen: dict[str, object] = {}
+        nested = None
         for v in labels[:100_000]:
             seen.setdefault(type(v).__name__, v)
-            if len(seen) > 3:
+            if nested is None and isinstance(v, (list, tuple, dict, set, frozenset, np.ndarray)):
+                nested = v
+            if len(seen) > 3 and nested is not None:
                 break
-        found = ", ".join(f"{name} ({show(v)})" for name, v in seen.items())
-        raise ColumnError(
-            f"Column {column!r} must hold {role} ids of one kind (all strings or all numbers); found {found}. "
-            + ("Ids are compared as typed, so '1' and 1 are different ids: convert the column to one type."
-               if kind.startswith("mixed") else "Use strings or numbers as ids.")
-        )
+        found = ", ".join(f"{name} ({_shown(v)})" for name, v in list(seen.items())[:4])
+        if nested is not None:
+            what = "an array" if isinstance(nested, np.ndarray) else f"a {type(nested).__name__}"
+            hint = (f"Each value must be one id, not {what} of values (such as "
+                    f"{_shown(nested)}): use strings or numbers.")
+        elif kind.startswith("mixed"):
+            hint = "Ids are compared as typed, so '1' and 1 are different ids: convert the column to one type."
+        else:
+            hint = "Use strings or numbers as ids."
+        raise ColumnError(f"Column {column!r} must hold {role} ids of one kind (all strings or all numbers); "
+                          f"found {found}. {hint}")
+
+
+def _shown(value) -> str:
+    """A value for a message: an id as :func:`show` gives it, a container by its repr, shortened."""
+    text = repr(value.tolist()) if isinstance(value, np.ndarray) else show(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_missing(values: np.ndarray) -> np.ndarray | None:

@@ -282,17 +282,27 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
         values = values.astype(np.float64)
     elif kind == "f":
         if values.dtype not in (np.float32, np.float64):
+            wide = values
             values = values.astype(np.float64)
+            if wide.dtype.itemsize > 8 and len(values) and (values != wide).any():  # float128: rounded
+                raise ColumnError(f"Column {column!r} holds {role}s in extended precision ({wide.dtype}) that a "
+                                  f"float64 cannot hold exactly (two different {role}s could become equal, a false "
+                                  "tie): convert them to float64 first, deciding how to round.")
     else:
         if kind in "OUS" and len(values):
             import pandas as pd
 
             inferred = pd.api.types.infer_dtype(values, skipna=True)
             if inferred not in ("integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"):
-                sample = next((v for v in values if not _looks_numeric(v)), values[0])
+                sample = next((v for v in values if not _is_number(v)), values[0])
+                sample = sample.item() if isinstance(sample, np.generic) else sample
+                mixed = kind == "O" and any(_is_number(v) for v in values[:100_000])
+                from .ids import _shown
+
                 raise ColumnError(
-                    f"Column {column!r} must hold numeric {role}s; found {show(sample)} "
-                    f"(dtype {values.dtype}). Convert it to numbers first."
+                    f"Column {column!r} must hold numeric {role}s; found {_shown(sample)} "
+                    f"({'text among numbers' if mixed and isinstance(sample, str) else type(sample).__name__}, "
+                    f"dtype {values.dtype}). Convert it to numbers first."
                 )
             if inferred in ("integer", "mixed-integer-float") and any(
                     isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > 2**53
@@ -325,12 +335,11 @@ def _beyond_2_53(column: str, role: str) -> ColumnError:
     )
 
 
-def _looks_numeric(v) -> bool:
-    try:
-        float(v)
-    except (TypeError, ValueError):
-        return False
-    return True
+def _is_number(v) -> bool:
+    """A real number as a value (not text that would parse as one, not a complex number)."""
+    import numbers
+
+    return isinstance(v, numbers.Real) or type(v).__name__ == "Decimal"
 
 
 def item_codes(items, column: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -377,14 +386,32 @@ def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
     return grouping.offsets, grouping.apply(np.arange(len(codes), dtype=np.int64))
 
 
-def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascending: bool = False) -> GroupedLog:
+def owned(values: np.ndarray, borrowed) -> np.ndarray:
+    """``values``, copied if it may share memory with one of the ``borrowed`` arrays (the caller's,
+    which the caller may change in place after the evaluation; see :class:`topkeval.io.tables.Columns`)."""
+    if any(np.may_share_memory(values, b) for b in borrowed):
+        return values.copy()
+    return values
+
+
+def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascending: bool = False,
+              borrowed=True) -> GroupedLog:
     """Validate the columns of a log and group them by query.
 
     ``query`` and ``items`` are id columns in any form of :mod:`topkeval.ids`. ``names`` maps
     ``query``, ``relevance`` and ``item`` to the user's column names, for messages.
     ``ascending``: the scores are ranks or distances (lower is better); they are negated, which is
     exact and keeps every tie.
+
+    The log owns its rows: a column that may be memory the caller holds (``borrowed``: a list of
+    such arrays, True for every array given, False or ``()`` for none) and that neither a
+    conversion nor the grouping copied is copied, so that Results, which read the log again
+    (curves, diff, side_by_side, beyond_accuracy, the report), never see a change the caller makes
+    to its arrays afterwards. A column that was converted or grouped is not copied again.
     """
+    if borrowed is True:
+        borrowed = [v for v in (grades, *scores.values(), items) if isinstance(v, np.ndarray)]
+    borrowed = list(borrowed or ())
     grades = numeric_column(grades, names["relevance"], "grade")
     scores = {m: numeric_column(v, m, "score") for m, v in scores.items()}
     if ascending:
@@ -410,6 +437,10 @@ def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascen
 
             text = text.take(pa.array(columns[-1]))
         del grouping, columns
+    elif borrowed:  # the rows are used in place: own what is still the caller's
+        grades = owned(grades, borrowed)
+        scores = {m: owned(v, borrowed) for m, v in scores.items()}
+        codes = None if codes is None else owned(codes, borrowed)
     if codes is not None:
         check_duplicates(offsets, codes, item_labels, labels, names["item"])
     if text is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,9 +50,27 @@ def _is_edge_list(values) -> bool:
 
 def _numpy(x) -> np.ndarray:
     if _is_torch(x):
-        x = x.to_dense() if x.is_sparse else x
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
+        _refuse_meta(x, "a tensor")
+        x = x.to_dense() if _is_sparse_tensor(x) else x
+        x = x.detach()
+        if x.dtype in _torch_halves():
+            x = x.float()
+        return x.cpu().numpy()
+    try:
+        return np.asarray(x)
+    except ValueError as exc:  # nested lists of different lengths
+        raise DataError(f"An array given as nested lists must be rectangular: {exc}") from None
+
+
+def _is_sparse_tensor(x) -> bool:
+    """A torch tensor in any sparse layout (COO, CSR, CSC, BSR, BSC); ``is_sparse`` is COO only."""
+    return _is_torch(x) and x.layout != sys.modules["torch"].strided
+
+
+def _refuse_meta(x, name: str) -> None:
+    if _is_torch(x) and x.device.type == "meta":
+        raise DataError(f"{name} is a tensor on the 'meta' device, which has a shape but no values: compute it on a "
+                        "real device first.")
 
 
 def _refuse_repeats(cells: np.ndarray, n_items: int, name: str) -> None:
@@ -79,7 +97,8 @@ def _to_csr(values, shape, name: str):
     U, I = shape
     if values is None:
         return sp.csr_matrix((U, I), dtype=np.float64)
-    if isinstance(values, dict):
+    _refuse_meta(values, name)
+    if isinstance(values, dict) and not sp.issparse(values):  # a scipy DOK matrix is a dict too
         raise DataError(f"{name} is a dict; give a matrix of the shape of scores or an edge list (users, items). "
                         "From {user: [items]}: users = np.repeat(list(d), [len(v) for v in d.values()]); "
                         "items = np.concatenate([list(v) for v in d.values()]); pass (users, items).")
@@ -105,8 +124,12 @@ def _to_csr(values, shape, name: str):
         if len(parts) == 2:
             csr.sum_duplicates()
             csr.data[:] = 1.0  # an edge listed twice is still one relevant item
-    elif sp.issparse(values) or (_is_torch(values) and values.is_sparse):
+    elif sp.issparse(values) or _is_sparse_tensor(values):
         if _is_torch(values):
+            if values.dtype.is_complex:
+                raise DataError(f"{name} must be boolean or numeric; got dtype {values.dtype}.")
+            if not values.is_sparse:  # CSR, CSC, BSR, BSC: as COO (coalesced: a cell once)
+                values = values.to_sparse()
             if not values.is_coalesced() and name != "exclude":
                 raw = values._indices().cpu().numpy()
                 _refuse_repeats(raw[0].astype(np.int64) * values.shape[1] + raw[1], values.shape[1], name)
@@ -118,10 +141,14 @@ def _to_csr(values, shape, name: str):
         if name != "exclude" and not _is_torch(values):
             coo = values.tocoo()
             _refuse_repeats(coo.row.astype(np.int64) * values.shape[1] + coo.col, values.shape[1], name)
-        csr = sp.csr_matrix(values)
+        csr = sp.csr_matrix(values, copy=True)  # sorted and summed below: never the caller's arrays
         csr.data = _checked_grades(csr.data, name).astype(np.float64)
     else:
-        shape = tuple(values.shape) if _is_torch(values) else np.shape(values)
+        try:
+            shape = tuple(values.shape) if _is_torch(values) else np.shape(values)
+        except ValueError:  # nested lists of different lengths
+            raise DataError(f"{name} given as nested lists must be rectangular (one list per user, each of "
+                            f"{I} items); the lists have different lengths.") from None
         if shape != (U, I):
             raise DataError(f"{name} has shape {shape}, scores have {(U, I)}: a dense or sparse matrix must have "
                             "the shape of scores. An edge list is given as a tuple (users, items), for example "
@@ -149,6 +176,11 @@ def _nonzero_cells(values):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), arr.ravel()  # refused by _checked_grades
     rows, cols = np.nonzero(arr)
     return rows, cols, arr[rows, cols]
+
+
+def _torch_unsigned() -> tuple:
+    torch = sys.modules["torch"]
+    return tuple(getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n))
 
 
 def _torch_halves() -> tuple:
@@ -219,7 +251,9 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
         As in :func:`topkeval.evaluate`.
     exclude : same forms as ``relevant``, optional
         Items never to recommend to a user (the training interactions): removed from that user's
-        candidates, as if their rows were absent from the long format.
+        candidates, as if their rows were absent from the long format. A user whose every item is
+        excluded has no row there, so it is no query here either (not evaluated, not skipped as
+        empty, under every ``empty_queries``; ``info["matrix"]["users_without_candidates"]``).
     conventions, **settings
         As in :func:`topkeval.evaluate`.
     batch_size : int, optional
@@ -230,7 +264,10 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     Returns
     -------
     Results
-        Queries are the user indices (the per-query column is ``user``).
+        Queries are the user indices (the per-query column is ``user``). For
+        :meth:`~topkeval.results.Results.curves` they keep the score matrices as they were: a copy
+        of those in host memory (numpy arrays, CPU tensors), as much memory again; a tensor on a
+        GPU as it is (no second copy on the device), refused by ``curves`` once changed in place.
 
     See Also
     --------
@@ -256,16 +293,57 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     prepared = prepare(scores, relevant, exclude)
     warn_leaked(prepared.leaked, stacklevel=3)
     U, I = prepared.shape
-    def results(current_plan):
+
+    def results(current_plan, prepared):
         run = evaluate_rows(prepared, np.arange(U), current_plan, batch_size=batch_size, threads=threads)
+        if not run.evaluated:
+            raise DataError("Every item of every user is in exclude: no user has a candidate, so there is nothing "
+                            "to evaluate (the long format of these matrices has no row).")
         engine.warn_if_nothing_relevant(conv, run.relevant)
         return engine.build_results(run.evaluated, current_plan, query_name="user", info={"matrix": {
             "users": U, "items": I, "candidates_selected": run.selected, "depth": run.depth,
-            "relevant_excluded": prepared.leaked}})
+            "relevant_excluded": prepared.leaked,
+            "users_without_candidates": 0 if run.absent is None else len(run.absent)}})
 
-    res = results(plan)
-    res._rerun = lambda names: results(engine.make_plan(names, conv))  # Results.curves: the same matrices again
+    res = results(plan, prepared)
+    kept = _kept(prepared, scores)
+
+    def rerun(names):  # Results.curves: the same matrices again, as they were
+        _check_unchanged(kept)
+        return results(engine.make_plan(names, conv), kept)
+
+    res._rerun = rerun
     return res
+
+
+def _kept(prepared: Prepared, given) -> Prepared:
+    """What the Results of :func:`evaluate_matrix` keep to evaluate again (curves): the score matrices
+    as they were. A matrix in host memory that may be the caller's (its array, a view, a CPU
+    tensor) is copied, so that a change the caller makes in place afterwards is never read; a
+    tensor on another device (a GPU) is kept as it is, with its version counter, which every
+    in-place torch operation moves (:func:`_check_unchanged` refuses to read it after one)."""
+    given = given if isinstance(given, dict) else {"scores": given}
+    models = {}
+    for name, S in prepared.models.items():
+        if _is_torch(S):
+            models[name] = S.detach().clone() if S.device.type == "cpu" else S
+        elif S is given.get(name) or not S.flags.owndata:
+            models[name] = S.copy()
+        else:
+            models[name] = S  # made here (from nested lists): nobody else holds it
+    return Prepared(models, prepared.relevant, prepared.exclude, prepared.leaked,
+                    {name: S._version for name, S in models.items() if _is_torch(S) and S is prepared.models[name]
+                     and S.device.type != "cpu"})
+
+
+def _check_unchanged(kept: Prepared) -> None:
+    for name, version in kept.versions.items():
+        if kept.models[name]._version != version:
+            which = "scores" if name == "scores" else f"scores[{name!r}]"
+            raise DataError(f"{which} (a tensor on {kept.models[name].device}) was changed in place since "
+                            "evaluate_matrix read it: evaluating it again would mix the new scores with the old "
+                            "results. Evaluate again, or give evaluate_matrix a tensor that stays as it is "
+                            "(scores.clone()).")
 
 
 @dataclass
@@ -277,6 +355,7 @@ class Prepared:
     relevant: Any  # scipy CSR of grades
     exclude: Any  # scipy CSR of ones, or None
     leaked: int  # relevant pairs also excluded (taken out of the relevance)
+    versions: dict = field(default_factory=dict)  # {model: torch version counter} of tensors kept as given
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -332,10 +411,41 @@ def _score_matrices(scores, allow_no_rows: bool) -> dict:
 
 
 def _checked_matrix(scores, name: str, allow_no_rows: bool):
-    if not _is_torch(scores):
-        scores = np.asarray(scores)
+    import scipy.sparse as sp
+
+    if sp.issparse(scores) or _is_sparse_tensor(scores):
+        raise DataError(f"{name} is a sparse matrix; scores must be dense (a cell missing from a sparse matrix is not "
+                        "a score of 0). Pass scores.toarray() (scipy) or scores.to_dense() (torch) if 0 is meant.")
+    if _is_torch(scores):
+        import torch
+
+        _refuse_meta(scores, name)
+        if scores.dtype.is_complex:
+            raise DataError(f"{name} must hold real numbers; got complex numbers (dtype {scores.dtype}). Taking the "
+                            "real part would be a guess: convert them first.")
+        if scores.dtype in _torch_unsigned():  # torch has no max, sort or topk for them: as int64 (exact)
+            wide = scores.detach().to(torch.int64)
+            if scores.dtype == torch.uint64 and wide.numel() and bool((wide < 0).any()):  # beyond 2**63
+                _check_integer_scores(np.array([2**63], np.uint64), name)
+            scores = wide
+        elif scores.dtype.is_floating_point and scores.dtype.itemsize == 1:  # float8: as float32 (exact)
+            scores = scores.detach().float()
+    else:
+        try:
+            scores = np.asarray(scores)
+        except ValueError:
+            raise DataError(f"{name} given as nested lists must be rectangular (one list of item scores per user, "
+                            "all of one length).") from None
         if scores.dtype.kind not in "biuf":
-            raise DataError(f"{name} must be numeric; got dtype {scores.dtype}.")
+            what = "complex numbers" if scores.dtype.kind == "c" else f"dtype {scores.dtype}"
+            raise DataError(f"{name} must hold real numbers; got {what}.")
+        if scores.dtype.kind == "f" and scores.dtype.itemsize > 8:  # float128: as float64 if that holds it
+            narrow = scores.astype(np.float64)
+            if ((narrow != scores) & ~np.isnan(narrow)).any():
+                raise DataError(f"{name} hold scores in extended precision ({scores.dtype}) that a float64 cannot hold "
+                                "exactly (two different scores could become equal, a false tie): convert them to "
+                                "float64 first, deciding how to round.")
+            scores = narrow
     if scores.ndim != 2:
         hint = (" One user's scores of every item: scores.reshape(1, -1) (or tk.evaluate for a ranked list)."
                 if scores.ndim == 1 else "")
@@ -366,13 +476,17 @@ class MatrixRun:
     selected: int = 0  # candidates handed to the kernel
     depth: int = 0  # the deepest selection
     relevant: int = 0  # relevant (user, item) pairs, for the warning when there are none
+    absent: np.ndarray | None = None  # users whose every item is excluded: no candidate, not a query
 
 
 def evaluate_rows(prepared: Prepared, users: np.ndarray, plan, *, batch_size: int | None = None,
                   threads: int | None = None) -> MatrixRun:
     """Evaluate every row of ``prepared`` (the users ``users``, one id per row) batch by batch
     through :class:`MatrixBackend` and the engine: the one path of :func:`evaluate_matrix` and of
-    :class:`topkeval.MatrixEvaluator`. Only per-query values are kept, never the scores."""
+    :class:`topkeval.MatrixEvaluator`. Only per-query values are kept, never the scores.
+
+    A user whose every item is excluded has no candidate: the long format has no row of it, so it
+    is no query (not evaluated, not skipped, not counted); ``absent`` lists them."""
     from . import engine
 
     U, I = prepared.shape
@@ -382,16 +496,36 @@ def evaluate_rows(prepared: Prepared, users: np.ndarray, plan, *, batch_size: in
     backend = MatrixBackend(device_counts=DEVICE_COUNTS)
     run = MatrixRun([])
     rel, exc = prepared.relevant, prepared.exclude
-    for u0 in range(0, U, batch_size):
-        u1 = min(U, u0 + batch_size)
-        batch = MatrixBatch({m: S[u0:u1] for m, S in prepared.models.items()}, users[u0:u1], rel[u0:u1],
-                            None if exc is None else exc[u0:u1])
+    rows = None  # every row, batches as views; else the rows with a candidate, batches copied out
+    if exc is not None:
+        empty = np.diff(exc.indptr) >= I
+        if empty.any():
+            rows = np.flatnonzero(~empty)
+            run.absent = np.asarray(users)[empty]
+    total = U if rows is None else len(rows)
+    for u0 in range(0, total, batch_size):
+        u1 = min(total, u0 + batch_size)
+        part: slice | np.ndarray
+        if rows is None:
+            part = slice(u0, u1)
+            models = {m: S[u0:u1] for m, S in prepared.models.items()}
+        else:
+            part = rows[u0:u1]
+            models = {m: _take_rows(S, rows[u0:u1]) for m, S in prepared.models.items()}
+        batch = MatrixBatch(models, users[part], rel[part], None if exc is None else exc[part])
         done = engine.evaluate_log(batch, plan, backend=backend, threads=threads)
         run.evaluated.append(done)
         run.relevant += done.relevant
         run.selected += batch.selected
         run.depth = max(run.depth, batch.depth)
     return run
+
+
+def _take_rows(S, rows: np.ndarray):
+    """Some rows of a score matrix (a copy of a batch, on the matrix's device)."""
+    if _is_torch(S):
+        return S[sys.modules["torch"].as_tensor(rows, device=S.device)]
+    return S[rows]
 
 
 class MatrixBatch:

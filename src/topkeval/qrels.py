@@ -158,16 +158,31 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
 
 
 def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, **options):
-    """evaluate(run, qrels=...): see the module docstring."""
-    batches, logs, info = run_batches(data, qrels, plan, query=query, **options)
+    """evaluate(run, qrels=...): see the module docstring.
+
+    The Results keep each run's grouped log and judgments: :meth:`Results.curves` evaluates them
+    again at other metrics, never the caller's tables (which may have changed since)."""
+    kept: list = []
+    batches, logs, info = run_batches(data, qrels, plan, query=query, kept=kept, **options)
     for key in _PARTIAL_COUNTS:
         info.pop(key)
     attrs = info.pop("_attrs", None)
-    res = engine.build_results(batches, plan, query_name=query, info=info, sources=lambda: logs)
-    if attrs is not None:
-        from .segments import attach
 
-        attach(res, attrs, options.get("by") or [], options.get("weight"))
+    def results(current_plan, batches):
+        res = engine.build_results(batches, current_plan, query_name=query, info=dict(info), sources=lambda: logs)
+        if attrs is not None:
+            from .segments import attach
+
+            attach(res, attrs, options.get("by") or [], options.get("weight"))
+        return res
+
+    def rerun(names):  # the same runs and judgments, at other metrics (Results.curves)
+        again = engine.make_plan(names, plan.conv)
+        return results(again, [engine.evaluate_log(log, again, judgments=judgments, threads=options.get("threads"),
+                                                   rows=rows) for log, judgments, rows in kept])
+
+    res = results(plan, batches)
+    res._rerun = rerun
     return res
 
 
@@ -178,11 +193,12 @@ _PARTIAL_COUNTS = ("shared_queries", "judged_hits", "relevant")
 def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                 model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
                 threads: int | None, ascending: bool = False, warn: bool = True, all_runs: list | None = None,
-                by: list[str] | None = None, weight: str | None = None):
+                by: list[str] | None = None, weight: str | None = None, kept: list | None = None):
     """The engine's batches of runs with judgments apart (one per run), the ``(log, R)`` of each,
     and the counts for ``info``; ``warn=False`` leaves the warnings about the whole to the caller
     (a partition of a distributed table sees only part of it, and is given every run's name in
-    ``all_runs``: a run without rows in the partition still has its judged queries there)."""
+    ``all_runs``: a run without rows in the partition still has its judged queries there). ``kept``,
+    when given, receives each run's ``(log, judgments, rows)``, to evaluate again at other metrics."""
     conv = plan.conv
     if item is None:
         raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
@@ -243,7 +259,7 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
         if ascending:
             r_scores = np.negative(r_scores)
         log, order, unjudged, present = _run_log(rqc[sel], ric[sel], r_scores, name, pos, qlabels, ilabels,
-                                                 judged_q, missing_queries)
+                                                 judged_q, missing_queries, cols.borrowed)
         shared += present
         jo, (ji, jg) = _take_csr(j_offsets, (j_items, j_grades), order)
         log.grades, found = judge(log.offsets, log.items, jo, ji, jg)
@@ -259,6 +275,8 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
         judgments = Judgments(R[order], jo, jg)
         batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_scores)))
         logs.append((log, judgments.R))
+        if kept is not None:
+            kept.append((log, judgments, len(r_scores)))
         info_runs[name] = unjudged
         missing[name] = Q - present
     if shared == 0 and warn:
@@ -282,13 +300,14 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
 
 
 def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, pos: np.ndarray, qlabels, ilabels,
-             judged_q: np.ndarray, missing_queries: str):
+             judged_q: np.ndarray, missing_queries: str, borrowed=()):
     """A run's rows grouped by query, its judged queries only (and, with ``missing_queries="zero"``,
     the judged queries it lacks, as empty lists, last).
 
     Returns the log (grades still to look up), the judged index of each of its queries, the number
     of the run's queries without judgments and the number with. Runs are written query by query, so
-    their rows are used in place, queries in the order the run gives them.
+    their rows are used in place, queries in the order the run gives them; scores that are still
+    the caller's memory (``borrowed``) are then copied, as :func:`topkeval.log.build_log` does.
     """
     offsets, grouping, groups = logmod._group_codes(r_q, np.arange(len(qlabels)), None)
     if grouping is not None:
@@ -310,6 +329,7 @@ def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, 
         absent = np.setdiff1d(np.arange(len(judged_q)), order)
         order = np.concatenate([order, absent]).astype(np.int64)
         offsets = np.concatenate([offsets, np.full(len(absent), offsets[-1])]).astype(np.int64)
+    r_scores = logmod.owned(r_scores, borrowed)
     log = logmod.GroupedLog(offsets, qlabels[judged_q[order]], np.zeros(len(r_i)), {name: r_scores}, r_i, ilabels)
     return log, order, int((~present).sum()), shared
 

@@ -324,7 +324,8 @@ class Results:
             Item -> vector (a DataFrame: one row per item, indexed by item): ``diversity@k`` with
             the cosine similarity.
         similarity : callable, optional
-            ``(item, item) -> float``: ``diversity@k`` with this similarity instead.
+            ``(item, item) -> float`` in [-1, 1]: ``diversity@k`` with this similarity instead
+            (anything else it returns, and any error it raises, is a ParameterError naming the pair).
         catalog : int or collection, optional
             The catalogue: its number of items, or its items. By default the distinct items of
             the log (every model's candidates).

@@ -13,6 +13,7 @@ attribute lines up with the log's own query ids, whatever their type.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,17 +31,65 @@ RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relativ
             "weight", "queries", "mean")
 
 
+#: column names of the tables the query column appears in beside fixed columns (per_query: ``model``;
+#: Results.diff: ``baseline``, ``model``, ``delta``, ``gained``, ``lost``)
+QUERY_TAKEN = ("model", "baseline", "delta", "gained", "lost")
+
+
 def names(by) -> list[str]:
     """The segment columns as a list (``by`` is None, a column name, or a sequence of names)."""
     if by is None:
         return []
+    if not isinstance(by, (str, list, tuple)):
+        raise ParameterError(f"The 'by' parameter must be a column name (a string) or a list of them. Got {by!r} "
+                             f"({type(by).__name__}) instead." + (" Column names are strings: rename the columns "
+                                                                   "of a table whose columns are numbers (for pandas: "
+                                                                   "df.columns = df.columns.astype(str))."
+                                                                   if isinstance(by, (int, float)) else ""))
     out = [by] if isinstance(by, str) else list(by)
     for name in out:
         if not isinstance(name, str) or not name:
-            raise ParameterError(f"by names query-level columns (a name or a list of names); got {by!r}.")
+            raise ParameterError(f"The 'by' parameter names query-level columns (a name or a list of names); "
+                                 f"{name!r} is not a column name (a non-empty string). Got {by!r}.")
     if len(set(out)) != len(out):
         raise ParameterError(f"by lists a column twice: {out!r}.")
     return out
+
+
+def _metric_name(name: str) -> bool:
+    """Whether ``name`` is the canonical name of a metric (a column of per_query, of every curve)."""
+    from .errors import TopkevalError
+    from .names import parse_metric
+
+    try:
+        return str(parse_metric(name)) == name
+    except TopkevalError:
+        return False
+
+
+def check_result_names(query: str, by: Sequence[str], weight: str | None, metrics: Sequence[str]) -> None:
+    """Refuse column names that would collide with the columns of the results.
+
+    ``per_query`` holds ``model``, the query column, the segment and weight columns and one column
+    per metric; :meth:`Results.diff` holds the query column beside ``baseline``, ``model``,
+    ``delta``, ``gained`` and ``lost``; the segment columns appear beside every column of
+    :data:`RESERVED`. A column of the input named like one of them would be overwritten or read as
+    the other (a comparison of NaN, an empty diff), so it is refused, with the name to change.
+    """
+    metric_names = set(metrics)
+    clash = (query in QUERY_TAKEN or query in metric_names or _metric_name(query)) and query
+    if clash:
+        what = "a metric" if clash not in QUERY_TAKEN else f"the column {clash!r} of per_query or Results.diff"
+        raise ParameterError(f"The query column is called {clash!r}, which is also the name of {what}: the results "
+                             f"could not hold both. Rename the column (for pandas: "
+                             f"df.rename(columns={{{clash!r}: 'query'}})) and pass query='query'.")
+    taken = sorted({n for n in by if n in RESERVED or n in metric_names or _metric_name(n)}
+                   | ({weight} if weight and (weight == "model" or weight in metric_names or _metric_name(weight))
+                      else set()))
+    if taken:
+        raise ParameterError(f"by= and weight= columns appear beside the columns of the results (model, the metrics; "
+                             f"for segments also compare's and summary_ci's columns), so they cannot be called "
+                             f"{taken!r}: rename the column.")
 
 
 def query_attributes(query_values, columns: dict, by: list[str], weight: str | None, query_name: str,
@@ -89,6 +138,14 @@ def _attributes(offsets, grouping, labels, columns: dict, by: list[str], weight:
             values = raw.astype(np.float64)
             codes = values
         else:
+            if raw.dtype.kind == "O":  # lists, dicts, arrays (polars List columns), or 1 beside "1"
+                from .ids import _ID_KINDS, _check_kinds
+
+                if pd.api.types.infer_dtype(raw, skipna=True) not in _ID_KINDS:
+                    _check_kinds(raw[~pd.isna(raw)] if _hashable(raw) else raw, name, "segment")
+            elif raw.ndim != 1:
+                raise DataError(f"The segment column {name!r} holds arrays (shape {raw.shape}); a segment is one "
+                                "value per query (text or a number).")
             codes, uniques = pd.factorize(raw, use_na_sentinel=True)
             if (codes < 0).any():
                 raise DataError(f"The segment column {name!r} has missing values ({int((codes < 0).sum()):,} rows): "
@@ -121,6 +178,15 @@ def _attributes(offsets, grouping, labels, columns: dict, by: list[str], weight:
     return frame
 
 
+def _hashable(values: np.ndarray) -> bool:
+    """Whether pd.isna can look at every value (it fails on nested arrays of other shapes)."""
+    try:
+        pd.isna(values)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def attach(res, attrs: pd.DataFrame, by: Sequence[str], weight: str | None) -> None:
     """Give ``res`` its query attributes: per_query gains the columns, the summary becomes weighted."""
     res._attrs = attrs
@@ -147,23 +213,72 @@ def attach(res, attrs: pd.DataFrame, by: Sequence[str], weight: str | None) -> N
     res.per_query  # noqa: B018 (built now, so that a query without attributes is refused by evaluate itself)
     if weight:
         res.summary = weighted_summary(res.per_query, res.models, res.metrics, weight)
-        total = float(attrs[weight].sum())
+        total = total_weight(attrs[weight])
         res.info["weight"] = {"column": weight, "total": total,
-                              "evaluated_per_model": {m: float(res.per_query.loc[res.per_query["model"] == m,
-                                                                                   weight].sum())
+                              "evaluated_per_model": {m: total_weight(res.per_query.loc[res.per_query["model"] == m,
+                                                                                        weight])
                                                       for m in res.models}}
     if by:
         res.info["segments"] = {"columns": list(by), "count": int(attrs.groupby(list(by), sort=False).ngroups)}
 
 
+def scaled_weights(weights: np.ndarray) -> np.ndarray:
+    """The weights times one power of 2 that brings the largest into [0.5, 1).
+
+    A weighted mean does not change when every weight is multiplied by one number, and a power of
+    2 multiplies exactly: weights of 1e308 no longer overflow their sum (inf / inf = NaN), weights
+    of 5e-324 no longer underflow their products with the values (5e-324 * 0.5 = 0). A weight
+    below 2**-1022 times the largest may lose bits or become 0: its share of the mean is below
+    1e-308 either way. Weights that are all 0 (or none) are returned as they are.
+
+    >>> scaled_weights(np.array([4.0, 1.0, 0.0])).tolist()
+    [0.5, 0.125, 0.0]
+    >>> bool(np.isfinite(scaled_weights(np.array([1e308, 1e308])).sum()))
+    True
+    >>> scaled_weights(np.array([5e-324, 1e-323])).tolist()
+    [0.25, 0.5]
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    top = float(weights.max()) if weights.size else 0.0
+    if not 0 < top < math.inf:
+        return weights
+    return np.ldexp(weights, -math.frexp(top)[1])
+
+
+def total_weight(weights) -> float:
+    """The sum of some weights, shown beside the means; inf when it exceeds the largest float (weights
+    of 1e308), which the means themselves never compute (:func:`scaled_weights`)."""
+    with np.errstate(over="ignore"):
+        return float(np.sum(np.asarray(weights, dtype=np.float64)))
+
+
 def weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> float:
-    """``sum(w v) / sum(w)`` over the defined values (nan when none, or no weight on them)."""
+    """``sum(w v) / sum(w)`` over the defined values (nan when none, or no weight on them); the mean
+    without weights. Exact for any finite weights >= 0 (:func:`scaled_weights`) and for values so
+    large that their sum would overflow (averaged on a scale divided by a power of 2).
+
+    >>> weighted_mean(np.array([1.0, 0.5]), np.array([5e-324, 5e-324]))
+    0.75
+    >>> weighted_mean(np.array([1.0, 0.5, np.nan]), np.array([1e308, 1e308, 1.0]))
+    0.75
+    """
     ok = ~np.isnan(values)
+    if not ok.any():
+        return float("nan")
+    v = values[ok]
+    top = float(np.abs(v).max())
+    shift = math.ceil(math.log2(top)) if math.isfinite(top) and top > 1e300 else 0
+    if shift:
+        v = np.ldexp(v, -shift)
     if weights is None:
-        return float(values[ok].mean()) if ok.any() else float("nan")
-    w = weights[ok]
-    total = w.sum()
-    return float((w * values[ok]).sum() / total) if total > 0 else float("nan")
+        mean = v.mean()
+    else:
+        w = scaled_weights(weights[ok])
+        total = w.sum()
+        if not total > 0:
+            return float("nan")
+        mean = (w * v).sum() / total
+    return float(np.ldexp(mean, shift)) if shift else float(mean)
 
 
 def weighted_summary(per_query: pd.DataFrame, models, metrics, weight: str | None) -> pd.DataFrame:
@@ -207,5 +322,5 @@ def segment_summary(res) -> pd.DataFrame:
             if weight:
                 mine = mine[mine[weight] > 0]  # a query of weight 0 counts nowhere, as in compare and summary_ci
             rows.append({**key, "model": model, **table.loc[model].to_dict(), "queries": len(mine),
-                         **({"weight": float(mine[weight].sum())} if weight else {})})
+                         **({"weight": total_weight(mine[weight])} if weight else {})})
     return pd.DataFrame(rows).set_index([*by, "model"])

@@ -290,7 +290,8 @@ def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascen
         cols = read_columns(table, [query, relevance, *scores] + ([item] if item else []),
                             id_columns=[query] + ([item] if item else []))
         log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
-                        names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending)
+                        names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending,
+                        borrowed=False)  # the partition's rows: ours, never the caller's
         batch, logs = engine.evaluate_grouped(log, plan, depth=depth, threads=1)
         sizes = np.diff(log.offsets)
         return [batch], logs, {"min_size": int(sizes.min()), "max_size": int(sizes.max())}

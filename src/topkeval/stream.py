@@ -136,6 +136,20 @@ def count_rows(path: Path) -> int:
     return ds.dataset(path, format="parquet").count_rows()
 
 
+def _check_queries(table, first_row: int) -> None:
+    """Refuse missing query ids (nulls) in a batch whose first row is row ``first_row`` of the file,
+    with the message and row numbers of the in-memory path."""
+    query = table.column(0)
+    if query.null_count:
+        import pyarrow.compute as pc
+
+        from .errors import ColumnError
+
+        at = int(pc.index(pc.is_null(query), True).as_py())
+        raise ColumnError(f"Column {table.column_names[0]!r} has missing query ids (nulls; the first at row "
+                          f"{first_row + at}); drop those rows or fill them in.")
+
+
 def _grouped_tables(tables):
     """The same rows, re-cut so that no query is split: each table's last query is carried over."""
     import pyarrow as pa
@@ -143,8 +157,11 @@ def _grouped_tables(tables):
 
     carry = None
     seen: set = set()
+    read = 0
     for table in tables:
         rows = table.num_rows
+        _check_queries(table, read)
+        read += rows
         if carry is not None:
             table = pa.concat_tables([carry, table])
         n = table.num_rows
@@ -178,7 +195,10 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     writers: dict[int, pq.ParquetWriter] = {}
     files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
     try:
+        read = 0
         for table in tables:
+            _check_queries(table, read)
+            read += table.num_rows
             key = pd.util.hash_array(table.column(0).to_numpy(zero_copy_only=False)) % parts
             for p in np.unique(key):
                 sub = table.filter(pa.array(key == p))
@@ -193,6 +213,30 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     return [f for f in files if f.exists()]
 
 
+def _file_state(path: Path) -> tuple:
+    """What changes when a file (or a directory's files) is rewritten: each file's size, modification
+    time and inode."""
+    files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.is_file())
+    out = []
+    for f in files:
+        st = f.stat()
+        out.append((str(f), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
+
+
+def _unchanged(path: Path, state: tuple, what: str) -> None:
+    """Refuse to read ``path`` again for ``what`` if it changed since it was evaluated."""
+    from .errors import DataError
+
+    try:
+        now = _file_state(path)
+    except OSError:
+        now = ()
+    if now != state:
+        raise DataError(f"'{path}' changed (or was removed) since it was evaluated: {what} reads it again, which "
+                        "would mix the old evaluation with the new rows. Evaluate the file again.")
+
+
 def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                   depth: int | None, threads: int | None, chunk_rows: int | None, progress=None,
                   keep_per_query: bool = True, ascending: bool = False, by: list[str] | None = None,
@@ -202,6 +246,8 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
     from .segments import attach, query_attributes
 
     path = Path(path)
+    state = _file_state(path)  # the file read now: what diff and curves read again must be the same
+    given_chunk_rows = chunk_rows
     chunk_rows = chunk_rows or STREAM_CHUNK_ROWS
     attributes = list(by or []) + ([weight] if weight else [])
     if attributes and not keep_per_query:
@@ -217,7 +263,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
     def to_log(table, keep_attrs: bool = False):
         cols = read_columns(table, columns, id_columns=text)
         log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
-                        names=names, ascending=ascending)
+                        names=names, ascending=ascending, borrowed=False)  # read from the file: ours
         if keep_attrs and attributes:  # each table holds every row of its queries: attributes are whole
             attrs.append(query_attributes(cols[query], cols, list(by or []), weight, query, whole=False))
         return log
@@ -247,6 +293,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
     engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
 
     def sources():
+        _unchanged(path, state, "this (diff, side_by_side, beyond_accuracy or the report)")
         tables = ((t for t, _ in _grouped_tables(_tables(path, columns, text, chunk_rows)) if t is not None)
                   if grouped else _partitioned(path, columns, text, chunk_rows))
         return ((to_log(t), None) for t in tables)
@@ -260,6 +307,14 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
 
             raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
         attach(res, whole, list(by or []), weight)
+
+    def rerun(names):  # the same file at other metrics (Results.curves), if it is still the same file
+        _unchanged(path, state, "curves")
+        return evaluate_file(path, engine.make_plan(names, plan.conv), query=query, relevance=relevance,
+                             scores=scores, item=item, depth=depth, threads=threads, chunk_rows=given_chunk_rows,
+                             keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight)
+
+    res._rerun = rerun
     return res
 
 

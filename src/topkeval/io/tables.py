@@ -44,6 +44,11 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
         if path.is_dir() or suffixes.endswith((".parquet", ".pq")):
             import pyarrow.parquet as pq
 
+            if path.is_dir() and not any(p.is_file() and not p.name.startswith(("_", "."))
+                                         for p in path.rglob("*")):
+                raise InputFileError(f"'{path}' is a directory without data files: give a parquet file, a "
+                                     "directory of them, or a .csv file.")
+
             schema = pq.read_schema(path) if path.is_file() else pq.ParquetDataset(path).schema
             present = [c for c in columns if c in schema.names]
             _check_columns(columns, schema.names, f"file '{path}'", roles, hint)
@@ -64,22 +69,42 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
     )
 
 
-def _check_columns(wanted: Sequence[str], available: Sequence[str], where: str, roles: dict | None = None,
-                   hint: str | Mapping[str, str] = "") -> None:
-    """Every wanted column exists; else say which is missing, the closest names, and which
+def _check_columns(wanted: Sequence[str], available: Sequence, where: str, roles: dict | None = None,
+                   hint: str | Mapping[str, str] = "") -> dict:
+    """Every wanted column exists, once; else say which is missing, the closest names, and which
     parameter names it (``roles``: column -> parameter, such as ``relevance``); ``hint`` is a
-    sentence to add, or one per column (``{column: sentence}``)."""
-    available = [str(a) for a in available]
+    sentence to add, or one per column (``{column: sentence}``).
+
+    Returns ``{name: label}``: the table's own label of each wanted column (a pandas column may be
+    labelled by a number, found by its text). Two columns that answer to one wanted name (a CSV
+    header or an Arrow schema with a name twice, pandas columns ``1`` and ``"1"``) are refused:
+    reading either one would silently ignore the other.
+    """
+    labels = list(available)
+    text = [str(a) for a in labels]
+    found: dict = {}
     for name in wanted:
-        if name not in available:
-            shown = ", ".join(repr(a) for a in available[:20]) + (" ..." if len(available) > 20 else "")
+        hits = [i for i, t in enumerate(text) if t == name]
+        if not hits:
+            shown = ", ".join(repr(a) for a in text[:20]) + (" ..." if len(text) > 20 else "")
             role = (roles or {}).get(name)
             how = f" Name the {role} column with {role}='<column>'." if role else ""
             more = hint.get(name, "") if isinstance(hint, Mapping) else hint
+            nested = (" Its columns are tuples (a MultiIndex): flatten them first, for example "
+                      "df.columns = ['_'.join(map(str, c)).strip('_') for c in df.columns]."
+                      if labels and all(isinstance(a, tuple) for a in labels) else "")
             raise ColumnError(
                 f"Column {name!r}{f' ({role}=)' if role else ''} not found in {where}."
-                f"{did_you_mean(name, available)} Available: {shown}.{how}{more}"
+                f"{did_you_mean(name, text)} Available: {shown}.{how}{nested}{more}"
             )
+        if len(hits) > 1:
+            same = ", ".join(repr(labels[i]) for i in hits)
+            raise ColumnError(
+                f"{where[0].upper() + where[1:]} has {len(hits)} columns named {name!r} ({same}, at positions "
+                f"{', '.join(str(i) for i in hits)}): which one to read is ambiguous. Rename or drop all but one."
+            )
+        found[name] = labels[hits[0]]
+    return found
 
 
 def _to_numpy(col) -> np.ndarray:
@@ -89,17 +114,25 @@ def _to_numpy(col) -> np.ndarray:
             return col.to_numpy()
         import pandas as pd
 
-        # extension dtypes (nullable Int64 / Float64 / boolean, arrow): a missing number is NaN
+        # extension dtypes (nullable Int64 / Float64 / boolean, arrow): a missing number is NaN; without
+        # one, integers stay integers (as floats, those beyond 2**53 would be rounded unseen)
         if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            native = getattr(col.dtype, "numpy_dtype", None)
+            if native is not None and native.kind in "iub" and not col.hasnans:
+                return col.to_numpy(dtype=native)
             return col.to_numpy(dtype=np.float64, na_value=np.nan)
         return col.to_numpy()
     if mod == "polars":
+        if getattr(col.dtype, "time_zone", None):
+            return _to_numpy(col.to_arrow())  # numpy's datetime64 has no time zone
         return col.to_numpy()
     if mod == "pyarrow":
         import pyarrow as pa
 
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if _zoned(col):  # numpy's datetime64 would drop the zone: pandas Timestamps keep it
+            return np.asarray(col.to_pandas(), dtype=object)
         if col.null_count and pa.types.is_floating(col.type) is False and (
             pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)
         ):
@@ -108,7 +141,86 @@ def _to_numpy(col) -> np.ndarray:
     return np.asarray(col)
 
 
-def id_values(col):
+def _sequence(values, column: str | None = None) -> np.ndarray:
+    """A column given in a dict: a Python list or tuple, a numpy array, a torch tensor, a pandas,
+    polars or Arrow column (as :func:`_to_numpy` reads it), or anything numpy reads.
+
+    A list is read as typed: numbers mixed with text stay Python objects (numpy would turn them
+    all into text, so that 1 and "1" became one id and the message about a grade "0" named the
+    wrong value), as do integers beyond 2**53 among floats (numpy would round them); nested lists
+    of different lengths are refused.
+    """
+    mod = _module(values)
+    if mod in ("pandas", "polars", "pyarrow") and hasattr(values, "__len__") and not hasattr(values, "columns"):
+        return _to_numpy(values)
+    if mod == "torch":
+        return _tensor(values, column)
+    if isinstance(values, np.ma.MaskedArray):
+        if np.ma.getmaskarray(values).any():
+            raise DataError(f"{_which(column)} is a masked array with {int(np.ma.getmaskarray(values).sum())} masked "
+                            "values (missing): drop those rows or fill them in (numpy would read the hidden values).")
+        return np.asarray(values.data)
+    if isinstance(values, (list, tuple)):
+        try:
+            arr = np.asarray(values)
+        except ValueError:
+            raise DataError(f"{_which(column)} holds nested sequences of different lengths (ragged lists); a "
+                            "column needs one value per row.") from None
+        if arr.dtype.kind in "US" and any(not isinstance(v, (str, bytes, np.str_, np.bytes_)) for v in values):
+            arr = np.empty(len(values), dtype=object)
+            arr[:] = list(values)  # as typed: numbers stay numbers beside the text
+        elif arr.dtype.kind == "f" and any(isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53
+                                           for v in values):
+            arr = np.empty(len(values), dtype=object)
+            arr[:] = list(values)  # not rounded: refused as beyond 2**53, or kept exactly as ids
+        return arr
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{_which(column)} (a {type(values).__name__}) cannot be read as an array: {exc}") from None
+
+
+def _which(column: str | None) -> str:
+    return "A column" if column is None else f"Column {column!r}"
+
+
+def _tensor(values, column: str | None = None) -> np.ndarray:
+    """A torch tensor as a numpy array (on the host; half precision as float32, which holds it)."""
+    import torch
+
+    if values.device.type == "meta":
+        raise DataError(f"{_which(column)} is a tensor on the 'meta' device, which has a shape but no values: "
+                        "materialise it first (for example tensor.to('cpu') after computing it).")
+    if values.layout != torch.strided:
+        values = values.to_dense()
+    values = values.detach()
+    if values.dtype in (torch.float16, torch.bfloat16):
+        values = values.float()
+    return values.cpu().numpy()
+
+
+def _zoned(col) -> bool:
+    """An Arrow array of timestamps with a time zone."""
+    import pyarrow as pa
+
+    return pa.types.is_timestamp(col.type) and col.type.tz is not None
+
+
+def _zoned_ids(col):
+    """Arrow timestamps with a time zone as codes into their distinct values, pandas Timestamps in
+    that zone (numpy's datetime64 would drop it: 00:00+01:00 read as 23:00 the day before)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from ..ids import Encoded
+
+    ticks = col.cast(pa.int64()).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)  # a null stays NA
+    codes, uniques = pd.factorize(ticks)  # NA: code -1, a missing id
+    stamps = pd.to_datetime(np.asarray(uniques, dtype=np.int64), unit=col.type.unit, utc=True).tz_convert(col.type.tz)
+    return Encoded(codes.astype(np.int64), np.asarray(stamps, dtype=object))
+
+
+def id_values(col, column: str | None = None):
     """An id column in its cheapest form (see :mod:`topkeval.ids`): Arrow strings stay Arrow strings,
     categoricals and dictionaries give their codes and labels, everything else a numpy array."""
     from ..ids import Encoded
@@ -126,7 +238,8 @@ def id_values(col):
     if mod == "polars":
         import polars as pl
 
-        if col.dtype in (pl.String, pl.Categorical, pl.Enum) or isinstance(col.dtype, (pl.Categorical, pl.Enum)):
+        if col.dtype in (pl.String, pl.Categorical, pl.Enum) or isinstance(col.dtype, (pl.Categorical, pl.Enum)) \
+                or getattr(col.dtype, "time_zone", None):
             return id_values(col.to_arrow())
         return _to_numpy(col)
     if mod == "pyarrow":
@@ -135,21 +248,49 @@ def id_values(col):
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         if pa.types.is_dictionary(col.type):
-            codes = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-            return Encoded(codes, col.dictionary.to_numpy(zero_copy_only=False))
+            # indices may be unsigned (polars' categoricals): widened before a null becomes -1
+            codes = col.indices.cast(pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
+            labels = col.dictionary
+            labels = _zoned_ids(labels).labels if _zoned(labels) else labels.to_numpy(zero_copy_only=False)
+            return Encoded(codes, labels)
+        if _zoned(col):
+            return _zoned_ids(col)
         if pa.types.is_string_view(col.type):
             col = col.cast(pa.string())
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             return col
         return _to_numpy(col)
-    return np.asarray(col)
+    return _sequence(col, column)
+
+
+class Columns(dict):
+    """``{name: values}`` as :func:`read_columns` gives them, with ``borrowed``: the numpy arrays among
+    them that may be the caller's own memory (its numpy array itself, a view of a pandas, polars or
+    Arrow column, a tensor's memory), which the caller may change in place after the evaluation.
+    What keeps rows beyond the call (a grouped log in Results) copies those, unless it copied them
+    already (:func:`topkeval.log.owned`)."""
+
+    borrowed: list
+
+
+def _borrowed(values, given) -> bool:
+    """Whether ``values`` (read from ``given``) may be memory the caller holds: anything but a numpy
+    array that owns its data and that the caller did not give itself (a conversion made here)."""
+    from ..ids import Encoded
+
+    if isinstance(values, Encoded):
+        return _borrowed(values.codes, None)
+    if not isinstance(values, np.ndarray):
+        return False  # Arrow strings: immutable
+    return values is given or not values.flags.owndata
 
 
 def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
                  id_columns: Sequence[str] = (), roles: dict | None = None, where: str | None = None,
-                 hint: str | Mapping[str, str] = "", allow_empty: bool = False) -> dict:
+                 hint: str | Mapping[str, str] = "", allow_empty: bool = False) -> Columns:
     """Return ``{name: values}`` for each wanted column of ``data``: numpy arrays, and for the id
-    columns whatever :func:`id_values` gives (Arrow strings, codes and labels, or numpy).
+    columns whatever :func:`id_values` gives (Arrow strings, codes and labels, or numpy). Its
+    ``borrowed`` lists the arrays that may be the caller's memory (see :class:`Columns`).
 
     Parameters
     ----------
@@ -170,23 +311,26 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
     Raises
     ------
     ColumnError
-        A column is missing (the message names the closest match and the available columns).
+        A column is missing, or two columns answer to one name (the message names the closest
+        match and the available columns).
     InputFileError
         The file is missing, unreadable or of an unknown type.
     DataError
         The table is empty or its columns differ in length.
     """
     source = None
-    if isinstance(data, (str, os.PathLike)):
+    from_file = isinstance(data, (str, os.PathLike))
+    if from_file:
         source = data
         data = _read_file(data, columns, id_columns, roles, hint, where or "the data")
     mod = _module(data)
+    label: dict = {}
     if mod == "pandas" and hasattr(data, "columns"):
-        names = [str(c) for c in data.columns]
-        _check_columns(columns, names, (where or "the DataFrame"), roles, hint)
-        out = {c: (id_values if c in id_columns else _to_numpy)(data[c]) for c in columns}
-    elif mod == "polars" and hasattr(data, "columns"):
-        if type(data).__name__ == "LazyFrame":
+        label = _check_columns(columns, list(data.columns), (where or "the DataFrame"), roles, hint)
+        out = {c: (id_values if c in id_columns else _to_numpy)(data[label[c]]) for c in columns}
+    elif mod == "polars" and type(data).__name__ in ("DataFrame", "LazyFrame"):
+        if type(data).__name__ == "LazyFrame":  # (its .columns resolves the schema with a warning)
+            _check_columns(columns, data.collect_schema().names(), where or "the LazyFrame", roles, hint)
             data = data.select(list(columns)).collect()
         _check_columns(columns, data.columns, where or "the DataFrame", roles, hint)
         out = {c: (id_values if c in id_columns else _to_numpy)(data.get_column(c)) for c in columns}
@@ -198,8 +342,8 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         out = dict(zip(columns, run_parallel(lambda c: (id_values if c in id_columns else _to_numpy)(data.column(c)),
                                              columns)))
     elif isinstance(data, Mapping):
-        _check_columns(columns, list(data.keys()), where or "the dict", roles, hint)
-        out = {c: (id_values if c in id_columns else np.asarray)(data[c]) for c in columns}
+        label = _check_columns(columns, list(data.keys()), where or "the dict", roles, hint)
+        out = {c: id_values(data[label[c]], c) if c in id_columns else _sequence(data[label[c]], c) for c in columns}
     else:
         raise DataError(
             f"The data of {owner} must be a pandas, polars or pyarrow table, a dict of arrays, or a path to a "
@@ -216,4 +360,8 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         subject = (f"The file '{os.fspath(source)}' has columns but no rows" if source is not None else
                    f"The table of {where} is empty" if where else "The table is empty")
         raise DataError(f"{subject}: there is nothing to evaluate.")
-    return out
+    result = Columns(out)
+    given = data if isinstance(data, Mapping) else {}
+    result.borrowed = [] if from_file else [v.codes if hasattr(v, "codes") else v for c, v in out.items()
+                                            if _borrowed(v, given.get(label[c]) if given else None)]
+    return result

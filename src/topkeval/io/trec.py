@@ -275,8 +275,8 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     ColumnError
         A column is missing.
     DataError
-        An id or the run name contains whitespace or is empty, or a score is not finite: the file
-        could not be read back as written.
+        An id or the run name contains whitespace or is empty, or a score is not finite or an
+        integer beyond 2**53: the file could not be read back as written.
     InputFileError
         ``path`` exists (or is a symbolic link) and ``overwrite`` is False.
 
@@ -297,12 +297,17 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
         raise ParameterError(f"The 'run_name' parameter of write_run must be a string. Got {run_name!r} instead.")
     per_row = run_name is None and hasattr(frame, "columns") and "run" in frame.columns
     cols = read_columns(frame, [query, item, score] + (["run"] if per_row else []), owner="write_run")
+    # run_name="" is refused by _writable_id (an empty tag cannot be read back), never replaced
     tags = _writable_id(cols["run"], "the run name") if per_row else \
-        _writable_id([run_name or "topkeval"], "the run name").repeat(len(cols[score]))
+        _writable_id(["topkeval" if run_name is None else run_name], "the run name").repeat(len(cols[score]))
     scores = cols[score]
     if scores.dtype.kind not in "iuf" or not np.isfinite(scores.astype(np.float64)).all():
         raise DataError(f"Column {score!r} must hold finite numbers to be written as TREC scores "
                         "(NaN and infinities cannot be read back).")
+    if scores.dtype.kind in "iu" and len(scores) and (scores.max() > 2**53 or scores.min() < -(2**53)):
+        raise DataError(f"Column {score!r} has integer scores beyond 2**53, which trec_eval and read_run read as "
+                        "floats, which cannot hold them exactly (two different scores could become equal, and "
+                        "ranks flip): rescale them.")
     q = _writable_id(cols[query], "the query id")
     i = _writable_id(cols[item], "the item id")
     path = Path(path)
