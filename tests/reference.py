@@ -60,9 +60,26 @@ def ranked_orders(scores, rel, items, conv, grades):
         order = sorted(sorted(idx, key=lambda i: items[i], reverse=True), key=lambda i: -scores[i])
     elif ties == "item_asc":
         order = sorted(sorted(idx, key=lambda i: items[i]), key=lambda i: -scores[i])
+    elif ties == "ranx":  # ranx's Run: numba's np.argsort (quicksort) of the negated scores, in row order
+        order = [idx[p] for p in numba_argsort([-scores[i] for i in idx])]
     else:
         raise ValueError(ties)
     return [order]
+
+
+def numba_argsort(keys) -> list[int]:
+    """numba's own ``np.argsort`` (its default quicksort) of ``keys``: the order ranx gives a query."""
+    global _NUMBA_ARGSORT
+    import numpy as np
+
+    if _NUMBA_ARGSORT is None:
+        import numba
+
+        _NUMBA_ARGSORT = numba.njit(lambda a: np.argsort(a))
+    return _NUMBA_ARGSORT(np.asarray(keys, dtype=np.float64)).tolist()
+
+
+_NUMBA_ARGSORT = None
 
 
 def _div(a, b, undefined):
@@ -199,11 +216,12 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         depth = min(cut, n)
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
-    if family in ("dcg", "ndcg"):
-        value = _dcg([_gain(g, gain) for _, g, *_ in triples], cut, conv)
+    if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
+        value = _dcg([_gain(g, gain) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
             return value
-        ideal = _dcg(sorted((_gain(g, gain) for g in judged), reverse=True), len(judged) if k is None else k, conv)
+        best = sorted((x for x in (_gain(g, gain) for g in judged) if x > 0), reverse=True)  # trec_eval: gains > 0
+        ideal = _dcg(best, len(best) if k is None else k, conv)
         return _div(value, ideal, und)
     hits_all = sum(ranked)  # relevant among the n: the set measures
     if family == "num_ret":

@@ -16,7 +16,7 @@ UNCUT = ["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret", "set_pr
          "set_relative_precision", "rbp", "rbp_residual", "bpref", "iprec", "iprec_avg", "auc", "err", "infap"]
 #: Families computed under deterministic tie rules only (refused under ties="expected").
 DETERMINISTIC_ONLY = {"iprec", "iprec_avg", "infap"}
-GAINS = [None, "exp", ((1, 3), (2, 7))]
+GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
 
 
 @st.composite

@@ -344,3 +344,85 @@ def test_auc_equals_torchmetrics_and_sklearn_per_query(seed):
         compared += 1
     assert compared > 20
     assert res.summary.iloc[0]["auc"] == pytest.approx(pq.dropna().mean(), abs=1e-12)
+
+
+IR_MEASURES_QRELS = """0 0 D0 1
+0 0 D1 -1
+0 0 D2 0
+0 0 D3 2
+0 0 D4 0
+1 0 D0 1
+1 0 D3 2
+1 0 D4 -1
+1 0 D5 0"""
+IR_MEASURES_RUN = """0 0 D0 1 0.8 run
+0 0 D2 2 0.7 run
+0 0 D1 3 0.3 run
+0 0 D3 4 0.4 run
+0 0 D4 5 0.1 run
+1 0 D1 1 0.8 run
+1 0 D4 2 0.7 run
+1 0 D3 3 0.3 run
+1 0 D2 4 0.4 run"""
+
+
+def test_ir_measures_ndcg_with_a_gain_map_test_case(tmp_path):
+    """ir_measures' own test of nDCG(gains={0:1,1:4}) (tests/test_pytrec_eval.py, test_nDCG, to 5 places): 0.97177
+    and 0.14949. Unjudged documents (D1, D2 of query 1) gain nothing, the judged grade-0 document
+    D5 gains 1 in the ideal ranking and grade -1 (in the pool, unjudged) gains nothing."""
+    (tmp_path / "qrels").write_text(IR_MEASURES_QRELS + "\n")
+    (tmp_path / "run").write_text(IR_MEASURES_RUN + "\n")
+    want = {"ndcg": [0.76018, 0.32739], "ndcg_cut_3": [0.76018, 0.0], "ndcg(gains={0:1,1:4})": [0.97177, 0.14949]}
+    for preset in ("trec_eval", "pytrec_eval"):
+        res = tk.evaluate(str(tmp_path / "run"), qrels=str(tmp_path / "qrels"), metrics=list(want),
+                          conventions=preset)
+        for name, values in want.items():
+            assert res.per_query[str(tk.parse_metric(name))].tolist() == pytest.approx(values, abs=1e-5), (preset, name)
+    # by hand, query 1: D3 (grade 2) at rank 4 over the ideal 4, 2, 1 (D0, D3, D5)
+    assert 2 / np.log2(5) / (4 + 2 / np.log2(3) + 1 / 2) == pytest.approx(0.149492, abs=1e-6)
+    ir_measures = _ir_measures()
+    measure = ir_measures.nDCG(gains={0: 1, 1: 4})
+    theirs = {m.query_id: m.value for m in ir_measures.pytrec_eval.iter_calc(
+        [measure], list(ir_measures.read_trec_qrels(IR_MEASURES_QRELS)), list(ir_measures.read_trec_run(IR_MEASURES_RUN)))}
+    mine = res.per_query.set_index("query")[str(tk.parse_metric("ndcg(gains={0:1,1:4})"))]
+    for q, value in theirs.items():
+        assert mine.loc[q] == pytest.approx(value, abs=1e-12), q
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ir_measures_gain_maps_on_partial_judgments(seed):
+    """nDCG with gain maps (grade 0 given a gain, grades renamed) against ir_measures (pytrec_eval
+    inside) on runs with heavy ties, unjudged documents, grade -1 and relevant documents never
+    retrieved, at cutoffs and without, with and without judged_only (trec_eval -J)."""
+    ir_measures = _ir_measures()
+    run, qrels = _partial_judgments(np.random.default_rng(600 + seed), queries=25, pool=120, grades=[-1, 0, 1, 2, 3])
+    as_irm = {"query": "query_id", "item": "doc_id"}
+    for gains in ({0: 1, 1: 4}, {0: 2, 1: 1, 2: 5, 3: 3}, {1: 3, 2: 7}):
+        spelled = "{" + ",".join(f"{g}:{v}" for g, v in gains.items()) + "}"
+        for judged_only in (False, True):
+            measures = [ir_measures.nDCG(gains=gains, judged_only=judged_only) @ k for k in (3, 10)] + [
+                ir_measures.nDCG(gains=gains, judged_only=judged_only)]
+            theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.pytrec_eval.iter_calc(
+                measures, qrels.rename(columns=as_irm), run.rename(columns=as_irm))}
+            names = [f"ndcg(gain={spelled})@3", f"ndcg(gain={spelled})@10", f"ndcg(gain={spelled})"]
+            res = tk.evaluate(run, qrels=qrels, item="item", metrics=names, conventions="pytrec_eval",
+                              judged_only=judged_only)
+            pq = res.per_query.set_index("query")
+            for (q, measure), value in theirs.items():
+                k = measure.rsplit("@", 1)[1] if "@" in measure else None
+                column = str(tk.parse_metric(names[0 if k == "3" else 1 if k == "10" else 2]))
+                assert pq.loc[q, column] == pytest.approx(value, abs=1e-12), (q, measure, judged_only)
+
+
+def test_negative_gains_count_in_dcg_not_in_the_ideal():
+    """trec_eval's m_ndcg.c: "Gains are allowed to be 0 or negative"; a retrieved document's gain is
+    added whatever its sign, the ideal ranking stops at the first gain <= 0. With ndcg.0=-1,2=5: run
+    a (grade 0), b (grade 2), c (no judgment), d (grade 1); judged e (grade 2) never retrieved."""
+    run = pd.DataFrame({"query": "q", "item": ["a", "b", "c", "d"], "score": [4.0, 3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": "q", "item": ["a", "b", "d", "e"], "relevance": [0, 2, 1, 2]})
+    dcg = -1 + 5 / np.log2(3) + 1 / np.log2(5)
+    ideal = 5 + 5 / np.log2(3) + 1 / 2
+    for name in ("ndcg(gain={0:-1,2:5})", "ndcg.0=-1,2=5"):
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=[name, "dcg(gain={0:-1,2:5})"],
+                          conventions="trec_eval")
+        assert res.summary.iloc[0].tolist() == pytest.approx([dcg / ideal, dcg], rel=1e-14)

@@ -199,9 +199,8 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     for name, flag in (("judged_only", judged_only), ("keep_per_query", keep_per_query), ("ascending", ascending)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ParameterError(f"The {name!r} parameter of evaluate must be True or False. Got {flag!r} instead.")
-    if depth is not None and conv.ties == "expected":
-        raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
-                             "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
+    if depth is not None:
+        engine.check_depth_rule(conv)
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")

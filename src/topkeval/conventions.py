@@ -3,7 +3,8 @@
 =======================  ============================================================  ==========================
 setting                  values (default first)                                        decides
 =======================  ============================================================  ==========================
-``ties``                 expected, optimistic, pessimistic, first, item_desc, item_asc  order among equal scores
+``ties``                 expected, optimistic, pessimistic, first, item_desc,          order among equal scores
+                         item_asc, ranx
 ``empty_queries``        skip, keep, error                                             queries with R = 0
 ``undefined``            0.0, 1.0, nan                                                 value of x / 0
 ``short_lists``          pad, shrink, error                                            k larger than the list
@@ -32,7 +33,7 @@ import numpy as np
 
 from .errors import ParameterError, bad_parameter, check_choice, did_you_mean
 
-Ties = Literal["expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"]
+Ties = Literal["expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc", "ranx"]
 EmptyQueries = Literal["skip", "keep", "error"]
 ShortLists = Literal["pad", "shrink", "error"]
 Discount = Literal["log2", "lenskit"]
@@ -110,7 +111,10 @@ class Conventions:
         ``r*m/t`` to h(k). ``"optimistic"`` / ``"pessimistic"`` put relevant candidates first /
         last inside a tie, and higher / lower grades first among them (the two bounds of every
         metric, nDCG included); ``"first"`` keeps the order the rows appear in;
-        ``"item_desc"`` / ``"item_asc"`` order by item id (trec_eval uses ``item_desc``).
+        ``"item_desc"`` / ``"item_asc"`` order by item id (trec_eval uses ``item_desc``);
+        ``"ranx"`` is ranx's order: numba's ``np.argsort`` (its quicksort) of the negated scores
+        of a query's rows in row order, which keeps the row order among ties up to 15 candidates
+        and mixes it beyond (:func:`topkeval.kernels.sort.quicksort_argsort`).
     empty_queries : str
         Queries with no relevant item (R = 0): ``"skip"`` leaves them out of every mean and
         counts them in ``info``; ``"keep"`` averages them in; ``"error"`` refuses them.
@@ -185,9 +189,10 @@ PRESETS: dict[str, dict] = {
     # stored as C floats, so two scores equal in float32 tie and the document id decides.
     "pytrec_eval": dict(ties="item_desc", empty_queries="keep", undefined=0.0, short_lists="pad",
                         threshold=1.0, item_order="text", score_precision="float32"),
-    # ranx: tied documents keep the order they were inserted in (the run's row order), every
-    # judged query averaged (an empty one scores 0), precision divides by k, relevant = grade >= 1.
-    "ranx": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
+    # ranx (its Qrels and Run objects): a query's documents ordered by numba's np.argsort (quicksort) of
+    # the negated scores in the run's row order (ties="ranx"), every judged query averaged (an empty one
+    # scores 0), precision divides by k, relevant = grade >= 1.
+    "ranx": dict(ties="ranx", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
     # scikit-learn ndcg_score / dcg_score: ties averaged (ignore_ties=False: the exact expectation),
     # a query with no relevant item scores 0 and is averaged in.
     "sklearn": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),

@@ -109,7 +109,7 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
         first = df.select(model).withColumn("_at", F.monotonically_increasing_id()).groupBy(model).agg(
             F.min("_at").alias("_at"))
         all_runs = [str(r[0]) for r in _run(lambda: first.orderBy("_at").select(model).collect())]
-    if plan.conv.ties == "first":
+    if plan.conv.ties in ("first", "ranx"):
         # the order of the input breaks ties: the order Spark reads the rows in (a file's order;
         # a DataFrame shuffled by Spark has no order to keep), carried through the shuffle
         both = both.withColumn(_ROW, F.monotonically_increasing_id())

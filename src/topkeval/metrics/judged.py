@@ -36,14 +36,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..conventions import TIES
 from .registry import Param, register
 from .setbased import ratio
 
 #: trec_eval's recall levels of iprec_at_recall and 11pt_avg.
 ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
-#: The tie rules under which interpolated precision is exact.
-DETERMINISTIC = ("optimistic", "pessimistic", "first", "item_desc", "item_asc")
+#: The tie rules under which interpolated precision is exact: every one but "expected".
+DETERMINISTIC = tuple(t for t in TIES if t != "expected")
 
 
 @register("judged", cutoff="required", needs=("judged",),

@@ -13,10 +13,16 @@ rbp(p=p)@k         (1 - p) sum over relevant ranks i <= k of p^(i - 1)   never
 
 Without ``@k`` the whole list counts. Gains are the grades (``gain=linear``, trec_eval),
 ``2**grade - 1`` (``gain=exp``, ranx's ndcg_burges) or a map of grades to gains
-(``gain={1:3,2:7}``, trec_eval's ``ndcg.1=3,2=7``), for every candidate with a positive grade: the
-relevance threshold decides binary relevance (rr, ap), not graded gain. The discount is
+(``gain={1:3,2:7}``, trec_eval's ``ndcg.1=3,2=7``; unlisted grades gain their own value when
+positive), for every candidate with a positive grade: the relevance threshold decides binary
+relevance (rr, ap), not graded gain. A gain map applies to judged candidates only: a retrieved
+candidate without a judgment (judgments kept apart, ``qrels=``) gains nothing, even when the map
+gives grade 0 a gain (trec_eval, ir_measures' ``nDCG(gains=...)``); every non-excluded cell of a
+score matrix is judged, grade 0 when not stored. A negative gain counts in the DCG but not in the
+ideal DCG (trec_eval: "gains are allowed to be 0 or negative"). The discount is
 ``1 / log2(rank + 1)``, or LensKit's ``1 / log2(max(rank, 2))`` under ``discount="lenskit"``.
-The ideal DCG ranks all of the query's judged gains, those of candidates not retrieved included.
+The ideal DCG ranks the positive gains of all of the query's judged items, those not retrieved
+included.
 ``short_lists`` "pad" and "shrink" do not change these metrics (ranks beyond the list add
 nothing); "error" still refuses a cutoff larger than a list. Under ``ties="expected"`` each is
 its exact expected value over the orders of tied candidates (McSherry & Najork 2008).
