@@ -163,8 +163,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     """
     ranked = [bool(r) for r, *_ in triples]
     und = conv["undefined"]
-    if family == "judged":
-        flags = [bool(t[3]) for t in triples]
+    if family in ("judged", "unj"):  # trec_eval's unj_k: no judgment, or a negative grade (in the pool only)
+        flags = [bool(t[3]) if family == "judged" else not t[3] or t[1] < 0 for t in triples]
         return _div(sum(flags[:k]), min(k, len(flags)) if conv["short_lists"] == "shrink" else k, und)
     if family == "bpref":  # trec_eval's m_bpref.c, transcribed
         num_nonrel = sum(1 for g in judged if g >= 0 and not _is_rel(g, conv))
@@ -212,6 +212,11 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return _div(total, R if family == "ap" else min(R, k), und)
     if family == "rbp":  # beta carries p
         return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+    if family == "rbp_resid":  # trec_eval's m_rbp_resid.c: no judgment or a negative grade; 0 if none is
+        unknown = [not t[3] or t[1] < 0 for t in triples]
+        if not any(unknown):
+            return 0.0
+        return beta**n + (1 - beta) * sum(beta**p for p, u in enumerate(unknown) if u)
     if family == "rbp_residual":  # Moffat & Zobel 2008: unjudged ranks of the top k, and every rank past it
         depth = min(cut, n)
         unjudged = [not t[3] for t in triples][:depth]

@@ -426,3 +426,38 @@ def test_negative_gains_count_in_dcg_not_in_the_ideal():
         res = tk.evaluate(run, qrels=qrels, item="item", metrics=[name, "dcg(gain={0:-1,2:5})"],
                           conventions="trec_eval")
         assert res.summary.iloc[0].tolist() == pytest.approx([dcg / ideal, dcg], rel=1e-14)
+
+
+def test_judged_only_with_every_retrieved_item_unjudged_equals_pytrec_eval():
+    """trec_eval -J on queries whose retrieved documents are all unjudged (or grade -1): nothing is
+    left to rank. Every measure is 0 as in pytrec_eval, except interpolated precision at a level
+    whose count of relevant documents is 0 (recall 0, and 11pt_avg): pytrec_eval computes 0 / 0,
+    NaN; topkeval gives the undefined value (0 under the presets, NaN with undefined="nan")."""
+    qrels = pd.DataFrame([("a", "d1", 1), ("a", "d2", 0), ("a", "d3", 2), ("a", "u2", -1), ("b", "x1", 1),
+                          ("b", "x2", 0)], columns=["query", "item", "relevance"])
+    run = pd.DataFrame([("a", "u1", 0.5), ("a", "u2", 0.9), ("b", "x1", 1.0), ("b", "u3", 0.5)],
+                       columns=["query", "item", "score"])
+    measures = {"P_5": "P@5", "recall_5": "recall@5", "map": "map", "ndcg": "ndcg", "Rprec": "Rprec",
+                "recip_rank": "recip_rank", "bpref": "bpref", "infAP": "infAP", "set_P": "set_P",
+                "set_recall": "set_recall", "set_relative_P": "set_relative_P", "num_ret": "num_ret",
+                "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "success_1": "success_1",
+                "iprec_at_recall_0.00": "iprec_at_recall_0.00", "11pt_avg": "11pt_avg"}
+    ref = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {"P.5", "recall.5", "map", "ndcg", "Rprec", "recip_rank",
+                                                            "bpref", "infAP", "set_P", "set_recall", "set_relative_P",
+                                                            "num_ret", "num_rel", "num_rel_ret", "success.1",
+                                                            "iprec_at_recall", "11pt_avg"},
+                                         judged_docs_only_flag=True).evaluate(_as_dicts(run))
+    assert np.isnan(ref["a"]["11pt_avg"]) and np.isnan(ref["a"]["iprec_at_recall_0.00"])
+    for undefined in (0.0, "nan"):
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(measures.values()), conventions="pytrec_eval",
+                          judged_only=True, undefined=undefined)
+        pq = res.per_query.set_index("query")
+        for q, values in ref.items():
+            for theirs, ours in measures.items():
+                want = values[theirs]
+                if undefined == "nan" and theirs not in ("iprec_at_recall_0.00", "11pt_avg"):
+                    continue  # trec_eval's other x / 0 are 0 (set_P of nothing): the presets' undefined
+                if np.isnan(want) and undefined == 0.0:
+                    want = 0.0
+                got = pq.loc[q, str(tk.parse_metric(ours))]
+                assert got == pytest.approx(want, abs=1e-12, nan_ok=True), (q, theirs, undefined)

@@ -266,3 +266,28 @@ def test_gain_maps_on_a_score_matrix(ties):
     for (_, q), values in ref.items():
         for name, value in values.items():
             assert _close(float(got.loc[q, name]), value), (q, name, got.loc[q, name], value)
+
+
+def test_trec_eval_rbp_resid_and_unj_by_hand():
+    """trec_eval's rbp_resid (m_rbp_resid.c) and unj_k (m_unjudged.c): unjudged means no judgment or a
+    negative grade. Query 1: a (relevant), b (no judgment), c (judged 0), d (grade -1), p = 0.5:
+    0.5**4 + 0.5 (0.5**1 + 0.5**3) = 0.375; unj@2 = 1/2, unj@10 = 2/10 (judged@10 = 3/10: a list
+    shorter than k, and a negative grade, keep unj@k from being 1 - judged@k). Query 2, fully
+    judged: rbp_resid 0 where Moffat & Zobel's residual (rbp_residual: grade -1 is a judgment there)
+    keeps the tail p**n. Query 3, judged but
+    absent from the run, under missing_queries="zero" (trec_eval -c): 0 (its residual: 1)."""
+    run = pd.DataFrame({"query": ["1"] * 4 + ["2"] * 2, "item": ["a", "b", "c", "d", "a", "b"],
+                        "score": [4.0, 3.0, 2.0, 1.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": ["1", "1", "1", "2", "2", "3"], "item": ["a", "c", "d", "a", "b", "z"],
+                          "relevance": [1, 0, -1, 1, 0, 1]})
+    metrics = ["rbp_resid(p=0.5)", "unj@2", "unj_10", "judged@10", "rbp_residual(p=0.5)", "rbp_resid"]
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=metrics, conventions="trec_eval",
+                      missing_queries="zero")
+    pq = res.per_query.set_index("query")[res.metrics]
+    assert pq.loc["1"].tolist()[:5] == pytest.approx([0.375, 0.5, 0.2, 0.3, 0.5 * 0.5 + 0.5**4])
+    assert pq.loc["1", "rbp_resid"] == pytest.approx(0.9**4 + 0.1 * (0.9 + 0.9**3), rel=1e-14)
+    assert pq.loc["2"].tolist() == [0.0, 0.0, 0.0, 0.2, 0.25, 0.0]
+    assert pq.loc["3"].tolist() == [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    # judged_only (trec_eval -J) leaves nothing unjudged: 0
+    only = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp_resid", "unj@2"], judged_only=True)
+    assert (only.per_query[["rbp_resid", "unj@2"]] == 0).all().all()

@@ -621,10 +621,10 @@ class MatrixBackend:
 
 def counted_on_device(plan) -> bool:
     """Whether :mod:`topkeval.kernels.torch_counts` gives every statistic of ``plan``: not the
-    second pass (judged, bpref, ...), not RBP's residual, not ``item_order="text"`` (columns
+    second pass (judged, bpref, ...), not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
     ordered as text), not ``ties="ranx"`` (its order depends on the whole row), and no grade-0 cell
     relevant or with a gain (then every cell would count)."""
-    from .engine.backends import gains_of
+    from .engine.backends import UNJUDGED_GAINS, gains_of
 
     conv = plan.conv
     zero = np.zeros(1)
@@ -632,7 +632,7 @@ def counted_on_device(plan) -> bool:
         return False
     if conv.ties in ("item_desc", "item_asc") and conv.item_order == "text":
         return False
-    return all(spec.gain != "unjudged" and gains_of(zero, spec)[0] == 0 for spec in plan.dcg_specs)
+    return all(spec.gain not in UNJUDGED_GAINS and gains_of(zero, spec)[0] == 0 for spec in plan.dcg_specs)
 
 
 def _check_integer_scores(scores, name: str = "scores") -> None:

@@ -61,6 +61,10 @@ class Backend(Protocol):
                 threads: int | None = None) -> QueryStats: ...
 
 
+#: The gains that mark unjudged candidates rather than grade them (:class:`~topkeval.metrics.DcgSpec`).
+UNJUDGED_GAINS = ("unjudged", "unknown")
+
+
 def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -> np.ndarray:
     """Per-candidate gains of a DCG variant (0 for grades <= 0).
 
@@ -159,7 +163,8 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
     sums (``G x (longest + 1)``), the ideal DCG of each query at each cutoff (``G x Q x C``, from
     the judged grades) and the power of 2 each gain variant was divided by (:func:`_gain_shift`).
     ``judged_rows()``: per candidate, whether it is judged (for the "unjudged" gain of RBP's
-    residual)."""
+    residual, the "unknown" gain of trec_eval's rbp_resid and unj, and to give the candidates
+    without a judgment no gain)."""
     from ..kernels import cpu
 
     longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
@@ -176,8 +181,11 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
     ideal = np.empty((G, len(judgments.offsets) - 1, len(plan.cutoffs)))
     shifts = np.zeros(G, np.int64)
     for g, spec in enumerate(plan.dcg_specs):
-        if spec.gain == "unjudged":  # 1 for each candidate without a judgment; the ideal list has none
-            row_gains = (~judged_rows()).astype(np.float64)
+        if spec.gain in UNJUDGED_GAINS:  # 1 for each candidate without a judgment; the ideal list has none
+            row_gains = ~judged_rows()
+            if spec.gain == "unknown":  # trec_eval: a negative grade is in the pool, not judged
+                row_gains |= np.asarray(grades) < 0
+            row_gains = row_gains.astype(np.float64)
             judged_gains = np.zeros(len(judgments.grades))
         else:
             row_gains = gains_of(grades, spec, rel)
@@ -185,7 +193,7 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
                 row_gains[unjudged] = 0.0
             judged_gains = gains_of(judgments.grades, spec, judged_rel)
         # judged items of grade 0 not listed in judgments.grades (the cells of a score matrix)
-        zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in ("unjudged", "binary") else 0.0
+        zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in UNJUDGED_GAINS + ("binary",) else 0.0
         zeros = judgments.zeros if judgments.zeros is not None and zero_gain > 0 else _EMPTY_I
         d, c = discounts(spec, max(longest, longest_judged))
         shift = _gain_shift(row_gains, judged_gains, np.array([zero_gain]), total_discount=float(c[-1]))

@@ -109,8 +109,10 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
     specs: list[DcgSpec] = []
     for m in mets:
         fam = FAMILIES[m.family]
-        if fam.dcg is not None and (spec := fam.dcg(m, conv)) not in specs:
-            specs.append(spec)
+        wanted = () if fam.dcg is None else fam.dcg(m, conv)
+        for spec in wanted if isinstance(wanted, tuple) else (wanted,):
+            if spec not in specs:
+                specs.append(spec)
     levels: set[float] = set()
     grades: set[float] = set()
     for m in mets:

@@ -9,6 +9,10 @@ ap_capped@k        the same sum / min(R, k)  (Spark, RecBole, MS Recs)   R = 0
 dcg@k              sum over ranks <= k of gain x discount(rank)          never
 ndcg@k             dcg@k / ideal dcg@k                                   ideal dcg is 0
 rbp(p=p)@k         (1 - p) sum over relevant ranks i <= k of p^(i - 1)   never
+rbp_residual@k     (1 - p) sum over unjudged ranks i <= min(k, n) of     never
+                   p^(i - 1), + p^min(k, n) (Moffat & Zobel)
+rbp_resid          trec_eval's: the residual over the whole list, with   never
+                   negative grades unjudged; 0 when nothing is unjudged
 =================  ====================================================  ==================
 
 Without ``@k`` the whole list counts. Gains are the grades (``gain=linear``, trec_eval),
@@ -109,3 +113,20 @@ def rbp_residual(st, m, conv):
     p = m.param("p")
     depth = st.n.astype(np.float64) if m.k is None else np.minimum(st.n, m.k).astype(np.float64)
     return (1.0 - p) * st.dcg_at(_unjudged(m, conv), m.k) + p ** depth
+
+
+def _trec_resid(m, conv) -> tuple[DcgSpec, DcgSpec]:
+    # the discounted sum over the candidates trec_eval calls unjudged, and their number (p = 1)
+    return DcgSpec("unknown", ("rbp", m.param("p"))), DcgSpec("unknown", ("rbp", 1.0))
+
+
+@register("rbp_resid", cutoff="none", needs=("dcg",), depth="list", params=(Param("p", "unit", 0.9, False),),
+          dcg=_trec_resid, trec_uncut="rbp_resid", higher_is_better=False,
+          summary="trec_eval's rbp_resid (p = 0.9 by default): RBP's residual over the whole list, 0 when no "
+                  "retrieved candidate is unjudged (no judgment, or a negative grade)",
+          formula="p^n + (1 - p) sum over unjudged ranks i of p^(i - 1) if any candidate is unjudged, else 0")
+def rbp_resid(st, m, conv):
+    p = m.param("p")
+    terms, count = _trec_resid(m, conv)
+    residual = (1.0 - p) * st.dcg_at(terms, None) + p ** st.n.astype(np.float64)
+    return np.where(st.dcg_at(count, None) > 0, residual, 0.0)

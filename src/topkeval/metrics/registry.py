@@ -63,8 +63,9 @@ class DcgSpec:
 
     ``gain``: ``"linear"`` (the grade, 0 for grades <= 0), ``"exp"`` (2**grade - 1),
     ``"binary"`` (1 for a relevant candidate), ``"unjudged"`` (1 for a candidate without a
-    judgment: RBP's residual) or a tuple of ``(grade, gain)`` pairs (other grades
-    gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
+    judgment: RBP's residual), ``"unknown"`` (1 for a candidate without a judgment or with a
+    negative grade, trec_eval's "unjudged": rbp_resid, unj) or a tuple of ``(grade, gain)`` pairs
+    (other grades gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
     ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
     (p ** (rank - 1)).
     """
@@ -90,7 +91,7 @@ class Family:
     trec: str | None = None  # trec_eval's name: the prefix of name_k for a cutoff, the name without
     trec_uncut: str | None = None
     summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
-    dcg: Callable | None = None  # (metric, conventions) -> DcgSpec, for families that need "dcg"
+    dcg: Callable | None = None  # (metric, conventions) -> DcgSpec or tuple of them, for families that need "dcg"
     variants: tuple = ()  # other tools' names for this family with set parameters: (("ndcg_burges", (("gain", "exp"),)),)
     counts_found: bool = False  # counts relevant candidates found in the top k (nonpositive_scores applies)
     levels: Callable | None = None  # metric -> recall levels, for families that need "iprec"
