@@ -86,13 +86,14 @@ def _div(a, b, undefined):
     return a / b if b != 0 else undefined
 
 
-def _gain(grade, mode):
-    """trec_eval's gains: the grade (linear), 2**grade - 1 (exp) or a map, other grades their own value."""
+def _gain(grade, mode, signed=False):
+    """trec_eval's gains: the grade (linear), 2**grade - 1 (exp) or a map, other grades their own value;
+    0 for grades <= 0 unless ``signed`` (torchmetrics: a negative grade is a negative gain)."""
     if isinstance(mode, tuple):
         mapped = dict(mode)
         if grade in mapped:
             return float(mapped[grade])
-    if grade <= 0:
+    if grade <= 0 and not signed:
         return 0.0
     return 2.0**grade - 1.0 if mode == "exp" else float(grade)
 
@@ -222,10 +223,12 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
     if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
-        value = _dcg([_gain(g, gain) if j else 0.0 for _, g, _, j in triples], cut, conv)
+        signed = conv.get("negative_grades") == "gain"
+        value = _dcg([_gain(g, gain, signed) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
             return value
-        best = sorted((x for x in (_gain(g, gain) for g in judged) if x > 0), reverse=True)  # trec_eval: gains > 0
+        # the ideal ranks the positive gains (trec_eval), or every judged item's gain (torchmetrics)
+        best = sorted((x for x in (_gain(g, gain, signed) for g in judged) if x > 0 or signed), reverse=True)
         ideal = _dcg(best, len(best) if k is None else k, conv)
         return _div(value, ideal, und)
     hits_all = sum(ranked)  # relevant among the n: the set measures

@@ -50,6 +50,7 @@ def conventions(draw):
         "item_order": draw(st.sampled_from(["typed", "text"])),
         "score_precision": draw(st.sampled_from(["exact", "float32"])),
         "nonpositive_scores": draw(st.sampled_from(["count", "count", "miss"])),
+        "negative_grades": draw(st.sampled_from(["zero", "gain"])),
     }
 
 

@@ -212,6 +212,44 @@ def test_torchmetrics_preset(seed):
         assert gq.loc[q, "ndcg@5"] == pytest.approx(float(R.retrieval_normalized_dcg(p, g, top_k=5)), abs=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_torchmetrics_and_sklearn_presets_take_negative_grades_as_negative_gains(seed):
+    """torchmetrics' retrieval_normalized_dcg and scikit-learn's dcg_score take a negative target as
+    a negative gain, and their ideal DCG ranks every target (negative ones last, when the top k
+    reaches them): negative_grades="gain". nDCG then lies outside [0, 1]. torchmetrics computes in
+    float32 (hence the relative tolerance). Heavy ties, queries
+    without a positive target, cutoffs beyond some lists."""
+    torch = pytest.importorskip("torch")
+    R = pytest.importorskip("torchmetrics.functional.retrieval")
+    from sklearn.metrics import dcg_score
+
+    rng = np.random.default_rng(700 + seed)
+    rows = []
+    for q in range(40):
+        n = int(rng.integers(1, 12))
+        grades = rng.choice([-3, -1, 0, 0, 1, 2, 3], n) if q % 4 else -rng.integers(0, 3, n)
+        rows += [(q, float(s), int(g)) for s, g in zip(rng.integers(0, 4, n) / 2, grades)]
+    frame = pd.DataFrame(rows, columns=["query", "score", "grade"])
+    metrics = ["ndcg", "ndcg@1", "ndcg@3", "ndcg@8", "dcg@3", "dcg"]
+    pq = tk.evaluate(frame, metrics, relevance="grade", conventions="torchmetrics").per_query.set_index("query")
+    sk = tk.evaluate(frame, metrics, relevance="grade", conventions="sklearn").per_query.set_index("query")
+    outside = 0
+    for q, part in frame.groupby("query"):
+        p, t = torch.tensor(part["score"].to_numpy()), torch.tensor(part["grade"].to_numpy())
+        for k in (None, 1, 3, 8):
+            name = "ndcg" if k is None else f"ndcg@{k}"
+            assert pq.loc[q, name] == pytest.approx(float(R.retrieval_normalized_dcg(p, t, top_k=k)), rel=1e-5, abs=1e-6), (q, k)
+            outside += not 0 <= pq.loc[q, name] <= 1
+        if len(part) > 1:  # scikit-learn needs two documents
+            y, s = part["grade"].to_numpy()[None, :], part["score"].to_numpy()[None, :]
+            assert sk.loc[q, "dcg@3"] == pytest.approx(dcg_score(y, s, k=3), abs=1e-12), q
+            assert sk.loc[q, "dcg"] == pytest.approx(dcg_score(y, s), abs=1e-12), q
+    assert outside > 0  # the rule matters here
+    # the default (trec_eval): a negative grade gains nothing, the ideal ranks positive gains only
+    plain = tk.evaluate(frame, ["ndcg@3"], relevance="grade", empty_queries="keep").per_query["ndcg@3"]
+    assert plain.between(0, 1).all()
+
+
 def _untied_recs(seed, users=30):
     rng = np.random.default_rng(seed)
     rows = []
@@ -317,3 +355,28 @@ def test_evidently_preset_against_its_code(seed):
     res = tk.evaluate(frame, metrics=list(expected), query="user", relevance="rel", conventions="evidently")
     for name, value in expected.items():
         assert res.summary.iloc[0][name] == pytest.approx(value), name
+
+
+def test_evidently_diversity_divides_by_the_list_length():
+    """Evidently's DiversityMetric (get_ild, transcribed): per user, the cosine distances of the pairs
+    of the top k summed and divided by the list length L, not by the L(L - 1)/2 pairs; topkeval's
+    diversity@k is the mean over the pairs, so Evidently's value is it times (L - 1)/2 when every
+    list holds L items (docs/conventions.md). Scores without ties."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(3)
+    users, items, k = 12, 9, 4
+    rows = [(u, i, float(s), int(rng.random() < 0.4)) for u in range(users)
+            for i, s in zip(range(items), rng.permutation(items) + rng.random())]
+    frame = pd.DataFrame(rows, columns=["user", "item", "score", "rel"])
+    frame.loc[frame.groupby("user")["score"].idxmax(), "rel"] = 1  # every user has a relevant item
+    features = pd.DataFrame(rng.random((items, 3)), index=range(items))
+    unit = features.to_numpy() / np.linalg.norm(features.to_numpy(), axis=1, keepdims=True)
+    distance = 1 - unit @ unit.T
+    ilds = []
+    for _, part in frame.groupby("user"):
+        top = part.sort_values("score", ascending=False)["item"].to_numpy()[:k]
+        ilds.append(sum(distance[i, j] for i, j in combinations(top, 2)) / len(top))
+    res = tk.evaluate(frame, ["recall@1"], query="user", relevance="rel", item="item", conventions="evidently")
+    ours = res.beyond_accuracy(k=k, features=features).loc["score", f"diversity@{k}"]
+    assert np.mean(ilds) == pytest.approx(ours * (k - 1) / 2, rel=1e-12)

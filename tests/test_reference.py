@@ -236,27 +236,30 @@ def test_rbp_residual_by_hand():
     assert plain.summary.iloc[0].tolist() == pytest.approx([0.8**3, 0.8**2], rel=1e-15)
 
 
+@pytest.mark.parametrize("negative_grades", ["zero", "gain"])
 @pytest.mark.parametrize("ties", ["expected", "first", "pessimistic", "ranx"])
-def test_gain_maps_on_a_score_matrix(ties):
+def test_gain_maps_on_a_score_matrix(ties, negative_grades):
     """A gain map that gives grade 0 a gain counts every non-excluded cell of a score matrix (each
     is judged, grade 0), in the DCG and in the ideal DCG, as in the long format; negative gains
-    count in the DCG only (trec_eval). Matrix, long format and reference agree."""
+    count in the DCG only (trec_eval), or in the ideal too, after the cells of grade 0
+    (negative_grades="gain", torchmetrics). Matrix, long format and reference agree."""
     rng = np.random.default_rng(12)
     users, items = 7, 6
     scores = rng.integers(0, 3, (users, items)) / 2
-    grades = rng.choice([0, 0, 0, 1, 2], (users, items))
-    grades[0] = 0  # a user without a relevant item: an ideal DCG from grade 0 alone
+    grades = rng.choice([-2, -1, 0, 0, 0, 1, 2], (users, items))
+    grades[0] = np.minimum(grades[0], 0)  # a user without a relevant item: an ideal DCG from grade 0 alone
     exclude = (rng.random((users, items)) < 0.2) & (grades == 0)
     metrics = ["ndcg(gain={0:1,2:5})@3", "ndcg(gain={0:1})", "dcg(gain={0:1,1:3})@2", "ndcg(gain={0:-1,1:2})@4",
-               "ndcg(gain={0:-0.5})"]
-    conv = dict(ties=ties, empty_queries="keep")
+               "ndcg(gain={0:-0.5})", "ndcg@3", "ndcg", "dcg@4"]
+    conv = dict(ties=ties, empty_queries="keep", negative_grades=negative_grades)
     got = tk.evaluate_matrix(scores, grades, metrics, exclude=exclude, **conv).per_query.set_index("user")
     u, i = np.nonzero(~exclude)
     long = pd.DataFrame({"query": u, "item": i, "grade": grades[u, i], "a": scores[u, i]})
     want = tk.evaluate(long, metrics, relevance="grade", score="a", item="item", **conv)
     pd.testing.assert_frame_equal(got.loc[want.per_query["query"], want.metrics].reset_index(drop=True),
                                   want.per_query[want.metrics], check_exact=False, rtol=1e-12, atol=1e-12)
-    assert (got["ndcg(gain={0:1})"] <= 1 + 1e-12).all() and got.loc[0, "ndcg(gain={0:1})"] > 0
+    if negative_grades == "zero":
+        assert (got["ndcg(gain={0:1})"] <= 1 + 1e-12).all() and got.loc[0, "ndcg(gain={0:1})"] > 0
     if ties == "expected":
         return  # the reference enumerates every order of these heavy ties: too many
     full = resolve(**conv).as_dict()

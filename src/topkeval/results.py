@@ -269,6 +269,9 @@ class Results:
           :math:`s(s-1)/(e(e-1))` for two members of one tie group of e that takes s slots: the
           exact expected mean pairwise dissimilarity (RecTools' ``IntraListDiversity`` with
           distance 1 - sim, except that RecTools scores a list of fewer than 2 items 0).
+          Evidently's ``DiversityMetric`` divides the sum over the pairs by the list length
+          :math:`L_q`, not by the :math:`\binom{L_q}{2}` pairs: its value of a list is this one
+          times :math:`(L_q - 1)/2` (equal for 3 items), and 0 for a list of one item.
 
         By default :math:`\mathrm{pop}(i)` is the share of the queries with a relevant candidate in
         which item i is a relevant candidate (RecTools: users who interacted with the item over

@@ -66,7 +66,8 @@ UNJUDGED_GAINS = ("unjudged", "unknown")
 
 
 def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -> np.ndarray:
-    """Per-candidate gains of a DCG variant (0 for grades <= 0).
+    """Per-candidate gains of a DCG variant (0 for grades <= 0 unless listed in a gain map; a
+    negative grade's own value under ``spec.signed``).
 
     Raises
     ------
@@ -76,14 +77,15 @@ def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -
     if spec.gain == "binary":
         return (rel if rel is not None else np.asarray(grades) > 0).astype(np.float64)
     grades = np.asarray(grades, dtype=np.float64)
-    gains = np.maximum(grades, 0.0)  # one pass: the grade, 0 for grades <= 0 (NaN cannot occur)
+    # one pass: the grade, 0 for grades <= 0 (NaN cannot occur); signed: the grade itself
+    gains = grades.copy() if spec.signed else np.maximum(grades, 0.0)
     if spec.gain == "exp":
         top = float(gains.max()) if len(gains) else 0.0
         if top >= 1024:
             raise DataError(f"gain=exp turns grade {top:g} into 2**{top:g} - 1, beyond the largest float64: "
                             "use linear gains (ndcg@k) or smaller grades.")
         np.exp2(gains, out=gains)
-        gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0
+        gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0 (in (-1, 0) for a negative grade, signed)
         return gains
     if isinstance(spec.gain, tuple):  # a map of grades to gains; other grades gain their own value
         for grade, gain in spec.gain:
@@ -194,14 +196,15 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
             judged_gains = gains_of(judgments.grades, spec, judged_rel)
         # judged items of grade 0 not listed in judgments.grades (the cells of a score matrix)
         zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in UNJUDGED_GAINS + ("binary",) else 0.0
-        zeros = judgments.zeros if judgments.zeros is not None and zero_gain > 0 else _EMPTY_I
+        # they take ranks in the ideal when they gain something, or when every judged item does (signed)
+        zeros = judgments.zeros if judgments.zeros is not None and (zero_gain > 0 or spec.signed) else _EMPTY_I
         d, c = discounts(spec, max(longest, longest_judged))
         shift = _gain_shift(row_gains, judged_gains, np.array([zero_gain]), total_discount=float(c[-1]))
         if shift:
             row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
             zero_gain = math.ldexp(zero_gain, -shift)
         gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
-        ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c)
+        ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c, spec.signed)
     return gains, disc, cum, ideal, shifts
 
 

@@ -754,14 +754,14 @@ def ranks(offsets, scores, rel, grade, items, tie, depth):
 
 
 @kernel
-def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum):
+def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
     """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff.
 
     ``disc[p]`` is the discount of rank p (``disc[0]`` unused) and ``cum`` its prefix sums. Only
-    positive gains enter the ideal ranking. ``zeros[q]`` (when ``zeros`` is not empty) more judged
-    items of query q, not listed in ``gains``, each gain ``zero_gain`` > 0: the grade-0 cells of a
-    score matrix under a gain map that gives grade 0 a gain. They take the ranks after the listed
-    gains larger than ``zero_gain``.
+    positive gains enter the ideal ranking (trec_eval), or every gain, zero and negative ones last,
+    when ``every`` (torchmetrics). ``zeros[q]`` (when ``zeros`` is not empty) more judged items of
+    query q, not listed in ``gains``, each gain ``zero_gain`` (> 0 unless ``every``): the grade-0
+    cells of a score matrix. They take the ranks after the listed gains larger than ``zero_gain``.
     """
     Q = offsets.shape[0] - 1
     C = cutoffs.shape[0]
@@ -772,14 +772,14 @@ def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum):
         extra = zeros[q] if zeros.shape[0] else 0
         npos = 0
         for j in range(lo, hi):
-            if gains[j] > 0:
+            if gains[j] > 0 or every:
                 npos += 1
         if npos == 0 and extra == 0:
             continue
         best = np.empty(npos)
         npos = 0
         for j in range(lo, hi):
-            if gains[j] > 0:
+            if gains[j] > 0 or every:
                 best[npos] = -gains[j]
                 npos += 1
         best = best[stable_argsort(best)]

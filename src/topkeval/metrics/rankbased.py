@@ -63,7 +63,7 @@ def ap_capped(st, m, conv):
 
 
 def _graded(m, conv) -> DcgSpec:
-    return DcgSpec(m.param("gain"), conv.discount)
+    return DcgSpec(m.param("gain"), conv.discount, conv.negative_grades == "gain")
 
 
 _GAIN = (Param("gain", "gain", "linear", False),)

@@ -67,11 +67,14 @@ class DcgSpec:
     negative grade, trec_eval's "unjudged": rbp_resid, unj) or a tuple of ``(grade, gain)`` pairs
     (other grades gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
     ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
-    (p ** (rank - 1)).
+    (p ** (rank - 1)). ``signed`` (``negative_grades="gain"``): a negative grade gains its own,
+    negative, value (linear, unlisted in a map; ``2**grade - 1`` under exp), and the ideal DCG
+    ranks every judged item's gain, zero and negative ones included (torchmetrics).
     """
 
     gain: object = "linear"
     discount: object = "log2"
+    signed: bool = False
 
 
 @dataclass(frozen=True)
