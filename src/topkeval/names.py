@@ -92,20 +92,47 @@ class Metric:
 
 
 def _unknown(text: str, why: str) -> UnknownMetricError:
-    base = re.split(r"[@(.]", str(text), maxsplit=1)[0].strip()
-    canon = []
-    for h in closest(base, list(_ALIASES)):
-        example = FAMILIES[_ALIASES[h][0]].example()
-        if example not in canon:
-            canon.append(example)
+    """An unknown family: the closest names suggested on the family part of ``text``, each with the
+    user's own parameters and cutoff (``recal@2`` -> ``recall@2``) when that parses."""
+    text = str(text)
+    base = re.split(r"[@(.]", text, maxsplit=1)[0]
+    rest = re.sub(r"\s*@\s*", "@", text[len(base):].strip())
+    canon: list[str] = []
+    families: set[str] = set()
+    for h in closest(base.strip(), list(_ALIASES)):  # the closest spelling of each family
+        if _ALIASES[h][0] in families:
+            continue
+        families.add(_ALIASES[h][0])
+        canon.append(_suggestion(h, rest))
     hint = f" Did you mean {' or '.join(repr(c) for c in canon)}?" if canon else ""
     listing = ", ".join(sorted(FAMILIES))
     return UnknownMetricError(f"Unknown metric {text!r}: {why}.{hint} Known metrics: {listing}.")
 
 
+def _suggestion(name: str, rest: str) -> str:
+    """``name`` (a family or an alias) with the rest of what the user wrote, if that parses; else the
+    family's example with the user's cutoff; else the family's example."""
+    fam = FAMILIES[_ALIASES[name][0]]
+    for candidate in (name + rest, fam.example(_user_cutoff(rest))):
+        try:
+            parse_metric(candidate)
+        except UnknownMetricError:
+            continue
+        return candidate
+    return fam.example()
+
+
+def _user_cutoff(text: str) -> int:
+    """The cutoff written at the end of ``text`` (``...@5``) when it is a valid one, else 10."""
+    found = re.search(r"@\s*([0-9]+)\s*$", text)
+    k = int(found.group(1)) if found else 0
+    return k if 1 <= k <= MAX_CUTOFF else 10
+
+
 def _bad(text: str, fam: Family, why: str) -> UnknownMetricError:
-    """A known metric written wrongly: what is wrong and the right form, no list of names."""
-    return UnknownMetricError(f"Bad metric name {text!r}: {why}, as in {fam.example()!r}.")
+    """A known metric written wrongly: what is wrong and the right form (the user's cutoff kept when
+    it is valid), no list of names."""
+    return UnknownMetricError(f"Bad metric name {text!r}: {why}, as in {fam.example(_user_cutoff(str(text)))!r}.")
 
 
 def _split_top(text: str) -> list[str]:

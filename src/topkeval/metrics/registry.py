@@ -103,13 +103,14 @@ class Family:
     trec_format: Callable | None = None  # metric -> trec_eval's name, for families with parameters
     higher_is_better: bool = True  # for reports: which value of a column is the best
 
-    def example(self) -> str:
-        """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``..."""
+    def example(self, k: int = 10) -> str:
+        """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
+        is the cutoff of a family that needs one."""
         text = self.name
         required = [p for p in self.params if p.required]
         if required:
             text += "(" + ",".join(f"{p.name}={_EXAMPLE[p.kind]}" for p in required) + ")"
-        return text + ("@10" if self.cutoff == "required" else "")
+        return text + (f"@{k}" if self.cutoff == "required" else "")
 
     def examples(self) -> list[str]:
         """Every form of this family for tests and docs: with and without cutoff and parameters."""
