@@ -138,7 +138,7 @@ def test_pytrec_eval_compares_float32_scores_and_docnos_as_text(seed):
     pq = res.per_query.set_index("query")
     for q, values in ref.items():
         for theirs, ours in measures.items():
-            assert pq.loc[int(q), str(tk.parse_metric(ours))] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+            assert pq.loc[int(q), res.label(ours)] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
     # the two rules matter on this log: numbers as numbers, or exact doubles, give other values
     for other in ({"item_order": "typed"}, {"score_precision": "exact"}):
         changed = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item",
@@ -162,7 +162,7 @@ def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
         pq = res.per_query.set_index("query")
         for q, values in ref.items():
             for theirs, ours in measures.items():
-                assert pq.loc[q, str(tk.parse_metric(ours))] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+                assert pq.loc[q, res.label(ours)] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
 
 
 ranx = pytest.importorskip("ranx", reason="ranx is a test extra")
@@ -206,7 +206,7 @@ def test_ranx_rank_biased_precision():
                            ranx.Run.from_df(run.astype(as_object), q_id_col="query", doc_id_col="item",
                                             score_col="score"), ["rbp.95", "rbp.8"])
     res = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp.95", "rbp(p=0.8)"], conventions="ranx")
-    assert res.metrics == ["rbp(p=0.95)", "rbp(p=0.8)"]
+    assert res.metrics == ["rbp.95", "rbp(p=0.8)"] and res.info["metric_names"]["rbp.95"] == "rbp(p=0.95)"
     assert res.summary.iloc[0].tolist() == pytest.approx([theirs["rbp.95"], theirs["rbp.8"]], abs=1e-12)
 
 
@@ -233,7 +233,8 @@ def test_pytrec_eval_bpref_and_interpolated_precision(seed):
     levels = [x / 10 for x in range(11)]
     names = [f"iprec_at_recall_{x:.2f}" for x in levels]
     res = tk.evaluate(run, qrels=qrels, item="item", metrics=["bpref", "11pt_avg", *names], conventions="pytrec_eval")
-    assert res.metrics[:2] == ["bpref", "iprec_avg"]
+    assert res.metrics[:2] == ["bpref", "11pt_avg"]  # labelled as asked
+    assert res.label("iprec_avg") == "11pt_avg"
     pq = res.per_query.set_index("query")
     assert sorted(pq.index) == sorted(ref)
     compared = 0
@@ -246,7 +247,7 @@ def test_pytrec_eval_bpref_and_interpolated_precision(seed):
                 assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
                 compared += 1
         if all(same):
-            assert pq.loc[q, "iprec_avg"] == pytest.approx(values["11pt_avg"], abs=1e-12), q
+            assert pq.loc[q, "11pt_avg"] == pytest.approx(values["11pt_avg"], abs=1e-12), q
     assert compared > 200
 
 
@@ -269,7 +270,7 @@ def test_pytrec_eval_infap(seed, level):
         assert sorted(pq.index) == sorted(ref)
         assert any(v["infAP"] > 0 for v in ref.values())
         for q, values in ref.items():  # a query without relevant documents: 0 in both
-            assert pq.loc[q, "infap"] == pytest.approx(values["infAP"], abs=1e-12), (q, judged_only)
+            assert pq.loc[q, "infAP"] == pytest.approx(values["infAP"], abs=1e-12), (q, judged_only)
 
 
 def _ir_measures():
@@ -291,7 +292,7 @@ def test_ir_measures_judged(seed):
     pq = res.per_query.set_index("query")
     assert sorted(pq.index) == sorted({q for q, _ in theirs})
     for (q, measure), value in theirs.items():
-        assert pq.loc[q, "judged@" + measure.split("@")[1]] == pytest.approx(value, abs=1e-12), (q, measure)
+        assert pq.loc[q, res.label("judged@" + measure.split("@")[1])] == pytest.approx(value, abs=1e-12), (q, measure)
 
 
 def test_ir_measures_err_by_gdeval():
@@ -315,7 +316,7 @@ def test_ir_measures_err_by_gdeval():
     pq = res.per_query.set_index("query")
     for (q, measure), value in theirs.items():
         # gdeval prints 5 decimals (printf, as Python formats them)
-        assert f"{pq.loc[q, 'err@' + measure.split('@')[1]]:.5f}" == f"{value:.5f}", (q, measure)
+        assert f"{pq.loc[q, res.label('err@' + measure.split('@')[1])]:.5f}" == f"{value:.5f}", (q, measure)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -377,14 +378,14 @@ def test_ir_measures_ndcg_with_a_gain_map_test_case(tmp_path):
         res = tk.evaluate(str(tmp_path / "run"), qrels=str(tmp_path / "qrels"), metrics=list(want),
                           conventions=preset)
         for name, values in want.items():
-            assert res.per_query[str(tk.parse_metric(name))].tolist() == pytest.approx(values, abs=1e-5), (preset, name)
+            assert res.per_query[res.label(name)].tolist() == pytest.approx(values, abs=1e-5), (preset, name)
     # by hand, query 1: D3 (grade 2) at rank 4 over the ideal 4, 2, 1 (D0, D3, D5)
     assert 2 / np.log2(5) / (4 + 2 / np.log2(3) + 1 / 2) == pytest.approx(0.149492, abs=1e-6)
     ir_measures = _ir_measures()
     measure = ir_measures.nDCG(gains={0: 1, 1: 4})
     theirs = {m.query_id: m.value for m in ir_measures.pytrec_eval.iter_calc(
         [measure], list(ir_measures.read_trec_qrels(IR_MEASURES_QRELS)), list(ir_measures.read_trec_run(IR_MEASURES_RUN)))}
-    mine = res.per_query.set_index("query")[str(tk.parse_metric("ndcg(gains={0:1,1:4})"))]
+    mine = res.per_query.set_index("query")["ndcg(gains={0:1,1:4})"]
     for q, value in theirs.items():
         assert mine.loc[q] == pytest.approx(value, abs=1e-12), q
 
@@ -410,7 +411,7 @@ def test_ir_measures_gain_maps_on_partial_judgments(seed):
             pq = res.per_query.set_index("query")
             for (q, measure), value in theirs.items():
                 k = measure.rsplit("@", 1)[1] if "@" in measure else None
-                column = str(tk.parse_metric(names[0 if k == "3" else 1 if k == "10" else 2]))
+                column = names[0 if k == "3" else 1 if k == "10" else 2]
                 assert pq.loc[q, column] == pytest.approx(value, abs=1e-12), (q, measure, judged_only)
 
 
@@ -459,5 +460,5 @@ def test_judged_only_with_every_retrieved_item_unjudged_equals_pytrec_eval():
                     continue  # trec_eval's other x / 0 are 0 (set_P of nothing): the presets' undefined
                 if np.isnan(want) and undefined == 0.0:
                     want = 0.0
-                got = pq.loc[q, str(tk.parse_metric(ours))]
+                got = pq.loc[q, ours]
                 assert got == pytest.approx(want, abs=1e-12, nan_ok=True), (q, theirs, undefined)

@@ -341,6 +341,7 @@ def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool
         "ties_at_cutoff": total("ties"),
         "models": models,
         "metrics": plan.names,
+        "metric_names": plan.canonical,
         "conventions": plan.conv.as_dict(),
         "spark": {"partitions": len(counts)},
     }

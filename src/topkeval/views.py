@@ -72,14 +72,14 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
     ks = [int(k) for k in ks]
     if not ks or min(ks) < 1:
         raise ParameterError(f"ks must be positive cutoffs, got {ks!r}.")
-    names = [str(parse_metric(f"{fam}@{k}")) for fam in families for k in ks]
+    names = [f"{fam}@{k}" for fam in families for k in ks]
     with warnings.catch_warnings():  # the warnings of the first evaluation were given already
         warnings.simplefilter("ignore", TopkevalWarning)
         again = rerun(list(dict.fromkeys(names)))
     rows = []
     for fam in families:
         for k in ks:
-            name = str(parse_metric(f"{fam}@{k}"))
+            name = again.label(f"{fam}@{k}")
             for model in again.models:
                 rows.append({"model": model, "metric": fam, "k": k, "value": float(again.summary.loc[model, name])})
     return pd.DataFrame(rows)
