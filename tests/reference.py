@@ -181,6 +181,9 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family in ("iprec", "iprec_avg"):
         if R == 0:
             return und
+        # an empty list at a level counting 0 relevant items: the largest precision over no rank
+        if not ranked and (family == "iprec_avg" or _c_round(beta * R) == 0):
+            return und
         if family == "iprec":  # beta carries the recall level
             return _iprec(ranked, R, beta)
         return sum(_iprec(ranked, R, x) for x in reversed(ELEVEN)) / 11

@@ -211,7 +211,7 @@ def test_infap_by_hand():
     want = (1 + 1 / 4 + (3 / 4) * (2 / 3) * (1 + eps) / (1 + 2 * eps)) / 3
     for ties in DETERMINISTIC:
         res = tk.evaluate(run, qrels=qrels, item="item", metrics=["infAP"], ties=ties)
-        assert res.summary.iloc[0]["infap"] == pytest.approx(want, rel=1e-14), ties
+        assert res.summary.iloc[0]["infAP"] == pytest.approx(want, rel=1e-14), ties
     # grade -1 read as judged non-relevant would give 1/4 + (3/4) (2/3) (1 + eps) / (2 + 2 eps) instead
     as_zero = tk.evaluate(run, qrels=qrels.replace({"relevance": {-1: 0}}), item="item", metrics=["infap"],
                           ties="first")
