@@ -60,22 +60,40 @@ def ranked_orders(scores, rel, items, conv, grades):
         order = sorted(sorted(idx, key=lambda i: items[i], reverse=True), key=lambda i: -scores[i])
     elif ties == "item_asc":
         order = sorted(sorted(idx, key=lambda i: items[i]), key=lambda i: -scores[i])
+    elif ties == "ranx":  # ranx's Run: numba's np.argsort (quicksort) of the negated scores, in row order
+        order = [idx[p] for p in numba_argsort([-scores[i] for i in idx])]
     else:
         raise ValueError(ties)
     return [order]
+
+
+def numba_argsort(keys) -> list[int]:
+    """numba's own ``np.argsort`` (its default quicksort) of ``keys``: the order ranx gives a query."""
+    global _NUMBA_ARGSORT
+    import numpy as np
+
+    if _NUMBA_ARGSORT is None:
+        import numba
+
+        _NUMBA_ARGSORT = numba.njit(lambda a: np.argsort(a))
+    return _NUMBA_ARGSORT(np.asarray(keys, dtype=np.float64)).tolist()
+
+
+_NUMBA_ARGSORT = None
 
 
 def _div(a, b, undefined):
     return a / b if b != 0 else undefined
 
 
-def _gain(grade, mode):
-    """trec_eval's gains: the grade (linear), 2**grade - 1 (exp) or a map, other grades their own value."""
+def _gain(grade, mode, signed=False):
+    """trec_eval's gains: the grade (linear), 2**grade - 1 (exp) or a map, other grades their own value;
+    0 for grades <= 0 unless ``signed`` (torchmetrics: a negative grade is a negative gain)."""
     if isinstance(mode, tuple):
         mapped = dict(mode)
         if grade in mapped:
             return float(mapped[grade])
-    if grade <= 0:
+    if grade <= 0 and not signed:
         return 0.0
     return 2.0**grade - 1.0 if mode == "exp" else float(grade)
 
@@ -146,8 +164,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     """
     ranked = [bool(r) for r, *_ in triples]
     und = conv["undefined"]
-    if family == "judged":
-        flags = [bool(t[3]) for t in triples]
+    if family in ("judged", "unj"):  # trec_eval's unj_k: no judgment, or a negative grade (in the pool only)
+        flags = [bool(t[3]) if family == "judged" else not t[3] or t[1] < 0 for t in triples]
         return _div(sum(flags[:k]), min(k, len(flags)) if conv["short_lists"] == "shrink" else k, und)
     if family == "bpref":  # trec_eval's m_bpref.c, transcribed
         num_nonrel = sum(1 for g in judged if g >= 0 and not _is_rel(g, conv))
@@ -162,6 +180,9 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return _div(_infap_sum(triples, conv), R, und)
     if family in ("iprec", "iprec_avg"):
         if R == 0:
+            return und
+        # an empty list at a level counting 0 relevant items: the largest precision over no rank
+        if not ranked and (family == "iprec_avg" or _c_round(beta * R) == 0):
             return und
         if family == "iprec":  # beta carries the recall level
             return _iprec(ranked, R, beta)
@@ -195,15 +216,23 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return _div(total, R if family == "ap" else min(R, k), und)
     if family == "rbp":  # beta carries p
         return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+    if family == "rbp_resid":  # trec_eval's m_rbp_resid.c: no judgment or a negative grade; 0 if none is
+        unknown = [not t[3] or t[1] < 0 for t in triples]
+        if not any(unknown):
+            return 0.0
+        return beta**n + (1 - beta) * sum(beta**p for p, u in enumerate(unknown) if u)
     if family == "rbp_residual":  # Moffat & Zobel 2008: unjudged ranks of the top k, and every rank past it
         depth = min(cut, n)
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
-    if family in ("dcg", "ndcg"):
-        value = _dcg([_gain(g, gain) for _, g, *_ in triples], cut, conv)
+    if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
+        signed = conv.get("negative_grades") == "gain"
+        value = _dcg([_gain(g, gain, signed) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
             return value
-        ideal = _dcg(sorted((_gain(g, gain) for g in judged), reverse=True), len(judged) if k is None else k, conv)
+        # the ideal ranks the positive gains (trec_eval), or every judged item's gain (torchmetrics)
+        best = sorted((x for x in (_gain(g, gain, signed) for g in judged) if x > 0 or signed), reverse=True)
+        ideal = _dcg(best, len(best) if k is None else k, conv)
         return _div(value, ideal, und)
     hits_all = sum(ranked)  # relevant among the n: the set measures
     if family == "num_ret":

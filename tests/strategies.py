@@ -11,12 +11,13 @@ from topkeval.conventions import TIES
 SCORES = st.sampled_from([0.0, 0.5, 1.0, 1.0 + 1e-9, 1.5, 2.0, -1.0])  # 1 + 1e-9 == 1 in float32
 GRADES = st.sampled_from([0, 0, 1, 2, 3])
 FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp",
-              "fn", "tn", "ap_capped", "judged"]
+              "fn", "tn", "ap_capped", "judged", "unj"]
 UNCUT = ["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
-         "set_relative_precision", "rbp", "rbp_residual", "bpref", "iprec", "iprec_avg", "auc", "err", "infap"]
+         "set_relative_precision", "rbp", "rbp_residual", "rbp_resid", "bpref", "iprec", "iprec_avg", "auc", "err",
+         "infap"]
 #: Families computed under deterministic tie rules only (refused under ties="expected").
 DETERMINISTIC_ONLY = {"iprec", "iprec_avg", "infap"}
-GAINS = [None, "exp", ((1, 3), (2, 7))]
+GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
 
 
 @st.composite
@@ -49,6 +50,7 @@ def conventions(draw):
         "item_order": draw(st.sampled_from(["typed", "text"])),
         "score_precision": draw(st.sampled_from(["exact", "float32"])),
         "nonpositive_scores": draw(st.sampled_from(["count", "count", "miss"])),
+        "negative_grades": draw(st.sampled_from(["zero", "gain"])),
     }
 
 
@@ -62,6 +64,8 @@ def metric_specs(draw):
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
+        if fam == "rbp_resid":
+            beta = draw(st.sampled_from([0.5, 0.9, 0.95]))  # p, 0.9 by default
         if fam == "iprec":
             beta = draw(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0]))  # the recall level
         if fam == "err":
@@ -75,6 +79,8 @@ def metric_specs(draw):
             params.append(f"recall={beta:g}")
         elif fam == "err":
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
+        elif fam == "rbp_resid":
+            params += [f"p={beta:g}"] if beta != 0.9 else []  # 0.9 is the default
         elif beta is not None:
             params.append(f"p={beta:g}" if fam in ("rbp", "rbp_residual") else f"beta={beta:g}")
         name = fam + (f"({','.join(params)})" if params else "") + (f"@{k}" if k else "")

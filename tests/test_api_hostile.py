@@ -198,6 +198,7 @@ def _results_calls(res, root) -> dict:
         "to_markdown": (res.to_markdown, dict(digits=3)),
         "to_dict": (res.to_dict, dict(per_query=False)),
         "to_pandas": (res.to_pandas, {}),
+        "label": (res.label, dict(metric="R@2")),
     }
 
 

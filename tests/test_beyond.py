@@ -83,17 +83,15 @@ def test_exposure_kernel_equals_mean_over_orders(rows, conv, k):
     res = tk.evaluate(pd.DataFrame(rows), metrics=["recall@1"], query="query", relevance="grade", score="a",
                       item="item", **conv)
     [(log, _)] = list(res._sources())
-    from topkeval.engine.backends import comparable_scores, tie_items
+    from topkeval.engine.backends import comparable_scores, tie_rule
 
     c = res._conventions
-    items = tie_items(log, c) if c.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+    tie, items = tie_rule(log, c, comparable_scores(log.scores["a"], c))
     thr = -np.inf if c.score_threshold is None else c.score_threshold
     p, g, e = cpu.exposure(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
-                           log.grades.astype(float), items, thr, cpu.TIE_CODES[c.ties],
-                           np.full(log.n_queries, k, np.int64))
+                           log.grades.astype(float), items, thr, tie, np.full(log.n_queries, k, np.int64))
     interpreted = cpu.exposure.py_func(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
-                                       log.grades.astype(float), items, thr, cpu.TIE_CODES[c.ties],
-                                       np.full(log.n_queries, k, np.int64))
+                                       log.grades.astype(float), items, thr, tie, np.full(log.n_queries, k, np.int64))
     for x, y in zip((p, g, e), interpreted):
         np.testing.assert_array_equal(x, y)
     ids = log.item_ids(log.items)

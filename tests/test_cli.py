@@ -34,8 +34,8 @@ def test_json_shape(log_file, capsys):
     payload = json.loads(out)
     assert payload["summary"]["old"]["recall@2"] == 0.75
     assert payload["summary"]["new"]["recall@2"] == 1.0
-    assert payload["summary"]["old"]["precision@1"] == 0.5
-    assert payload["summary"]["new"]["precision@1"] == 1.0
+    assert payload["summary"]["old"]["P@1"] == 0.5  # labelled as asked; info maps labels to canonical names
+    assert payload["summary"]["new"]["P@1"] == 1.0 and payload["info"]["metric_names"]["P@1"] == "precision@1"
     assert payload["info"]["skipped_empty"] == 1
 
 
@@ -55,7 +55,7 @@ def test_convention_flags(log_file, capsys):
     base = ["evaluate", log_file, "--query", "q", "--relevance", "rel", "--score", "old", "-m", "P@5",
             "--format", "json"]
     _, out, _ = run(base + ["--short-lists", "shrink"], capsys)
-    assert json.loads(out)["summary"]["old"]["precision@5"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    assert json.loads(out)["summary"]["old"]["P@5"] == pytest.approx((2 / 3 + 1 / 2) / 2)
     _, out, _ = run(base + ["--empty-queries", "keep", "--undefined", "nan"], capsys)
     assert json.loads(out)["info"]["evaluated"] == 3
 

@@ -42,7 +42,7 @@ def test_csv_ids_stay_text(tmp_path):
                                         "7,1,1,0.5\n00003,x,1,0.1\n")
     res = tk.evaluate(path, metrics=["P@1"], item="item")
     assert res.per_query["query"].tolist() == ["007", "7", "00003"]  # not merged, not 3
-    assert res.per_query["precision@1"].tolist() == [1.0, 0.0, 1.0]
+    assert res.per_query["P@1"].tolist() == [1.0, 0.0, 1.0]
     assert res.info["queries"] == 3
 
 
@@ -84,7 +84,7 @@ def test_two_runs_with_the_same_file_name_and_tag_stay_apart(tmp_path):
     b = _write(tmp_path / "d2" / "a.run", "q1 Q0 d2 1 0.5 r\nq1 Q0 d1 2 0.4 r\n")
     qrels = _write(tmp_path / "qrels.txt", "q1 0 d2 1\n")
     res = tk.evaluate([a, b], qrels=qrels, metrics=["P@1"])
-    assert len(res.models) == 2 and sorted(res.summary["precision@1"]) == [0.0, 1.0]
+    assert len(res.models) == 2 and sorted(res.summary["P@1"]) == [0.0, 1.0]
     with pytest.raises(tk.ParameterError, match="given twice"):
         tk.evaluate([a, a], qrels=qrels)
     code = main(["evaluate", "--qrels", str(qrels), "--run", str(a), "--run", str(b), "-m", "P@1", "--format", "json"])
@@ -347,7 +347,7 @@ def test_every_path_in_every_format(tmp_path, fmt):
         out = io.StringIO()
         _emit_results(res, fmt, name != "streamed_sums", out)
         text = out.getvalue()
-        assert "precision@3" in text or "P_3" in text, name
+        assert "P@3" in text or "P_3" in text, name
         if fmt == "json":
             assert json.loads(text)["summary"] == json.loads(json.dumps(res.to_dict()["summary"]))
         if fmt == "trec":
@@ -529,7 +529,7 @@ def test_cli_comma_separated_metrics_and_csv_chunks(tmp_path, capsys):
     assert main(["evaluate", str(path), "-m", "recall@1,P@1", "-m", "ndcg(gain={1:3,2:7})@2", "--chunk-rows", "2",
                  "--format", "json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert list(payload["summary"]["score"]) == ["recall@1", "precision@1", "ndcg(gain={1:3,2:7})@2"]
+    assert list(payload["summary"]["score"]) == ["recall@1", "P@1", "ndcg(gain={1:3,2:7})@2"]
     assert payload["info"]["chunks"] >= 2
     assert payload["summary"] == tk.evaluate(LOG, ["recall@1", "P@1", "ndcg(gain={1:3,2:7})@2"]).to_dict()["summary"]
 
@@ -565,12 +565,12 @@ def test_cli_compare_on_trec_runs(tmp_path, capsys):
     assert main(["compare", "--qrels", str(qrels), "--run", str(a), "--run", str(b), "--baseline", "bm25",
                  "-m", "P@1,rr", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["comparison"]
-    assert {r["metric"] for r in rows} == {"precision@1", "rr"} and all(r["model"] == "dense" for r in rows)
+    assert {r["metric"] for r in rows} == {"P@1", "rr"} and all(r["model"] == "dense" for r in rows)
     # dense puts the relevant d4 first in all 6 queries, bm25 last: exact sign flips give p = 2/64
     assert [r["delta"] for r in rows] == [1.0, 0.8] and [r["wins"] for r in rows] == [6, 6]
     assert all(r["p_value"] == pytest.approx(2 / 64) for r in rows) and "verdict" in rows[0]
     res = tk.evaluate([a, b], qrels=qrels, metrics=["P@1"])  # the same in Python: a list of runs
-    assert res.summary.loc["dense", "precision@1"] == 1.0 and res.summary.loc["bm25", "precision@1"] == 0.0
+    assert res.summary.loc["dense", "P@1"] == 1.0 and res.summary.loc["bm25", "P@1"] == 0.0
 
 
 def test_ascending_scores_rank_low_first():

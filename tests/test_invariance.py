@@ -33,9 +33,9 @@ def test_row_and_query_order(rows, conv, seed):
     frame = pd.DataFrame(rows)
     base = _eval(frame, conv)
     keys = np.random.default_rng(seed).random(len(frame))
-    if conv["ties"] == "first":
-        # "first" ranks tied rows in input order by definition: interleave the queries but keep
-        # each query's rows in their relative order
+    if conv["ties"] in ("first", "ranx"):
+        # "first" and "ranx" rank tied rows by their input order by definition: interleave the
+        # queries but keep each query's rows in their relative order
         for idx in frame.groupby("query").indices.values():
             keys[idx] = np.sort(keys[idx])
     shuffled = frame.iloc[np.argsort(keys)]

@@ -138,7 +138,7 @@ def test_pytrec_eval_compares_float32_scores_and_docnos_as_text(seed):
     pq = res.per_query.set_index("query")
     for q, values in ref.items():
         for theirs, ours in measures.items():
-            assert pq.loc[int(q), str(tk.parse_metric(ours))] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+            assert pq.loc[int(q), res.label(ours)] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
     # the two rules matter on this log: numbers as numbers, or exact doubles, give other values
     for other in ({"item_order": "typed"}, {"score_precision": "exact"}):
         changed = tk.evaluate(frame, metrics=list(measures.values()), relevance="grade", item="item",
@@ -162,7 +162,7 @@ def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
         pq = res.per_query.set_index("query")
         for q, values in ref.items():
             for theirs, ours in measures.items():
-                assert pq.loc[q, str(tk.parse_metric(ours))] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+                assert pq.loc[q, res.label(ours)] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
 
 
 ranx = pytest.importorskip("ranx", reason="ranx is a test extra")
@@ -206,7 +206,7 @@ def test_ranx_rank_biased_precision():
                            ranx.Run.from_df(run.astype(as_object), q_id_col="query", doc_id_col="item",
                                             score_col="score"), ["rbp.95", "rbp.8"])
     res = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp.95", "rbp(p=0.8)"], conventions="ranx")
-    assert res.metrics == ["rbp(p=0.95)", "rbp(p=0.8)"]
+    assert res.metrics == ["rbp.95", "rbp(p=0.8)"] and res.info["metric_names"]["rbp.95"] == "rbp(p=0.95)"
     assert res.summary.iloc[0].tolist() == pytest.approx([theirs["rbp.95"], theirs["rbp.8"]], abs=1e-12)
 
 
@@ -233,7 +233,8 @@ def test_pytrec_eval_bpref_and_interpolated_precision(seed):
     levels = [x / 10 for x in range(11)]
     names = [f"iprec_at_recall_{x:.2f}" for x in levels]
     res = tk.evaluate(run, qrels=qrels, item="item", metrics=["bpref", "11pt_avg", *names], conventions="pytrec_eval")
-    assert res.metrics[:2] == ["bpref", "iprec_avg"]
+    assert res.metrics[:2] == ["bpref", "11pt_avg"]  # labelled as asked
+    assert res.label("iprec_avg") == "11pt_avg"
     pq = res.per_query.set_index("query")
     assert sorted(pq.index) == sorted(ref)
     compared = 0
@@ -246,7 +247,7 @@ def test_pytrec_eval_bpref_and_interpolated_precision(seed):
                 assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
                 compared += 1
         if all(same):
-            assert pq.loc[q, "iprec_avg"] == pytest.approx(values["11pt_avg"], abs=1e-12), q
+            assert pq.loc[q, "11pt_avg"] == pytest.approx(values["11pt_avg"], abs=1e-12), q
     assert compared > 200
 
 
@@ -269,7 +270,7 @@ def test_pytrec_eval_infap(seed, level):
         assert sorted(pq.index) == sorted(ref)
         assert any(v["infAP"] > 0 for v in ref.values())
         for q, values in ref.items():  # a query without relevant documents: 0 in both
-            assert pq.loc[q, "infap"] == pytest.approx(values["infAP"], abs=1e-12), (q, judged_only)
+            assert pq.loc[q, "infAP"] == pytest.approx(values["infAP"], abs=1e-12), (q, judged_only)
 
 
 def _ir_measures():
@@ -291,7 +292,7 @@ def test_ir_measures_judged(seed):
     pq = res.per_query.set_index("query")
     assert sorted(pq.index) == sorted({q for q, _ in theirs})
     for (q, measure), value in theirs.items():
-        assert pq.loc[q, "judged@" + measure.split("@")[1]] == pytest.approx(value, abs=1e-12), (q, measure)
+        assert pq.loc[q, res.label("judged@" + measure.split("@")[1])] == pytest.approx(value, abs=1e-12), (q, measure)
 
 
 def test_ir_measures_err_by_gdeval():
@@ -315,7 +316,7 @@ def test_ir_measures_err_by_gdeval():
     pq = res.per_query.set_index("query")
     for (q, measure), value in theirs.items():
         # gdeval prints 5 decimals (printf, as Python formats them)
-        assert f"{pq.loc[q, 'err@' + measure.split('@')[1]]:.5f}" == f"{value:.5f}", (q, measure)
+        assert f"{pq.loc[q, res.label('err@' + measure.split('@')[1])]:.5f}" == f"{value:.5f}", (q, measure)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -344,3 +345,120 @@ def test_auc_equals_torchmetrics_and_sklearn_per_query(seed):
         compared += 1
     assert compared > 20
     assert res.summary.iloc[0]["auc"] == pytest.approx(pq.dropna().mean(), abs=1e-12)
+
+
+IR_MEASURES_QRELS = """0 0 D0 1
+0 0 D1 -1
+0 0 D2 0
+0 0 D3 2
+0 0 D4 0
+1 0 D0 1
+1 0 D3 2
+1 0 D4 -1
+1 0 D5 0"""
+IR_MEASURES_RUN = """0 0 D0 1 0.8 run
+0 0 D2 2 0.7 run
+0 0 D1 3 0.3 run
+0 0 D3 4 0.4 run
+0 0 D4 5 0.1 run
+1 0 D1 1 0.8 run
+1 0 D4 2 0.7 run
+1 0 D3 3 0.3 run
+1 0 D2 4 0.4 run"""
+
+
+def test_ir_measures_ndcg_with_a_gain_map_test_case(tmp_path):
+    """ir_measures' own test of nDCG(gains={0:1,1:4}) (tests/test_pytrec_eval.py, test_nDCG, to 5 places): 0.97177
+    and 0.14949. Unjudged documents (D1, D2 of query 1) gain nothing, the judged grade-0 document
+    D5 gains 1 in the ideal ranking and grade -1 (in the pool, unjudged) gains nothing."""
+    (tmp_path / "qrels").write_text(IR_MEASURES_QRELS + "\n")
+    (tmp_path / "run").write_text(IR_MEASURES_RUN + "\n")
+    want = {"ndcg": [0.76018, 0.32739], "ndcg_cut_3": [0.76018, 0.0], "ndcg(gains={0:1,1:4})": [0.97177, 0.14949]}
+    for preset in ("trec_eval", "pytrec_eval"):
+        res = tk.evaluate(str(tmp_path / "run"), qrels=str(tmp_path / "qrels"), metrics=list(want),
+                          conventions=preset)
+        for name, values in want.items():
+            assert res.per_query[res.label(name)].tolist() == pytest.approx(values, abs=1e-5), (preset, name)
+    # by hand, query 1: D3 (grade 2) at rank 4 over the ideal 4, 2, 1 (D0, D3, D5)
+    assert 2 / np.log2(5) / (4 + 2 / np.log2(3) + 1 / 2) == pytest.approx(0.149492, abs=1e-6)
+    ir_measures = _ir_measures()
+    measure = ir_measures.nDCG(gains={0: 1, 1: 4})
+    theirs = {m.query_id: m.value for m in ir_measures.pytrec_eval.iter_calc(
+        [measure], list(ir_measures.read_trec_qrels(IR_MEASURES_QRELS)), list(ir_measures.read_trec_run(IR_MEASURES_RUN)))}
+    mine = res.per_query.set_index("query")["ndcg(gains={0:1,1:4})"]
+    for q, value in theirs.items():
+        assert mine.loc[q] == pytest.approx(value, abs=1e-12), q
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ir_measures_gain_maps_on_partial_judgments(seed):
+    """nDCG with gain maps (grade 0 given a gain, grades renamed) against ir_measures (pytrec_eval
+    inside) on runs with heavy ties, unjudged documents, grade -1 and relevant documents never
+    retrieved, at cutoffs and without, with and without judged_only (trec_eval -J)."""
+    ir_measures = _ir_measures()
+    run, qrels = _partial_judgments(np.random.default_rng(600 + seed), queries=25, pool=120, grades=[-1, 0, 1, 2, 3])
+    as_irm = {"query": "query_id", "item": "doc_id"}
+    for gains in ({0: 1, 1: 4}, {0: 2, 1: 1, 2: 5, 3: 3}, {1: 3, 2: 7}):
+        spelled = "{" + ",".join(f"{g}:{v}" for g, v in gains.items()) + "}"
+        for judged_only in (False, True):
+            measures = [ir_measures.nDCG(gains=gains, judged_only=judged_only) @ k for k in (3, 10)] + [
+                ir_measures.nDCG(gains=gains, judged_only=judged_only)]
+            theirs = {(m.query_id, str(m.measure)): m.value for m in ir_measures.pytrec_eval.iter_calc(
+                measures, qrels.rename(columns=as_irm), run.rename(columns=as_irm))}
+            names = [f"ndcg(gain={spelled})@3", f"ndcg(gain={spelled})@10", f"ndcg(gain={spelled})"]
+            res = tk.evaluate(run, qrels=qrels, item="item", metrics=names, conventions="pytrec_eval",
+                              judged_only=judged_only)
+            pq = res.per_query.set_index("query")
+            for (q, measure), value in theirs.items():
+                k = measure.rsplit("@", 1)[1] if "@" in measure else None
+                column = names[0 if k == "3" else 1 if k == "10" else 2]
+                assert pq.loc[q, column] == pytest.approx(value, abs=1e-12), (q, measure, judged_only)
+
+
+def test_negative_gains_count_in_dcg_not_in_the_ideal():
+    """trec_eval's m_ndcg.c: "Gains are allowed to be 0 or negative"; a retrieved document's gain is
+    added whatever its sign, the ideal ranking stops at the first gain <= 0. With ndcg.0=-1,2=5: run
+    a (grade 0), b (grade 2), c (no judgment), d (grade 1); judged e (grade 2) never retrieved."""
+    run = pd.DataFrame({"query": "q", "item": ["a", "b", "c", "d"], "score": [4.0, 3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": "q", "item": ["a", "b", "d", "e"], "relevance": [0, 2, 1, 2]})
+    dcg = -1 + 5 / np.log2(3) + 1 / np.log2(5)
+    ideal = 5 + 5 / np.log2(3) + 1 / 2
+    for name in ("ndcg(gain={0:-1,2:5})", "ndcg.0=-1,2=5"):
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=[name, "dcg(gain={0:-1,2:5})"],
+                          conventions="trec_eval")
+        assert res.summary.iloc[0].tolist() == pytest.approx([dcg / ideal, dcg], rel=1e-14)
+
+
+def test_judged_only_with_every_retrieved_item_unjudged_equals_pytrec_eval():
+    """trec_eval -J on queries whose retrieved documents are all unjudged (or grade -1): nothing is
+    left to rank. Every measure is 0 as in pytrec_eval, except interpolated precision at a level
+    whose count of relevant documents is 0 (recall 0, and 11pt_avg): pytrec_eval computes 0 / 0,
+    NaN; topkeval gives the undefined value (0 under the presets, NaN with undefined="nan")."""
+    qrels = pd.DataFrame([("a", "d1", 1), ("a", "d2", 0), ("a", "d3", 2), ("a", "u2", -1), ("b", "x1", 1),
+                          ("b", "x2", 0)], columns=["query", "item", "relevance"])
+    run = pd.DataFrame([("a", "u1", 0.5), ("a", "u2", 0.9), ("b", "x1", 1.0), ("b", "u3", 0.5)],
+                       columns=["query", "item", "score"])
+    measures = {"P_5": "P@5", "recall_5": "recall@5", "map": "map", "ndcg": "ndcg", "Rprec": "Rprec",
+                "recip_rank": "recip_rank", "bpref": "bpref", "infAP": "infAP", "set_P": "set_P",
+                "set_recall": "set_recall", "set_relative_P": "set_relative_P", "num_ret": "num_ret",
+                "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "success_1": "success_1",
+                "iprec_at_recall_0.00": "iprec_at_recall_0.00", "11pt_avg": "11pt_avg"}
+    ref = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {"P.5", "recall.5", "map", "ndcg", "Rprec", "recip_rank",
+                                                            "bpref", "infAP", "set_P", "set_recall", "set_relative_P",
+                                                            "num_ret", "num_rel", "num_rel_ret", "success.1",
+                                                            "iprec_at_recall", "11pt_avg"},
+                                         judged_docs_only_flag=True).evaluate(_as_dicts(run))
+    assert np.isnan(ref["a"]["11pt_avg"]) and np.isnan(ref["a"]["iprec_at_recall_0.00"])
+    for undefined in (0.0, "nan"):
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(measures.values()), conventions="pytrec_eval",
+                          judged_only=True, undefined=undefined)
+        pq = res.per_query.set_index("query")
+        for q, values in ref.items():
+            for theirs, ours in measures.items():
+                want = values[theirs]
+                if undefined == "nan" and theirs not in ("iprec_at_recall_0.00", "11pt_avg"):
+                    continue  # trec_eval's other x / 0 are 0 (set_P of nothing): the presets' undefined
+                if np.isnan(want) and undefined == 0.0:
+                    want = 0.0
+                got = pq.loc[q, ours]
+                assert got == pytest.approx(want, abs=1e-12, nan_ok=True), (q, theirs, undefined)

@@ -46,6 +46,127 @@ def test_ranx_preset(seed):
         np.testing.assert_allclose(res.per_query[mine].to_numpy(), ref[name], atol=1e-12, err_msg=name)
 
 
+def _ranx_per_query(ranx, frame, names):
+    """ranx's per-query values, with its Qrels and Run objects (built from the rows in their order),
+    keyed by query; every row is judged."""
+    qrels, run = {}, {}
+    for q, it, s, g in frame[["query", "item", "score", "grade"]].itertuples(index=False):
+        run.setdefault(q, {})[it] = s
+        qrels.setdefault(q, {})[it] = int(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        values = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False)
+    order = sorted(run)  # ranx sorts its queries by id
+    return {name: dict(zip(order, values[name] if len(names) > 1 else values)) for name in names}
+
+
+def _long_ties(seed, lengths=(3, 15, 16, 17, 40, 100, 1000), levels=3):
+    """Queries of the given lengths whose scores take a few values (the longest: one tie group)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q, n in enumerate(lengths):
+        scores = rng.integers(0, levels, n) / 2 if n < 1000 else np.ones(n)
+        grades = rng.choice([0, 0, 0, 1, 2], n)
+        grades[0] = 1  # every query has a relevant document (ranx skips queries without judgments)
+        items = rng.choice(100_000, n, replace=False)
+        rows += [(f"q{q}", f"d{i}", float(s), int(g)) for i, s, g in zip(items, scores, grades)]
+    return pd.DataFrame(rows, columns=["query", "item", "score", "grade"])
+
+
+RANX_NAMES = ["precision@10", "recall@100", "r-precision", "mrr", "map", "map@10", "ndcg@10", "ndcg_burges@20",
+              "hit_rate@5", "hits@10", "bpref"]
+OURS = ["precision@10", "recall@100", "r_precision", "rr", "ap", "ap@10", "ndcg@10", "ndcg(gain=exp)@20",
+        "hit_rate@5", "tp@10", "bpref"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ranx_preset_orders_long_tied_lists_as_ranx(seed):
+    """ranx orders a query's documents with numba's np.argsort (quicksort) of the negated scores, in
+    the run's order: from 16 tied documents up that is not the row order. 16, 17, 100 and 1000 ties."""
+    ranx = pytest.importorskip("ranx")
+    frame = _long_ties(seed)
+    theirs = _ranx_per_query(ranx, frame, RANX_NAMES)
+    res = tk.evaluate(frame, metrics=OURS, relevance="grade", item="item", conventions="ranx")
+    pq = res.per_query.set_index("query")
+    for name, mine in zip(RANX_NAMES, OURS):
+        for q, value in theirs[name].items():
+            assert pq.loc[q, mine] == pytest.approx(value, abs=1e-12), (name, q)
+    # the row order (ties="first") is ranx's only below 16 candidates
+    first = tk.evaluate(frame, metrics=["ndcg@10", "ap"], relevance="grade", item="item", conventions="ranx",
+                        ties="first").per_query.set_index("query")
+    short = [q for q, n in frame.groupby("query").size().items() if n < 16]
+    assert np.allclose(first.loc[short, "ndcg@10"], pq.loc[short, "ndcg@10"], rtol=0, atol=1e-12)
+    assert not np.allclose(first["ndcg@10"], pq["ndcg@10"], rtol=0, atol=1e-6)
+
+
+def test_ranx_preset_on_every_path():
+    """The same order on a score matrix (a popularity recommender: one score per item, for every
+    user), a streamed parquet file and judgments kept apart; depth is refused (ranx has no cut)."""
+    ranx = pytest.importorskip("ranx")
+    rng = np.random.default_rng(9)
+    users, items = 15, 70
+    popularity = rng.integers(0, 4, items).astype(float)
+    scores = np.tile(popularity, (users, 1))
+    grades = (rng.random((users, items)) < 0.15) * rng.integers(1, 3, (users, items))
+    grades[:, 0] = 1
+    exclude = (rng.random((users, items)) < 0.1) & (grades == 0)
+    u, i = np.nonzero(~exclude)
+    long = pd.DataFrame({"query": [f"u{x:02d}" for x in u], "item": [f"i{y:02d}" for y in i],
+                         "score": scores[u, i], "grade": grades[u, i]})
+    names, ours = ["ndcg@10", "map", "mrr", "precision@5", "recall@20"], ["ndcg@10", "ap", "rr", "precision@5",
+                                                                         "recall@20"]
+    theirs = _ranx_per_query(ranx, long, names)
+    on_matrix = tk.evaluate_matrix(scores, grades, ours, exclude=exclude, conventions="ranx").per_query
+    in_memory = tk.evaluate(long, ours, relevance="grade", item="item", conventions="ranx").per_query
+    qrels = long[long["grade"] > 0][["query", "item", "grade"]].rename(columns={"grade": "relevance"})
+    apart = tk.evaluate(long[["query", "item", "score"]], ours, item="item", qrels=qrels, conventions="ranx").per_query
+    for name, mine in zip(names, ours):
+        for q, value in theirs[name].items():
+            assert on_matrix.set_index("user").loc[int(q[1:]), mine] == pytest.approx(value, abs=1e-12), (name, q)
+            assert in_memory.set_index("query").loc[q, mine] == pytest.approx(value, abs=1e-12), (name, q)
+            assert apart.set_index("query").loc[q, mine] == pytest.approx(value, abs=1e-12), (name, q)
+    with pytest.raises(tk.ParameterError, match="depth is not available with ties='ranx'"):
+        tk.evaluate(long, ours, relevance="grade", item="item", conventions="ranx", depth=10)
+
+
+def test_ranx_order_streamed_and_in_views(tmp_path):
+    """A parquet file streamed in small batches gives the in-memory numbers; side_by_side and
+    beyond_accuracy show ranx's order too."""
+    frame = _long_ties(4, lengths=(20, 33, 17))
+    path = tmp_path / "log.parquet"
+    frame.to_parquet(path)
+    kw = dict(metrics=["ndcg@5", "ap"], relevance="grade", item="item", conventions="ranx")
+    whole = tk.evaluate(frame, **kw)
+    streamed = tk.evaluate(path, chunk_rows=7, **kw)
+    pd.testing.assert_frame_equal(whole.per_query, streamed.per_query)
+    from reference import numba_argsort
+
+    part = frame[frame["query"] == "q1"]
+    order = numba_argsort(-part["score"].to_numpy())  # ranx's order of the query's rows
+    shown = whole.side_by_side("q1", k=10)
+    assert shown.iloc[:, 1].tolist() == part["item"].to_numpy()[order][:10].tolist()
+    coverage = whole.beyond_accuracy(k=3, catalog=frame["item"].nunique())
+    tops = {it for q, p in frame.groupby("query", sort=False) for it in p["item"].to_numpy()[
+        numba_argsort(-p["score"].to_numpy())][:3]}
+    assert coverage.loc["score", "coverage@3"] == pytest.approx(len(tops) / frame["item"].nunique())
+
+
+def test_quicksort_argsort_is_numbas():
+    """The kernels' transcription of numba's np.argsort (quicksort), interpreted and compiled,
+    gives numba's own permutation, ties included, at every size around the insertion-sort cut."""
+    numba = pytest.importorskip("numba")
+    from topkeval.kernels.sort import quicksort_argsort
+
+    theirs = numba.njit(lambda a: np.argsort(a))
+    rng = np.random.default_rng(0)
+    for n in list(range(0, 40)) + [100, 1000, 5000]:
+        for levels in (1, 2, 5, 1_000_000):
+            keys = rng.integers(0, levels, n).astype(np.float64)
+            want = theirs(keys)
+            np.testing.assert_array_equal(quicksort_argsort.py_func(keys), want, err_msg=f"{n} {levels}")
+            np.testing.assert_array_equal(quicksort_argsort(keys), want)  # compiled (tests/conftest.py)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_sklearn_preset_ndcg_with_ties(seed):
     metrics = pytest.importorskip("sklearn.metrics")
@@ -89,6 +210,44 @@ def test_torchmetrics_preset(seed):
         assert pq.loc[q, "rr@5"] == pytest.approx(float(R.retrieval_reciprocal_rank(p, t, top_k=5)), abs=1e-6)
         assert pq.loc[q, "rr"] == pytest.approx(float(R.retrieval_reciprocal_rank(p, t)), abs=1e-6)
         assert gq.loc[q, "ndcg@5"] == pytest.approx(float(R.retrieval_normalized_dcg(p, g, top_k=5)), abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_torchmetrics_and_sklearn_presets_take_negative_grades_as_negative_gains(seed):
+    """torchmetrics' retrieval_normalized_dcg and scikit-learn's dcg_score take a negative target as
+    a negative gain, and their ideal DCG ranks every target (negative ones last, when the top k
+    reaches them): negative_grades="gain". nDCG then lies outside [0, 1]. torchmetrics computes in
+    float32 (hence the relative tolerance). Heavy ties, queries
+    without a positive target, cutoffs beyond some lists."""
+    torch = pytest.importorskip("torch")
+    R = pytest.importorskip("torchmetrics.functional.retrieval")
+    from sklearn.metrics import dcg_score
+
+    rng = np.random.default_rng(700 + seed)
+    rows = []
+    for q in range(40):
+        n = int(rng.integers(1, 12))
+        grades = rng.choice([-3, -1, 0, 0, 1, 2, 3], n) if q % 4 else -rng.integers(0, 3, n)
+        rows += [(q, float(s), int(g)) for s, g in zip(rng.integers(0, 4, n) / 2, grades)]
+    frame = pd.DataFrame(rows, columns=["query", "score", "grade"])
+    metrics = ["ndcg", "ndcg@1", "ndcg@3", "ndcg@8", "dcg@3", "dcg"]
+    pq = tk.evaluate(frame, metrics, relevance="grade", conventions="torchmetrics").per_query.set_index("query")
+    sk = tk.evaluate(frame, metrics, relevance="grade", conventions="sklearn").per_query.set_index("query")
+    outside = 0
+    for q, part in frame.groupby("query"):
+        p, t = torch.tensor(part["score"].to_numpy()), torch.tensor(part["grade"].to_numpy())
+        for k in (None, 1, 3, 8):
+            name = "ndcg" if k is None else f"ndcg@{k}"
+            assert pq.loc[q, name] == pytest.approx(float(R.retrieval_normalized_dcg(p, t, top_k=k)), rel=1e-5, abs=1e-6), (q, k)
+            outside += not 0 <= pq.loc[q, name] <= 1
+        if len(part) > 1:  # scikit-learn needs two documents
+            y, s = part["grade"].to_numpy()[None, :], part["score"].to_numpy()[None, :]
+            assert sk.loc[q, "dcg@3"] == pytest.approx(dcg_score(y, s, k=3), abs=1e-12), q
+            assert sk.loc[q, "dcg"] == pytest.approx(dcg_score(y, s), abs=1e-12), q
+    assert outside > 0  # the rule matters here
+    # the default (trec_eval): a negative grade gains nothing, the ideal ranks positive gains only
+    plain = tk.evaluate(frame, ["ndcg@3"], relevance="grade", empty_queries="keep").per_query["ndcg@3"]
+    assert plain.between(0, 1).all()
 
 
 def _untied_recs(seed, users=30):
@@ -196,3 +355,28 @@ def test_evidently_preset_against_its_code(seed):
     res = tk.evaluate(frame, metrics=list(expected), query="user", relevance="rel", conventions="evidently")
     for name, value in expected.items():
         assert res.summary.iloc[0][name] == pytest.approx(value), name
+
+
+def test_evidently_diversity_divides_by_the_list_length():
+    """Evidently's DiversityMetric (get_ild, transcribed): per user, the cosine distances of the pairs
+    of the top k summed and divided by the list length L, not by the L(L - 1)/2 pairs; topkeval's
+    diversity@k is the mean over the pairs, so Evidently's value is it times (L - 1)/2 when every
+    list holds L items (docs/conventions.md). Scores without ties."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(3)
+    users, items, k = 12, 9, 4
+    rows = [(u, i, float(s), int(rng.random() < 0.4)) for u in range(users)
+            for i, s in zip(range(items), rng.permutation(items) + rng.random())]
+    frame = pd.DataFrame(rows, columns=["user", "item", "score", "rel"])
+    frame.loc[frame.groupby("user")["score"].idxmax(), "rel"] = 1  # every user has a relevant item
+    features = pd.DataFrame(rng.random((items, 3)), index=range(items))
+    unit = features.to_numpy() / np.linalg.norm(features.to_numpy(), axis=1, keepdims=True)
+    distance = 1 - unit @ unit.T
+    ilds = []
+    for _, part in frame.groupby("user"):
+        top = part.sort_values("score", ascending=False)["item"].to_numpy()[:k]
+        ilds.append(sum(distance[i, j] for i, j in combinations(top, 2)) / len(top))
+    res = tk.evaluate(frame, ["recall@1"], query="user", relevance="rel", item="item", conventions="evidently")
+    ours = res.beyond_accuracy(k=k, features=features).loc["score", f"diversity@{k}"]
+    assert np.mean(ilds) == pytest.approx(ours * (k - 1) / 2, rel=1e-12)

@@ -211,7 +211,7 @@ def test_infap_by_hand():
     want = (1 + 1 / 4 + (3 / 4) * (2 / 3) * (1 + eps) / (1 + 2 * eps)) / 3
     for ties in DETERMINISTIC:
         res = tk.evaluate(run, qrels=qrels, item="item", metrics=["infAP"], ties=ties)
-        assert res.summary.iloc[0]["infap"] == pytest.approx(want, rel=1e-14), ties
+        assert res.summary.iloc[0]["infAP"] == pytest.approx(want, rel=1e-14), ties
     # grade -1 read as judged non-relevant would give 1/4 + (3/4) (2/3) (1 + eps) / (2 + 2 eps) instead
     as_zero = tk.evaluate(run, qrels=qrels.replace({"relevance": {-1: 0}}), item="item", metrics=["infap"],
                           ties="first")
@@ -234,3 +234,63 @@ def test_rbp_residual_by_hand():
     plain = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 0, 0], "score": [3.0, 2.0, 1.0]},
                         ["rbp_residual(p=0.8)", "rbp_residual(p=0.8)@2"])
     assert plain.summary.iloc[0].tolist() == pytest.approx([0.8**3, 0.8**2], rel=1e-15)
+
+
+@pytest.mark.parametrize("negative_grades", ["zero", "gain"])
+@pytest.mark.parametrize("ties", ["expected", "first", "pessimistic", "ranx"])
+def test_gain_maps_on_a_score_matrix(ties, negative_grades):
+    """A gain map that gives grade 0 a gain counts every non-excluded cell of a score matrix (each
+    is judged, grade 0), in the DCG and in the ideal DCG, as in the long format; negative gains
+    count in the DCG only (trec_eval), or in the ideal too, after the cells of grade 0
+    (negative_grades="gain", torchmetrics). Matrix, long format and reference agree."""
+    rng = np.random.default_rng(12)
+    users, items = 7, 6
+    scores = rng.integers(0, 3, (users, items)) / 2
+    grades = rng.choice([-2, -1, 0, 0, 0, 1, 2], (users, items))
+    grades[0] = np.minimum(grades[0], 0)  # a user without a relevant item: an ideal DCG from grade 0 alone
+    exclude = (rng.random((users, items)) < 0.2) & (grades == 0)
+    metrics = ["ndcg(gain={0:1,2:5})@3", "ndcg(gain={0:1})", "dcg(gain={0:1,1:3})@2", "ndcg(gain={0:-1,1:2})@4",
+               "ndcg(gain={0:-0.5})", "ndcg@3", "ndcg", "dcg@4"]
+    conv = dict(ties=ties, empty_queries="keep", negative_grades=negative_grades)
+    got = tk.evaluate_matrix(scores, grades, metrics, exclude=exclude, **conv).per_query.set_index("user")
+    u, i = np.nonzero(~exclude)
+    long = pd.DataFrame({"query": u, "item": i, "grade": grades[u, i], "a": scores[u, i]})
+    want = tk.evaluate(long, metrics, relevance="grade", score="a", item="item", **conv)
+    pd.testing.assert_frame_equal(got.loc[want.per_query["query"], want.metrics].reset_index(drop=True),
+                                  want.per_query[want.metrics], check_exact=False, rtol=1e-12, atol=1e-12)
+    if negative_grades == "zero":
+        assert (got["ndcg(gain={0:1})"] <= 1 + 1e-12).all() and got.loc[0, "ndcg(gain={0:1})"] > 0
+    if ties == "expected":
+        return  # the reference enumerates every order of these heavy ties: too many
+    full = resolve(**conv).as_dict()
+    specs = [(m, tk.parse_metric(m).family, tk.parse_metric(m).k, None, tk.parse_metric(m).param("gain"))
+             for m in metrics]
+    ref, _ = evaluate_reference(long.to_dict("records"), specs, full, ["a"])
+    for (_, q), values in ref.items():
+        for name, value in values.items():
+            assert _close(float(got.loc[q, name]), value), (q, name, got.loc[q, name], value)
+
+
+def test_trec_eval_rbp_resid_and_unj_by_hand():
+    """trec_eval's rbp_resid (m_rbp_resid.c) and unj_k (m_unjudged.c): unjudged means no judgment or a
+    negative grade. Query 1: a (relevant), b (no judgment), c (judged 0), d (grade -1), p = 0.5:
+    0.5**4 + 0.5 (0.5**1 + 0.5**3) = 0.375; unj@2 = 1/2, unj@10 = 2/10 (judged@10 = 3/10: a list
+    shorter than k, and a negative grade, keep unj@k from being 1 - judged@k). Query 2, fully
+    judged: rbp_resid 0 where Moffat & Zobel's residual (rbp_residual: grade -1 is a judgment there)
+    keeps the tail p**n. Query 3, judged but
+    absent from the run, under missing_queries="zero" (trec_eval -c): 0 (its residual: 1)."""
+    run = pd.DataFrame({"query": ["1"] * 4 + ["2"] * 2, "item": ["a", "b", "c", "d", "a", "b"],
+                        "score": [4.0, 3.0, 2.0, 1.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": ["1", "1", "1", "2", "2", "3"], "item": ["a", "c", "d", "a", "b", "z"],
+                          "relevance": [1, 0, -1, 1, 0, 1]})
+    metrics = ["rbp_resid(p=0.5)", "unj@2", "unj_10", "judged@10", "rbp_residual(p=0.5)", "rbp_resid"]
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=metrics, conventions="trec_eval",
+                      missing_queries="zero")
+    pq = res.per_query.set_index("query")[res.metrics]
+    assert pq.loc["1"].tolist()[:5] == pytest.approx([0.375, 0.5, 0.2, 0.3, 0.5 * 0.5 + 0.5**4])
+    assert pq.loc["1", "rbp_resid"] == pytest.approx(0.9**4 + 0.1 * (0.9 + 0.9**3), rel=1e-14)
+    assert pq.loc["2"].tolist() == [0.0, 0.0, 0.0, 0.2, 0.25, 0.0]
+    assert pq.loc["3"].tolist() == [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    # judged_only (trec_eval -J) leaves nothing unjudged: 0
+    only = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp_resid", "unj@2"], judged_only=True)
+    assert (only.per_query[["rbp_resid", "unj@2"]] == 0).all().all()

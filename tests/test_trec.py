@@ -66,7 +66,7 @@ def test_judgments_apart_from_run():
     res = tk.evaluate(run, qrels=qrels, metrics=["recall@2", "P@2", "num_rel", "num_ret"], item="item")
     pq = res.per_query.set_index("query")
     # a: judged relevant y and q (q never retrieved): R = 2, top 2 = x (unjudged), y
-    assert pq.loc["a", "recall@2"] == 0.5 and pq.loc["a", "num_rel"] == 2 and pq.loc["a", "precision@2"] == 0.5
+    assert pq.loc["a", "recall@2"] == 0.5 and pq.loc["a", "num_rel"] == 2 and pq.loc["a", "P@2"] == 0.5
     assert pq.loc["b", "recall@2"] == 1.0
     assert list(pq.index) == ["a", "b"]  # c has no judgments; d is not in the run
     assert res.info["run_queries_without_judgments"] == {"score": 1}
@@ -81,7 +81,7 @@ def test_runs_as_a_model_column_and_several_runs():
                         "run": ["r1", "r1", "r2", "r2"]})
     qrels = pd.DataFrame({"query": ["a", "a"], "item": ["x", "y"], "relevance": [1, 0]})
     res = tk.evaluate(run, qrels=qrels, metrics=["P@1", "rr"], item="item", model="run")
-    assert res.summary["precision@1"].to_dict() == {"r1": 1.0, "r2": 0.0}
+    assert res.summary["P@1"].to_dict() == {"r1": 1.0, "r2": 0.0}  # the column is labelled as asked
     assert res.summary["rr"].to_dict() == {"r1": 1.0, "r2": 0.5}
     table = res.compare(baseline="r1", n_resamples=200)
     assert set(table.model) == {"r2"}
@@ -96,7 +96,7 @@ def test_trec_files_round_trip(tmp_path):
     q = read_qrels(tmp_path / "qrels.txt")
     assert q["relevance"].tolist() == [1, 0, 2]
     res = tk.evaluate(tmp_path / "run.txt", qrels=tmp_path / "qrels.txt", metrics=["P@1"])
-    assert res.summary.loc["mine", "precision@1"] == 0.5
+    assert res.summary.loc["mine", "P@1"] == 0.5
 
 
 def test_gzip(tmp_path):

@@ -218,9 +218,8 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
               **settings) -> Results:
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
-    if depth is not None and conv.ties == "expected":
-        raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
-                             "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
+    if depth is not None:
+        engine.check_depth_rule(conv)
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")

@@ -80,7 +80,7 @@ def _shown(logs, conv, model: str, k: int) -> pd.DataFrame:
     """The candidates of ``model`` that may be in the top k of an evaluated query: one row each, with
     ``query`` (a number per query), ``item``, ``p`` (the chance it is in the top k), its tie group
     ``g``, ``e``, and ``L`` = min(k, candidates of the query above score_threshold)."""
-    from .engine.backends import comparable_scores, tie_items
+    from .engine.backends import comparable_scores, tie_rule
     from .kernels import cpu
 
     parts = []
@@ -95,9 +95,9 @@ def _shown(logs, conv, model: str, k: int) -> pd.DataFrame:
         keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
         scores = comparable_scores(log.scores[model], conv)
         grades = log.grades.astype(np.float64, copy=False)
-        items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+        tie, items = tie_rule(log, conv, scores)
         kq = np.full(log.n_queries, k, np.int64)
-        p, g, e = cpu.exposure(log.offsets, scores, rel, grades, items, thr, cpu.TIE_CODES[conv.ties], kq)
+        p, g, e = cpu.exposure(log.offsets, scores, rel, grades, items, thr, tie, kq)
         q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
         n_kept = log.per_query_sum((scores >= thr).astype(np.int64))
         rows = np.flatnonzero((p > 0) & keep[q_of_row])

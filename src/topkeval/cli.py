@@ -518,6 +518,7 @@ def _demo(args, out) -> int:
 
 def verdict_line(res, baseline: str, model: str, metric: str) -> str:
     """One line: is ``model`` better than ``baseline`` on ``metric``?"""
+    metric = res.label(metric)
     a = res.summary.loc[baseline, metric]
     b = res.summary.loc[model, metric]
     delta = b - a

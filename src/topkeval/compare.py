@@ -268,12 +268,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     if metrics is None:
         metrics = all_metrics
     else:
-        from .names import parse_metric
-
-        metrics = [str(parse_metric(m)) for m in ([metrics] if isinstance(metrics, str) else metrics)]
-        for m in metrics:
-            if m not in all_metrics:
-                raise ParameterError(f"metric {m!r} was not evaluated; these results have {', '.join(all_metrics)}.")
+        metrics = list(dict.fromkeys(results.label(m) for m in ([metrics] if isinstance(metrics, str) else metrics)))
     from .segments import groups, scaled_weights, total_weight
 
     weight = getattr(results, "weight", None)

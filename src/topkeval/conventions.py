@@ -3,7 +3,8 @@
 =======================  ============================================================  ==========================
 setting                  values (default first)                                        decides
 =======================  ============================================================  ==========================
-``ties``                 expected, optimistic, pessimistic, first, item_desc, item_asc  order among equal scores
+``ties``                 expected, optimistic, pessimistic, first, item_desc,          order among equal scores
+                         item_asc, ranx
 ``empty_queries``        skip, keep, error                                             queries with R = 0
 ``undefined``            0.0, 1.0, nan                                                 value of x / 0
 ``short_lists``          pad, shrink, error                                            k larger than the list
@@ -13,6 +14,7 @@ setting                  values (default first)                                 
 ``item_order``           typed, text                                                   item ids under item_desc/asc
 ``score_precision``      exact, float32                                                when two scores tie
 ``nonpositive_scores``   count, miss                                                   torchmetrics' hits
+``negative_grades``      zero, gain                                                    (n)DCG of negative grades
 =======================  ============================================================  ==========================
 
 :data:`SETTINGS` lists them with their help; the CLI's flags, the keyword validation and
@@ -32,13 +34,14 @@ import numpy as np
 
 from .errors import ParameterError, bad_parameter, check_choice, did_you_mean
 
-Ties = Literal["expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc"]
+Ties = Literal["expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc", "ranx"]
 EmptyQueries = Literal["skip", "keep", "error"]
 ShortLists = Literal["pad", "shrink", "error"]
 Discount = Literal["log2", "lenskit"]
 ItemOrder = Literal["typed", "text"]
 ScorePrecision = Literal["exact", "float32"]
 NonpositiveScores = Literal["count", "miss"]
+NegativeGrades = Literal["zero", "gain"]
 
 TIES: tuple[str, ...] = get_args(Ties)
 EMPTY_QUERIES: tuple[str, ...] = get_args(EmptyQueries)
@@ -47,6 +50,7 @@ DISCOUNTS: tuple[str, ...] = get_args(Discount)
 ITEM_ORDERS: tuple[str, ...] = get_args(ItemOrder)
 SCORE_PRECISIONS: tuple[str, ...] = get_args(ScorePrecision)
 NONPOSITIVE_SCORES: tuple[str, ...] = get_args(NonpositiveScores)
+NEGATIVE_GRADES: tuple[str, ...] = get_args(NegativeGrades)
 UNDEFINED_VALUES = ("0", "1", "nan")
 
 
@@ -78,6 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
                                                            "torchmetrics)"),
     Setting("nonpositive_scores", NONPOSITIVE_SCORES, "count", "miss: a relevant candidate scoring <= 0 is never "
                                                               "found by precision, recall, F, rr, ap (torchmetrics)"),
+    Setting("negative_grades", NEGATIVE_GRADES, "zero", "(n)DCG: a negative grade gains 0 and the ideal ranks positive "
+                                                      "gains (trec_eval), or it gains its value and the ideal ranks "
+                                                      "every judged item (torchmetrics)"),
 )
 _FIELDS = tuple(s.name for s in SETTINGS)
 
@@ -95,6 +102,7 @@ class ConventionSettings(TypedDict, total=False):
     item_order: ItemOrder
     score_precision: ScorePrecision
     nonpositive_scores: NonpositiveScores
+    negative_grades: NegativeGrades
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,10 @@ class Conventions:
         ``r*m/t`` to h(k). ``"optimistic"`` / ``"pessimistic"`` put relevant candidates first /
         last inside a tie, and higher / lower grades first among them (the two bounds of every
         metric, nDCG included); ``"first"`` keeps the order the rows appear in;
-        ``"item_desc"`` / ``"item_asc"`` order by item id (trec_eval uses ``item_desc``).
+        ``"item_desc"`` / ``"item_asc"`` order by item id (trec_eval uses ``item_desc``);
+        ``"ranx"`` is ranx's order: numba's ``np.argsort`` (its quicksort) of the negated scores
+        of a query's rows in row order, which keeps the row order among ties up to 15 candidates
+        and mixes it beyond (:func:`topkeval.kernels.sort.quicksort_argsort`).
     empty_queries : str
         Queries with no relevant item (R = 0): ``"skip"`` leaves them out of every mean and
         counts them in ``info``; ``"keep"`` averages them in; ``"error"`` refuses them.
@@ -143,6 +154,14 @@ class Conventions:
         ap_capped); R still counts it, and it is no false positive either (fp, tn, specificity
         and fallout count non-relevant candidates). hit_rate, r_precision and (n)DCG are
         unaffected, as in torchmetrics.
+    negative_grades : str
+        (n)DCG only. ``"zero"``: a negative grade gains nothing (unless a gain map lists it), and
+        the ideal DCG ranks the positive gains of the judged items (trec_eval, for which a
+        negative grade means "in the pool, not judged"; ranx drops them). ``"gain"``
+        (torchmetrics, whose targets may be negative): a negative grade gains its own value (the
+        grade; ``2**grade - 1`` under ``gain=exp``), and the ideal DCG ranks every judged item's
+        gain, so that a list with fewer than k items of positive gain fills the ideal top k with
+        zero and then negative gains.
     """
 
     ties: Ties = "expected"
@@ -155,6 +174,7 @@ class Conventions:
     item_order: ItemOrder = "typed"
     score_precision: ScorePrecision = "exact"
     nonpositive_scores: NonpositiveScores = "count"
+    negative_grades: NegativeGrades = "zero"
 
     def __post_init__(self):
         # a Conventions object is valid whoever builds it: each setting checked, numbers made floats
@@ -190,20 +210,23 @@ PRESETS: dict[str, dict] = {
     # stored as C floats, so two scores equal in float32 tie and the document id decides.
     "pytrec_eval": dict(ties="item_desc", empty_queries="keep", undefined=0.0, short_lists="pad",
                         threshold=1.0, item_order="text", score_precision="float32"),
-    # ranx: tied documents keep the order they were inserted in (the run's row order), every
-    # judged query averaged (an empty one scores 0), precision divides by k, relevant = grade >= 1.
-    "ranx": dict(ties="first", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
+    # ranx (its Qrels and Run objects): a query's documents ordered by numba's np.argsort (quicksort) of
+    # the negated scores in the run's row order (ties="ranx"), every judged query averaged (an empty one
+    # scores 0), precision divides by k, relevant = grade >= 1.
+    "ranx": dict(ties="ranx", empty_queries="keep", undefined=0.0, short_lists="pad", threshold=1.0),
     # scikit-learn ndcg_score / dcg_score: ties averaged (ignore_ties=False: the exact expectation),
-    # a query with no relevant item scores 0 and is averaged in.
-    "sklearn": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad"),
+    # a query with no relevant item scores 0 and is averaged in; dcg_score takes a negative y_true as
+    # a negative gain (ndcg_score refuses negative y_true).
+    "sklearn": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad", negative_grades="gain"),
     # torchmetrics retrieval_* (1.8 and later): predictions cast to float32,
     # empty_target_action="neg" (0, averaged in), top_k without adaptive_k divides by k; its nDCG
-    # averages ties like scikit-learn; precision, recall, rr and AP never count a relevant candidate
-    # whose score is <= 0 (torch.where(preds > 0, target, 0)). Its other metrics take torch.topk's
+    # averages ties like scikit-learn and takes a negative target as a negative gain, its ideal DCG
+    # ranking every target (negative_grades="gain"); precision, recall, rr and AP never count a
+    # relevant candidate whose score is <= 0 (torch.where(preds > 0, target, 0)). Its other metrics take torch.topk's
     # unspecified order among ties, and its AP divides by the relevant items found, not R: those
     # are not reproduced (docs/conventions.md).
     "torchmetrics": dict(ties="expected", empty_queries="keep", undefined=0.0, short_lists="pad",
-                         nonpositive_scores="miss", score_precision="float32"),
+                         nonpositive_scores="miss", score_precision="float32", negative_grades="gain"),
     # LensKit (Precision, Recall, NDCG): the recommendation list's own order, precision over the
     # list's length when it is shorter than k, nan for an empty list; every test user has a test
     # item; DCG discounts rank p by log2(max(p, 2)). Its Recall@k is topkeval's recall_capped@k.

@@ -207,9 +207,7 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
         baseline = models[0]
     if model is None and baseline is not None:
         model = next((m for m in models if m != baseline), None)
-    metric = res.metrics[0] if metric is None else str(parse_metric(metric))
-    if metric not in res.metrics:
-        raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(res.metrics)}.")
+    metric = res.metrics[0] if metric is None else res.label(metric)
     queries = list(queries or [])
     if queries:
         from .views import _find

@@ -25,6 +25,7 @@ class Judgments:
     offsets: np.ndarray  # judged items of query q: grades[offsets[q]:offsets[q + 1]]
     grades: np.ndarray
     nonrelevant: np.ndarray | None = None  # judged non-relevant items per query, when not all are in grades
+    zeros: np.ndarray | None = None  # judged items of grade 0 per query not listed in grades (a score matrix's cells)
 
     def judged_nonrelevant(self, conv) -> np.ndarray:
         """Judged non-relevant items of each query: a judgment with a grade >= 0 that is not relevant

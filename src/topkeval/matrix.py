@@ -560,7 +560,8 @@ class MatrixBatch:
         # every other candidate (a non-excluded cell) is judged with grade 0, as in the long format
         excluded = np.zeros(len(self.queries), np.int64) if self.exclude is None else np.diff(self.exclude.indptr)
         negative = count_per_group(indptr, (self.relevant.data < 0) & ~rel)
-        return Judgments(R, indptr, self.relevant.data, nonrelevant=self.n_items - excluded - R - negative)
+        zeros = (self.n_items - excluded - np.diff(indptr)).astype(np.int64)  # cells without a stored grade
+        return Judgments(R, indptr, self.relevant.data, nonrelevant=self.n_items - excluded - R - negative, zeros=zeros)
 
 
 class MatrixBackend:
@@ -585,6 +586,8 @@ class MatrixBackend:
     def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
         users, I = len(batch.queries), batch.n_items
         depth = plan.depth(int(judgments.R.max()) if users else 0, I)
+        if plan.conv.ties == "ranx":  # ranx's order of a row (numba's quicksort) depends on every candidate
+            depth = I
         scores = batch.scores[model]
         on_device = _is_torch(scores) and (self.device_counts or (self.device_counts is None
                                                                    and scores.device.type != "cpu"))
@@ -616,7 +619,7 @@ class MatrixBackend:
         gain = np.zeros(len(grades), bool)
         for spec in plan.dcg_specs:
             if spec.gain != "binary":  # binary gains are the relevance itself
-                gain |= gains_of(grades, spec) > 0
+                gain |= gains_of(grades, spec) != 0
         tie = cpu.TIE_CODES[conv.ties]
         c = torch_counts.counts(S, depth, rows, rel.indices.astype(np.int64), grades, conv.is_relevant(grades), gain,
                                 tie, plan.positive_hits)
@@ -663,7 +666,7 @@ class MatrixBackend:
             is_rel = is_rel & (r_scores > 0)
         judged_rel = conv.is_relevant(judgments.grades) if plan.dcg_specs else None
         gains, disc, cum, ideal, shifts = dcg_columns(plan, grades, is_rel, judgments, judged_rel, I)
-        active = is_rel | (gains > 0).any(axis=0) if len(plan.dcg_specs) else is_rel
+        active = is_rel | (gains != 0).any(axis=0) if len(plan.dcg_specs) else is_rel
         if batch.exclude is None:
             eptr, eidx = np.zeros(users + 1, np.int64), np.zeros(0, np.int64)
         else:
@@ -755,17 +758,18 @@ class MatrixBackend:
 
 def counted_on_device(plan) -> bool:
     """Whether :mod:`topkeval.kernels.torch_counts` gives every statistic of ``plan``: not the
-    second pass (judged, bpref, ...), not RBP's residual, not ``item_order="text"`` (columns
-    ordered as text), and no grade-0 cell relevant or with a gain (then every cell would count)."""
-    from .engine.backends import gains_of
+    second pass (judged, bpref, ...), not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
+    ordered as text), not ``ties="ranx"`` (its order depends on the whole row), and no grade-0 cell
+    relevant or with a gain (then every cell would count)."""
+    from .engine.backends import UNJUDGED_GAINS, gains_of
 
     conv = plan.conv
     zero = np.zeros(1)
-    if plan.ranked or conv.is_relevant(zero)[0]:
+    if plan.ranked or conv.is_relevant(zero)[0] or conv.ties == "ranx":
         return False
     if conv.ties in ("item_desc", "item_asc") and conv.item_order == "text":
         return False
-    return all(spec.gain != "unjudged" and gains_of(zero, spec)[0] == 0 for spec in plan.dcg_specs)
+    return all(spec.gain not in UNJUDGED_GAINS and gains_of(zero, spec)[0] == 0 for spec in plan.dcg_specs)
 
 
 def _check_integer_scores(scores, name: str = "scores") -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import dataclass
 
 from .errors import UnknownMetricError, closest
@@ -93,20 +94,56 @@ class Metric:
 
 
 def _unknown(text: str, why: str) -> UnknownMetricError:
-    base = re.split(r"[@(.]", str(text), maxsplit=1)[0].strip()
-    canon = []
-    for h in closest(base, list(_ALIASES)):
-        example = FAMILIES[_ALIASES[h][0]].example()
-        if example not in canon:
-            canon.append(example)
+    """An unknown family: the closest names suggested on the family part of ``text``, each with the
+    user's own parameters and cutoff (``recal@2`` -> ``recall@2``) when that parses."""
+    text = str(text)
+    base = re.split(r"[@(.]", text, maxsplit=1)[0]
+    rest = re.sub(r"\s*@\s*", "@", text[len(base):].strip())
+    canon: list[str] = []
+    families: set[str] = set()
+    if not getattr(_SUGGESTING, "on", False):  # a suggestion being tried needs no suggestions of its own
+        for h in closest(base.strip(), list(_ALIASES)):  # the closest spelling of each family
+            if _ALIASES[h][0] in families:
+                continue
+            families.add(_ALIASES[h][0])
+            canon.append(_suggestion(h, rest))
     hint = f" Did you mean {' or '.join(repr(c) for c in canon)}?" if canon else ""
     listing = ", ".join(sorted(FAMILIES))
     return UnknownMetricError(f"Unknown metric {text!r}: {why}.{hint} Known metrics: {listing}.")
 
 
+def _suggestion(name: str, rest: str) -> str:
+    """``name`` (a family or an alias) with the rest of what the user wrote, if that parses; else the
+    family's example with the user's cutoff; else the family's example."""
+    fam = FAMILIES[_ALIASES[name][0]]
+    _SUGGESTING.on = True
+    try:
+        for candidate in (name + rest, fam.example(_user_cutoff(rest))):
+            try:
+                parse_metric(candidate)
+            except UnknownMetricError:
+                continue
+            return candidate
+    finally:
+        _SUGGESTING.on = False
+    return fam.example()
+
+
+#: Per thread: whether a suggestion is being tried (then an unknown name suggests nothing).
+_SUGGESTING = threading.local()
+
+
+def _user_cutoff(text: str) -> int:
+    """The cutoff written at the end of ``text`` (``...@5``) when it is a valid one, else 10."""
+    found = re.search(r"@\s*([0-9]+)\s*$", text)
+    k = int(found.group(1)) if found else 0
+    return k if 1 <= k <= MAX_CUTOFF else 10
+
+
 def _bad(text: str, fam: Family, why: str) -> UnknownMetricError:
-    """A known metric written wrongly: what is wrong and the right form, no list of names."""
-    return UnknownMetricError(f"Bad metric name {text!r}: {why}, as in {fam.example()!r}.")
+    """A known metric written wrongly: what is wrong and the right form (the user's cutoff kept when
+    it is valid), no list of names."""
+    return UnknownMetricError(f"Bad metric name {text!r}: {why}, as in {fam.example(_user_cutoff(str(text)))!r}.")
 
 
 def _split_top(text: str) -> list[str]:
@@ -314,6 +351,49 @@ def parse_metrics(metrics) -> list[Metric]:
     >>> [str(m) for m in parse_metrics(["P.5,10", "precision@5", "ndcg@3"])]
     ['precision@5', 'precision@10', 'ndcg@3']
     """
+    out: list[Metric] = []
+    for item in _items(metrics):
+        for _, m in _expand(item):
+            if m not in out:
+                out.append(m)
+    return out
+
+
+def labelled_metrics(metrics) -> tuple[tuple[str, ...], tuple[Metric, ...]]:
+    """The metrics of a list of names, each with its column label: the name as written, blanks
+    removed (``"P @ 10"`` is labelled ``"P@10"``; each cutoff of ``"P.5,10"`` as ``"P.5"``,
+    ``"P.10"``), or a :class:`Metric`'s canonical name. A name given twice is kept once; one metric
+    under two names is refused, as it would be one column under two labels.
+
+    >>> labelled_metrics(["map", "P.5,10", "ndcg @ 3", "map"])[0]
+    ('map', 'P.5', 'P.10', 'ndcg@3')
+
+    Raises
+    ------
+    UnknownMetricError
+        An unknown or bad name, or the same metric under two names.
+    """
+    labels: list[str] = []
+    out: list[Metric] = []
+    for item in _items(metrics):
+        for label, m in _expand(item):
+            if m in out:
+                first = labels[out.index(m)]
+                if first == label:
+                    continue
+                raise UnknownMetricError(f"{first!r} and {label!r} are the same metric, {str(m)!r}: ask for it once "
+                                         "(its column is labelled as you write it, and found by any of its names).")
+            labels.append(label)
+            out.append(m)
+    return tuple(labels), tuple(out)
+
+
+def label_of(name: str | Metric) -> str:
+    """The column label of a metric name: the name without blanks, or a Metric's canonical name."""
+    return str(name) if isinstance(name, Metric) else re.sub(r"\s+", "", name)
+
+
+def _items(metrics) -> list:
     if isinstance(metrics, (str, Metric)):
         metrics = [metrics]
     try:
@@ -322,20 +402,17 @@ def parse_metrics(metrics) -> list[Metric]:
         raise UnknownMetricError(f"metrics must be a name or a list of names such as ['recall@10']. Got {metrics!r}.") from None
     if not items:
         raise UnknownMetricError("metrics is empty: name at least one, for example 'recall@10'.")
-    out: list[Metric] = []
-    for item in items:
-        for m in _expand(item):
-            if m not in out:
-                out.append(m)
-    return out
+    return items
 
 
-def _expand(item) -> list[Metric]:
+def _expand(item) -> list[tuple[str, Metric]]:
+    """``(label, metric)`` of each metric an item names (trec_eval's ``P.5,10`` names two)."""
     if isinstance(item, str):
         t = _TREC_PARAM.match(item.strip())
         if t and "," in t.group("value") and all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(",")):
-            return [parse_metric(f"{t.group('name')}.{v.strip()}") for v in t.group("value").split(",")]
-    return [parse_metric(item)]
+            return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
+                    for v in t.group("value").split(",")]
+    return [(label_of(item) if isinstance(item, (str, Metric)) else str(item), parse_metric(item))]
 
 
 def split_names(text: str) -> list[str]:

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .names import MAX_CUTOFF
+from .errors import TopkevalError
+from .names import MAX_CUTOFF, parse_metric
 from .params import (
     CONFIDENCE,
     CORRECTION,
@@ -37,6 +38,14 @@ from .params import (
 MAX_CURVE_POINTS = 10_000
 
 
+def _canonical(name: str) -> str | None:
+    """The canonical name of a column label (None for a label that is no metric name)."""
+    try:
+        return str(parse_metric(name))
+    except TopkevalError:
+        return None
+
+
 class Results:
     """What an evaluation returns.
 
@@ -44,7 +53,9 @@ class Results:
     ----------
     summary : pandas.DataFrame
         One row per model (the index, named ``model``), one column per metric: the mean over the
-        evaluated queries (a metric's undefined values, under ``undefined=nan``, left out).
+        evaluated queries (a metric's undefined values, under ``undefined=nan``, left out). Each
+        metric's column is labelled with its name as requested (blanks removed: :attr:`metrics`);
+        :meth:`label` finds it by any of its names.
     per_query : pandas.DataFrame
         One row per (model, query) evaluated: columns ``model``, the query column (named as the
         input's, :attr:`query_name`), then one per metric.
@@ -189,9 +200,7 @@ class Results:
         for name, value in (("baseline", baseline), ("model", model)):
             if value not in self.models:
                 raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), self.models)}")
-        metric = str(parse_metric(metric))
-        if metric not in self.metrics:
-            raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(self.metrics)}.")
+        metric = self.label(metric)
         pq = self.per_query
         qn = self.query_name
         a = pq[pq["model"] == baseline].set_index(qn)[metric]
@@ -306,6 +315,9 @@ class Results:
           :math:`s(s-1)/(e(e-1))` for two members of one tie group of e that takes s slots: the
           exact expected mean pairwise dissimilarity (RecTools' ``IntraListDiversity`` with
           distance 1 - sim, except that RecTools scores a list of fewer than 2 items 0).
+          Evidently's ``DiversityMetric`` divides the sum over the pairs by the list length
+          :math:`L_q`, not by the :math:`\binom{L_q}{2}` pairs: its value of a list is this one
+          times :math:`(L_q - 1)/2` (equal for 3 items), and 0 for a list of one item.
 
         By default :math:`\mathrm{pop}(i)` is the share of the queries with a relevant candidate in
         which item i is a relevant candidate (RecTools: users who interacted with the item over
@@ -530,8 +542,45 @@ class Results:
 
     @property
     def metrics(self) -> list[str]:
-        """Canonical metric names, in the order requested."""
+        """The metrics' column labels: the names as requested (blanks removed), in that order;
+        ``info["metric_names"]`` maps each to its canonical name."""
         return list(self.summary.columns)
+
+    @validate_params(metric=MetricName())
+    def label(self, metric) -> str:
+        """The column label of an evaluated metric, found by any of its names: the label itself
+        (the name as requested), the canonical name or another alias (``"map"``, ``"ap"`` and
+        ``"AP"`` find the one column of average precision). Every method that takes a metric
+        name looks it up here.
+
+        Raises
+        ------
+        ParameterError
+            The metric was not evaluated (or is no metric name).
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [0.9, 0.1]}, metrics=["map", "P@1"], score="s")
+        >>> res.metrics, res.label("ap"), res.label("precision@1")
+        (['map', 'P@1'], 'map', 'P@1')
+        """
+        from .errors import ParameterError
+        from .names import label_of, parse_metric
+
+        labels = self.metrics
+        if isinstance(metric, str) and label_of(metric) in labels:
+            return label_of(metric)
+        known = self.info.get("metric_names") or {}
+        try:
+            wanted = str(parse_metric(metric))
+        except TopkevalError as exc:
+            raise ParameterError(f"metric {metric!r} was not evaluated ({exc}); these results have "
+                                 f"{', '.join(labels)}.") from None
+        for name in labels:
+            if known.get(name, None) == wanted or (name not in known and _canonical(name) == wanted):
+                return name
+        raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(labels)}.")
 
     @validate_params(per_query=Bool())
     def to_dict(self, per_query: bool = False) -> dict:

@@ -163,7 +163,7 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
         first = df.select(model).withColumn("_at", F.monotonically_increasing_id()).groupBy(model).agg(
             F.min("_at").alias("_at"))
         all_runs = [str(r[0]) for r in _run(lambda: first.orderBy("_at").select(model).collect())]
-    if plan.conv.ties == "first":
+    if plan.conv.ties in ("first", "ranx"):
         # the order of the input breaks ties: the order Spark reads the rows in (a file's order;
         # a DataFrame shuffled by Spark has no order to keep), carried through the shuffle
         both = both.withColumn(_ROW, F.monotonically_increasing_id())
@@ -396,6 +396,7 @@ def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool
         "ties_at_cutoff": total("ties"),
         "models": models,
         "metrics": plan.names,
+        "metric_names": plan.canonical,
         "conventions": plan.conv.as_dict(),
         "spark": {"partitions": len(counts)},
     }

@@ -70,14 +70,14 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
         # every cutoff up to 50, then 50 cutoffs spaced evenly on a log scale (a curve, not a table of thousands)
         ks = range(1, top + 1) if top <= 50 else sorted({int(round(x)) for x in np.geomspace(1, top, 50)} | {top})
     ks = sorted(set(ks))  # validated by Results.curves: positive ints; a curve runs in increasing k
-    names = [str(parse_metric(f"{fam}@{k}")) for fam in families for k in ks]
+    names = [f"{fam}@{k}" for fam in families for k in ks]
     with warnings.catch_warnings():  # the warnings of the first evaluation were given already
         warnings.simplefilter("ignore", TopkevalWarning)
         again = rerun(list(dict.fromkeys(names)))
     rows = []
     for fam in families:
         for k in ks:
-            name = str(parse_metric(f"{fam}@{k}"))
+            name = again.label(f"{fam}@{k}")
             for model in again.models:
                 rows.append({"model": model, "metric": fam, "k": k, "value": float(again.summary.loc[model, name])})
     return pd.DataFrame(rows)
@@ -114,7 +114,7 @@ def _find(queries: np.ndarray, query) -> int | None:
 def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
     """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
     from .conventions import Conventions
-    from .engine.backends import comparable_scores, tie_items
+    from .engine.backends import comparable_scores, tie_rule
     from .kernels import cpu
 
     models = results.models
@@ -159,16 +159,16 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         scores = comparable_scores(log.scores[name][lo:hi], conv)
         rel = log.relevant(conv)[lo:hi]
         grades = log.grades[lo:hi].astype(np.float64)
-        items = tie_items(log, conv)[lo:hi] if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
+        tie, items = tie_rule(log, conv, comparable_scores(log.scores[name], conv))
+        items = items[lo:hi] if len(items) else items
         keep = np.ones(hi - lo, bool) if conv.score_threshold is None else scores >= conv.score_threshold
-        order_rule = "first" if conv.ties == "expected" else conv.ties
-        rank = cpu.ranks(offsets, np.where(keep, scores, -np.inf), rel, grades, items, cpu.TIE_CODES[order_rule],
-                         hi - lo)
+        order = cpu.TIE_FIRST if tie == cpu.TIE_EXPECTED else tie
+        rank = cpu.ranks(offsets, np.where(keep, scores, -np.inf), rel, grades, items, order, hi - lo)
         rank[~keep] = 0
         rq = int(rel.sum()) if R is None else int(R[q])  # R counts relevant candidates below score_threshold too
         kq = np.array([k], np.int64)
         thr = -np.inf if conv.score_threshold is None else conv.score_threshold
-        p = cpu.inclusion(offsets, scores, rel, grades, items, thr, cpu.TIE_CODES[conv.ties], kq)
+        p = cpu.inclusion(offsets, scores, rel, grades, items, thr, tie, kq)
         ids = log.item_ids(log.items[lo:hi]).tolist()  # Python values, as the per-query tables show them
         raw = log.scores[name][lo:hi]
         shown_score = -raw if ascending else raw

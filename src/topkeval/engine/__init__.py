@@ -20,11 +20,12 @@ A backend (:class:`Backend`) turns a batch and a plan into :class:`~topkeval.ker
 GPU selection, a Spark partition) implements the same ``compute`` and nothing else changes.
 """
 
-from .backends import CPU, Backend, CpuBackend, Queries, comparable_scores, discounts, gains_of, tie_items
+from .backends import CPU, Backend, CpuBackend, Queries, comparable_scores, discounts, gains_of, tie_items, tie_rule
 from .evaluate import (
     Evaluated,
     LogSource,
     ModelValues,
+    check_depth_rule,
     evaluate_grouped,
     evaluate_log,
     items_changed,
@@ -35,5 +36,5 @@ from .plan import Plan, make_plan
 from .results import build_results, mean
 
 __all__ = ["CPU", "Backend", "CpuBackend", "Evaluated", "LogSource", "ModelValues", "Plan", "Queries", "build_results",
-           "comparable_scores", "discounts", "evaluate_grouped", "evaluate_log", "gains_of", "items_changed",
-           "make_plan", "mean", "tie_items", "truncate", "warn_if_nothing_relevant"]
+           "check_depth_rule", "comparable_scores", "discounts", "evaluate_grouped", "evaluate_log", "gains_of", "items_changed",
+           "make_plan", "mean", "tie_items", "tie_rule", "truncate", "warn_if_nothing_relevant"]

@@ -61,8 +61,13 @@ class Backend(Protocol):
                 threads: int | None = None) -> QueryStats: ...
 
 
+#: The gains that mark unjudged candidates rather than grade them (:class:`~topkeval.metrics.DcgSpec`).
+UNJUDGED_GAINS = ("unjudged", "unknown")
+
+
 def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -> np.ndarray:
-    """Per-candidate gains of a DCG variant (0 for grades <= 0).
+    """Per-candidate gains of a DCG variant (0 for grades <= 0 unless listed in a gain map; a
+    negative grade's own value under ``spec.signed``).
 
     Raises
     ------
@@ -72,14 +77,15 @@ def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -
     if spec.gain == "binary":
         return (rel if rel is not None else np.asarray(grades) > 0).astype(np.float64)
     grades = np.asarray(grades, dtype=np.float64)
-    gains = np.maximum(grades, 0.0)  # one pass: the grade, 0 for grades <= 0 (NaN cannot occur)
+    # one pass: the grade, 0 for grades <= 0 (NaN cannot occur); signed: the grade itself
+    gains = grades.copy() if spec.signed else np.maximum(grades, 0.0)
     if spec.gain == "exp":
         top = float(gains.max()) if len(gains) else 0.0
         if top >= 1024:
             raise DataError(f"gain=exp turns grade {top:g} into 2**{top:g} - 1, beyond the largest float64: "
                             "use linear gains (ndcg@k) or smaller grades.")
         np.exp2(gains, out=gains)
-        gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0
+        gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0 (in (-1, 0) for a negative grade, signed)
         return gains
     if isinstance(spec.gain, tuple):  # a map of grades to gains; other grades gain their own value
         for grade, gain in spec.gain:
@@ -129,15 +135,14 @@ class CpuBackend:
         if plan.positive_hits:  # torchmetrics: relevant but scored <= 0 is never found
             rel_ret = _relevant_kept(log, rel, scores, conv)
             rel = rel & (scores > 0)
-        tie = cpu.TIE_CODES[conv.ties]
+        tie, items = tie_rule(log, conv, scores)
         grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
-        items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
         longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
         judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if plan.dcg_specs else None
         gains, disc, cum, ideal, shifts = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest,
                                                       log.judged_rows)
         G = len(plan.dcg_specs)
-        active = rel | (gains > 0).any(axis=0) if G else rel
+        active = rel | (gains != 0).any(axis=0) if G else rel  # negative gains count too (trec_eval)
         cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
                            gains)
         thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
@@ -149,7 +154,7 @@ class CpuBackend:
                         out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
         st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
         if plan.ranked:
-            _ranked_stats(st, log, plan, judgments, scores, rel, grade, items, thr, threads)
+            _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
         return st
 
 
@@ -160,29 +165,46 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
     sums (``G x (longest + 1)``), the ideal DCG of each query at each cutoff (``G x Q x C``, from
     the judged grades) and the power of 2 each gain variant was divided by (:func:`_gain_shift`).
     ``judged_rows()``: per candidate, whether it is judged (for the "unjudged" gain of RBP's
-    residual)."""
+    residual, the "unknown" gain of trec_eval's rbp_resid and unj, and to give the candidates
+    without a judgment no gain)."""
     from ..kernels import cpu
 
     longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
+    if judgments.zeros is not None and len(judgments.zeros):
+        longest_judged += int(judgments.zeros.max())
     G = len(plan.dcg_specs)
+    unjudged = None
+    if judged_rows is not None and plan.dcg_specs:
+        judged = judged_rows()
+        unjudged = None if judged.all() else ~judged
     gains = np.empty((G, len(grades)))
     disc = np.empty((G, longest + 1))
     cum = np.empty((G, longest + 1))
     ideal = np.empty((G, len(judgments.offsets) - 1, len(plan.cutoffs)))
     shifts = np.zeros(G, np.int64)
     for g, spec in enumerate(plan.dcg_specs):
-        if spec.gain == "unjudged":  # 1 for each candidate without a judgment; the ideal list has none
-            row_gains = (~judged_rows()).astype(np.float64)
+        if spec.gain in UNJUDGED_GAINS:  # 1 for each candidate without a judgment; the ideal list has none
+            row_gains = ~judged_rows()
+            if spec.gain == "unknown":  # trec_eval: a negative grade is in the pool, not judged
+                row_gains |= np.asarray(grades) < 0
+            row_gains = row_gains.astype(np.float64)
             judged_gains = np.zeros(len(judgments.grades))
         else:
             row_gains = gains_of(grades, spec, rel)
+            if unjudged is not None:  # a candidate without a judgment gains nothing, whatever its filler grade
+                row_gains[unjudged] = 0.0
             judged_gains = gains_of(judgments.grades, spec, judged_rel)
+        # judged items of grade 0 not listed in judgments.grades (the cells of a score matrix)
+        zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in UNJUDGED_GAINS + ("binary",) else 0.0
+        # they take ranks in the ideal when they gain something, or when every judged item does (signed)
+        zeros = judgments.zeros if judgments.zeros is not None and (zero_gain > 0 or spec.signed) else _EMPTY_I
         d, c = discounts(spec, max(longest, longest_judged))
-        shift = _gain_shift(row_gains, judged_gains, total_discount=float(c[-1]))
+        shift = _gain_shift(row_gains, judged_gains, np.array([zero_gain]), total_discount=float(c[-1]))
         if shift:
             row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
+            zero_gain = math.ldexp(zero_gain, -shift)
         gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
-        ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d)
+        ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c, spec.signed)
     return gains, disc, cum, ideal, shifts
 
 
@@ -202,10 +224,11 @@ def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:
 
 
 def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
-                  rel: np.ndarray, grade: np.ndarray, items: np.ndarray, thr: float, threads: int | None) -> None:
+                  rel: np.ndarray, grade: np.ndarray, tie: int, items: np.ndarray, thr: float,
+                  threads: int | None) -> None:
     """The second pass (:mod:`topkeval.kernels.ranked`): judged candidates, bpref, interpolated
     precision, AUC, ERR and inferred AP, into ``st``."""
-    from ..kernels import cpu, ranked
+    from ..kernels import ranked
 
     conv = plan.conv
     need = plan.ranked
@@ -227,7 +250,7 @@ def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgme
     cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, unj, grade, items, err, order,
                                 judgments.R.astype(np.int64, copy=False),
                                 np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64))
-    prm = ranked.RankedParams(plan.cutoffs, thr, cpu.TIE_CODES[conv.ties], bool(need & {"bpref", "iprec", "auc", "infap"}),
+    prm = ranked.RankedParams(plan.cutoffs, thr, tie, bool(need & {"bpref", "iprec", "auc", "infap"}),
                               "judged" in need, "bpref" in need, "auc" in need, "infap" in need,
                               np.asarray(plan.iprec_levels, dtype=np.float64))
     out = ranked.compute(cols, prm, threads)
@@ -252,6 +275,27 @@ def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
     if conv.score_precision == "float32":
         return scores.astype(np.float32).astype(np.float64)
     return scores.astype(np.float64, copy=False)
+
+
+def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray) -> tuple[int, np.ndarray]:
+    """The kernels' tie code for ``conv.ties`` and its per-row key (empty when the rule needs none).
+
+    ``scores`` are the model's scores as compared (:func:`comparable_scores`), aligned with the
+    log's rows. ``item_desc`` / ``item_asc`` order a tie group by item id (:func:`tie_items`);
+    ``ranx`` by each row's position in ranx's order of its query (numba's quicksort argsort of the
+    negated scores of the rows at or above ``score_threshold``, in row order:
+    :func:`topkeval.kernels.sort.quicksort_positions`), which the kernels read as ``item_asc``.
+    """
+    from ..kernels import cpu
+
+    if conv.ties in ("item_desc", "item_asc"):
+        return cpu.TIE_CODES[conv.ties], tie_items(log, conv)
+    if conv.ties == "ranx":
+        from ..kernels.sort import quicksort_positions
+
+        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
+        return cpu.TIE_ITEM_ASC, quicksort_positions(log.offsets, np.asarray(scores, np.float64), thr)
+    return cpu.TIE_CODES[conv.ties], _EMPTY_I
 
 
 def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:

@@ -16,7 +16,7 @@ from ..errors import EmptyQueryError, ParameterError, ShortListError, TopkevalWa
 from ..kernels.stats import QueryStats
 from ..log import GroupedLog, Judgments
 from ..metrics import FAMILIES, metric_values
-from .backends import _EMPTY_I, CPU, Backend, Queries, comparable_scores, tie_items
+from .backends import CPU, Backend, Queries, comparable_scores, tie_rule
 from .plan import Plan
 
 
@@ -109,6 +109,17 @@ def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, t
     return batch, [(c, judgments.R) for c in cut]
 
 
+def check_depth_rule(conv: Conventions) -> None:
+    """Refuse a tie rule under which ``depth`` (trec_eval ``-M``) has no meaning."""
+    if conv.ties == "expected":
+        raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
+                             "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
+    if conv.ties == "ranx":
+        raise ParameterError("depth is not available with ties='ranx': ranx has no depth cut, and its order of a "
+                             "cut list (numba's quicksort) is not the cut of its order of the whole list. Cut the "
+                             "run before evaluating it, or pass ties='first'.")
+
+
 def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> GroupedLog:
     """Keep the first ``depth`` candidates of each query of one model under the tie rule (trec_eval -M).
 
@@ -117,12 +128,11 @@ def truncate(log: GroupedLog, model: str, depth: int, conv: Conventions) -> Grou
     """
     from ..kernels import cpu
 
-    if conv.ties == "expected":
-        raise ParameterError("depth keeps the first N candidates of each query, which needs a deterministic tie "
-                             "rule: pass ties='first', ties='item_desc' (trec_eval), ties='optimistic' or ties='pessimistic'.")
-    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else _EMPTY_I
-    rank = cpu.ranks(log.offsets, comparable_scores(log.scores[model], conv), log.relevant(conv),
-                     log.grades.astype(np.float64, copy=False), items, cpu.TIE_CODES[conv.ties], depth)
+    check_depth_rule(conv)
+    scores = comparable_scores(log.scores[model], conv)
+    tie, items = tie_rule(log, conv, scores)
+    rank = cpu.ranks(log.offsets, scores, log.relevant(conv), log.grades.astype(np.float64, copy=False), items, tie,
+                     depth)
     return log.with_scores({model: log.scores[model]}).keep_rows(rank > 0)
 
 
@@ -168,9 +178,9 @@ def _inclusion(log, R, conv, model: str, metric) -> np.ndarray:
     kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
     thr = -np.inf if conv.score_threshold is None else conv.score_threshold
     grades = log.grades.astype(np.float64, copy=False)
-    items = tie_items(log, conv) if conv.ties in ("item_desc", "item_asc") else np.zeros(0, np.int64)
-    return cpu.inclusion(log.offsets, comparable_scores(log.scores[model], conv), rel, grades, items, thr,
-                         cpu.TIE_CODES[conv.ties], kq)
+    scores = comparable_scores(log.scores[model], conv)
+    tie, items = tie_rule(log, conv, scores)
+    return cpu.inclusion(log.offsets, scores, rel, grades, items, thr, tie, kq)
 
 
 def _changed_rows(log, R, conv, baseline: str, model: str, metric) -> tuple[dict, dict]:

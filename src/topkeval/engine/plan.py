@@ -12,7 +12,7 @@ from ..errors import ParameterError
 from ..kernels.stats import NO_CUTOFF
 from ..metrics import FAMILIES, DcgSpec
 from ..metrics.registry import RANKED_STATISTICS
-from ..names import Metric, parse_metrics
+from ..names import Metric, labelled_metrics
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ class Plan:
         The recall levels of interpolated precision needed, ascending.
     err_grades : tuple of float
         The maximum grades of the expected reciprocal ranks needed.
+    labels : tuple of str
+        Each metric's column label: the name as the user wrote it, blanks removed
+        (:func:`topkeval.names.labelled_metrics`); by default its canonical name.
     """
 
     metrics: tuple[Metric, ...]
@@ -54,6 +57,7 @@ class Plan:
     ranked: frozenset = frozenset()
     iprec_levels: tuple[float, ...] = ()
     err_grades: tuple[float, ...] = ()
+    labels: tuple[str, ...] = ()
 
     def parts(self) -> list[Plan]:
         """The plans whose statistics one kernel pass gives: this plan, or, under
@@ -61,15 +65,21 @@ class Plan:
         ``positive_hits``) and one for the others."""
         if self.conv.nonpositive_scores != "miss":
             return [self]
-        found = [m for m in self.metrics if FAMILIES[m.family].counts_found]
-        rest = [m for m in self.metrics if not FAMILIES[m.family].counts_found]
-        out = [_plan(found, self.conv, positive_hits=True)] if found else []
-        return out + ([_plan(rest, self.conv)] if rest else [])
+        labelled = list(zip(self.names, self.metrics))
+        found = [(n, m) for n, m in labelled if FAMILIES[m.family].counts_found]
+        rest = [(n, m) for n, m in labelled if not FAMILIES[m.family].counts_found]
+        return [_plan([m for _, m in part], self.conv, positive_hits=hits, labels=tuple(n for n, _ in part))
+                for part, hits in ((found, True), (rest, False)) if part]
 
     @property
     def names(self) -> list[str]:
-        """Canonical metric names, in the order requested."""
-        return [str(m) for m in self.metrics]
+        """The metrics' column labels (the names as requested), in the order requested."""
+        return list(self.labels) if self.labels else [str(m) for m in self.metrics]
+
+    @property
+    def canonical(self) -> dict[str, str]:
+        """Each column label -> the metric's canonical name."""
+        return {name: str(m) for name, m in zip(self.names, self.metrics)}
 
     def depth(self, R_max: int, n_max: int) -> int:
         """How deep into a list of ``n_max`` candidates the metrics look (the top T that decides
@@ -88,11 +98,13 @@ class Plan:
 
 
 def make_plan(metrics, conv: Conventions) -> Plan:
-    """Parse ``metrics`` and derive the statistics, cutoffs and gain variants they need."""
-    return _plan(tuple(parse_metrics(metrics)), conv)
+    """Parse ``metrics`` (labelled as written: :func:`topkeval.names.labelled_metrics`) and derive
+    the statistics, cutoffs and gain variants they need."""
+    labels, mets = labelled_metrics(metrics)
+    return _plan(mets, conv, labels=labels)
 
 
-def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
+def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[str, ...] = ()) -> Plan:
     mets = tuple(mets)
     for m in mets:
         allowed = FAMILIES[m.family].ties
@@ -109,8 +121,10 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
     specs: list[DcgSpec] = []
     for m in mets:
         fam = FAMILIES[m.family]
-        if fam.dcg is not None and (spec := fam.dcg(m, conv)) not in specs:
-            specs.append(spec)
+        wanted = () if fam.dcg is None else fam.dcg(m, conv)
+        for spec in wanted if isinstance(wanted, tuple) else (wanted,):
+            if spec not in specs:
+                specs.append(spec)
     levels: set[float] = set()
     grades: set[float] = set()
     for m in mets:
@@ -121,4 +135,4 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False) -> Plan:
             grades.add(fam.err(m))
     return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
                 tuple(specs), positive_hits, frozenset(needs & RANKED_STATISTICS), tuple(sorted(levels)),
-                tuple(sorted(grades)))
+                tuple(sorted(grades)), labels)

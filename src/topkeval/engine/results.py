@@ -34,7 +34,8 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
     per-query table lists each model's queries in batch order, and ``info`` has the same keys on
     every path: ``queries``, ``evaluated``, ``skipped_empty``, ``rows`` (ints: totals),
     ``evaluated_per_model``, ``rows_per_model``, ``ties_at_cutoff`` (per model), ``models``,
-    ``metrics``, ``conventions``, and what the front door adds (``info``).
+    ``metrics`` (the column labels: the names as requested), ``metric_names`` (each label -> the
+    canonical name), ``conventions``, and what the front door adds (``info``).
     """
     from ..results import Results
 
@@ -69,6 +70,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
         "ties_at_cutoff": {m: sum(p.ties for p in parts) for m, parts in by_model.items()},
         "models": list(by_model),
         "metrics": names,
+        "metric_names": plan.canonical,
         "conventions": plan.conv.as_dict(),
     }
     base.update(info or {})

@@ -754,10 +754,14 @@ def ranks(offsets, scores, rel, grade, items, tie, depth):
 
 
 @kernel
-def ideal_dcg(offsets, gains, cutoffs, disc):
+def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
     """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff.
 
-    ``disc[p]`` is the discount of rank p (``disc[0]`` unused).
+    ``disc[p]`` is the discount of rank p (``disc[0]`` unused) and ``cum`` its prefix sums. Only
+    positive gains enter the ideal ranking (trec_eval), or every gain, zero and negative ones last,
+    when ``every`` (torchmetrics). ``zeros[q]`` (when ``zeros`` is not empty) more judged items of
+    query q, not listed in ``gains``, each gain ``zero_gain`` (> 0 unless ``every``): the grade-0
+    cells of a score matrix. They take the ranks after the listed gains larger than ``zero_gain``.
     """
     Q = offsets.shape[0] - 1
     C = cutoffs.shape[0]
@@ -765,23 +769,35 @@ def ideal_dcg(offsets, gains, cutoffs, disc):
     for q in range(Q):
         lo = offsets[q]
         hi = offsets[q + 1]
+        extra = zeros[q] if zeros.shape[0] else 0
         npos = 0
         for j in range(lo, hi):
-            if gains[j] > 0:
+            if gains[j] > 0 or every:
                 npos += 1
-        if npos == 0:
+        if npos == 0 and extra == 0:
             continue
         best = np.empty(npos)
         npos = 0
         for j in range(lo, hi):
-            if gains[j] > 0:
+            if gains[j] > 0 or every:
                 best[npos] = -gains[j]
                 npos += 1
         best = best[stable_argsort(best)]
+        above = 0  # listed gains ranked before the extra items
+        while above < npos and -best[above] > zero_gain:
+            above += 1
         for c in range(C):
+            k = cutoffs[c]
             total = 0.0
-            for p in range(min(npos, cutoffs[c])):
+            for p in range(min(above, k)):
                 total -= best[p] * disc[p + 1]
+            if extra > 0 and k > above:
+                total += zero_gain * (cum[min(above + extra, k)] - cum[above])
+            for p in range(above, npos):
+                rank = p + extra + 1
+                if rank > k:
+                    break
+                total -= best[p] * disc[rank]
             out[q, c] = total
     return out
 

@@ -97,3 +97,113 @@ def kth_smallest(values, k):
         else:
             return a[k]
     return a[k]
+
+
+#: numba's quicksort leaves partitions of at most this many elements to an insertion sort.
+_QUICKSORT_SMALL = 15
+
+
+@kernel(outputs=('order',))
+def _quicksort_partition(keys, order, low, high):
+    """Partition ``order[low:high + 1]`` around the median of its first, middle and last keys; return
+    the pivot's final index (numba's scheme: the pivot is parked at ``high`` during the scan)."""
+    mid = (low + high) >> 1
+    if keys[order[mid]] < keys[order[low]]:
+        order[low], order[mid] = order[mid], order[low]
+    if keys[order[high]] < keys[order[mid]]:
+        order[high], order[mid] = order[mid], order[high]
+    if keys[order[mid]] < keys[order[low]]:
+        order[low], order[mid] = order[mid], order[low]
+    pivot = keys[order[mid]]
+    order[high], order[mid] = order[mid], order[high]
+    i = low
+    j = high - 1
+    while True:
+        while i < high and keys[order[i]] < pivot:
+            i += 1
+        while j >= low and pivot < keys[order[j]]:
+            j -= 1
+        if i >= j:
+            break
+        order[i], order[j] = order[j], order[i]
+        i += 1
+        j -= 1
+    order[i], order[high] = order[high], order[i]
+    return i
+
+
+@kernel
+def quicksort_argsort(keys):
+    """Indices that sort ``keys`` (float64, no NaN) ascending in the order numba's
+    ``np.argsort(keys)`` (``kind="quicksort"``, its default) gives, equal keys included.
+
+    That order is not stable: partitions of 16 elements or more are split around a median-of-three
+    pivot, which moves equal keys past one another; smaller ones are finished by an insertion sort,
+    which keeps their order. ranx ranks a query's documents this way (``ties="ranx"``). Written out,
+    rather than calling ``np.argsort``, so that the interpreted kernels give the same order as the
+    compiled ones (NumPy's own quicksort orders ties differently).
+    """
+    n = keys.shape[0]
+    order = np.arange(n)
+    if n < 2:
+        return order
+    stack_lo = np.empty(128, np.int64)  # the larger part waits here: at most log2(n) entries
+    stack_hi = np.empty(128, np.int64)
+    stack_lo[0] = 0
+    stack_hi[0] = n - 1
+    top = 1
+    while top > 0:
+        top -= 1
+        low = stack_lo[top]
+        high = stack_hi[top]
+        while high - low >= _QUICKSORT_SMALL:
+            p = _quicksort_partition(keys, order, low, high)
+            if high - p > p - low:  # the right part is the larger: it waits, the left goes on
+                if high > p:
+                    stack_lo[top] = p + 1
+                    stack_hi[top] = high
+                    top += 1
+                high = p - 1
+            else:
+                if p > low:
+                    stack_lo[top] = low
+                    stack_hi[top] = p - 1
+                    top += 1
+                low = p + 1
+        for i in range(low + 1, high + 1):  # insertion sort of what is left: stable
+            x = order[i]
+            kx = keys[x]
+            j = i
+            while j > low and kx < keys[order[j - 1]]:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = x
+    return order
+
+
+@kernel
+def quicksort_positions(offsets, scores, thr):
+    """Per row, its position (from 0) in its query's list ordered as ranx orders it: numba's
+    quicksort argsort (:func:`quicksort_argsort`) of the negated scores of the query's rows that
+    score at least ``thr``, in row order. Rows below ``thr`` get positions after every kept row."""
+    out = np.empty(scores.shape[0], np.int64)
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        n = 0
+        for j in range(lo, hi):
+            n += scores[j] >= thr
+        rows = np.empty(n, np.int64)
+        keys = np.empty(n, np.float64)
+        n = 0
+        for j in range(lo, hi):
+            if scores[j] >= thr:
+                rows[n] = j
+                keys[n] = -scores[j]
+                n += 1
+            else:
+                out[j] = hi - lo  # beyond every kept row
+        order = quicksort_argsort(keys)
+        for p in range(n):
+            out[rows[order[p]]] = p
+    return out

@@ -7,15 +7,17 @@ relevant), n candidates of which r are relevant and N = n - r are not:
 metric                 value                                                                undefined when
 =====================  ===================================================================  ==================
 judged@k               judged candidates in the top k / k (shrink: / min(k, n))             shrink and n = 0
+unj@k                  candidates without a judgment or with a negative grade in the top    shrink and n = 0
+                       k / k (trec_eval unj_k; shrink: / min(k, n))
 bpref                  (1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R),    R = 0
                        X the judged non-relevant candidates above it (1 when min(NJ, R)=0)
 infap                  (1/R) sum over relevant candidates at rank i of 1 at rank 1, else    R = 0
                        1/i + ((i-1)/i) (P/(i-1)) (a + eps)/(a + b + 2 eps): P of the i - 1
                        ranks above in the pool (a relevant, b judged non-relevant, the
                        rest with a negative grade), eps = 1e-5 (trec_eval infAP)
-iprec(recall=x)        largest precision at or beyond the lround(x R)-th relevant rank;     R = 0
-                       0 when fewer relevant candidates are listed (trec_eval)
-iprec_avg              mean of iprec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)         R = 0
+iprec(recall=x)        largest precision at or beyond the lround(x R)-th relevant rank;     R = 0, or n = 0 and
+                       0 when fewer relevant candidates are listed (trec_eval)              lround(x R) = 0
+iprec_avg              mean of iprec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)         R = 0 or n = 0
 auc                    share of (relevant, non-relevant) candidate pairs ranked in that     r = 0 or N = 0
                        order, a tied pair 1/2 under ties="expected"
 err(max_grade=m)@k     sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j),               never
@@ -36,14 +38,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import Param, register
+from ..conventions import TIES
+from .registry import DcgSpec, Param, register
 from .setbased import ratio
 
 #: trec_eval's recall levels of iprec_at_recall and 11pt_avg.
 ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
-#: The tie rules under which interpolated precision is exact.
-DETERMINISTIC = ("optimistic", "pessimistic", "first", "item_desc", "item_asc")
+#: The tie rules under which interpolated precision is exact: every one but "expected".
+DETERMINISTIC = tuple(t for t in TIES if t != "expected")
 
 
 @register("judged", cutoff="required", needs=("judged",),
@@ -80,13 +83,19 @@ def _iprec_name(m) -> str:
           summary="interpolated precision at a recall level (trec_eval iprec_at_recall_0.50 is iprec(recall=0.5))",
           formula="max precision at ranks at or beyond the lround(x R)-th relevant; 0 if fewer are listed")
 def iprec(st, m, conv):
-    return _per_r(st.iprec[:, st.level(m.param("recall"))], st, conv)
+    x = m.param("recall")
+    # lround(x R) = 0 (half away from zero) exactly when x R < 0.5
+    return _per_r(st.iprec[:, st.level(x)], st, conv, (st.n == 0) & (x * st.R < 0.5))
 
 
-def _per_r(values, st, conv) -> np.ndarray:
-    """``values`` where R > 0, ``conv.undefined`` where R = 0."""
+def _per_r(values, st, conv, empty=None) -> np.ndarray:
+    """``values`` where R > 0, ``conv.undefined`` where R = 0, and where ``empty``: an empty list at
+    a level whose count of relevant items is 0, where the largest precision is over no rank at all
+    (trec_eval computes 0 / 0 there, NaN: its -J on a query whose retrieved items are all unjudged)."""
     out = np.array(values, dtype=np.float64)
     out[st.R == 0] = conv.undefined
+    if empty is not None:
+        out[empty & (st.R > 0)] = conv.undefined
     return out
 
 
@@ -98,7 +107,7 @@ def iprec_avg(st, m, conv):
     total = np.zeros(st.n_queries)
     for x in reversed(ELEVEN_POINTS):  # trec_eval's order of summation
         total += st.iprec[:, st.level(x)]
-    return _per_r(total / len(ELEVEN_POINTS), st, conv)
+    return _per_r(total / len(ELEVEN_POINTS), st, conv, st.n == 0)  # level 0 of an empty list is undefined
 
 
 @register("auc", cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
@@ -114,3 +123,15 @@ def auc(st, m, conv):
           formula="sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j), p = (2^grade - 1) / 2^max_grade")
 def err(st, m, conv):
     return st.err_at(m.param("max_grade"), m.k).copy()
+
+
+def _unknown_count(m, conv) -> DcgSpec:
+    return DcgSpec("unknown", ("rbp", 1.0))  # a discount of 1 at every rank: the count in the top k
+
+
+@register("unj", cutoff="required", needs=("dcg",), dcg=_unknown_count, trec="unj", higher_is_better=False,
+          summary="trec_eval's unj_k: share of the top k without a judgment or with a negative grade",
+          formula="unjudged candidates (no judgment, or a negative grade) in the top k / k  (shrink: / min(k, n))")
+def unj(st, m, conv):
+    den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)
+    return ratio(st.dcg_at(_unknown_count(m, conv), m.k), den, conv.undefined)

@@ -9,14 +9,24 @@ ap_capped@k        the same sum / min(R, k)  (Spark, RecBole, MS Recs)   R = 0
 dcg@k              sum over ranks <= k of gain x discount(rank)          never
 ndcg@k             dcg@k / ideal dcg@k                                   ideal dcg is 0
 rbp(p=p)@k         (1 - p) sum over relevant ranks i <= k of p^(i - 1)   never
+rbp_residual@k     (1 - p) sum over unjudged ranks i <= min(k, n) of     never
+                   p^(i - 1), + p^min(k, n) (Moffat & Zobel)
+rbp_resid          trec_eval's: the residual over the whole list, with   never
+                   negative grades unjudged; 0 when nothing is unjudged
 =================  ====================================================  ==================
 
 Without ``@k`` the whole list counts. Gains are the grades (``gain=linear``, trec_eval),
 ``2**grade - 1`` (``gain=exp``, ranx's ndcg_burges) or a map of grades to gains
-(``gain={1:3,2:7}``, trec_eval's ``ndcg.1=3,2=7``), for every candidate with a positive grade: the
-relevance threshold decides binary relevance (rr, ap), not graded gain. The discount is
+(``gain={1:3,2:7}``, trec_eval's ``ndcg.1=3,2=7``; unlisted grades gain their own value when
+positive), for every candidate with a positive grade: the relevance threshold decides binary
+relevance (rr, ap), not graded gain. A gain map applies to judged candidates only: a retrieved
+candidate without a judgment (judgments kept apart, ``qrels=``) gains nothing, even when the map
+gives grade 0 a gain (trec_eval, ir_measures' ``nDCG(gains=...)``); every non-excluded cell of a
+score matrix is judged, grade 0 when not stored. A negative gain counts in the DCG but not in the
+ideal DCG (trec_eval: "gains are allowed to be 0 or negative"). The discount is
 ``1 / log2(rank + 1)``, or LensKit's ``1 / log2(max(rank, 2))`` under ``discount="lenskit"``.
-The ideal DCG ranks all of the query's judged gains, those of candidates not retrieved included.
+The ideal DCG ranks the positive gains of all of the query's judged items, those not retrieved
+included.
 ``short_lists`` "pad" and "shrink" do not change these metrics (ranks beyond the list add
 nothing); "error" still refuses a cutoff larger than a list. Under ``ties="expected"`` each is
 its exact expected value over the orders of tied candidates (McSherry & Najork 2008).
@@ -53,7 +63,7 @@ def ap_capped(st, m, conv):
 
 
 def _graded(m, conv) -> DcgSpec:
-    return DcgSpec(m.param("gain"), conv.discount)
+    return DcgSpec(m.param("gain"), conv.discount, conv.negative_grades == "gain")
 
 
 _GAIN = (Param("gain", "gain", "linear", False),)
@@ -103,3 +113,20 @@ def rbp_residual(st, m, conv):
     p = m.param("p")
     depth = st.n.astype(np.float64) if m.k is None else np.minimum(st.n, m.k).astype(np.float64)
     return (1.0 - p) * st.dcg_at(_unjudged(m, conv), m.k) + p ** depth
+
+
+def _trec_resid(m, conv) -> tuple[DcgSpec, DcgSpec]:
+    # the discounted sum over the candidates trec_eval calls unjudged, and their number (p = 1)
+    return DcgSpec("unknown", ("rbp", m.param("p"))), DcgSpec("unknown", ("rbp", 1.0))
+
+
+@register("rbp_resid", cutoff="none", needs=("dcg",), depth="list", params=(Param("p", "unit", 0.9, False),),
+          dcg=_trec_resid, trec_uncut="rbp_resid", higher_is_better=False,
+          summary="trec_eval's rbp_resid (p = 0.9 by default): RBP's residual over the whole list, 0 when no "
+                  "retrieved candidate is unjudged (no judgment, or a negative grade)",
+          formula="p^n + (1 - p) sum over unjudged ranks i of p^(i - 1) if any candidate is unjudged, else 0")
+def rbp_resid(st, m, conv):
+    p = m.param("p")
+    terms, count = _trec_resid(m, conv)
+    residual = (1.0 - p) * st.dcg_at(terms, None) + p ** st.n.astype(np.float64)
+    return np.where(st.dcg_at(count, None) > 0, residual, 0.0)

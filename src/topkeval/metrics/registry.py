@@ -63,14 +63,18 @@ class DcgSpec:
 
     ``gain``: ``"linear"`` (the grade, 0 for grades <= 0), ``"exp"`` (2**grade - 1),
     ``"binary"`` (1 for a relevant candidate), ``"unjudged"`` (1 for a candidate without a
-    judgment: RBP's residual) or a tuple of ``(grade, gain)`` pairs (other grades
-    gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
+    judgment: RBP's residual), ``"unknown"`` (1 for a candidate without a judgment or with a
+    negative grade, trec_eval's "unjudged": rbp_resid, unj) or a tuple of ``(grade, gain)`` pairs
+    (other grades gain their own value when positive, as trec_eval's ``ndcg.1=3,2=7``). ``discount``:
     ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
-    (p ** (rank - 1)).
+    (p ** (rank - 1)). ``signed`` (``negative_grades="gain"``): a negative grade gains its own,
+    negative, value (linear, unlisted in a map; ``2**grade - 1`` under exp), and the ideal DCG
+    ranks every judged item's gain, zero and negative ones included (torchmetrics).
     """
 
     gain: object = "linear"
     discount: object = "log2"
+    signed: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class Family:
     trec: str | None = None  # trec_eval's name: the prefix of name_k for a cutoff, the name without
     trec_uncut: str | None = None
     summed: bool = False  # trec_eval's "all" line sums it over queries instead of averaging
-    dcg: Callable | None = None  # (metric, conventions) -> DcgSpec, for families that need "dcg"
+    dcg: Callable | None = None  # (metric, conventions) -> DcgSpec or tuple of them, for families that need "dcg"
     variants: tuple = ()  # other tools' names for this family with set parameters: (("ndcg_burges", (("gain", "exp"),)),)
     counts_found: bool = False  # counts relevant candidates found in the top k (nonpositive_scores applies)
     levels: Callable | None = None  # metric -> recall levels, for families that need "iprec"
@@ -99,13 +103,14 @@ class Family:
     trec_format: Callable | None = None  # metric -> trec_eval's name, for families with parameters
     higher_is_better: bool = True  # for reports: which value of a column is the best
 
-    def example(self) -> str:
-        """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``..."""
+    def example(self, k: int = 10) -> str:
+        """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
+        is the cutoff of a family that needs one."""
         text = self.name
         required = [p for p in self.params if p.required]
         if required:
             text += "(" + ",".join(f"{p.name}={_EXAMPLE[p.kind]}" for p in required) + ")"
-        return text + ("@10" if self.cutoff == "required" else "")
+        return text + (f"@{k}" if self.cutoff == "required" else "")
 
     def examples(self) -> list[str]:
         """Every form of this family for tests and docs: with and without cutoff and parameters."""

@@ -1,0 +1,148 @@
+"""Metric names: suggestions for unknown names keep the user's cutoff and parameters; the name the
+user typed is the column label, and every lookup by metric name accepts it and the canonical one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import topkeval as tk
+
+
+def _suggestions(text: str) -> list[str]:
+    with pytest.raises(tk.UnknownMetricError) as info:
+        tk.parse_metric(text)
+    found = re.search(r"(?:Did you mean|as in) (.*?)[?.]?$", str(info.value).split(" Known metrics")[0])
+    assert found, str(info.value)
+    return [s.strip("'") for s in found.group(1).split(" or ")]
+
+
+@pytest.mark.parametrize("text,first", [
+    ("recal@2", "recall@2"), ("Recal@2", "recall@2"), ("precison@5", "precision@5"), ("ndgc@10", "ndcg@10"),
+    ("ndgc(gain=exp)@3", "ndcg(gain=exp)@3"), ("f_beta(beta=2)@3", "fbeta(beta=2)@3"), ("hit_rat@3", "hit_rate@3"),
+    ("precison @ 5", "precision@5"), ("reca;l@2", "recall@2"), ("mapp", "map"), ("rbp_resi", "rbp_resid"),
+    ("ndcgg(gains={0:1,1:4})@5", "ndcg(gains={0:1,1:4})@5"),
+    # a known family written wrongly: the right form, with the user's cutoff when it is a valid one
+    ("fbeta@5", "fbeta(beta=0.5)@5"), ("P@", "precision@10"), ("recall@0", "recall@10"),
+    ("fbeta(beta=0.5)@1O", "fbeta(beta=0.5)@10"), ("recal@0", "recall@10"),
+])
+def test_suggestions_keep_the_cutoff_and_the_parameters(text, first):
+    """The suggestion is made on the family name, and keeps what follows it: 'recal@2' suggests
+    'recall@2', not 'recall@10'. Every suggestion parses."""
+    suggestions = _suggestions(text)
+    assert suggestions[0] == first, suggestions
+    for suggestion in suggestions:
+        tk.parse_metric(suggestion)
+
+
+@pytest.mark.parametrize("text", ["recal@2x", "relstring", "gm_bpref", "Rprec_mult_0.20", "utility", "binG", "((@3"])
+def test_unknown_names_raise_without_recursion(text):
+    """A suggestion that does not parse itself is not suggested (nor does trying it suggest again)."""
+    with pytest.raises(tk.UnknownMetricError):
+        tk.parse_metric(text)
+
+
+LOG = {"query": [1, 1, 1, 2, 2, 2, 2], "item": ["x", "y", "z", "x", "y", "z", "w"],
+       "relevance": [1, 0, 1, 0, 1, 0, 0], "old": [0.9, 0.8, 0.1, 0.5, 0.4, 0.3, 0.2],
+       "new": [0.1, 0.8, 0.9, 0.4, 0.5, 0.3, 0.2], "device": list("aaabbbb")}
+
+
+def _res(metrics=("map", "P@1", "ndcg @ 2", "recall_2"), **kw):
+    return tk.evaluate(LOG, list(metrics), score=["old", "new"], item="item", **kw)
+
+
+def test_the_name_typed_is_the_column_label():
+    """metrics=["map"] gives a column "map" (summary["map"] was a KeyError: the column was "ap");
+    only blanks are taken out; info["metric_names"] maps each label to the canonical name."""
+    res = _res()
+    assert res.metrics == ["map", "P@1", "ndcg@2", "recall_2"]
+    assert list(res.summary.columns) == res.metrics and list(res.per_query.columns[2:]) == res.metrics
+    assert res.info["metrics"] == res.metrics
+    assert res.info["metric_names"] == {"map": "ap", "P@1": "precision@1", "ndcg@2": "ndcg@2", "recall_2": "recall@2"}
+    canonical = tk.evaluate(LOG, ["ap", "precision@1", "ndcg@2", "recall@2"], score=["old", "new"], item="item")
+    assert res.summary.to_numpy().tolist() == canonical.summary.to_numpy().tolist()
+    assert tk.evaluate(LOG, [tk.parse_metric("map")], score="old").metrics == ["ap"]  # a Metric: its canonical name
+    trec = tk.evaluate(LOG, ["P.1,2"], score="old")
+    assert trec.metrics == ["P.1", "P.2"] and trec.label("precision@2") == "P.2"
+
+
+@pytest.mark.parametrize("metrics,first,second", [(["map", "ap"], "map", "ap"), (["P@10", "precision@10"], "P@10", "precision@10"),
+                                                  (["P.5,10", "P@5"], "P.5", "P@5"), (["MRR@3", "rr@3"], "MRR@3", "rr@3")])
+def test_one_metric_under_two_names_is_refused(metrics, first, second):
+    with pytest.raises(tk.UnknownMetricError, match=re.escape(f"'{first}' and '{second}' are the same metric")):
+        tk.evaluate(LOG, metrics, score="old")
+
+
+def test_one_name_twice_is_kept_once():
+    assert tk.evaluate(LOG, ["recall@2", "recall @ 2", "map", "map"], score="old").metrics == ["recall@2", "map"]
+
+
+def test_every_lookup_by_metric_name_accepts_the_label_and_every_other_name(tmp_path):
+    res = _res()
+    for name in ("map", "ap", "AP", "average_precision", " map ", tk.parse_metric("ap")):
+        assert res.label(name) == "map"
+    assert res.label("precision@1") == "P@1" and res.label("ndcg@2") == "ndcg@2" and res.label("recall@2") == "recall_2"
+    for bad in ("recall@5", "recal@2", 3):
+        with pytest.raises(tk.ParameterError, match="was not evaluated"):
+            res.label(bad)
+    # diff
+    for name in ("map", "ap"):
+        d = res.diff("old", "new", name)
+        assert d["delta"].tolist() == (res.per_query.set_index(["model", "query"])["map"]
+                                       .unstack(0).eval("new - old").sort_values(kind="stable").tolist())
+    with pytest.raises(tk.ParameterError, match="was not evaluated"):
+        res.diff("old", "new", "ndcg@5")
+    # compare(metrics=)
+    for names in (["ap", "precision@1"], ["map", "P@1"], "AP"):
+        table = res.compare(baseline="old", metrics=names, n_resamples=200)
+        assert list(table["metric"]) == (["map", "P@1"] if isinstance(names, list) else ["map"])
+    # summary_ci, segments, to_latex: the labels
+    assert list(res.summary_ci(n_resamples=200)["metric"].unique()) == res.metrics
+    assert "map" in res.to_latex() and "P@1" in res.to_latex()
+    seg = _res(by="device")
+    assert [c for c in seg.segments.columns if c in seg.metrics] == seg.metrics
+    # curves: families as given; plot_deltas and report find the metric by any name
+    assert set(res.curves(["P"], ks=[1, 2])["metric"]) == {"P"}
+    assert res.curves(["P"], ks=[1])["value"].tolist() == res.summary["P@1"].tolist()
+    pytest.importorskip("matplotlib")
+    assert res.plot_deltas("ap") is not None
+    out = res.report(tmp_path / "r.html", metric="ap")
+    assert "map" in (tmp_path / "r.html").read_text()
+    assert out
+
+
+def test_cli_labels_and_lookups(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from topkeval.cli import main
+
+    path = tmp_path / "log.parquet"
+    pd.DataFrame(LOG).to_parquet(path)
+    assert main(["compare", str(path), "--score", "old", "--score", "new", "--baseline", "old", "--item", "item",
+                 "-m", "map,P@1", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["comparison"]
+    assert [r["metric"] for r in rows] == ["map", "P@1"]
+    assert main(["diff", str(path), "--score", "old", "--score", "new", "--baseline", "old", "--item", "item",
+                 "-m", "map"]) == 0
+    assert "map: new - old per query" in capsys.readouterr().out
+    assert main(["evaluate", str(path), "--score", "old", "-m", "map", "-m", "ap"]) == 2
+    assert "are the same metric" in capsys.readouterr().err
+
+
+def test_labels_on_the_other_paths(tmp_path):
+    """A streamed file, a score matrix and MatrixEvaluator label their columns the same way."""
+    import numpy as np
+    import pandas as pd
+
+    path = tmp_path / "log.parquet"
+    pd.DataFrame(LOG).to_parquet(path)
+    streamed = tk.evaluate(path, ["map", "P@1"], score="old", chunk_rows=2, keep_per_query=False)
+    assert streamed.metrics == ["map", "P@1"] and streamed.label("ap") == "map"
+    matrix = tk.evaluate_matrix(np.array([[0.9, 0.1, 0.5]]), np.array([[1, 0, 1]]), ["MAP", "R@2"])
+    assert matrix.metrics == ["MAP", "R@2"] and matrix.info["metric_names"] == {"MAP": "ap", "R@2": "recall@2"}
+    ev = tk.MatrixEvaluator(["MAP", "R@2"])
+    ev.update(np.array([[0.9, 0.1, 0.5]]), np.array([[1, 0, 1]]))
+    assert ev.metrics == ["MAP", "R@2"] and ev.compute().metrics == ["MAP", "R@2"]
