@@ -83,9 +83,11 @@ def test_every_lookup_by_metric_name_accepts_the_label_and_every_other_name(tmp_
     for name in ("map", "ap", "AP", "average_precision", " map ", tk.parse_metric("ap")):
         assert res.label(name) == "map"
     assert res.label("precision@1") == "P@1" and res.label("ndcg@2") == "ndcg@2" and res.label("recall@2") == "recall_2"
-    for bad in ("recall@5", "recal@2", 3):
+    for bad in ("recall@5", "recal@2"):
         with pytest.raises(tk.ParameterError, match="was not evaluated"):
             res.label(bad)
+    with pytest.raises(tk.ParameterError, match="'metric' parameter of label must be a metric name"):
+        res.label(3)
     # diff
     for name in ("map", "ap"):
         d = res.diff("old", "new", name)
