@@ -416,3 +416,18 @@ def test_report_refuses_devices_links_and_folders_before_evaluating(log_file, tm
     other.write_text("mine")
     code, out, err = run(["report", log_file, *BASE, "--score", "old", "-o", other], capsys)
     assert code == 2 and "already exists; pass --force to replace it" in err and other.read_text() == "mine"
+
+
+def test_any_os_error_is_one_line(log_file, capsys, monkeypatch):
+    import errno
+
+    import topkeval.api
+
+    def unreadable(*args, **kwargs):
+        raise OSError(errno.EIO, os.strerror(errno.EIO), "/data/log.parquet")
+
+    monkeypatch.setattr(topkeval.api, "evaluate", unreadable)
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old"], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines() == ["topkeval: error: Input/output error: '/data/log.parquet'. Check the path and its "
+                                "permissions."]

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -120,8 +121,8 @@ def test_compare_summary_ci_diff_and_report_on_spark(spark, tmp_path):
     assert "model" in on_spark.per_query.columns  # the per-query values stay a Spark DataFrame
     # curves evaluate the Spark DataFrame again at every cutoff; the report collects like compare
     pd.testing.assert_frame_equal(on_spark.curves(), local.curves(), rtol=1e-12)
-    page = open(on_spark.report(tmp_path / "spark.html", baseline="old", worst=2, n_resamples=500),
-                encoding="utf-8").read()
+    page = Path(on_spark.report(tmp_path / "spark.html", baseline="old", worst=2, n_resamples=500)).read_text(
+        encoding="utf-8")
     assert f'data-value="{float(on_spark.summary.loc["new", "recall@5"])!r}"' in page
     assert "evaluate the rows of the queries you want to see" in page  # no side by side: the rows stay on Spark
 

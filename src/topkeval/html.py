@@ -428,13 +428,13 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
 
     Examples
     --------
-    >>> import os, tempfile
+    >>> import os, pathlib, tempfile
     >>> import topkeval as tk
     >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "item": ["x", "y", "x", "y"],
     ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
     ...                   metrics=["precision@1"], score=["a", "b"], item="item")
     >>> path = res.report(os.path.join(tempfile.mkdtemp(), "report.html"), baseline="a", curves=False)
-    >>> "Comparison with a" in open(path, encoding="utf-8").read()
+    >>> "Comparison with a" in pathlib.Path(path).read_text(encoding="utf-8")
     True
     """
     from .io.write import check_output_path, write_text

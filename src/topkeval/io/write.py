@@ -166,7 +166,7 @@ def check_output_path(path, *, overwrite: bool = False, param: str = "path", own
     >>> folder = tempfile.mkdtemp()
     >>> check_output_path(folder + "/report.html").name
     'report.html'
-    >>> check_output_path(folder, overwrite=True)
+    >>> check_output_path(folder, overwrite=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     topkeval.errors.OutputFileError: Cannot write '...': it is a directory, and topkeval writes and replaces only regular files (never through a link, never over a device, fifo, socket or directory). Give the path of a regular file.
@@ -271,9 +271,9 @@ def write_text(path, text: str, *, overwrite: bool = False, param: str = "path",
 
     Examples
     --------
-    >>> import tempfile, os
-    >>> path = write_text(os.path.join(tempfile.mkdtemp(), "a.txt"), "hi")
-    >>> open(path).read()
+    >>> import tempfile, pathlib
+    >>> path = write_text(pathlib.Path(tempfile.mkdtemp()) / "a.txt", "hi")
+    >>> pathlib.Path(path).read_text()
     'hi'
     """
     with open_output(path, overwrite=overwrite, param=param, owner=owner) as f:
