@@ -364,6 +364,15 @@ def test_a_full_standard_output_fails_the_listings_too(argv):
     assert proc.stderr.startswith("topkeval: error: cannot write to standard output")
 
 
+def test_a_closed_standard_output_is_one_error_line():
+    shell = f"{shlex.quote(sys.executable)} -m topkeval demo --queries 30 >&-"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120,
+                          env=_env(PYTHONPATH=_src()))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["topkeval: error: cannot write to standard output: standard output is "
+                                        "closed (errno 9). Send the output elsewhere."]
+
+
 def test_a_closed_pipe_is_not_an_error():
     shell = f"{shlex.quote(sys.executable)} -m topkeval demo --queries 300 | head -1; exit ${{PIPESTATUS[0]}}"
     proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120,

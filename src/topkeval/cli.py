@@ -619,9 +619,17 @@ class _Stdout:
     (a closed pipe stays a BrokenPipeError)."""
 
     def __init__(self, stream) -> None:
-        self._stream = stream
+        self._stream = stream  # None when the command started with its standard output closed
+
+    def _closed(self) -> _OutputError:
+        return _OutputError(OSError(errno.EBADF, "standard output is closed"))
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
 
     def write(self, text: str) -> int:
+        if self._stream is None:
+            raise self._closed()
         try:
             return self._stream.write(text)
         except BrokenPipeError:
@@ -630,6 +638,8 @@ class _Stdout:
             raise _OutputError(exc) from None
 
     def flush(self) -> None:
+        if self._stream is None:
+            return
         try:
             self._stream.flush()
         except BrokenPipeError:
@@ -638,6 +648,8 @@ class _Stdout:
             raise _OutputError(exc) from None
 
     def __getattr__(self, name: str):
+        if self._stream is None:
+            raise self._closed()
         return getattr(self._stream, name)
 
 
@@ -652,6 +664,8 @@ class _OutputError(Exception):
 def _detach_stdout() -> None:
     """Point standard output at the null device, so that the interpreter's final flush of what is
     left in its buffer cannot fail again (and print "Exception ignored")."""
+    if sys.stdout is None:
+        return
     with contextlib.suppress(OSError, ValueError):
         fd = os.open(os.devnull, os.O_WRONLY)
         os.dup2(fd, sys.stdout.fileno())
