@@ -219,7 +219,11 @@ def open_output(path, *, overwrite: bool = False, binary: bool = False, encoding
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding=encoding, newline="")) as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            try:
+                os.fsync(f.fileno())  # on disk before it takes the target's place
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, getattr(errno, "ENOTSUP", errno.EINVAL)):
+                    raise  # a full disk, an I/O error; not a file system that cannot sync
         _commit(tmp, target, overwrite)
         tmp = None
     except OSError as exc:
