@@ -29,3 +29,42 @@ def shared_dir():
         pytest.skip("the shared test data folder is absent (a 'shared' folder beside the checkout, or "
                     "TOPKEVAL_SHARED; development machines and CI only)")
     return SHARED
+
+
+# Warnings are errors (pyproject.toml: filterwarnings = ["error", ...]): a warning on ordinary input is
+# a defect. The TopkevalWarnings below say something about the shape of the data, and the small and
+# generated logs of these test files have that shape by design (every query with the same number of
+# candidates, no relevant item at all, ...). They are ignored in these files only, by message; any
+# other warning, and these in any other file (test_cli, test_outputs, test_hostile, a new file...),
+# fails the test. A test about one of them asserts it with pytest.warns, which sees it all the same.
+SHAPE_WARNINGS = {
+    "truncated": r"Every query has exactly \d+ candidates?\.",  # a log of each query's top N only?
+    "nothing relevant": r"No item is relevant",  # no grade reaches the threshold
+    "no judgment": r"No retrieved item has a judgment",  # judgments apart share no item with the run
+    "held-out excluded": r"\d+ held-out relevant \(user, item\) pairs are also in exclude",  # random matrices
+}
+EXPECTED_SHAPE_WARNINGS = {
+    "test_accumulator.py": ["truncated", "held-out excluded"],  # random relevance and exclusion matrices
+    "test_matrix.py": ["held-out excluded"],
+    "test_beyond.py": ["truncated", "nothing relevant"],  # generated logs
+    "test_compare.py": ["truncated"],  # a fixture log with lists of one length
+    "test_grouping.py": ["truncated"],
+    "test_invariance.py": ["truncated", "nothing relevant"],  # generated logs
+    "test_presets.py": ["truncated"],  # the peers' own test cases: lists of one length
+    "test_reference.py": ["truncated", "nothing relevant", "no judgment"],  # generated logs and judgments
+    "test_report.py": ["truncated", "nothing relevant"],
+    "test_seeds.py": ["truncated"],  # the seed logs of past bugs, kept as they were
+    "test_segments.py": ["truncated", "nothing relevant"],
+    "test_spark.py": ["truncated", "nothing relevant"],  # generated logs, as test_reference
+    "test_errors.py::test_error_table": ["truncated"],
+    "test_trec.py::test_depth_on_a_wide_log_keeps_r_of_the_whole_list": ["truncated"],
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        name = item.path.name
+        for key in (name, f"{name}::{getattr(item, 'originalname', item.name)}"):
+            for warning in EXPECTED_SHAPE_WARNINGS.get(key, ()):
+                item.add_marker(pytest.mark.filterwarnings(
+                    f"ignore:{SHAPE_WARNINGS[warning]}:topkeval.errors.TopkevalWarning"))

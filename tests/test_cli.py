@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from topkeval.cli import main
+from topkeval.cli import FORMATS, main
 
 
 @pytest.fixture
@@ -353,3 +356,222 @@ def test_named_pipe_is_refused_without_blocking(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "topkeval", "evaluate", str(fifo)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "is a named pipe, not a file" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# warnings, output errors, empty paths: the command always ends, with one line per message
+
+NOISY = '''
+import warnings
+
+
+def noisy():
+    warnings.warn("the noisy library\\nsays hello", UserWarning)
+    warnings.warn("noisy 2.0 will change this", FutureWarning)
+    warnings.warn("noisy.old is deprecated", DeprecationWarning)
+    warnings.warn("the noisy library\\nsays hello", UserWarning)  # the same again: still one line
+'''
+
+DRIVER = '''
+import sys
+import warnings
+
+import noisy
+import topkeval.api
+from topkeval.cli import FORMATS, main
+from topkeval.errors import TopkevalWarning
+
+original = topkeval.api.evaluate
+
+
+def evaluate(*args, **kwargs):  # what every command calls: a third-party library warns inside it
+    noisy.noisy()
+    warnings.warn("a topkeval warning: use empty_queries='keep'", TopkevalWarning)
+    return original(*args, **kwargs)
+
+
+topkeval.api.evaluate = evaluate
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def _cli_with_noisy_library(tmp_path, argv):
+    (tmp_path / "noisy.py").write_text(NOISY)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    return subprocess.run([sys.executable, str(tmp_path / "driver.py"), *map(str, argv)], capture_output=True,
+                          text=True, timeout=60, env=_env(PYTHONPATH=f"{tmp_path}{os.pathsep}{_src()}"))
+
+
+def _src():
+    import topkeval
+
+    return str(Path(topkeval.__file__).parents[1])
+
+
+def _env(**extra):
+    # interpreted kernels: no compilation (nor its one-time notice on stderr) in a fresh process
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONWARNINGS", "PYTHONPATH")}
+    return env | {"TOPKEVAL_JIT": "0"} | extra
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare", "diff", "report"])
+def test_a_third_party_warning_ends_the_command_with_one_line(log_file, tmp_path, command):
+    # the warnings were once re-emitted into the list being read: the command never ended
+    argv = [command, log_file, *BASE, "--score", "old", "-m", "recall@2"]
+    argv += {"evaluate": [], "compare": ["--baseline", "new", "--resamples", "200"],
+             "diff": ["--baseline", "new"], "report": ["-o", tmp_path / "r.html", "--resamples", "200"]}[command]
+    proc = _cli_with_noisy_library(tmp_path, argv)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "topkeval: warning: the noisy library says hello (UserWarning from noisy)",  # once; no source line
+        "topkeval: warning: a topkeval warning: use --empty-queries keep",  # in the command line's words
+    ]  # the FutureWarning and the DeprecationWarning of a library are not the user's business
+
+
+def test_an_error_after_a_warning_is_the_only_line(log_file, tmp_path):
+    proc = _cli_with_noisy_library(tmp_path, ["evaluate", log_file, *BASE, "--score", "old", "-m", "recal@2"])
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [proc.stderr.strip()] and proc.stderr.startswith("topkeval: error: ")
+
+
+@pytest.fixture
+def deadline():
+    """Fail, instead of hanging (and growing without bound), a test that runs past 20 seconds."""
+    import signal
+
+    def stop(*_):
+        raise TimeoutError("the command did not end within 20 seconds")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 20)
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_warnings_policy_holds_under_the_callers_filters(log_file, capsys, monkeypatch, deadline):
+    # in-process, under pytest's "error" filter: the command keeps its own policy (a warning is a
+    # line, not an exception), and leaves the caller's filters as they were
+    import warnings
+
+    import topkeval.api
+
+    original = topkeval.api.evaluate
+
+    def evaluate(*args, **kwargs):
+        warnings.warn("from a library", UserWarning, stacklevel=1)
+        warnings.warn("later", FutureWarning, stacklevel=1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(topkeval.api, "evaluate", evaluate)
+    before = list(warnings.filters)
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "-m", "recall@2"], capsys)
+    assert code == 0 and "recall@2" in out
+    assert err.splitlines() == [f"topkeval: warning: from a library (UserWarning from {Path(__file__).stem})"]
+    assert warnings.filters == before
+
+
+FORMAT_COMMANDS = [(["evaluate", "{log}", *BASE, "--score", "old", "-m", "recall@2"], FORMATS + ("trec",)),
+                   (["compare", "{log}", *BASE, "--baseline", "old", "--score", "new", "--resamples", "200"], FORMATS),
+                   (["diff", "{log}", *BASE, "--baseline", "old", "--score", "new"], FORMATS),
+                   (["diff", "{log}", *BASE, "--baseline", "old", "--score", "new", "--show", "1"], FORMATS),
+                   (["demo", "--queries", "30"], FORMATS)]
+
+
+@pytest.mark.parametrize("argv,fmt", [(argv, fmt) for argv, formats in FORMAT_COMMANDS for fmt in formats])
+def test_a_full_standard_output_is_one_error_line(log_file, argv, fmt):
+    argv = [a.replace("{log}", str(log_file)) for a in argv] + ["--format", fmt]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "topkeval", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, env=_env(PYTHONPATH=_src()))
+    assert proc.returncode == 2, proc.stderr
+    # one line, and no "Exception ignored" from the interpreter's final flush
+    assert proc.stderr.splitlines() == ["topkeval: error: cannot write to standard output: No space left on device "
+                                        "(errno 28). Free some space, or send the output elsewhere."]
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["metrics"], ["conventions"]])
+def test_a_full_standard_output_fails_the_listings_too(argv):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "topkeval", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120, env=_env(PYTHONPATH=_src()))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("topkeval: error: cannot write to standard output")
+
+
+def test_a_closed_standard_output_is_one_error_line():
+    shell = f"{shlex.quote(sys.executable)} -m topkeval demo --queries 30 >&-"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120,
+                          env=_env(PYTHONPATH=_src()))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["topkeval: error: cannot write to standard output: standard output is "
+                                        "closed (errno 9). Send the output elsewhere."]
+
+
+def test_a_closed_pipe_is_not_an_error():
+    shell = f"{shlex.quote(sys.executable)} -m topkeval demo --queries 300 | head -1; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120,
+                          env=_env(PYTHONPATH=_src()))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("Example log:") and len(proc.stdout.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["evaluate", ""], "FILE"),
+    (["evaluate", "{log}", "--qrels", ""], "--qrels"),
+    (["evaluate", "--qrels", "{log}", "--run", ""], "--run"),
+    (["compare", "", "--baseline", "old"], "FILE"),
+    (["report", "{log}", *BASE, "--score", "old", "-o", ""], "-o/--output"),
+    (["demo", "--queries", "30", "--report", ""], "--report"),
+    (["demo", "--queries", "30", "--report", "", "--force"], "--report"),
+])
+def test_an_empty_path_is_an_error(log_file, capsys, argv, flag):
+    code, out, err = run([a.replace("{log}", str(log_file)) for a in argv], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [f"topkeval: error: {flag} is empty (''): give the path of a file"]
+
+
+def test_report_refuses_devices_links_and_folders_before_evaluating(log_file, tmp_path, capsys, monkeypatch):
+    import stat
+
+    import topkeval.api
+
+    def never(*args, **kwargs):
+        raise AssertionError("the output path is checked before the evaluation")
+
+    monkeypatch.setattr(topkeval.api, "evaluate", never)
+    other = tmp_path / "other.html"
+    other.write_text("keep")
+    (tmp_path / "link.html").symlink_to(other)
+    os.mkfifo(tmp_path / "fifo")
+    cases = {"/dev/null": "a character device", tmp_path / "fifo": "a named pipe (fifo)",
+             tmp_path / "link.html": "a symbolic link", tmp_path: "a directory",
+             other / "r.html": "is a file, not a folder", tmp_path / "no" / "r.html": "does not exist",
+             tmp_path / ("x" * 300 + ".html"): "the name is too long", "/proc/r.html": "no file can be created"}
+    for target, words in cases.items():
+        for argv in (["report", log_file, *BASE, "--score", "old", "-o", target, "--force"],
+                     ["demo", "--queries", "30", "--report", target, "--force"]):
+            code, out, err = run(argv, capsys)
+            assert code == 2 and len(err.splitlines()) == 1 and words in err, err
+            assert err.startswith(f"topkeval: error: Cannot write '{target}': ")
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode) and (tmp_path / "link.html").is_symlink()
+    assert other.read_text() == "keep"
+    other.write_text("mine")
+    code, out, err = run(["report", log_file, *BASE, "--score", "old", "-o", other], capsys)
+    assert code == 2 and "already exists; pass --force to replace it" in err and other.read_text() == "mine"
+
+
+def test_any_os_error_is_one_line(log_file, capsys, monkeypatch):
+    import errno
+
+    import topkeval.api
+
+    def unreadable(*args, **kwargs):
+        raise OSError(errno.EIO, os.strerror(errno.EIO), "/data/log.parquet")
+
+    monkeypatch.setattr(topkeval.api, "evaluate", unreadable)
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old"], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines() == ["topkeval: error: Input/output error: '/data/log.parquet'. Check the path and its "
+                                "permissions."]

@@ -165,3 +165,17 @@ def test_grouped_object_ids_keep_input_order_and_refuse_missing():
     assert tk.evaluate(frame, ["P@1"]).per_query["query"].tolist() == ["z", "a", "m"]
     with pytest.raises(tk.ColumnError, match="missing query ids"):
         tk.evaluate(frame.assign(query=np.array(["z", None, "a", "m"], dtype=object)), ["P@1"])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_count_nonfinite_interpreted_and_compiled_in_every_float_width(dtype):
+    # interpreted, a float64 bound (1.797e308) overflowed to inf as a float32, with a RuntimeWarning,
+    # and float32 infinities counted as finite
+    import warnings
+
+    values = np.array([0.5, np.inf, -np.inf, np.nan, np.finfo(dtype).max, -np.finfo(dtype).max, 0.0], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert grouping._nonfinite_range.py_func(values, 0, len(values)) == 3
+        if dtype != np.float16:  # numeric_column converts float16 to float64 first (numba has no float16)
+            assert grouping.count_nonfinite(values) == 3

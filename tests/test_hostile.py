@@ -231,8 +231,9 @@ def test_write_run_never_writes_through_a_symlink(tmp_path):
     link.symlink_to(target)
     with pytest.raises(tk.InputFileError, match="symbolic link"):
         tk.write_run(LOG, link)
-    tk.write_run(LOG, link, overwrite=True)  # replaces the link, not the file it points to
-    assert target.read_text() == "keep me" and not link.is_symlink()
+    with pytest.raises(tk.InputFileError, match="symbolic link"):  # only regular files are ever replaced
+        tk.write_run(LOG, link, overwrite=True)
+    assert target.read_text() == "keep me" and link.is_symlink()
 
 
 # ---------------------------------------------------------------------------------------------

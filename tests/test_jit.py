@@ -87,3 +87,50 @@ def test_many_small_calls_end_up_compiled():
             "print(before, jit.is_compiled(), bool((first == last).all().all()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False True True"
+
+
+INTERPRETED_EDGES = r"""
+import numpy as np
+import topkeval as tk
+
+out = {}
+log = {"query": [1, 1, 2, 2, 3, 3, 3], "relevance": [1, 0, 0, 1, 1, 0, 0]}
+ok = tk.evaluate(log | {"score": np.array([0.5, 0.25, 0.75, 1e30, 0.1, 0.2, 0.3], np.float32)}, ["recall@1"])
+out["float32"] = ok.summary.iloc[0, 0]
+for bad in (np.inf, -np.inf, np.nan):
+    try:
+        tk.evaluate(log | {"score": np.array([0.5, bad, 0.75, 1.0, 0.1, 0.2, 0.3], np.float32)}, ["recall@1"])
+        out[str(bad)] = "accepted"
+    except tk.DataError as exc:
+        out[str(bad)] = str(exc).split(" (")[0]
+near = np.float32(0.7)  # below 0.7: float32 rounds 0.7 down
+m = tk.evaluate_matrix(np.array([[near, 0.9]], np.float32), np.array([[1, 0]]), metrics=["recall@2", "num_ret"],
+                       score_threshold=0.7)
+out["threshold"] = m.summary.iloc[0].tolist()
+S = np.array([[0.1, -np.inf, 0.9], [np.inf, 0.2, 0.8]], np.float32)  # the non-finite cells are excluded
+m = tk.evaluate_matrix(S, np.array([[0, 0, 1], [0, 1, 0]]), metrics=["recall@1"],
+                       exclude=np.array([[0, 1, 0], [1, 0, 0]]))
+out["excluded"] = m.per_query["recall@1"].tolist()
+try:
+    tk.evaluate_matrix(np.array([[0.1, np.inf]], np.float32), np.array([[1, 0]]), metrics=["recall@1"])
+    out["matrix inf"] = "accepted"
+except tk.DataError:
+    out["matrix inf"] = "refused"
+print(repr(out))
+"""
+
+
+def test_interpreted_kernels_raise_no_numpy_warning_on_float32():
+    """Interpreted (small inputs), numpy computes in float32 where numba computes in float64: a
+    float64 bound overflowed in the cast (a RuntimeWarning) and let float32 infinities through, inf -
+    inf warned, and a threshold was compared in float32. Under -W error, nothing may warn."""
+    env = {**os.environ, "TOPKEVAL_JIT": "0"}
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", INTERPRETED_EDGES], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = eval(proc.stdout)
+    assert out["float32"] == 2 / 3  # the top candidate is relevant in queries 1 (0.5) and 2 (1e30), not in 3
+    assert out["inf"] == out["-inf"] == "Column 'score' has 1 non-finite scores"
+    assert out["nan"] == "Column 'score' has 1 non-finite scores"
+    assert out["threshold"] == [0.0, 1.0]  # float32(0.7) < 0.7: not a candidate; 0.9 is, and not relevant
+    assert out["excluded"] == [1.0, 0.0] and out["matrix inf"] == "refused"  # tops: item 2 (relevant), item 2

@@ -11,6 +11,7 @@ import math
 import os
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -305,7 +306,7 @@ def _same(a, b) -> bool:
 def test_report_numbers_are_the_api_numbers(tmp_path):
     res = demo_results(300)
     path = res.report(tmp_path / "r.html", baseline="old_ranker", worst=3, n_resamples=2000, seed=1)
-    page = _parse(open(path, encoding="utf-8").read())
+    page = _parse(Path(path).read_text(encoding="utf-8"))
     # summary: the means, then the intervals of summary_ci
     rows = page.tables["summary"][1:]
     assert [r[0][0] for r in rows] == res.models
@@ -345,7 +346,7 @@ def test_report_numbers_are_the_api_numbers(tmp_path):
 def test_report_escapes_hostile_ids_and_runs_no_script(tmp_path):
     res = hostile_results()
     path = res.report(tmp_path / "r.html", queries=HOSTILE_QUERIES, n_resamples=500)
-    text = open(path, encoding="utf-8").read()
+    text = Path(path).read_text(encoding="utf-8")
     page = _parse(text)
     names = {tag for tag, _ in page.tags}
     assert "script" not in names and "iframe" not in names
@@ -365,8 +366,9 @@ def test_report_without_matplotlib_or_rows(tmp_path, monkeypatch):
 
     res = demo_results(60)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    path = res.report(tmp_path / "a.html", n_resamples=200)
-    text = open(path, encoding="utf-8").read()
+    with pytest.warns(tk.TopkevalWarning, match="The report has no plots: Plots need matplotlib"):
+        path = res.report(tmp_path / "a.html", n_resamples=200)
+    text = Path(path).read_text(encoding="utf-8")
     assert "<svg" not in text and "pip install" in text
     with pytest.raises(ParameterError, match="matplotlib"):
         res.plot_curve("recall")
@@ -374,7 +376,7 @@ def test_report_without_matplotlib_or_rows(tmp_path, monkeypatch):
     summary_only = tk.evaluate({"query": [1, 1, 2], "relevance": [1, 0, 1], "s": [1.0, 2.0, 1.0]}, ["recall@1"],
                                score="s")
     summary_only.per_query = summary_only.per_query.iloc[:0]
-    text = open(summary_only.report(tmp_path / "b.html"), encoding="utf-8").read()
+    text = Path(summary_only.report(tmp_path / "b.html")).read_text(encoding="utf-8")
     assert "no intervals" in text
 
 
@@ -389,8 +391,9 @@ def test_report_file_safety(tmp_path):
     other.write_text("keep")
     link = tmp_path / "link.html"
     link.symlink_to(other)
-    res.report(link, overwrite=True, curves=False, n_resamples=200)
-    assert other.read_text() == "keep" and not link.is_symlink()
+    with pytest.raises(InputFileError, match="symbolic link"):  # only regular files are ever replaced
+        res.report(link, overwrite=True, curves=False, n_resamples=200)
+    assert other.read_text() == "keep" and link.is_symlink()
     with pytest.raises(InputFileError, match="does not exist"):
         res.report(tmp_path / "nope" / "r.html")
     with pytest.raises(InputFileError, match="directory"):
@@ -413,8 +416,8 @@ def _umask():
 def test_report_images_only_safe_urls(tmp_path):
     res = demo_results(40)
     urls = {"img0": "javascript:alert(1)"}
-    text = open(res.report(tmp_path / "r.html", images=lambda item: urls.get(item, f"https://cdn.test/{item}.jpg"),
-                           worst=2, curves=False, n_resamples=200), encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "r.html", images=lambda item: urls.get(item, f"https://cdn.test/{item}.jpg"),
+                           worst=2, curves=False, n_resamples=200)).read_text(encoding="utf-8")
     assert "javascript:" not in text and 'src="https://cdn.test/img' in text
 
 
@@ -524,7 +527,7 @@ def test_short_lists_unknown_queries_long_cutoffs_and_id_types(tmp_path):
     assert res.side_by_side("8", k=2)[("b", "item")].tolist() == ["b", "a"]  # text finds a whole-number id
     with pytest.raises(ParameterError, match="not among the queries"):
         res.side_by_side("08", k=2)  # "08" is not 8, as nowhere in topkeval
-    text = open(res.report(tmp_path / "r.html", queries=[7, "8"], n_resamples=200), encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "r.html", queries=[7, "8"], n_resamples=200)).read_text(encoding="utf-8")
     assert text.count('<h3 id="q') == 2
     with pytest.raises(ParameterError, match="'nope' of queries= is not among"):
         res.report(tmp_path / "x.html", queries=[7, "nope"])
@@ -547,7 +550,7 @@ def test_curves_and_report_of_a_score_matrix(tmp_path):
         alone = tk.evaluate_matrix({"a": scores, "b": scores[::-1].copy()}, relevant, [f"recall@{k}"]).summary
         part = got[(got.metric == "recall") & (got.k == k)].set_index("model")["value"]
         assert part.to_dict() == alone[f"recall@{k}"].to_dict()
-    text = open(res.report(tmp_path / "m.html", n_resamples=200), encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "m.html", n_resamples=200)).read_text(encoding="utf-8")
     assert "do not keep" in text  # no side by side: a matrix keeps no rows
 
 
@@ -557,7 +560,8 @@ def test_report_keeps_other_queries_when_a_model_lacks_one_and_r_under_score_thr
                         "run": ["a"] * 6 + ["#b"] * 4})
     truth = pd.DataFrame({"query": [1, 2, 3], "item": ["x", "x", "x"], "relevance": [1, 1, 1]})
     res = tk.evaluate(run, ["precision@1"], item="item", qrels=truth, model="run")
-    text = open(res.report(tmp_path / "r.html", baseline="a", queries=[3], n_resamples=200), encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "r.html", baseline="a", queries=[3], n_resamples=200)).read_text(
+        encoding="utf-8")
     assert 'id="q1"' in text and "not among the queries of model" in text  # query 3: a note; the others shown
     assert "&#35;b" in text and ">b<" not in text  # a model called '#b' keeps its '#'
     res = tk.evaluate({"query": [1] * 4, "relevance": [1, 0, 1, 0], "item": list("wxyz"),

@@ -4,6 +4,7 @@ does not know about them (the segment's rows alone; each query repeated w times)
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -133,7 +134,7 @@ def test_per_query_report_cli_and_json_carry_the_segments(tmp_path, capsys):
     pq = res.per_query
     assert list(pq.columns[:4]) == ["model", "query", "device", "traffic"]
     assert (pq["device"] == np.where(pq["query"] % 3 == 0, "desktop", "mobile")).all()
-    text = open(res.report(tmp_path / "r.html", n_resamples=300, curves=False), encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "r.html", n_resamples=300, curves=False)).read_text(encoding="utf-8")
     block = text[text.index('<table class="segments">'):]
     block = block[:block.index("</table>")]
     cells = [float(v) for v in re.findall(r'data-value="([^"]+)"', block)]

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,9 @@ from strategies import DETERMINISTIC_ONLY, conventions, logs, metric_specs
 pyspark = pytest.importorskip("pyspark", reason="pyspark is a test extra (the Spark backend)")
 pa = pytest.importorskip("pyarrow")
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # pyspark about pandas 3
+# the tests' own createDataFrame: pyspark says it does not fully support pandas 3 (topkeval's calls
+# silence it themselves: test_topkeval_passes_on_no_warning_from_pyspark)
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning:pyspark")
 
 
 @pytest.fixture(scope="session")
@@ -118,10 +121,24 @@ def test_compare_summary_ci_diff_and_report_on_spark(spark, tmp_path):
     assert "model" in on_spark.per_query.columns  # the per-query values stay a Spark DataFrame
     # curves evaluate the Spark DataFrame again at every cutoff; the report collects like compare
     pd.testing.assert_frame_equal(on_spark.curves(), local.curves(), rtol=1e-12)
-    page = open(on_spark.report(tmp_path / "spark.html", baseline="old", worst=2, n_resamples=500),
-                encoding="utf-8").read()
+    page = Path(on_spark.report(tmp_path / "spark.html", baseline="old", worst=2, n_resamples=500)).read_text(
+        encoding="utf-8")
     assert f'data-value="{float(on_spark.summary.loc["new", "recall@5"])!r}"' in page
     assert "evaluate the rows of the queries you want to see" in page  # no side by side: the rows stay on Spark
+
+
+def test_topkeval_passes_on_no_warning_from_pyspark(spark):
+    frame = pd.DataFrame({"query": [1, 1, 2, 2, 3], "item": ["x", "y", "x", "z", "x"], "relevance": [1, 0, 0, 1, 1],
+                          "a": [0.5, 0.1, 0.2, 0.9, 0.3], "b": [0.1, 0.5, 0.9, 0.2, 0.3]})
+    sdf, qrels = _sdf(spark, frame), _sdf(spark, frame[["query", "item", "relevance"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ordinary input: no warning at all
+        res = tk.evaluate(sdf, ["recall@1"], item="item", score=["a", "b"])
+        lost = res.diff("a", "b", "recall@1").set_index("query")["lost"]  # a ranks x, z, x first; b y, x, x
+        assert lost.to_dict() == {1: ["x"], 2: ["z"], 3: []}
+        assert len(res.to_pandas()) == 6  # 2 models x 3 queries
+        judged = tk.evaluate(sdf.drop("relevance"), ["recall@1"], item="item", score="a", qrels=qrels)
+        assert judged.summary.loc["a", "recall@1"] == res.summary.loc["a", "recall@1"]
 
 
 @pytest.mark.parametrize("change,exc,pattern", [

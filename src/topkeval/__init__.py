@@ -23,6 +23,7 @@ from .errors import (
     DataError,
     EmptyQueryError,
     InputFileError,
+    OutputFileError,
     ParameterError,
     ShortListError,
     TopkevalError,
@@ -41,7 +42,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree that 
 
 __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "MatrixEvaluator",
-    "Metric", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
+    "Metric", "OutputFileError", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
     "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import re
 import sys
@@ -29,6 +30,10 @@ class _UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
         raise _UsageError(message)
+
+    def _print_message(self, message, file=None):  # argparse drops an error writing --help or --version
+        if message:
+            _Stdout(file or sys.stderr).write(message)
 
 
 def _flag(name: str) -> str:
@@ -388,6 +393,9 @@ def _load_models(args, required: bool):
 
 
 def _report(args, out) -> int:
+    from .io.write import check_output_path
+
+    check_output_path(args.output, overwrite=args.force, owner="report")  # before the evaluation, not after it
     res = _load_models(args, required=False)
     if args.worst < 0:
         raise _UsageError(f"--worst must be 0 or more, got {args.worst}")
@@ -500,6 +508,10 @@ def _demo(args, out) -> int:
 
     if args.queries < 1:
         raise _UsageError(f"--queries must be a positive integer, got {args.queries}")
+    if args.report is not None:
+        from .io.write import check_output_path
+
+        check_output_path(args.report, overwrite=args.force, owner="report")  # before the evaluation
     log = example_log(args.queries)
     metrics = ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision", "recall@5", "precision@5"]
     res = evaluate(log, metrics=metrics, query="query", relevance="click", score=["old_ranker", "new_ranker"],
@@ -510,7 +522,7 @@ def _demo(args, out) -> int:
     _emit_results(res, args.format, False, out)
     if args.format == "table":
         print(verdict_line(res, "old_ranker", "new_ranker", "recall@20"), file=out)
-    if args.report:
+    if args.report is not None:
         path = res.report(args.report, baseline="old_ranker", overwrite=args.force, title="topkeval demo: image search")
         print(f"wrote {path}", file=sys.stderr if args.format != "table" else out)
     return 0
@@ -578,49 +590,170 @@ def cli_words(message: str) -> str:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``topkeval`` command."""
+    """Entry point of the ``topkeval`` command.
+
+    Exit codes: 0 on success (a closed pipe, as in ``topkeval demo | head -1``, included), 2 on any
+    error (bad flags, bad data, a file that cannot be read or written, standard output full or
+    gone) with exactly one ``topkeval: error: ...`` line on stderr, 130 when interrupted.
+
+    Warnings: on success, each warning raised during the command is one ``topkeval: warning: ...``
+    line on stderr (never a Python source line); a library's DeprecationWarning or FutureWarning is
+    not the command line user's business and is dropped. After an error, the error line is the only
+    line. A user who sets a warnings policy (``python -W ...``, ``PYTHONWARNINGS``) gets it instead.
+    """
     import warnings
 
     from .errors import TopkevalWarning
 
     parser = build_parser()
     with warnings.catch_warnings(record=True) as caught:
+        if not sys.warnoptions:  # the command's own policy, whatever filters a caller (pytest) has set
+            warnings.resetwarnings()
+            warnings.simplefilter("default")
+            for category in (DeprecationWarning, PendingDeprecationWarning, FutureWarning, ImportWarning,
+                             ResourceWarning):
+                warnings.simplefilter("ignore", category)
+                warnings.filterwarnings("default", category=category, module=r"topkeval(\.|$)")
         warnings.simplefilter("always", TopkevalWarning)
+        code = _run(parser, argv)
+    if code == 0:  # caught is complete here: nothing records into it while it is read
+        lines = (_warning_line(w.message, w.category, w.filename, TopkevalWarning) for w in caught)
+        for line in dict.fromkeys(lines):  # each once, in order
+            _say(line)
+    return code
+
+
+def _warning_line(message, category, filename: str, ours: type) -> str:
+    """A warning as one line: in the command line's words when it is topkeval's own."""
+    text = " ".join(str(message).split())
+    if issubclass(category, ours):
+        return f"topkeval: warning: {cli_words(text)}"
+    return f"topkeval: warning: {text} ({category.__name__} from {_package(filename)})"
+
+
+def _package(filename: str) -> str:
+    """The top-level package a source file belongs to (``numpy`` for .../site-packages/numpy/x.py)."""
+    path = os.path.abspath(filename)
+    for entry in sorted({os.path.abspath(p) for p in sys.path if p}, key=len, reverse=True):
+        if path.startswith(entry.rstrip(os.sep) + os.sep):
+            return path[len(entry.rstrip(os.sep)) + 1:].split(os.sep)[0].removesuffix(".py")
+    return os.path.basename(filename).removesuffix(".py") or "?"
+
+
+def _say(line: str) -> None:
+    """One line on stderr, even when stderr itself cannot be written."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+class _Stdout:
+    """Standard output for the commands: an OSError while writing it becomes an :class:`_OutputError`
+    (a closed pipe stays a BrokenPipeError)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream  # None when the command started with its standard output closed
+
+    def _closed(self) -> _OutputError:
+        return _OutputError(OSError(errno.EBADF, "standard output is closed"))
+
+    def isatty(self) -> bool:
+        return self._stream is not None and self._stream.isatty()
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise self._closed()
         try:
-            return _run(parser, argv)
-        finally:
-            for w in caught:  # one line each, in the command line's words, never a Python source line
-                if issubclass(w.category, TopkevalWarning):
-                    print(f"topkeval: warning: {cli_words(' '.join(str(w.message).split()))}", file=sys.stderr)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc) from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc) from None
+
+    def __getattr__(self, name: str):
+        if self._stream is None:
+            raise self._closed()
+        return getattr(self._stream, name)
+
+
+class _OutputError(Exception):
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write to standard output: {exc.strerror or exc} (errno {exc.errno}). "
+                         + ("Free some space, or send the output elsewhere."
+                            if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+                            else "Send the output elsewhere."))
+
+
+def _detach_stdout() -> None:
+    """Point standard output at the null device, so that the interpreter's final flush of what is
+    left in its buffer cannot fail again (and print "Exception ignored")."""
+    if sys.stdout is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+
+
+#: Path options (and FILE): an empty value names no file.
+_PATH_OPTIONS = (("file", "FILE"), ("qrels", "--qrels"), ("run", "--run"), ("output", "-o/--output"),
+                 ("report", "--report"))
+
+
+def _check_paths(args) -> None:
+    for name, flag in _PATH_OPTIONS:
+        value = getattr(args, name, None)
+        for v in value if isinstance(value, list) else [value]:
+            if v == "":
+                raise _UsageError(f"{flag} is empty ({v!r}): give the path of a file")
 
 
 def _run(parser, argv) -> int:
+    out = _Stdout(sys.stdout)
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version print, then exit
+            out.flush()
+            return exc.code if isinstance(exc.code, int) else 0
         if args.command is None:
-            parser.print_help(sys.stdout)
+            parser.print_help(out)
+            out.flush()
             return 0
+        _check_paths(args)
         handler = {"evaluate": _evaluate, "compare": _compare, "report": _report, "diff": _diff, "demo": _demo,
                    "metrics": _list_metrics, "conventions": _list_conventions}[args.command]
-        code = handler(args, sys.stdout)
-        sys.stdout.flush()
+        code = handler(args, out)
+        out.flush()
         return code
-    except (_UsageError, TopkevalError) as exc:
+    except (_UsageError, TopkevalError, _OutputError) as exc:
+        if isinstance(exc, _OutputError):
+            _detach_stdout()
         message = " ".join(str(exc).split())
-        print(f"topkeval: error: {cli_words(message) if isinstance(exc, TopkevalError) else message}",
-              file=sys.stderr)
+        _say(f"topkeval: error: {cli_words(message) if isinstance(exc, TopkevalError) else message}")
         return 2
     except KeyboardInterrupt:
-        print("topkeval: interrupted", file=sys.stderr)
+        _say("topkeval: interrupted")
         return 130
     except BrokenPipeError:
         # the reader of our output went away (topkeval demo | head -1): that is not an error;
         # point stdout at /dev/null so that the interpreter's final flush does not fail again
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _detach_stdout()
         return 0
+    except OSError as exc:  # a file topkeval could not read or write, in words
+        where = f": '{exc.filename}'" if exc.filename is not None else ""
+        reason = " ".join((exc.strerror or str(exc) or type(exc).__name__).split())
+        _say(f"topkeval: error: {reason}{where}. Check the path and its permissions.")
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -244,8 +244,8 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     Examples
     --------
     >>> import topkeval as tk
-    >>> log = {"query": [1, 1, 2, 2, 3, 3], "relevance": [1, 0, 1, 0, 0, 1],
-    ...        "old": [0.1, 0.9, 0.2, 0.8, 0.3, 0.7], "new": [0.9, 0.1, 0.8, 0.2, 0.7, 0.3]}
+    >>> log = {"query": [1, 1, 2, 2, 3, 3, 3], "relevance": [1, 0, 1, 0, 0, 1, 0],
+    ...        "old": [0.1, 0.9, 0.2, 0.8, 0.3, 0.7, 0.0], "new": [0.9, 0.1, 0.8, 0.2, 0.7, 0.3, 0.0]}
     >>> res = tk.evaluate(log, metrics=["recall@1"], score=["old", "new"])
     >>> row = res.compare(baseline="old", test="permutation").iloc[0]
     >>> print(row.delta, row.p_value, row.wins, row.losses)  # exact: all 2**3 sign flips enumerated

@@ -45,6 +45,11 @@ class InputFileError(TopkevalError):
     """A file that is missing, unreadable, or of an unknown format."""
 
 
+class OutputFileError(InputFileError):
+    """A file that cannot be written: a missing folder, a full disk, no permission, something other
+    than a regular file at the path, or an existing file without ``overwrite=True``."""
+
+
 class TopkevalWarning(UserWarning):
     """Something that is not an error but may not be what was meant (a log that looks truncated to
     each query's top N, a threshold no grade reaches)."""

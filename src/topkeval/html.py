@@ -14,14 +14,11 @@ from __future__ import annotations
 import datetime
 import html
 import math
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .errors import InputFileError, ParameterError, did_you_mean
+from .errors import ParameterError, did_you_mean
 from .segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
@@ -406,12 +403,6 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
             "</main></body></html>\n")
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_report(res, path, baseline: str | None = None, *, overwrite: bool = False, **options) -> str:
     """Write the HTML report of ``res`` to ``path``; return the path.
 
@@ -419,7 +410,11 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     ----------
     res : Results
     path : str or Path
-        The HTML file. An existing file (or a symbolic link) is replaced only with ``overwrite=True``.
+        The HTML file, written atomically (see :mod:`topkeval.io.write`). An existing regular file is
+        replaced only with ``overwrite=True``; a directory, a symbolic link, a device, a fifo or a
+        socket at the path never is.
+    overwrite : bool
+        Replace an existing regular file (default False).
     baseline : str, optional
         The model the others are compared with (default: the first).
     model : str, optional
@@ -441,35 +436,28 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     curves : bool
         Evaluate the metric@k curves (one more pass over the data; default True).
 
+    Raises
+    ------
+    OutputFileError
+        The path cannot be written (checked before the report is computed): its folder is missing
+        or read-only, something other than a regular file is there, a file is there and
+        ``overwrite`` is False; or the disk filled up while writing (nothing is left behind).
+    ParameterError
+        ``path`` is not a path (None, empty, a NUL byte), or an option is out of range.
+
     Examples
     --------
-    >>> import os, tempfile
+    >>> import os, pathlib, tempfile
     >>> import topkeval as tk
     >>> res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "item": ["x", "y", "x", "y"],
     ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
     ...                   metrics=["precision@1"], score=["a", "b"], item="item")
     >>> path = res.report(os.path.join(tempfile.mkdtemp(), "report.html"), baseline="a", curves=False)
-    >>> "Comparison with a" in open(path, encoding="utf-8").read()
+    >>> "Comparison with a" in pathlib.Path(path).read_text(encoding="utf-8")
     True
     """
-    target = Path(path)
-    if (target.exists() or target.is_symlink()) and not overwrite:
-        raise InputFileError(f"'{target}' already exists{' (a symbolic link)' if target.is_symlink() else ''}; "
-                             "pass overwrite=True to replace it.")
-    if target.is_dir():
-        raise InputFileError(f"'{target}' is a directory; give the path of the HTML file to write.")
-    if not target.parent.is_dir():
-        raise InputFileError(f"The folder of '{target}' does not exist; create it first.")
+    from .io.write import check_output_path, write_text
+
+    target = check_output_path(path, overwrite=overwrite, owner="report")  # before the work, not after
     page = report_html(res, baseline, **options)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".topkeval-", suffix=".html")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-        os.chmod(tmp, 0o666 & ~_umask())  # as a plain open() would create it (mkstemp makes it private)
-        if target.is_symlink():
-            target.unlink()  # replace the link itself, never the file it points to
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return str(target)
+    return write_text(target, page, overwrite=overwrite, owner="report")

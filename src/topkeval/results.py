@@ -368,8 +368,8 @@ class Results:
         Examples
         --------
         >>> import topkeval as tk
-        >>> res = tk.evaluate({"query": [1, 1, 2, 2, 3, 3], "item": ["x", "y", "x", "z", "x", "z"],
-        ...                    "relevance": [1, 0, 0, 1, 1, 0], "s": [0.9, 0.1, 0.5, 0.5, 0.8, 0.2]},
+        >>> res = tk.evaluate({"query": [1, 1, 2, 2, 2, 3, 3], "item": ["x", "y", "x", "z", "y", "x", "z"],
+        ...                    "relevance": [1, 0, 0, 1, 0, 1, 0], "s": [0.9, 0.1, 0.5, 0.5, 0.0, 0.8, 0.2]},
         ...                   metrics=["recall@1"], score="s", item="item")
         >>> res.beyond_accuracy(k=1).loc["s"].round(4).to_dict()
         {'coverage@1': 0.5, 'novelty@1': 0.7516, 'popularity@1': 0.6111, 'gini@1': 0.5556}

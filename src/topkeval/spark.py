@@ -175,7 +175,7 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
     fn = partial(_partition, plan=plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
                  ascending=ascending, judged=qrels is not None, model=model, missing_queries=missing_queries,
                  judged_only=judged_only, all_runs=all_runs, fields=fields, arrow_schema=_arrow_schema(schema))
-    out = parts.mapInArrow(fn, schema)
+    out = _run(lambda: parts.mapInArrow(fn, schema))
     # one job: every partition evaluated, only its row of counts and sums shipped to the driver
     counts = [json.loads(r[0]) for r in _run(lambda: out.where(F.col(_KIND) == "counts").select(_COUNTS).collect())]
     if not counts:
@@ -238,9 +238,18 @@ def _arrow_schema(schema):
 
 
 def _run(job):
-    """Run a Spark job; a topkeval error raised in a task comes back as itself, with its message."""
+    """Run a Spark call; a topkeval error raised in a task comes back as itself, with its message.
+
+    pyspark 4 warns that it "does not yet fully support pandas >= 3.0.0" (a FutureWarning) when its
+    Arrow functions are set up (``mapInArrow``): that warning is about pyspark's pandas conversions,
+    which topkeval does not use (it exchanges Arrow batches), so it is silenced here, for topkeval's
+    own Spark calls only (the user's ``createDataFrame`` still warns as pyspark decides).
+    """
     try:
-        return job()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                                    category=FutureWarning, module=r"pyspark(\.|$)")
+            return job()
     except Exception as exc:  # py4j / PythonException wrappers: find our error in the text
         raise _unwrap(exc) from None
 

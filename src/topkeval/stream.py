@@ -192,6 +192,8 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .io.write import scratch_error
+
     writers: dict[int, pq.ParquetWriter] = {}
     files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
     try:
@@ -202,14 +204,20 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
             key = pd.util.hash_array(table.column(0).to_numpy(zero_copy_only=False)) % parts
             for p in np.unique(key):
                 sub = table.filter(pa.array(key == p))
-                if p not in writers:
-                    writers[p] = pq.ParquetWriter(files[p], sub.schema)
-                writers[p].write_table(sub)
+                try:
+                    if p not in writers:
+                        writers[p] = pq.ParquetWriter(files[p], sub.schema)
+                    writers[p].write_table(sub)
+                except OSError as exc:  # a full disk: in words, with the fix
+                    raise scratch_error(exc, tmp) from None
             if progress:
                 progress(table.num_rows)
     finally:
-        for w in writers.values():
-            w.close()
+        try:
+            for w in writers.values():
+                w.close()
+        except OSError as exc:
+            raise scratch_error(exc, tmp) from None
     return [f for f in files if f.exists()]
 
 
@@ -324,6 +332,12 @@ def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
 
     total = count_rows(path) if not _is_csv(path) else None
     parts = max(1, math.ceil((total or chunk_rows * 8) / chunk_rows))
-    with tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP")) as tmp:
+    from .io.write import scratch_error
+
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP"))
+    except OSError as exc:
+        raise scratch_error(exc, os.environ.get("TOPKEVAL_TMP") or tempfile.gettempdir()) from None
+    with scratch as tmp:
         for f in _partition(_tables(path, columns, text, chunk_rows), parts, Path(tmp), progress):
             yield pq.read_table(f)

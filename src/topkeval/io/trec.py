@@ -277,8 +277,12 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     DataError
         An id or the run name contains whitespace or is empty, or a score is not finite or an
         integer beyond 2**53: the file could not be read back as written.
-    InputFileError
-        ``path`` exists (or is a symbolic link) and ``overwrite`` is False.
+    OutputFileError
+        ``path`` cannot be written: its folder is missing or read-only, something other than a
+        regular file is there (a directory, a link, a device), a file is there and ``overwrite`` is
+        False, or the disk filled up (the file is written atomically: nothing is left behind).
+    ParameterError
+        ``path`` is not a path (None, empty, a NUL byte), or ``run_name`` is empty.
 
     Examples
     --------
@@ -290,6 +294,7 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     q1 Q0 a 2 0.1 topkeval
     """
     from .tables import read_columns
+    from .write import check_output_path, open_output
 
     for name, value in (("query", query), ("item", item), ("score", score)):
         check_column_name(value, name, "write_run")
@@ -310,17 +315,12 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
                         "ranks flip): rescale them.")
     q = _writable_id(cols[query], "the query id")
     i = _writable_id(cols[item], "the item id")
-    path = Path(path)
-    if (path.exists() or path.is_symlink()) and not overwrite:
-        raise InputFileError(f"'{path}' already exists{' (a symbolic link)' if path.is_symlink() else ''}; "
-                             "pass overwrite=True to replace it.")
+    path = check_output_path(path, overwrite=overwrite, owner="write_run")
     order = pd.DataFrame({"t": tags, "q": q, "s": scores.astype(np.float64)}).sort_values(
         ["t", "q", "s"], ascending=[True, True, False], kind="stable")
     idx = order.index.to_numpy()
     ranks = order.groupby(["t", "q"], sort=False).cumcount().to_numpy() + 1
-    if path.is_symlink():
-        path.unlink()  # replace the link itself, never the file it points to
-    with open(path, "w", encoding="utf-8") as f:
+    with open_output(path, overwrite=overwrite, owner="write_run") as f:
         for row, r in zip(idx, ranks):
             f.write(f"{q[row]} Q0 {i[row]} {r} {float(scores[row])!r} {tags[row]}\n")
 

@@ -626,11 +626,11 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
         kept = 0
         ok = True
         for x in range(n):  # branch-free
-            v = row[x]
+            v = float(row[x])  # a float32 score compared with thr in float64, interpreted as compiled
             keep = (v >= thr) & (v > _NOT_CANDIDATE)
             sc[x] = v if keep else _NOT_CANDIDATE
             kept += keep
-            ok &= (v - v) == 0.0  # false for NaN and infinities
+            ok &= abs(v) < np.inf  # false for NaN and infinities (no inf - inf: numpy warns)
         finite[u] = ok
         for p in range(eptr[u], eptr[u + 1]):
             x = eidx[p]

@@ -495,7 +495,10 @@ def _nonfinite_range(values, lo, hi):
     seg = values[lo:hi]
     for i in range(seg.shape[0]):
         x = seg[i]
-        bad += not (abs(x) <= 1.7976931348623157e308)  # false for NaN and for infinities
+        # false for NaN and for infinities, in every float width: a bound such as float64's largest
+        # value would overflow to inf as a float32 (interpreted, numpy casts the bound to x's type),
+        # with a warning, and count float32 infinities as finite
+        bad += not (abs(x) < np.inf)
     return bad
 
 

@@ -79,7 +79,7 @@ def _finite_below(row, thr):
     nb = 0
     for x in range(row.shape[0]):
         v = row[x]
-        ok &= (v - v) == 0.0
+        ok &= abs(v) < np.inf
         nb += v < thr
     return ok, nb
 
@@ -123,12 +123,12 @@ def _scan(row, ex, thr, floor, heap, cand):
             for i in range(block.shape[0]):  # branch-free: vectorised
                 v = block[i]
                 hit |= v >= t
-                ok &= (v - v) == 0.0  # false for NaN and infinities
+                ok &= abs(v) < np.inf  # false for NaN and infinities (inf - inf: numpy warns)
         else:
             for i in range(block.shape[0]):
                 v = block[i]
                 hit |= v >= t
-                ok &= (v - v) == 0.0
+                ok &= abs(v) < np.inf
                 nb += v < thr
         if not hit:
             continue
@@ -192,7 +192,7 @@ def _thresholds(S, depth, eptr, eidx, thr, r0, r1, kth, count, slots, below, fin
                     v = row[x]
                     if top == j and not v > sample[j - 1]:
                         continue
-                    if not (v >= thr and (v - v) == 0.0):
+                    if not (v >= thr and abs(v) < np.inf):
                         continue
                     p, out = _excluded(ex, p, x)
                     if out:
