@@ -307,7 +307,7 @@ def test_compare_correction_none_says_no_correction(trec_files, capsys):
     (["--relevance", ""], "--relevance is empty"),
     (["--item", ""], "--item is empty"),
     (["--weight", ""], "--weight is empty"),
-    (["--qrels", ""], "--qrels is empty (''): give a path"),
+    (["--qrels", ""], "--qrels is empty (''): give the path of a file"),
 ])
 def test_empty_values_are_errors_not_defaults(log_file, capsys, extra, pattern):
     code, out, err = run(["evaluate", log_file, "--query", "q", "--relevance", "rel", "--score", "old", *extra],

@@ -8,6 +8,7 @@ every public parameter is tests/test_api_hostile.py.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -101,7 +102,7 @@ def test_side_by_side_with_a_huge_k_shows_the_whole_list_without_allocating_k_ro
 
 def test_a_report_with_a_huge_k_shows_each_list_once(tmp_path):
     path = RES.report(tmp_path / "r.html", k=10**12, queries=["007"], curves=False)
-    page = open(path, encoding="utf-8").read()
+    page = Path(path).read_text(encoding="utf-8")
     block = page[page.index('id="q0"'):]
     assert "Top 1000000000000, side by side" in page
     assert block.count('data-value="3">3</td>') == 1 and 'data-value="4">' not in block  # ranks 1..3 only

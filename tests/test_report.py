@@ -581,8 +581,8 @@ def test_correction_none_is_no_correction_everywhere(tmp_path):
     pd.testing.assert_frame_equal(none, res.compare(baseline="old_ranker", correction=None, n_resamples=200))
     assert none["p_adjusted"].tolist() == none["p_value"].tolist()
     assert "no correction" in res.to_latex(baseline="old_ranker", correction="none", n_resamples=200)
-    text = open(res.report(tmp_path / "r.html", baseline="old_ranker", correction="none", n_resamples=200,
-                           curves=False), encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "r.html", baseline="old_ranker", correction="none", n_resamples=200,
+                           curves=False)).read_text(encoding="utf-8")
     assert "no correction over every row" in text and "none correction" not in text
     with pytest.raises(ParameterError, match="Did you mean 'none'"):
         res.compare(correction="none!")
@@ -598,8 +598,8 @@ def _two_runs():
 
 def test_side_by_side_html_says_not_retrieved_and_leaves_empty_positions_blank(tmp_path):
     res = _two_runs()
-    text = open(res.report(tmp_path / "r.html", baseline="a", queries=["q1"], k=3, n_resamples=200, curves=False),
-                encoding="utf-8").read()
+    text = Path(res.report(tmp_path / "r.html", baseline="a", queries=["q1"], k=3, n_resamples=200,
+                           curves=False)).read_text(encoding="utf-8")
     rows = _parse(text).tables["sbs"][2:]  # two header rows
     # columns: rank | a: item score relevance tied change other | b: item score relevance tied change other
     assert [[c[0] for c in r] for r in rows] == [

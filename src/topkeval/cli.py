@@ -85,11 +85,13 @@ def _metrics(values) -> list[str] | None:
 
 #: Options naming a column, a file or a model: an empty value is a mistake (a shell variable that
 #: was not set), never "the default". (dest, flag, what it names)
-_NON_EMPTY = (("file", "FILE", "a path"), ("qrels", "--qrels", "a path"), ("run", "--run", "a path"),
+_NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the path of a file"),
+              ("run", "--run", "the path of a file"),
               ("query", "--query", "a column name"), ("relevance", "--relevance", "a column name"),
               ("item", "--item", "a column name"), ("score", "--score", "a column name"),
               ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
-              ("baseline", "--baseline", "a model name"))
+              ("baseline", "--baseline", "a model name"), ("output", "-o/--output", "the path of a file"),
+              ("report", "--report", "the path of a file"))
 
 
 def _check_values(args) -> None:
@@ -303,7 +305,6 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
     """Evaluate what the command line names: a log file, or --run files with --qrels."""
     from .api import evaluate
 
-    _check_values(args)
     extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
                                ("weight", args.weight)) if v is not None}
     if args.judged_only:
@@ -376,7 +377,6 @@ def _load_models(args, required: bool):
     """Evaluate a baseline and the models of --score (or every --run), keeping per-query values."""
     from .api import DEFAULT_METRICS
 
-    _check_values(args)
     metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
     if args.run:
         res = _load(args, metrics, scores=None, keep_per_query=True)
@@ -704,19 +704,6 @@ def _detach_stdout() -> None:
         os.close(fd)
 
 
-#: Path options (and FILE): an empty value names no file.
-_PATH_OPTIONS = (("file", "FILE"), ("qrels", "--qrels"), ("run", "--run"), ("output", "-o/--output"),
-                 ("report", "--report"))
-
-
-def _check_paths(args) -> None:
-    for name, flag in _PATH_OPTIONS:
-        value = getattr(args, name, None)
-        for v in value if isinstance(value, list) else [value]:
-            if v == "":
-                raise _UsageError(f"{flag} is empty ({v!r}): give the path of a file")
-
-
 def _run(parser, argv) -> int:
     out = _Stdout(sys.stdout)
     try:
@@ -729,7 +716,7 @@ def _run(parser, argv) -> int:
             parser.print_help(out)
             out.flush()
             return 0
-        _check_paths(args)
+        _check_values(args)
         handler = {"evaluate": _evaluate, "compare": _compare, "report": _report, "diff": _diff, "demo": _demo,
                    "metrics": _list_metrics, "conventions": _list_conventions}[args.command]
         code = handler(args, out)

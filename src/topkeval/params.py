@@ -216,22 +216,35 @@ class Columns(Column):
 
 
 class FilePath(Constraint):
-    """A file path: a non-empty string or os.PathLike, without NUL characters."""
+    """A file path: a non-empty str, bytes or os.PathLike, without NUL characters (what is at the
+    path is checked where it is read, :mod:`topkeval.io.paths`, or written, :mod:`topkeval.io.write`)."""
 
-    expected = "a file path (a non-empty string or Path)"
+    expected = "a file path (a str or a pathlib.Path)"
+
+    @staticmethod
+    def text(value) -> str | None:
+        """The path as text, or None when ``value`` is no path at all."""
+        if not isinstance(value, (str, bytes, os.PathLike)):
+            return None
+        try:
+            return os.fsdecode(os.fspath(value))
+        except (TypeError, ValueError, UnicodeError):
+            return None
 
     def accepts(self, value) -> bool:
-        if not isinstance(value, (str, os.PathLike)):
-            return False
-        try:
-            text = os.fspath(value)
-        except TypeError:
-            return False
-        return isinstance(text, str) and bool(text.strip()) and "\x00" not in text
+        text = self.text(value)
+        return bool(text) and "\x00" not in text and bool(text.strip())
+
+    def check(self, value, param: str, owner: str):
+        text = self.text(value)
+        if text is not None and "\x00" in text:
+            raise bad_parameter(param, owner, "a file path without NUL characters", _shown(value))
+        return super().check(value, param, owner)
 
     def hint(self, value) -> str:
-        if isinstance(value, (str, os.PathLike)) and "\x00" in str(os.fspath(value)):
-            return " A path cannot hold a NUL character."
+        text = self.text(value)
+        if text is not None and not text.strip():
+            return " An empty path names no file: give the path of the file."
         return ""
 
 

@@ -464,7 +464,8 @@ class Results:
         ...                    "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]},
         ...                   metrics=["precision@1"], score=["a", "b"], item="item")
         >>> path = res.report(os.path.join(tempfile.mkdtemp(), "report.html"), baseline="a", curves=False)
-        >>> "Comparison with a" in open(path, encoding="utf-8").read()
+        >>> from pathlib import Path
+        >>> "Comparison with a" in Path(path).read_text(encoding="utf-8")
         True
         """
         from .html import write_report

@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import OutputFileError, bad_parameter
+from ..errors import OutputFileError
+from ..params import FilePath
 
 #: What an existing non-regular file is, in words.
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISCHR, "a character device"),
@@ -47,21 +48,9 @@ def _kind(mode: int) -> str | None:
 
 
 def _text(path, param: str, owner: str) -> str:
-    """The path as text: a str, bytes or os.PathLike, non-empty, without NUL bytes."""
-    if isinstance(path, (str, bytes, os.PathLike)):
-        try:
-            text = os.fsdecode(os.fspath(path))
-        except (TypeError, ValueError, UnicodeError):
-            text = None
-    else:
-        text = None
-    if text is None:
-        raise bad_parameter(param, owner, "a file path (a str or a pathlib.Path)", path)
-    if not text:
-        raise bad_parameter(param, owner, "a file path (a str or a pathlib.Path)", path,
-                            " An empty path names no file: give the path of the file to write.")
-    if "\0" in text:
-        raise bad_parameter(param, owner, "a file path without NUL characters", path)
+    """The path as text (the parameter layer's check of a path), not naming a folder."""
+    FilePath().check(path, param, owner)
+    text = FilePath.text(path) or ""
     if text.endswith(("/", os.sep)):
         raise OutputFileError(f"Cannot write '{text}': the path ends with a folder separator, so it names a folder. "
                               "Give the path of the file to write inside it.")
