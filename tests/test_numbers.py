@@ -219,14 +219,82 @@ def test_weighted_mean_leaves_out_undefined_values_and_their_weight():
 # --- evaluation: counts and conventions ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("relevance,ties", [([1, 1, 0], 0), ([1, 0, 0], 1), ([0, 1, 0], 1), ([1, 1, 1], 0)])
-def test_ties_at_cutoff_counts_mixed_ties_only(relevance, ties):
-    """Scores (.5, .5, .1) at precision@1: the tie of the first two straddles k = 1, but only a tie
-    of relevant and non-relevant candidates lets the tie rule decide the value."""
-    frame = {"query": [1, 1, 1], "relevance": relevance, "score": [0.5, 0.5, 0.1]}
-    res = tk.evaluate(frame, ["precision@1"])
+@pytest.mark.parametrize("relevance,scores,ties", [
+    ([1, 1, 0], [0.5, 0.5, 0.1], 0), ([1, 0, 0], [0.5, 0.5, 0.1], 1), ([0, 1, 0], [0.5, 0.5, 0.1], 1),
+    ([1, 1, 1], [0.5, 0.5, 0.1], 0), ([0, 1, 0], [0.9, 0.5, 0.5], 0), ([1, 0, 0], [0.5, 0.9, 0.5], 0),
+])
+def test_ties_at_cutoff_counts_mixed_ties_only(relevance, scores, ties):
+    """precision@1: a tie straddles k = 1 when it holds the first rank and more; only a tie of
+    relevant and non-relevant candidates lets the tie rule decide the value. A tie group that starts
+    right after k (ranks 2-3) does not straddle it (nor k = 3, which it ends at)."""
+    frame = {"query": [1, 1, 1], "relevance": relevance, "score": scores}
+    res = tk.evaluate(frame, ["precision@1", "precision@3"])
     assert res.info["ties_at_cutoff"] == {"score": ties}
-    assert res.summary.loc["score", "precision@1"] == pytest.approx(sum(relevance[:2]) / 2)
+    top = max(scores)
+    on_top = [r for r, s in zip(relevance, scores) if s == top]
+    assert res.summary.loc["score", "precision@1"] == pytest.approx(sum(on_top) / len(on_top))
+
+
+def test_hit_rate_of_a_tie_by_hand():
+    """A tie of one relevant and one non-relevant candidate for one slot: hit_rate@1 = 1/2. Three
+    candidates, one relevant, for two slots: 1 - C(2, 2) / C(3, 2) = 2/3."""
+    res = tk.evaluate({"query": [1, 1, 2, 2, 2], "relevance": [1, 0, 0, 1, 0], "score": [0.5, 0.5, 0.5, 0.5, 0.5]},
+                      ["hit_rate@1", "hit_rate@2"])
+    pq = res.per_query.set_index("query")
+    assert pq.loc[1, "hit_rate@1"] == pytest.approx(1 / 2) and pq.loc[1, "hit_rate@2"] == 1.0
+    assert pq.loc[2, "hit_rate@1"] == pytest.approx(1 / 3) and pq.loc[2, "hit_rate@2"] == pytest.approx(2 / 3)
+
+
+def test_r_precision_looks_past_the_largest_cutoff():
+    """R = 4 with precision@3 asked for too: R-precision still counts the relevant candidate at rank 4."""
+    res = tk.evaluate({"query": [1] * 5, "relevance": [1, 1, 1, 1, 0], "score": [5.0, 4.0, 3.0, 2.0, 1.0]},
+                      ["precision@3", "r_precision"])
+    assert res.summary.iloc[0].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("short_lists,value", [("pad", 1 / 2), ("shrink", 1.0)])
+def test_r_precision_of_a_list_shorter_than_r(short_lists, value):
+    """R = 2 relevant items, one left as a candidate (the other scores below score_threshold): h(R) = 1,
+    over R (pad) or over min(R, n) = 1 (shrink)."""
+    res = tk.evaluate({"query": [1, 1, 1], "relevance": [1, 1, 0], "score": [0.9, 0.1, 0.05]}, ["r_precision"],
+                      score_threshold=0.3, short_lists=short_lists)
+    assert res.summary.iloc[0, 0] == pytest.approx(value)
+
+
+@pytest.mark.parametrize("path", [1, 2])
+def test_optimistic_and_pessimistic_ties_order_grades_by_hand(path):
+    """Three tied candidates of grades 1, 3 and 0: optimistic ranks relevant ones first, higher grades
+    first (3, 1, 0); pessimistic the reverse (0, 1, 3). Linear gains, both kernel paths."""
+    from paths import evaluate_path
+    from topkeval.conventions import resolve
+    from topkeval.log import build_log
+    from topkeval.names import parse_metrics
+
+    log = build_log(np.zeros(3, int), np.array([1, 3, 0]), {"s": np.full(3, 0.5)}, np.arange(3),
+                    names=dict(query="q", relevance="g", item="i"))
+    mets = parse_metrics(["dcg@1", "dcg@2", "rr"])
+    opt = evaluate_path(log, mets, resolve(ties="optimistic"), path).summary.iloc[0].tolist()
+    pes = evaluate_path(log, mets, resolve(ties="pessimistic"), path).summary.iloc[0].tolist()
+    assert opt == pytest.approx([3.0, 3.0 + 1 / math.log2(3), 1.0])
+    assert pes == pytest.approx([0.0, 1 / math.log2(3), 1 / 2])
+
+
+@pytest.mark.parametrize("preset", ["trec_eval", "pytrec_eval"])
+def test_trec_eval_presets_break_ties_by_item_ids_as_text(preset):
+    """trec_eval sorts tied documents by docno descending with strcmp: "9" before "10", even when the
+    ids are numbers in a table; P@1 is then 1 (item 9 is the relevant one)."""
+    frame = {"query": [1, 1, 1], "item": [10, 9, 100], "relevance": [0, 1, 0], "score": [0.5, 0.5, 0.5]}
+    res = tk.evaluate(frame, ["P@1", "recip_rank"], item="item", conventions=preset)
+    assert res.summary.iloc[0].tolist() == [1.0, 1.0]
+    typed = tk.evaluate(frame, ["P@1", "recip_rank"], item="item", conventions=preset, item_order="typed")
+    assert typed.summary.iloc[0].tolist() == [0.0, 1 / 3]  # 100, 10, 9 as numbers
+
+
+def test_ascending_scores_put_the_lowest_first():
+    """Ranks as scores (lower is better): the relevant item has rank 1 in query 1 and rank 3 in query 2."""
+    frame = {"query": [1, 1, 1, 2, 2, 2], "relevance": [0, 1, 0, 1, 0, 0], "rank": [2, 1, 3, 3, 1, 2]}
+    res = tk.evaluate(frame, ["precision@1", "rr"], score="rank", ascending=True)
+    assert res.per_query[["precision@1", "rr"]].to_numpy().tolist() == [[1.0, 1.0], [0.0, 1 / 3]]
 
 
 def test_lenskit_preset_scores_an_empty_list_nan_and_leaves_it_out():
@@ -240,6 +308,65 @@ def test_lenskit_preset_scores_an_empty_list_nan_and_leaves_it_out():
     assert pq.loc[2, "recall@2"] == 0.0  # R = 1: defined, and 0
     assert res.summary.loc["score", "precision@2"] == 1.0
     assert res.summary.loc["score", "recall@2"] == pytest.approx(0.5)
+
+
+def test_ndcg_of_grades_whose_dcg_overflows_is_exact():
+    """Two candidates of grade 1.5e308, in the ideal order: their DCG (1.5e308 (1 + 1/log2(3))) is
+    beyond float64, yet nDCG is exactly 1 (both DCGs are summed on a scale divided by a power of 2),
+    and dcg itself is refused rather than given as inf."""
+    frame = {"query": [1, 1, 1], "relevance": [1.5e308, 1.5e308, 0.0], "score": [3.0, 2.0, 1.0]}
+    assert tk.evaluate(frame, ["ndcg", "ndcg@2", "ndcg@1"]).summary.iloc[0].tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(tk.DataError, match="exceeds the largest float64"):
+        tk.evaluate(frame, ["dcg"])
+
+
+@pytest.mark.parametrize("n,refused", [(2, False), (1, True)])
+def test_short_lists_error_refuses_only_lists_shorter_than_k(n, refused):
+    frame = {"query": [1] * n, "relevance": [1] + [0] * (n - 1), "score": np.arange(n, 0, -1.0)}
+    if refused:
+        with pytest.raises(tk.ShortListError, match="looks at the top 2, but query 1 has only 1 candidates"):
+            tk.evaluate(frame, ["precision@2"], short_lists="error")
+    else:
+        assert tk.evaluate(frame, ["precision@2"], short_lists="error").summary.iloc[0, 0] == 0.5
+
+
+def test_p_value_text_at_and_above_the_floor():
+    """1 / (1 + N) is the smallest Monte-Carlo p-value: shown as "< 1e-02" for N = 100, not as a number;
+    the next one, 2 / 101, as a number."""
+    from topkeval.report import p_value_text
+
+    assert p_value_text(1 / 101, 100) == "< 1e-02"
+    assert p_value_text(2 / 101, 100) == "0.0198"
+    assert p_value_text(0.00005) == "< 1e-04" and p_value_text(float("nan")) == "nan"
+
+
+def test_report_lists_only_the_queries_that_got_worse():
+    """Three queries: one worse, one equal, one better. The report's worst regressions (worst=10) list
+    the one that got worse, and its counts say 1, 1 and 1."""
+    import re
+
+    from topkeval.html import report_html
+
+    frame = {"query": [1, 1, 2, 2, 3, 3], "item": [1, 2, 1, 2, 1, 2], "relevance": [1, 0, 1, 0, 1, 0],
+             "old": [0.9, 0.1, 0.9, 0.1, 0.1, 0.9], "new": [0.1, 0.9, 0.9, 0.1, 0.9, 0.1]}
+    res = tk.evaluate(frame, ["precision@1"], score=["old", "new"], item="item")
+    page = report_html(res, baseline="old", worst=10, curves=False, n_resamples=200)
+    worst = re.search(r'<table class="worst">.*?<tbody>(.*?)</tbody>', page, re.S).group(1)
+    assert worst.count("<tr>") == 1 and 'href="#q0">1</a>' in worst
+    assert "1 queries better, 1 equal, 1 worse" in page
+
+
+def test_json_writes_an_undefined_value_as_null():
+    """LensKit's empty list (NaN) is null in JSON, and the mean over the other query stays a number."""
+    import json
+
+    from topkeval.report import json_text
+
+    frame = {"query": [1, 1, 2, 2], "relevance": [1, 0, 1, 0], "score": [0.9, 0.1, 0.2, 0.3]}
+    res = tk.evaluate(frame, ["precision@2"], conventions="lenskit", score_threshold=0.5)
+    payload = json.loads(json_text(res.to_dict(per_query=True)))
+    assert [row["precision@2"] for row in payload["per_query"]] == [1.0, None]
+    assert payload["summary"]["score"]["precision@2"] == 1.0
 
 
 # --- TREC files ---------------------------------------------------------------------------------
@@ -263,3 +390,46 @@ def test_write_run_ranks_from_one_per_query_and_run(tmp_path):
         ("q1", "c", "1"), ("q1", "d", "2"), ("q1", "b", "3"), ("q2", "e", "1"), ("q2", "a", "2")]
     assert [float(line[4]) for line in lines] == [0.9, 0.7, 0.5, 0.3, 0.1]
     assert {line[1] for line in lines} == {"Q0"} and {line[5] for line in lines} == {"r"}
+
+
+def test_write_run_keeps_every_digit_of_the_scores(tmp_path):
+    scores = [1 / 3, 0.1 + 0.2, 1e-300, -2.5e17]
+    frame = pd.DataFrame({"query": ["q"] * 4, "item": ["a", "b", "c", "d"], "score": scores})
+    tk.io.write_run(frame, tmp_path / "out.run")
+    back = tk.io.read_run(tmp_path / "out.run")
+    assert sorted(back["score"].tolist()) == sorted(scores)  # the same floats, to the last bit
+
+
+# --- score matrices -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metrics", [
+    ["recall@1", "num_ret", "num_rel_ret"],  # each row's top 1 selected (a scan with a threshold)
+    ["recall@3", "num_ret", "num_rel_ret", "bpref"],  # every cell selected (bpref needs the whole list)
+    ["ap", "recall@3", "num_ret", "num_rel_ret"],  # counted in place
+])
+def test_matrix_score_threshold_keeps_a_score_equal_to_it(metrics):
+    """Scores (0.5, 0.9, 0.1, 0.3, 0.5) at score_threshold=0.5: three candidates (0.5 is not below
+    0.5), the relevant one scoring 0.5 among them, the one scoring 0.1 not (R = 2 still). The top 1
+    is the non-relevant 0.9; AP: the relevant candidate ties for ranks 2-3, (1/2 + 1/3) / 2 over R."""
+    res = tk.evaluate_matrix(np.array([[0.5, 0.9, 0.1, 0.3, 0.5]]), np.array([[1, 0, 1, 0, 0]]), metrics=metrics,
+                             score_threshold=0.5)
+    want = {"recall@1": 0.0, "recall@3": 0.5, "num_ret": 3.0, "num_rel_ret": 1.0, "ap": (1 / 2 + 1 / 3) / 2 / 2,
+            "bpref": (0.5 + 0.0) / 2 / 2}
+    # bpref: 3 judged non-relevant items (every cell is judged), min(NJ, R) = 2; above the relevant one
+    # the 0.9 and, in half the orders of its tie, the other 0.5: 1 - 1/2 or 1 - 2/2
+    assert res.summary.iloc[0].to_dict() == pytest.approx({m: want[m] for m in metrics})
+
+
+def test_device_counts_pessimistic_ties_put_unjudged_cells_before_graded_ones(monkeypatch):
+    """The torch counts (on CPU tensors here): a tie of an unjudged cell (grade 0), a non-relevant cell
+    of grade 1 (threshold 2) and a relevant one of grade 2. Pessimistic: non-relevant first, lower
+    grades first, so the order is 0, 1, 2 and dcg@1 = 0, dcg@2 = 1/log2(3), dcg@3 adds 2/log2(4)."""
+    torch = pytest.importorskip("torch")
+    from topkeval import matrix
+
+    monkeypatch.setattr(matrix, "DEVICE_COUNTS", True)
+    scores = torch.tensor([[0.5, 0.5, 0.5, 0.1]], dtype=torch.float64)
+    res = tk.evaluate_matrix(scores, np.array([[1, 0, 2, 0]]), metrics=["dcg@1", "dcg@2", "dcg@3"], ties="pessimistic",
+                             threshold=2)
+    assert res.summary.iloc[0].tolist() == pytest.approx([0.0, 1 / math.log2(3), 1 / math.log2(3) + 2 / 2])
