@@ -23,8 +23,8 @@ tests all skip here (no torch, no ../shared folder) is reported as not checked.
 
 Usage::
 
-    python tests/mutation/run.py                       # every mutation
-    python tests/mutation/run.py --sample 60 --jobs 2  # CI: 60 mutations, every module in turn, fixed seed
+    python tests/mutation/run.py --jobs 2              # every mutation (CI; about 3 minutes on 2 cores)
+    python tests/mutation/run.py --sample 40           # 40 of them, every module in turn, fixed seed
     python tests/mutation/run.py --only compare        # the mutations of one file (or one id: compare.3)
     python tests/mutation/run.py --check               # only that every snippet is found once
     python tests/mutation/run.py --list                # the mutations and their tests
@@ -187,6 +187,11 @@ def start(scratch: Scratch, env: dict[str, str], selection: list[str], fork: boo
         os.chdir(ROOT)
         import pytest
 
+        import topkeval  # the copy, never an installed topkeval (an editable install's finder comes later)
+
+        if not topkeval.__file__.startswith(env["PYTHONPATH"]):
+            print(f"topkeval imported from {topkeval.__file__}, not from the copy {env['PYTHONPATH']}")
+            os._exit(4)
         code = int(pytest.main(pytest_args(selection)))
     except BaseException:  # noqa: BLE001 (whatever happens, the child must end here, never return)
         import traceback
@@ -280,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     parser.add_argument("--only", action="append", help="mutations whose id or file contains this text (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once, each on its own copy (default 1)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per mutation before it counts as "
-                        "killed by a time-out (default 300)")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds per mutation before it counts as "
+                        "killed by a time-out (default 120)")
     parser.add_argument("--examples", type=int, default=20, help="hypothesis examples per test (default 20)")
     parser.add_argument("--no-fork", action="store_true", help="a new interpreter per run (slower)")
     parser.add_argument("--equivalent", action="store_true", help="run the mutations marked equivalent instead: "
