@@ -7,7 +7,8 @@ a comparison, a constant), which survive refactors of the code around them, and 
 selection of fast tests that catches the mutation, preferably a test whose expected values are
 computed apart from the code (by hand, by enumeration, by a peer, by the brute-force reference).
 
-``equivalent="why"`` marks a mutation known to change no number (it is counted, not run); ``jit=True``
+``equivalent="why"`` marks a mutation known to change no number (counted, not run; ``run.py
+--equivalent`` runs those, and each must survive); ``jit=True``
 runs the kernels compiled (tests on inputs too large for the interpreted kernels); ``examples`` sets
 hypothesis' number of examples for that mutation; ``timeout`` its seconds.
 
@@ -40,7 +41,6 @@ class Mutation:
 
 # test selections used by many mutations
 REF = "tests/test_reference.py::test_every_family_equals_reference"  # every family against the brute-force reference
-PATHS = "tests/test_reference.py::test_both_kernel_paths_equal_reference"  # both kernel paths forced
 APART = "tests/test_reference.py::test_judgments_apart_equal_reference"  # judgments kept apart (qrels)
 SELECTION = " ".join(f"tests/test_reference.py::test_sort_path_selection_equals_counting[{s}]" for s in (0, 1, 3))
 HAND = "tests/test_numbers.py"  # the reported numbers by hand (issue 28)
@@ -303,8 +303,7 @@ _LIST: list[Mutation] = [
       "sd = math.sqrt(float((w * (d - mean_d) ** 2).sum() / total)) if n > 1 else math.nan",
       f"{HAND}::test_weighted_exact_sign_flips_equal_enumeration"),
     M("compare.py", "means = both[:, :len(idxs)] / both[:, len(idxs):]", "means = both[:, :len(idxs)] / n",
-      "tests/test_segments.py::test_weights_of_one_change_nothing_and_integer_weights_repeat_queries",
-      equivalent=None),
+      "tests/test_segments.py::test_weights_of_one_change_nothing_and_integer_weights_repeat_queries"),
     M("compare.py", "lo, hi = np.nanquantile(boot[i], [alpha / 2, 1 - alpha / 2])",
       "lo, hi = np.nanquantile(boot[i], [alpha, 1 - alpha])",
       f"{COMPARE}::test_bootstrap_interval_matches_a_direct_loop_in_distribution"),
