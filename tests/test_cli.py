@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from topkeval.cli import FORMATS, main
 
@@ -106,6 +108,30 @@ def test_compare_command(tmp_path, capsys):
     assert [r["metric"] for r in rows] == ["recall@20", "precision@5"]
     assert all(r["p_value"] == r["p_adjusted"] for r in rows)
     assert {r["verdict"] for r in rows} <= {"better", "worse", "no detectable difference"}
+    # the numbers, on a log whose per-query values are known by hand: six queries of one relevant and
+    # one non-relevant item; "old" ranks the relevant one first in queries 1-2, "new" in queries 1-5
+    small = tmp_path / "small.csv"
+    first_old, first_new = {1, 2}, {1, 2, 3, 4, 5}
+    pd.DataFrame([{"q": q, "item": i, "rel": int(i == 0),
+                   "old": float((i == 0) == (q in first_old)), "new": float((i == 0) == (q in first_new))}
+                  for q in range(1, 7) for i in range(2)]).to_csv(small, index=False)
+    old, new = [1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0]  # recall@1; precision@2 is 0.5 for both
+    args = ["compare", small, "--query", "q", "--relevance", "rel", "--item", "item", "--baseline", "old",
+            "--score", "new", "-m", "recall@1", "-m", "precision@2", "--format", "json"]
+    code, out, err = run(args + ["--test", "t", "--correction", "none"], capsys)
+    assert code == 0, err
+    recall, precision = json.loads(out)["comparison"]
+    assert recall["p_value"] == pytest.approx(stats.ttest_rel(new, old).pvalue, rel=1e-12)
+    assert recall["baseline"] == pytest.approx(2 / 6) and recall["value"] == pytest.approx(5 / 6)
+    assert recall["delta"] == pytest.approx(0.5) and recall["relative_delta"] == pytest.approx(0.5 / (2 / 6))
+    assert recall["effect_size"] == pytest.approx(0.5 / math.sqrt(1.5 / 5))  # d = (0, 0, 1, 1, 1, 0)
+    assert (recall["wins"], recall["ties"], recall["losses"], recall["n_queries"]) == (3, 3, 0, 6)
+    assert precision["delta"] == 0 and precision["p_value"] == 1.0 and precision["ties"] == 6
+    # exact sign flips of d: |sum| = 3 only when the three ones share a sign (2 of 8); Holm over 2 rows
+    code, out, err = run(args + ["--test", "permutation", "--correction", "holm"], capsys)
+    recall, precision = json.loads(out)["comparison"]
+    assert recall["p_value"] == pytest.approx(0.25) and recall["p_adjusted"] == pytest.approx(0.5)
+    assert precision["p_adjusted"] == 1.0 and recall["verdict"] == "no detectable difference"
     code, out, err = run(["compare", path, "--relevance", "click", "--baseline", "old_ranker", "--score",
                           "old_ranker"], capsys)
     assert code == 2 and "other than --baseline" in err

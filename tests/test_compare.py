@@ -56,12 +56,20 @@ def test_columns_and_deltas(res):
                                         "ci_high", "p_value", "p_adjusted", "significant", "wins", "ties", "losses",
                                         "effect_size"]
     assert len(table) == 2 * len(METRICS)
+    pq = res.per_query
     for row in table.itertuples():
+        m = pq[pq.model == row.model][row.metric].to_numpy()
+        b = pq[pq.model == "old"][row.metric].to_numpy()
+        d = m - b
+        assert row.value == pytest.approx(m.mean()) and row.baseline == pytest.approx(b.mean())
         assert row.value == pytest.approx(res.summary.loc[row.model, row.metric])
-        assert row.baseline == pytest.approx(res.summary.loc["old", row.metric])
-        assert row.delta == pytest.approx(row.value - row.baseline)
+        assert row.delta == pytest.approx(d.mean())
+        assert row.relative_delta == pytest.approx(d.mean() / b.mean())  # over the baseline's mean
+        assert row.effect_size == pytest.approx(d.mean() / np.std(d, ddof=1))  # Cohen's d of the pairs
         assert row.ci_low <= row.delta <= row.ci_high
-        assert row.wins + row.ties + row.losses == 60
+        assert (row.wins, row.ties, row.losses) == (np.sum(d > 1e-12), np.sum(abs(d) <= 1e-12), np.sum(d < -1e-12))
+        assert row.wins + row.ties + row.losses == row.n_queries == 60
+        assert row.p_adjusted >= row.p_value  # Holm over the 8 rows
 
 
 @pytest.mark.parametrize("test,scipy_fn", [("t", lambda a, b: stats.ttest_rel(a, b).pvalue),
@@ -174,9 +182,19 @@ def test_missing_queries_intersect_or_zero():
 
 
 def test_summary_ci(res):
-    table = res.summary_ci(confidence=0.9, n_resamples=2000)
+    """The mean and a percentile bootstrap interval of it, against a direct loop (in distribution:
+    another generator draws the resamples) at the 5% and 95% quantiles of confidence 0.9."""
+    table = res.summary_ci(confidence=0.9, n_resamples=20_000)
     assert len(table) == 3 * len(METRICS)
     assert (table.ci_low <= table["mean"]).all() and (table["mean"] <= table.ci_high).all()
+    rng = np.random.default_rng(5)
+    pq = res.per_query
+    for row in table.itertuples():
+        v = pq[pq.model == row.model][row.metric].to_numpy()
+        assert row.mean == pytest.approx(v.mean()) and row.n_queries == len(v) == 60
+        means = v[rng.integers(0, len(v), (20_000, len(v)))].mean(axis=1)
+        lo, hi = np.quantile(means, [0.05, 0.95])
+        assert row.ci_low == pytest.approx(lo, abs=0.01) and row.ci_high == pytest.approx(hi, abs=0.01)
 
 
 def test_diff_names_gained_and_lost_items():
@@ -188,8 +206,21 @@ def test_diff_names_gained_and_lost_items():
 
 
 def test_diff_sorted_worst_first(res):
+    """Per query: both values, their difference, and the relevant items that entered / left the top 5
+    (the scores are continuous: no ties, so the top 5 is a plain sort), worst regressions first."""
     d = res.diff("old", "new", "recall@5")
     assert d["delta"].is_monotonic_increasing and {"gained", "lost"} <= set(d.columns)
+    log = _log()
+    assert len(d) == log["query"].nunique()
+    for row in d.itertuples():
+        rows = log[log["query"] == row.query]
+        top = {m: set(rows.nlargest(5, m)["item"]) for m in ("old", "new")}
+        relevant = set(rows.loc[rows["relevance"] == 1, "item"])
+        assert row.baseline == pytest.approx(len(top["old"] & relevant) / len(relevant))
+        assert row.model == pytest.approx(len(top["new"] & relevant) / len(relevant))
+        assert row.delta == pytest.approx(row.model - row.baseline)
+        assert sorted(row.gained) == sorted((top["new"] - top["old"]) & relevant)
+        assert sorted(row.lost) == sorted((top["old"] - top["new"]) & relevant)
 
 
 @pytest.mark.parametrize("kwargs,pattern", [

@@ -144,6 +144,16 @@ def test_duplicate_checks_equal_pandas(seed):
         assert got == (int(dup.sum()), int(np.argmax(dup)) if dup.any() else -1)
 
 
+def test_duplicate_count_by_hand():
+    """Rows repeating an earlier key of their query, each counted once: a key three times is two
+    repeats, in a short query (pairs compared) and a long one (hashed)."""
+    from topkeval.kernels.grouping import count_duplicates
+
+    assert count_duplicates(np.array([0, 3, 5]), np.array([7, 7, 7, 1, 2])) == (2, 1)
+    assert count_duplicates(np.array([0, 20]), np.full(20, 5)) == (19, 1)
+    assert count_duplicates(np.array([0, 2, 4]), np.array([1, 2, 1, 2])) == (0, -1)
+
+
 def test_text_duplicates_in_a_sliced_shuffled_arrow_column():
     import pyarrow as pa
 

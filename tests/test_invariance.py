@@ -86,8 +86,17 @@ def test_batch_equals_one_query_at_a_time(rows, conv):
             pd.testing.assert_series_equal(single.loc[key], batch.loc[key], check_names=False)
 
 
+def _div(num, den, undefined):
+    """``num / den`` per query, ``undefined`` where ``den`` is 0 (the metrics' convention)."""
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den == 0, undefined, num / np.where(den == 0, 1.0, den))
+
+
 @given(rows=logs(), conv=conventions())
 def test_values_in_range(rows, conv):
+    """Bounds, and the identities that tie the metrics to the counts they are made of: a wrong
+    denominator or a swapped count in one formula breaks one of them."""
     res = _eval(pd.DataFrame(rows), conv)
     for name in res.metrics:
         fam = tk.parse_metric(name).info
@@ -96,6 +105,42 @@ def test_values_in_range(rows, conv):
         assert (v >= -1e-12).all()
         if fam.bounded:
             assert (v <= 1 + 1e-12).all(), name
+    pq = res.per_query
+    und = conv["undefined"]
+    n, R, r = pq["num_ret"], pq["num_rel"], pq["num_rel_ret"]
+    N, kk = n - r, np.minimum(3, n)
+    den = kk if conv["short_lists"] == "shrink" else np.full(len(pq), 3.0)
+    tp, fp, tn = pq["tp@3"], pq["fp@3"], pq["tn@3"]
+
+    def same(name, expected):
+        np.testing.assert_allclose(pq[name], expected, rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=name)
+
+    assert (r <= n).all() and (r <= R).all()
+    same("fn@3", R - tp)
+    same("tn@3", N - fp)
+    if conv["nonpositive_scores"] == "count":  # "miss" counts fewer found, and no more false positives
+        same("fp@3", kk - tp)
+        if conv["ties"] != "expected":
+            same("hit_rate@3", (tp > 0).astype(float))
+    same("precision@3", _div(tp, den, und))
+    same("recall@3", _div(tp, R, und))
+    same("recall_capped@3", _div(tp, np.minimum(R, 3), und))
+    same("f1@3", _div(2 * tp, R + den, und))
+    same("fbeta(beta=0.5)@3", _div(1.25 * tp, 0.25 * R + den, und))
+    same("specificity@3", _div(tn, N, und))
+    same("fallout@3", _div(fp, N, und))
+    same("judged@3", _div(kk, den, und))  # every candidate of a log has a judgment (its grade)
+    same("set_precision", _div(r, n, und))
+    same("set_recall", _div(r, R, und))
+    same("set_f", _div(2 * r, R + n, und))
+    same("set_f(beta=0.5)", _div(1.25 * r, 0.25 * R + n, und))
+    same("set_relative_precision", _div(r, np.minimum(n, R), und))
+    same("auc", pq["auc"].where(r * N > 0, und))
+    defined = R > 0
+    same("ap_capped@3", (pq["ap@3"] * R / np.minimum(R, 3)).where(defined, pq["ap_capped@3"]))
+    for cut, whole in (("rr@3", "rr"), ("ap@3", "ap"), ("dcg@3", "dcg"), ("rbp(p=0.8)@3", "rbp(p=0.8)")):
+        ok = pq[whole].notna()
+        assert (pq.loc[ok, cut] <= pq.loc[ok, whole] + 1e-12).all(), cut
 
 
 def test_single_functions_equal_evaluate():

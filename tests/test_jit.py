@@ -134,3 +134,27 @@ def test_interpreted_kernels_raise_no_numpy_warning_on_float32():
     assert out["nan"] == "Column 'score' has 1 non-finite scores"
     assert out["threshold"] == [0.0, 1.0]  # float32(0.7) < 0.7: not a candidate; 0.9 is, and not relevant
     assert out["excluded"] == [1.0, 0.0] and out["matrix inf"] == "refused"  # tops: item 2 (relevant), item 2
+
+
+def test_interpreted_matrix_kernels_compare_float32_scores_with_the_threshold_in_float64():
+    """A float32 score matrix with score_threshold: the threshold is compared in float64 (as in the
+    long format) by the interpreted kernels too, which small inputs run by default. float32(0.7) is
+    below 0.7 and float32(0.3) above 0.3; numpy alone would compare a float32 with a Python float in
+    float32. Both paths: the selection of each row's top (recall@2) and the rows counted in place (ap)."""
+    code = ("import json, numpy as np, topkeval as tk\n"
+            "out = {}\n"
+            "for thr in (0.7, 0.3):\n"
+            "    s = np.array([[np.float32(thr), 0.9, 0.05]], dtype=np.float32)\n"
+            "    for m in ('recall@2', 'ap'):\n"
+            "        r = tk.evaluate_matrix(s, np.array([[1, 0, 0]]), metrics=[m, 'num_ret', 'num_rel_ret'],\n"
+            "                               score_threshold=thr)\n"
+            "        out[f'{thr} {m}'] = r.summary.iloc[0].tolist()\n"
+            "print(json.dumps(out))")
+    for mode in ("0", "1"):
+        env = {**os.environ, "TOPKEVAL_JIT": mode}
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        got = json.loads(proc.stdout)
+        # 0.7: the relevant cell is below the threshold (one candidate left, none relevant)
+        assert got["0.7 recall@2"] == [0.0, 1.0, 0.0] and got["0.7 ap"] == [0.0, 1.0, 0.0], (mode, got)
+        # 0.3: it is kept, second of two candidates: recall@2 = 1, AP = 1/2
+        assert got["0.3 recall@2"] == [1.0, 2.0, 1.0] and got["0.3 ap"] == [0.5, 2.0, 1.0], (mode, got)

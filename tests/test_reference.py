@@ -61,6 +61,41 @@ def test_evaluate_equals_reference(rows, conv, specs):
     _check(res, rows, specs, conv, models)
 
 
+#: Every family at once, at a cutoff and (where it has one) without, with its parameters: each drawn
+#: log checks them all (test_evaluate_equals_reference draws a few families per log).
+EVERY_FAMILY = [
+    ("r_precision", "r_precision", None, None), ("precision@2", "precision", 2, None),
+    ("recall@2", "recall", 2, None), ("recall_capped@2", "recall_capped", 2, None), ("f1@3", "f1", 3, None),
+    ("fbeta(beta=0.5)@2", "fbeta", 2, 0.5), ("fbeta(beta=2)@3", "fbeta", 3, 2.0),
+    ("specificity@2", "specificity", 2, None), ("fallout@2", "fallout", 2, None), ("hit_rate@2", "hit_rate", 2, None),
+    ("tp@2", "tp", 2, None), ("fp@2", "fp", 2, None), ("fn@2", "fn", 2, None), ("tn@2", "tn", 2, None),
+    ("ap_capped@2", "ap_capped", 2, None), ("judged@2", "judged", 2, None),
+    ("rr", "rr", None, None, None), ("rr@2", "rr", 2, None, None), ("ap", "ap", None, None, None),
+    ("ap@3", "ap", 3, None, None), ("ndcg", "ndcg", None, None, None), ("ndcg@3", "ndcg", 3, None, None),
+    ("ndcg(gain=exp)@2", "ndcg", 2, None, "exp"), ("dcg(gain={1:3,2:7})", "dcg", None, None, ((1, 3), (2, 7))),
+    ("dcg@2", "dcg", 2, None, None), ("rbp(p=0.8)@3", "rbp", 3, 0.8, None),
+    ("rbp_residual(p=0.5)", "rbp_residual", None, 0.5, None), ("err@2", "err", 2, 4.0, None),
+    ("err(max_grade=6.5)", "err", None, 6.5, None), ("set_precision", "set_precision", None, None, None),
+    ("set_recall", "set_recall", None, None, None), ("set_f(beta=0.5)", "set_f", None, 0.5, None),
+    ("set_relative_precision", "set_relative_precision", None, None, None), ("num_ret", "num_ret", None, None, None),
+    ("num_rel", "num_rel", None, None, None), ("num_rel_ret", "num_rel_ret", None, None, None),
+    ("bpref", "bpref", None, None, None), ("auc", "auc", None, None, None),
+    ("iprec(recall=0.5)", "iprec", None, 0.5, None), ("iprec(recall=0.3)", "iprec", None, 0.3, None),
+    ("iprec_avg", "iprec_avg", None, None, None), ("infap", "infap", None, None, None),
+]
+
+
+@given(rows=logs(), conv=conventions())
+def test_every_family_equals_reference(rows, conv):
+    models = ["a", "b"]
+    df = pd.DataFrame(rows)
+    specs = _exact_only(EVERY_FAMILY, conv, df)
+    res = tk.evaluate(df, metrics=[s[0] for s in specs], query="query", relevance="grade",
+                      score=models, item="item", **conv)
+    assert res.metrics == [s[0] for s in specs]
+    _check(res, rows, specs, conv, models)
+
+
 @given(rows=logs(max_len=6), conv=conventions(), specs=metric_specs())
 def test_both_kernel_paths_equal_reference(rows, conv, specs):
     """Force the counting path and the sorting path in turn."""

@@ -837,6 +837,7 @@ def compute_matrix_rows(S: np.ndarray, eptr: np.ndarray, eidx: np.ndarray, rptr:
     U = S.shape[0]
     out = _outputs(U, prm, rgain.shape[0])
     finite = np.empty(U, np.bool_)
+    thr = np.float64(thr)  # float32 scores compared in float64 by the interpreted kernel too (as compiled)
     threads = threads or default_threads()
     parts = max(1, min(threads, U)) if S.size >= 1 << 20 else 1
     bounds = [U * p // parts for p in range(parts + 1)]

@@ -281,7 +281,9 @@ def select_top(S: np.ndarray, depth: int, exclude=None, threshold: float | None 
         exclude = exclude.tocsr()
         exclude.sort_indices()
         eptr, eidx = exclude.indptr.astype(np.int64), exclude.indices.astype(np.int64)
-    thr = -np.inf if threshold is None else float(threshold)
+    # a float64 scalar, not a Python float: the interpreted kernels compare it with float32 scores
+    # in float64, as the compiled ones do (numpy compares a float32 with a Python float in float32)
+    thr = np.float64(-np.inf if threshold is None else threshold)
     kth = np.empty(U, np.float64)
     count = np.empty(U, np.int64)
     below = np.empty(U, np.int64)

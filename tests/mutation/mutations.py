@@ -1,0 +1,499 @@
+"""The curated mutations of the mutation check (run by ``tests/mutation/run.py``).
+
+Each mutation replaces one exact snippet of a file under ``src/topkeval/`` (found exactly once
+there) with a wrong one, and names the tests that must then fail: pytest node ids or files,
+separated by spaces. Choose snippets central to the number (a formula,
+a comparison, a constant), which survive refactors of the code around them, and the smallest
+selection of fast tests that catches the mutation, preferably a test whose expected values are
+computed apart from the code (by hand, by enumeration, by a peer, by the brute-force reference).
+
+``equivalent="why"`` marks a mutation known to change no number (counted, not run; ``run.py
+--equivalent`` runs those, and each must survive); ``jit=True``
+runs the kernels compiled (tests on inputs too large for the interpreted kernels); ``examples`` sets
+hypothesis' number of examples for that mutation; ``timeout`` its seconds.
+
+Adding a metric, an estimator or an output format: add a few mutations of its formula, its
+denominator, its undefined case or its formatting below, with the tests that catch them, and run
+``python tests/mutation/run.py --only <file>``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Mutation:
+    file: str  # relative to src/topkeval
+    original: str  # an exact snippet, found once in the file
+    replacement: str
+    tests: str  # test files or node ids, separated by spaces
+    equivalent: str | None = None  # why this mutation changes no number (then it is not run)
+    jit: bool = False  # run the kernels compiled (numba) for this mutation's tests
+    examples: int | None = None  # hypothesis examples (default: run.py's --examples)
+    timeout: float | None = None  # seconds (default: run.py's --timeout)
+    id: str = field(default="", compare=False)
+
+    def selection(self) -> list[str]:
+        return shlex.split(self.tests)
+
+
+# test selections used by many mutations
+REF = "tests/test_reference.py::test_every_family_equals_reference"  # every family against the brute-force reference
+APART = "tests/test_reference.py::test_judgments_apart_equal_reference"  # judgments kept apart (qrels)
+SELECTION = " ".join(f"tests/test_reference.py::test_sort_path_selection_equals_counting[{s}]" for s in (0, 1, 3))
+HAND = "tests/test_numbers.py"  # the reported numbers by hand (issue 28)
+SEEDS = "tests/test_seeds.py"  # the worked examples of the design documents
+MATRIX = "tests/test_matrix.py::test_matrix_equals_long_format"
+IN_PLACE = "tests/test_matrix.py::test_rows_counted_in_place_equal_the_long_format"
+DEVICE = ("tests/test_matrix.py::test_device_counts_equal_the_long_format "
+          "tests/test_matrix.py::test_device_counts_boundary_groups_and_large_depths")
+BEYOND = "tests/test_beyond.py"
+COMPARE = "tests/test_compare.py"
+TREC = "tests/test_trec.py"
+
+
+def M(file: str, original: str, replacement: str, tests: str, **options) -> Mutation:
+    return Mutation(file, original, replacement, tests, **options)
+
+
+_LIST: list[Mutation] = [
+    # --- kernels/cpu.py: the counts, h(k), hits, RR, AP, DCG, the tie flag -----------------------
+    M("kernels/cpu.py", "(k < g[t] + e[t]) & (e[t] > r[t])", "(k < g[t] + e[t]) & (e[t] >= r[t])",
+      f"{HAND}::test_ties_at_cutoff_counts_mixed_ties_only"),
+    M("kernels/cpu.py", "straddle |= (f[t] > 0.0) & (g[t] < k)", "straddle |= (f[t] > 0.0) & (g[t] <= k)",
+      f"{HAND}::test_ties_at_cutoff_counts_mixed_ties_only"),
+    M("kernels/cpu.py", "total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)",
+      "total += f[t] * min(max((k - g[t] + 1) / e[t], 0.0), 1.0)", REF),
+    M("kernels/cpu.py", "total += f[t] * (g[t] + b[t] + 1 <= k)", "total += f[t] * (g[t] + b[t] + 1 < k)", REF),
+    M("kernels/cpu.py", "none *= (e0 - r0 - x) / (e0 - x)", "none *= (e0 - r0 - x) / (e0 - x + 1)",
+      "tests/test_reference.py::test_expected_ties_formula_by_hand"),
+    M("kernels/cpu.py", "    if e0 - r0 < slots:\n        return 1.0", "    if e0 - r0 <= slots:\n        return 1.0",
+      f"{HAND}::test_hit_rate_of_a_tie_by_hand"),
+    M("kernels/cpu.py", "p = r0 / e0  # x = 1", "p = r0 / (e0 + 1)  # x = 1", REF),
+    M("kernels/cpu.py", "total += p / (g0 + x)", "total += p / (g0 + x + 1)", REF),
+    M("kernels/cpu.py", "mates = (rr - 1) * (p - 1) / (ee - 1) if ee > 1 else 0.0",
+      "mates = (rr - 1) * p / (ee - 1) if ee > 1 else 0.0", REF),
+    M("kernels/cpu.py", "return rr * total / ee", "return total / ee", REF),
+    M("kernels/cpu.py", "apsum += (i + 1) / rank", "apsum += i / rank", REF),
+    M("kernels/cpu.py", "out.rr[q, c] = 1.0 / first if first <= k else 0.0",
+      "out.rr[q, c] = 1.0 / first if first < k else 0.0", REF),
+    M("kernels/cpu.py", "top = min(g[t] + e[t], k)", "top = min(g[t] + e[t] - 1, k)", REF),
+    M("kernels/cpu.py", "share = disc[rank] if rank <= k else 0.0", "share = disc[rank - 1] if rank <= k else 0.0", REF),
+    M("kernels/cpu.py", "if best < 0 or g[t] < g[best]:", "if best < 0 or g[t] <= g[best]:", REF,
+      equivalent="candidates with the same g belong to one tie group, whose (g, e, r) every member shares"),
+    M("kernels/cpu.py", "first_rank = min(first_rank, g[t] + b[t] + 1)", "first_rank = min(first_rank, g[t] + b[t])",
+      REF),
+    M("kernels/cpu.py", "nrel += kept & rl[j]", "nrel += rl[j]", REF),
+    M("kernels/cpu.py", "kept = sc[j] >= thr", "kept = sc[j] > thr", REF),
+    M("kernels/cpu.py", "        if want_r and R[q] > limit:\n            limit = R[q]",
+      "        if want_r and R[q] > limit + 1:\n            limit = R[q]", f"{HAND}::test_r_precision_looks_past_the_largest_cutoff"),
+    M("kernels/cpu.py", "                gi += sj > si\n                ei += sj == si\n        else:",
+      "                gi += sj >= si\n                ei += sj == si\n        else:", REF),
+    M("kernels/cpu.py", "if tie == TIE_FIRST:\n                        bi += j < i",
+      "if tie == TIE_FIRST:\n                        bi += j <= i", REF),
+    M("kernels/cpu.py", "bi += gr[j] > gr[i]", "bi += gr[j] < gr[i]", f"{HAND}::test_optimistic_and_pessimistic_ties_order_grades_by_hand"),
+    M("kernels/cpu.py", "bi += gr[j] < gr[i]", "bi += gr[j] > gr[i]", f"{HAND}::test_optimistic_and_pessimistic_ties_order_grades_by_hand"),
+    M("kernels/cpu.py", "bi += it[j] > it[i] or (it[j] == it[i] and j < i)",
+      "bi += it[j] < it[i] or (it[j] == it[i] and j < i)", REF),
+    M("kernels/cpu.py", "sign = -1.0 if tie == TIE_OPTIMISTIC else 1.0", "sign = 1.0 if tie == TIE_OPTIMISTIC else -1.0",
+      f"{HAND}::test_optimistic_and_pessimistic_ties_order_grades_by_hand"),
+    M("kernels/cpu.py", "if neg[p] <= cut:", "if neg[p] < cut:", SELECTION),
+    M("kernels/cpu.py", "for p in range(min(npos, cutoffs[c])):", "for p in range(min(npos, cutoffs[c] + 1)):", REF),
+    M("kernels/cpu.py", "keep = (v >= thr) & (v > _NOT_CANDIDATE)", "keep = (v > thr) & (v > _NOT_CANDIDATE)", IN_PLACE),
+    M("kernels/cpu.py", "kept -= sc[x] > _NOT_CANDIDATE", "kept -= 1", IN_PLACE),
+    M("kernels/cpu.py", "out[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)",
+      "out[w[t]] = 1.0 if x > 0.0 else 0.0", "tests/test_report.py::test_side_by_side_tied_ranks_and_other_rank"),
+    M("kernels/cpu.py", "p[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)", "p[w[t]] = 1.0 if x >= 1.0 else 0.0",
+      f"{BEYOND}::test_hand_computed_values_under_expected_ties"),
+    M("kernels/cpu.py", "            if rank <= depth:\n                out[w[t]] = rank",
+      "            if rank < depth:\n                out[w[t]] = rank", f"{TREC}::test_depth_equals_cutting_the_run"),
+    M("kernels/cpu.py", "b[t] = ba[lo + t]", "b[t] = 0", DEVICE),
+
+    # --- kernels/ranked.py: judged, bpref, AUC, iprec, ERR, infAP --------------------------------
+    M("kernels/ranked.py", "pooled = rel_above + jnr_above + unj_above", "pooled = rel_above + jnr_above",
+      "tests/test_reference.py::test_infap_with_sampled_pools_equals_reference"),
+    M("kernels/ranked.py", "(above / rank) * (pooled / above)", "(pooled / rank)", REF,
+      equivalent="algebraically the same product: above / rank * pooled / above = pooled / rank"),
+    M("kernels/ranked.py", "(rel_above + jnr_above + 2 * INFAP_EPSILON)", "(rel_above + jnr_above + INFAP_EPSILON)",
+      "tests/test_reference.py::test_infap_by_hand tests/test_reference.py::test_infap_with_sampled_pools_equals_reference"),
+    M("kernels/ranked.py", "return int(f) + (1 if x - f >= 0.5 else 0)", "return int(f) + (1 if x - f > 0.5 else 0)",
+      REF),
+    M("kernels/ranked.py", "    if den == 0:\n        return 1.0", "    if den == 0:\n        return 0.0", REF),
+    M("kernels/ranked.py", "den = float(min(cols.NJ[q], R))", "den = float(cols.NJ[q])", REF),
+    M("kernels/ranked.py", "asum += nr * (below + 0.5 * (e[t] - r[t]))", "asum += nr * (below + (e[t] - r[t]))", REF),
+    M("kernels/ranked.py", "asum += N - (g[t] + b[t] - rel_above)", "asum += N - (g[t] + b[t] + rel_above)", REF),
+    M("kernels/ranked.py", "best[j - 1] = max(best[j], j / relrank[j - 1])", "best[j - 1] = j / relrank[j - 1]", REF),
+    M("kernels/ranked.py", "if c <= rel_above:", "if c < rel_above:", REF),
+    M("kernels/ranked.py", "total += 1.0 if g[t] + b[t] + 1 <= k else 0.0", "total += 1.0 if g[t] + b[t] + 1 < k else 0.0",
+      REF),
+    M("kernels/ranked.py", "decay *= 1.0 - rv", "decay *= rv", REF),
+    M("kernels/ranked.py", "out.err[v, q, c] += decay * rv * term / size", "out.err[v, q, c] += decay * rv * term", REF),
+    M("kernels/ranked.py", "mean[s] = ((m + 1 - s) * mean[s] + s * v * mean[s - 1]) / (m + 1)",
+      "mean[s] = ((m + 1 - s) * mean[s] + s * v * mean[s - 1]) / (m + 2)", REF),
+
+    # --- kernels/select.py: each row's top T of a score matrix -------------------------------------
+    M("kernels/select.py", "if v >= t and v > -np.inf:", "if v > t and v > -np.inf:",
+      "tests/test_matrix.py::test_threshold_selection_equals_a_partition"),
+    M("kernels/select.py", "c += (v >= t) & (v > -np.inf)", "c += (v > t) & (v > -np.inf)",
+      "tests/test_matrix.py::test_threshold_selection_equals_a_partition"),
+    M("kernels/select.py", "if row[cand[i]] >= k:", "if row[cand[i]] > k:",
+      "tests/test_matrix.py::test_threshold_selection_equals_a_partition"),
+    M("kernels/select.py", "if child + 1 < size and heap[child + 1] < heap[child]:",
+      "if child + 1 < size and heap[child + 1] > heap[child]:",
+      "tests/test_matrix.py::test_threshold_selection_equals_a_partition"),
+    M("kernels/select.py", "        nb += v < thr\n    return ok, nb", "        nb += v <= thr\n    return ok, nb",
+      f"{HAND}::test_matrix_score_threshold_keeps_a_score_equal_to_it"),
+    M("kernels/select.py", "                nb += v < thr\n        if not hit:", "                nb += v <= thr\n        if not hit:",
+      f"{HAND}::test_matrix_score_threshold_keeps_a_score_equal_to_it"),
+    M("kernels/select.py", "return p, p < ex.shape[0] and ex[p] == x", "return p, p < ex.shape[0] and ex[p] <= x",
+      MATRIX, equivalent="after the loop ex[p] >= x, so ex[p] <= x holds exactly when ex[p] == x"),
+
+    # --- kernels/grouping.py: R per query, grouping rows, duplicates, judgments -------------------
+    M("kernels/grouping.py", "            c += seg[j]\n        out[q] = c", "            c += 1\n        out[q] = c", REF),
+    M("kernels/grouping.py", "self.cursors = starts[:-1] + np.cumsum(per_thread, axis=0) - per_thread",
+      "self.cursors = starts[:-1] + np.cumsum(per_thread, axis=0) - per_thread + 1",
+      "tests/test_grouping.py::test_group_rows_equals_a_stable_sort"),
+    M("kernels/grouping.py", "            p = cursor[c]\n            cursor[c] = p + 1\n            out[p] = buffer[i]",
+      "            p = cursor[c]\n            cursor[c] = p\n            out[p] = buffer[i]",
+      "tests/test_grouping.py::test_group_rows_equals_a_stable_sort"),
+    M("kernels/grouping.py", "while j < haystack.shape[0] and haystack[j] < x:", "while j < haystack.shape[0] and haystack[j] <= x:",
+      MATRIX),
+    M("kernels/grouping.py", "grades[i] = j_grades[where[slot]]", "grades[i] = 1.0", APART),
+    M("kernels/grouping.py", "                        count += 1\n                        if first < 0:\n"
+      "                            first = lo + i\n                        break",
+      "                        count += 1\n                        if first < 0:\n                            first = lo + i",
+      "tests/test_grouping.py::test_duplicate_count_by_hand"),
+
+    # --- kernels/torch_counts.py: the counts made with torch ops (CPU tensors in the tests) -------
+    M("kernels/torch_counts.py", "inside = (s >= v[r_rows]) & (s > -math.inf)", "inside = (s > v[r_rows]) & (s > -math.inf)",
+      DEVICE),
+    M("kernels/torch_counts.py", "g = torch.searchsorted(neg, table, right=False)[cr, pos]",
+      "g = torch.searchsorted(neg, table, right=True)[cr, pos]", DEVICE),
+    M("kernels/torch_counts.py", "return r, (e - 1 - b_asc) if tie == TIE_ITEM_DESC else b_asc",
+      "return r, (e - b_asc) if tie == TIE_ITEM_DESC else b_asc", DEVICE),
+    M("kernels/torch_counts.py", "return r, place + unjudged * (crel | (cgr > 0))", "return r, place + unjudged * crel",
+      f"{HAND}::test_device_counts_pessimistic_ties_put_unjudged_cells_before_graded_ones"),
+
+    # --- kernels/resample.py: bootstrap counts and random signs ----------------------------------
+    M("kernels/resample.py", "out[r, m >> uint64(32)] += 1.0", "out[r, (m >> uint64(32)) // uint64(2)] += 1.0",
+      f"{COMPARE}::test_bootstrap_interval_matches_a_direct_loop_in_distribution"),
+    M("kernels/resample.py", "out[r, i + j] = 1.0 if (bits >> uint64(j)) & uint64(1) else -1.0",
+      "out[r, i + j] = 1.0 if (bits >> uint64(j)) & uint64(1) else 1.0",
+      f"{COMPARE}::test_monte_carlo_permutation_close_to_exact"),
+
+    # --- kernels/stats.py: the statistics' accessors --------------------------------------------
+    M("kernels/stats.py", "return int(np.searchsorted(self.cutoffs, NO_CUTOFF if k is None else k))",
+      "return int(np.searchsorted(self.cutoffs, NO_CUTOFF if k is None else k)) - 1", REF),
+    M("kernels/stats.py", "return self.n - self.rel_ret", "return self.n - self.R", REF),
+    M("kernels/stats.py", "return np.ldexp(values, shift)", "return np.ldexp(values, shift - 1)",
+      "tests/test_hostile.py::test_ndcg_of_huge_linear_grades_is_exact"),
+
+    # --- metrics/setbased.py ------------------------------------------------------------------------
+    M("metrics/setbased.py", "out[np.broadcast_to(zero, out.shape)] = undefined",
+      "out[np.broadcast_to(zero, out.shape)] = 0.0", REF),
+    M("metrics/setbased.py", "return np.minimum(float(m.k), st.n)", "return np.maximum(float(m.k), st.n)", REF),
+    M("metrics/setbased.py", 'return _kk(st, m) if conv.short_lists == "shrink" else float(m.k)',
+      'return float(m.k) if conv.short_lists == "shrink" else _kk(st, m)', REF),
+    M("metrics/setbased.py", "inv = 1.0 / (beta * beta)", "inv = 1.0 / beta", REF),
+    M("metrics/setbased.py", "return ratio((1.0 + b2) * np.asarray(hits, np.float64)",
+      "return ratio((1.0 + beta) * np.asarray(hits, np.float64)", REF),
+    M("metrics/setbased.py", "return ratio(_h(st, m), st.R, conv.undefined)", "return ratio(_h(st, m), st.n, conv.undefined)",
+      REF),
+    M("metrics/setbased.py", "return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)",
+      "return ratio(_h(st, m), np.maximum(st.R, float(m.k)), conv.undefined)", REF),
+    M("metrics/setbased.py", "return ratio(st.N - (_kk(st, m) - _h(st, m)), st.N, conv.undefined)",
+      "return ratio(st.N - (_kk(st, m) - _h(st, m)), st.n, conv.undefined)", REF),
+    M("metrics/setbased.py", "return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)",
+      "return ratio(float(m.k) - _h(st, m), st.N, conv.undefined)", REF),
+    M("metrics/setbased.py", 'den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R', "den = st.R",
+      f"{HAND}::test_r_precision_of_a_list_shorter_than_r"),
+    M("metrics/setbased.py", "return st.hit[:, st.column(m.k)].copy()",
+      "return (st.h[:, st.column(m.k)] > 0).astype(np.float64)", f"{HAND}::test_hit_rate_of_a_tie_by_hand"),
+    M("metrics/setbased.py", "return st.R - _h(st, m)", "return st.R - _kk(st, m)", REF),
+    M("metrics/setbased.py", "    return st.N - (_kk(st, m) - _h(st, m))", "    return st.N - _kk(st, m)", REF),
+    M("metrics/setbased.py", "return ratio(st.rel_ret, np.minimum(st.n, st.R), conv.undefined)",
+      "return ratio(st.rel_ret, st.R, conv.undefined)", REF),
+    M("metrics/setbased.py", 'return f_measure(st.rel_ret, st.R, st.n, m.param("beta"), conv.undefined)',
+      'return f_measure(st.rel_ret, st.n, st.R, m.param("beta"), conv.undefined)', REF),
+    M("metrics/setbased.py", "return st.n.astype(np.float64)", "return st.rel_ret.astype(np.float64)", REF),
+    M("metrics/setbased.py", "return ratio(st.rel_ret, st.n, conv.undefined)", "return ratio(st.rel_ret, st.R, conv.undefined)",
+      REF),
+
+    # --- metrics/rankbased.py -------------------------------------------------------------------
+    M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)",
+      "return ratio(st.ap_sum[:, st.column(m.k)], st.rel_ret, conv.undefined)", REF),
+    M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], np.minimum(st.R, float(m.k)), conv.undefined)",
+      "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)", REF),
+    M("metrics/rankbased.py", 'return DcgSpec(m.param("gain"), conv.discount)', 'return DcgSpec(m.param("gain"), "log2")',
+      REF),
+    M("metrics/rankbased.py", 'return (1.0 - m.param("p")) * st.dcg_at(_rbp(m, conv), m.k)',
+      "return st.dcg_at(_rbp(m, conv), m.k)", REF),
+    M("metrics/rankbased.py", "+ p ** depth", "+ p ** (depth + 1)", "tests/test_reference.py::test_rbp_residual_by_hand"),
+    M("metrics/rankbased.py", "np.minimum(st.n, m.k).astype(np.float64)", "np.maximum(st.n, m.k).astype(np.float64)",
+      "tests/test_reference.py::test_rbp_residual_by_hand"),
+
+    # --- metrics/judged.py ------------------------------------------------------------------------
+    M("metrics/judged.py", 'den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)',
+      "den = float(m.k)", REF),
+    M("metrics/judged.py", "out[st.R == 0] = conv.undefined", "out[st.R == 0] = 0.0", REF),
+    M("metrics/judged.py", "return _per_r(total / len(ELEVEN_POINTS), st, conv)", "return _per_r(total / 10, st, conv)",
+      REF),
+    M("metrics/judged.py", "st.rel_ret.astype(np.float64) * st.N", "st.R.astype(np.float64) * st.N", REF),
+    M("metrics/judged.py", "ELEVEN_POINTS = (0.0, 0.1,", "ELEVEN_POINTS = (0.1,", REF),
+    M("metrics/judged.py", "return ratio(st.bpref_sum, st.R, conv.undefined)", "return ratio(st.bpref_sum, st.rel_ret, conv.undefined)",
+      REF),
+    M("metrics/judged.py", "return ratio(st.infap_sum, st.R, conv.undefined)", "return ratio(st.infap_sum, st.n, conv.undefined)",
+      REF),
+
+    # --- conventions.py: the presets and the relevance rule -------------------------------------
+    M("conventions.py", 'undefined="nan", short_lists="shrink", discount="lenskit"',
+      'undefined=0.0, short_lists="shrink", discount="lenskit"',
+      f"{HAND}::test_lenskit_preset_scores_an_empty_list_nan_and_leaves_it_out"),
+    M("conventions.py", 'threshold=1.0, item_order="text"),', 'threshold=1.0, item_order="typed"),',
+      f"{HAND}::test_trec_eval_presets_break_ties_by_item_ids_as_text"),
+    M("conventions.py", 'item_order="text", score_precision="float32"),',
+      'item_order="text", score_precision="exact"),',
+      "tests/test_peers.py::test_pytrec_eval_compares_float32_scores_and_docnos_as_text"),
+    M("conventions.py", '"ranx": dict(ties="first", empty_queries="keep"', '"ranx": dict(ties="first", empty_queries="skip"',
+      "tests/test_presets.py::test_ranx_preset"),
+    M("conventions.py", '"sklearn": dict(ties="expected"', '"sklearn": dict(ties="first"',
+      "tests/test_presets.py::test_sklearn_preset_ndcg_with_ties"),
+    M("conventions.py", 'nonpositive_scores="miss", score_precision="float32"),',
+      'nonpositive_scores="count", score_precision="float32"),', "tests/test_presets.py::test_torchmetrics_preset"),
+    M("conventions.py", '"evidently": dict(ties="first", empty_queries="skip", undefined=0.0, short_lists="shrink")',
+      '"evidently": dict(ties="first", empty_queries="skip", undefined=0.0, short_lists="pad")',
+      "tests/test_presets.py::test_evidently_preset_against_its_code"),
+    M("conventions.py", "threshold=3.5, score_threshold=3.5),", "threshold=3.5, score_threshold=None),",
+      f"{SEEDS}::test_seed003_surprise_recipe"),
+    M("conventions.py", "return grades > 0 if self.threshold is None else grades >= self.threshold",
+      "return grades > 0 if self.threshold is None else grades > self.threshold", REF),
+    M("conventions.py", '    if isinstance(value, str) and value.lower() == "nan":\n        return math.nan',
+      '    if isinstance(value, str) and value.lower() == "nan":\n        return 0.0',
+      f"{HAND}::test_lenskit_preset_scores_an_empty_list_nan_and_leaves_it_out"),
+    M("conventions.py", "    undefined: float = 0.0\n", "    undefined: float = 1.0\n",
+      "tests/test_errors.py::test_empty_query_single_function_values"),
+
+    # --- compare.py: p-values, intervals, effect sizes, corrections ------------------------------
+    M("compare.py", "return float((1 + np.sum(np.abs(perm_stats) >= observed - tol)) / (1 + n_resamples))",
+      "return float(np.sum(np.abs(perm_stats) >= observed - tol) / n_resamples)",
+      f"{HAND}::test_monte_carlo_p_value_floor_is_one_over_one_plus_n"),
+    M("compare.py", "return _exact_sign_flip_p(wd)", "return _exact_sign_flip_p(d)",
+      f"{HAND}::test_weighted_exact_sign_flips_equal_enumeration"),
+    M("compare.py", 'flips = (_resampled(W * D, n_resamples, rng, "signs")', 'flips = (_resampled(D, n_resamples, rng, "signs")',
+      f"{HAND}::test_weighted_monte_carlo_sign_flips_near_enumeration"),
+    M("compare.py", '"relative_delta": delta / base_mean if base_mean else math.nan',
+      '"relative_delta": delta / value if value else math.nan', f"{HAND}::test_exact_permutation_p_value_by_hand"),
+    M("compare.py", "        return delta / sd\n", "        return delta / sd**2\n",
+      f"{HAND}::test_exact_permutation_p_value_by_hand"),
+    M("compare.py", "    if len(d) < 2:\n        return math.nan", "    if len(d) < 2:\n        return 1.0",
+      f"{HAND}::test_one_shared_query_gives_no_p_value"),
+    M("compare.py", "shifted = np.abs(boot_stats - mean)", "shifted = boot_stats - mean",
+      f"{HAND}::test_bootstrap_p_value_is_two_sided"),
+    M("compare.py", "stepped = np.maximum.accumulate((m - np.arange(m)) * q[order])",
+      "stepped = (m - np.arange(m)) * q[order]", f"{COMPARE}::test_corrections_equal_textbook"),
+    M("compare.py", "adj = np.minimum(1.0, q * m)", "adj = np.minimum(1.0, q * (m - 1))",
+      f"{COMPARE}::test_corrections_equal_textbook"),
+    M("compare.py", '"losses": int(np.sum(d < -eps))', '"losses": int(np.sum(d < eps))',
+      f"{HAND}::test_exact_permutation_p_value_by_hand"),
+    M("compare.py", "sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan",
+      "sd = float(d.std(ddof=0)) if len(d) > 1 else math.nan", f"{HAND}::test_exact_permutation_p_value_by_hand"),
+    M("compare.py", "sd = math.sqrt(float((w * (d - mean_d) ** 2).sum() / total) * n / (n - 1)) if n > 1 else math.nan",
+      "sd = math.sqrt(float((w * (d - mean_d) ** 2).sum() / total)) if n > 1 else math.nan",
+      f"{HAND}::test_weighted_exact_sign_flips_equal_enumeration"),
+    M("compare.py", "means = both[:, :len(idxs)] / both[:, len(idxs):]", "means = both[:, :len(idxs)] / n",
+      "tests/test_segments.py::test_weights_of_one_change_nothing_and_integer_weights_repeat_queries"),
+    M("compare.py", "lo, hi = np.nanquantile(boot[i], [alpha / 2, 1 - alpha / 2])",
+      "lo, hi = np.nanquantile(boot[i], [alpha, 1 - alpha])",
+      f"{COMPARE}::test_bootstrap_interval_matches_a_direct_loop_in_distribution"),
+    M("compare.py", "bounds = np.nanquantile(means, [alpha / 2, 1 - alpha / 2], axis=0)",
+      "bounds = np.nanquantile(means, [alpha, 1 - alpha], axis=0)", f"{COMPARE}::test_summary_ci"),
+    M("compare.py", "out[a:b] = weights @ diffs / n", "out[a:b] = weights @ diffs / (n + 1)",
+      f"{HAND}::test_bootstrap_intervals_by_hand"),
+    M("compare.py", "return float(np.mean(stats >= observed - 1e-12 * max(1.0, observed)))",
+      "return float(np.mean(stats > observed + 1e-12 * max(1.0, observed)))",
+      f"{COMPARE}::test_exact_permutation_equals_enumeration"),
+    M("compare.py", "    if np.all(wd == 0):\n        return 1.0", "    if np.all(wd == 0):\n        return math.nan",
+      f"{COMPARE}::test_identical_models_p_one"),
+    M("compare.py", "a.loc[~a_has, :] = 0.0", "a.loc[~a_has, :] = 1.0", f"{COMPARE}::test_missing_queries_intersect_or_zero"),
+    M("compare.py", '    if row.significant and row.delta > 0:\n        return "better"',
+      '    if row.significant and row.delta < 0:\n        return "better"',
+      f"{HAND}::test_verdict_follows_the_sign_of_a_significant_delta"),
+
+    # --- segments.py: weighted means, breakdowns ---------------------------------------------------
+    M("segments.py", "    w = weights[ok]\n    total = w.sum()", "    w = weights[ok]\n    total = weights.sum()",
+      f"{HAND}::test_weighted_mean_leaves_out_undefined_values_and_their_weight"),
+    M("segments.py", "mine = mine[mine[weight] > 0]", "mine = mine[mine[weight] >= 0]",
+      "tests/test_segments.py::test_a_weight_column_called_weight_and_zero_weights"),
+    M("segments.py", "total = float(attrs[weight].sum())", "total = float(attrs[weight].max())",
+      "tests/test_segments.py::test_weighted_means_equal_queries_repeated_by_their_weight"),
+    M("segments.py", "out.append(({name: ALL for name in by}, pq))", "out.append(({name: ALL for name in by}, pq.iloc[1:]))",
+      "tests/test_segments.py::test_compare_by_segment_equals_compare_of_each_segment_and_one_correction"),
+
+    # --- ids.py: item and query order ---------------------------------------------------------------
+    M("ids.py", "    if labels is None:\n        return codes\n", "    if labels is None:\n        return -codes\n", REF),
+    M("ids.py", "        text = np.array([str(v) for v in labels], dtype=object)", "        text = labels", REF),
+    M("ids.py", "    return rank[codes], labels[order]", "    return codes, labels[order]", REF),
+
+    # --- log.py: relevance, judgments, ascending scores --------------------------------------------
+    M("log.py", "return Judgments(self.per_query_sum(self.relevant(conv)), self.offsets, self.grades)",
+      "return Judgments(self.per_query_sum(self.grades > 0), self.offsets, self.grades)", REF),
+    M("log.py", "return count_per_group(self.offsets, (grades >= 0) & ~conv.is_relevant(grades))",
+      "return count_per_group(self.offsets, (grades > 0) & ~conv.is_relevant(grades))",
+      f"tests/test_reference.py::test_infap_with_sampled_pools_equals_reference {REF}"),
+    M("log.py", "scores = {m: np.negative(v) for m, v in scores.items()}", "scores = dict(scores)",
+      f"{HAND}::test_ascending_scores_put_the_lowest_first"),
+
+    # --- io/trec.py: reading and writing TREC files -------------------------------------------------
+    M("io/trec.py", "if len(f) != 4:", "if len(f) < 4:", f"{HAND}::test_qrels_line_without_four_fields_is_refused"),
+    M("io/trec.py", 'ranks = order.groupby(["t", "q"], sort=False).cumcount().to_numpy() + 1',
+      'ranks = order.groupby(["t", "q"], sort=False).cumcount().to_numpy()',
+      f"{HAND}::test_write_run_ranks_from_one_per_query_and_run"),
+    M("io/trec.py", "if len(f) < 6:", "if len(f) < 5:", f"{TREC}::test_malformed_lines"),
+    M("io/trec.py", "        sc.append(s)\n", "        sc.append(-s)\n",
+      "tests/test_hostile.py::test_slow_reader_on_irregular_whitespace_and_comments"),
+    M("io/trec.py", "(np.abs(grade) < 2**53).all() and (grade == np.floor(grade)).all()", "(np.abs(grade) < 2**53).all()",
+      "tests/test_hostile.py::test_qrels_grades_are_integers"),
+    M("io/trec.py", 'ascending=[True, True, False], kind="stable"', 'ascending=[True, True, True], kind="stable"',
+      f"{HAND}::test_write_run_ranks_from_one_per_query_and_run"),
+    M("io/trec.py", "{float(scores[row])!r} {tags[row]}", "{float(scores[row]):.4f} {tags[row]}",
+      f"{HAND}::test_write_run_keeps_every_digit_of_the_scores"),
+
+    # --- report.py: numbers in tables, p-values, trec_eval lines, csv, LaTeX ---------------------
+    M("report.py", '        return f"{value:.{digits}f}"\n', '        return f"{value:.{digits - 1}f}"\n',
+      "tests/test_cli.py::test_table_csv_markdown"),
+    M("report.py", "floor = 1.0 / (1 + n_resamples) if n_resamples else 0.0", "floor = 1.0 / n_resamples if n_resamples else 0.0",
+      f"{HAND}::test_p_value_text_at_and_above_the_floor",
+      equivalent="no p-value of compare lies in (1 / (1 + N), 1 / N]: Monte-Carlo ones are (1 + b) / (1 + N), "
+                 "exact ones multiples of 2 / 2**n with 2**n <= N, t and Wilcoxon have no floor"),
+    M("report.py", "if p <= floor * (1 + 1e-9) or p < 10.0 ** -digits:", "if p < floor * (1 - 1e-9) or p < 10.0 ** -digits:",
+      f"{HAND}::test_p_value_text_at_and_above_the_floor"),
+    M("report.py", "value = part[metric].sum() if part is not None and len(part) == count else value * count",
+      "value = part[metric].mean() if part is not None and len(part) == count else value * count",
+      "tests/test_cli.py::test_trec_format_matches_trec_eval_lines"),
+    M("report.py", 'str(int(round(value))) if integer else f"{value:.4f}"', 'str(int(round(value))) if integer else f"{value:.3f}"',
+      "tests/test_cli.py::test_trec_format_matches_trec_eval_lines"),
+    M("report.py", "frame.to_csv(buf, index=any(n is not None for n in frame.index.names))", "frame.to_csv(buf, index=False)",
+      "tests/test_cli.py::test_table_csv_markdown"),
+    M("report.py", "top = col.max() if higher_is_better(metric) else col.min()",
+      "top = col.min() if higher_is_better(metric) else col.max()",
+      "tests/test_report.py::test_latex_bold_best_and_marks_follow_summary_and_compare"),
+    M("report.py", "return bool(row.significant) and (row.delta > 0) == higher_is_better(row.metric) and row.delta != 0",
+      "return bool(row.significant) and (row.delta < 0) == higher_is_better(row.metric) and row.delta != 0",
+      "tests/test_report.py::test_latex_bold_best_and_marks_follow_summary_and_compare"),
+
+    M("report.py", 'rows = ["| " + " | ".join(_markdown_cell(v, digits) for v in row)',
+      'rows = ["| " + " | ".join(_markdown_cell(v, 2) for v in row)', "tests/test_cli.py::test_table_csv_markdown"),
+    M("report.py", "Text(formats[c](v) if c in formats else fmt(v, digits))", "Text(formats[c](v) if c in formats else fmt(v, 2))",
+      "tests/test_cli.py::test_table_csv_markdown"),
+    M("report.py", "text = fmt(summary.loc[model, metric], digits)", "text = fmt(summary.loc[model, metric], 2)",
+      "tests/test_report.py::test_latex_bold_best_and_marks_follow_summary_and_compare"),
+    M("report.py", "    if isinstance(v, float) and math.isnan(v):\n        return None",
+      "    if isinstance(v, float) and math.isnan(v):\n        return 0.0", f"{HAND}::test_json_writes_an_undefined_value_as_null"),
+
+    # --- html.py: the report's numbers ------------------------------------------------------------
+    M("html.py", 'exact = "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))',
+      'exact = "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(round(float(value), 3))',
+      "tests/test_report.py::test_report_numbers_are_the_api_numbers"),
+    M("html.py", 'lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]', 'hi, lo = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]',
+      "tests/test_report.py::test_report_numbers_are_the_api_numbers"),
+    M("html.py", 'worst_rows = d[d["delta"] < 0].head(worst)', 'worst_rows = d[d["delta"] <= 0].head(worst)',
+      f"{HAND}::test_report_lists_only_the_queries_that_got_worse"),
+
+    M("html.py", """return f'<td class="num" data-value="{int(value)}">{int(value):,}</td>'""",
+      """return f'<td class="num" data-value="{int(value) + 1}">{int(value):,}</td>'""",
+      "tests/test_report.py::test_report_numbers_are_the_api_numbers"),
+
+    # --- views.py: curves and side by side ------------------------------------------------------------
+    M("views.py", "ks = range(1, top + 1) if top <= 50 else", "ks = range(1, top) if top <= 50 else",
+      "tests/test_report.py::test_curves_equal_each_cutoff_evaluated_alone"),
+    M("views.py", 'tied.append(f"{ranks.min()}-{ranks.max()}"', 'tied.append(f"{ranks.min()}-{ranks.max() + 1}"',
+      "tests/test_report.py::test_side_by_side_tied_ranks_and_other_rank"),
+    M("views.py", 'if name == model and mine > theirs + 1e-12:', 'if name == model and mine >= theirs:',
+      "tests/test_report.py::test_side_by_side_tied_ranks_and_other_rank"),
+
+    # --- matrix.py and accumulator.py: score matrices, MatrixEvaluator --------------------------
+    M("matrix.py", "st.n, st.rel_ret = n, rel_ret", "st.rel_ret = rel_ret", MATRIX),
+    M("matrix.py", "removed = below + (0 if batch.exclude is None else np.diff(batch.exclude.indptr))", "removed = below",
+      MATRIX),
+    M("matrix.py", "rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users) if thr > -np.inf else judgments.R",
+      "rel_ret = np.bincount(r_users[is_rel & (r_scores > thr)], minlength=users) if thr > -np.inf else judgments.R",
+      IN_PLACE),
+    M("matrix.py", "nonrelevant=self.n_items - excluded - R - negative", "nonrelevant=self.n_items - R - negative", MATRIX),
+    M("accumulator.py", '"skipped_empty": len(all_ids) - len(evaluated_ids)', '"skipped_empty": len(evaluated_ids)',
+      "tests/test_accumulator.py::test_batches_equal_the_whole_matrix_and_the_long_format"),
+    M("accumulator.py", "self._next[m] = self._next.get(m, 0) + U", "self._next[m] = self._next.get(m, 0) + U - 1",
+      "tests/test_accumulator.py::test_batches_equal_the_whole_matrix_and_the_long_format"),
+
+    # --- engine: plan, backends, evaluation, aggregation --------------------------------------------
+    M("engine/plan.py", "deepest = max(deepest, R_max)", "deepest = max(deepest, R_max - 1)", MATRIX),
+    M("engine/plan.py", '            elif fam.depth == "list":\n                return n_max',
+      '            elif fam.depth == "list":\n                return min(deepest, n_max)', MATRIX),
+    M("engine/backends.py", "gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0", "gains -= 0.5", REF),
+    M("engine/backends.py", "gains[grades == grade] = gain", "gains[grades >= grade] = gain", REF),
+    M("engine/backends.py", "d = 1.0 / np.log2(np.maximum(ranks, 2.0))", "d = 1.0 / np.log2(np.maximum(ranks + 1.0, 2.0))",
+      REF),
+    M("engine/backends.py", "d = spec.discount[1] ** (ranks - 1.0)", "d = spec.discount[1] ** ranks", REF),
+    M("engine/backends.py", "d = 1.0 / np.log2(ranks + 1.0)", "d = 1.0 / np.log2(ranks + 2.0)", REF),
+    M("engine/backends.py", "return max(0, int(math.ceil(log_bound - 996)))", "return max(0, int(math.ceil(log_bound - 1100)))",
+      f"{HAND}::test_ndcg_of_grades_whose_dcg_overflows_is_exact"),
+    M("engine/backends.py", "return (np.exp2(grades) - 1.0) / 2.0**max_grade", "return (np.exp2(grades) - 1.0) / 2.0**(max_grade + 1)",
+      REF),
+    M("engine/backends.py", "kept = rel if conv.score_threshold is None else rel & (scores >= conv.score_threshold)",
+      "kept = rel if conv.score_threshold is None else rel & (scores > conv.score_threshold)", REF,
+      equivalent="it feeds rel_ret (so N) of the plan of the families that count what they find under "
+                 "nonpositive_scores='miss' (precision, recall, F, tp, fn, rr, ap): none of them reads rel_ret or N"),
+    M("engine/backends.py", "rel = rel & (scores > 0)", "rel = rel & (scores >= 0)", REF),
+    M("engine/backends.py", "return scores.astype(np.float32).astype(np.float64)", "return scores.astype(np.float64)", REF),
+    M("engine/backends.py", "jnr = judged & (grades >= 0) & ~rel", "jnr = judged & (grades > 0) & ~rel", REF),
+    M("engine/evaluate.py", 'keep = ~empty if conv.empty_queries == "skip" else np.ones(len(R), bool)',
+      "keep = np.ones(len(R), bool)", REF),
+    M("engine/evaluate.py", "short = st.n < need", "short = st.n <= need",
+      f"{HAND}::test_short_lists_error_refuses_only_lists_shorter_than_k"),
+    M("engine/evaluate.py", "return log.with_scores({model: log.scores[model]}).keep_rows(rank > 0)",
+      "return log.with_scores({model: log.scores[model]}).keep_rows(rank > 1)", f"{TREC}::test_depth_equals_cutting_the_run"),
+    M("engine/evaluate.py", "sums = {name: (float(np.nansum(v)), int(np.isfinite(v).sum()))",
+      "sums = {name: (float(np.nansum(v)), len(v))", "tests/test_stream.py::test_stream_without_per_query_rows"),
+    M("engine/results.py", "    return float(np.nanmean(values))", "    return float(np.mean(values))",
+      f"{HAND}::test_lenskit_preset_scores_an_empty_list_nan_and_leaves_it_out"),
+    M("engine/results.py", "summary[model][name] = sum(t for t, _ in sums) / count if count else math.nan",
+      "summary[model][name] = sum(t for t, _ in sums) / (count + 1) if count else math.nan",
+      "tests/test_stream.py::test_stream_without_per_query_rows"),
+
+    # --- qrels.py: judgments kept apart from the runs ---------------------------------------------
+    M("qrels.py", "R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]", "R = csum[j_offsets[1:]]", APART),
+    M("qrels.py", "log = log.keep_rows(found & (grades >= 0))", "log = log.keep_rows(found)",
+      "tests/test_peers.py::test_judged_only_and_set_measures_equal_pytrec_eval"),
+
+    # --- beyond.py: coverage, novelty, popularity, Gini, diversity ------------------------------
+    M("beyond.py", "return float(((2 * i - size - 1) * x).sum() / (size * total))",
+      "return float(((2 * i - size - 1) * x).sum() / ((size - 1) * total))",
+      f"{BEYOND}::test_hand_computed_values_under_expected_ties"),
+    M("beyond.py", "return float((1.0 - missed).sum() / size)", "return float((1.0 - missed).sum() / len(missed))",
+      f"{BEYOND}::test_hand_computed_values_under_a_deterministic_rule"),
+    M("beyond.py", '-np.log2(s["item"].map(pop).fillna(cold)', '-np.log(s["item"].map(pop).fillna(cold)',
+      f"{BEYOND}::test_hand_computed_values_under_expected_ties"),
+    M("beyond.py", "    return float(np.mean(per / L))", "    return float(np.mean(per))",
+      f"{BEYOND}::test_hand_computed_values_under_expected_ties"),
+    M("beyond.py", "both = slots * (slots - 1) / (e[a] * (e[a] - 1))", "both = p[a] * p[b]", BEYOND),
+    M("beyond.py", "within = filled * (filled - 1) / np.where(e > 1, e * (e - 1), 1)",
+      "within = filled * filled / np.where(e > 1, e * (e - 1), 1)", BEYOND),
+    M("beyond.py", '"L": np.minimum(k, n_kept[q_of_row[rows]])', '"L": np.full(len(rows), k)',
+      f"{BEYOND}::test_score_threshold_and_empty_queries"),
+]
+
+
+def _numbered(mutations: list[Mutation]) -> list[Mutation]:
+    """Ids ``<module>.<n>``: the file's stem (``cpu``, ``compare``) and a running number within it."""
+    seen: dict[str, int] = {}
+    out = []
+    for m in mutations:
+        stem = m.file.rsplit("/", 1)[-1].removesuffix(".py")
+        seen[stem] = seen.get(stem, 0) + 1
+        out.append(Mutation(m.file, m.original, m.replacement, m.tests, m.equivalent, m.jit, m.examples, m.timeout,
+                            id=f"{stem}.{seen[stem]}"))
+    return out
+
+
+MUTATIONS: list[Mutation] = _numbered(_LIST)
