@@ -233,7 +233,7 @@ class FilePath(Constraint):
 
     def accepts(self, value) -> bool:
         text = self.text(value)
-        return bool(text) and "\x00" not in text and bool(text.strip())
+        return text is not None and bool(text.strip()) and "\x00" not in text
 
     def check(self, value, param: str, owner: str):
         text = self.text(value)
