@@ -238,11 +238,18 @@ def test_diff_compares_the_model_named_by_score(tmp_path, capsys):
         other = "x" if first == "y" else "y"
         path.write_text(f"1 Q0 {first} 1 2.0 {tag}\n1 Q0 {other} 2 1.0 {tag}\n")
         runs += ["--run", path]
-    code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "--score", "C", "-m", "precision@1",
+    code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "C", "--score", "A", "-m", "precision@1",
                           "--format", "csv"], capsys)
     assert code == 0, err
     frame = pd.read_csv(__import__("io").StringIO(out))
-    assert frame["model"].tolist() == [1.0] and frame["baseline"].tolist() == [0.0]  # C (x first) against A
+    assert frame["model"].tolist() == [0.0] and frame["baseline"].tolist() == [1.0]  # A (y first) against C
+    # the other way round nothing got worse: diff lists the queries that got worse only
+    code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "--score", "C", "-m", "precision@1",
+                          "--format", "csv"], capsys)
+    assert code == 0 and pd.read_csv(__import__("io").StringIO(out)).empty
+    code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "--score", "C", "-m", "precision@1"],
+                         capsys)
+    assert code == 0 and "0 of the 0 queries that got worse, of 1" in " ".join(out.split())
     code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "-m", "precision@1"], capsys)
     assert code == 2 and "name the other one with --score" in err and "Traceback" not in err
     code, out, err = run(["diff", "--qrels", qrels, "--run", runs[1], "--baseline", "A", "-m", "P@1"], capsys)

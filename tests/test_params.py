@@ -161,3 +161,15 @@ def test_a_misspelt_keyword_is_also_a_type_error():
 def test_a_constraint_for_a_parameter_the_function_lacks_is_refused():
     with pytest.raises(TypeError, match="constraints without a parameter"):
         P.validate_params(k=P.Int(), x=P.Int())(lambda k: k)
+
+
+@pytest.mark.filterwarnings("always::topkeval.TopkevalWarning")
+def test_warnings_point_at_the_callers_line_not_into_the_library():
+    log = {"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "s": [0.9, 0.1, 0.9, 0.1]}
+    with pytest.warns(tk.TopkevalWarning, match="Every query has exactly 2 candidates") as seen:
+        tk.evaluate(log, ["recall@1"], score="s")  # through the parameter layer's wrapper
+    assert {w.filename for w in seen} == {__file__}
+    res = tk.evaluate(LOG.assign(d="x"), ["recall@2"], score=["old", "new"], item="item", by="d")
+    with pytest.warns(tk.TopkevalWarning, match="ignores weight= and by=") as seen:
+        res.beyond_accuracy(k=1)
+    assert {w.filename for w in seen} == {__file__}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .conventions import resolve
-from .errors import DataError, ParameterError, show
+from .errors import DataError, ParameterError, show, warn
 from .params import CONVENTIONS, SETTINGS, THREADS, Bool, Given, Int, Metrics, Model, validate_params
 
 if TYPE_CHECKING:
@@ -217,14 +217,12 @@ class MatrixEvaluator:
                             "2, ...): the two kinds of ids can collide. Pass users= to every update, or to none.")
         ids = self._ids(users, U, models)
         if self._computed and users is None and U and any(self._next.get(m, 0) for m in models):
-            import warnings
 
-            from .errors import TopkevalWarning
 
             seen = max(self._next.get(m, 0) for m in models)
-            warnings.warn(f"update() after compute() without reset(): these rows add to the {seen:,} "
+            warn(f"update() after compute() without reset(): these rows add to the {seen:,} "
                           "already evaluated, numbered on from there. For a new evaluation (a new epoch) call reset() "
-                          "first; pass users= to make a user updated twice an error.", TopkevalWarning, stacklevel=2)
+                          "first; pass users= to make a user updated twice an error.")
         if U:
             run = evaluate_rows(prepared, ids, self._plan, batch_size=self._batch_size, threads=self._threads)
             state.updates.append(_Update(ids, models, run.evaluated, run.selected, run.depth, run.relevant,
@@ -338,7 +336,7 @@ class MatrixEvaluator:
         evaluated_ids = pd.Index(np.concatenate([mv.queries for u in updates for ev in u.evaluated
                                                  for mv in ev.models])).unique()
         leaked = sum(u.leaked for u in updates)
-        warn_leaked(leaked, stacklevel=3)
+        warn_leaked(leaked)
         engine.warn_if_nothing_relevant(self.conventions, sum(u.relevant for u in updates))
         info = {"queries": len(all_ids), "skipped_empty": len(all_ids) - len(evaluated_ids),
                 "matrix": {"users": rows, "items": items.pop(), "candidates_selected":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ from .conventions import Conventions, resolve
 from .errors import (
     DataError,
     ParameterError,
-    TopkevalWarning,
+    warn,
 )
 from .io import is_trec_path, read_columns
 from .log import build_log
@@ -342,13 +341,12 @@ def warn_if_truncated(log, plan: engine.Plan) -> None:
     uses_r = [m for m in plan.metrics if FAMILIES[m.family].name in _R_BASED]
     if log.n_queries >= 2 and uses_r and sizes.min() == sizes.max():
         n = int(sizes[0])
-        warnings.warn(
+        warn(
             f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each query's top {n} "
             "recommendations, "
             f"{uses_r[0]} counts only the relevant items among them, not all relevant items (it is inflated): "
             "pass the true interactions as qrels= (a table with query, item and relevance columns). "
-            "If every query really has these candidates only, ignore this warning.",
-            TopkevalWarning, stacklevel=3)
+            "If every query really has these candidates only, ignore this warning.")
 
 
 _R_BASED = frozenset({"recall", "r_precision", "f1", "fbeta", "fn", "ap", "ndcg", "set_recall", "set_f",

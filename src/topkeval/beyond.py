@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, check_int, show
+from .errors import ParameterError, check_int, show, warn
 
 _WHO = "beyond_accuracy"
 
@@ -30,12 +30,10 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
     """Coverage, novelty, popularity, Gini and diversity of each model's top k (see
     :meth:`topkeval.Results.beyond_accuracy` for the definitions)."""
     if getattr(results, "weight", None) or getattr(results, "by", None):
-        import warnings
 
-        from .errors import TopkevalWarning
 
-        warnings.warn("beyond_accuracy counts every evaluated query once, over all of them: it ignores weight= and "
-                      "by= (evaluate each segment's rows on their own for a breakdown).", TopkevalWarning, stacklevel=3)
+        warn("beyond_accuracy counts every evaluated query once, over all of them: it ignores weight= and "
+                      "by= (evaluate each segment's rows on their own for a breakdown).")
     k = check_int(k, "k", _WHO, low=1)
     conv = getattr(results, "_conventions", None)
     sources = getattr(results, "_sources", None)

@@ -15,7 +15,7 @@ import sys
 
 from . import report
 from .conventions import PRESETS, SETTINGS
-from .errors import TopkevalError
+from .errors import TopkevalError, plural
 
 FORMATS = ("table", "json", "csv", "markdown")
 EVAL_FORMATS = FORMATS + ("trec",)
@@ -29,7 +29,20 @@ class _UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
+        unknown = re.search(r"unrecognized arguments: (-\S+)", message)
+        if unknown:  # a misspelt flag: the closest flags of every command (argparse reports it at the top)
+            from .errors import closest
+
+            hits = closest(unknown.group(1).split("=")[0], self._every_option(), n=1)
+            message += f". Did you mean {hits[0]!r}?" if hits else ""
         raise _UsageError(message)
+
+    def _every_option(self) -> list[str]:
+        options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        for action in self._actions:
+            for sub in (getattr(action, "choices", None) or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
+                options += sub._every_option()
+        return list(dict.fromkeys(options))
 
     def _print_message(self, message, file=None):  # argparse drops an error writing --help or --version
         if message:
@@ -212,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     dif.add_argument("--score", action="append", help="the other model's score column (with --run: a run's name)")
     dif.add_argument("--show", metavar="QUERY", help="show this query's top k side by side (--query names the query "
                      "id column, as in every command)")
-    dif.add_argument("-k", type=int, default=20, help="positions shown with --show (default: 20)")
+    dif.add_argument("-k", type=int, help="positions shown with --show (default: 20)")
     dif.add_argument("--worst", type=int, default=20, help="queries listed without --show (default: 20)")
     dif.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
     _add_conventions(dif)
@@ -394,11 +407,17 @@ def _load_models(args, required: bool):
 
 def _report(args, out) -> int:
     from .io.write import check_output_path
+    from .params import check_arguments
+    from .results import Results
 
-    check_output_path(args.output, overwrite=args.force, owner="report")  # before the evaluation, not after it
+    # the options are checked before the evaluation, not after it
+    check_output_path(args.output, overwrite=args.force, owner="report")
+    check_arguments(Results.report, worst=args.worst, k=args.k, images=args.images, title=args.title, test=args.test,
+                    correction=args.correction, confidence=args.confidence, n_resamples=args.resamples,
+                    seed=args.seed)
+    if args.images and not (args.item or args.run):
+        raise _UsageError("--images shows a thumbnail of each item: name the item id column with --item")
     res = _load_models(args, required=False)
-    if args.worst < 0:
-        raise _UsageError(f"--worst must be 0 or more, got {args.worst}")
     path = res.report(args.output, baseline=args.baseline, overwrite=args.force, queries=_query_ids(res, args.show),
                       worst=args.worst, k=args.k, images=args.images, title=args.title, test=args.test,
                       correction=None if args.correction == "none" else args.correction,
@@ -445,21 +464,28 @@ def _diff(args, out) -> int:
         raise _UsageError("diff compares two models: name the other one with --score"
                           + (f" (one of {', '.join(others)})" if others else ""))
     model = named[0] if named else others[0]
+    if args.show is None and args.k is not None:
+        raise _UsageError("-k sets the positions shown with --show QUERY; without --show, diff lists the queries that "
+                          "got worse (--worst sets how many)")
     if args.show is not None:
         query = args.show  # text: side_by_side finds a whole-number id from it, skipped queries included
-        view = res.side_by_side(query, k=args.k, baseline=args.baseline, model=model)
+        k = 20 if args.k is None else args.k
+        view = res.side_by_side(query, k=k, baseline=args.baseline, model=model)
         # a table or markdown shows "not retrieved" and blank positions; CSV and JSON keep NaN / null
         frame = report.side_by_side_frame(view, text=args.format in ("table", "markdown"))
-        title = f"query {report.visible(str(query))}: top {args.k}, {report.visible(args.baseline)} | {report.visible(model)}"
+        title = f"query {report.visible(str(query))}: top {k}, {report.visible(args.baseline)} | {report.visible(model)}"
     else:
         metric = res.metrics[0]
         if args.worst < 1:
             raise _UsageError(f"--worst must be a positive integer, got {args.worst}")
-        frame = res.diff(args.baseline, model, metric).head(args.worst)
+        every = res.diff(args.baseline, model, metric)
+        frame = every[every["delta"] < 0].head(args.worst)  # the queries that got worse, worst first
         for c in ("gained", "lost"):
             if c in frame:
                 frame[c] = [", ".join(map(str, v)) for v in frame[c]]
-        title = f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query, worst first"
+        title = (f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query, worst first "
+                 f"({len(frame):,} of the {plural(int((every['delta'] < 0).sum()), 'query', 'queries')} that got "
+                 f"worse, of {len(every):,})")
     if args.format == "json":
         print(report.json_text(report.records(frame)), file=out)
     elif args.format == "csv":
@@ -474,6 +500,11 @@ def _diff(args, out) -> int:
 
 
 def _compare(args, out) -> int:
+    from .params import check_arguments
+    from .results import Results
+
+    check_arguments(Results.compare, test=args.test, correction=args.correction, confidence=args.confidence,
+                    n_resamples=args.resamples, seed=args.seed)  # before the evaluation, not after it
     res = _load_models(args, required=True)
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
@@ -546,8 +577,10 @@ def _list_metrics(args, out) -> int:
     from .metrics import FAMILIES
 
     for fam in FAMILIES.values():
-        names = list(fam.aliases) + [a for a, _ in fam.variants] + [t for t in (fam.trec, fam.trec_uncut) if t]
+        names = list(fam.aliases) + [t for t in (fam.trec, fam.trec_uncut) if t]
         names = [n for n in dict.fromkeys(names) if n != fam.name]
+        # other tools' names for this family with set parameters: not aliases of the plain name
+        names += [f"{alias} = {fam.name}({', '.join(f'{k}={v}' for k, v in params)})" for alias, params in fam.variants]
         aliases = f"  (also: {', '.join(names)})" if names else ""
         print(f"{fam.example():26s} {fam.summary}{aliases}\n{'':26s} = {fam.formula}", file=out)
     return 0
@@ -571,6 +604,7 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "judged_only": "--judged-only", "conventions": "--conventions", "depth": "--depth", "score": "--score",
     "query": "--query", "relevance": "--relevance", "item": "--item", "confidence": "--confidence",
     "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels", "by": "--by",
+    "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight",
 }
 

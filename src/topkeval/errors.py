@@ -9,6 +9,9 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import os
+import sys
+import warnings
 from collections.abc import Iterable
 from typing import Literal, overload
 
@@ -53,6 +56,29 @@ class OutputFileError(InputFileError):
 class TopkevalWarning(UserWarning):
     """Something that is not an error but may not be what was meant (a log that looks truncated to
     each query's top N, a threshold no grade reaches)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning] = TopkevalWarning) -> None:
+    """Warn, pointing at the user's line: the first caller outside topkeval (however deep inside the
+    package the warning arises, and whatever the parameter layer's wrappers add to the stack)."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and the word in its number: ``plural(1, "query", "queries")`` is "1 query".
+
+    >>> plural(1, "query", "queries"), plural(2_000, "query", "queries"), plural(0, "model")
+    ('1 query', '2,000 queries', '0 models')
+    """
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, did_you_mean
+from .errors import ParameterError, did_you_mean, warn
 from .segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
@@ -31,15 +31,15 @@ h3{font-size:15px;margin:22px 0 6px}p.lead{color:#4b5565;margin:0 0 14px}
 nav a{margin-right:14px;color:#2459a6;text-decoration:none}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{padding:4px 10px;border-bottom:1px solid #e8eaee;text-align:left;vertical-align:top}
-th{background:#f1f3f6;font-weight:600}th.group{text-align:center;border-left:2px solid #fff}td.num,th.num{text-align:right}
+th{background:#f1f3f6;font-weight:600}th.group{text-align:center;border-left:2px solid #fff}td.num,th.num{text-align:right;white-space:nowrap}
 td.best{font-weight:700}.ci{color:#6b7482;font-size:12px}
 .better{color:#137333;font-weight:600}.worse{color:#b3261e;font-weight:600}.none{color:#6b7482}
 td.rel{background:#e7f4ea}.gained{color:#137333;font-weight:700}.lost{color:#b3261e;font-weight:700}
 .plots{display:flex;flex-wrap:wrap;gap:10px}.plots figure{margin:0;flex:0 1 calc(50% - 5px);min-width:420px}
 .plots svg{width:100%;height:auto}figcaption{color:#6b7482;font-size:12px}
-code,.id{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px;white-space:pre-wrap;word-break:break-all}
+code,.id{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px;white-space:pre-wrap;overflow-wrap:break-word}
 img.thumb{width:56px;height:56px;object-fit:cover;border-radius:3px}.note{color:#6b7482;font-size:12.5px}
-table.sbs td.item{white-space:nowrap;word-break:normal}table.sbs td,table.sbs th{padding:3px 8px}
+table.sbs td.item{white-space:nowrap;word-break:normal}.wide{overflow-x:auto}table.sbs td,table.sbs th{padding:3px 8px}
 """
 
 
@@ -65,7 +65,9 @@ def _int(value) -> str:
 
 def _table(head: list[str], rows: list[str], cls: str = "") -> str:
     th = "".join(f"<th{' class=num' if h.startswith('#') else ''}>{h.lstrip('#')}</th>" for h in head)
-    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    # a table wider than the page (long ids) scrolls on its own rather than squeezing its words
+    return (f'<div class="wide"><table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody>'
+            "</table></div>")
 
 
 def results_html(res, digits: int = 4) -> str:
@@ -144,7 +146,8 @@ def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
                 cells.append(_other_rank(view[(m, "other_rank")].iloc[i]) if (m, "other_rank") in view.columns
                              else "<td></td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="sbs"><thead><tr>{top}</tr><tr>{sub}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<div class="wide"><table class="sbs"><thead><tr>{top}</tr><tr>{sub}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table></div>")
 
 
 
@@ -164,12 +167,10 @@ def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[
 
         plots._pyplot()
     except ParameterError as exc:
-        import warnings
 
-        from .errors import TopkevalWarning
 
         notes.append(str(exc))
-        warnings.warn(f"The report has no plots: {exc}", TopkevalWarning, stacklevel=5)
+        warn(f"The report has no plots: {exc}")
         return "", ""
     curves_html = []
     if curve_frame is not None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .conventions import resolve
-from .errors import DataError, show
+from .errors import DataError, show, warn
 from .kernels.select import select_top
 from .log import GroupedLog, Judgments
 from .params import CONVENTIONS, SETTINGS, THREADS, Given, Int, Metrics, validate_params
@@ -291,7 +291,7 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
     plan = engine.make_plan(metrics, conv)
     prepared = prepare(scores, relevant, exclude)
-    warn_leaked(prepared.leaked, stacklevel=3)
+    warn_leaked(prepared.leaked)
     U, I = prepared.shape
 
     def results(current_plan, prepared):
@@ -380,16 +380,14 @@ def prepare(scores, relevant, exclude=None, *, allow_no_rows: bool = False) -> P
     return Prepared(models, rel_csr, exc_csr, leaked)
 
 
-def warn_leaked(leaked: int, stacklevel: int) -> None:
+def warn_leaked(leaked: int) -> None:
     """Warn once, with the count, when held-out relevant pairs are also excluded."""
     if leaked:
-        import warnings
 
-        from .errors import TopkevalWarning
 
-        warnings.warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
+        warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
                       "candidates and R (a training item cannot be recommended). If exclude holds the training "
-                      "interactions, the held-out set overlaps it.", TopkevalWarning, stacklevel=stacklevel)
+                      "interactions, the held-out set overlaps it.")
 
 
 def _score_matrices(scores, allow_no_rows: bool) -> dict:

@@ -215,6 +215,30 @@ class Columns(Column):
         return super().hint(value)
 
 
+class Template(Constraint):
+    """A text pattern with one ``{field}`` placeholder (``"https://cdn/{item}.jpg"``), and no other."""
+
+    def __init__(self, field: str):
+        self.field = field
+        self.expected = f"a pattern with {{{field}}} (such as 'https://cdn.example.com/{{{field}}}.jpg')"
+
+    def accepts(self, value) -> bool:
+        if not isinstance(value, str) or "{" + self.field + "}" not in value:
+            return False
+        try:
+            value.format(**{self.field: "x"})
+        except (KeyError, IndexError, ValueError):
+            return False
+        return True
+
+    def hint(self, value) -> str:
+        if isinstance(value, str) and "{" + self.field + "}" not in value:
+            return f" Without {{{self.field}}} every thumbnail would show the same address."
+        if isinstance(value, str):
+            return (f" {{{self.field}}} is the only placeholder; write a literal brace twice ({{{{ or }}}}).")
+        return ""
+
+
 class FilePath(Constraint):
     """A file path: a non-empty str, bytes or os.PathLike, without NUL characters (what is at the
     path is checked where it is read, :mod:`topkeval.io.paths`, or written, :mod:`topkeval.io.write`)."""
@@ -477,6 +501,21 @@ def validate_params(**spec) -> Callable[[F], F]:
         return validated  # type: ignore[return-value]
 
     return wrap
+
+
+def check_arguments(func, **values) -> dict:
+    """Check ``values`` against the constraints ``func`` declares, without calling it: a command line
+    checks its options before a long evaluation rather than after. Returns the normalised values.
+
+    >>> @validate_params(k=Int(1))
+    ... def f(k):
+    ...     return k
+    >>> check_arguments(f, k=3)
+    {'k': 3}
+    """
+    checks = func.__validated__
+    owner = func.__name__ if func.__name__ != "__init__" else func.__qualname__.split(".")[0]
+    return {name: checks[name].check(value, name, owner) for name, value in values.items()}
 
 
 def _argument_error(exc: TypeError | None, owner: str, keywords: list[str], given: dict) -> ArgumentError:

@@ -14,14 +14,13 @@ to nothing. Judgments that share no query with a run are an error.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
 from . import engine
 from . import log as logmod
-from .errors import ColumnError, DataError, ParameterError, TopkevalWarning, show
+from .errors import ColumnError, DataError, ParameterError, show
+from .errors import warn as warn_user
 from .ids import encode, sorted_codes
 from .io import is_trec_path, read_columns, read_qrels
 from .kernels.grouping import count_duplicates, judge
@@ -286,13 +285,13 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
             "number 1 match; '007' and 7 do not)."
         )
     if judged_hits == 0 and warn:
-        warnings.warn(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "
-                      "judgments are written the same way.", TopkevalWarning, stacklevel=4)
+        warn_user(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "
+                      "judgments are written the same way.")
     if warn:
         engine.warn_if_nothing_relevant(conv, int(R.sum()))
     skipped = int((R == 0).sum()) if conv.empty_queries == "skip" else 0
     info = {"queries": Q, "skipped_empty": skipped, "judged_queries": Q, "run_queries_without_judgments": info_runs,
-            "missing_from_run": missing, "shared_queries": shared, "judged_hits": judged_hits,
+            "missing_from_run": missing, "missing_queries": missing_queries, "shared_queries": shared, "judged_hits": judged_hits,
             "relevant": int(R.sum())}
     if attrs is not None:
         info["_attrs"] = attrs

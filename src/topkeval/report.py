@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from .errors import DataError, plural
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -196,15 +196,28 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
 
 
 def info_lines(info: dict) -> list[str]:
-    """What a user might not expect, in sentences: skipped queries, ties at a cutoff."""
-    lines = [f"{info['evaluated']:,} of {info['queries']:,} queries evaluated"
+    """What a user might not expect, in sentences: skipped queries, queries without judgments or
+    missing from a run, ties at a cutoff."""
+    lines = [f"{info['evaluated']:,} of {plural(info['queries'], 'query', 'queries')} evaluated"
              + (f"; {info['skipped_empty']:,} without a relevant item skipped (empty_queries='skip')"
                 if info["skipped_empty"] else "")]
+    unjudged = {m: c for m, c in (info.get("run_queries_without_judgments") or {}).items() if c}
+    if unjudged:
+        lines.append("queries of a run without any judgment, left out (check that the query ids of the run and of the "
+                     "judgments are written the same way): "
+                     + ", ".join(f"{visible(str(m))}: {c:,}" for m, c in unjudged.items()))
+    missing = {m: c for m, c in (info.get("missing_from_run") or {}).items() if c}
+    if missing:
+        rule = info.get("missing_queries", "skip")
+        lines.append("judged queries missing from a run ("
+                     + ("scored as empty lists, missing_queries='zero'" if rule == "zero" else
+                        "left out, missing_queries='skip'") + "): "
+                     + ", ".join(f"{visible(str(m))}: {c:,}" for m, c in missing.items()))
     ties = {m: c for m, c in info.get("ties_at_cutoff", {}).items() if c}
     if ties:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
-                     + ", ".join(f"{visible(str(m))}: {c:,} queries" for m, c in ties.items()))
+                     + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
     return lines
 
 

@@ -30,6 +30,7 @@ from .params import (
     Model,
     Options,
     QueryId,
+    Template,
     Text,
     validate_params,
 )
@@ -404,7 +405,7 @@ class Results:
 
     @validate_params(path=FilePath(), baseline=[Model(), None], model=[Model(), None], metric=[MetricName(), None],
                      queries=[Ids(), None], worst=Int(0, 100_000), k=[Int(1, MAX_CUTOFF), None],
-                     images=[Text(empty=False), Map(), Function(), None],
+                     images=[Template("item"), Map(), Function(), None],
                      title=Text(max_length=1000), confidence=CONFIDENCE, test=TEST, correction=CORRECTION,
                      n_resamples=RESAMPLES, seed=SEED, curves=Bool(), digits=DIGITS, overwrite=Bool())
     def report(self, path, baseline: str | None = None, *, model: str | None = None, metric: str | None = None,

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import engine
-from .errors import DataError, TopkevalError, TopkevalWarning
+from .errors import DataError, TopkevalError, TopkevalWarning, warn
 from .params import Bool, Given, MetricName, Model, validate_params
 from .results import Results
 
@@ -417,8 +417,8 @@ def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool
             raise DataError("The judgments and the run share no query: check the query columns (text '1' and the "
                             "number 1 match; '007' and 7 do not).")
         if sum(c.get("judged_hits", 0) for c in counts) == 0:
-            warnings.warn("No retrieved item has a judgment: check that the item ids of the run and of the "
-                          "judgments are written the same way.", TopkevalWarning, stacklevel=4)
+            warn("No retrieved item has a judgment: check that the item ids of the run and of the "
+                          "judgments are written the same way.")
     else:
         sizes = [(c["min_size"], c["max_size"]) for c in counts if "min_size" in c]
         if sizes and info["queries"] >= 2 and min(s[0] for s in sizes) == max(s[1] for s in sizes):
@@ -427,10 +427,9 @@ def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool
             uses_r = [m for m in plan.metrics if m.family in _R_BASED]
             if uses_r:
                 n = sizes[0][0]
-                warnings.warn(f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each "
+                warn(f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each "
                               f"query's top {n} recommendations, {uses_r[0]} counts only the relevant items among "
-                              "them, not all relevant items (it is inflated): pass the true interactions as qrels=.",
-                              TopkevalWarning, stacklevel=4)
+                              "them, not all relevant items (it is inflated): pass the true interactions as qrels=.")
     engine.warn_if_nothing_relevant(plan.conv, sum(c.get("relevant", 0) for c in counts))
     return info
 

@@ -4,7 +4,6 @@ items a model gained or lost (for ``Results.diff``)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -12,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..conventions import Conventions
-from ..errors import EmptyQueryError, ParameterError, ShortListError, TopkevalWarning, show
+from ..errors import EmptyQueryError, ParameterError, ShortListError, plural, show, warn
 from ..kernels.stats import QueryStats
 from ..log import GroupedLog, Judgments
 from ..metrics import FAMILIES, metric_values
@@ -67,7 +66,7 @@ def evaluate_log(batch: Queries, plan: Plan, *, judgments: Judgments | None = No
     if conv.empty_queries == "error" and empty.any():
         ids = ", ".join(show(q) for q in batch.queries[empty][:5])
         raise EmptyQueryError(
-            f"{int(empty.sum())} queries have no relevant item (for example {ids}) and "
+            f"{plural(int(empty.sum()), 'query has', 'queries have')} no relevant item (for example {ids}) and "
             "empty_queries='error'. Use empty_queries='skip' to leave them out of the means or "
             "'keep' to score them with the 'undefined' value."
         )
@@ -148,8 +147,8 @@ def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
             k = int(need[q])
             raise ShortListError(
                 f"{m} looks at the top {k}, but query {show(queries[q])} has only {int(st.n[q])} "
-                f"candidates{' for model ' + repr(model) if model else ''} ({int(short.sum())} queries "
-                "are that short). Use short_lists='pad' to count the missing slots as non-relevant, "
+                f"candidates{' for model ' + repr(model) if model else ''} ({plural(int(short.sum()), 'query is', 'queries are')} "
+                "that short). Use short_lists='pad' to count the missing slots as non-relevant, "
                 "short_lists='shrink' to divide by the list length, or a smaller k."
             )
 
@@ -158,10 +157,10 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
     """Warn once when no candidate at all is relevant (a threshold above every grade, say)."""
     if total_relevant == 0:
         rule = "grade > 0" if conv.threshold is None else f"grade >= {conv.threshold:g}"
-        warnings.warn(f"No item is relevant ({rule}) in any query: every metric is undefined or 0. "
+        warn(f"No item is relevant ({rule}) in any query: every metric is undefined or 0. "
                       "Check the relevance column and the threshold"
                       + (" (the surprise preset calls ratings >= 3.5 relevant; for 0/1 clicks pass threshold=1)"
-                         if conv.threshold == 3.5 else "") + ".", TopkevalWarning, stacklevel=4)
+                         if conv.threshold == 3.5 else "") + ".")
 
 
 #: () -> iterable of (grouped log, R or None): the logs that ``Results.diff`` reads again
