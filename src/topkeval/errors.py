@@ -11,6 +11,7 @@ import math
 import numbers
 import os
 import sys
+import types
 import warnings
 from collections.abc import Iterable
 from typing import Literal, overload
@@ -64,7 +65,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def warn(message: str, category: type[Warning] = TopkevalWarning) -> None:
     """Warn, pointing at the user's line: the first caller outside topkeval (however deep inside the
     package the warning arises, and whatever the parameter layer's wrappers add to the stack)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back
