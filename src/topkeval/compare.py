@@ -239,7 +239,8 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         One row per (model, metric): ``model, metric, verdict, baseline, value, delta,
         relative_delta, ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses,
         effect_size, n_queries, left_out``. ``verdict`` is ``better`` or ``worse`` when the
-        difference is significant after the correction, else ``no detectable difference``.
+        difference is significant after the correction, ``no query to compare`` when no paired
+        query has a value (``n_queries`` 0), else ``no detectable difference``.
 
     Examples
     --------
@@ -352,8 +353,11 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
 
 
 def verdict(row) -> str:
-    """``better`` / ``worse`` (significant after correction, by the sign of delta) or ``no detectable
-    difference``."""
+    """``better`` / ``worse`` (significant after correction, by the sign of delta), ``no detectable
+    difference``, or ``no query to compare`` (no paired query has a value: the metric is undefined
+    on every query, or the two models share no query)."""
+    if row.n_queries == 0:
+        return "no query to compare"
     if row.significant and row.delta > 0:
         return "better"
     if row.significant and row.delta < 0:

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, did_you_mean
+from .errors import ParameterError, did_you_mean, show
 from .segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
@@ -94,7 +94,10 @@ def _image_url(images, item) -> str | None:
     if isinstance(images, str):
         url = images.replace("{item}", str(item))
     elif callable(images):
-        url = images(item)
+        try:
+            url = images(item)
+        except Exception as exc:  # the user's function: its error, with the item that raised it
+            raise ParameterError(f"images({show(item)}) raised {type(exc).__name__}: {exc}") from exc
     else:
         url = images.get(item) if hasattr(images, "get") else None
     if url is None:

@@ -122,8 +122,12 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
     ax.set_ylabel("queries")
     ax.set_title(label(f"{metric}: {model} - {baseline} per query"))
-    for text in ax.legend(frameon=False, fontsize=8, loc="upper left").get_texts():
-        text.set_text(label(text.get_text()))
+    if len(delta):
+        for text in ax.legend(frameon=False, fontsize=8, loc="upper left").get_texts():
+            text.set_text(label(text.get_text()))
+    else:  # no query has a value under both models (undefined everywhere, or no per-query values)
+        ax.text(0.5, 0.5, "no query with a value under both models", transform=ax.transAxes, ha="center",
+                va="center", color="#6b7482")
     return fig
 
 
