@@ -951,6 +951,29 @@ def test_compare_models_that_share_no_query():  # fixed: "no detectable differen
     assert res.compare(baseline="A", missing="zero", n_resamples=100).iloc[0]["n_queries"] == 2
 
 
+def _split_log():
+    """b beats a on the 12 queries of segment A, a beats b on the 24 of segment B (and both find the
+    relevant item of one more query of B): b is significantly better within A, worse within B, and
+    not significantly different overall (P@1: a 25/37, b 13/37)."""
+    rows = []
+    for q in range(36):
+        b_wins = q < 12
+        rows += [(q, "c0", 1, float(not b_wins), float(b_wins), "A" if b_wins else "B"),
+                 (q, "c1", 0, float(b_wins), float(not b_wins), "A" if b_wins else "B")]
+    rows += [(99, "c0", 1, 1., 1., "B"), (99, "c1", 0, 0., 0., "B"), (99, "c2", 0, 0., 0., "B")]
+    return pd.DataFrame(rows, columns=["query", "item", "relevance", "a", "b", "seg"])
+
+
+def test_latex_marks_follow_the_overall_rows_with_segments():  # fixed: a segment's significance marked overall
+    res = tk.evaluate(_split_log(), metrics=["P@1"], score=["a", "b"], by="seg")
+    table = res.compare(baseline="a", n_resamples=1000).set_index("seg")
+    assert table.loc["A", "verdict"] == "better" and table.loc["B", "verdict"] == "worse"
+    assert table.loc["(all)", "verdict"] == "no detectable difference"
+    assert res.summary["P@1"].tolist() == pytest.approx([25 / 37, 13 / 37])
+    for text in (res.to_latex(baseline="a", n_resamples=1000), res.to_latex(n_resamples=1000)):
+        assert "0.3514 \\" in text and "0.6757} \\" in text  # neither value carries a mark
+
+
 @pytest.fixture(scope="module")
 def means_only(tmp_path_factory):
     path = tmp_path_factory.mktemp("stream") / "log.parquet"
