@@ -587,6 +587,71 @@ def test_weights_and_segments_with_judgments_apart_and_depth():
     assert res.summary["recall@1"].tolist() == pytest.approx([0.5 / 6, 3 / 6])
 
 
+def _random_weighted_log(seed=3):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(30):
+        n, w, seg = int(rng.integers(1, 6)), int(rng.integers(0, 4)), str(rng.choice(["x", "y", "z"]))
+        rows += [(q, f"i{i}", int(rng.random() < 0.3), float(rng.integers(0, 3)), float(rng.integers(0, 3)), seg, w)
+                 for i in range(n)]
+    return pd.DataFrame(rows, columns=["query", "item", "relevance", "a", "b", "seg", "w"])
+
+
+WEIGHTED_SETTINGS = [{}, {"undefined": "nan"}, {"empty_queries": "keep"}, {"conventions": "trec_eval"},
+                     {"ties": "pessimistic", "empty_queries": "keep", "undefined": "nan"}]
+
+
+@pytest.mark.parametrize("settings", WEIGHTED_SETTINGS, ids=[str(s) for s in WEIGHTED_SETTINGS])
+def test_weighted_segments_equal_repeating_each_query_weight_times(settings):
+    log = _random_weighted_log()
+    metrics = ["P@2", "recall@3", "ndcg@3", "specificity@2", "ap"]
+    res = tk.evaluate(log, metrics=metrics, score=["a", "b"], item="item", by="seg", weight="w", **settings)
+    repeated = pd.concat([part.assign(query=f"{q}_{r}") for q, part in log.groupby("query")
+                          for r in range(int(part["w"].iloc[0]))])  # weight 0: not there at all
+    seg = res.segments
+    for name in ("x", "y", "z", "(all)"):
+        rows = repeated if name == "(all)" else repeated[repeated["seg"] == name]
+        ref = tk.evaluate(rows, metrics=metrics, score=["a", "b"], item="item", **settings)
+        for model in ("a", "b"):
+            np.testing.assert_allclose(seg.loc[(name, model), metrics].to_numpy(float),
+                                       ref.summary.loc[model, metrics].to_numpy(float), atol=1e-12, err_msg=name)
+        if name == "(all)":
+            np.testing.assert_allclose(res.summary[metrics].to_numpy(float), ref.summary[metrics].to_numpy(float),
+                                       atol=1e-12)
+            ours = res.compare(baseline="a", n_resamples=100).set_index(["seg", "metric"]).loc["(all)", "delta"]
+            theirs = ref.compare(baseline="a", n_resamples=100).set_index("metric")["delta"]
+            np.testing.assert_allclose(ours.to_numpy(float), theirs.loc[ours.index].to_numpy(float), atol=1e-12)
+
+
+def _legend(fig) -> list[str]:
+    return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_plot_and_report_of_weighted_deltas_count_as_compare(tmp_path):
+    # fixed: q3 (weight 0) was counted "equal"; compare leaves it out: t better on q2, worse on q1 and q4
+    res = _sw(weight="w")
+    assert _legend(res.plot_deltas("P@1", baseline="s")) == ["t worse: 2", "t better: 1", "weighted mean +0.1667",
+                                                             "equal: 0"]
+    page = _read(res.report(tmp_path / "w.html", baseline="s", **FAST))
+    assert "1 queries better, 0 equal, 2 worse on P@1." in page
+
+
+def test_plot_and_report_of_huge_weights(tmp_path):
+    # fixed: sum(w) overflowed: a RuntimeWarning and "weighted mean +nan"; equal weights: the plain mean of
+    # the deltas -1, +1, 0, -1/2
+    res = tk.evaluate(SW.assign(w=1e308), metrics=["P@1"], score=["s", "t"], item="item", weight="w")
+    assert "weighted mean -0.1250" in _legend(res.plot_deltas("P@1", baseline="s"))
+    assert "<svg" in _read(res.report(tmp_path / "h.html", baseline="s", **FAST))  # warnings are errors here
+
+
+def test_deltas_within_the_tie_tolerance_are_ties():  # fixed: the plot counted float noise as wins and losses
+    from topkeval.plots import counted_deltas
+
+    d = pd.DataFrame({"query": [0, 1, 2, 3], "delta": [1e-17, -1e-13, 0.5, np.nan]})
+    delta, w = counted_deltas(PAIRED, d)
+    assert delta.tolist() == [0.0, 0.0, 0.5] and w.tolist() == [1.0, 1.0, 1.0]
+
+
 SEGMENTS_REFUSED = [
     ("a missing segment", lambda: tk.evaluate(SW.assign(dev=[None] * 9), metrics=["P@1"], score="s", by="dev"),
      DataError, "missing"),

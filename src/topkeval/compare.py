@@ -48,6 +48,8 @@ TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
 CORRECTIONS = ("holm", "bonferroni", "bh", "none", None)
 _EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
+#: Two per-query values closer than this are a tie (wins / ties / losses, and the plot of the deltas).
+TIE = 1e-12
 
 
 def adjust(p_values, method: str | None) -> np.ndarray:
@@ -335,7 +337,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
             p = _p_value(test, d, m, b, perm[i], boot[i], n_resamples, w)
         else:
             lo = hi = p = math.nan
-        eps = 1e-12
+        eps = TIE
         out.append({
             **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
             "relative_delta": delta / base_mean if base_mean else math.nan,
