@@ -908,6 +908,24 @@ def test_ranx_preset_equals_ranx(name):
             assert pq.loc[q, ours] == pytest.approx(float(np.atleast_1d(ref[theirs])[j]), abs=1e-12), (q, ours)
 
 
+@pytest.mark.peers
+@pytest.mark.parametrize("name", list(PEER_LOGS))
+def test_gain_maps_and_judged_equal_ir_measures(name):
+    ir_measures = pytest.importorskip("ir_measures")
+    rows = PEER_LOGS[name]
+    qrels = [ir_measures.Qrel(q, d, int(g)) for q, d, _, g in rows]
+    run = [ir_measures.ScoredDoc(q, d, float(s)) for q, d, s, _ in rows]
+    frame = _frame(rows)
+    cases = [(ir_measures.nDCG(gains={0: 1, 1: 4, 2: 9, 3: 16}) @ 3, "ndcg(gain={0:1,1:4,2:9,3:16})@3",
+              {"conventions": "trec_eval"}),
+             (ir_measures.Judged @ 3, "judged@3",  # ir_measures divides by min(k, n): shrink
+              {"ties": "item_asc", "item_order": "text", "short_lists": "shrink", "empty_queries": "keep"})]
+    for measure, ours, settings in cases:
+        theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+        pq = tk.evaluate(frame, metrics=[ours], relevance="grade", item="item", **settings).per_query
+        assert dict(zip(pq["query"], pq[ours])) == pytest.approx(theirs, abs=1e-12), (measure, name)
+
+
 UNTIED = ["one candidate", "negative scores", "relevant last of 10", "a query without a relevant item"]
 
 
