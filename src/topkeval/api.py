@@ -94,9 +94,12 @@ def evaluate(
     Parameters
     ----------
     data : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of arrays, str or Path
-        The log, or a path to a .parquet file (or directory) or a .csv / .tsv file (whose id
-        columns are read as text), or a TREC run file, or a list of TREC run files (with
-        ``qrels``). Rows of a query need not be contiguous.
+        The log (an Arrow dataset or record batch reader is read whole; a dict's columns may be
+        lists, arrays, tensors or pandas, polars and Arrow columns and arrays), or a path to a
+        .parquet file (or directory: its files are read in the schema of the folder, a value that
+        does not fit it is an error) or a .csv / .tsv file (whose id columns are read as text), or
+        a TREC run file, or a list of TREC run files (with ``qrels``). Rows of a query need not be
+        contiguous.
     metrics : str or list of str
         Metric names such as ``"recall@20"``, ``"fbeta(beta=0.5)@10"``, ``"r_precision"``;
         aliases (``P@10``, ``Rprec``, ``success@5``) are accepted.
@@ -140,7 +143,8 @@ def evaluate(
         Called with the number of rows read after each batch of a streamed file.
     keep_per_query : bool
         For a streamed file: False keeps only running sums, so memory does not grow with the
-        number of queries (``per_query`` is then empty).
+        number of queries (``per_query`` is then empty, and ``compare``, ``summary_ci`` and
+        ``diff``, which need the per-query values, refuse the results).
     threads : int, optional
         Threads for the kernel (default: the CPUs available, or ``TOPKEVAL_THREADS``).
     ascending : bool

@@ -21,6 +21,7 @@ FORMATS = ("table", "json", "csv", "markdown")
 EVAL_FORMATS = FORMATS + ("trec",)
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+DEMO_MAX_QUERIES = 100_000  # about 4 million rows of the demo log
 
 
 class _UsageError(Exception):
@@ -108,12 +109,16 @@ _NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the 
 
 
 def _check_values(args) -> None:
-    """No option of :data:`_NON_EMPTY` is given an empty text."""
+    """No option of :data:`_NON_EMPTY` is given an empty text; no report is written to a file named '-'."""
     for dest, flag, what in _NON_EMPTY:
         value = getattr(args, dest, None)
         for v in value if isinstance(value, list) else [value]:
             if v == "":
                 raise _UsageError(f"{flag} is empty (''): give {what}")
+    for dest, flag in (("output", "-o/--output"), ("report", "--report")):
+        if getattr(args, dest, None) == "-":  # the usual "standard output" would be a file named '-' here
+            raise _UsageError(f"{flag} is '-': the HTML report is written to a file, not to standard output; give its "
+                              "path, such as report.html (./- for a file named '-')")
 
 
 def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
@@ -233,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log",
                           description="Evaluate an old and a new ranker of a built-in image search log and say "
                           "whether the new one is better.")
-    demo.add_argument("--queries", type=int, default=3000, help="number of queries (default: 3000)")
+    demo.add_argument("--queries", type=int, default=3000,
+                      help=f"number of queries, 1 to {DEMO_MAX_QUERIES:,} (default: 3000)")
     demo.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
     demo.add_argument("--report", metavar="HTML", help="also write the HTML report of the demo to this file")
     demo.add_argument("--force", action="store_true", help="replace the --report file if it exists")
@@ -537,8 +543,9 @@ def _demo(args, out) -> int:
     from .api import evaluate
     from .demo import example_log
 
-    if args.queries < 1:
-        raise _UsageError(f"--queries must be a positive integer, got {args.queries}")
+    if not 1 <= args.queries <= DEMO_MAX_QUERIES:  # the log is built in memory: 20 to 60 rows per query
+        raise _UsageError(f"--queries must be an integer from 1 to {DEMO_MAX_QUERIES:,} (the demo log has 20 to 60 "
+                          f"candidates per query, built in memory), got {args.queries}")
     if args.report is not None:
         from .io.write import check_output_path
 

@@ -48,6 +48,8 @@ TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
 CORRECTIONS = ("holm", "bonferroni", "bh", "none", None)
 _EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
+#: Two per-query values closer than this are a tie (wins / ties / losses, and the plot of the deltas).
+TIE = 1e-12
 
 
 def adjust(p_values, method: str | None) -> np.ndarray:
@@ -239,7 +241,8 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         One row per (model, metric): ``model, metric, verdict, baseline, value, delta,
         relative_delta, ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses,
         effect_size, n_queries, left_out``. ``verdict`` is ``better`` or ``worse`` when the
-        difference is significant after the correction, else ``no detectable difference``.
+        difference is significant after the correction, ``no query to compare`` when no paired
+        query has a value (``n_queries`` 0), else ``no detectable difference``.
 
     Examples
     --------
@@ -334,7 +337,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
             p = _p_value(test, d, m, b, perm[i], boot[i], n_resamples, w)
         else:
             lo = hi = p = math.nan
-        eps = 1e-12
+        eps = TIE
         out.append({
             **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
             "relative_delta": delta / base_mean if base_mean else math.nan,
@@ -352,8 +355,11 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
 
 
 def verdict(row) -> str:
-    """``better`` / ``worse`` (significant after correction, by the sign of delta) or ``no detectable
-    difference``."""
+    """``better`` / ``worse`` (significant after correction, by the sign of delta), ``no detectable
+    difference``, or ``no query to compare`` (no paired query has a value: the metric is undefined
+    on every query, or the two models share no query)."""
+    if row.n_queries == 0:
+        return "no query to compare"
     if row.significant and row.delta > 0:
         return "better"
     if row.significant and row.delta < 0:

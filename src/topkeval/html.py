@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, did_you_mean, warn
+from .errors import ParameterError, did_you_mean, show, warn
 from .segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
@@ -96,7 +96,10 @@ def _image_url(images, item) -> str | None:
     if isinstance(images, str):
         url = images.replace("{item}", str(item))
     elif callable(images):
-        url = images(item)
+        try:
+            url = images(item)
+        except Exception as exc:  # the user's function: its error, with the item that raised it
+            raise ParameterError(f"images({show(item)}) raised {type(exc).__name__}: {exc}") from exc
     else:
         url = images.get(item) if hasattr(images, "get") else None
     if url is None:
@@ -320,8 +323,11 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     # per-query differences and the worst regressions
     view_queries: list = list(queries)
     if diffs:
+        from .compare import TIE
+        from .plots import counted_deltas
+
         d = diffs[(model, metric)]
-        worst_rows = d[d["delta"] < 0].head(worst)
+        worst_rows = d[d["delta"] < -TIE].head(worst)  # a regression as compare counts a loss
         view_queries = list(dict.fromkeys(view_queries + list(worst_rows.iloc[:, 0])))
         anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
         has_items = "gained" in d.columns
@@ -334,8 +340,9 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                      f'<td class="id">{esc(", ".join(map(str, r["gained"])))}</td>') if has_items else ""
             rows.append(f'<tr><td class="id"><a href="#{anchors[q]}">{esc(q)}</a></td>{_num(r["baseline"], digits)}'
                         f'{_num(r["model"], digits)}{_num(r["delta"], digits)}{items}</tr>')
-        counts = (f"{int((d['delta'] > 0).sum()):,} queries better, {int((d['delta'] == 0).sum()):,} equal, "
-                  f"{int((d['delta'] < 0).sum()):,} worse on {esc(metric)}.")
+        counted, _ = counted_deltas(res, d)  # compare's wins, ties and losses
+        counts = (f"{int((counted > 0).sum()):,} queries better, {int((counted == 0).sum()):,} equal, "
+                  f"{int((counted < 0).sum()):,} worse on {esc(metric)}.")
         table_html = (f"<h3>The {len(rows)} worst regressions on {esc(metric)}</h3>{_table(head, rows, 'worst')}"
                       if rows else f"<h3>No query got worse on {esc(metric)}</h3>")
         sections.append(("deltas", f"Per query: {esc(model)} against {esc(baseline)}",

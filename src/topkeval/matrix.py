@@ -56,6 +56,7 @@ def _numpy(x) -> np.ndarray:
         if x.dtype in _torch_halves():
             x = x.float()
         return x.cpu().numpy()
+    _refuse_masked(x, "an edge list's array")
     try:
         return np.asarray(x)
     except ValueError as exc:  # nested lists of different lengths
@@ -71,6 +72,15 @@ def _refuse_meta(x, name: str) -> None:
     if _is_torch(x) and x.device.type == "meta":
         raise DataError(f"{name} is a tensor on the 'meta' device, which has a shape but no values: compute it on a "
                         "real device first.")
+
+
+def _refuse_masked(x, name: str) -> None:
+    """A numpy masked array with masked cells: numpy would read the values hidden behind the mask."""
+    if isinstance(x, np.ma.MaskedArray) and np.ma.getmaskarray(x).any():
+        fix = ("pass the masked cells as exclude= (exclude=np.ma.getmaskarray(scores)) and scores.filled(0)"
+               if name.startswith("scores") else f"fill them in first ({name}.filled(0))")
+        raise DataError(f"{name} is a masked array with {int(np.ma.getmaskarray(x).sum()):,} masked cells, whose "
+                        f"hidden values numpy would read as if they were given: {fix}.")
 
 
 def _refuse_repeats(cells: np.ndarray, n_items: int, name: str) -> None:
@@ -98,6 +108,7 @@ def _to_csr(values, shape, name: str):
     if values is None:
         return sp.csr_matrix((U, I), dtype=np.float64)
     _refuse_meta(values, name)
+    _refuse_masked(values, name)
     if isinstance(values, dict) and not sp.issparse(values):  # a scipy DOK matrix is a dict too
         raise DataError(f"{name} is a dict; give a matrix of the shape of scores or an edge list (users, items). "
                         "From {user: [items]}: users = np.repeat(list(d), [len(v) for v in d.values()]); "
@@ -236,7 +247,8 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     ----------
     scores : ndarray or torch.Tensor, shape (users, items), or a dict of them
         Finite scores (cells in ``exclude`` may hold anything, -inf or NaN included: they are never
-        candidates); a torch tensor is processed on its own device (CPU or CUDA). A dict
+        candidates; a numpy masked array with masked cells is refused, as numpy would read the
+        values behind the mask: pass the mask as ``exclude``); a torch tensor is processed on its own device (CPU or CUDA). A dict
         ``{"old": S1, "new": S2}`` of matrices of one shape evaluates several models of the same
         users (for :meth:`~topkeval.results.Results.compare`); one matrix is the model ``scores``.
         Half-precision scores (float16, bfloat16) are compared as float32, which holds them
@@ -429,6 +441,7 @@ def _checked_matrix(scores, name: str, allow_no_rows: bool):
         elif scores.dtype.is_floating_point and scores.dtype.itemsize == 1:  # float8: as float32 (exact)
             scores = scores.detach().float()
     else:
+        _refuse_masked(scores, name)
         try:
             scores = np.asarray(scores)
         except ValueError:

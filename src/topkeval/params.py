@@ -607,15 +607,15 @@ class MetricName(Constraint):
 
 
 class QueryId(Constraint):
-    """One query id as the results hold it (text, a number, a date): never None, NaN, a bool or a
-    container."""
+    """One query id as the results hold it (text, bytes, a number, a date): never None, NaN, a bool
+    or a container."""
 
     expected = "one query id (a string or a number)"
 
     def accepts(self, value) -> bool:
-        if value is None or isinstance(value, (bool, np.bool_, bytes, list, tuple, set, dict)):
+        if value is None or isinstance(value, (bool, np.bool_, list, tuple, set, dict)):
             return False
-        if getattr(value, "ndim", 0) != 0 or hasattr(value, "__len__") and not isinstance(value, str):
+        if getattr(value, "ndim", 0) != 0 or hasattr(value, "__len__") and not isinstance(value, (str, bytes)):
             return False
         if isinstance(value, numbers.Real) and not _is_int(value) and not math.isfinite(value):
             return False

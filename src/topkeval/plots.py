@@ -95,13 +95,11 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
         raise ParameterError("plot_deltas compares two models; these results have one.")
     baseline = models[0] if baseline is None else baseline
     model = next(m for m in models if m != baseline) if model is None else model
+    from .segments import weighted_mean
+
     d = results.diff(baseline, model, metric) if data is None else data
-    delta = d["delta"].to_numpy(float)
     weight = getattr(results, "weight", None)
-    w = (results._attrs[weight].reindex(d.iloc[:, 0]).to_numpy(float) if weight and results._attrs is not None
-         else np.ones(len(delta)))
-    w = w[np.isfinite(delta)]
-    delta = delta[np.isfinite(delta)]
+    delta, w = counted_deltas(results, d)
     fig, ax = _figure(ax)
     wins, ties, losses = int((delta > 0).sum()), int((delta == 0).sum()), int((delta < 0).sum())
     if len(delta):
@@ -115,16 +113,35 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
         ax.hist(delta[delta > 0], bins=bins, color=COLOURS[2], label=f"{model} better: {wins:,}", zorder=2)
         ax.bar([0.0], [ties], width=width, color=COLOURS[7], alpha=0.45, edgecolor="#404040", linewidth=1.0,
                label=f"equal: {ties:,}", zorder=3)
-        mean = float((w * delta).sum() / w.sum()) if w.sum() > 0 else float("nan")
+        mean = weighted_mean(delta, w if weight else None)  # exact for any finite weights (1e308 included)
         ax.axvline(mean, color="black", linewidth=1.2, linestyle="--",
                    label=f"{'weighted ' if weight else ''}mean {mean:+.4f}")
     ax.set_yscale("symlog", linthresh=10)
     ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
     ax.set_ylabel("queries")
     ax.set_title(label(f"{metric}: {model} - {baseline} per query"))
-    for text in ax.legend(frameon=False, fontsize=8, loc="upper left").get_texts():
-        text.set_text(label(text.get_text()))
+    if len(delta):
+        for text in ax.legend(frameon=False, fontsize=8, loc="upper left").get_texts():
+            text.set_text(label(text.get_text()))
+    else:  # no query has a value under both models (undefined everywhere, or no per-query values)
+        ax.text(0.5, 0.5, "no query with a value under both models", transform=ax.transAxes, ha="center",
+                va="center", color="#6b7482")
     return fig
+
+
+def counted_deltas(results, d) -> tuple[np.ndarray, np.ndarray]:
+    """The per-query deltas of a :meth:`Results.diff` table as :meth:`Results.compare` counts them, and
+    their weights (1 without ``weight=``): NaN and weight-0 queries left out (a query of weight 0
+    counts nowhere), and a delta within compare's tie tolerance set to 0 (float noise is no win)."""
+    from .compare import TIE
+
+    delta = d["delta"].to_numpy(float)
+    weight = getattr(results, "weight", None)
+    attrs = getattr(results, "_attrs", None)
+    w = attrs[weight].reindex(d.iloc[:, 0]).to_numpy(float) if weight and attrs is not None else np.ones(len(delta))
+    keep = np.isfinite(delta) & (w > 0)
+    delta = delta[keep]
+    return np.where(np.abs(delta) <= TIE, 0.0, delta), w[keep]
 
 
 def svg(fig) -> str:

@@ -246,6 +246,9 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
             (str(name), by_run[bounds[c]:bounds[c + 1]], scores[0]) for c, name in enumerate(run_names)]
         if len({r[0] for r in runs}) < len(runs):
             raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
+        if any(not r[0] for r in runs):  # a model named '' could not be named to compare, diff or report
+            raise ParameterError(f"Column {model!r} names a run with the empty text '': models are named by text "
+                                 "(baseline=, diff, the report): give that run a name.")
         if all_runs is not None:
             here = {r[0]: r for r in runs}
             runs = [here.get(str(name), (str(name), np.zeros(0, np.int64), scores[0])) for name in all_runs]

@@ -315,7 +315,8 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
     """Superscripts for a results table: ``{(model, metric): marks}`` and the note that explains them.
 
     With a baseline: a dagger on a model's value significantly better than the baseline's (the
-    corrected p-value of :meth:`Results.compare` below 1 - confidence). Without one, as ranx does:
+    corrected p-value of :meth:`Results.compare` below 1 - confidence; with segments, that of the
+    overall ``"(all)"`` row, as the table shows the overall means). Without one, as ranx does:
     each model gets a letter (a, b, ...), and a value carries the letters of the models it is
     significantly better than (one :meth:`Results.compare` per model as the baseline, each
     corrected over its rows).
@@ -334,15 +335,23 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
     def better(row) -> bool:
         return bool(row.significant) and (row.delta > 0) == higher_is_better(row.metric) and row.delta != 0
 
+    def overall(table: pd.DataFrame) -> pd.DataFrame:
+        """The rows of every query: the table shows the overall means, not one segment's (by=)."""
+        from .segments import ALL
+
+        for name in getattr(res, "by", None) or []:
+            table = table[table[name] == ALL]
+        return table
+
     if baseline is not None:
-        for row in res.compare(baseline=baseline, **compare_options).itertuples():
+        for row in overall(res.compare(baseline=baseline, **compare_options)).itertuples():
             if better(row):
                 marks[(row.model, row.metric)] = r"$^{\dagger}$"
         return marks, rf"$^{{\dagger}}$ significantly better than {latex_text(baseline)} ({how})."
     letters = {m: chr(ord("a") + i) if i < 26 else f"m{i}" for i, m in enumerate(models)}
     found: dict = {}
     for base in models:
-        for row in res.compare(baseline=base, **compare_options).itertuples():
+        for row in overall(res.compare(baseline=base, **compare_options)).itertuples():
             if better(row):
                 found.setdefault((row.model, row.metric), []).append(letters[base])
     for key, ls in found.items():

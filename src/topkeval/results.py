@@ -101,6 +101,16 @@ class Results:
     def per_query(self, frame: pd.DataFrame) -> None:
         self._per_query = frame
 
+    def _need_per_query(self, owner: str) -> None:
+        """Refuse an analysis of the per-query values on results that kept only the means: it would
+        compare nothing and say "no detectable difference", or give intervals of nothing."""
+        from .errors import ParameterError
+
+        if len(self.per_query) == 0 and self.info.get("evaluated", 0) > 0:
+            raise ParameterError(f"{owner} works on the per-query values, which these results do not keep (a file "
+                                 "streamed with keep_per_query=False keeps only the means): evaluate again with "
+                                 "keep_per_query=True (the default).")
+
     @validate_params()
     def to_pandas(self) -> pd.DataFrame:
         """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
@@ -131,6 +141,7 @@ class Results:
         """
         from .compare import compare
 
+        self._need_per_query("compare")
         return compare(self, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
                        n_resamples=n_resamples, seed=seed, missing=missing)
 
@@ -155,6 +166,7 @@ class Results:
         from .compare import mean_cis
         from .segments import groups, weighted_mean
 
+        self._need_per_query("summary_ci")
         weight = getattr(self, "weight", None)
         keys, columns, weights = [], [], []
         for key, pq in (groups(self) if getattr(self, "by", []) else [({}, self.per_query)]):
@@ -202,6 +214,7 @@ class Results:
             if value not in self.models:
                 raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), self.models)}")
         metric = self.label(metric)
+        self._need_per_query("diff")
         pq = self.per_query
         qn = self.query_name
         a = pq[pq["model"] == baseline].set_index(qn)[metric]
@@ -439,8 +452,8 @@ class Results:
             than k shows its whole length.
         images : str, mapping or callable, optional
             Thumbnails in the side-by-side view: a URL pattern with ``{item}``
-            (``"https://cdn/{item}.jpg"``), a mapping or a function from item id to URL. Only http(s)
-            and ``data:image/`` URLs are shown.
+            (``"https://cdn/{item}.jpg"``), a mapping or a function from item id to URL (an error it
+            raises is a ParameterError naming the item). Only http(s) and ``data:image/`` URLs are shown.
         title : str
             The page's title.
         confidence, test, correction, n_resamples, seed

@@ -70,11 +70,15 @@ def _parquet_batches(path: Path, columns, chunk_rows: int):
 
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()
                                                  and p.suffix.lower() in (".parquet", ".pq"))
+    # the files of a folder are read as the in-memory reader reads the folder: in the dataset's schema
+    schema = None if path.is_file() else pq.ParquetDataset(path).schema
     pending, size = [], 0
     for file in files:
         pf = pq.ParquetFile(file)
         for i in range(pf.metadata.num_row_groups):
             table = pf.read_row_group(i, columns=list(columns))
+            if schema is not None:
+                table = _in_schema(table, schema, columns, path, file)
             for start in range(0, table.num_rows, chunk_rows):
                 part = table.slice(start, chunk_rows)
                 pending.append(part)
@@ -84,6 +88,29 @@ def _parquet_batches(path: Path, columns, chunk_rows: int):
                     pending, size = [], 0
     if pending:
         yield pa.concat_tables(pending).combine_chunks()
+
+
+def _in_schema(table, schema, columns, path: Path, file: Path):
+    """A table read from one file of a parquet folder, in the folder's schema: each column cast to its
+    type (an error if a value does not fit, as when the folder is read whole), a missing one null."""
+    import pyarrow as pa
+
+    from .errors import InputFileError
+
+    arrays = []
+    for name in columns:
+        kind = schema.field(name).type
+        if name not in table.column_names:
+            arrays.append(pa.nulls(table.num_rows, kind))
+            continue
+        column = table.column(name)
+        try:
+            arrays.append(column if column.type == kind else column.cast(kind))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]} (column {name!r} of "
+                                 f"'{file}' does not fit the folder's type {kind}; give every file the same column "
+                                 "types).") from None
+    return pa.Table.from_arrays(arrays, names=list(columns))
 
 
 def _csv_batches(path: Path, columns, text_columns, chunk_rows: int):
@@ -187,6 +214,15 @@ def _grouped_tables(tables):
         yield carry, 0
 
 
+def _progress(progress, rows: int) -> None:
+    """Tell the caller's ``progress`` function the rows read; an error it raises names it."""
+    try:
+        progress(rows)
+    except Exception as exc:  # the user's function: its error, said as such
+        raise ParameterError(f"progress({rows}) raised {type(exc).__name__}: {exc} (progress= is called with the "
+                             "number of rows read after each batch)") from exc
+
+
 def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     """Write the rows into ``parts`` parquet files by a hash of the query id."""
     import pyarrow as pa
@@ -211,7 +247,7 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
                 except OSError as exc:  # a full disk: in words, with the fix
                     raise scratch_error(exc, tmp) from None
             if progress:
-                progress(table.num_rows)
+                _progress(progress, table.num_rows)
     finally:
         try:
             for w in writers.values():
@@ -285,7 +321,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
                 batches.append(batch if keep_per_query else batch.reduce())
                 rows += table.num_rows
             if progress and read:
-                progress(read)
+                _progress(progress, read)
         return batches, rows
 
     try:

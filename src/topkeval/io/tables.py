@@ -19,6 +19,17 @@ def _module(obj) -> str:
     return type(obj).__module__.split(".")[0]
 
 
+def _unwrapped_pandas(values):
+    """A pandas array given on its own (``pd.array(...)``, a Categorical: an ExtensionArray, without
+    the Series or Index the readers here take) as a Series; anything else as it is."""
+    if _module(values) == "pandas":
+        import pandas as pd
+
+        if isinstance(values, pd.api.extensions.ExtensionArray):
+            return pd.Series(values, copy=False)
+    return values
+
+
 def csv_options(path: Path, columns: Sequence[str], text_columns: Sequence[str] = ()):
     """Arrow CSV options: the wanted columns only, id columns as text (so "007" stays "007")."""
     import pyarrow as pa
@@ -67,6 +78,34 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
         f"Cannot read '{path}': unknown file type {path.suffix or '(none)'!r}. "
         "Use a .parquet file (or a directory of them) or a .csv / .tsv file."
     )
+
+
+def column_names(data) -> list[str]:
+    """The column names of a table or a table file, without reading its rows (an empty list when the
+    file cannot be read: :func:`read_columns` says why)."""
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        suffixes = "".join(path.suffixes).lower()
+        try:
+            if path.is_dir() or suffixes.endswith((".parquet", ".pq")):
+                import pyarrow.parquet as pq
+
+                return list((pq.read_schema(path) if path.is_file() else pq.ParquetDataset(path).schema).names)
+            if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+                import pyarrow.csv as pcsv
+
+                return list(pcsv.open_csv(path, parse_options=csv_options(path, [])[0]).schema.names)
+        except Exception:  # read_columns words the error
+            return []
+        return []
+    if isinstance(data, Mapping):
+        return [str(k) for k in data]
+    mod = _module(data)
+    if mod == "pyarrow" and hasattr(data, "schema"):
+        return list(data.schema.names)
+    if mod == "polars" and type(data).__name__ == "LazyFrame":
+        return list(data.collect_schema().names())
+    return [str(c) for c in getattr(data, "columns", [])]
 
 
 def _check_columns(wanted: Sequence[str], available: Sequence, where: str, roles: dict | None = None,
@@ -150,6 +189,7 @@ def _sequence(values, column: str | None = None) -> np.ndarray:
     wrong value), as do integers beyond 2**53 among floats (numpy would round them); nested lists
     of different lengths are refused.
     """
+    values = _unwrapped_pandas(values)
     mod = _module(values)
     if mod in ("pandas", "polars", "pyarrow") and hasattr(values, "__len__") and not hasattr(values, "columns"):
         return _to_numpy(values)
@@ -225,6 +265,7 @@ def id_values(col, column: str | None = None):
     categoricals and dictionaries give their codes and labels, everything else a numpy array."""
     from ..ids import Encoded
 
+    col = _unwrapped_pandas(col)
     mod = _module(col)
     if mod == "pandas":
         import pandas as pd
@@ -295,7 +336,7 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
     Parameters
     ----------
     data : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of arrays, str or Path
-        A table, or a path to a .parquet file (or directory of them) or a .csv / .tsv file.
+        A table (an Arrow dataset or stream of record batches is read whole), or a path to a .parquet file (or directory of them) or a .csv / .tsv file.
     columns : sequence of str
         Column names to read; each must exist.
     owner : str
@@ -336,6 +377,8 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         out = {c: (id_values if c in id_columns else _to_numpy)(data.get_column(c)) for c in columns}
     elif mod == "pyarrow" and hasattr(data, "schema"):
         _check_columns(columns, data.schema.names, where or "the table", roles, hint)
+        if not hasattr(data, "column"):  # a dataset or a scanner (to_table), a stream of batches (read_all)
+            data = data.to_table(columns=list(columns)) if hasattr(data, "to_table") else data.read_all()
         from ..kernels.threads import run_parallel
 
         # Arrow converts (and joins the row groups of) each column in C++: the columns in threads

@@ -39,6 +39,10 @@ def _check_file(path, what: str) -> Path:
 
     path = input_path(path, what, folder=False)
     head = _head(path)
+    if not _gzipped(path) and head.startswith(b"PAR1"):  # a table: the hint below would name its own suffix
+        raise InputFileError(f"Cannot read '{path}' as {what}: it is a parquet table, not a TREC file (one line of "
+                             "fields per row). Pass the table to evaluate (as data, or as qrels=), or read it with "
+                             "pandas.read_parquet.")
     if not _gzipped(path) and not _looks_like_text(head):
         raise InputFileError(f"Cannot read '{path}' as {what}: it holds binary data, not text (a TREC file has one "
                              "line of fields per row; a table should be named .parquet, .csv or .tsv).")
@@ -273,10 +277,11 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     Raises
     ------
     ColumnError
-        A column is missing.
+        A column is missing, an id is missing (None, NaN, NaT) or ids mix kinds ('1' and 1).
     DataError
-        An id or the run name contains whitespace or is empty, or a score is not finite or an
-        integer beyond 2**53: the file could not be read back as written.
+        An id or the run name contains whitespace or is empty, an item is listed twice for a query,
+        or a score is not finite or an integer beyond 2**53: the file could not be read back as
+        written.
     OutputFileError
         ``path`` cannot be written: its folder is missing or read-only, something other than a
         regular file is there (a directory, a link, a device), a file is there and ``overwrite`` is
@@ -293,15 +298,19 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     q1 Q0 b 1 0.7 topkeval
     q1 Q0 a 2 0.1 topkeval
     """
-    from .tables import read_columns
+    from ..ids import check_ids
+    from .tables import column_names, read_columns
     from .write import check_output_path, open_output
 
     for name, value in (("query", query), ("item", item), ("score", score)):
         check_column_name(value, name, "write_run")
     if run_name is not None and not isinstance(run_name, str):
         raise ParameterError(f"The 'run_name' parameter of write_run must be a string. Got {run_name!r} instead.")
-    per_row = run_name is None and hasattr(frame, "columns") and "run" in frame.columns
-    cols = read_columns(frame, [query, item, score] + (["run"] if per_row else []), owner="write_run")
+    per_row = run_name is None and "run" in column_names(frame)  # a dict's or an Arrow table's too
+    ids = [query, item] + (["run"] if per_row else [])
+    cols = read_columns(frame, [query, item, score] + (["run"] if per_row else []), owner="write_run", id_columns=ids)
+    for name, role in zip(ids, ("query", "item", "run")):  # a missing id would be written as the text 'nan'
+        check_ids(cols[name], name, role)
     # run_name="" is refused by _writable_id (an empty tag cannot be read back), never replaced
     tags = _writable_id(cols["run"], "the run name") if per_row else \
         _writable_id(["topkeval" if run_name is None else run_name], "the run name").repeat(len(cols[score]))
@@ -315,6 +324,12 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
                         "ranks flip): rescale them.")
     q = _writable_id(cols[query], "the query id")
     i = _writable_id(cols[item], "the item id")
+    twice = pd.DataFrame({"t": tags, "q": q, "i": i}).duplicated()
+    if twice.any():  # trec_eval and read_run refuse a run that lists an item twice for a query
+        at = int(np.argmax(twice.to_numpy()))
+        raise DataError(f"write_run got query {str(q[at])!r}, item {str(i[at])!r} twice (run {str(tags[at])!r}): a "
+                        "TREC run lists each item once per query, or trec_eval and read_run refuse it. Deduplicate "
+                        "the rows first.")
     path = check_output_path(path, overwrite=overwrite, owner="write_run")
     order = pd.DataFrame({"t": tags, "q": q, "s": scores.astype(np.float64)}).sort_values(
         ["t", "q", "s"], ascending=[True, True, False], kind="stable")
