@@ -627,7 +627,9 @@ def cli_words(message: str) -> str:
     message = re.sub(rf"\b({names})=(?:'([^']*)'|\"([^\"]*)\"|([\w+-](?:[\w.+-]*\w)?))",
                      lambda m: f"{_PARAMS[m.group(1)]} {m.group(2) or m.group(3) or m.group(4)}", message)
     message = re.sub(rf"\b({names})=(?=[\s.,;:)]|$)", lambda m: _PARAMS[m.group(1)], message)
-    return re.sub(rf"The '({names})' parameter", lambda m: f"The {_PARAMS[m.group(1)]} option", message)
+    # an option not given is None in Python: on the command line it is simply left out
+    return re.sub(rf"The '({names})' parameter (of \w+ must be)(?: None or)?",
+                  lambda m: f"The {_PARAMS[m.group(1)]} option {m.group(2)}", message)
 
 
 def main(argv=None) -> int:
