@@ -5,8 +5,11 @@ Each test here kills a mutation that the rest of the fast suite let through (iss
 Monte-Carlo p-value's ``(1 + b) / (1 + N)``, weighted sign flips, ``relative_delta`` and
 ``effect_size``, a comparison on a single shared query, ``info["ties_at_cutoff"]``, the lenskit
 preset's ``undefined="nan"``, the qrels reader's field count, the rank column of ``write_run``,
-the two-sided bootstrap p-value and the weighted mean over defined values. The mutation check
-(``tests/mutation/run.py``) runs them against those mutations.
+the two-sided bootstrap p-value and the weighted mean over defined values; and, for what later
+merges brought, the ties of "first" and of ranx (numba's quicksort order), the gains of unjudged
+candidates and of negative grades, trec_eval's unj and rbp_resid, score matrices whose top is
+selected out or counted in place, weighted means of values whose sum overflows and the best mean
+of a column. The mutation check (``tests/mutation/run.py``) runs them against those mutations.
 """
 
 from __future__ import annotations
@@ -433,3 +436,142 @@ def test_device_counts_pessimistic_ties_put_unjudged_cells_before_graded_ones(mo
     res = tk.evaluate_matrix(scores, np.array([[1, 0, 2, 0]]), metrics=["dcg@1", "dcg@2", "dcg@3"], ties="pessimistic",
                              threshold=2)
     assert res.summary.iloc[0].tolist() == pytest.approx([0.0, 1 / math.log2(3), 1 / math.log2(3) + 2 / 2])
+
+
+# --- after the merges: ties, gains of unjudged and negative grades, trec_eval's unjudged measures ------
+
+
+@pytest.mark.parametrize("path", [1, 2])
+def test_first_ties_keep_the_input_order_by_hand(path):
+    """ties="first": three tied candidates of grades 1, 3 and 0 keep their row order, so dcg@1 = 1,
+    dcg@2 = 1 + 3/log2(3) and rr = 1 (the relevant one is the first row). Both kernel paths."""
+    from paths import evaluate_path
+    from topkeval.conventions import resolve
+    from topkeval.log import build_log
+    from topkeval.names import parse_metrics
+
+    log = build_log(np.zeros(3, int), np.array([1, 3, 0]), {"s": np.full(3, 0.5)}, np.arange(3),
+                    names=dict(query="q", relevance="g", item="i"))
+    got = evaluate_path(log, parse_metrics(["dcg@1", "dcg@2", "rr"]), resolve(ties="first"), path)
+    assert got.summary.iloc[0].tolist() == pytest.approx([1.0, 1.0 + 3 / math.log2(3), 1.0])
+
+
+def _numba_argsort(keys) -> list[int]:
+    """numba's own np.argsort (its quicksort): the order ranx gives a query's rows."""
+    pytest.importorskip("numba")
+    from reference import numba_argsort
+
+    return numba_argsort(keys)
+
+
+def test_ranx_ties_keep_the_row_order_of_a_short_list_and_numbas_order_of_a_long_one():
+    """ties="ranx" (ranx's Run): numba's quicksort argsort of the negated scores. Below 16 candidates
+    it is an insertion sort, which keeps the row order: the relevant first row of three tied ones
+    ranks 1st (rr = 1, P@1 = 1). From 16 on, the partitions reorder equal scores: rr of each
+    relevant position is 1 / (its place in numba's own argsort of -scores, from 1)."""
+    short = {"query": [1, 1, 1], "relevance": [1, 0, 0], "score": [0.5, 0.5, 0.5]}
+    assert tk.evaluate(short, ["rr", "P@1"], ties="ranx").summary.iloc[0].tolist() == [1.0, 1.0]
+    scores = np.array([0.5, 0.25] * 10 + [0.5, 0.5, 0.25])  # 23 candidates, two scores, many ties
+    order = _numba_argsort(-scores)
+    assert order[:5] != sorted(order[:5])  # the relevant row below is not where the row order puts it
+    for relevant in (0, 4, 9, 20):
+        frame = {"query": [1] * len(scores), "relevance": [int(i == relevant) for i in range(len(scores))],
+                 "score": scores}
+        got = tk.evaluate(frame, ["rr"], ties="ranx").summary.iloc[0, 0]
+        assert got == pytest.approx(1 / (order.index(relevant) + 1)), relevant
+
+
+def test_a_candidate_without_a_judgment_gains_nothing_even_where_grade_0_gains():
+    """Judgments kept apart: item b is retrieved first but never judged; the map {0: 1, 1: 3} gives
+    judged items of grade 0 a gain, not unjudged ones (trec_eval). DCG = 3 / log2(3) (a at rank 2);
+    the ideal ranks the judged gains 3 (a) and 1 (c, grade 0): 3 + 1 / log2(3)."""
+    run = {"query": ["q", "q"], "item": ["b", "a"], "score": [0.9, 0.5]}
+    qrels = pd.DataFrame({"query": ["q", "q"], "item": ["a", "c"], "relevance": [1, 0]})
+    res = tk.evaluate(run, ["dcg(gain={0:1,1:3})", "ndcg(gain={0:1,1:3})"], item="item", qrels=qrels)
+    dcg = 3 / math.log2(3)
+    assert res.summary.iloc[0].tolist() == pytest.approx([dcg, dcg / (3 + 1 / math.log2(3))])
+
+
+def test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand():
+    """trec_eval's unjudged: no judgment, or a negative grade. Query 1 retrieves a (grade 1), b
+    (grade -1), c (no judgment): unj@3 = 2/3, unj@5 = 2/5 (pad) or 2/3 (shrink: over min(5, 3));
+    rbp_resid(p=0.5) = (1 - p)(p^1 + p^2) + p^3 = 0.5 over ranks 2 and 3. Query 2 has every candidate
+    judged: unj = 0 and rbp_resid = 0 (trec_eval reports no residual there, not p^n)."""
+    run = {"query": ["1", "1", "1", "2", "2"], "item": ["a", "b", "c", "a", "b"], "score": [0.9, 0.8, 0.7, 0.9, 0.8]}
+    qrels = pd.DataFrame({"query": ["1", "1", "2", "2"], "item": ["a", "b", "a", "b"], "relevance": [1, -1, 1, 0]})
+    metrics = ["unj@3", "unj@5", "rbp_resid(p=0.5)", "rbp_resid"]
+    pad = tk.evaluate(run, metrics, item="item", qrels=qrels).per_query.set_index("query")[metrics]
+    assert pad.loc["1"].tolist() == pytest.approx([2 / 3, 2 / 5, 0.5, 0.1 * (0.9 + 0.81) + 0.9**3])
+    assert pad.loc["2"].tolist() == [0.0, 0.0, 0.0, 0.0]
+    shrink = tk.evaluate(run, metrics, item="item", qrels=qrels, short_lists="shrink").per_query.set_index("query")
+    assert shrink.loc["1", "unj@5"] == pytest.approx(2 / 3)
+
+
+def test_negative_grades_gain_their_value_as_in_scikit_learn():
+    """negative_grades="gain" (scikit-learn's dcg_score, torchmetrics): a grade of -1 ranked first
+    costs 1; dcg = -1 + 1/log2(3) + 2/log2(4), scikit-learn's own value."""
+    from sklearn.metrics import dcg_score
+
+    frame = {"query": [1, 1, 1], "relevance": [-1, 1, 2], "score": [0.9, 0.5, 0.1]}
+    want = dcg_score([[-1, 1, 2]], [[0.9, 0.5, 0.1]])
+    assert want == pytest.approx(-1 + 1 / math.log2(3) + 1)
+    assert tk.evaluate(frame, ["dcg"], conventions="sklearn").summary.iloc[0, 0] == pytest.approx(want)
+    assert tk.evaluate(frame, ["dcg"]).summary.iloc[0, 0] == pytest.approx(1 / math.log2(3) + 1)  # "zero"
+
+
+def test_matrix_ideal_dcg_under_negative_grades_ranks_the_grade_0_cells_before_the_negative_one():
+    """A score matrix row of grades -1, 0, 0, 2 (the 0 cells not stored), in that order:
+    dcg = -1 + 2/log2(5). Under negative_grades="gain" the ideal ranks every judged cell: 2, 0, 0, -1,
+    so the ideal DCG is 2 - 1/log2(5) (the two unstored cells of grade 0 take ranks 2 and 3)."""
+    got = tk.evaluate_matrix(np.array([[0.9, 0.8, 0.7, 0.6]]), np.array([[-1, 0, 0, 2]]), ["dcg", "ndcg"],
+                             negative_grades="gain")
+    dcg = -1 + 2 / math.log2(5)
+    assert got.summary.iloc[0].tolist() == pytest.approx([dcg, dcg / (2 - 1 / math.log2(5))])
+
+
+# --- score matrices: what a selection of the top leaves out ---------------------------------------
+
+
+def test_matrix_counted_in_place_counts_an_excluded_cell_below_the_threshold_once():
+    """In place (ap looks at the whole row): scores 0.9 (relevant), 0.1 (excluded, and below
+    score_threshold=0.2), 0.5 (relevant), 0.3: three candidates, both relevant ones first."""
+    got = tk.evaluate_matrix(np.array([[0.9, 0.1, 0.5, 0.3]]), np.array([[1, 0, 1, 0]]),
+                             ["ap", "num_ret", "num_rel_ret", "set_precision"], exclude=np.array([[0, 1, 0, 0]]),
+                             score_threshold=0.2)
+    assert got.summary.iloc[0].tolist() == pytest.approx([1.0, 3.0, 2.0, 2 / 3])
+
+
+def test_matrix_metrics_of_the_top_still_count_the_whole_row():
+    """20 items, relevant at ranks 1, 3 and 4 (R = 3): the metrics look at the top 3 at most (the
+    top is selected out), yet num_ret and set_precision count all 20 candidates: 20 and 3/20;
+    r_precision counts the relevant items within the top R = 3: 2/3."""
+    scores = np.linspace(1.0, 0.05, 20)[None, :]
+    grades = np.zeros((1, 20), int)
+    grades[0, [0, 2, 3]] = 1
+    got = tk.evaluate_matrix(scores, grades, ["precision@1", "r_precision", "num_ret", "set_precision", "fallout@2"])
+    assert got.summary.iloc[0].tolist() == pytest.approx([1.0, 2 / 3, 20.0, 3 / 20, 1 / 17])
+    assert got.info["matrix"]["candidates_selected"] < 20  # the top was selected, not the whole row
+
+
+# --- weighted means of extreme values; the best of a column ----------------------------------------
+
+
+def test_weighted_mean_of_values_whose_sum_overflows():
+    """Values of 1e308 and 1.5e308 (a DCG of huge grades): their sum overflows, their mean does not."""
+    from fractions import Fraction
+
+    from topkeval.segments import weighted_mean
+
+    values = np.array([1.5e308, 1e308, np.nan])
+    assert weighted_mean(values, None) == float((Fraction(1.5e308) + Fraction(1e308)) / 2)
+    want = float((Fraction(1.5e308) * 1 + Fraction(1e308) * 3) / 4)
+    assert weighted_mean(values, np.array([1.0, 3.0, 5.0])) == pytest.approx(want, rel=1e-15)
+
+
+def test_best_rows_count_means_equal_up_to_rounding_as_ties():
+    """0.1 + 0.2 and 0.3 are one mean summed in two orders: both models are best; lower is better for fp."""
+    from topkeval.report import best_rows
+
+    summary = pd.DataFrame({"recall@1": [0.1 + 0.2, 0.3, 0.2], "fp@1": [1.0, 2.0, 1.0 + 1e-16]},
+                           index=["a", "b", "c"])
+    assert best_rows(summary) == {"recall@1": {"a", "b"}, "fp@1": {"a", "c"}}

@@ -6,6 +6,9 @@ separated by spaces. Choose snippets central to the number (a formula,
 a comparison, a constant), which survive refactors of the code around them, and the smallest
 selection of fast tests that catches the mutation, preferably a test whose expected values are
 computed apart from the code (by hand, by enumeration, by a peer, by the brute-force reference).
+A mutation caught only by a hypothesis test can survive once the strategies change (a new
+convention in ``tests/strategies.py`` shifts every derandomized draw): a hand-computed test that
+hits the case directly keeps it caught.
 
 ``equivalent="why"`` marks a mutation known to change no number (counted, not run; ``run.py
 --equivalent`` runs those, and each must survive); ``jit=True``
@@ -52,6 +55,13 @@ DEVICE = ("tests/test_matrix.py::test_device_counts_equal_the_long_format "
 BEYOND = "tests/test_beyond.py"
 COMPARE = "tests/test_compare.py"
 TREC = "tests/test_trec.py"
+GAIN_MAPS = "tests/test_reference.py::test_gain_maps_on_a_score_matrix"  # grade-0 cells of a matrix in the ideal DCG
+LAYERS = "tests/test_layers.py"  # the parameter layer, the safe writer, the CLI's lines, result column names
+OUTPUTS = "tests/test_outputs.py"  # the safe writer
+OWNED = ("tests/test_hostile_data.py::test_results_do_not_see_the_input_changed_in_place "
+         "tests/test_hostile_data.py::test_results_of_runs_and_judgments_do_not_see_them_changed")
+CLI_LINES = (f"{LAYERS}::test_each_warning_is_one_line_once_in_the_command_lines_words "
+             f"{LAYERS}::test_an_error_is_the_only_line_one_line_exit_2")
 
 
 def M(file: str, original: str, replacement: str, tests: str, **options) -> Mutation:
@@ -92,7 +102,7 @@ _LIST: list[Mutation] = [
     M("kernels/cpu.py", "                gi += sj > si\n                ei += sj == si\n        else:",
       "                gi += sj >= si\n                ei += sj == si\n        else:", REF),
     M("kernels/cpu.py", "if tie == TIE_FIRST:\n                        bi += j < i",
-      "if tie == TIE_FIRST:\n                        bi += j <= i", REF),
+      "if tie == TIE_FIRST:\n                        bi += j <= i", f"{HAND}::test_first_ties_keep_the_input_order_by_hand"),
     M("kernels/cpu.py", "bi += gr[j] > gr[i]", "bi += gr[j] < gr[i]", f"{HAND}::test_optimistic_and_pessimistic_ties_order_grades_by_hand"),
     M("kernels/cpu.py", "bi += gr[j] < gr[i]", "bi += gr[j] > gr[i]", f"{HAND}::test_optimistic_and_pessimistic_ties_order_grades_by_hand"),
     M("kernels/cpu.py", "bi += it[j] > it[i] or (it[j] == it[i] and j < i)",
@@ -100,9 +110,10 @@ _LIST: list[Mutation] = [
     M("kernels/cpu.py", "sign = -1.0 if tie == TIE_OPTIMISTIC else 1.0", "sign = 1.0 if tie == TIE_OPTIMISTIC else -1.0",
       f"{HAND}::test_optimistic_and_pessimistic_ties_order_grades_by_hand"),
     M("kernels/cpu.py", "if neg[p] <= cut:", "if neg[p] < cut:", SELECTION),
-    M("kernels/cpu.py", "for p in range(min(npos, cutoffs[c])):", "for p in range(min(npos, cutoffs[c] + 1)):", REF),
+    M("kernels/cpu.py", "for p in range(min(above, k)):", "for p in range(min(above, k + 1)):", REF),
     M("kernels/cpu.py", "keep = (v >= thr) & (v > _NOT_CANDIDATE)", "keep = (v > thr) & (v > _NOT_CANDIDATE)", IN_PLACE),
-    M("kernels/cpu.py", "kept -= sc[x] > _NOT_CANDIDATE", "kept -= 1", IN_PLACE),
+    M("kernels/cpu.py", "kept -= sc[x] > _NOT_CANDIDATE", "kept -= 1",
+      f"{HAND}::test_matrix_counted_in_place_counts_an_excluded_cell_below_the_threshold_once"),
     M("kernels/cpu.py", "out[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)",
       "out[w[t]] = 1.0 if x > 0.0 else 0.0", "tests/test_report.py::test_side_by_side_tied_ranks_and_other_rank"),
     M("kernels/cpu.py", "p[w[t]] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)", "p[w[t]] = 1.0 if x >= 1.0 else 0.0",
@@ -110,6 +121,9 @@ _LIST: list[Mutation] = [
     M("kernels/cpu.py", "            if rank <= depth:\n                out[w[t]] = rank",
       "            if rank < depth:\n                out[w[t]] = rank", f"{TREC}::test_depth_equals_cutting_the_run"),
     M("kernels/cpu.py", "b[t] = ba[lo + t]", "b[t] = 0", DEVICE),
+    M("kernels/cpu.py", "total += zero_gain * (cum[min(above + extra, k)] - cum[above])",
+      "total += zero_gain * (cum[min(above + extra - 1, k)] - cum[above])", GAIN_MAPS),
+    M("kernels/cpu.py", "rank = p + extra + 1", "rank = p + 1", GAIN_MAPS),
 
     # --- kernels/ranked.py: judged, bpref, AUC, iprec, ERR, infAP --------------------------------
     M("kernels/ranked.py", "pooled = rel_above + jnr_above + unj_above", "pooled = rel_above + jnr_above",
@@ -226,7 +240,8 @@ _LIST: list[Mutation] = [
       "return ratio(st.ap_sum[:, st.column(m.k)], st.rel_ret, conv.undefined)", REF),
     M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], np.minimum(st.R, float(m.k)), conv.undefined)",
       "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)", REF),
-    M("metrics/rankbased.py", 'return DcgSpec(m.param("gain"), conv.discount)', 'return DcgSpec(m.param("gain"), "log2")',
+    M("metrics/rankbased.py", 'return DcgSpec(m.param("gain"), conv.discount, conv.negative_grades == "gain")',
+      'return DcgSpec(m.param("gain"), "log2", conv.negative_grades == "gain")',
       REF),
     M("metrics/rankbased.py", 'return (1.0 - m.param("p")) * st.dcg_at(_rbp(m, conv), m.k)',
       "return st.dcg_at(_rbp(m, conv), m.k)", REF),
@@ -235,10 +250,11 @@ _LIST: list[Mutation] = [
       "tests/test_reference.py::test_rbp_residual_by_hand"),
 
     # --- metrics/judged.py ------------------------------------------------------------------------
-    M("metrics/judged.py", 'den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)',
-      "den = float(m.k)", REF),
+    M("metrics/judged.py", 'den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)\n'
+      "    return ratio(st.judged", "den = float(m.k)\n    return ratio(st.judged", REF),
     M("metrics/judged.py", "out[st.R == 0] = conv.undefined", "out[st.R == 0] = 0.0", REF),
-    M("metrics/judged.py", "return _per_r(total / len(ELEVEN_POINTS), st, conv)", "return _per_r(total / 10, st, conv)",
+    M("metrics/judged.py", "return _per_r(total / len(ELEVEN_POINTS), st, conv, st.n == 0)",
+      "return _per_r(total / 10, st, conv, st.n == 0)",
       REF),
     M("metrics/judged.py", "st.rel_ret.astype(np.float64) * st.N", "st.R.astype(np.float64) * st.N", REF),
     M("metrics/judged.py", "ELEVEN_POINTS = (0.0, 0.1,", "ELEVEN_POINTS = (0.1,", REF),
@@ -256,12 +272,12 @@ _LIST: list[Mutation] = [
     M("conventions.py", 'item_order="text", score_precision="float32"),',
       'item_order="text", score_precision="exact"),',
       "tests/test_peers.py::test_pytrec_eval_compares_float32_scores_and_docnos_as_text"),
-    M("conventions.py", '"ranx": dict(ties="first", empty_queries="keep"', '"ranx": dict(ties="first", empty_queries="skip"',
+    M("conventions.py", '"ranx": dict(ties="ranx", empty_queries="keep"', '"ranx": dict(ties="ranx", empty_queries="skip"',
       "tests/test_presets.py::test_ranx_preset"),
     M("conventions.py", '"sklearn": dict(ties="expected"', '"sklearn": dict(ties="first"',
       "tests/test_presets.py::test_sklearn_preset_ndcg_with_ties"),
-    M("conventions.py", 'nonpositive_scores="miss", score_precision="float32"),',
-      'nonpositive_scores="count", score_precision="float32"),', "tests/test_presets.py::test_torchmetrics_preset"),
+    M("conventions.py", 'nonpositive_scores="miss", score_precision="float32", negative_grades="gain"),',
+      'nonpositive_scores="count", score_precision="float32", negative_grades="gain"),', "tests/test_presets.py::test_torchmetrics_preset"),
     M("conventions.py", '"evidently": dict(ties="first", empty_queries="skip", undefined=0.0, short_lists="shrink")',
       '"evidently": dict(ties="first", empty_queries="skip", undefined=0.0, short_lists="pad")',
       "tests/test_presets.py::test_evidently_preset_against_its_code"),
@@ -322,11 +338,12 @@ _LIST: list[Mutation] = [
       f"{HAND}::test_verdict_follows_the_sign_of_a_significant_delta"),
 
     # --- segments.py: weighted means, breakdowns ---------------------------------------------------
-    M("segments.py", "    w = weights[ok]\n    total = w.sum()", "    w = weights[ok]\n    total = weights.sum()",
+    M("segments.py", "        w = scaled_weights(weights[ok])\n        total = w.sum()",
+      "        w = scaled_weights(weights)\n        total = w.sum()\n        w = w[ok]",
       f"{HAND}::test_weighted_mean_leaves_out_undefined_values_and_their_weight"),
     M("segments.py", "mine = mine[mine[weight] > 0]", "mine = mine[mine[weight] >= 0]",
       "tests/test_segments.py::test_a_weight_column_called_weight_and_zero_weights"),
-    M("segments.py", "total = float(attrs[weight].sum())", "total = float(attrs[weight].max())",
+    M("segments.py", "total = total_weight(attrs[weight])", "total = float(attrs[weight].max())",
       "tests/test_segments.py::test_weighted_means_equal_queries_repeated_by_their_weight"),
     M("segments.py", "out.append(({name: ALL for name in by}, pq))", "out.append(({name: ALL for name in by}, pq.iloc[1:]))",
       "tests/test_segments.py::test_compare_by_segment_equals_compare_of_each_segment_and_one_correction"),
@@ -389,8 +406,8 @@ _LIST: list[Mutation] = [
       "tests/test_cli.py::test_table_csv_markdown"),
     M("report.py", "text = fmt(summary.loc[model, metric], digits)", "text = fmt(summary.loc[model, metric], 2)",
       "tests/test_report.py::test_latex_bold_best_and_marks_follow_summary_and_compare"),
-    M("report.py", "    if isinstance(v, float) and math.isnan(v):\n        return None",
-      "    if isinstance(v, float) and math.isnan(v):\n        return 0.0", f"{HAND}::test_json_writes_an_undefined_value_as_null"),
+    M("report.py", "    if isinstance(v, float) and math.isnan(v) or v is pd.NA or v is pd.NaT:\n        return None",
+      "    if isinstance(v, float) and math.isnan(v) or v is pd.NA or v is pd.NaT:\n        return 0.0", f"{HAND}::test_json_writes_an_undefined_value_as_null"),
 
     # --- html.py: the report's numbers ------------------------------------------------------------
     M("html.py", 'exact = "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))',
@@ -401,6 +418,8 @@ _LIST: list[Mutation] = [
     M("html.py", 'worst_rows = d[d["delta"] < 0].head(worst)', 'worst_rows = d[d["delta"] <= 0].head(worst)',
       f"{HAND}::test_report_lists_only_the_queries_that_got_worse"),
 
+    M("html.py", "data-value=\"nan\">{NOT_RETRIEVED}</td>", "data-value=\"nan\"></td>",
+      "tests/test_report.py::test_side_by_side_html_says_not_retrieved_and_leaves_empty_positions_blank"),
     M("html.py", """return f'<td class="num" data-value="{int(value)}">{int(value):,}</td>'""",
       """return f'<td class="num" data-value="{int(value) + 1}">{int(value):,}</td>'""",
       "tests/test_report.py::test_report_numbers_are_the_api_numbers"),
@@ -414,12 +433,12 @@ _LIST: list[Mutation] = [
       "tests/test_report.py::test_side_by_side_tied_ranks_and_other_rank"),
 
     # --- matrix.py and accumulator.py: score matrices, MatrixEvaluator --------------------------
-    M("matrix.py", "st.n, st.rel_ret = n, rel_ret", "st.rel_ret = rel_ret", MATRIX),
+    M("matrix.py", "st.n, st.rel_ret = n, rel_ret", "st.rel_ret = rel_ret", f"{HAND}::test_matrix_metrics_of_the_top_still_count_the_whole_row"),
     M("matrix.py", "removed = below + (0 if batch.exclude is None else np.diff(batch.exclude.indptr))", "removed = below",
       MATRIX),
     M("matrix.py", "rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users) if thr > -np.inf else judgments.R",
       "rel_ret = np.bincount(r_users[is_rel & (r_scores > thr)], minlength=users) if thr > -np.inf else judgments.R",
-      IN_PLACE),
+      f"{HAND}::test_matrix_score_threshold_keeps_a_score_equal_to_it"),
     M("matrix.py", "nonrelevant=self.n_items - excluded - R - negative", "nonrelevant=self.n_items - R - negative", MATRIX),
     M("accumulator.py", '"skipped_empty": len(all_ids) - len(evaluated_ids)', '"skipped_empty": len(evaluated_ids)',
       "tests/test_accumulator.py::test_batches_equal_the_whole_matrix_and_the_long_format"),
@@ -427,10 +446,12 @@ _LIST: list[Mutation] = [
       "tests/test_accumulator.py::test_batches_equal_the_whole_matrix_and_the_long_format"),
 
     # --- engine: plan, backends, evaluation, aggregation --------------------------------------------
-    M("engine/plan.py", "deepest = max(deepest, R_max)", "deepest = max(deepest, R_max - 1)", MATRIX),
+    M("engine/plan.py", "deepest = max(deepest, R_max)", "deepest = max(deepest, R_max - 1)",
+      f"{HAND}::test_matrix_metrics_of_the_top_still_count_the_whole_row"),
     M("engine/plan.py", '            elif fam.depth == "list":\n                return n_max',
       '            elif fam.depth == "list":\n                return min(deepest, n_max)', MATRIX),
-    M("engine/backends.py", "gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0", "gains -= 0.5", REF),
+    M("engine/backends.py", "gains -= 1.0  # 2**0 - 1 = 0 for the grades <= 0", "gains -= 0.5  # 2**0 - 1 = 0 for the grades <= 0",
+      REF),
     M("engine/backends.py", "gains[grades == grade] = gain", "gains[grades >= grade] = gain", REF),
     M("engine/backends.py", "d = 1.0 / np.log2(np.maximum(ranks, 2.0))", "d = 1.0 / np.log2(np.maximum(ranks + 1.0, 2.0))",
       REF),
@@ -467,8 +488,8 @@ _LIST: list[Mutation] = [
       "tests/test_peers.py::test_judged_only_and_set_measures_equal_pytrec_eval"),
 
     # --- beyond.py: coverage, novelty, popularity, Gini, diversity ------------------------------
-    M("beyond.py", "return float(((2 * i - size - 1) * x).sum() / (size * total))",
-      "return float(((2 * i - size - 1) * x).sum() / ((size - 1) * total))",
+    M("beyond.py", "return float(((2 * i - size - 1) * x).sum() / (float(size) * total))",
+      "return float(((2 * i - size - 1) * x).sum() / (float(size - 1) * total))",
       f"{BEYOND}::test_hand_computed_values_under_expected_ties"),
     M("beyond.py", "return float((1.0 - missed).sum() / size)", "return float((1.0 - missed).sum() / len(missed))",
       f"{BEYOND}::test_hand_computed_values_under_a_deterministic_rule"),
@@ -481,6 +502,187 @@ _LIST: list[Mutation] = [
       "within = filled * filled / np.where(e > 1, e * (e - 1), 1)", BEYOND),
     M("beyond.py", '"L": np.minimum(k, n_kept[q_of_row[rows]])', '"L": np.full(len(rows), k)',
       f"{BEYOND}::test_score_threshold_and_empty_queries"),
+    # === what the merges brought (issue 28, second pass) ==========================================
+    # --- params.py: the declarative parameter layer (bounds, normalised values, lone strings) -----
+    M("params.py", "return _is_int(value) and self.low <= int(value) and", "return _is_int(value) and self.low < int(value) and",
+      f"{LAYERS}::test_int_bounds_are_inclusive"),
+    M("params.py", "(self.high is None or int(value) <= self.high)", "(self.high is None or int(value) < self.high)",
+      f"{LAYERS}::test_int_bounds_are_inclusive"),
+    M("params.py", "if _is_int(value) and self.high is not None and int(value) > self.high:",
+      "if _is_int(value) and self.high is not None and int(value) >= self.high:", f"{LAYERS}::test_int_bounds_are_inclusive"),
+    M("params.py", "    def normalise(self, value):\n        return int(value)\n", "    def normalise(self, value):\n        return value\n",
+      f"{LAYERS}::test_numpy_scalars_become_python_values"),
+    M("params.py", "(v > self.low if self.low_open else v >= self.low)", "(v >= self.low if self.low_open else v >= self.low)",
+      f"{LAYERS}::test_real_bounds_are_inclusive_unless_open"),
+    M("params.py", "(v > self.low if self.low_open else v >= self.low)", "(v > self.low if self.low_open else v > self.low)",
+      f"{LAYERS}::test_real_bounds_are_inclusive_unless_open"),
+    M("params.py", "(v < self.high if self.high_open else v <= self.high)", "(v <= self.high if self.high_open else v <= self.high)",
+      f"{LAYERS}::test_real_bounds_are_inclusive_unless_open"),
+    M("params.py", "or isinstance(value, bool) or not math.isfinite(value):\n            return False\n        v = float(value)",
+      "or isinstance(value, bool):\n            return False\n        v = float(value)",
+      f"{LAYERS}::test_real_bounds_are_inclusive_unless_open"),
+    M("params.py", "        return float(value)\n\n\nclass Bool", "        return value\n\n\nclass Bool",
+      f"{LAYERS}::test_numpy_scalars_become_python_values"),
+    M("params.py", "        return bool(value)\n", "        return value\n", f"{LAYERS}::test_numpy_scalars_become_python_values"),
+    M("params.py", "return isinstance(value, str) and value in self.values",
+      "return isinstance(value, str) and value.lower() in self.values",
+      f"{LAYERS}::test_options_are_compared_exactly_and_none_is_no_correction"),
+    M("params.py", 'return None if value == "none" else value', "return value",
+      f"{LAYERS}::test_options_are_compared_exactly_and_none_is_no_correction"),
+    M("params.py", 'if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__") or hasattr(value, "__next__"):\n'
+      '            return False\n        if getattr(value, "ndim", 1) != 1:\n            return False\n        if getattr(getattr',
+      'if isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__") or hasattr(value, "__next__"):\n'
+      '            return False\n        if getattr(value, "ndim", 1) != 1:\n            return False\n        if getattr(getattr',
+      f"{LAYERS}::test_lists_of_ids_and_of_ints_refuse_a_lone_value"),
+    M("params.py", 'if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__") or hasattr(value, "__next__"):\n'
+      '            return False\n        if getattr(value, "ndim", 1) != 1:\n            return False\n        if self.max_length',
+      'if isinstance(value, (str, Mapping)) or not hasattr(value, "__iter__") or hasattr(value, "__next__"):\n'
+      '            return False\n        if getattr(value, "ndim", 1) != 1:\n            return False\n        if self.max_length',
+      f"{LAYERS}::test_lists_of_ids_and_of_ints_refuse_a_lone_value"),
+    M("params.py", 'if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__") or hasattr(value, "__next__"):\n'
+      '            return False\n        if getattr(value, "ndim", 1) != 1:\n            return False\n        if self.max_length',
+      'if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):\n'
+      '            return False\n        if getattr(value, "ndim", 1) != 1:\n            return False\n        if self.max_length',
+      f"{LAYERS}::test_lists_of_ids_and_of_ints_refuse_a_lone_value"),
+    M("params.py", "bound.arguments[name] = check.check(value, name, owner)", "check.check(value, name, owner)",
+      f"{LAYERS}::test_numpy_scalars_become_python_values"),
+    M("params.py", 'return item() if item is not None and type(value).__module__ == "numpy" else value', "return value",
+      "tests/test_params.py::test_constraints_accept_and_refuse"),
+    M("params.py", "return str(int(value)) if _is_int(value) else value", "return value",
+      "tests/test_params.py::test_constraints_accept_and_refuse"),
+
+    # --- io/write.py: the safe writer --------------------------------------------------------------
+    M("io/write.py", "    if stat.S_ISREG(mode):\n        return None", "    if not stat.S_ISDIR(mode):\n        return None",
+      f"{OUTPUTS}::test_only_regular_files_are_ever_replaced[write_text]"),
+    M("io/write.py", "    if not overwrite:\n        raise OutputFileError", "    if False:\n        raise OutputFileError",
+      f"{OUTPUTS}::test_an_existing_file_is_replaced_only_with_overwrite[write_text]"),
+    M("io/write.py", '    folder = os.path.dirname(target) or "."\n    tmp = None\n',
+      '    folder = os.path.dirname(target) or "."\n    tmp = None\n    if overwrite and os.path.isfile(target):\n'
+      '        open(target, "w").close()  # not atomic: the old file is gone before the new one is whole\n',
+      f"{OUTPUTS}::test_a_full_disk_is_an_error_and_keeps_the_old_file[write_text] "
+      f"{OUTPUTS}::test_an_error_while_writing_removes_the_temporary_file"),
+    M("io/write.py", "            with contextlib.suppress(OSError):\n                os.unlink(tmp)",
+      "            with contextlib.suppress(OSError):\n                pass",
+      f"{OUTPUTS}::test_an_error_while_writing_removes_the_temporary_file"),
+    M("io/write.py", "        return\n    os.unlink(tmp)\n", "        return\n",
+      f"{LAYERS}::test_a_new_file_is_whole_and_leaves_no_temporary_file"),
+    M("io/write.py", "        _refuse_existing(target, st, overwrite)  # checked again",
+      "        None  # not checked again", f"{OUTPUTS}::test_a_device_or_link_that_appears_while_writing_is_not_replaced"),
+    M("io/write.py", "        os.chmod(tmp, stat.S_IMODE(st.st_mode))  # a replaced file keeps its permissions",
+      "        pass  # a replaced file takes the new file's permissions",
+      f"{OUTPUTS}::test_an_existing_file_is_replaced_only_with_overwrite[write_text]"),
+    M("io/write.py", "        if st is not None:\n            _refuse_existing(text, st, overwrite)\n",
+      "        if st is not None and not stat.S_ISREG(st.st_mode):\n            _refuse_existing(text, st, overwrite)\n",
+      "tests/test_cli.py::test_report_refuses_devices_links_and_folders_before_evaluating"),
+
+    # --- kernels/sort.py: numba's quicksort order (ties="ranx") -----------------------------------
+    M("kernels/sort.py", "_QUICKSORT_SMALL = 15", "_QUICKSORT_SMALL = 16", "tests/test_presets.py::test_quicksort_argsort_is_numbas"),
+    M("kernels/sort.py", "while i < high and keys[order[i]] < pivot:", "while i < high and keys[order[i]] <= pivot:",
+      "tests/test_presets.py::test_quicksort_argsort_is_numbas"),
+    M("kernels/sort.py", "while j > low and kx < keys[order[j - 1]]:", "while j > low and kx <= keys[order[j - 1]]:",
+      "tests/test_presets.py::test_quicksort_argsort_is_numbas"),
+    M("kernels/sort.py", "keys[n] = -scores[j]", "keys[n] = scores[j]",
+      f"{HAND}::test_ranx_ties_keep_the_row_order_of_a_short_list_and_numbas_order_of_a_long_one"),
+
+    # --- engine/backends.py: the tie rule, gains of unjudged candidates, negative grades --------
+    M("engine/backends.py", "return cpu.TIE_ITEM_ASC, quicksort_positions(", "return cpu.TIE_ITEM_DESC, quicksort_positions(",
+      f"{HAND}::test_ranx_ties_keep_the_row_order_of_a_short_list_and_numbas_order_of_a_long_one"),
+    M("engine/backends.py", "                row_gains[unjudged] = 0.0", "                pass",
+      f"{HAND}::test_a_candidate_without_a_judgment_gains_nothing_even_where_grade_0_gains"),
+    M("engine/backends.py", "                row_gains |= np.asarray(grades) < 0", "                pass",
+      f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
+    M("engine/backends.py", "(zero_gain > 0 or spec.signed)", "(zero_gain > 0)",
+      f"{HAND}::test_matrix_ideal_dcg_under_negative_grades_ranks_the_grade_0_cells_before_the_negative_one"),
+    M("engine/backends.py", "active = rel | (gains != 0).any(axis=0) if G else rel", "active = rel | (gains > 0).any(axis=0) if G else rel",
+      f"{HAND}::test_negative_grades_gain_their_value_as_in_scikit_learn"),
+    M("engine/backends.py", "gains = grades.copy() if spec.signed else np.maximum(grades, 0.0)", "gains = np.maximum(grades, 0.0)",
+      f"{HAND}::test_negative_grades_gain_their_value_as_in_scikit_learn"),
+
+    # --- metrics: trec_eval's rbp_resid and unj@k ---------------------------------------------------
+    M("metrics/rankbased.py", "return np.where(st.dcg_at(count, None) > 0, residual, 0.0)", "return residual",
+      f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
+    M("metrics/rankbased.py", "+ p ** st.n.astype(np.float64)", "+ p ** (st.n.astype(np.float64) + 1)",
+      f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
+    M("metrics/rankbased.py", 'return DcgSpec("unknown", ("rbp", m.param("p"))), DcgSpec("unknown", ("rbp", 1.0))',
+      'return DcgSpec("unjudged", ("rbp", m.param("p"))), DcgSpec("unknown", ("rbp", 1.0))',
+      f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
+    M("metrics/judged.py", 'den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)\n'
+      "    return ratio(st.dcg_at(_unknown_count", "den = float(m.k)\n    return ratio(st.dcg_at(_unknown_count",
+      f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
+    M("metrics/judged.py", 'return DcgSpec("unknown", ("rbp", 1.0))', 'return DcgSpec("unknown", ("rbp", 0.9))',
+      f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
+
+    # --- segments.py: extreme weights, the names of result columns; compare's weighted statistics ----
+    M("segments.py", "    return np.ldexp(weights, -math.frexp(top)[1])", "    return weights",
+      "tests/test_hostile_data.py::test_weighted_means_are_exact_for_any_finite_weights"),
+    M("segments.py", "shift = math.ceil(math.log2(top)) if math.isfinite(top) and top > 1e300 else 0", "shift = 0",
+      f"{HAND}::test_weighted_mean_of_values_whose_sum_overflows"),
+    M("segments.py", "w = scaled_weights(weights[ok])", "w = weights[ok]",
+      "tests/test_hostile_data.py::test_the_issue_case_of_equal_tiny_or_huge_weights"),
+    M("segments.py", "clash = (query in QUERY_TAKEN or query in metric_names", "clash = (query in metric_names",
+      f"{LAYERS}::test_a_query_column_named_like_a_result_column_is_refused"),
+    M("segments.py", "taken = sorted({n for n in by if n in RESERVED or n in metric_names or _metric_name(n)}",
+      "taken = sorted({n for n in by if n in metric_names or _metric_name(n)}",
+      "tests/test_hostile_data.py::test_segment_and_weight_columns_named_like_a_result_column_are_refused"),
+    M("segments.py", '(weight == "model" or weight in metric_names', "(weight in metric_names",
+      "tests/test_hostile_data.py::test_segment_and_weight_columns_named_like_a_result_column_are_refused"),
+    M("segments.py", "        return str(parse_metric(name)) == name\n", "        return False\n",
+      "tests/test_hostile_data.py::test_segment_and_weight_columns_named_like_a_result_column_are_refused"),
+    M("compare.py", "w=None if w_all is None else scaled_weights(w_all[ok]),", "w=None if w_all is None else w_all[ok],",
+      "tests/test_hostile_data.py::test_the_issue_case_of_equal_tiny_or_huge_weights"),
+    M("compare.py", "total=None if w_all is None else total_weight(w_all[ok])", "total=None if w_all is None else float(w_all[ok].max())",
+      "tests/test_segments.py::test_weights_of_one_change_nothing_and_integer_weights_repeat_queries"),
+    M("compare.py", "w = scaled_weights(np.asarray(weights[idxs[0]], dtype=np.float64)[ok])[:, None]",
+      "w = np.asarray(weights[idxs[0]], dtype=np.float64)[ok][:, None]",
+      "tests/test_hostile_data.py::test_weighted_means_are_exact_for_any_finite_weights"),
+
+    # --- results.py: Results.label, the one lookup of a metric's column ---------------------------
+    M("results.py", '        raise ParameterError(f"metric {metric!r} was not evaluated; these results have '
+      "{', '.join(labels)}.\")", "        return labels[0]",
+      "tests/test_names.py::test_every_lookup_by_metric_name_accepts_the_label_and_every_other_name"),
+    M("results.py", "            return label_of(metric)\n", "            return metric\n",
+      "tests/test_names.py::test_every_lookup_by_metric_name_accepts_the_label_and_every_other_name"),
+
+    # --- matrix.py: users without candidates, negative gains in place; log.py / qrels.py: owned rows --
+    M("matrix.py", "empty = np.diff(exc.indptr) >= I", "empty = np.diff(exc.indptr) > I",
+      "tests/test_hostile_data.py::test_users_with_every_item_excluded_are_no_queries"),
+    M("matrix.py", "run.absent = np.asarray(users)[empty]", "run.absent = np.asarray(users)[~empty]",
+      "tests/test_hostile_data.py::test_users_with_every_item_excluded_are_no_queries"),
+    M("matrix.py", "batch = MatrixBatch(models, users[part], rel[part]", "batch = MatrixBatch(models, users[u0:u1], rel[part]",
+      "tests/test_hostile_data.py::test_users_with_every_item_excluded_are_no_queries"),
+    M("matrix.py", "active = is_rel | (gains != 0).any(axis=0) if len(plan.dcg_specs) else is_rel",
+      "active = is_rel | (gains > 0).any(axis=0) if len(plan.dcg_specs) else is_rel",
+      f"{HAND}::test_matrix_ideal_dcg_under_negative_grades_ranks_the_grade_0_cells_before_the_negative_one"),
+    M("log.py", "        return values.copy()\n    return values", "        return values\n    return values", OWNED),
+    M("api.py", "ascending=ascending,\n                    borrowed=cols.borrowed)", "ascending=ascending,\n                    borrowed=False)",
+      OWNED),
+    M("io/tables.py", "return values is given or not values.flags.owndata", "return values is given", OWNED),
+    M("qrels.py", "r_scores = logmod.owned(r_scores, borrowed)", "r_scores = logmod.owned(r_scores, ())",
+      "tests/test_hostile_data.py::test_results_of_runs_and_judgments_do_not_see_them_changed"),
+
+    # --- cli.py: the warnings policy and one-line errors ------------------------------------------
+    M("cli.py", '                warnings.simplefilter("ignore", category)', '                warnings.simplefilter("default", category)',
+      CLI_LINES),
+    M("cli.py", "for line in dict.fromkeys(lines):", "for line in lines:", CLI_LINES),
+    M("cli.py", "    if code == 0:  # caught is complete", "    if True:  # caught is complete", CLI_LINES),
+    M("cli.py", '        message = " ".join(str(exc).split())', "        message = str(exc)", CLI_LINES),
+    M("cli.py", '    text = " ".join(str(message).split())', "    text = str(message)", CLI_LINES),
+    M("cli.py", '        return f"topkeval: warning: {cli_words(text)}"', '        return f"topkeval: warning: {text}"', CLI_LINES),
+    M("cli.py", "{cli_words(message) if isinstance(exc, TopkevalError) else message}",
+      "{message if isinstance(exc, TopkevalError) else message}", CLI_LINES),
+    M("cli.py", ' else message}")\n        return 2', ' else message}")\n        return 1', CLI_LINES),
+    M("cli.py", '. Check the path and its permissions.")\n        return 2', '. Check the path and its permissions.")\n        return 1',
+      "tests/test_cli.py::test_any_os_error_is_one_line"),
+
+    # --- report.py: the side-by-side view as text and values, the best mean of a column -----------
+    M("report.py", "                cells.append(NOT_RETRIEVED)", '                cells.append("")',
+      "tests/test_report.py::test_side_by_side_frame_for_each_output"),
+    M("report.py", '[not missing(v) for v in view[(model, "item")]]', "[True] * len(values)",
+      f"{LAYERS}::test_side_by_side_frame_cells"),
+    M("report.py", "[None if v != v else int(v) for v in flat[name]]", "[None if v != v else v for v in flat[name]]",
+      f"{LAYERS}::test_side_by_side_frame_cells"),
+    M("report.py", "near = np.isclose(col.to_numpy(), top, rtol=1e-12, atol=1e-12)", "near = col.to_numpy() == top",
+      f"{HAND}::test_best_rows_count_means_equal_up_to_rounding_as_ties"),
 ]
 
 
