@@ -65,7 +65,7 @@ def main() -> None:
     if args.profile:
         profile(tk, scores, tuple(edges.numpy()), metrics, args, timed)
         return
-    from topkeval import matrix
+    from topkeval.backends import matrix
 
     t_tk, res = timed(lambda: tk.evaluate_matrix(scores, tuple(edges.numpy()), metrics=metrics))
     t_read = min(timed(lambda: torch.aminmax(scores))[0] for _ in range(3))  # one read: the floor
@@ -141,8 +141,8 @@ def profile(tk, scores, edges, metrics, args, timed) -> None:
     import numpy as np
     import torch
 
+    from topkeval.backends.matrix import _select_torch
     from topkeval.kernels import torch_counts
-    from topkeval.matrix import _select_torch
 
     batch = max(1, (1 << 27) // args.items)
     users, items = (np.asarray(x) for x in edges)

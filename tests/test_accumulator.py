@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import topkeval as tk
 from strategies import conventions
-from topkeval.names import FAMILIES
+from topkeval.metrics.names import FAMILIES
 
 METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not any(p.required for p in fam.params)] + [
     "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
@@ -319,7 +319,7 @@ def test_half_precision_ties_at_that_precision(dtype, device_counts, monkeypatch
     that precision, then cast to float32 (exact). ``device_counts``: the counts made with torch ops
     (the GPU's algorithm), here on CPU tensors."""
     torch = pytest.importorskip("torch", reason="torch is not installed")
-    from topkeval import matrix
+    from topkeval.backends import matrix
 
     monkeypatch.setattr(matrix, "DEVICE_COUNTS", device_counts)
     rng = np.random.default_rng(11)

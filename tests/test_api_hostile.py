@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 import topkeval as tk
 from topkeval import params as P
-from topkeval.accumulator import MatrixEvaluator
+from topkeval.backends.spark import SparkResults
+from topkeval.evaluator import MatrixEvaluator
 from topkeval.results import Results
-from topkeval.spark import SparkResults
 
 pytestmark = pytest.mark.filterwarnings("ignore::topkeval.TopkevalWarning")
 

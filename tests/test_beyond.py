@@ -269,7 +269,7 @@ def test_results_without_item_ids_or_rows_refuse():
 def test_cosine_diversity_in_chunks_equals_the_pairwise_loop(monkeypatch):
     """Features take the vectorised path (every pair of a query at once, queries in chunks); a
     similarity function the pairwise loop: the same values, chunk boundaries anywhere, ties."""
-    from topkeval import beyond
+    from topkeval.analysis import beyond
 
     rng = np.random.default_rng(3)
     n = 3000

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import topkeval as tk
-from topkeval.compare import adjust
+from topkeval.analysis.compare import adjust
 from topkeval.results import Results
 
 

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import topkeval as tk
-from topkeval import log as logmod
+from topkeval.inputs import grouped as logmod
 from topkeval.kernels import grouping
 
 

@@ -588,7 +588,7 @@ def test_surprise_preset_on_clicks_warns():
 
 
 def test_p_values_at_the_floor_are_not_zero():
-    from topkeval.report import p_value_text
+    from topkeval.outputs.text import p_value_text
 
     assert p_value_text(1 / 10_001, 10_000) == "< 1e-04" and p_value_text(0.5, 10_000) == "0.5000"
     row = RES.compare(n_resamples=100, test="permutation").iloc[0]

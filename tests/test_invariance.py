@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import topkeval as tk
 from strategies import conventions, logs
-from topkeval.names import FAMILIES
+from topkeval.metrics.names import FAMILIES
 
 ALL_METRICS = [m for fam in FAMILIES.values() for m in fam.examples()] + [
     "precision@1", "recall@10", "hit_rate@2"]

@@ -18,8 +18,9 @@ SCRIPT = r"""
 import json, sys
 import numpy as np
 import topkeval as tk
-from topkeval import conventions, engine, names
-from topkeval.log import build_log
+from topkeval import conventions, engine
+from topkeval.metrics import names
+from topkeval.inputs.grouped import build_log
 
 rng = np.random.default_rng(7)
 out = {}

@@ -1,7 +1,7 @@
 """The layers the merges brought, checked where a wrong value would pass unseen: the parameter
 layer's bounds and normalised values, the safe writer's temporary file, and the command line's
 warning policy and one-line errors (in process, under pytest's own warning filters). The mutation
-check (tests/mutation/run.py) runs these against mutations of topkeval.params, topkeval.io.write
+check (tests/mutation/run.py) runs these against mutations of topkeval.params, topkeval.outputs.files
 and topkeval.cli."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_lists_of_ids_and_of_ints_as_given():
 
 
 def test_a_new_file_is_whole_and_leaves_no_temporary_file(tmp_path):
-    from topkeval.io import write
+    from topkeval.outputs import files as write
 
     text = "".join(f"line {i}\n" for i in range(20_000))
     assert write.write_text(tmp_path / "new.txt", text) == os.fspath(tmp_path / "new.txt")
@@ -175,7 +175,7 @@ def test_side_by_side_frame_cells():
     """Run a retrieves x, y, z; run b retrieves y, w (x and w relevant). As text: b's empty third
     position is blank everywhere, 'not retrieved' where the other run lacks the item; as values
     (CSV, JSON) the other rank is a whole number or null."""
-    from topkeval.report import json_text, records, side_by_side_frame
+    from topkeval.outputs.text import json_text, records, side_by_side_frame
 
     run = {"query": ["q1"] * 5, "item": ["x", "y", "z", "y", "w"], "score": [3.0, 2.0, 1.0, 2.0, 1.0],
            "run": ["a", "a", "a", "b", "b"]}

@@ -66,11 +66,11 @@ def test_no_import_circle():
 
 
 @pytest.mark.parametrize("layer,forbidden", [
-    ("topkeval.metrics", {"topkeval.io", "topkeval.api", "topkeval.cli", "topkeval.engine", "topkeval.report"}),
-    ("topkeval.io", {"topkeval.metrics", "topkeval.engine", "topkeval.kernels", "topkeval.api", "topkeval.cli"}),
-    ("topkeval.kernels", {"topkeval.io", "topkeval.metrics", "topkeval.engine", "topkeval.api", "topkeval.cli"}),
-    ("topkeval.engine", {"topkeval.api", "topkeval.cli", "topkeval.io", "topkeval.qrels", "topkeval.stream",
-                         "topkeval.matrix"}),
+    ("topkeval.metrics", {"topkeval.inputs", "topkeval.api", "topkeval.cli", "topkeval.engine", "topkeval.outputs.text"}),
+    ("topkeval.inputs", {"topkeval.metrics", "topkeval.engine", "topkeval.kernels", "topkeval.api", "topkeval.cli"}),
+    ("topkeval.kernels", {"topkeval.inputs", "topkeval.metrics", "topkeval.engine", "topkeval.api", "topkeval.cli"}),
+    ("topkeval.engine", {"topkeval.api", "topkeval.cli", "topkeval.inputs", "topkeval.inputs.judgments", "topkeval.inputs.stream",
+                         "topkeval.backends.matrix"}),
 ])
 def test_the_flow_goes_one_way(layer, forbidden):
     """Nothing in metrics/ reads files, nothing in io/ computes a metric, the kernels know only arrays,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import topkeval as tk
 from strategies import conventions
-from topkeval.names import FAMILIES
+from topkeval.metrics.names import FAMILIES
 
 METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not any(p.required for p in fam.params)] + [
     "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
@@ -220,7 +220,7 @@ def test_device_counts_equal_the_long_format(seed, conv, ties, float32, batch):
     """The GPU's algorithm (torch ops: top T, binary searches, the boundary group counted over the
     row, tie groups of judged cells) run on CPU tensors equals the long format under every convention."""
     torch = pytest.importorskip("torch")
-    from topkeval import matrix
+    from topkeval.backends import matrix
     from topkeval.kernels import torch_counts
 
     conv = dict(conv, empty_queries="skip")
@@ -245,7 +245,7 @@ def test_device_counts_boundary_groups_and_large_depths(monkeypatch):
     """Ties across the T-th score in every row (binary scores), depth beyond the list, whole rows
     excluded: the boundary group is counted over the whole row, under each tie rule."""
     torch = pytest.importorskip("torch")
-    from topkeval import matrix
+    from topkeval.backends import matrix
 
     monkeypatch.setattr(matrix, "DEVICE_COUNTS", True)
     rng = np.random.default_rng(7)
@@ -260,7 +260,7 @@ def test_device_counts_boundary_groups_and_large_depths(monkeypatch):
 
 def test_device_counts_fall_back_where_they_cannot_count(monkeypatch):
     """bpref (a second pass), RBP's residual and columns ordered as text take the selection path."""
-    from topkeval import matrix
+    from topkeval.backends import matrix
     from topkeval.conventions import resolve
     from topkeval.engine import make_plan
 
@@ -317,7 +317,7 @@ def test_non_finite_scores_in_excluded_cells_are_not_candidates(bad):
     """Setting training items to -inf *and* excluding them is a common pattern: excluded cells may
     hold anything (they are never candidates); a non-finite score elsewhere is named precisely."""
     torch = pytest.importorskip("torch")
-    from topkeval import matrix
+    from topkeval.backends import matrix
 
     scores, grades, exclude = _data(9, users=20, items=15)
     masked = np.where(exclude, bad, scores)
@@ -355,7 +355,7 @@ def test_messages_for_common_mistakes():
 def test_rows_counted_in_place_equal_the_long_format(seed, conv, ties, batch):
     """Deep metrics on a CPU are counted on each row in place (no cell selected out): the same
     values as the long format under every convention, with judged non-relevant cells."""
-    from topkeval import matrix
+    from topkeval.backends import matrix
     from topkeval.kernels import cpu
 
     conv = dict(conv, empty_queries="skip")
@@ -378,7 +378,7 @@ def test_rows_counted_in_place_equal_the_long_format(seed, conv, ties, batch):
 def test_rows_in_place_large_and_threaded(ties):
     """Compiled and threaded (arrays over 2**20 cells), users with many relevant items (the sorting
     path beyond ROW_COUNT_MAX_RELEVANT), exclusions and a threshold: in place equals the selection path."""
-    from topkeval import matrix
+    from topkeval.backends import matrix
 
     rng = np.random.default_rng(1)
     scores = rng.integers(0, 50, (300, 4000)).astype(np.float32)

@@ -270,8 +270,8 @@ def test_optimistic_and_pessimistic_ties_order_grades_by_hand(path):
     first (3, 1, 0); pessimistic the reverse (0, 1, 3). Linear gains, both kernel paths."""
     from paths import evaluate_path
     from topkeval.conventions import resolve
-    from topkeval.log import build_log
-    from topkeval.names import parse_metrics
+    from topkeval.inputs.grouped import build_log
+    from topkeval.metrics.names import parse_metrics
 
     log = build_log(np.zeros(3, int), np.array([1, 3, 0]), {"s": np.full(3, 0.5)}, np.arange(3),
                     names=dict(query="q", relevance="g", item="i"))
@@ -336,7 +336,7 @@ def test_short_lists_error_refuses_only_lists_shorter_than_k(n, refused):
 def test_p_value_text_at_and_above_the_floor():
     """1 / (1 + N) is the smallest Monte-Carlo p-value: shown as "< 1e-02" for N = 100, not as a number;
     the next one, 2 / 101, as a number."""
-    from topkeval.report import p_value_text
+    from topkeval.outputs.text import p_value_text
 
     assert p_value_text(1 / 101, 100) == "< 1e-02"
     assert p_value_text(2 / 101, 100) == "0.0198"
@@ -348,7 +348,7 @@ def test_report_lists_only_the_queries_that_got_worse():
     the one that got worse, and its counts say 1, 1 and 1."""
     import re
 
-    from topkeval.html import report_html
+    from topkeval.outputs.html import report_html
 
     frame = {"query": [1, 1, 2, 2, 3, 3], "item": [1, 2, 1, 2, 1, 2], "relevance": [1, 0, 1, 0, 1, 0],
              "old": [0.9, 0.1, 0.9, 0.1, 0.1, 0.9], "new": [0.1, 0.9, 0.9, 0.1, 0.9, 0.1]}
@@ -363,7 +363,7 @@ def test_json_writes_an_undefined_value_as_null():
     """LensKit's empty list (NaN) is null in JSON, and the mean over the other query stays a number."""
     import json
 
-    from topkeval.report import json_text
+    from topkeval.outputs.text import json_text
 
     frame = {"query": [1, 1, 2, 2], "relevance": [1, 0, 1, 0], "score": [0.9, 0.1, 0.2, 0.3]}
     res = tk.evaluate(frame, ["precision@2"], conventions="lenskit", score_threshold=0.5)
@@ -387,7 +387,7 @@ def test_write_run_ranks_from_one_per_query_and_run(tmp_path):
     frame = pd.DataFrame({"query": ["q2", "q1", "q1", "q1", "q2"], "item": ["a", "b", "c", "d", "e"],
                           "score": [0.1, 0.5, 0.9, 0.7, 0.3]})
     path = tmp_path / "out.run"
-    tk.io.write_run(frame, path, run_name="r")
+    tk.write_run(frame, path, run_name="r")
     lines = [line.split() for line in path.read_text().splitlines()]
     assert [(q, item, rank) for q, _, item, rank, _, _ in lines] == [
         ("q1", "c", "1"), ("q1", "d", "2"), ("q1", "b", "3"), ("q2", "e", "1"), ("q2", "a", "2")]
@@ -398,7 +398,7 @@ def test_write_run_ranks_from_one_per_query_and_run(tmp_path):
 def test_write_run_keeps_every_digit_of_the_scores(tmp_path):
     scores = [1 / 3, 0.1 + 0.2, 1e-300, -2.5e17]
     frame = pd.DataFrame({"query": ["q"] * 4, "item": ["a", "b", "c", "d"], "score": scores})
-    tk.io.write_run(frame, tmp_path / "out.run")
+    tk.write_run(frame, tmp_path / "out.run")
     back = tk.io.read_run(tmp_path / "out.run")
     assert sorted(back["score"].tolist()) == sorted(scores)  # the same floats, to the last bit
 
@@ -429,7 +429,7 @@ def test_device_counts_pessimistic_ties_put_unjudged_cells_before_graded_ones(mo
     of grade 1 (threshold 2) and a relevant one of grade 2. Pessimistic: non-relevant first, lower
     grades first, so the order is 0, 1, 2 and dcg@1 = 0, dcg@2 = 1/log2(3), dcg@3 adds 2/log2(4)."""
     torch = pytest.importorskip("torch")
-    from topkeval import matrix
+    from topkeval.backends import matrix
 
     monkeypatch.setattr(matrix, "DEVICE_COUNTS", True)
     scores = torch.tensor([[0.5, 0.5, 0.5, 0.1]], dtype=torch.float64)
@@ -447,8 +447,8 @@ def test_first_ties_keep_the_input_order_by_hand(path):
     dcg@2 = 1 + 3/log2(3) and rr = 1 (the relevant one is the first row). Both kernel paths."""
     from paths import evaluate_path
     from topkeval.conventions import resolve
-    from topkeval.log import build_log
-    from topkeval.names import parse_metrics
+    from topkeval.inputs.grouped import build_log
+    from topkeval.metrics.names import parse_metrics
 
     log = build_log(np.zeros(3, int), np.array([1, 3, 0]), {"s": np.full(3, 0.5)}, np.arange(3),
                     names=dict(query="q", relevance="g", item="i"))
@@ -560,7 +560,7 @@ def test_weighted_mean_of_values_whose_sum_overflows():
     """Values of 1e308 and 1.5e308 (a DCG of huge grades): their sum overflows, their mean does not."""
     from fractions import Fraction
 
-    from topkeval.segments import weighted_mean
+    from topkeval.inputs.segments import weighted_mean
 
     values = np.array([1.5e308, 1e308, np.nan])
     assert weighted_mean(values, None) == float((Fraction(1.5e308) + Fraction(1e308)) / 2)
@@ -570,7 +570,7 @@ def test_weighted_mean_of_values_whose_sum_overflows():
 
 def test_best_rows_count_means_equal_up_to_rounding_as_ties():
     """0.1 + 0.2 and 0.3 are one mean summed in two orders: both models are best; lower is better for fp."""
-    from topkeval.report import best_rows
+    from topkeval.outputs.text import best_rows
 
     summary = pd.DataFrame({"recall@1": [0.1 + 0.2, 0.3, 0.2], "fp@1": [1.0, 2.0, 1.0 + 1e-16]},
                            index=["a", "b", "c"])

@@ -15,9 +15,9 @@ from paths import evaluate_path
 from reference import evaluate_reference
 from strategies import DETERMINISTIC_ONLY, SCORES, conventions, logs, metric_specs
 from topkeval.conventions import resolve
-from topkeval.log import build_log
+from topkeval.inputs.grouped import build_log
 from topkeval.metrics.judged import DETERMINISTIC
-from topkeval.names import parse_metrics
+from topkeval.metrics.names import parse_metrics
 
 
 def _close(a, b):

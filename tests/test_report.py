@@ -611,7 +611,7 @@ def test_side_by_side_html_says_not_retrieved_and_leaves_empty_positions_blank(t
 
 
 def test_side_by_side_frame_for_each_output():
-    from topkeval.report import json_text, markdown, records, side_by_side_frame
+    from topkeval.outputs.text import json_text, markdown, records, side_by_side_frame
 
     view = _two_runs().side_by_side("q1", k=3, baseline="a", model="b")
     text = side_by_side_frame(view, text=True)
@@ -633,7 +633,7 @@ def test_delta_histogram_hides_no_bar():
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_hex
 
-    from topkeval.plots import COLOURS, plot_deltas
+    from topkeval.outputs.plots import COLOURS, plot_deltas
 
     res = demo_results(60)
     delta = np.array([0.0] * 500 + [1e-9, 2e-9, 0.1] + [-1e-9, -0.2] + [0.5, -0.4])  # bins 0.025 wide

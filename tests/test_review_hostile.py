@@ -645,7 +645,7 @@ def test_plot_and_report_of_huge_weights(tmp_path):
 
 
 def test_deltas_within_the_tie_tolerance_are_ties():  # fixed: the plot counted float noise as wins and losses
-    from topkeval.plots import counted_deltas
+    from topkeval.outputs.plots import counted_deltas
 
     d = pd.DataFrame({"query": [0, 1, 2, 3], "delta": [1e-17, -1e-13, 0.5, np.nan]})
     delta, w = counted_deltas(PAIRED, d)

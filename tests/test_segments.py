@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import topkeval as tk
 from strategies import conventions, logs
-from topkeval.compare import adjust
+from topkeval.analysis.compare import adjust
 from topkeval.errors import DataError, ParameterError
 
 METRICS = ["recall@2", "ndcg@3", "r_precision"]

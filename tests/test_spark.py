@@ -186,7 +186,7 @@ def test_cli_reads_a_parquet_directory_through_spark(spark, tmp_path, capsys):
 
 
 def test_an_executor_without_topkeval_is_named():
-    from topkeval.spark import _unwrap
+    from topkeval.backends.spark import _unwrap
 
     raised = RuntimeError("PythonException: ...\nModuleNotFoundError: No module named 'topkeval'\n")
     message = str(_unwrap(raised))
@@ -238,7 +238,7 @@ def _no_java(monkeypatch, tmp_path, java_home: str | None):
 def test_spark_without_java_is_one_clear_error(monkeypatch, tmp_path, java_home, pattern):
     from pyspark.sql import SparkSession
 
-    from topkeval.spark import read_parquet, start_session
+    from topkeval.backends.spark import read_parquet, start_session
 
     _no_java(monkeypatch, tmp_path, java_home)
     with pytest.raises(tk.TopkevalError, match=pattern):
@@ -253,14 +253,14 @@ def test_spark_without_java_is_one_clear_error(monkeypatch, tmp_path, java_home,
 def test_spark_that_fails_to_launch_is_one_clear_error(monkeypatch):
     from pyspark.sql import SparkSession
 
-    from topkeval.spark import start_session
+    from topkeval.backends.spark import start_session
 
     def fail(self):
         raise RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.\n"
                            "more lines")
 
     monkeypatch.setattr(type(SparkSession.builder), "getOrCreate", fail)
-    monkeypatch.setattr("topkeval.spark.java_problem", lambda: None)
+    monkeypatch.setattr("topkeval.backends.spark.java_problem", lambda: None)
     with pytest.raises(tk.TopkevalError, match=r"Spark could not start on master 'local\[1\]': \[JAVA_GATEWAY_EXITED\] "
                                                r"Java gateway process exited before sending its port number\. Check"):
         start_session("local[1]")
@@ -282,7 +282,7 @@ def test_cli_spark_without_java_exits_2_with_one_line(tmp_path):
 
 
 def test_spark_paths_are_checked_before_spark_starts(tmp_path):
-    from topkeval.spark import read_parquet
+    from topkeval.backends.spark import read_parquet
 
     (tmp_path / "empty").mkdir()
     with pytest.raises(tk.InputFileError, match="is an empty folder"):

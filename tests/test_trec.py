@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import topkeval as tk
-from topkeval.io import read_qrels, read_run, write_run
-from topkeval.names import is_summed, trec_name
+from topkeval.inputs import read_qrels, read_run, write_run
+from topkeval.metrics.names import is_summed, trec_name
 
 COMMON = ["P_{k}", "recall_{k}", "Rprec", "recip_rank", "map", "map_cut_{k}", "ndcg", "ndcg_cut_{k}",
           "success_{k}", "num_ret", "num_rel", "num_rel_ret"]

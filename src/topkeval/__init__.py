@@ -7,7 +7,6 @@
 
 import importlib.metadata as _metadata
 
-from .accumulator import MatrixEvaluator
 from .api import (
     evaluate,
     f1_at_k,
@@ -17,6 +16,7 @@ from .api import (
     recall_at_k,
     specificity_at_k,
 )
+from .backends.matrix import evaluate_matrix
 from .conventions import PRESETS, Conventions
 from .errors import (
     ColumnError,
@@ -30,9 +30,9 @@ from .errors import (
     TopkevalWarning,
     UnknownMetricError,
 )
-from .io import read_qrels, read_run, read_runs, write_run
-from .matrix import evaluate_matrix
-from .names import FAMILIES, Metric, parse_metric
+from .evaluator import MatrixEvaluator
+from .inputs import read_qrels, read_run, read_runs, write_run
+from .metrics.names import FAMILIES, Metric, parse_metric
 from .results import Results
 
 try:

@@ -1,7 +1,7 @@
 """The front doors: ``evaluate()`` and the one-ranking functions.
 
-Each checks its arguments, turns its input into grouped logs (:mod:`topkeval.log`, or
-:mod:`topkeval.qrels` for judgments apart from runs, :mod:`topkeval.stream` for large files) and
+Each checks its arguments, turns its input into grouped logs (:mod:`topkeval.inputs.grouped`, or
+:mod:`topkeval.inputs.judgments` for judgments apart from runs, :mod:`topkeval.inputs.stream` for large files) and
 hands them to the engine (:mod:`topkeval.engine`); none computes anything itself.
 """
 
@@ -21,9 +21,9 @@ from .errors import (
     ParameterError,
     warn,
 )
-from .io import is_trec_path, read_columns
-from .log import build_log
-from .names import MAX_CUTOFF
+from .inputs import is_trec_path, read_columns
+from .inputs.grouped import build_log
+from .metrics.names import MAX_CUTOFF
 from .params import (
     CONVENTIONS,
     SETTINGS,
@@ -53,9 +53,9 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
 
 
 @validate_params(
-    data=Given("read by topkeval.io (tables, files, TREC runs) or topkeval.spark"),
+    data=Given("read by topkeval.inputs (tables, files, TREC runs) or topkeval.backends.spark"),
     metrics=Metrics(), query=Column(), relevance=Column(), score=Columns(), item=[Column(), None],
-    conventions=CONVENTIONS, qrels=[Given("read as judgments by topkeval.qrels"), None], model=[Column(), None],
+    conventions=CONVENTIONS, qrels=[Given("read as judgments by topkeval.inputs.judgments"), None], model=[Column(), None],
     missing_queries=Options("skip", "zero"), depth=[Int(1, MAX_CUTOFF), None], judged_only=Bool(),
     chunk_rows=[Int(1), None], progress=[Function(), None], keep_per_query=Bool(), threads=THREADS,
     ascending=Bool(), by=[Columns(), None], weight=[Column(), None], settings=SETTINGS,
@@ -137,7 +137,7 @@ def evaluate(
         With ``qrels``: drop retrieved items without a judgment before ranking (trec_eval ``-J``).
     chunk_rows : int, optional
         For a parquet or CSV path: read and evaluate it in batches of this many rows, in bounded
-        memory (see :mod:`topkeval.stream`); by default parquet files of more than 20 million rows
+        memory (see :mod:`topkeval.inputs.stream`); by default parquet files of more than 20 million rows
         are streamed in batches of 5 million. Results equal the in-memory path.
     progress : callable, optional
         Called with the number of rows read after each batch of a streamed file.
@@ -226,19 +226,19 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")
-    from .io import input_paths
+    from .inputs import input_paths
 
     data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
     runs = _run_paths(data)
     if runs is not None:
-        from .qrels import trec_runs
+        from .inputs.judgments import trec_runs
 
         if qrels is None:
             raise ParameterError(f"{runs[0]} is read as a TREC run (query Q0 item rank score tag), which needs "
                                  "judgments: pass qrels= (a TREC qrels file or a table).")
         data, query, item, score, model = trec_runs(runs, query=query, item=item, score=score, model=model)
     scores = [score] if isinstance(score, str) else list(score)
-    from . import segments
+    from .inputs import segments
 
     by = segments.names(by)
     attributes = by + ([weight] if weight else [])
@@ -253,10 +253,10 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if attributes and runs is not None:
         raise ParameterError("by= and weight= read query-level columns of a table; TREC run files have none: evaluate "
                              "a table of (query, item, score, segment) rows with qrels= instead.")
-    from .spark import is_spark
+    from .backends.spark import is_spark
 
     if is_spark(data):
-        from .spark import evaluate_spark
+        from .backends.spark import evaluate_spark
 
         if chunk_rows is not None:
             raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
@@ -267,8 +267,8 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
         if not attributes:
             return res
         # segments and weights: the per-query values and each query's attributes are collected (as compare does)
+        from .backends.spark import query_attributes
         from .results import Results as LocalResults
-        from .spark import query_attributes
 
         attrs = query_attributes(data, query, by, weight)
         local = LocalResults(res.summary, res.to_pandas(), dict(res.info), query_name=res.query_name,
@@ -276,7 +276,7 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
         segments.attach(local, attrs, by, weight)
         return local
     if qrels is not None:
-        from .qrels import evaluate_runs
+        from .inputs.judgments import evaluate_runs
 
         return evaluate_runs(data, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
                              model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
@@ -291,7 +291,7 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
         raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
     wanted += attributes
     ids = [query] + ([item] if item else [])
-    from . import stream
+    from .inputs import stream
 
     if stream.should_stream(data, chunk_rows):
         return stream.evaluate_file(data, plan, query=query, relevance=relevance, scores=scores, item=item,
@@ -387,7 +387,7 @@ def _as_1d(values, name: str, owner: str) -> np.ndarray:
             isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53 for v in values):
         raise DataError(f"{name} of {owner} holds integers beyond 2**53, which a float cannot hold exactly (two "
                         "different values could become equal, a false tie); rescale them.")
-    from .io.tables import _sequence
+    from .inputs.tables import _sequence
 
     try:
         arr = _sequence(values)
@@ -400,7 +400,7 @@ def _as_1d(values, name: str, owner: str) -> np.ndarray:
 
 def _single(family: str, relevance, scores, k, *, params=(), items=None, conventions=None,
             owner: str, **settings) -> float:
-    from .names import Metric
+    from .metrics.names import Metric
 
     conv = resolve(conventions, owner=owner, also=("items", "conventions"), **settings)
     metric = Metric(family, k, params)

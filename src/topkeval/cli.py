@@ -13,9 +13,9 @@ import os
 import re
 import sys
 
-from . import report
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError, plural
+from .outputs import text as report
 
 FORMATS = ("table", "json", "csv", "markdown")
 EVAL_FORMATS = FORMATS + ("trec",)
@@ -83,7 +83,7 @@ def _metrics(values) -> list[str] | None:
     default metrics."""
     if not values:
         return None
-    from .names import split_names
+    from .metrics.names import split_names
 
     names = []
     for value in values:
@@ -346,7 +346,7 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
     if not args.file:
         raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
     if args.spark:
-        from .spark import read_parquet
+        from .backends.spark import read_parquet
 
         if args.chunk_rows is not None:
             raise _UsageError("--chunk-rows streams a file on this machine; with --spark, Spark reads it")
@@ -380,7 +380,7 @@ def _progress(path):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .stream import count_rows
+    from .inputs.stream import count_rows
 
     try:
         total = count_rows(Path(path))
@@ -412,7 +412,7 @@ def _load_models(args, required: bool):
 
 
 def _report(args, out) -> int:
-    from .io.write import check_output_path
+    from .outputs.files import check_output_path
     from .params import check_arguments
     from .results import Results
 
@@ -547,7 +547,7 @@ def _demo(args, out) -> int:
         raise _UsageError(f"--queries must be an integer from 1 to {DEMO_MAX_QUERIES:,} (the demo log has 20 to 60 "
                           f"candidates per query, built in memory), got {args.queries}")
     if args.report is not None:
-        from .io.write import check_output_path
+        from .outputs.files import check_output_path
 
         check_output_path(args.report, overwrite=args.force, owner="report")  # before the evaluation
     log = example_log(args.queries)

@@ -71,7 +71,7 @@ def _is_int(value) -> bool:
 
 
 def _is_metric(value) -> bool:
-    """A parsed metric (:class:`topkeval.names.Metric`, which lives above this module)."""
+    """A parsed metric (:class:`topkeval.metrics.names.Metric`, which lives above this module)."""
     return type(value).__name__ == "Metric" and hasattr(value, "family") and hasattr(value, "k")
 
 
@@ -241,7 +241,7 @@ class Template(Constraint):
 
 class FilePath(Constraint):
     """A file path: a non-empty str, bytes or os.PathLike, without NUL characters (what is at the
-    path is checked where it is read, :mod:`topkeval.io.paths`, or written, :mod:`topkeval.io.write`)."""
+    path is checked where it is read, :mod:`topkeval.inputs.paths`, or written, :mod:`topkeval.outputs.files`)."""
 
     expected = "a file path (a str or a pathlib.Path)"
 
@@ -341,7 +341,7 @@ class IntList(Constraint):
 
 
 class Metrics(Constraint):
-    """A metric name, a :class:`~topkeval.names.Metric`, or a list of them: the type only; the names
+    """A metric name, a :class:`~topkeval.metrics.names.Metric`, or a list of them: the type only; the names
     themselves (an empty one, an unknown one) are refused by the metric parser, which suggests the
     closest known names."""
 
@@ -593,7 +593,7 @@ class Model(Constraint):
 
 
 class MetricName(Constraint):
-    """A metric name (parsed by the metric registry) or a :class:`~topkeval.names.Metric`."""
+    """A metric name (parsed by the metric registry) or a :class:`~topkeval.metrics.names.Metric`."""
 
     expected = "a metric name (a string such as 'recall@10')"
 

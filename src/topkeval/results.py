@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import TopkevalError
-from .names import MAX_CUTOFF, parse_metric
+from .metrics.names import MAX_CUTOFF, parse_metric
 from .params import (
     CONFIDENCE,
     CORRECTION,
@@ -127,7 +127,7 @@ class Results:
         ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
         interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
         and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
-        ``"none"`` or None: no correction). See :func:`topkeval.compare.compare` for every option and column.
+        ``"none"`` or None: no correction). See :func:`topkeval.analysis.compare.compare` for every option and column.
 
         Examples
         --------
@@ -139,7 +139,7 @@ class Results:
           model       metric  delta  wins  losses
         0     b  precision@1    0.0     1       1
         """
-        from .compare import compare
+        from .analysis.compare import compare
 
         self._need_per_query("compare")
         return compare(self, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
@@ -163,8 +163,8 @@ class Results:
           model       metric  mean  ci_low  ci_high
         0     s  precision@1   0.5     0.0      1.0
         """
-        from .compare import mean_cis
-        from .segments import groups, weighted_mean
+        from .analysis.compare import mean_cis
+        from .inputs.segments import groups, weighted_mean
 
         self._need_per_query("summary_ci")
         weight = getattr(self, "weight", None)
@@ -208,7 +208,7 @@ class Results:
         0      1    0.0    [y]  [x]
         """
         from .errors import ParameterError, did_you_mean
-        from .names import parse_metric
+        from .metrics.names import parse_metric
 
         for name, value in (("baseline", baseline), ("model", model)):
             if value not in self.models:
@@ -269,7 +269,7 @@ class Results:
         >>> view["a"][["item", "change"]].values.tolist(), view["b"][["item", "change"]].values.tolist()
         ([['x', 'lost'], ['z', '']], [['y', 'gained'], ['z', '']])
         """
-        from .views import side_by_side
+        from .analysis.views import side_by_side
 
         return side_by_side(self, query, k, baseline, model)
 
@@ -288,7 +288,7 @@ class Results:
         >>> res.curves()["value"].tolist()
         [0.5, 0.5, 1.0]
         """
-        from .views import curves
+        from .analysis.views import curves
 
         return curves(self, metrics, ks)
 
@@ -394,7 +394,7 @@ class Results:
         -log2(2/3), (-log2(2/3) - log2(1/3)) / 2 and -log2(2/3). Popularity: the mean of 2/3, 1/2
         and 2/3. Gini of the exposures (0, 0.5, 2.5): (-2 * 0 + 0 * 0.5 + 2 * 2.5) / (3 * 3).
         """
-        from .beyond import beyond_accuracy
+        from .analysis.beyond import beyond_accuracy
 
         return beyond_accuracy(self, k, popularity, features, similarity, catalog)
 
@@ -403,7 +403,7 @@ class Results:
     def plot_curve(self, metric: str = "recall", ks=None, ax=None):
         """A matplotlib Figure: ``metric@k`` against k for each model (needs matplotlib: the
         ``plot`` extra). See :meth:`curves` for the numbers."""
-        from .plots import plot_curve
+        from .outputs.plots import plot_curve
 
         return plot_curve(self, metric, ks, ax)
 
@@ -412,7 +412,7 @@ class Results:
     def plot_deltas(self, metric: str, baseline: str | None = None, model: str | None = None, ax=None):
         """A matplotlib Figure: the distribution of per-query ``model - baseline`` differences of
         ``metric`` (the values of :meth:`diff`), with their mean."""
-        from .plots import plot_deltas
+        from .outputs.plots import plot_deltas
 
         return plot_deltas(self, metric, baseline, model, ax)
 
@@ -482,7 +482,7 @@ class Results:
         >>> "Comparison with a" in Path(path).read_text(encoding="utf-8")
         True
         """
-        from .html import write_report
+        from .outputs.html import write_report
 
         return write_report(self, path, baseline=baseline, model=model, metric=metric, queries=queries or [],
                             worst=worst, k=k, images=images, title=title, confidence=confidence, test=test,
@@ -512,7 +512,7 @@ class Results:
         \\bottomrule
         \\end{tabular}
         """
-        from .report import latex
+        from .outputs.text import latex
 
         return latex(self, baseline=baseline, digits=digits, test=test, correction=correction,
                      confidence=confidence, n_resamples=n_resamples, seed=seed)
@@ -520,12 +520,12 @@ class Results:
     @validate_params(digits=DIGITS)
     def to_markdown(self, digits: int = 4) -> str:
         """The summary as a GitHub markdown table (every id and name escaped)."""
-        from .report import markdown
+        from .outputs.text import markdown
 
         return markdown(self.summary, digits)
 
     def _repr_html_(self) -> str:
-        from .html import results_html
+        from .outputs.html import results_html
 
         return results_html(self)
 
@@ -546,7 +546,7 @@ class Results:
         mobile  s              1.0        1
         (all)   s              0.5        2
         """
-        from .segments import segment_summary
+        from .inputs.segments import segment_summary
 
         return segment_summary(self)
 
@@ -581,7 +581,7 @@ class Results:
         (['map', 'P@1'], 'map', 'P@1')
         """
         from .errors import ParameterError
-        from .names import label_of, parse_metric
+        from .metrics.names import label_of, parse_metric
 
         labels = self.metrics
         if isinstance(metric, str) and label_of(metric) in labels:
@@ -602,7 +602,7 @@ class Results:
         """A JSON-ready dict: ``{"summary": {model: {metric: value}}, "info": {...}}`` (NaN as None),
         ``"segments"`` (rows of :attr:`segments`) with ``by=``, and ``"per_query"`` (a list of rows)
         when asked."""
-        from .report import json_ready, records
+        from .outputs.text import json_ready, records
 
         summary = {str(m): {c: json_ready(self.summary.loc[m, c]) for c in self.summary.columns}
                    for m in self.summary.index}

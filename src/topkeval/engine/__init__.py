@@ -2,7 +2,7 @@
 
 Every front door (``evaluate`` on a table or a file, ``evaluate(run, qrels=...)``,
 ``evaluate_matrix``, a streamed parquet file, the one-ranking functions) turns its input into one
-or more grouped logs (:class:`~topkeval.log.GroupedLog`) and then does exactly this::
+or more grouped logs (:class:`~topkeval.inputs.grouped.GroupedLog`) and then does exactly this::
 
     plan = make_plan(metrics, conventions)            # which statistics, cutoffs, gain variants
     batch = evaluate_log(log, plan, ...)              # per model: backend -> QueryStats -> values

@@ -2,7 +2,7 @@
 
 A backend turns a batch of queries and a plan into :class:`~topkeval.kernels.stats.QueryStats`
 for one model. :class:`CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu` on a
-:class:`~topkeval.log.GroupedLog`; :class:`~topkeval.matrix.MatrixBackend` counts on the GPU
+:class:`~topkeval.inputs.grouped.GroupedLog`; :class:`~topkeval.backends.matrix.MatrixBackend` counts on the GPU
 what the kernel needs for each relevant cell of a score matrix, or selects the top of each row and
 hands those cells to the CPU backend. A new backend (a
 GPU kernel, a Spark partition) implements :class:`Backend` and nothing else changes: values, the
@@ -24,16 +24,16 @@ import numpy as np
 
 from ..conventions import Conventions
 from ..errors import DataError, ParameterError
+from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
-from ..log import GroupedLog, Judgments
 from ..metrics import DcgSpec
 from .plan import Plan
 
 
 class Queries(Protocol):
     """What the engine needs of a batch of queries, whatever holds their candidates: a
-    :class:`~topkeval.log.GroupedLog` (rows grouped by query), a
-    :class:`~topkeval.matrix.MatrixBatch` (rows of a score matrix), a partition of a distributed
+    :class:`~topkeval.inputs.grouped.GroupedLog` (rows grouped by query), a
+    :class:`~topkeval.backends.matrix.MatrixBatch` (rows of a score matrix), a partition of a distributed
     table. Its backend reads the candidates; the engine reads only this."""
 
     queries: np.ndarray  # the query ids, one per query of the batch
@@ -52,8 +52,8 @@ class Backend(Protocol):
 
     ``compute`` must return the :class:`~topkeval.kernels.stats.QueryStats` that
     :class:`CpuBackend` returns for the long format of the same queries (the tests hold every
-    backend to it). :class:`CpuBackend` takes a :class:`~topkeval.log.GroupedLog`;
-    :class:`~topkeval.matrix.MatrixBackend` a :class:`~topkeval.matrix.MatrixBatch` (counts on
+    backend to it). :class:`CpuBackend` takes a :class:`~topkeval.inputs.grouped.GroupedLog`;
+    :class:`~topkeval.backends.matrix.MatrixBackend` a :class:`~topkeval.backends.matrix.MatrixBatch` (counts on
     the GPU or a selection, then the CPU kernel).
     """
 
@@ -301,7 +301,7 @@ def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray) -> tuple[in
 def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
     """Per row, a key that orders item ids as the item tie rules compare them: as typed, or as text
     (C's strcmp on UTF-8, which is the order of Python's and Arrow's string comparisons)."""
-    from ..ids import text_rank, typed_rank
+    from ..inputs.ids import text_rank, typed_rank
 
     if log.items is None:
         raise ParameterError(

@@ -12,8 +12,8 @@ import pandas as pd
 
 from ..conventions import Conventions
 from ..errors import EmptyQueryError, ParameterError, ShortListError, plural, show, warn
+from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
-from ..log import GroupedLog, Judgments
 from ..metrics import FAMILIES, metric_values
 from .backends import CPU, Backend, Queries, comparable_scores, tie_rule
 from .plan import Plan

@@ -11,8 +11,8 @@ from ..conventions import Conventions
 from ..errors import ParameterError
 from ..kernels.stats import NO_CUTOFF
 from ..metrics import FAMILIES, DcgSpec
+from ..metrics.names import Metric, labelled_metrics
 from ..metrics.registry import RANKED_STATISTICS
-from ..names import Metric, labelled_metrics
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Plan:
         The maximum grades of the expected reciprocal ranks needed.
     labels : tuple of str
         Each metric's column label: the name as the user wrote it, blanks removed
-        (:func:`topkeval.names.labelled_metrics`); by default its canonical name.
+        (:func:`topkeval.metrics.names.labelled_metrics`); by default its canonical name.
     """
 
     metrics: tuple[Metric, ...]
@@ -98,7 +98,7 @@ class Plan:
 
 
 def make_plan(metrics, conv: Conventions) -> Plan:
-    """Parse ``metrics`` (labelled as written: :func:`topkeval.names.labelled_metrics`) and derive
+    """Parse ``metrics`` (labelled as written: :func:`topkeval.metrics.names.labelled_metrics`) and derive
     the statistics, cutoffs and gain variants they need."""
     labels, mets = labelled_metrics(metrics)
     return _plan(mets, conv, labels=labels)

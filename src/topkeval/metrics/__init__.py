@@ -1,7 +1,7 @@
 """Metrics: pure functions from per-query statistics to per-query values, and their registry.
 
 Nothing here reads data or ranks candidates: each function takes a
-:class:`~topkeval.kernels.stats.QueryStats`, a :class:`~topkeval.names.Metric` and the
+:class:`~topkeval.kernels.stats.QueryStats`, a :class:`~topkeval.metrics.names.Metric` and the
 :class:`~topkeval.conventions.Conventions`, and returns one value per query. Each is registered
 in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that defines it:
 ``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp) and

@@ -3,7 +3,7 @@
 An entry says everything the rest of the package needs to know about a family: its function
 (per-query statistics -> per-query values), the statistics it reads from the kernel, how deep it
 looks into a list, whether it takes a cutoff and parameters, its names in other tools, and how
-trec_eval aggregates it. The parser (:mod:`topkeval.names`), the engine's plan
+trec_eval aggregates it. The parser (:mod:`topkeval.metrics.names`), the engine's plan
 (:mod:`topkeval.engine`), the matrix selection depth, the CLI listing and the TREC output all read
 the registry; none keeps a list of its own.
 

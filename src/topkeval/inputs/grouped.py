@@ -11,7 +11,7 @@ from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
-from .errors import ColumnError, DataError, show
+from ..errors import ColumnError, DataError, show
 from .ids import Encoded, arrow_run_starts, check_ids, encode, is_arrow, labels_of, sorted_codes
 
 
@@ -32,7 +32,7 @@ class Judgments:
         (trec_eval: a negative grade means in the pool but not judged)."""
         if self.nonrelevant is not None:
             return self.nonrelevant
-        from .kernels.grouping import count_per_group
+        from ..kernels.grouping import count_per_group
 
         grades = np.asarray(self.grades)
         return count_per_group(self.offsets, (grades >= 0) & ~conv.is_relevant(grades))
@@ -54,7 +54,7 @@ class GroupedLog:
         One float array per model, grouped.
     items : ndarray of int64 or None
         Item codes (None without item ids): integer ids themselves, or codes into ``item_labels``.
-        They need not be in id order: the item tie rules rank them (:func:`topkeval.ids.typed_rank`).
+        They need not be in id order: the item tie rules rank them (:func:`topkeval.inputs.ids.typed_rank`).
         Given as an Arrow string array (in grouped order), the codes are computed when first read:
         the duplicate check reads the text itself, and most evaluations never need codes.
     item_labels : ndarray or None
@@ -144,7 +144,7 @@ class GroupedLog:
 
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
         """Number of true values of a boolean row array within each query."""
-        from .kernels.grouping import count_per_group
+        from ..kernels.grouping import count_per_group
 
         return count_per_group(self.offsets, values)
 
@@ -152,7 +152,7 @@ class GroupedLog:
 def group_rows(query, column: str = "query", threads: int | None = None):
     """Return ``(offsets, grouping, labels)``; ``grouping`` is None when the rows are already grouped.
 
-    ``query`` is an id column in any form of :mod:`topkeval.ids`. ``grouping.apply(column)``
+    ``query`` is an id column in any form of :mod:`topkeval.inputs.ids`. ``grouping.apply(column)``
     returns a column in grouped order (see :class:`~topkeval.kernels.grouping.RadixGrouping`);
     ``labels`` are the query ids: in input order when the rows arrive grouped (each query one run
     of rows), otherwise ascending.
@@ -192,7 +192,7 @@ def group_rows(query, column: str = "query", threads: int | None = None):
         head = query[:65536]  # a shuffled log shows itself in its first rows: skip the full check
         if np.count_nonzero(head[1:] != head[:-1]) < max(1, len(head) // 2):
             if query.dtype.kind in "iuf":
-                from .kernels.grouping import run_starts
+                from ..kernels.grouping import run_starts
 
                 starts = run_starts(query)
             else:
@@ -207,12 +207,12 @@ def group_rows(query, column: str = "query", threads: int | None = None):
         span = high - low + 1 if high < 2**63 else 8 * n + 1  # uint64 ids beyond int64: no table
         if span <= max(n // 4, 1):
             # dense ids: the code is the id minus the smallest; absent ids are empty groups
-            from .kernels.grouping import offset_codes
+            from ..kernels.grouping import offset_codes
 
             codes = offset_codes(query.astype(np.int64, copy=False), low, threads)
             return _group_codes(codes, np.arange(low, high + 1).astype(query.dtype), threads)
         if span <= 4 * n:
-            from .kernels.grouping import ranked_codes
+            from ..kernels.grouping import ranked_codes
 
             codes, ids = ranked_codes(query.astype(np.int64, copy=False), low, span)
             return _group_codes(codes, ids.astype(query.dtype), threads)
@@ -236,8 +236,8 @@ def _group_codes(codes: np.ndarray, labels: np.ndarray, threads: int | None):
     Codes without rows are dropped. Rows that turn out to be grouped already (each code one run)
     stay as they are, queries in input order.
     """
-    from .kernels.grouping import RadixGrouping, count_runs, run_starts
-    from .kernels.threads import default_threads
+    from ..kernels.grouping import RadixGrouping, count_runs, run_starts
+    from ..kernels.threads import default_threads
 
     if count_runs(codes, len(labels)) <= len(labels):  # maybe each query one run
         starts = run_starts(codes)
@@ -315,7 +315,7 @@ def numeric_column(values: np.ndarray, column: str, role: str) -> np.ndarray:
             raise ColumnError(
                 f"Column {column!r} must hold numeric {role}s (dtype {values.dtype}). Convert it to numbers first."
             ) from None
-    from .kernels.grouping import count_nonfinite
+    from ..kernels.grouping import count_nonfinite
 
     if count_nonfinite(values):
         bad = ~np.isfinite(values)
@@ -345,7 +345,7 @@ def _is_number(v) -> bool:
 
 def item_codes(items, column: str) -> tuple[np.ndarray, np.ndarray | None]:
     """Integer codes of item ids and their labels (None when integer ids are their own codes);
-    see :func:`topkeval.ids.encode`."""
+    see :func:`topkeval.inputs.ids.encode`."""
     return encode(items, column, "item")
 
 
@@ -361,7 +361,7 @@ def first_duplicate(keys: np.ndarray) -> tuple[int, int]:
 def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray | None, queries: np.ndarray,
                      column: str) -> None:
     """Raise if an item appears twice within one query (a compiled hash per query, threaded)."""
-    from .kernels.grouping import count_duplicates
+    from ..kernels.grouping import count_duplicates
 
     count, row = count_duplicates(offsets, items)
     if count:
@@ -379,8 +379,8 @@ def _duplicates_error(count: int, query, item, column: str):
 
 def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """``(offsets, perm)`` grouping rows by integer code 0..n_groups-1 (input order kept within a group)."""
-    from .kernels.grouping import RadixGrouping
-    from .kernels.threads import default_threads
+    from ..kernels.grouping import RadixGrouping
+    from ..kernels.threads import default_threads
 
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     grouping = RadixGrouping(codes, int(n_groups), default_threads())
@@ -389,7 +389,7 @@ def counting_groups(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
 
 def owned(values: np.ndarray, borrowed) -> np.ndarray:
     """``values``, copied if it may share memory with one of the ``borrowed`` arrays (the caller's,
-    which the caller may change in place after the evaluation; see :class:`topkeval.io.tables.Columns`)."""
+    which the caller may change in place after the evaluation; see :class:`topkeval.inputs.tables.Columns`)."""
     if any(np.may_share_memory(values, b) for b in borrowed):
         return values.copy()
     return values
@@ -399,7 +399,7 @@ def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascen
               borrowed=True) -> GroupedLog:
     """Validate the columns of a log and group them by query.
 
-    ``query`` and ``items`` are id columns in any form of :mod:`topkeval.ids`. ``names`` maps
+    ``query`` and ``items`` are id columns in any form of :mod:`topkeval.inputs.ids`. ``names`` maps
     ``query``, ``relevance`` and ``item`` to the user's column names, for messages.
     ``ascending``: the scores are ranks or distances (lower is better); they are negated, which is
     exact and keeps every tie.
@@ -445,7 +445,7 @@ def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascen
     if codes is not None:
         check_duplicates(offsets, codes, item_labels, labels, names["item"])
     if text is not None:
-        from .kernels.grouping import count_text_duplicates
+        from ..kernels.grouping import count_text_duplicates
 
         count, row = count_text_duplicates(offsets, text)
         if count:

@@ -2,7 +2,7 @@
 
 ``tk.evaluate(spark_df, ...)`` (and ``tk.evaluate(run_sdf, qrels=qrels_sdf, ...)``) repartitions the
 rows by query, so that a query is never split, and evaluates each partition with ``mapInArrow``:
-the partition's Arrow batches become a grouped log (:mod:`topkeval.log`), the engine computes the
+the partition's Arrow batches become a grouped log (:mod:`topkeval.inputs.grouped`), the engine computes the
 same per-query values as on one machine (:mod:`topkeval.engine`, the CPU kernel), and each
 partition returns one row per (model, query) and one row of counts: its queries, rows, ties and,
 per model and metric, the sum and the number of defined values (NaN, ``undefined="nan"``, left out
@@ -34,10 +34,10 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from . import engine
-from .errors import DataError, TopkevalError, TopkevalWarning, warn
-from .params import Bool, Given, MetricName, Model, validate_params
-from .results import Results
+from .. import engine
+from ..errors import DataError, TopkevalError, TopkevalWarning, warn
+from ..params import Bool, Given, MetricName, Model, validate_params
+from ..results import Results
 
 #: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
 MAX_COLLECT = 50_000_000
@@ -49,14 +49,14 @@ def read_parquet(path, master: str):
     """A parquet file or directory as a Spark DataFrame, in the active session or a new one on ``master``."""
     import os
 
-    from .errors import InputFileError
+    from ..errors import InputFileError
 
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise InputFileError("--spark needs pyspark: pip install 'topkeval[spark]' (and Java 17).") from None
     if "://" not in str(path):  # a local path (Spark reads s3a://, hdfs://... itself)
-        from .io import input_path
+        from ..inputs import input_path
 
         path = input_path(path, "the parquet data")
         if not str(path).rstrip("/").endswith((".parquet", ".pq")) and not os.path.isdir(path):
@@ -140,7 +140,7 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
             raise DataError("With a Spark DataFrame as the run, the judgments must be a Spark DataFrame too: "
                             "spark.createDataFrame(...) or spark.read.parquet(...).")
         if item is None:
-            from .errors import ParameterError
+            from ..errors import ParameterError
 
             raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
         _check_columns(qrels, [query, item, relevance], "the judgments (qrels=)",
@@ -204,7 +204,7 @@ def _mean(parts: list) -> float:
 
 
 def _check_columns(df, wanted, where: str, roles: dict) -> None:
-    from .io.tables import _check_columns as check
+    from ..inputs.tables import _check_columns as check
 
     check([c for c in wanted if c is not None], df.columns, where, roles)
 
@@ -255,7 +255,7 @@ def _run(job):
 
 
 def _unwrap(exc: Exception) -> Exception:
-    from . import errors
+    from .. import errors
 
     text = str(exc)
     for line in reversed(text.splitlines()):
@@ -284,7 +284,7 @@ def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascen
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TopkevalWarning)  # decided on the whole, by the driver
         if judged:
-            from .qrels import run_batches
+            from ..inputs.judgments import run_batches
 
             is_run = pc.equal(table.column(_KIND), "run")
             run, qrels = table.filter(is_run), table.filter(pc.invert(is_run))
@@ -293,8 +293,8 @@ def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascen
             return run_batches(run, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
                                model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
                                threads=1, ascending=ascending, warn=False, all_runs=all_runs)
-        from .io import read_columns
-        from .log import build_log
+        from ..inputs import read_columns
+        from ..inputs.grouped import build_log
 
         cols = read_columns(table, [query, relevance, *scores] + ([item] if item else []),
                             id_columns=[query] + ([item] if item else []))
@@ -422,7 +422,7 @@ def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool
     else:
         sizes = [(c["min_size"], c["max_size"]) for c in counts if "min_size" in c]
         if sizes and info["queries"] >= 2 and min(s[0] for s in sizes) == max(s[1] for s in sizes):
-            from .api import _R_BASED
+            from ..api import _R_BASED
 
             uses_r = [m for m in plan.metrics if m.family in _R_BASED]
             if uses_r:
@@ -463,7 +463,7 @@ class SparkResults(Results):
             if rows > MAX_COLLECT:
                 raise DataError(f"The per-query values have {rows:,} rows, more than topkeval collects to the driver "
                                 f"({MAX_COLLECT:,}): compare, summary_ci and diff need them all. Filter the queries "
-                                "or the models first, or raise topkeval.spark.MAX_COLLECT if the driver has the "
+                                "or the models first, or raise topkeval.backends.spark.MAX_COLLECT if the driver has the "
                                 "memory.")
             sdf = self._spark_per_query
             frame = _run(lambda: sdf.toArrow().to_pandas())
@@ -497,7 +497,7 @@ class SparkResults(Results):
             return out
         from pyspark.sql.types import StringType, StructField, StructType
 
-        from .names import parse_metric
+        from ..metrics.names import parse_metric
 
         schema = StructType([StructField("q", StringType()), StructField("gained", StringType()),
                              StructField("lost", StringType())])
@@ -515,7 +515,7 @@ class SparkResults(Results):
     def to_dict(self, per_query: bool = False) -> dict:
         out = Results(self.summary, pd.DataFrame(), self.info, query_name=self.query_name).to_dict()
         if per_query:
-            from .report import records
+            from ..outputs.text import records
 
             out["per_query"] = records(self.to_pandas())
         return out
@@ -529,13 +529,13 @@ def query_attributes(df, query: str, by: list[str], weight: str | None):
     query): refused when one varies within a query, as on a local table."""
     from pyspark.sql import functions as F
 
-    from .errors import DataError
-    from .segments import attributes_by_code
+    from ..errors import DataError
+    from ..inputs.segments import attributes_by_code
 
     names = list(by) + ([weight] if weight else [])
     missing = [c for c in names if c not in df.columns]
     if missing:
-        from .errors import ColumnError, did_you_mean
+        from ..errors import ColumnError, did_you_mean
 
         raise ColumnError(f"Column {missing[0]!r} ({'weight' if missing[0] == weight else 'by'}=) not found in the "
                           f"Spark DataFrame.{did_you_mean(missing[0], df.columns)} Available: "

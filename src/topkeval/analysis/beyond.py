@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, check_int, show, warn
+from ..errors import ParameterError, check_int, show, warn
 
 _WHO = "beyond_accuracy"
 
@@ -78,8 +78,8 @@ def _shown(logs, conv, model: str, k: int) -> pd.DataFrame:
     """The candidates of ``model`` that may be in the top k of an evaluated query: one row each, with
     ``query`` (a number per query), ``item``, ``p`` (the chance it is in the top k), its tie group
     ``g``, ``e``, and ``L`` = min(k, candidates of the query above score_threshold)."""
-    from .engine.backends import comparable_scores, tie_rule
-    from .kernels import cpu
+    from ..engine.backends import comparable_scores, tie_rule
+    from ..kernels import cpu
 
     parts = []
     base = 0

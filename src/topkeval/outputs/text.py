@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, plural
+from ..errors import DataError, plural
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -235,7 +235,7 @@ def trec_lines(res, per_query: bool) -> str:
     num_ret, num_rel and num_rel_ret are summed over queries on the ``all`` line, as trec_eval does.
     Results kept without per-query rows (a streamed file) give the ``all`` lines from their counts.
     """
-    from .names import is_summed, trec_name
+    from ..metrics.names import is_summed, trec_name
 
     lines = []
     # the per-query values of a Spark evaluation stay on the cluster unless -q asks for them
@@ -297,7 +297,7 @@ def best_rows(summary: pd.DataFrame) -> dict[str, set]:
     >>> {m: sorted(v) for m, v in best_rows(s).items()}
     {'recall@1': ['a', 'b'], 'fp@1': ['b', 'c']}
     """
-    from .names import higher_is_better
+    from ..metrics.names import higher_is_better
 
     out: dict[str, set] = {}
     for metric in summary.columns:
@@ -321,7 +321,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
     significantly better than (one :meth:`Results.compare` per model as the baseline, each
     corrected over its rows).
     """
-    from .names import higher_is_better
+    from ..metrics.names import higher_is_better
 
     models = res.models
     marks: dict = {}
@@ -337,7 +337,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
 
     def overall(table: pd.DataFrame) -> pd.DataFrame:
         """The rows of every query: the table shows the overall means, not one segment's (by=)."""
-        from .segments import ALL
+        from ..inputs.segments import ALL
 
         for name in getattr(res, "by", None) or []:
             table = table[table[name] == ALL]

@@ -42,7 +42,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, check_choice, check_int, check_number, check_seed, did_you_mean
+from ..errors import ParameterError, check_choice, check_int, check_number, check_seed, did_you_mean
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
@@ -110,8 +110,8 @@ def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, ki
     ``kind="bootstrap"``: queries drawn with replacement (multinomial counts); ``kind="signs"``:
     each query's difference multiplied by a random sign. Chunks of resamples run in threads.
     """
-    from .kernels.resample import bootstrap_counts, random_signs
-    from .kernels.threads import run_parallel
+    from ..kernels.resample import bootstrap_counts, random_signs
+    from ..kernels.threads import run_parallel
 
     n, P = diffs.shape
     out = np.empty((n_resamples, P))
@@ -272,7 +272,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         metrics = all_metrics
     else:
         metrics = list(dict.fromkeys(results.label(m) for m in ([metrics] if isinstance(metrics, str) else metrics)))
-    from .segments import groups, scaled_weights, total_weight
+    from ..inputs.segments import groups, scaled_weights, total_weight
 
     weight = getattr(results, "weight", None)
     by = getattr(results, "by", [])
@@ -390,7 +390,7 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
         if weights is None:
             means = _resampled(values, n_resamples, rng, "bootstrap")
         else:
-            from .segments import scaled_weights
+            from ..inputs.segments import scaled_weights
 
             w = scaled_weights(np.asarray(weights[idxs[0]], dtype=np.float64)[ok])[:, None]
             both = _resampled(np.column_stack([values * w, w]), n_resamples, rng, "bootstrap")

@@ -14,13 +14,13 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, TopkevalWarning, did_you_mean, show
+from ..errors import ParameterError, TopkevalWarning, did_you_mean, show
 
 
 def curve_families(results) -> list[str]:
     """The families of ``results`` that take a cutoff, in the order first requested."""
-    from .metrics import FAMILIES
-    from .names import parse_metric
+    from ..metrics import FAMILIES
+    from ..metrics.names import parse_metric
 
     out: list[str] = []
     for name in results.metrics:
@@ -49,7 +49,7 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``model, metric, k, value`` (``metric`` names the family, ``value`` the mean).
     """
-    from .names import parse_metric
+    from ..metrics.names import parse_metric
 
     rerun = getattr(results, "_rerun", None)
     if rerun is None:
@@ -113,9 +113,9 @@ def _find(queries: np.ndarray, query) -> int | None:
 
 def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
     """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
-    from .conventions import Conventions
-    from .engine.backends import comparable_scores, tie_rule
-    from .kernels import cpu
+    from ..conventions import Conventions
+    from ..engine.backends import comparable_scores, tie_rule
+    from ..kernels import cpu
 
     models = results.models
     for name, value in (("baseline", baseline), ("model", model)):

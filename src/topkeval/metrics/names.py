@@ -15,9 +15,9 @@ import re
 import threading
 from dataclasses import dataclass
 
-from .errors import UnknownMetricError, closest
-from .metrics.registry import FAMILIES, Family, Param, format_value, is_unit
-from .params import MetricName, validate_params
+from ..errors import UnknownMetricError, closest
+from ..params import MetricName, validate_params
+from .registry import FAMILIES, Family, Param, format_value, is_unit
 
 #: The largest cutoff accepted (a larger one could not be told from the whole list).
 MAX_CUTOFF = (1 << 40) - 1

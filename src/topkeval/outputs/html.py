@@ -18,8 +18,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .errors import ParameterError, did_you_mean, show, warn
-from .segments import ALL
+from ..errors import ParameterError, did_you_mean, show, warn
+from ..inputs.segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
 
@@ -44,15 +44,15 @@ table.sbs td.item{white-space:nowrap;word-break:normal}.wide{overflow-x:auto}tab
 
 
 def esc(value) -> str:
-    """Text for HTML: control characters as escapes (:func:`topkeval.report.fmt`), then HTML-escaped."""
-    from .report import fmt
+    """Text for HTML: control characters as escapes (:func:`topkeval.outputs.text.fmt`), then HTML-escaped."""
+    from .text import fmt
 
     # '#' written as an entity: a leading '#' marks numeric headers in _table (and entities hold '#')
     return "&#35;".join(html.escape(part, quote=True) for part in fmt(value).split("#"))
 
 
 def _num(value, digits: int = 4, cls: str = "num", bold: bool = False) -> str:
-    from .report import fmt
+    from .text import fmt
 
     exact = "nan" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
     text = html.escape(fmt(value, digits))
@@ -73,10 +73,10 @@ def _table(head: list[str], rows: list[str], cls: str = "") -> str:
 def results_html(res, digits: int = 4) -> str:
     """The summary as an HTML table with the counts of ``info`` (what a notebook shows for Results).
 
-    The best value of each metric is bold (:func:`topkeval.report.best_rows`: lower is better for
+    The best value of each metric is bold (:func:`topkeval.outputs.text.best_rows`: lower is better for
     fp, fn, fallout...; every tied model), in ``<b>``, as a notebook has no stylesheet of ours.
     """
-    from .report import best_rows, info_lines
+    from .text import best_rows, info_lines
 
     best = best_rows(res.summary)
     head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
@@ -156,7 +156,7 @@ def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
 
 def _other_rank(value) -> str:
     """The rank of an item under the other model, or "not retrieved" (NaN: the other model's list lacks it)."""
-    from .report import NOT_RETRIEVED
+    from .text import NOT_RETRIEVED
 
     if value is None or math.isnan(value):
         return f'<td class="num none" data-value="nan">{NOT_RETRIEVED}</td>'
@@ -195,9 +195,9 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                 confidence: float = 0.95, test: str = "permutation", correction: str | None = "holm",
                 n_resamples: int = 10_000, seed: int | None = 0, curves: bool = True, digits: int = 4) -> str:
     """The report as one HTML string (see :func:`write_report` for the parameters)."""
-    from . import __version__
-    from .names import parse_metric
-    from .report import best_rows, correction_text, info_lines, p_value_text
+    from .. import __version__
+    from ..metrics.names import parse_metric
+    from .text import best_rows, correction_text, info_lines, p_value_text
 
     models = res.models
     for name, value in (("baseline", baseline), ("model", model)):
@@ -211,7 +211,7 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     metric = res.metrics[0] if metric is None else res.label(metric)
     queries = list(queries or [])
     if queries:
-        from .views import _find
+        from ..analysis.views import _find
 
         known = res.to_pandas()[res.query_name].drop_duplicates().to_numpy()
         for q in queries:
@@ -323,7 +323,7 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     # per-query differences and the worst regressions
     view_queries: list = list(queries)
     if diffs:
-        from .compare import TIE
+        from ..analysis.compare import TIE
         from .plots import counted_deltas
 
         d = diffs[(model, metric)]
@@ -418,7 +418,7 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     ----------
     res : Results
     path : str or Path
-        The HTML file, written atomically (see :mod:`topkeval.io.write`). An existing regular file is
+        The HTML file, written atomically (see :mod:`topkeval.outputs.files`). An existing regular file is
         replaced only with ``overwrite=True``; a directory, a symbolic link, a device, a fifo or a
         socket at the path never is.
     overwrite : bool
@@ -464,7 +464,7 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     >>> "Comparison with a" in pathlib.Path(path).read_text(encoding="utf-8")
     True
     """
-    from .io.write import check_output_path, write_text
+    from .files import check_output_path, write_text
 
     target = check_output_path(path, overwrite=overwrite, owner="report")  # before the work, not after
     page = report_html(res, baseline, **options)

@@ -17,14 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import engine
-from . import log as logmod
-from .errors import ColumnError, DataError, ParameterError, show
-from .errors import warn as warn_user
+from .. import engine
+from ..errors import ColumnError, DataError, ParameterError, show
+from ..errors import warn as warn_user
+from ..kernels.grouping import count_duplicates, judge
+from . import grouped as logmod
+from . import is_trec_path, read_columns, read_qrels
+from .grouped import Judgments
 from .ids import encode, sorted_codes
-from .io import is_trec_path, read_columns, read_qrels
-from .kernels.grouping import count_duplicates, judge
-from .log import Judgments
 
 
 def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: bool = False) -> dict:
@@ -53,8 +53,8 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     >>> list(table.columns), query, item, score, model
     (['user', 'doc', 'score', 'run'], 'user', 'doc', 'score', 'run')
     """
-    from .errors import check_column_name
-    from .io import read_runs
+    from ..errors import check_column_name
+    from . import read_runs
 
     query = check_column_name(query, "query", "evaluate")
     item = check_column_name(item, "item", "evaluate", optional=True) or "item"
@@ -141,7 +141,7 @@ def _distinct(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
 def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of the judgments' and the run's ids in one label space, matched by value.
 
-    Each side is encoded on its own (:func:`topkeval.ids.encode`: Arrow hashes text without Python
+    Each side is encoded on its own (:func:`topkeval.inputs.ids.encode`: Arrow hashes text without Python
     objects), then only the distinct ids of the two sides are matched (:func:`match_ids`) and
     merged; ``ordered`` gives labels in ascending order (the order queries are reported in).
     """
@@ -309,7 +309,7 @@ def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, 
     Returns the log (grades still to look up), the judged index of each of its queries, the number
     of the run's queries without judgments and the number with. Runs are written query by query, so
     their rows are used in place, queries in the order the run gives them; scores that are still
-    the caller's memory (``borrowed``) are then copied, as :func:`topkeval.log.build_log` does.
+    the caller's memory (``borrowed``) are then copied, as :func:`topkeval.inputs.grouped.build_log` does.
     """
     offsets, grouping, groups = logmod._group_codes(r_q, np.arange(len(qlabels)), None)
     if grouping is not None:

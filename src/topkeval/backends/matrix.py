@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .conventions import resolve
-from .errors import DataError, show, warn
-from .kernels.select import select_top
-from .log import GroupedLog, Judgments
-from .params import CONVENTIONS, SETTINGS, THREADS, Given, Int, Metrics, validate_params
+from ..conventions import resolve
+from ..errors import DataError, show, warn
+from ..inputs.grouped import GroupedLog, Judgments
+from ..kernels.select import select_top
+from ..params import CONVENTIONS, SETTINGS, THREADS, Given, Int, Metrics, validate_params
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from .conventions import ConventionSettings
-    from .results import Results
+    from ..conventions import ConventionSettings
+    from ..results import Results
 
 
 def _is_torch(x) -> bool:
@@ -298,7 +298,7 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
     >>> tk.evaluate_matrix(scores, edges, metrics=["recall@1", "r_precision"]).summary.iloc[0].tolist()
     [0.25, 0.5]
     """
-    from . import engine
+    from .. import engine
 
     conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
     plan = engine.make_plan(metrics, conv)
@@ -498,7 +498,7 @@ def evaluate_rows(prepared: Prepared, users: np.ndarray, plan, *, batch_size: in
 
     A user whose every item is excluded has no candidate: the long format has no row of it, so it
     is no query (not evaluated, not skipped, not counted); ``absent`` lists them."""
-    from . import engine
+    from .. import engine
 
     U, I = prepared.shape
     first = next(iter(prepared.models.values()))
@@ -563,7 +563,7 @@ class MatrixBatch:
         return len(self.queries) * self.n_items
 
     def judgments(self, conv) -> Judgments:
-        from .kernels.grouping import count_per_group
+        from ..kernels.grouping import count_per_group
 
         indptr = self.relevant.indptr.astype(np.int64)
         rel = conv.is_relevant(self.relevant.data)
@@ -589,7 +589,7 @@ class MatrixBackend:
     as if in float64, whatever the precision of the scores."""
 
     def __init__(self, cpu=None, device_counts: bool | None = None):
-        from .engine import CPU
+        from ..engine import CPU
 
         self.cpu = cpu or CPU
         self.device_counts = device_counts  # None: on a GPU; True: also on CPU tensors (tests); False: never
@@ -617,9 +617,9 @@ class MatrixBackend:
     def _device_stats(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, depth: int):
         """The statistics from counts made on the device of the scores (:mod:`topkeval.kernels.torch_counts`):
         only a few integers per relevant cell come back to the host, then the CPU kernel's accumulation."""
-        from .engine.backends import dcg_columns, gains_of
-        from .kernels import cpu, torch_counts
-        from .kernels.stats import QueryStats
+        from ..engine.backends import dcg_columns, gains_of
+        from ..kernels import cpu, torch_counts
+        from ..kernels.stats import QueryStats
 
         conv = plan.conv
         users, I = len(batch.queries), batch.n_items
@@ -654,9 +654,9 @@ class MatrixBackend:
         """The statistics of metrics that look deep into the list (``ap``, ``rr``, ``ndcg`` without a
         cutoff), counted on each row in place (:func:`topkeval.kernels.cpu.matrix_rows`): no cell
         is selected or copied out, only each relevant cell's counts are made."""
-        from .engine.backends import dcg_columns
-        from .kernels import cpu
-        from .kernels.stats import QueryStats
+        from ..engine.backends import dcg_columns
+        from ..kernels import cpu
+        from ..kernels.stats import QueryStats
 
         conv = plan.conv
         users, I = len(batch.queries), batch.n_items
@@ -731,7 +731,7 @@ class MatrixBackend:
     def _select(self, batch: MatrixBatch, model: str, conv, judgments: Judgments, depth: int):
         """The grouped log of each user's selected candidates, each user's list length and its
         relevant candidates that pass ``score_threshold``."""
-        from .kernels.grouping import sorted_positions
+        from ..kernels.grouping import sorted_positions
 
         users, I = len(batch.queries), batch.n_items
         scores = batch.scores[model]
@@ -772,7 +772,7 @@ def counted_on_device(plan) -> bool:
     second pass (judged, bpref, ...), not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
     ordered as text), not ``ties="ranx"`` (its order depends on the whole row), and no grade-0 cell
     relevant or with a gain (then every cell would count)."""
-    from .engine.backends import UNJUDGED_GAINS, gains_of
+    from ..engine.backends import UNJUDGED_GAINS, gains_of
 
     conv = plan.conv
     zero = np.zeros(1)

@@ -6,8 +6,8 @@ of query weights (traffic, revenue): means become weighted means,
 
     mean_w(v) = sum_q w_q v_q / sum_q w_q        (over the queries where v_q is defined),
 
-and the comparison resamples with the weights (see :mod:`topkeval.compare`). Both are read with
-the query column and grouped exactly as the log is (:func:`topkeval.log.group_rows`), so each
+and the comparison resamples with the weights (see :mod:`topkeval.analysis.compare`). Both are read with
+the query column and grouped exactly as the log is (:func:`topkeval.inputs.grouped.group_rows`), so each
 attribute lines up with the log's own query ids, whatever their type.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, ParameterError, show
+from ..errors import DataError, ParameterError, show
 
 #: the value of the segment columns on the rows of a breakdown that hold every query
 ALL = "(all)"
@@ -58,8 +58,8 @@ def names(by) -> list[str]:
 
 def _metric_name(name: str) -> bool:
     """Whether ``name`` is the canonical name of a metric (a column of per_query, of every curve)."""
-    from .errors import TopkevalError
-    from .names import parse_metric
+    from ..errors import TopkevalError
+    from ..metrics.names import parse_metric
 
     try:
         return str(parse_metric(name)) == name
@@ -97,7 +97,7 @@ def query_attributes(query_values, columns: dict, by: list[str], weight: str | N
     """One row per query (indexed by the log's query ids, in the log's order): the segment columns
     and the weight. Refuses an attribute that varies within a query, missing segment values, and
     weights that are negative, not finite, or (``whole``: these are all the queries) all zero."""
-    from .log import group_rows
+    from .grouped import group_rows
 
     offsets, grouping, labels = group_rows(query_values, query_name)
     return _attributes(offsets, grouping, labels, columns, by, weight, query_name, whole)

@@ -252,7 +252,7 @@ def _zoned_ids(col):
     import pandas as pd
     import pyarrow as pa
 
-    from ..ids import Encoded
+    from .ids import Encoded
 
     ticks = col.cast(pa.int64()).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)  # a null stays NA
     codes, uniques = pd.factorize(ticks)  # NA: code -1, a missing id
@@ -261,9 +261,9 @@ def _zoned_ids(col):
 
 
 def id_values(col, column: str | None = None):
-    """An id column in its cheapest form (see :mod:`topkeval.ids`): Arrow strings stay Arrow strings,
+    """An id column in its cheapest form (see :mod:`topkeval.inputs.ids`): Arrow strings stay Arrow strings,
     categoricals and dictionaries give their codes and labels, everything else a numpy array."""
-    from ..ids import Encoded
+    from .ids import Encoded
 
     col = _unwrapped_pandas(col)
     mod = _module(col)
@@ -309,7 +309,7 @@ class Columns(dict):
     them that may be the caller's own memory (its numpy array itself, a view of a pandas, polars or
     Arrow column, a tensor's memory), which the caller may change in place after the evaluation.
     What keeps rows beyond the call (a grouped log in Results) copies those, unless it copied them
-    already (:func:`topkeval.log.owned`)."""
+    already (:func:`topkeval.inputs.grouped.owned`)."""
 
     borrowed: list
 
@@ -317,7 +317,7 @@ class Columns(dict):
 def _borrowed(values, given) -> bool:
     """Whether ``values`` (read from ``given``) may be memory the caller holds: anything but a numpy
     array that owns its data and that the caller did not give itself (a conversion made here)."""
-    from ..ids import Encoded
+    from .ids import Encoded
 
     if isinstance(values, Encoded):
         return _borrowed(values.codes, None)

@@ -65,7 +65,7 @@ class MatrixEvaluator:
     ``r_precision``), with the whole tie group at the boundary, where the scores live: on a GPU
     the counts behind every metric are made there with torch ops and only a few integers per
     relevant item reach the host; on a CPU one pass over each row selects them (see
-    :mod:`topkeval.matrix`). Half-precision scores (float16, bfloat16) are compared as float32,
+    :mod:`topkeval.backends.matrix`). Half-precision scores (float16, bfloat16) are compared as float32,
     which holds them exactly: ties are those of the half-precision values.
 
     Under ``torch.distributed`` (a process group initialised when ``compute`` is called),
@@ -195,7 +195,7 @@ class MatrixEvaluator:
             Inputs that :func:`~topkeval.evaluate_matrix` refuses; another number of columns than
             the first update; ``users`` not one distinct id per row.
         """
-        from .matrix import evaluate_rows, prepare
+        from .backends.matrix import evaluate_rows, prepare
 
         if model is not None:
             if isinstance(scores, dict):
@@ -242,8 +242,8 @@ class MatrixEvaluator:
                 raise DataError(f"the models {models} of this update have seen different numbers of rows before "
                                 f"({start}), so the running counter gives their rows different ids: pass users=.")
             return np.arange(start[models[0]], start[models[0]] + U, dtype=np.int64)
-        from .ids import check_ids
-        from .matrix import _numpy
+        from .backends.matrix import _numpy
+        from .inputs.ids import check_ids
 
         if isinstance(users, (list, tuple)):
             text = {isinstance(u, str) for u in users}
@@ -282,7 +282,7 @@ class MatrixEvaluator:
         import pandas as pd
 
         from . import engine
-        from .matrix import warn_leaked
+        from .backends.matrix import warn_leaked
 
         states, world = self._gather()
         updates = [u for s in states for u in s.updates]

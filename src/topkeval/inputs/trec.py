@@ -33,7 +33,7 @@ _QRELS_COLUMNS = ("query", "iteration", "item", "relevance")
 
 
 def _check_file(path, what: str) -> Path:
-    """The path of a TREC file, checked (:func:`topkeval.io.paths.input_path`): a file, not empty,
+    """The path of a TREC file, checked (:func:`topkeval.inputs.paths.input_path`): a file, not empty,
     text or gzip-compressed text."""
     from .paths import _head, _looks_like_text, input_path
 
@@ -245,10 +245,10 @@ def read_qrels(path) -> pd.DataFrame:
 
 
 def _writable_id(values, what: str) -> np.ndarray:
-    from ..ids import is_arrow
+    from .ids import is_arrow
 
     if is_arrow(values) or hasattr(values, "codes"):  # Arrow strings, or codes into labels
-        from ..ids import as_text
+        from .ids import as_text
 
         values = as_text(values)
         values = values.to_numpy(zero_copy_only=False) if is_arrow(values) else values
@@ -298,9 +298,9 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     q1 Q0 b 1 0.7 topkeval
     q1 Q0 a 2 0.1 topkeval
     """
-    from ..ids import check_ids
+    from ..outputs.files import check_output_path, open_output
+    from .ids import check_ids
     from .tables import column_names, read_columns
-    from .write import check_output_path, open_output
 
     for name, value in (("query", query), ("item", item), ("score", score)):
         check_column_name(value, name, "write_run")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ColumnError, show
+from ..errors import ColumnError, show
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ParameterError
+from ..errors import ParameterError
 
 #: colours of the models, in order (matplotlib's tab10, readable in print)
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -30,7 +30,7 @@ def _pyplot():
 
 def label(text) -> str:
     """A name as matplotlib text: dollar signs escaped (no mathtext), control characters visible."""
-    from .report import fmt
+    from .text import fmt
 
     return fmt(text).replace("$", r"\$")
 
@@ -95,7 +95,7 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
         raise ParameterError("plot_deltas compares two models; these results have one.")
     baseline = models[0] if baseline is None else baseline
     model = next(m for m in models if m != baseline) if model is None else model
-    from .segments import weighted_mean
+    from ..inputs.segments import weighted_mean
 
     d = results.diff(baseline, model, metric) if data is None else data
     weight = getattr(results, "weight", None)
@@ -133,7 +133,7 @@ def counted_deltas(results, d) -> tuple[np.ndarray, np.ndarray]:
     """The per-query deltas of a :meth:`Results.diff` table as :meth:`Results.compare` counts them, and
     their weights (1 without ``weight=``): NaN and weight-0 queries left out (a query of weight 0
     counts nowhere), and a delta within compare's tie tolerance set to 0 (float noise is no win)."""
-    from .compare import TIE
+    from ..analysis.compare import TIE
 
     delta = d["delta"].to_numpy(float)
     weight = getattr(results, "weight", None)

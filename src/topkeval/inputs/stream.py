@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import engine
-from .errors import ParameterError
-from .io import is_parquet_path, read_columns
-from .io.tables import _check_columns, csv_options
+from .. import engine
+from ..errors import ParameterError
+from . import is_parquet_path, read_columns
+from .tables import _check_columns, csv_options
 
 #: Parquet files with more rows than this are streamed even without ``chunk_rows``.
 STREAM_ABOVE_ROWS = 20_000_000
@@ -95,7 +95,7 @@ def _in_schema(table, schema, columns, path: Path, file: Path):
     type (an error if a value does not fit, as when the folder is read whole), a missing one null."""
     import pyarrow as pa
 
-    from .errors import InputFileError
+    from ..errors import InputFileError
 
     arrays = []
     for name in columns:
@@ -140,7 +140,7 @@ def _tables(path: Path, columns, text_columns, chunk_rows: int, roles: dict | No
         try:
             header = pcsv.open_csv(path, parse_options=csv_options(path, columns)[0]).schema.names
         except (pa.ArrowInvalid, OSError) as exc:
-            from .errors import InputFileError
+            from ..errors import InputFileError
 
             raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]}") from None
         _check_columns(columns, header, f"file '{path}'", roles)
@@ -170,7 +170,7 @@ def _check_queries(table, first_row: int) -> None:
     if query.null_count:
         import pyarrow.compute as pc
 
-        from .errors import ColumnError
+        from ..errors import ColumnError
 
         at = int(pc.index(pc.is_null(query), True).as_py())
         raise ColumnError(f"Column {table.column_names[0]!r} has missing query ids (nulls; the first at row "
@@ -228,7 +228,7 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .io.write import scratch_error
+    from ..outputs.files import scratch_error
 
     writers: dict[int, pq.ParquetWriter] = {}
     files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
@@ -270,7 +270,7 @@ def _file_state(path: Path) -> tuple:
 
 def _unchanged(path: Path, state: tuple, what: str) -> None:
     """Refuse to read ``path`` again for ``what`` if it changed since it was evaluated."""
-    from .errors import DataError
+    from ..errors import DataError
 
     try:
         now = _file_state(path)
@@ -286,7 +286,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
                   keep_per_query: bool = True, ascending: bool = False, by: list[str] | None = None,
                   weight: str | None = None):
     """Evaluate a parquet or CSV file batch by batch (see the module docstring)."""
-    from .log import build_log
+    from .grouped import build_log
     from .segments import attach, query_attributes
 
     path = Path(path)
@@ -331,7 +331,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         batches, rows = evaluate_tables((t, 0) for t in _partitioned(path, columns, text, chunk_rows, progress))
         grouped = False
     if rows == 0:
-        from .errors import DataError
+        from ..errors import DataError
 
         raise DataError(f"'{path}' has no rows: there is nothing to evaluate.")
     engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
@@ -347,7 +347,7 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
     if attributes:
         whole = pd.concat(attrs)
         if weight and not (whole[weight] > 0).any():
-            from .errors import DataError
+            from ..errors import DataError
 
             raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
         attach(res, whole, list(by or []), weight)
@@ -368,7 +368,7 @@ def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
 
     total = count_rows(path) if not _is_csv(path) else None
     parts = max(1, math.ceil((total or chunk_rows * 8) / chunk_rows))
-    from .io.write import scratch_error
+    from ..outputs.files import scratch_error
 
     try:
         scratch = tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP"))
