@@ -1,5 +1,7 @@
-"""The layout stays legible: no import circle, the flow goes one way (io and metrics compute nothing of
-each other, the CLI and the reports hold no logic of their own), and `import topkeval` stays light."""
+"""The layout stays legible: no import circle, the packages follow the flow of the data
+(foundation -> inputs -> metrics -> engine -> backends -> analysis -> outputs -> front doors) and no
+module imports from a package above its own, counting the imports inside functions, and
+`import topkeval` stays light."""
 
 from __future__ import annotations
 
@@ -12,21 +14,57 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "topkeval"
 
+# the packages in the order the data flows through them; a module may import from its own floor and
+# from floors below it, never from one above
+FLOORS = [
+    ("foundation", {"errors", "params", "conventions", "kernels", "demo", "version"}),
+    ("inputs", {"inputs"}),
+    ("metrics", {"metrics"}),
+    ("engine", {"engine"}),
+    ("backends", {"backends"}),
+    ("analysis", {"analysis"}),
+    ("outputs", {"outputs"}),
+    ("front doors", {"results", "api", "evaluator", "cli", "__main__", ""}),
+]
+
+# imports that still go up a floor, each a known debt of the redesign (issue 22); the list may only
+# shrink: a pair listed here that no longer occurs fails the test too, so it is taken off
+KNOWN_UPWARD = {
+    ("topkeval.backends.spark", "topkeval.results"),
+    ("topkeval.engine.results", "topkeval.results"),
+    ("topkeval.backends.spark", "topkeval.api"),
+    ("topkeval.backends.spark", "topkeval.outputs.text"),
+    ("topkeval.inputs.judgments", "topkeval.engine"),
+    ("topkeval.inputs.segments", "topkeval.metrics.names"),
+    ("topkeval.inputs.stream", "topkeval.engine"),
+    ("topkeval.inputs.stream", "topkeval.outputs.files"),
+    ("topkeval.inputs.trec", "topkeval.outputs.files"),
+    ("topkeval.outputs.html", "topkeval"),
+}
+
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(SRC.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports_at_load(path: Path) -> set[str]:
-    """The topkeval modules a module imports when it is loaded (not those imported inside functions,
-    which is how the package defers optional and heavy imports)."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+MODULES = {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _imports(path: Path, *, inside_functions: bool) -> set[str]:
+    """The topkeval modules a module imports: at load only, or anywhere in it (inside functions too,
+    where the package defers optional and heavy imports)."""
+    return _imports_in(path.read_text(), _module_name(path), path.name == "__init__.py",
+                       inside_functions=inside_functions)
+
+
+def _imports_in(source: str, name: str, is_package: bool, *, inside_functions: bool) -> set[str]:
+    package = name if is_package else name.rsplit(".", 1)[0]
+    tree = ast.parse(source)
+    nodes = _walk(tree) if inside_functions else (
+        n for n in tree.body if not isinstance(n, ast.If))  # `if TYPE_CHECKING:` imports are not loaded
     found = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports are not loaded
-            continue
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package.split(".")[: len(package.split(".")) - node.level + 1]
             target = ".".join(base + ([node.module] if node.module else []))
@@ -34,14 +72,37 @@ def _imports_at_load(path: Path) -> set[str]:
             if not node.module:  # from . import engine
                 modules = {f"{target}.{alias.name}" for alias in node.names}
             found |= modules
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("topkeval"):
+            found.add(node.module)
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("topkeval")}
-    return {m for m in found if m != name}
+    resolved = set()
+    for module in found:
+        while module not in MODULES and "." in module:  # from .pkg import function -> pkg
+            module = module.rsplit(".", 1)[0]
+        resolved.add(module)
+    return {m for m in resolved if m != name and m in MODULES}
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
-    return {name: {m for m in _imports_at_load(path) if m in modules} for name, path in modules.items()}
+def _walk(node: ast.AST):
+    """Every node, except those under `if TYPE_CHECKING:` (imports for the type checker only)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
+            continue
+        yield from _walk(child)
+
+
+def _graph(*, inside_functions: bool = False) -> dict[str, set[str]]:
+    return {name: _imports(path, inside_functions=inside_functions) for name, path in MODULES.items()}
+
+
+def _floor(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    for index, (_, names) in enumerate(FLOORS):
+        if top in names:
+            return index
+    raise AssertionError(f"{module} is on no floor: add its package to FLOORS in tests/test_layout.py")
 
 
 def test_no_import_circle():
@@ -65,25 +126,46 @@ def test_no_import_circle():
             visit(node, [node])
 
 
-@pytest.mark.parametrize("layer,forbidden", [
-    ("topkeval.metrics", {"topkeval.inputs", "topkeval.api", "topkeval.cli", "topkeval.engine", "topkeval.outputs.text"}),
-    ("topkeval.inputs", {"topkeval.metrics", "topkeval.engine", "topkeval.kernels", "topkeval.api", "topkeval.cli"}),
-    ("topkeval.kernels", {"topkeval.inputs", "topkeval.metrics", "topkeval.engine", "topkeval.api", "topkeval.cli"}),
-    ("topkeval.engine", {"topkeval.api", "topkeval.cli", "topkeval.inputs", "topkeval.inputs.judgments", "topkeval.inputs.stream",
-                         "topkeval.backends.matrix"}),
-])
-def test_the_flow_goes_one_way(layer, forbidden):
-    """Nothing in metrics/ reads files, nothing in io/ computes a metric, the kernels know only arrays,
-    the engine knows no front door."""
-    for name, imports in _graph().items():
-        if name == layer or name.startswith(layer + "."):
-            bad = {m for m in imports if any(m == f or m.startswith(f + ".") for f in forbidden)}
-            assert not bad, f"{name} imports {bad}"
+def test_every_module_is_on_a_floor():
+    for name in MODULES:
+        _floor(name)
+
+
+def test_the_flow_goes_one_way():
+    """Counting imports inside functions: nothing below imports from above (the kernels know only
+    arrays, inputs compute no metric, the engine knows no front door, the outputs no evaluation)."""
+    upward = {(name, target) for name, imports in _graph(inside_functions=True).items()
+              for target in imports if _floor(target) > _floor(name)}
+    new = upward - KNOWN_UPWARD
+    assert not new, "imports from a floor above: " + ", ".join(f"{a} -> {b}" for a, b in sorted(new))
+    gone = KNOWN_UPWARD - upward
+    assert not gone, "no longer imported, take off KNOWN_UPWARD: " + ", ".join(f"{a} -> {b}" for a, b in sorted(gone))
+
+
+def test_the_layout_test_sees_imports_inside_functions():
+    """The reader above counts an import hidden in a function body (the circles the redesign removed
+    were hidden there) and skips only what `if TYPE_CHECKING:` guards."""
+    source = ("from typing import TYPE_CHECKING\nfrom .plan import Plan\n"
+              "if TYPE_CHECKING:\n    from ..results import Results\n"
+              "def run():\n    from ..api import evaluate\n    return evaluate\n")
+    at_load = _imports_in(source, "topkeval.engine.fake", False, inside_functions=False)
+    anywhere = _imports_in(source, "topkeval.engine.fake", False, inside_functions=True)
+    assert at_load == {"topkeval.engine.plan"}
+    assert anywhere == {"topkeval.engine.plan", "topkeval.api"}
+
+
+def test_import_topkeval_is_light():
+    code = ("import sys, topkeval\n"
+            "heavy = [m for m in ('pyspark', 'torch', 'matplotlib', 'scipy', 'numba', 'rich') if m in sys.modules]\n"
+            "print(','.join(heavy))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert proc.stdout.strip() == "", f"import topkeval loads {proc.stdout.strip()}"
 
 
 @pytest.mark.slow
 def test_every_module_imports_on_its_own():
-    names = sorted(n for n in _graph() if not n.endswith("__main__"))  # __main__ runs the CLI
+    names = sorted(n for n in MODULES if not n.endswith("__main__"))  # __main__ runs the CLI
     code = "import importlib, sys\nfor n in sys.argv[1:]:\n    importlib.import_module(n)\n"
     for name in names:  # each first in a fresh interpreter: a circle shows as an ImportError
         proc = subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True)

@@ -380,7 +380,7 @@ def test_qrels_line_without_four_fields_is_refused(tmp_path, line):
     path = tmp_path / "qrels.txt"
     path.write_text(f"q1 0 d0 1\n{line}\n")
     with pytest.raises(tk.DataError, match=r"line 2: a qrels line needs 4 fields"):
-        tk.io.read_qrels(path)
+        tk.read_qrels(path)
 
 
 def test_write_run_ranks_from_one_per_query_and_run(tmp_path):
@@ -399,7 +399,7 @@ def test_write_run_keeps_every_digit_of_the_scores(tmp_path):
     scores = [1 / 3, 0.1 + 0.2, 1e-300, -2.5e17]
     frame = pd.DataFrame({"query": ["q"] * 4, "item": ["a", "b", "c", "d"], "score": scores})
     tk.write_run(frame, tmp_path / "out.run")
-    back = tk.io.read_run(tmp_path / "out.run")
+    back = tk.read_run(tmp_path / "out.run")
     assert sorted(back["score"].tolist()) == sorted(scores)  # the same floats, to the last bit
 
 
