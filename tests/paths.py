@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from topkeval import engine
+from topkeval.backends.cpu import CpuBackend
 
 
 def evaluate_path(log, metrics, conv, path: int = 0, threads: int | None = 1):
     """Results of ``log`` with the CPU kernel's counting (1) or sorting (2) path forced (0: automatic)."""
     plan = engine.make_plan(metrics, conv)
-    batch = engine.evaluate_log(log, plan, backend=engine.CpuBackend(path), threads=threads)
+    batch = engine.evaluate_log(log, plan, backend=CpuBackend(path), threads=threads)
     return engine.build_results([batch], plan, sources=lambda: [(log, None)])

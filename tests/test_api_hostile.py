@@ -15,7 +15,6 @@ folder; every other parameter gets the general values.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import os
@@ -31,7 +30,6 @@ from hypothesis import strategies as st
 
 import topkeval as tk
 from topkeval import params as P
-from topkeval.backends.spark import SparkResults
 from topkeval.evaluator import MatrixEvaluator
 from topkeval.results import Results
 
@@ -44,7 +42,7 @@ SECONDS = 60  # a call on these tiny inputs that takes longer hangs
 
 
 #: classes whose objects topkeval builds and returns (users call their methods, not their constructors)
-RETURNED = (Results, SparkResults)
+RETURNED = (Results,)
 
 
 def _public_methods(cls) -> dict[str, object]:
@@ -69,9 +67,6 @@ def public_callables() -> dict[str, object]:
             found.update(_public_methods(obj))
         elif callable(obj):
             found[name] = obj
-    # the Spark results: the methods it defines itself (the others are Results' own, tested there)
-    found.update({name: f for name, f in _public_methods(SparkResults).items()
-                  if name.split(".")[1] in vars(SparkResults)})
     return found
 
 
@@ -110,20 +105,6 @@ SCORES = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
 TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
 
 
-class _Spark:
-    """A stand-in for SparkResults without a Spark session: its methods on collected values."""
-
-    @staticmethod
-    def make():
-        res = object.__new__(SparkResults)
-        Results.__init__(res, RES.summary, RES.per_query, dict(RES.info), query_name="query",
-                         conventions=RES._conventions)
-        # evaluated without item ids: diff finds no items, so it runs no Spark job
-        res._spark_per_query, res._collected = None, RES.per_query.copy()
-        res._source = (None, functools.partial(print, item=None))
-        return res
-
-
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("api")
@@ -147,7 +128,6 @@ def valid_calls(files) -> dict:
     fed = MatrixEvaluator(["recall@1"])
     fed.update(SCORES, TRUTH)
     single = dict(relevance=[1, 0, 1, 0], scores=[0.4, 0.3, 0.2, 0.1], k=2, items=None, conventions=None)
-    spark = _Spark.make()
     return {
         "evaluate": (tk.evaluate, dict(data=LOG, metrics=["recall@2"], query="query", relevance="relevance",
                                        score=["old", "new"], item="item", conventions=None, qrels=None, model=None,
@@ -174,7 +154,7 @@ def valid_calls(files) -> dict:
                                                    model=None)),
         "MatrixEvaluator.compute": (fed.compute, {}),
         "MatrixEvaluator.reset": (ev.reset, {}),
-        **{f"{cls}.{name}": call for cls, res in (("Results", RES), ("SparkResults", spark))
+        **{f"{cls}.{name}": call for cls, res in (("Results", RES),)
            for name, call in _results_calls(res, root).items() if f"{cls}.{name}" in PUBLIC},
     }
 

@@ -82,10 +82,10 @@ def test_exposure_kernel_equals_mean_over_orders(rows, conv, k):
 
     res = tk.evaluate(pd.DataFrame(rows), metrics=["recall@1"], query="query", relevance="grade", score="a",
                       item="item", **conv)
-    [(log, _)] = list(res._sources())
-    from topkeval.engine.backends import comparable_scores, tie_rule
+    [(log, _)] = list(res.evaluation.sources())
+    from topkeval.engine.rules import comparable_scores, tie_rule
 
-    c = res._conventions
+    c = res.conventions
     tie, items = tie_rule(log, c, comparable_scores(log.scores["a"], c))
     thr = -np.inf if c.score_threshold is None else c.score_threshold
     p, g, e = cpu.exposure(log.offsets, comparable_scores(log.scores["a"], c), log.relevant(c),
@@ -261,7 +261,7 @@ def test_results_without_item_ids_or_rows_refuse():
     matrix = tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["recall@1"])
     with pytest.raises(tk.ParameterError, match="do not keep"):
         matrix.beyond_accuracy()
-    by_hand = tk.Results(matrix.summary, matrix.per_query, matrix.info)
+    by_hand = tk.Results.from_per_query(matrix.per_query, query="user")
     with pytest.raises(tk.ParameterError, match="do not keep"):
         by_hand.beyond_accuracy()
 

@@ -23,8 +23,7 @@ def _results(values: dict[str, np.ndarray], metric="m@1", queries=None) -> Resul
         q = queries[model] if queries else np.arange(len(v))
         frames.append(pd.DataFrame({"model": model, "query": q, metric: v}))
     pq = pd.concat(frames, ignore_index=True)
-    summary = pq.groupby("model", sort=False)[metric].mean().to_frame()
-    return Results(summary, pq, {"evaluated": len(pq), "queries": len(pq), "skipped_empty": 0})
+    return Results.from_per_query(pq)
 
 
 def _log(seed=0, n_queries=60):

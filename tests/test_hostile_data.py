@@ -217,7 +217,7 @@ def test_weight_totals_that_exceed_the_largest_float_are_inf():
 
 def _views(res, k=2):
     """Everything Results read again, as plain values."""
-    with_items = res._sources is not None and res.models
+    with_items = res.evaluation.sources is not None and res.models
     out = {"curves": res.curves()["value"].tolist(), "summary": res.summary.to_numpy().tolist()}
     if with_items:
         out["side_by_side"] = res.side_by_side(res.per_query[res.query_name].iloc[0], k=k).to_numpy().tolist()

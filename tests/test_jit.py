@@ -19,6 +19,7 @@ import json, sys
 import numpy as np
 import topkeval as tk
 from topkeval import conventions, engine
+from topkeval.backends.cpu import CpuBackend
 from topkeval.metrics import names
 from topkeval.inputs.grouped import build_log
 
@@ -44,7 +45,7 @@ for case, share in (("few", 0.1), ("many", 0.6)):
                     names=dict(query="query", relevance="relevance", item="item"))
     for path in (1, 2):
         plan = engine.make_plan(mets, conventions.resolve(None, owner="t"))
-        batch = engine.evaluate_log(log, plan, backend=engine.CpuBackend(path))
+        batch = engine.evaluate_log(log, plan, backend=CpuBackend(path))
         res = engine.build_results([batch], plan)
         out[f"{case}-path{path}"] = res.per_query[metrics].to_numpy().tolist()
 print(json.dumps({"numba_imported": "numba" in sys.modules, "values": out}))

@@ -1,7 +1,7 @@
 """The layers the merges brought, checked where a wrong value would pass unseen: the parameter
 layer's bounds and normalised values, the safe writer's temporary file, and the command line's
 warning policy and one-line errors (in process, under pytest's own warning filters). The mutation
-check (tests/mutation/run.py) runs these against mutations of topkeval.params, topkeval.outputs.files
+check (tests/mutation/run.py) runs these against mutations of topkeval.params, topkeval.files
 and topkeval.cli."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_lists_of_ids_and_of_ints_as_given():
 
 
 def test_a_new_file_is_whole_and_leaves_no_temporary_file(tmp_path):
-    from topkeval.outputs import files as write
+    from topkeval import files as write
 
     text = "".join(f"line {i}\n" for i in range(20_000))
     assert write.write_text(tmp_path / "new.txt", text) == os.fspath(tmp_path / "new.txt")

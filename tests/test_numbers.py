@@ -33,8 +33,7 @@ def _results(values: dict[str, list]) -> Results:
     frames = [pd.DataFrame({"model": model, "query": np.arange(len(v)), "m@1": np.asarray(v, float)})
               for model, v in values.items()]
     pq = pd.concat(frames, ignore_index=True)
-    summary = pq.groupby("model", sort=False)["m@1"].mean().to_frame()
-    return Results(summary, pq, {"evaluated": len(pq), "queries": len(pq), "skipped_empty": 0})
+    return Results.from_per_query(pq)
 
 
 def _sign_flip_p(x) -> float:
@@ -560,7 +559,7 @@ def test_weighted_mean_of_values_whose_sum_overflows():
     """Values of 1e308 and 1.5e308 (a DCG of huge grades): their sum overflows, their mean does not."""
     from fractions import Fraction
 
-    from topkeval.inputs.segments import weighted_mean
+    from topkeval.engine.aggregate import weighted_mean
 
     values = np.array([1.5e308, 1e308, np.nan])
     assert weighted_mean(values, None) == float((Fraction(1.5e308) + Fraction(1e308)) / 2)

@@ -1,4 +1,4 @@
-"""Every file topkeval writes goes through one safe writer (topkeval.outputs.files): regular files only,
+"""Every file topkeval writes goes through one safe writer (topkeval.files): regular files only,
 atomically, never through a link nor over a device, fifo, socket or directory, and every failure
 an OutputFileError (an InputFileError) that names the path and the fix."""
 
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import topkeval as tk
-from topkeval.outputs import files as write
+from topkeval import files as write
 
 RUN = pd.DataFrame({"query": ["q1", "q1", "q2"], "item": ["a", "b", "a"], "score": [0.5, 0.7, 0.1]})
 
@@ -304,7 +304,7 @@ def _writing_calls(path: Path):
                 continue
         elif name in WRITES:
             if name == "write_text" and owner is None:
-                continue  # topkeval.outputs.files.write_text, imported
+                continue  # topkeval.files.write_text, imported
         elif not (name in MODULE_WRITES and owner in MODULES):
             continue
         yield node.lineno, name, lines[node.lineno - 1].strip()
@@ -322,6 +322,6 @@ def test_no_file_is_written_outside_the_writer():
                 used.add(allowed)
             else:
                 found.append(f"{path.relative_to(package)}:{lineno}: {name}: {line}")
-    assert not found, ("write files through topkeval.outputs.files (open_output, write_text), which refuses links and "
+    assert not found, ("write files through topkeval.files (open_output, write_text), which refuses links and "
                        "devices, is atomic and turns OSError into OutputFileError:\n" + "\n".join(found))
     assert used == set(ALLOWED), f"entries of ALLOWED that match nothing any more: {set(ALLOWED) - used}"

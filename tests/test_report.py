@@ -145,10 +145,9 @@ def test_side_by_side_errors():
     no_items = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["recall@1"], score="s")
     with pytest.raises(ParameterError, match="item="):
         no_items.side_by_side(1)
-    stream = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["recall@1"], score="s")
-    stream._sources = None
+    matrix = tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["recall@1"])
     with pytest.raises(ParameterError, match="do not keep"):
-        stream.side_by_side(1)
+        matrix.side_by_side(0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -373,9 +372,10 @@ def test_report_without_matplotlib_or_rows(tmp_path, monkeypatch):
     with pytest.raises(ParameterError, match="matplotlib"):
         res.plot_curve("recall")
     monkeypatch.undo()
-    summary_only = tk.evaluate({"query": [1, 1, 2], "relevance": [1, 0, 1], "s": [1.0, 2.0, 1.0]}, ["recall@1"],
-                               score="s")
-    summary_only.per_query = summary_only.per_query.iloc[:0]
+    log = tmp_path / "log.parquet"
+    pd.DataFrame({"query": [1, 1, 2], "relevance": [1, 0, 1], "s": [1.0, 2.0, 1.0]}).to_parquet(log)
+    summary_only = tk.evaluate(log, ["recall@1"], score="s", chunk_rows=2, keep_per_query=False)
+    assert len(summary_only.per_query) == 0
     text = Path(summary_only.report(tmp_path / "b.html")).read_text(encoding="utf-8")
     assert "no intervals" in text
 

@@ -5,10 +5,9 @@
 0.6666666666666666
 """
 
-import importlib.metadata as _metadata
-
 from .api import (
     evaluate,
+    evaluate_matrix,
     f1_at_k,
     fbeta_at_k,
     precision_at_k,
@@ -16,7 +15,6 @@ from .api import (
     recall_at_k,
     specificity_at_k,
 )
-from .backends.matrix import evaluate_matrix
 from .conventions import PRESETS, Conventions
 from .errors import (
     ColumnError,
@@ -34,11 +32,7 @@ from .evaluator import MatrixEvaluator
 from .inputs import read_qrels, read_run, read_runs, write_run
 from .metrics.names import FAMILIES, Metric, parse_metric
 from .results import Results
-
-try:
-    __version__ = _metadata.version("topkeval")
-except _metadata.PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
-    __version__ = "0+unknown"
+from .version import __version__ as __version__
 
 __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "MatrixEvaluator",

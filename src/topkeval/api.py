@@ -10,16 +10,17 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import engine
+from . import backends, engine
+from .backends.cpu import CPU
 from .conventions import Conventions, resolve
 from .errors import (
     DataError,
     ParameterError,
-    warn,
 )
 from .inputs import is_trec_path, read_columns
 from .inputs.grouped import build_log
@@ -39,12 +40,12 @@ from .params import (
     Real,
     validate_params,
 )
+from .results import Results
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .conventions import ConventionSettings
-    from .results import Results
 
 DEFAULT_METRICS = ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")
 
@@ -205,20 +206,17 @@ def evaluate(
     score      0.25
     """
     given = {k: v for k, v in locals().items() if k not in ("metrics", "settings", "progress")}
-    res = _evaluate(metrics=metrics, progress=progress, **given, **settings)
+    evaluation = _evaluate(metrics=metrics, progress=progress, **given, **settings)
 
     def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
         return _evaluate(metrics=names, progress=None, **given, **settings)
 
-    if res._rerun is None:
-        res._rerun = rerun
-    res._ascending = bool(ascending)
-    return res
+    return Results(replace(evaluation, rerun=evaluation.rerun or rerun, ascending=bool(ascending)))
 
 
 def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
               judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight,
-              **settings) -> Results:
+              **settings) -> engine.Evaluation:
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
     if depth is not None:
@@ -245,7 +243,7 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if weight is not None and weight in by:
         raise ParameterError(f"{weight!r} is both a segment (by=) and the weight (weight=): a column is one or the "
                              "other.")
-    segments.check_result_names(query, by, weight, plan.names)
+    engine.check_result_names(query, by, weight, plan.names)
     roles_taken = {query, relevance, *([score] if isinstance(score, str) else list(score)), item, model} - {None}
     if set(attributes) & roles_taken:
         raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score, item "
@@ -253,34 +251,32 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if attributes and runs is not None:
         raise ParameterError("by= and weight= read query-level columns of a table; TREC run files have none: evaluate "
                              "a table of (query, item, score, segment) rows with qrels= instead.")
-    from .backends.spark import is_spark
-
-    if is_spark(data):
+    backend = backends.select(data)  # the one dispatcher: which backend takes this data
+    if backend == "matrix":
+        raise ParameterError("data is a score matrix (users x items), which evaluate_matrix(scores, relevant) evaluates; "
+                             "evaluate() takes a table of (query, relevance, score) rows.")
+    if backend == "spark":
         from .backends.spark import evaluate_spark
 
         if chunk_rows is not None:
             raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
                                  "already: drop chunk_rows.")
-        res = evaluate_spark(data, plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
-                             ascending=ascending, qrels=qrels, model=model, missing_queries=missing_queries,
-                             judged_only=judged_only)
+        evaluation = evaluate_spark(data, plan, query=query, relevance=relevance, scores=scores, item=item,
+                                    depth=depth, ascending=ascending, qrels=qrels, model=model,
+                                    missing_queries=missing_queries, judged_only=judged_only)
         if not attributes:
-            return res
+            return evaluation
         # segments and weights: the per-query values and each query's attributes are collected (as compare does)
         from .backends.spark import query_attributes
-        from .results import Results as LocalResults
 
         attrs = query_attributes(data, query, by, weight)
-        local = LocalResults(res.summary, res.to_pandas(), dict(res.info), query_name=res.query_name,
-                             conventions=res._conventions)
-        segments.attach(local, attrs, by, weight)
-        return local
+        return engine.attach(replace(evaluation, backend=None), attrs, by, weight)
     if qrels is not None:
         from .inputs.judgments import evaluate_runs
 
         return evaluate_runs(data, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
                              model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
-                             threads=threads, ascending=ascending, by=by, weight=weight)
+                             threads=threads, ascending=ascending, by=by, weight=weight, backend=CPU)
     for name, value, hint in (("model", model, "names a run column"),
                               ("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
                               ("judged_only", judged_only or None, "drops unjudged items")):
@@ -296,7 +292,8 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if stream.should_stream(data, chunk_rows):
         return stream.evaluate_file(data, plan, query=query, relevance=relevance, scores=scores, item=item,
                                     depth=depth, threads=threads, chunk_rows=chunk_rows, progress=progress,
-                                    keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight)
+                                    keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
+                                    backend=CPU)
     if chunk_rows is not None:
         raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                              "chunk_rows, or write the table to parquet first.")
@@ -306,27 +303,100 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending,
                     borrowed=cols.borrowed)
-    warn_if_truncated(log, plan)
+    sizes = np.diff(log.offsets)
+    engine.warn_if_truncated(plan, log.n_queries, int(sizes.min()), int(sizes.max()))
     attrs = segments.query_attributes(cols[query], cols, by, weight, query) if attributes else None
 
     def run(current_plan):
-        res = evaluate_grouped(log, current_plan, depth=depth, threads=threads, query_name=query)
-        if attrs is not None:
-            segments.attach(res, attrs, by, weight)
-        return res
+        evaluation = evaluate_grouped(log, current_plan, depth=depth, threads=threads, query_name=query)
+        return engine.attach(evaluation, attrs, by, weight) if attrs is not None else evaluation
 
-    res = run(plan)
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
-    res._rerun = lambda names: run(engine.make_plan(names, conv))
-    return res
+    return replace(run(plan), rerun=lambda names: run(engine.make_plan(names, conv)))
+
+
+@validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),
+                 relevant=Given("a matrix, a sparse matrix or an edge list, checked by prepare()"), metrics=Metrics(),
+                 exclude=[Given("as relevant, checked by prepare()"), None], conventions=CONVENTIONS,
+                 batch_size=[Int(1), None], threads=THREADS, settings=SETTINGS)
+def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_precision"), exclude=None, *,
+                    conventions=None, batch_size: int | None = None, threads: int | None = None,
+                    **settings: Unpack[ConventionSettings]) -> Results:
+    """Evaluate a dense score matrix (users x items) against held-out relevance.
+
+    Each row is a user's ranking of the whole catalogue; the metrics are those of
+    :func:`topkeval.evaluate`, with the same conventions and the same values as on the long format
+    of the same data (one row per non-excluded (user, item) pair). ``recall@k = h(k) / R`` with R
+    the user's relevant, non-excluded items.
+
+    Parameters
+    ----------
+    scores : ndarray or torch.Tensor, shape (users, items), or a dict of them
+        Finite scores (cells in ``exclude`` may hold anything, -inf or NaN included: they are never
+        candidates; a numpy masked array with masked cells is refused, as numpy would read the
+        values behind the mask: pass the mask as ``exclude``); a torch tensor is processed on its own device (CPU or CUDA). A dict
+        ``{"old": S1, "new": S2}`` of matrices of one shape evaluates several models of the same
+        users (for :meth:`~topkeval.results.Results.compare`); one matrix is the model ``scores``.
+        Half-precision scores (float16, bfloat16) are compared as float32, which holds them
+        exactly: their order and their ties are those of the half-precision values.
+    relevant : array, scipy sparse matrix or torch tensor of shape (users, items), or an edge list
+        Grades (or booleans) of the held-out interactions. An edge list is a tuple
+        ``(users, items)`` or ``(users, items, grades)`` of 1-D arrays or tensors: for a PyTorch
+        Geometric ``edge_index`` (row 0 user ids, row 1 item ids in ``[0, items)``), pass
+        ``tuple(edge_index)``. An array is always a matrix: a shape other than that of ``scores``
+        is an error, never read as an edge list.
+    metrics : list of str
+        As in :func:`topkeval.evaluate`.
+    exclude : same forms as ``relevant``, optional
+        Items never to recommend to a user (the training interactions): removed from that user's
+        candidates, as if their rows were absent from the long format. A user whose every item is
+        excluded has no row there, so it is no query here either (not evaluated, not skipped as
+        empty, under every ``empty_queries``; ``info["matrix"]["users_without_candidates"]``).
+    conventions, **settings
+        As in :func:`topkeval.evaluate`.
+    batch_size : int, optional
+        Users per batch; by default about 2**24 scores per batch. Bounds the extra memory.
+    threads : int, optional
+        Threads of the CPU kernel.
+
+    Returns
+    -------
+    Results
+        Queries are the user indices (the per-query column is ``user``). For
+        :meth:`~topkeval.results.Results.curves` they keep the score matrices as they were: a copy
+        of those in host memory (numpy arrays, CPU tensors), as much memory again; a tensor on a
+        GPU as it is (no second copy on the device), refused by ``curves`` once changed in place.
+
+    See Also
+    --------
+    topkeval.MatrixEvaluator : the same evaluation accumulated batch by batch (a training loop).
+
+    Examples
+    --------
+    >>> import numpy as np, topkeval as tk
+    >>> scores = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
+    >>> truth = np.array([[1, 0, 1], [1, 0, 0]])
+    >>> tk.evaluate_matrix(scores, truth, metrics=["recall@1", "r_precision"]).summary
+            recall@1  r_precision
+    model
+    scores      0.25          0.5
+    >>> edges = (np.array([0, 0, 1]), np.array([0, 2, 0]))  # the same truth as an edge list
+    >>> tk.evaluate_matrix(scores, edges, metrics=["recall@1", "r_precision"]).summary.iloc[0].tolist()
+    [0.25, 0.5]
+    """
+    conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
+    from .backends.matrix import evaluate_scores
+
+    return Results(evaluate_scores(scores, relevant, engine.make_plan(metrics, conv), exclude, batch_size=batch_size,
+                                   threads=threads))
 
 
 def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,
-                     query_name: str = "query"):
-    """Evaluate a grouped log held in memory: the engine's batch, then Results."""
-    batch, sources = engine.evaluate_grouped(log, plan, depth=depth, threads=threads)
+                     query_name: str = "query") -> engine.Evaluation:
+    """Evaluate a grouped log held in memory: the engine's batch, then its Evaluation."""
+    batch, sources = engine.evaluate_grouped(log, plan, backend=CPU, depth=depth, threads=threads)
     engine.warn_if_nothing_relevant(plan.conv, batch.relevant)
-    return engine.build_results([batch], plan, query_name=query_name, sources=lambda: sources)
+    return engine.build_results([batch], plan, query_name=query_name, sources=lambda: sources, backend=CPU)
 
 
 def _roles(query, relevance, scores, item=None) -> dict:
@@ -335,26 +405,6 @@ def _roles(query, relevance, scores, item=None) -> dict:
     roles.update({c: role for c, role in ((query, "query"), (relevance, "relevance"), (item, "item")) if c is not None})
     return roles
 
-
-def warn_if_truncated(log, plan: engine.Plan) -> None:
-    """Warn when every query has the same number of candidates N and a metric divides by R: a log
-    of each query's top N recommendations alone cannot know the relevant items outside it."""
-    from .metrics import FAMILIES
-
-    sizes = np.diff(log.offsets)
-    uses_r = [m for m in plan.metrics if FAMILIES[m.family].name in _R_BASED]
-    if log.n_queries >= 2 and uses_r and sizes.min() == sizes.max():
-        n = int(sizes[0])
-        warn(
-            f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each query's top {n} "
-            "recommendations, "
-            f"{uses_r[0]} counts only the relevant items among them, not all relevant items (it is inflated): "
-            "pass the true interactions as qrels= (a table with query, item and relevance columns). "
-            "If every query really has these candidates only, ignore this warning.")
-
-
-_R_BASED = frozenset({"recall", "r_precision", "f1", "fbeta", "fn", "ap", "ndcg", "set_recall", "set_f",
-                      "recall_capped", "ap_capped"})
 
 
 def _run_paths(data) -> list | None:
@@ -417,7 +467,7 @@ def _single(family: str, relevance, scores, k, *, params=(), items=None, convent
     log = build_log(np.zeros(len(rel), np.int64), rel, {"score": sc}, items,
                     names=dict(query="query", relevance="relevance", item="items"), borrowed=False)
     plan = engine.make_plan([metric], conv)
-    batch = engine.evaluate_log(log, plan, threads=1)
+    batch = engine.evaluate_log(log, plan, backend=CPU, threads=1)
     values = batch.models[0].values[str(metric)]
     return float(values[0]) if len(values) else math.nan
 

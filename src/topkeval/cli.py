@@ -176,7 +176,7 @@ def _add_report_output(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .version import __version__
 
     parser = _Parser(prog="topkeval", description="Exact top-k evaluation of rankings, under explicit conventions.")
     parser.add_argument("--version", action="version", version=f"topkeval {__version__}")
@@ -412,7 +412,7 @@ def _load_models(args, required: bool):
 
 
 def _report(args, out) -> int:
-    from .outputs.files import check_output_path
+    from .files import check_output_path
     from .params import check_arguments
     from .results import Results
 
@@ -547,7 +547,7 @@ def _demo(args, out) -> int:
         raise _UsageError(f"--queries must be an integer from 1 to {DEMO_MAX_QUERIES:,} (the demo log has 20 to 60 "
                           f"candidates per query, built in memory), got {args.queries}")
     if args.report is not None:
-        from .outputs.files import check_output_path
+        from .files import check_output_path
 
         check_output_path(args.report, overwrite=args.force, owner="report")  # before the evaluation
     log = example_log(args.queries)

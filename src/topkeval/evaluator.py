@@ -17,12 +17,12 @@ import numpy as np
 from .conventions import resolve
 from .errors import DataError, ParameterError, show, warn
 from .params import CONVENTIONS, SETTINGS, THREADS, Bool, Given, Int, Metrics, Model, validate_params
+from .results import Results
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .conventions import ConventionSettings
-    from .results import Results
 
 
 @dataclass
@@ -344,8 +344,8 @@ class MatrixEvaluator:
                            "relevant_excluded": leaked, "updates": len(updates), "processes": world,
                            "users_without_candidates": sum(len(a) for a in absent)}}
         self._computed = True
-        return engine.build_results([ev for u in updates for ev in u.evaluated], self._plan, query_name="user",
-                                    info=info)
+        return Results(engine.build_results([ev for u in updates for ev in u.evaluated], self._plan,
+                                            query_name="user", info=info))
 
     def _gather(self) -> tuple[list[_State], int]:
         """Every rank's state (this one's alone without an initialised ``torch.distributed``)."""

@@ -241,7 +241,7 @@ class Template(Constraint):
 
 class FilePath(Constraint):
     """A file path: a non-empty str, bytes or os.PathLike, without NUL characters (what is at the
-    path is checked where it is read, :mod:`topkeval.inputs.paths`, or written, :mod:`topkeval.outputs.files`)."""
+    path is checked where it is read, :mod:`topkeval.inputs.paths`, or written, :mod:`topkeval.files`)."""
 
     expected = "a file path (a str or a pathlib.Path)"
 
@@ -466,7 +466,7 @@ def validate_params(**spec) -> Callable[[F], F]:
 
     def wrap(func: F) -> F:
         sig = inspect.signature(func)
-        params = [p for p in sig.parameters.values() if p.name != "self"]
+        params = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
         names = {p.name for p in params}
         missing, extra = names - set(checks), set(checks) - names
         if missing or extra:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
 import pandas as pd
 
-from .errors import TopkevalError
-from .metrics.names import MAX_CUTOFF, parse_metric
+from .analysis import beyond as _beyond
+from .analysis import compare as _compare
+from .analysis import diff as _diff
+from .analysis import segments as _segments
+from .analysis import views as _views
+from .engine.results import Evaluation
+from .metrics.names import MAX_CUTOFF
 from .params import (
     CONFIDENCE,
     CORRECTION,
@@ -18,6 +20,7 @@ from .params import (
     TEST,
     Axes,
     Bool,
+    Column,
     FilePath,
     Function,
     Given,
@@ -37,14 +40,6 @@ from .params import (
 
 #: cutoffs of one curve: enough for any plot, few enough to evaluate at once
 MAX_CURVE_POINTS = 10_000
-
-
-def _canonical(name: str) -> str | None:
-    """The canonical name of a column label (None for a label that is no metric name)."""
-    try:
-        return str(parse_metric(name))
-    except TopkevalError:
-        return None
 
 
 class Results:
@@ -76,46 +71,96 @@ class Results:
         and ``missing_from_run``, streamed files ``chunks``, score matrices ``matrix``.
     """
 
-    def __init__(self, summary: pd.DataFrame, per_query, info: dict, *, query_name: str = "query",
-                 conventions=None, sources=None):
-        self.summary = summary
-        self._per_query = per_query  # a DataFrame, or a function that builds it on first access
-        self.info = info
-        self.query_name = query_name  # the query column of per_query: the user's own column name
-        self._conventions = conventions
-        self._sources = sources  # () -> iterable of (GroupedLog, R or None): what diff() re-reads
-        self._rerun: Callable[[list[str]], Results] | None = None  # metrics -> Results: the same evaluation at other metrics (curves), set by the front door
-        self._ascending = False  # scores were ranks or distances (negated inside): shown as given
-        self._attrs: pd.DataFrame | None = None  # query-level attributes (segments, weight), by query id
-        self.by: list[str] = []  # the segment columns (evaluate(..., by=))
-        self.weight: str | None = None  # the query-weight column (evaluate(..., weight=))
+    def __init__(self, evaluation: Evaluation):
+        if not isinstance(evaluation, Evaluation):
+            from .errors import ParameterError
+
+            raise ParameterError("Results are built by topkeval's front doors (evaluate, evaluate_matrix, "
+                                 "MatrixEvaluator.compute); from per-query values of your own, use "
+                                 "Results.from_per_query(frame).")
+        self._evaluation = evaluation
+
+    @classmethod
+    @validate_params(frame=Given("a pandas DataFrame of per-query values: model, the query column, one column per "
+                                 "metric"), query=Column())
+    def from_per_query(cls, frame: pd.DataFrame, query: str = "query") -> Results:
+        """Results from per-query values computed elsewhere (to compare them, report them...).
+
+        ``frame`` has a ``model`` column, the query column and one column per metric; the summary
+        is each model's mean over its queries (NaN values left out).
+
+        Examples
+        --------
+        >>> import pandas as pd, topkeval as tk
+        >>> frame = pd.DataFrame({"model": ["a", "a", "b", "b"], "query": [1, 2, 1, 2],
+        ...                       "recall@10": [0.5, 1.0, 1.0, 1.0]})
+        >>> tk.Results.from_per_query(frame).summary
+               recall@10
+        model
+        a           0.75
+        b           1.00
+        """
+        from .engine.results import from_per_query
+
+        return cls(from_per_query(frame, query))
+
+    @property
+    def evaluation(self) -> Evaluation:
+        """What the evaluation computed, read-only (:class:`~topkeval.engine.Evaluation`): besides what
+        Results shows, how to read its rows again (``sources``), the backend that computed it, and
+        how to evaluate the same data at other metrics (``rerun``)."""
+        return self._evaluation
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """One row per model (the index, named ``model``), one column per metric: the mean over the
+        evaluated queries (weighted with ``weight=``)."""
+        return self._evaluation.summary
 
     @property
     def per_query(self) -> pd.DataFrame:
-        """One row per (model, query) evaluated (see the class docstring); built on first access."""
-        if callable(self._per_query):
-            self._per_query = self._per_query()
-        return self._per_query
+        """One row per (model, query) evaluated (see the class docstring); built on first access. The
+        results of a Spark evaluation keep these on the cluster: a Spark DataFrame (lazy), collected
+        by :meth:`to_pandas`."""
+        lazy = getattr(self._evaluation.backend, "lazy_per_query", None)
+        return lazy if lazy is not None else self._evaluation.per_query
 
-    @per_query.setter
-    def per_query(self, frame: pd.DataFrame) -> None:
-        self._per_query = frame
+    @property
+    def info(self) -> dict:
+        """The counts of the evaluation (see the class docstring)."""
+        return self._evaluation.info  # type: ignore[return-value]
 
-    def _need_per_query(self, owner: str) -> None:
-        """Refuse an analysis of the per-query values on results that kept only the means: it would
-        compare nothing and say "no detectable difference", or give intervals of nothing."""
-        from .errors import ParameterError
+    @property
+    def query_name(self) -> str:
+        """The query column of :attr:`per_query`: the input's own column name."""
+        return self._evaluation.query_name
 
-        if len(self.per_query) == 0 and self.info.get("evaluated", 0) > 0:
-            raise ParameterError(f"{owner} works on the per-query values, which these results do not keep (a file "
-                                 "streamed with keep_per_query=False keeps only the means): evaluate again with "
-                                 "keep_per_query=True (the default).")
+    @property
+    def by(self) -> list[str]:
+        """The segment columns (``evaluate(..., by=)``)."""
+        return list(self._evaluation.by)
+
+    @property
+    def weight(self) -> str | None:
+        """The query-weight column (``evaluate(..., weight=)``)."""
+        return self._evaluation.weight
+
+    @property
+    def attributes(self) -> pd.DataFrame | None:
+        """The query-level attributes (segment and weight columns), one row per query id; None without
+        ``by=`` and ``weight=``."""
+        return self._evaluation.attributes
+
+    @property
+    def conventions(self):
+        """The :class:`~topkeval.conventions.Conventions` the results were computed under."""
+        return self._evaluation.conventions
 
     @validate_params()
     def to_pandas(self) -> pd.DataFrame:
         """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
         evaluation keep those on the cluster and collect them here)."""
-        return self.per_query
+        return self._evaluation.per_query
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"))
@@ -139,10 +184,7 @@ class Results:
           model       metric  delta  wins  losses
         0     b  precision@1    0.0     1       1
         """
-        from .analysis.compare import compare
-
-        self._need_per_query("compare")
-        return compare(self, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
+        return _compare.compare(self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
                        n_resamples=n_resamples, seed=seed, missing=missing)
 
     @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)
@@ -163,26 +205,7 @@ class Results:
           model       metric  mean  ci_low  ci_high
         0     s  precision@1   0.5     0.0      1.0
         """
-        from .analysis.compare import mean_cis
-        from .inputs.segments import groups, weighted_mean
-
-        self._need_per_query("summary_ci")
-        weight = getattr(self, "weight", None)
-        keys, columns, weights = [], [], []
-        for key, pq in (groups(self) if getattr(self, "by", []) else [({}, self.per_query)]):
-            for model in self.models:
-                part = pq[pq["model"] == model]
-                if weight:
-                    part = part[part[weight] > 0]  # a query of weight 0 counts nowhere
-                for metric in self.metrics:
-                    keys.append((key, model, metric))
-                    columns.append(part[metric].to_numpy(float))
-                    weights.append(part[weight].to_numpy(float) if weight else None)
-        bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None)
-        rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
-                 "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
-                for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]
-        return pd.DataFrame(rows)
+        return _compare.summary_ci(self._evaluation, confidence, n_resamples, seed)
 
     @validate_params(baseline=Model(), model=Model(), metric=MetricName(), items=Bool())
     def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
@@ -207,30 +230,7 @@ class Results:
            query  delta gained lost
         0      1    0.0    [y]  [x]
         """
-        from .errors import ParameterError, did_you_mean
-        from .metrics.names import parse_metric
-
-        for name, value in (("baseline", baseline), ("model", model)):
-            if value not in self.models:
-                raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), self.models)}")
-        metric = self.label(metric)
-        self._need_per_query("diff")
-        pq = self.per_query
-        qn = self.query_name
-        a = pq[pq["model"] == baseline].set_index(qn)[metric]
-        b = pq[pq["model"] == model].set_index(qn)[metric]
-        queries = a.index.intersection(b.index, sort=False)
-        out = pd.DataFrame({qn: queries, "baseline": a.loc[queries].to_numpy(), "model": b.loc[queries].to_numpy()})
-        out["delta"] = out["model"] - out["baseline"]
-        if items and self._sources is not None and self._conventions is not None:
-            from .engine import items_changed
-
-            found = items_changed(self._sources, self._conventions, baseline, model, parse_metric(metric))
-            if found is not None:
-                gained, lost = found
-                out["gained"] = [gained.get(q, []) for q in out[qn]]
-                out["lost"] = [lost.get(q, []) for q in out[qn]]
-        return out.sort_values("delta", kind="stable").reset_index(drop=True)
+        return _diff.diff(self._evaluation, baseline, model, metric, items)
 
     @validate_params(query=QueryId(), k=Int(1, MAX_CUTOFF), baseline=[Model(), None], model=[Model(), None])
     def side_by_side(self, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
@@ -269,9 +269,7 @@ class Results:
         >>> view["a"][["item", "change"]].values.tolist(), view["b"][["item", "change"]].values.tolist()
         ([['x', 'lost'], ['z', '']], [['y', 'gained'], ['z', '']])
         """
-        from .analysis.views import side_by_side
-
-        return side_by_side(self, query, k, baseline, model)
+        return _views.side_by_side(self._evaluation, query, k, baseline, model)
 
     @validate_params(metrics=[Metrics(), None], ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None])
     def curves(self, metrics=None, ks=None) -> pd.DataFrame:
@@ -288,9 +286,7 @@ class Results:
         >>> res.curves()["value"].tolist()
         [0.5, 0.5, 1.0]
         """
-        from .analysis.views import curves
-
-        return curves(self, metrics, ks)
+        return _views.curves(self._evaluation, metrics, ks)
 
     @validate_params(k=Int(1, MAX_CUTOFF), popularity=[Given("item -> share, checked by beyond.py"), None],
                      features=[Given("item -> vector, checked by beyond.py"), None], similarity=[Function(), None],
@@ -394,9 +390,7 @@ class Results:
         -log2(2/3), (-log2(2/3) - log2(1/3)) / 2 and -log2(2/3). Popularity: the mean of 2/3, 1/2
         and 2/3. Gini of the exposures (0, 0.5, 2.5): (-2 * 0 + 0 * 0.5 + 2 * 2.5) / (3 * 3).
         """
-        from .analysis.beyond import beyond_accuracy
-
-        return beyond_accuracy(self, k, popularity, features, similarity, catalog)
+        return _beyond.beyond_accuracy(self._evaluation, k, popularity, features, similarity, catalog)
 
     @validate_params(metric=Text(empty=False), ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None],
                      ax=[Axes(), None])
@@ -546,9 +540,7 @@ class Results:
         mobile  s              1.0        1
         (all)   s              0.5        2
         """
-        from .inputs.segments import segment_summary
-
-        return segment_summary(self)
+        return _segments.segment_summary(self._evaluation)
 
     @property
     def models(self) -> list[str]:
@@ -580,22 +572,7 @@ class Results:
         >>> res.metrics, res.label("ap"), res.label("precision@1")
         (['map', 'P@1'], 'map', 'P@1')
         """
-        from .errors import ParameterError
-        from .metrics.names import label_of, parse_metric
-
-        labels = self.metrics
-        if isinstance(metric, str) and label_of(metric) in labels:
-            return label_of(metric)
-        known = self.info.get("metric_names") or {}
-        try:
-            wanted = str(parse_metric(metric))
-        except TopkevalError as exc:
-            raise ParameterError(f"metric {metric!r} was not evaluated ({exc}); these results have "
-                                 f"{', '.join(labels)}.") from None
-        for name in labels:
-            if known.get(name, None) == wanted or (name not in known and _canonical(name) == wanted):
-                return name
-        raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(labels)}.")
+        return self._evaluation.label(metric)
 
     @validate_params(per_query=Bool())
     def to_dict(self, per_query: bool = False) -> dict:

@@ -29,14 +29,14 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
                     similarity: Callable | None = None, catalog=None) -> pd.DataFrame:
     """Coverage, novelty, popularity, Gini and diversity of each model's top k (see
     :meth:`topkeval.Results.beyond_accuracy` for the definitions)."""
-    if getattr(results, "weight", None) or getattr(results, "by", None):
+    if results.weight or results.by:
 
 
         warn("beyond_accuracy counts every evaluated query once, over all of them: it ignores weight= and "
                       "by= (evaluate each segment's rows on their own for a breakdown).")
     k = check_int(k, "k", _WHO, low=1)
-    conv = getattr(results, "_conventions", None)
-    sources = getattr(results, "_sources", None)
+    conv = results.conventions
+    sources = results.sources
     if conv is None or sources is None:
         raise ParameterError("beyond_accuracy reads each model's top k again, which these results do not keep "
                              "(a score matrix, a Spark DataFrame, or a file streamed with keep_per_query=False): "
@@ -78,12 +78,12 @@ def _shown(logs, conv, model: str, k: int) -> pd.DataFrame:
     """The candidates of ``model`` that may be in the top k of an evaluated query: one row each, with
     ``query`` (a number per query), ``item``, ``p`` (the chance it is in the top k), its tie group
     ``g``, ``e``, and ``L`` = min(k, candidates of the query above score_threshold)."""
-    from ..engine.backends import comparable_scores, tie_rule
+    from ..engine.rules import comparable_scores, threshold, tie_rule
     from ..kernels import cpu
 
     parts = []
     base = 0
-    thr = -np.inf if conv.score_threshold is None else conv.score_threshold
+    thr = threshold(conv)
     for log, R in logs:
         if model not in log.scores:
             continue

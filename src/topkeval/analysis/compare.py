@@ -42,7 +42,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError, check_choice, check_int, check_number, check_seed, did_you_mean
+from ..engine.aggregate import scaled_weights, total_weight, weighted_mean
+from ..errors import ParameterError, check_choice, did_you_mean
+from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
@@ -261,25 +263,20 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     if baseline not in models:
         raise ParameterError(f"baseline {baseline!r} is not a model of these results.{did_you_mean(str(baseline), models)} "
                              f"Models: {', '.join(map(repr, models))}.")
-    check_choice(test, TESTS, "test", "compare")
-    check_choice(correction, CORRECTIONS, "correction", "compare")
-    confidence = check_number(confidence, "confidence", "compare", low=0, high=1, low_open=True, high_open=True)
-    n_resamples = check_int(n_resamples, "n_resamples", "compare", low=100)
-    seed = check_seed(seed, "compare")
-    check_choice(missing, ("intersect", "zero"), "missing", "compare")
+    # test, correction, confidence, n_resamples, seed and missing are checked by Results.compare (topkeval.params)
+    results.require_rows("compare")
     all_metrics = list(results.summary.columns)
     if metrics is None:
         metrics = all_metrics
     else:
         metrics = list(dict.fromkeys(results.label(m) for m in ([metrics] if isinstance(metrics, str) else metrics)))
-    from ..inputs.segments import groups, scaled_weights, total_weight
 
-    weight = getattr(results, "weight", None)
-    by = getattr(results, "by", [])
+    weight = results.weight
+    by = list(results.by)
     if weight and test in ("t", "wilcoxon"):
         raise ParameterError(f"test={test!r} has no weighted form; with query weights (weight=) use "
                              "test='permutation' (weighted sign flips) or test='bootstrap' (weighted resampling).")
-    query_weights = results._attrs[weight] if weight else None
+    query_weights = results.attributes[weight] if weight else None
     rng = np.random.default_rng(seed)
     rows = []
     alpha = 1.0 - confidence
@@ -390,7 +387,6 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
         if weights is None:
             means = _resampled(values, n_resamples, rng, "bootstrap")
         else:
-            from ..inputs.segments import scaled_weights
 
             w = scaled_weights(np.asarray(weights[idxs[0]], dtype=np.float64)[ok])[:, None]
             both = _resampled(np.column_stack([values * w, w]), n_resamples, rng, "bootstrap")
@@ -400,3 +396,26 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
         for j, i in enumerate(idxs):
             out[i] = (float(bounds[0, j]), float(bounds[1, j]))
     return out
+
+
+def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0) -> pd.DataFrame:
+    """Each model's mean of each metric with a bootstrap percentile interval (see
+    :meth:`topkeval.Results.summary_ci`), per segment too with ``by=``; weighted with ``weight=``
+    (a query of weight 0 counts nowhere)."""
+    ev.require_rows("summary_ci")
+    weight = ev.weight
+    keys, columns, weights = [], [], []
+    for key, pq in (groups(ev) if ev.by else [({}, ev.per_query)]):
+        for model in ev.models:
+            part = pq[pq["model"] == model]
+            if weight:
+                part = part[part[weight] > 0]  # a query of weight 0 counts nowhere
+            for metric in ev.metrics:
+                keys.append((key, model, metric))
+                columns.append(part[metric].to_numpy(float))
+                weights.append(part[weight].to_numpy(float) if weight else None)
+    bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None)
+    rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
+             "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
+            for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]
+    return pd.DataFrame(rows)

@@ -51,7 +51,7 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
     """
     from ..metrics.names import parse_metric
 
-    rerun = getattr(results, "_rerun", None)
+    rerun = results.rerun
     if rerun is None:
         raise ParameterError("These results cannot be evaluated again at other cutoffs (they were built by hand, "
                              "or kept only sums): evaluate the log with the cutoffs you want instead.")
@@ -84,7 +84,7 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
 
 
 def _logs_of(results, model: str):
-    sources = getattr(results, "_sources", None)
+    sources = results.sources
     if sources is None:
         return None
     return ((log, R) for log, R in sources() if model in log.scores)  # lazily: a streamed file, batch by batch
@@ -114,7 +114,7 @@ def _find(queries: np.ndarray, query) -> int | None:
 def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
     """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
     from ..conventions import Conventions
-    from ..engine.backends import comparable_scores, tie_rule
+    from ..engine.rules import comparable_scores, threshold, tie_rule
     from ..kernels import cpu
 
     models = results.models
@@ -127,12 +127,12 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         others = [m for m in models if m != baseline]
         model = others[0] if others else None
     shown = [baseline] if model is None or model == baseline else [baseline, model]
-    conv: Conventions | None = results._conventions
-    if conv is None or getattr(results, "_sources", None) is None:
+    conv: Conventions | None = results.conventions
+    if conv is None or results.sources is None:
         raise ParameterError("side_by_side reads each model's candidates again, which these results do not keep "
                              "(a score matrix, a Spark DataFrame, or a file streamed with keep_per_query=False): "
                              "evaluate the rows of the queries you want to see as a table in memory.")
-    ascending = getattr(results, "_ascending", False)
+    ascending = results.ascending
     columns: dict = {}
     lists = {}
     for name in shown:
@@ -167,7 +167,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         rank[~keep] = 0
         rq = int(rel.sum()) if R is None else int(R[q])  # R counts relevant candidates below score_threshold too
         kq = np.array([k], np.int64)
-        thr = -np.inf if conv.score_threshold is None else conv.score_threshold
+        thr = threshold(conv)
         p = cpu.inclusion(offsets, scores, rel, grades, items, thr, tie, kq)
         ids = log.item_ids(log.items[lo:hi]).tolist()  # Python values, as the per-query tables show them
         raw = log.scores[name][lo:hi]

@@ -23,21 +23,13 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..conventions import resolve
 from ..errors import DataError, show, warn
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.select import select_top
-from ..params import CONVENTIONS, SETTINGS, THREADS, Given, Int, Metrics, validate_params
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-    from ..conventions import ConventionSettings
-    from ..results import Results
 
 
 def _is_torch(x) -> bool:
@@ -229,79 +221,16 @@ def _select_torch(S, depth: int, masked: bool = True):
     return rows, cols.cpu().numpy(), vals.cpu().numpy().astype(np.float64)
 
 
-@validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),
-                 relevant=Given("a matrix, a sparse matrix or an edge list, checked by prepare()"), metrics=Metrics(),
-                 exclude=[Given("as relevant, checked by prepare()"), None], conventions=CONVENTIONS,
-                 batch_size=[Int(1), None], threads=THREADS, settings=SETTINGS)
-def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_precision"), exclude=None, *,
-                    conventions=None, batch_size: int | None = None, threads: int | None = None,
-                    **settings: Unpack[ConventionSettings]) -> Results:
-    """Evaluate a dense score matrix (users x items) against held-out relevance.
+def evaluate_scores(scores, relevant, plan, exclude=None, *, batch_size: int | None = None,
+                    threads: int | None = None):
+    """The evaluation behind :func:`topkeval.evaluate_matrix` (checked parameters, a plan): an
+    :class:`~topkeval.engine.Evaluation` that keeps the matrices as they were, to evaluate them again
+    at other metrics (curves)."""
+    from dataclasses import replace
 
-    Each row is a user's ranking of the whole catalogue; the metrics are those of
-    :func:`topkeval.evaluate`, with the same conventions and the same values as on the long format
-    of the same data (one row per non-excluded (user, item) pair). ``recall@k = h(k) / R`` with R
-    the user's relevant, non-excluded items.
-
-    Parameters
-    ----------
-    scores : ndarray or torch.Tensor, shape (users, items), or a dict of them
-        Finite scores (cells in ``exclude`` may hold anything, -inf or NaN included: they are never
-        candidates; a numpy masked array with masked cells is refused, as numpy would read the
-        values behind the mask: pass the mask as ``exclude``); a torch tensor is processed on its own device (CPU or CUDA). A dict
-        ``{"old": S1, "new": S2}`` of matrices of one shape evaluates several models of the same
-        users (for :meth:`~topkeval.results.Results.compare`); one matrix is the model ``scores``.
-        Half-precision scores (float16, bfloat16) are compared as float32, which holds them
-        exactly: their order and their ties are those of the half-precision values.
-    relevant : array, scipy sparse matrix or torch tensor of shape (users, items), or an edge list
-        Grades (or booleans) of the held-out interactions. An edge list is a tuple
-        ``(users, items)`` or ``(users, items, grades)`` of 1-D arrays or tensors: for a PyTorch
-        Geometric ``edge_index`` (row 0 user ids, row 1 item ids in ``[0, items)``), pass
-        ``tuple(edge_index)``. An array is always a matrix: a shape other than that of ``scores``
-        is an error, never read as an edge list.
-    metrics : list of str
-        As in :func:`topkeval.evaluate`.
-    exclude : same forms as ``relevant``, optional
-        Items never to recommend to a user (the training interactions): removed from that user's
-        candidates, as if their rows were absent from the long format. A user whose every item is
-        excluded has no row there, so it is no query here either (not evaluated, not skipped as
-        empty, under every ``empty_queries``; ``info["matrix"]["users_without_candidates"]``).
-    conventions, **settings
-        As in :func:`topkeval.evaluate`.
-    batch_size : int, optional
-        Users per batch; by default about 2**24 scores per batch. Bounds the extra memory.
-    threads : int, optional
-        Threads of the CPU kernel.
-
-    Returns
-    -------
-    Results
-        Queries are the user indices (the per-query column is ``user``). For
-        :meth:`~topkeval.results.Results.curves` they keep the score matrices as they were: a copy
-        of those in host memory (numpy arrays, CPU tensors), as much memory again; a tensor on a
-        GPU as it is (no second copy on the device), refused by ``curves`` once changed in place.
-
-    See Also
-    --------
-    topkeval.MatrixEvaluator : the same evaluation accumulated batch by batch (a training loop).
-
-    Examples
-    --------
-    >>> import numpy as np, topkeval as tk
-    >>> scores = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
-    >>> truth = np.array([[1, 0, 1], [1, 0, 0]])
-    >>> tk.evaluate_matrix(scores, truth, metrics=["recall@1", "r_precision"]).summary
-            recall@1  r_precision
-    model
-    scores      0.25          0.5
-    >>> edges = (np.array([0, 0, 1]), np.array([0, 2, 0]))  # the same truth as an edge list
-    >>> tk.evaluate_matrix(scores, edges, metrics=["recall@1", "r_precision"]).summary.iloc[0].tolist()
-    [0.25, 0.5]
-    """
     from .. import engine
 
-    conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
-    plan = engine.make_plan(metrics, conv)
+    conv = plan.conv
     prepared = prepare(scores, relevant, exclude)
     warn_leaked(prepared.leaked)
     U, I = prepared.shape
@@ -317,15 +246,14 @@ def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_p
             "relevant_excluded": prepared.leaked,
             "users_without_candidates": 0 if run.absent is None else len(run.absent)}})
 
-    res = results(plan, prepared)
+    evaluation = results(plan, prepared)
     kept = _kept(prepared, scores)
 
     def rerun(names):  # Results.curves: the same matrices again, as they were
         _check_unchanged(kept)
         return results(engine.make_plan(names, conv), kept)
 
-    res._rerun = rerun
-    return res
+    return replace(evaluation, rerun=rerun)
 
 
 def _kept(prepared: Prepared, given) -> Prepared:
@@ -589,7 +517,7 @@ class MatrixBackend:
     as if in float64, whatever the precision of the scores."""
 
     def __init__(self, cpu=None, device_counts: bool | None = None):
-        from ..engine import CPU
+        from .cpu import CPU
 
         self.cpu = cpu or CPU
         self.device_counts = device_counts  # None: on a GPU; True: also on CPU tensors (tests); False: never
@@ -617,7 +545,7 @@ class MatrixBackend:
     def _device_stats(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, depth: int):
         """The statistics from counts made on the device of the scores (:mod:`topkeval.kernels.torch_counts`):
         only a few integers per relevant cell come back to the host, then the CPU kernel's accumulation."""
-        from ..engine.backends import dcg_columns, gains_of
+        from ..engine.rules import dcg_columns, gains_of
         from ..kernels import cpu, torch_counts
         from ..kernels.stats import QueryStats
 
@@ -654,7 +582,7 @@ class MatrixBackend:
         """The statistics of metrics that look deep into the list (``ap``, ``rr``, ``ndcg`` without a
         cutoff), counted on each row in place (:func:`topkeval.kernels.cpu.matrix_rows`): no cell
         is selected or copied out, only each relevant cell's counts are made."""
-        from ..engine.backends import dcg_columns
+        from ..engine.rules import dcg_columns, threshold
         from ..kernels import cpu
         from ..kernels.stats import QueryStats
 
@@ -671,7 +599,7 @@ class MatrixBackend:
         grades = rel.data.astype(np.float64)
         r_scores = S[r_users, cols].astype(np.float64)
         is_rel = conv.is_relevant(grades)
-        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
+        thr = threshold(conv)
         rel_ret = np.bincount(r_users[is_rel & (r_scores >= thr)], minlength=users) if thr > -np.inf else judgments.R
         if plan.positive_hits:
             is_rel = is_rel & (r_scores > 0)
@@ -772,7 +700,7 @@ def counted_on_device(plan) -> bool:
     second pass (judged, bpref, ...), not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
     ordered as text), not ``ties="ranx"`` (its order depends on the whole row), and no grade-0 cell
     relevant or with a gain (then every cell would count)."""
-    from ..engine.backends import UNJUDGED_GAINS, gains_of
+    from ..engine.rules import UNJUDGED_GAINS, gains_of
 
     conv = plan.conv
     zero = np.zeros(1)

@@ -27,7 +27,6 @@ the installed package): see the README.
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from functools import partial
 
@@ -36,8 +35,7 @@ import pandas as pd
 
 from .. import engine
 from ..errors import DataError, TopkevalError, TopkevalWarning, warn
-from ..params import Bool, Given, MetricName, Model, validate_params
-from ..results import Results
+from .cpu import CPU, items_changed
 
 #: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
 MAX_COLLECT = 50_000_000
@@ -122,7 +120,9 @@ def start_session(master: str):
 
 def is_spark(data) -> bool:
     """A pyspark DataFrame (classic or Spark Connect), recognised without importing pyspark."""
-    return type(data).__module__.startswith("pyspark.") and hasattr(data, "mapInArrow")
+    from . import select
+
+    return select(data) == "spark"
 
 
 def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
@@ -181,12 +181,23 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
     if not counts:
         raise DataError("The table is empty: there is nothing to evaluate.")
     order = list(dict.fromkeys(m for c in counts for m in c["models"]))
-    summary = pd.DataFrame({name: [_mean([c["sums"][m][name] for c in counts if m in c.get("sums", {})])
-                                   for m in order] for name in names}, index=pd.Index(order, name="model"))
-    info = _info(counts, order, plan, qrels is not None)
+    extra = _info(counts, order, plan, qrels is not None)
     per_query = out.where(F.col(_KIND) == "query").select(
         "model", query, *[F.col(f).alias(name) for f, name in zip(fields, names)])
-    return SparkResults(summary, per_query, info, query_name=query, conventions=plan.conv, source=(parts, fn))
+    rows = SparkRows(per_query, parts, fn, query, order, sum(sum(c["evaluated"].values()) for c in counts))
+    return engine.build_results([_batch(c) for c in counts], plan, query_name=query, info=extra, per_query=rows.collect,
+                                backend=rows)
+
+
+def _batch(counts: dict) -> engine.Evaluated:
+    """One partition's counts and sums as the engine's batch of sums (the per-query values stay on
+    the cluster), for the one results builder."""
+    models = [engine.ModelValues(m, np.empty(0, dtype=object), {}, counts["ties"][m], counts["rows"][m],
+                                 counts["evaluated"][m], {name: (float(t), int(n)) for name, (t, n)
+                                                          in counts["sums"][m].items()})
+              for m in counts["models"]]
+    return engine.Evaluated(models, counts.get("queries", 0), counts.get("skipped_empty", 0),
+                            counts.get("relevant", 0))
 
 
 def _partitions(df) -> int:
@@ -195,12 +206,6 @@ def _partitions(df) -> int:
         return max(df.rdd.getNumPartitions(), df.sparkSession.sparkContext.defaultParallelism)
     except Exception:  # Spark Connect has neither rdd nor sparkContext: Spark's own shuffle default
         return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "200"))
-
-
-def _mean(parts: list) -> float:
-    """A model's mean of a metric from each partition's (sum, count of defined values)."""
-    count = sum(c for _, c in parts)
-    return math.fsum(t for t, _ in parts) / count if count else math.nan
 
 
 def _check_columns(df, wanted, where: str, roles: dict) -> None:
@@ -292,7 +297,7 @@ def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascen
             # score 0 with missing_queries="zero"), as do a run's queries without judgments
             return run_batches(run, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
                                model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
-                               threads=1, ascending=ascending, warn=False, all_runs=all_runs)
+                               threads=1, ascending=ascending, warn=False, all_runs=all_runs, backend=CPU)
         from ..inputs import read_columns
         from ..inputs.grouped import build_log
 
@@ -301,7 +306,7 @@ def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascen
         log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
                         names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending,
                         borrowed=False)  # the partition's rows: ours, never the caller's
-        batch, logs = engine.evaluate_grouped(log, plan, depth=depth, threads=1)
+        batch, logs = engine.evaluate_grouped(log, plan, backend=CPU, depth=depth, threads=1)
         sizes = np.diff(log.offsets)
         return [batch], logs, {"min_size": int(sizes.min()), "max_size": int(sizes.max())}
 
@@ -360,7 +365,7 @@ def _diff_partition(batches, *, evaluate, baseline, model, metric, arrow_schema)
     options = {k: v for k, v in evaluate.keywords.items() if k not in ("fields", "arrow_schema")}
     table = _table(batches)
     found = _evaluate_table(table, **options) if table is not None else None
-    changed = engine.items_changed(lambda: found[1], options["plan"].conv, baseline, model, metric) if found else None
+    changed = items_changed(lambda: found[1], options["plan"].conv, baseline, model, metric) if found else None
     if not changed:
         return
     gained, lost = changed
@@ -389,28 +394,16 @@ def _counts_batch(schema, counts: dict):
 
 
 def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool) -> dict:
-    """The counts of every partition, summed; the warnings decided on the whole."""
+    """What the counts of every partition add to the results builder's (judged queries, partitions);
+    the warnings decided on the whole."""
 
     def total(key):
         return {m: sum(c.get(key, {}).get(m, 0) for c in counts) for m in models}
 
-    evaluated, rows = total("evaluated"), total("rows")
-    info = {
-        "queries": sum(c.get("queries", 0) for c in counts),
-        "evaluated": max(evaluated.values(), default=0),
-        "skipped_empty": sum(c.get("skipped_empty", 0) for c in counts),
-        "rows": max(rows.values(), default=0),
-        "evaluated_per_model": evaluated,
-        "rows_per_model": rows,
-        "ties_at_cutoff": total("ties"),
-        "models": models,
-        "metrics": plan.names,
-        "metric_names": plan.canonical,
-        "conventions": plan.conv.as_dict(),
-        "spark": {"partitions": len(counts)},
-    }
+    info: dict = {"spark": {"partitions": len(counts)}}
+    queries = sum(c.get("queries", 0) for c in counts)
     if judged:
-        info["judged_queries"] = info["queries"]
+        info["judged_queries"] = queries
         info["run_queries_without_judgments"] = total("run_queries_without_judgments")
         info["missing_from_run"] = total("missing_from_run")
         if sum(c.get("shared_queries", 0) for c in counts) == 0:
@@ -421,107 +414,56 @@ def _info(counts: list[dict], models: list[str], plan: engine.Plan, judged: bool
                           "judgments are written the same way.")
     else:
         sizes = [(c["min_size"], c["max_size"]) for c in counts if "min_size" in c]
-        if sizes and info["queries"] >= 2 and min(s[0] for s in sizes) == max(s[1] for s in sizes):
-            from ..api import _R_BASED
-
-            uses_r = [m for m in plan.metrics if m.family in _R_BASED]
-            if uses_r:
-                n = sizes[0][0]
-                warn(f"Every query has exactly {n} candidate{'s' if n != 1 else ''}. If these are each "
-                              f"query's top {n} recommendations, {uses_r[0]} counts only the relevant items among "
-                              "them, not all relevant items (it is inflated): pass the true interactions as qrels=.")
+        if sizes:
+            engine.warn_if_truncated(plan, queries, min(s[0] for s in sizes), max(s[1] for s in sizes))
     engine.warn_if_nothing_relevant(plan.conv, sum(c.get("relevant", 0) for c in counts))
     return info
 
 
-class SparkResults(Results):
-    """Results of an evaluation on Spark: ``summary`` and ``info`` as always, ``per_query`` a Spark
-    DataFrame (lazy). ``to_pandas()`` collects the per-query values; ``compare``, ``summary_ci``
-    and ``diff`` collect them too (refused beyond :data:`MAX_COLLECT` rows)."""
+class SparkRows:
+    """What an evaluation on Spark keeps on the cluster: the per-query values (a lazy Spark
+    DataFrame: ``Results.per_query``), collected on demand (``Results.to_pandas``, compare,
+    summary_ci, diff; refused beyond :data:`MAX_COLLECT` rows), and the partitioned rows, which one
+    more Spark job reads again for the items :meth:`~topkeval.Results.diff` lists."""
 
-    def __init__(self, summary, per_query, info, *, query_name, conventions, source):
-        super().__init__(summary, per_query, info, query_name=query_name, conventions=conventions)
-        self._spark_per_query = per_query
-        self._source = source
-        self._collected = None
+    def __init__(self, per_query, parts, evaluate, query_name: str, models: list[str], total: int):
+        self.lazy_per_query = per_query
+        self._parts, self._evaluate = parts, evaluate
+        self._query_name, self._models, self._total = query_name, models, total
 
-    @property
-    def per_query(self):
-        """The per-query values as a Spark DataFrame (lazy): columns model, the query column, one per
-        metric."""
-        return self._spark_per_query
+    def collect(self) -> pd.DataFrame:
+        """The per-query values collected to the driver, model by model, each model's queries in order."""
+        if self._total > MAX_COLLECT:
+            raise DataError(f"The per-query values have {self._total:,} rows, more than topkeval collects to the "
+                            f"driver ({MAX_COLLECT:,}): compare, summary_ci and diff need them all. Filter the queries "
+                            "or the models first, or raise topkeval.backends.spark.MAX_COLLECT if the driver has the "
+                            "memory.")
+        sdf = self.lazy_per_query
+        frame = _run(lambda: sdf.toArrow().to_pandas())
+        frame["model"] = pd.Categorical(frame["model"], categories=self._models)
+        frame = frame.sort_values(["model", self._query_name], kind="stable").reset_index(drop=True)
+        frame["model"] = frame["model"].astype(object)
+        return frame
 
-    @per_query.setter
-    def per_query(self, frame) -> None:
-        self._spark_per_query = frame
-
-    @validate_params()
-    def to_pandas(self) -> pd.DataFrame:
-        """The per-query values collected to the driver, as a pandas DataFrame (model by model)."""
-        if self._collected is None:
-            rows = sum(self.info["evaluated_per_model"].values())
-            if rows > MAX_COLLECT:
-                raise DataError(f"The per-query values have {rows:,} rows, more than topkeval collects to the driver "
-                                f"({MAX_COLLECT:,}): compare, summary_ci and diff need them all. Filter the queries "
-                                "or the models first, or raise topkeval.backends.spark.MAX_COLLECT if the driver has the "
-                                "memory.")
-            sdf = self._spark_per_query
-            frame = _run(lambda: sdf.toArrow().to_pandas())
-            frame["model"] = pd.Categorical(frame["model"], categories=self.models)
-            frame = frame.sort_values(["model", self.query_name], kind="stable").reset_index(drop=True)
-            frame["model"] = frame["model"].astype(object)
-            self._collected = frame
-        return self._collected
-
-    def _local(self) -> Results:
-        return Results(self.summary, self.to_pandas(), self.info, query_name=self.query_name,
-                       conventions=self._conventions)
-
-    @validate_params(baseline=[Model(), None], options=Given("the options of Results.compare, checked there"))
-    def compare(self, baseline=None, **options):
-        """As :meth:`Results.compare`, on the per-query values collected from Spark."""
-        return self._local().compare(baseline, **options)
-
-    @validate_params(args=Given("as Results.summary_ci, checked there"),
-                     kwargs=Given("as Results.summary_ci, checked there"))
-    def summary_ci(self, *args, **kwargs):
-        """As :meth:`Results.summary_ci`, on the per-query values collected from Spark."""
-        return self._local().summary_ci(*args, **kwargs)
-
-    @validate_params(baseline=Model(), model=Model(), metric=MetricName(), items=Bool())
-    def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
-        """As :meth:`Results.diff`; the items gained and lost are found by one more Spark job."""
-        out = self._local().diff(baseline, model, metric, items=False)
-        parts, fn = self._source
-        if fn.keywords["item"] is None or not items:
-            return out
+    def items_changed(self, evaluation, baseline: str, model: str, metric: str):
+        """Per query, the relevant items that entered and left ``model``'s top k against
+        ``baseline``'s (one Spark job over the partitioned rows); None without item ids."""
+        if self._evaluate.keywords["item"] is None:
+            return None
         from pyspark.sql.types import StringType, StructField, StructType
 
         from ..metrics.names import parse_metric
 
         schema = StructType([StructField("q", StringType()), StructField("gained", StringType()),
                              StructField("lost", StringType())])
-        job = partial(_diff_partition, evaluate=fn, baseline=baseline, model=model, metric=parse_metric(metric),
-                      arrow_schema=_arrow_schema(schema))
+        job = partial(_diff_partition, evaluate=self._evaluate, baseline=baseline, model=model,
+                      metric=parse_metric(metric), arrow_schema=_arrow_schema(schema))
+        parts = self._parts
         found = _run(lambda: parts.mapInArrow(job, schema).collect())
-        key = {json.dumps(_plain(q)): q for q in out[self.query_name]}
+        key = {json.dumps(_plain(q)): q for q in evaluation.per_query[self._query_name]}
         gained = {key[r["q"]]: json.loads(r["gained"]) for r in found if r["q"] in key}
         lost = {key[r["q"]]: json.loads(r["lost"]) for r in found if r["q"] in key}
-        out["gained"] = [gained.get(q, []) for q in out[self.query_name]]
-        out["lost"] = [lost.get(q, []) for q in out[self.query_name]]
-        return out
-
-    @validate_params(per_query=Bool())
-    def to_dict(self, per_query: bool = False) -> dict:
-        out = Results(self.summary, pd.DataFrame(), self.info, query_name=self.query_name).to_dict()
-        if per_query:
-            from ..outputs.text import records
-
-            out["per_query"] = records(self.to_pandas())
-        return out
-
-    def __repr__(self) -> str:
-        return "Spark" + super().__repr__()
+        return gained, lost
 
 
 def query_attributes(df, query: str, by: list[str], weight: str | None):

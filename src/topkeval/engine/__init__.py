@@ -1,4 +1,4 @@
-"""The engine: one plan, one backend call per model, one way from statistics to Results.
+"""The engine: one plan, one backend call per model, one way from statistics to an Evaluation (shown as Results).
 
 Every front door (``evaluate`` on a table or a file, ``evaluate(run, qrels=...)``,
 ``evaluate_matrix``, a streamed parquet file, the one-ranking functions) turns its input into one
@@ -10,17 +10,18 @@ or more grouped logs (:class:`~topkeval.inputs.grouped.GroupedLog`) and then doe
 
 =================  ====================================================================
 ``plan.py``        :class:`Plan`: which statistics, cutoffs, gain variants and depth
-``backends.py``    :class:`Backend` (the contract), :class:`CpuBackend`: batch -> QueryStats
+``rules.py``       :class:`Backend` (the contract a backend implements) and the conventions as kernel inputs
 ``evaluate.py``    :func:`evaluate_log`: QueryStats -> per-query values, one batch at a time
-``results.py``     :func:`build_results`: batches -> Results, the same on every path
+``results.py``     :func:`build_results`: batches -> :class:`Evaluation`, the same on every path
+``aggregate.py``   the means, weighted or not, exact for any finite values and weights
 =================  ====================================================================
 
 A backend (:class:`Backend`) turns a batch and a plan into :class:`~topkeval.kernels.stats.QueryStats`;
-:class:`CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu`. Another backend (a
+:class:`~topkeval.backends.cpu.CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu`. Another backend (a
 GPU selection, a Spark partition) implements the same ``compute`` and nothing else changes.
 """
 
-from .backends import CPU, Backend, CpuBackend, Queries, comparable_scores, discounts, gains_of, tie_items, tie_rule
+from .aggregate import mean
 from .evaluate import (
     Evaluated,
     LogSource,
@@ -28,13 +29,14 @@ from .evaluate import (
     check_depth_rule,
     evaluate_grouped,
     evaluate_log,
-    items_changed,
     truncate,
     warn_if_nothing_relevant,
+    warn_if_truncated,
 )
 from .plan import Plan, make_plan
-from .results import build_results, mean
+from .results import Evaluation, attach, build_results, check_result_names, from_per_query
+from .rules import Backend, Queries, comparable_scores, discounts, gains_of, threshold, tie_items, tie_rule
 
-__all__ = ["CPU", "Backend", "CpuBackend", "Evaluated", "LogSource", "ModelValues", "Plan", "Queries", "build_results",
-           "check_depth_rule", "comparable_scores", "discounts", "evaluate_grouped", "evaluate_log", "gains_of", "items_changed",
-           "make_plan", "mean", "tie_items", "tie_rule", "truncate", "warn_if_nothing_relevant"]
+__all__ = ["Backend", "Evaluated", "Evaluation", "LogSource", "ModelValues", "Plan", "Queries", "attach", "build_results", "check_result_names",
+           "check_depth_rule", "comparable_scores", "discounts", "evaluate_grouped", "evaluate_log", "from_per_query", "gains_of",
+           "make_plan", "mean", "threshold", "tie_items", "tie_rule", "truncate", "warn_if_nothing_relevant", "warn_if_truncated"]

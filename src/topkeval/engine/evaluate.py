@@ -8,15 +8,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from ..conventions import Conventions
 from ..errors import EmptyQueryError, ParameterError, ShortListError, plural, show, warn
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
 from ..metrics import FAMILIES, metric_values
-from .backends import CPU, Backend, Queries, comparable_scores, tie_rule
 from .plan import Plan
+from .rules import Backend, Queries, comparable_scores, tie_rule
 
 
 @dataclass
@@ -50,9 +49,10 @@ class Evaluated:
         return Evaluated([m.reduce() for m in self.models], self.queries, self.skipped_empty, self.relevant)
 
 
-def evaluate_log(batch: Queries, plan: Plan, *, judgments: Judgments | None = None, backend: Backend = CPU,
+def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Judgments | None = None,
                  threads: int | None = None, rows: int | None = None) -> Evaluated:
-    """Evaluate every model of a batch of queries (a grouped log, by default with the CPU kernel).
+    """Evaluate every model of a batch of queries with ``backend`` (the CPU kernel for a grouped log:
+    :data:`topkeval.backends.cpu.CPU`; the backend that :func:`topkeval.backends.select` chose).
 
     ``judgments`` (R and the judged grades per query) come from judgments kept apart from the
     candidates (TREC qrels); by default from the batch itself. ``rows``: the rows of the input
@@ -90,8 +90,8 @@ def evaluate_log(batch: Queries, plan: Plan, *, judgments: Judgments | None = No
     return Evaluated(out, len(R), int((~keep).sum()), int(R.sum()))
 
 
-def evaluate_grouped(log: GroupedLog, plan: Plan, *, depth: int | None = None, threads: int | None = None,
-                     backend: Backend = CPU) -> tuple[Evaluated, list]:
+def evaluate_grouped(log: GroupedLog, plan: Plan, *, backend: Backend, depth: int | None = None,
+                     threads: int | None = None) -> tuple[Evaluated, list]:
     """Evaluate every model of a log held whole (in memory, or a chunk of a file that holds every row of
     its queries): one :class:`Evaluated`, and the ``(log, R)`` pairs that ``Results.diff`` re-reads.
 
@@ -153,6 +153,19 @@ def _check_short(st: QueryStats, metrics, queries, model: str) -> None:
             )
 
 
+def warn_if_truncated(plan: Plan, queries: int, fewest: int, most: int) -> None:
+    """Warn when every query has the same number of candidates N (``fewest == most``) and a metric
+    counts relevant items outside the list (the registry's ``needs_all_relevant``: it divides by R,
+    or ranks the relevant items ideally): a log of each query's top N recommendations alone cannot
+    know the relevant items outside it."""
+    uses_r = [m for m in plan.metrics if FAMILIES[m.family].needs_all_relevant]
+    if queries >= 2 and uses_r and fewest == most:
+        warn(f"Every query has exactly {plural(fewest, 'candidate')}. If these are each query's top {fewest} "
+             f"recommendations, {uses_r[0]} counts only the relevant items among them, not all relevant items (it is "
+             "inflated): pass the true interactions as qrels= (a table with query, item and relevance columns). "
+             "If every query really has these candidates only, ignore this warning.")
+
+
 def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
     """Warn once when no candidate at all is relevant (a threshold above every grade, say)."""
     if total_relevant == 0:
@@ -165,76 +178,3 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
 
 #: () -> iterable of (grouped log, R or None): the logs that ``Results.diff`` reads again
 LogSource = Callable[[], Iterable[tuple[GroupedLog, "np.ndarray | None"]]]
-
-
-def _inclusion(log, R, conv, model: str, metric) -> np.ndarray:
-    """Per row of ``log``: the chance that the row, when relevant, is in ``model``'s top k (0 for the rest)."""
-    from ..kernels import cpu
-
-    rel = log.relevant(conv)
-    if R is None:
-        R = log.per_query_sum(rel)
-    kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
-    thr = -np.inf if conv.score_threshold is None else conv.score_threshold
-    grades = log.grades.astype(np.float64, copy=False)
-    scores = comparable_scores(log.scores[model], conv)
-    tie, items = tie_rule(log, conv, scores)
-    return cpu.inclusion(log.offsets, scores, rel, grades, items, thr, tie, kq)
-
-
-def _changed_rows(log, R, conv, baseline: str, model: str, metric) -> tuple[dict, dict]:
-    """Both models in one log (the rows align): the relevant rows whose chance rose / fell, by query."""
-    a = _inclusion(log, R, conv, baseline, metric)
-    b = _inclusion(log, R, conv, model, metric)
-    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-    out = []
-    for mask in (b > a + 1e-12, a > b + 1e-12):
-        rows = np.flatnonzero(mask)  # grouped by query already: the log's rows are
-        ids = log.item_ids(log.items[rows]).tolist()
-        qs = q_of_row[rows]
-        cuts = np.flatnonzero(np.diff(qs)) + 1
-        starts = np.concatenate([[0], cuts]).astype(np.int64)
-        ends = np.concatenate([cuts, [len(rows)]]).astype(np.int64)
-        queries = log.queries[qs[starts]] if len(rows) else log.queries[:0]
-        out.append({q: ids[s:e] for q, s, e in zip(queries.tolist(), starts.tolist(), ends.tolist())})
-    return out[0], out[1]
-
-
-def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
-    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
-    p = _inclusion(log, R, conv, model, metric)
-    rows = np.flatnonzero(log.relevant(conv))
-    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_ids(log.items[rows]),
-                         "p": p[rows]})
-
-
-def items_changed(sources, conv, baseline: str, model: str, metric):
-    """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
-    without item ids."""
-    frames: dict[str, list[pd.DataFrame]] = {baseline: [], model: []}
-    gained: dict = {}
-    lost: dict = {}
-    aligned = False
-    for log, R in sources():
-        if not log.has_items:
-            return None
-        if baseline in log.scores and model in log.scores:  # one table with both score columns: no join
-            g, lo = _changed_rows(log, R, conv, baseline, model, metric)
-            gained.update(g)
-            lost.update(lo)
-            aligned = True
-            continue
-        for name in frames:
-            if name in log.scores:
-                frames[name].append(_inclusion_rows(log, R, conv, name, metric))
-    if frames[baseline] and frames[model]:  # runs kept apart (judgments apart): join on (query, item)
-        a = pd.concat(frames[baseline], ignore_index=True)
-        b = pd.concat(frames[model], ignore_index=True)
-        both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna(
-            {"p_a": 0.0, "p_b": 0.0})
-        for found, mask in ((gained, both["p_b"] > both["p_a"] + 1e-12), (lost, both["p_a"] > both["p_b"] + 1e-12)):
-            found.update(both[mask].groupby("query", sort=False)["item"].agg(list).to_dict())
-    elif not aligned:
-        return None
-    return gained, lost

@@ -1,44 +1,185 @@
-"""One Results from the evaluated batches, whatever path computed them: the means, the per-query
-table and the same ``info`` keys for a table in memory, a streamed file, runs with judgments apart
-and a score matrix."""
+"""The one results builder: evaluated batches -> :class:`Evaluation`, whatever path computed them.
+
+Every path (a table in memory, a streamed file, runs with judgments apart, a score matrix, the
+training-loop evaluator, Spark) hands its batches to :func:`build_results`, which computes the means,
+the per-query table and the same ``info`` keys, joins the query-level attributes (segments and
+weights) and records how to read the rows again (``sources``) and how to evaluate the same data at
+other metrics (``rerun``). :class:`~topkeval.results.Results`, the front doors' return type, shows an
+Evaluation; nothing else builds or changes one.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
+from ..conventions import Conventions
+from ..errors import DataError, ParameterError, TopkevalError, show
+from ..metrics.names import label_of, parse_metric
+from .aggregate import mean, total_weight, weighted_summary
 from .evaluate import Evaluated, LogSource, ModelValues
 from .plan import Plan
 
+#: column names of the tables segments appear in (per_query, segments, compare, summary_ci): a
+#: segment or weight column may not take one of them
+RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relative_delta", "ci_low", "ci_high",
+            "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "effect_size", "n_queries", "left_out",
+            "weight", "queries", "mean")
 
-def mean(values: np.ndarray) -> float:
-    """The mean of the defined (not NaN) values; nan when there is none. Values so large that their
-    sum would overflow (a DCG of huge grades) are averaged on a scale divided by a power of 2."""
-    if not np.isfinite(values).any():
-        return math.nan
-    top = float(np.nanmax(np.abs(values)))
-    if top > 1e300:
-        shift = math.ceil(math.log2(top))
-        return float(np.ldexp(np.nanmean(np.ldexp(values, -shift)), shift))
-    return float(np.nanmean(values))
+#: column names of the tables the query column appears in beside fixed columns (per_query: ``model``;
+#: Results.diff: ``baseline``, ``model``, ``delta``, ``gained``, ``lost``)
+QUERY_TAKEN = ("model", "baseline", "delta", "gained", "lost")
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """What an evaluation computed, as :func:`build_results` made it (read-only).
+
+    Attributes
+    ----------
+    summary : pandas.DataFrame
+        One row per model (index ``model``), one column per metric label: the (weighted) means.
+    info : Mapping
+        The counts (see :class:`~topkeval.results.Results`).
+    query_name : str
+        The query column of the per-query table.
+    conventions : Conventions or None
+        None for per-query values computed elsewhere (:meth:`Results.from_per_query`).
+    by : tuple of str
+        The segment columns (``evaluate(..., by=)``).
+    weight : str or None
+        The query-weight column (``evaluate(..., weight=)``).
+    attributes : pandas.DataFrame or None
+        One row per query (indexed by query id): the segment and weight columns.
+    ascending : bool
+        The scores were ranks or distances (lower is better), negated inside.
+    sources : callable or None
+        ``() -> iterable of (GroupedLog, R or None)``: the rows again (diff's items, side_by_side,
+        beyond_accuracy); None when they are not kept (a matrix, Spark, a stream of sums).
+    rerun : callable or None
+        ``metric names -> Evaluation``: the same data at other metrics (curves); None when the
+        data cannot be read again.
+    backend : object or None
+        The backend that computed the results, asked again for what reads the rows (diff's items,
+        side_by_side, beyond_accuracy: :class:`~topkeval.engine.rules.Backend`).
+    """
+
+    summary: pd.DataFrame
+    info: Mapping
+    query_name: str
+    conventions: Conventions | None
+    by: tuple[str, ...] = ()
+    weight: str | None = None
+    attributes: pd.DataFrame | None = None
+    ascending: bool = False
+    sources: LogSource | None = None
+    rerun: Callable[[list[str]], Evaluation] | None = None
+    backend: object | None = None
+    _per_query: list = field(default_factory=list, repr=False)  # [DataFrame or its builder], built once
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per (model, query) evaluated, with the segment and weight columns; built on first use."""
+        held = self._per_query[0]
+        if callable(held):
+            held = self._per_query[0] = held()
+        return held
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.summary.index)
+
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.summary.columns)
+
+    def require_rows(self, owner: str) -> None:
+        """Refuse an analysis of the per-query values on results that kept only the means: it would
+        compare nothing and say "no detectable difference", or give intervals of nothing."""
+        if len(self.per_query) == 0 and self.info.get("evaluated", 0) > 0:
+            raise ParameterError(f"{owner} works on the per-query values, which these results do not keep (a file "
+                                 "streamed with keep_per_query=False keeps only the means): evaluate again with "
+                                 "keep_per_query=True (the default).")
+
+    def label(self, metric) -> str:
+        """The column label of an evaluated metric, found by any of its names: the label itself (the
+        name as requested), the canonical name or another alias (see :meth:`Results.label`)."""
+        labels = self.metrics
+        if isinstance(metric, str) and label_of(metric) in labels:
+            return label_of(metric)
+        known = self.info.get("metric_names") or {}
+        try:
+            wanted = str(parse_metric(metric))
+        except TopkevalError as exc:
+            raise ParameterError(f"metric {metric!r} was not evaluated ({exc}); these results have "
+                                 f"{', '.join(labels)}.") from None
+        for name in labels:
+            if known.get(name, None) == wanted or (name not in known and _canonical(name) == wanted):
+                return name
+        raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(labels)}.")
+
+
+def check_result_names(query: str, by: Sequence[str], weight: str | None, metrics: Sequence[str]) -> None:
+    """Refuse column names that would collide with the columns of the results.
+
+    ``per_query`` holds ``model``, the query column, the segment and weight columns and one column
+    per metric; :meth:`Results.diff` holds the query column beside ``baseline``, ``model``,
+    ``delta``, ``gained`` and ``lost``; the segment columns appear beside every column of
+    :data:`RESERVED`. A column of the input named like one of them would be overwritten or read as
+    the other (a comparison of NaN, an empty diff), so it is refused, with the name to change.
+    """
+    metric_names = set(metrics)
+    clash = (query in QUERY_TAKEN or query in metric_names or _metric_name(query)) and query
+    if clash:
+        what = "a metric" if clash not in QUERY_TAKEN else f"the column {clash!r} of per_query or Results.diff"
+        raise ParameterError(f"The query column is called {clash!r}, which is also the name of {what}: the results "
+                             f"could not hold both. Rename the column (for pandas: "
+                             f"df.rename(columns={{{clash!r}: 'query'}})) and pass query='query'.")
+    taken = sorted({n for n in by if n in RESERVED or n in metric_names or _metric_name(n)}
+                   | ({weight} if weight and (weight == "model" or weight in metric_names or _metric_name(weight))
+                      else set()))
+    if taken:
+        raise ParameterError(f"by= and weight= columns appear beside the columns of the results (model, the metrics; "
+                             f"for segments also compare's and summary_ci's columns), so they cannot be called "
+                             f"{taken!r}: rename the column.")
+
+
+def _canonical(name: str) -> str | None:
+    """The canonical name of a column label (None for a label that is no metric name)."""
+    try:
+        return str(parse_metric(name))
+    except TopkevalError:
+        return None
+
+
+def _metric_name(name: str) -> bool:
+    """Whether ``name`` is the canonical name of a metric (a column of per_query, of every curve)."""
+    try:
+        return str(parse_metric(name)) == name
+    except TopkevalError:
+        return False
 
 
 def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str = "query", info: dict | None = None,
-                  sources: LogSource | None = None):
-    """One :class:`~topkeval.results.Results` from the batches of an evaluation, whatever the path.
+                  sources: LogSource | None = None, rerun: Callable[[list[str]], Evaluation] | None = None,
+                  attributes: pd.DataFrame | None = None, by: Sequence[str] = (), weight: str | None = None,
+                  ascending: bool = False, backend: object | None = None,
+                  per_query: Callable[[], pd.DataFrame] | None = None) -> Evaluation:
+    """One :class:`Evaluation` from the batches of an evaluation, whatever the path.
 
-    The summary is each model's mean over its evaluated queries (NaN values left out), the
-    per-query table lists each model's queries in batch order, and ``info`` has the same keys on
-    every path: ``queries``, ``evaluated``, ``skipped_empty``, ``rows`` (ints: totals),
-    ``evaluated_per_model``, ``rows_per_model``, ``ties_at_cutoff`` (per model), ``models``,
-    ``metrics`` (the column labels: the names as requested), ``metric_names`` (each label -> the
-    canonical name), ``conventions``, and what the front door adds (``info``).
+    The summary is each model's mean over its evaluated queries (NaN values left out; weighted with
+    ``weight``), the per-query table lists each model's queries in batch order (with the segment and
+    weight columns of ``attributes``), and ``info`` has the same keys on every path: ``queries``,
+    ``evaluated``, ``skipped_empty``, ``rows`` (ints: totals), ``evaluated_per_model``,
+    ``rows_per_model``, ``ties_at_cutoff`` (per model), ``models``, ``metrics`` (the column labels:
+    the names as requested), ``metric_names`` (each label -> the canonical name), ``conventions``,
+    with ``weight`` and ``segments`` when given, and what the front door adds (``info``).
+    ``per_query`` replaces the per-query table built from the batches (Spark collects its own).
     """
-    from ..results import Results
-
     names = plan.names
     by_model: dict[str, list[ModelValues]] = {}
     for batch in batches:
@@ -75,7 +216,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
     }
     base.update(info or {})
 
-    def per_query() -> pd.DataFrame:
+    def from_batches() -> pd.DataFrame:
         """Model by model, each model's queries in batch order (empty when only sums were kept)."""
         columns: dict = {}
         if not kept:
@@ -90,4 +231,98 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
             columns[name] = np.concatenate(vals) if len(vals) > 1 else vals[0]
         return pd.DataFrame(columns)
 
-    return Results(summary_df, per_query, base, query_name=query_name, conventions=plan.conv, sources=sources)
+    table: Callable[[], pd.DataFrame] = per_query or from_batches
+    evaluation = Evaluation(summary_df, base, query_name, plan.conv, ascending=bool(ascending), sources=sources,
+                            rerun=rerun, backend=backend, _per_query=[table])
+    return attach(evaluation, attributes, by, weight) if attributes is not None else evaluation
+
+
+def attach(evaluation: Evaluation, attributes: pd.DataFrame, by: Sequence[str], weight: str | None) -> Evaluation:
+    """The same evaluation with query-level attributes: the segment and weight columns in the
+    per-query table, the summary weighted with ``weight``, ``info["weight"]`` and ``info["segments"]``.
+
+    ``attributes`` holds one row per query (indexed by query id); a query of the per-query table
+    without a row is refused (a judged query the run lacks has no attribute to read).
+    """
+    by = tuple(by)
+    table = _with_attributes(lambda: evaluation.per_query, attributes, evaluation.query_name, by, weight)
+    info = dict(evaluation.info)
+    out = replace(evaluation, summary=evaluation.summary.copy(), info=info, by=by, weight=weight,
+                  attributes=attributes, _per_query=[table])
+    _weigh(out, info, attributes, by, weight)
+    return out
+
+
+def from_per_query(frame: pd.DataFrame, query: str = "query") -> Evaluation:
+    """An :class:`Evaluation` of per-query values computed elsewhere: a ``model`` column, the query
+    column, one column per metric (NaN: undefined, left out of the mean)."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ParameterError("Results.from_per_query takes a pandas DataFrame with a 'model' column, the query column "
+                             f"and one column per metric; got {type(frame).__name__}.")
+    missing = [c for c in ("model", query) if c not in frame.columns]
+    if missing:
+        raise ParameterError(f"Results.from_per_query: the frame has no {missing[0]!r} column (it needs 'model', the "
+                             f"query column {query!r} and one column per metric); it has "
+                             f"{', '.join(map(repr, map(str, frame.columns)))}.")
+    if frame.columns.duplicated().any():
+        raise ParameterError(f"Results.from_per_query: the column {frame.columns[frame.columns.duplicated()][0]!r} "
+                             "appears twice.")
+    names = [c for c in frame.columns if c not in ("model", query)]
+    if not names:
+        raise ParameterError("Results.from_per_query: the frame has no metric column (one column per metric, beside "
+                             "'model' and the query column).")
+    for name in names:
+        if not pd.api.types.is_numeric_dtype(frame[name]) or pd.api.types.is_bool_dtype(frame[name]):
+            raise ParameterError(f"Results.from_per_query: the metric column {name!r} holds {frame[name].dtype} "
+                                 "values; metric values are numbers (NaN where undefined).")
+    check_result_names(query, (), None, [str(n) for n in names])
+    if frame.duplicated(["model", query]).any():
+        row = frame[frame.duplicated(["model", query])].iloc[0]
+        raise ParameterError(f"Results.from_per_query: model {show(row['model'])} has query {show(row[query])} "
+                             "twice; one row per (model, query).")
+    table = frame.reset_index(drop=True).copy()
+    table["model"] = table["model"].astype(object)
+    models = list(dict.fromkeys(table["model"]))
+    summary = pd.DataFrame({name: [mean(table.loc[table["model"] == m, name].to_numpy(np.float64)) for m in models]
+                            for name in names}, index=pd.Index(models, name="model"), columns=names)
+    evaluated = {m: int((table["model"] == m).sum()) for m in models}
+    info = {"queries": int(table[query].nunique()), "evaluated": max(evaluated.values(), default=0),
+            "skipped_empty": 0, "rows": 0, "evaluated_per_model": evaluated, "rows_per_model": {m: 0 for m in models},
+            "ties_at_cutoff": {m: 0 for m in models}, "models": models, "metrics": names,
+            "metric_names": {n: c for n in names if (c := _canonical(n)) is not None}}
+    return Evaluation(summary, info, query, None, _per_query=[table])  # computed elsewhere: conventions unknown
+
+
+def _with_attributes(build: Callable[[], pd.DataFrame], attrs: pd.DataFrame, query_name: str, by: tuple,
+                     weight: str | None) -> Callable[[], pd.DataFrame]:
+    """The per-query table with the segment and weight columns after the query column."""
+
+    def per_query() -> pd.DataFrame:
+        frame = build()
+        position = frame.columns.get_loc(query_name) + 1
+        keys = frame[query_name]
+        known = pd.Index(keys).isin(attrs.index)
+        if not known.all():
+            q = keys[~known].iloc[0] if hasattr(keys, "iloc") else keys[~known][0]
+            raise DataError(f"Query {show(q)} has no segment or weight: it is judged but absent from the run "
+                            "(missing_queries='zero' scores it), and its attributes are read from the run's rows. "
+                            "Use missing_queries='skip', or add the query to the run.")
+        for offset, name in enumerate([*by, *([weight] if weight else [])]):
+            frame.insert(position + offset, name, attrs[name].reindex(keys).to_numpy())
+        return frame
+
+    return per_query
+
+
+def _weigh(evaluation: Evaluation, info: dict, attrs: pd.DataFrame, by: tuple, weight: str | None) -> None:
+    """The weighted summary and the counts of ``info`` (at build time: a query without attributes is
+    refused by the evaluation itself)."""
+    per_query = evaluation.per_query
+    if weight:
+        weighted = weighted_summary(per_query, evaluation.models, evaluation.metrics, weight)
+        evaluation.summary.loc[:, :] = weighted.to_numpy()
+        info["weight"] = {"column": weight, "total": total_weight(attrs[weight]),
+                          "evaluated_per_model": {m: total_weight(per_query.loc[per_query["model"] == m, weight])
+                                                  for m in evaluation.models}}
+    if by:
+        info["segments"] = {"columns": list(by), "count": int(attrs.groupby(list(by), sort=False).ngroups)}

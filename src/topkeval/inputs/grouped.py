@@ -349,15 +349,6 @@ def item_codes(items, column: str) -> tuple[np.ndarray, np.ndarray | None]:
     return encode(items, column, "item")
 
 
-def first_duplicate(keys: np.ndarray) -> tuple[int, int]:
-    """(row of the first repeated key, number of repeats) of an integer key array, by hashing."""
-    import pandas as pd
-
-    dup = pd.Series(keys).duplicated().to_numpy()
-    count = int(dup.sum())
-    return (int(np.argmax(dup)) if count else -1), count
-
-
 def check_duplicates(offsets: np.ndarray, items: np.ndarray, labels: np.ndarray | None, queries: np.ndarray,
                      column: str) -> None:
     """Raise if an item appears twice within one query (a compiled hash per query, threaded)."""

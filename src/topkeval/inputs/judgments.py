@@ -14,6 +14,8 @@ to nothing. Judgments that share no query with a run are an error.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -159,7 +161,7 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
 def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, **options):
     """evaluate(run, qrels=...): see the module docstring.
 
-    The Results keep each run's grouped log and judgments: :meth:`Results.curves` evaluates them
+    The evaluation keeps each run's grouped log and judgments: :meth:`Results.curves` evaluates them
     again at other metrics, never the caller's tables (which may have changed since)."""
     kept: list = []
     batches, logs, info = run_batches(data, qrels, plan, query=query, kept=kept, **options)
@@ -168,21 +170,17 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, **options):
     attrs = info.pop("_attrs", None)
 
     def results(current_plan, batches):
-        res = engine.build_results(batches, current_plan, query_name=query, info=dict(info), sources=lambda: logs)
-        if attrs is not None:
-            from .segments import attach
-
-            attach(res, attrs, options.get("by") or [], options.get("weight"))
-        return res
+        return engine.build_results(batches, current_plan, query_name=query, info=dict(info), sources=lambda: logs,
+                                    backend=options["backend"], attributes=attrs, by=options.get("by") or [],
+                                    weight=options.get("weight"))
 
     def rerun(names):  # the same runs and judgments, at other metrics (Results.curves)
         again = engine.make_plan(names, plan.conv)
-        return results(again, [engine.evaluate_log(log, again, judgments=judgments, threads=options.get("threads"),
+        return results(again, [engine.evaluate_log(log, again, backend=options["backend"], judgments=judgments,
+                                                   threads=options.get("threads"),
                                                    rows=rows) for log, judgments, rows in kept])
 
-    res = results(plan, batches)
-    res._rerun = rerun
-    return res
+    return replace(results(plan, batches), rerun=rerun)
 
 
 #: Counts that only the parts of a distributed evaluation need (to decide the warnings on the whole).
@@ -192,12 +190,13 @@ _PARTIAL_COUNTS = ("shared_queries", "judged_hits", "relevant")
 def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                 model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
                 threads: int | None, ascending: bool = False, warn: bool = True, all_runs: list | None = None,
-                by: list[str] | None = None, weight: str | None = None, kept: list | None = None):
+                by: list[str] | None = None, weight: str | None = None, kept: list | None = None, backend):
     """The engine's batches of runs with judgments apart (one per run), the ``(log, R)`` of each,
     and the counts for ``info``; ``warn=False`` leaves the warnings about the whole to the caller
     (a partition of a distributed table sees only part of it, and is given every run's name in
     ``all_runs``: a run without rows in the partition still has its judged queries there). ``kept``,
-    when given, receives each run's ``(log, judgments, rows)``, to evaluate again at other metrics."""
+    when given, receives each run's ``(log, judgments, rows)``, to evaluate again at other metrics.
+    ``backend`` computes the statistics (the CPU backend: the caller's choice, passed down)."""
     conv = plan.conv
     if item is None:
         raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
@@ -275,7 +274,8 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
             grades, found = judge(log.offsets, log.items, jo, ji, jg)
             log = log.keep_rows(found & (grades >= 0))
         judgments = Judgments(R[order], jo, jg)
-        batches.append(engine.evaluate_log(log, plan, judgments=judgments, threads=threads, rows=len(r_scores)))
+        batches.append(engine.evaluate_log(log, plan, backend=backend, judgments=judgments, threads=threads,
+                                           rows=len(r_scores)))
         logs.append((log, judgments.R))
         if kept is not None:
             kept.append((log, judgments, len(r_scores)))

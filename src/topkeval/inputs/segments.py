@@ -13,27 +13,13 @@ attribute lines up with the log's own query ids, whatever their type.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError, ParameterError, show
 
-#: the value of the segment columns on the rows of a breakdown that hold every query
+#: the value of the segment columns on the rows of a breakdown that hold every query (a segment may not take it)
 ALL = "(all)"
-
-#: column names of the tables segments appear in (per_query, segments, compare, summary_ci): a
-#: segment or weight column may not take one of them
-RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relative_delta", "ci_low", "ci_high",
-            "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "effect_size", "n_queries", "left_out",
-            "weight", "queries", "mean")
-
-
-#: column names of the tables the query column appears in beside fixed columns (per_query: ``model``;
-#: Results.diff: ``baseline``, ``model``, ``delta``, ``gained``, ``lost``)
-QUERY_TAKEN = ("model", "baseline", "delta", "gained", "lost")
 
 
 def names(by) -> list[str]:
@@ -54,42 +40,6 @@ def names(by) -> list[str]:
     if len(set(out)) != len(out):
         raise ParameterError(f"by lists a column twice: {out!r}.")
     return out
-
-
-def _metric_name(name: str) -> bool:
-    """Whether ``name`` is the canonical name of a metric (a column of per_query, of every curve)."""
-    from ..errors import TopkevalError
-    from ..metrics.names import parse_metric
-
-    try:
-        return str(parse_metric(name)) == name
-    except TopkevalError:
-        return False
-
-
-def check_result_names(query: str, by: Sequence[str], weight: str | None, metrics: Sequence[str]) -> None:
-    """Refuse column names that would collide with the columns of the results.
-
-    ``per_query`` holds ``model``, the query column, the segment and weight columns and one column
-    per metric; :meth:`Results.diff` holds the query column beside ``baseline``, ``model``,
-    ``delta``, ``gained`` and ``lost``; the segment columns appear beside every column of
-    :data:`RESERVED`. A column of the input named like one of them would be overwritten or read as
-    the other (a comparison of NaN, an empty diff), so it is refused, with the name to change.
-    """
-    metric_names = set(metrics)
-    clash = (query in QUERY_TAKEN or query in metric_names or _metric_name(query)) and query
-    if clash:
-        what = "a metric" if clash not in QUERY_TAKEN else f"the column {clash!r} of per_query or Results.diff"
-        raise ParameterError(f"The query column is called {clash!r}, which is also the name of {what}: the results "
-                             f"could not hold both. Rename the column (for pandas: "
-                             f"df.rename(columns={{{clash!r}: 'query'}})) and pass query='query'.")
-    taken = sorted({n for n in by if n in RESERVED or n in metric_names or _metric_name(n)}
-                   | ({weight} if weight and (weight == "model" or weight in metric_names or _metric_name(weight))
-                      else set()))
-    if taken:
-        raise ParameterError(f"by= and weight= columns appear beside the columns of the results (model, the metrics; "
-                             f"for segments also compare's and summary_ci's columns), so they cannot be called "
-                             f"{taken!r}: rename the column.")
 
 
 def query_attributes(query_values, columns: dict, by: list[str], weight: str | None, query_name: str,
@@ -185,142 +135,3 @@ def _hashable(values: np.ndarray) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-def attach(res, attrs: pd.DataFrame, by: Sequence[str], weight: str | None) -> None:
-    """Give ``res`` its query attributes: per_query gains the columns, the summary becomes weighted."""
-    res._attrs = attrs
-    res.by = list(by)
-    res.weight = weight
-    build = res._per_query
-
-    def per_query() -> pd.DataFrame:
-        frame = build() if callable(build) else build
-        qn = res.query_name
-        position = frame.columns.get_loc(qn) + 1
-        keys = frame[qn]
-        known = pd.Index(keys).isin(attrs.index)
-        if not known.all():
-            q = keys[~known].iloc[0] if hasattr(keys, "iloc") else keys[~known][0]
-            raise DataError(f"Query {show(q)} has no segment or weight: it is judged but absent from the run "
-                            "(missing_queries='zero' scores it), and its attributes are read from the run's rows. "
-                            "Use missing_queries='skip', or add the query to the run.")
-        for offset, name in enumerate([*by, *([weight] if weight else [])]):
-            frame.insert(position + offset, name, attrs[name].reindex(keys).to_numpy())
-        return frame
-
-    res._per_query = per_query
-    res.per_query  # noqa: B018 (built now, so that a query without attributes is refused by evaluate itself)
-    if weight:
-        res.summary = weighted_summary(res.per_query, res.models, res.metrics, weight)
-        total = total_weight(attrs[weight])
-        res.info["weight"] = {"column": weight, "total": total,
-                              "evaluated_per_model": {m: total_weight(res.per_query.loc[res.per_query["model"] == m,
-                                                                                        weight])
-                                                      for m in res.models}}
-    if by:
-        res.info["segments"] = {"columns": list(by), "count": int(attrs.groupby(list(by), sort=False).ngroups)}
-
-
-def scaled_weights(weights: np.ndarray) -> np.ndarray:
-    """The weights times one power of 2 that brings the largest into [0.5, 1).
-
-    A weighted mean does not change when every weight is multiplied by one number, and a power of
-    2 multiplies exactly: weights of 1e308 no longer overflow their sum (inf / inf = NaN), weights
-    of 5e-324 no longer underflow their products with the values (5e-324 * 0.5 = 0). A weight
-    below 2**-1022 times the largest may lose bits or become 0: its share of the mean is below
-    1e-308 either way. Weights that are all 0 (or none) are returned as they are.
-
-    >>> scaled_weights(np.array([4.0, 1.0, 0.0])).tolist()
-    [0.5, 0.125, 0.0]
-    >>> bool(np.isfinite(scaled_weights(np.array([1e308, 1e308])).sum()))
-    True
-    >>> scaled_weights(np.array([5e-324, 1e-323])).tolist()
-    [0.25, 0.5]
-    """
-    weights = np.asarray(weights, dtype=np.float64)
-    top = float(weights.max()) if weights.size else 0.0
-    if not 0 < top < math.inf:
-        return weights
-    return np.ldexp(weights, -math.frexp(top)[1])
-
-
-def total_weight(weights) -> float:
-    """The sum of some weights, shown beside the means; inf when it exceeds the largest float (weights
-    of 1e308), which the means themselves never compute (:func:`scaled_weights`)."""
-    with np.errstate(over="ignore"):
-        return float(np.sum(np.asarray(weights, dtype=np.float64)))
-
-
-def weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> float:
-    """``sum(w v) / sum(w)`` over the defined values (nan when none, or no weight on them); the mean
-    without weights. Exact for any finite weights >= 0 (:func:`scaled_weights`) and for values so
-    large that their sum would overflow (averaged on a scale divided by a power of 2).
-
-    >>> weighted_mean(np.array([1.0, 0.5]), np.array([5e-324, 5e-324]))
-    0.75
-    >>> weighted_mean(np.array([1.0, 0.5, np.nan]), np.array([1e308, 1e308, 1.0]))
-    0.75
-    """
-    ok = ~np.isnan(values)
-    if not ok.any():
-        return float("nan")
-    v = values[ok]
-    top = float(np.abs(v).max())
-    shift = math.ceil(math.log2(top)) if math.isfinite(top) and top > 1e300 else 0
-    if shift:
-        v = np.ldexp(v, -shift)
-    if weights is None:
-        mean = v.mean()
-    else:
-        w = scaled_weights(weights[ok])
-        total = w.sum()
-        if not total > 0:
-            return float("nan")
-        mean = (w * v).sum() / total
-    return float(np.ldexp(mean, shift)) if shift else float(mean)
-
-
-def weighted_summary(per_query: pd.DataFrame, models, metrics, weight: str | None) -> pd.DataFrame:
-    """Each model's (weighted) mean of each metric."""
-    rows = {}
-    for model in models:
-        part = per_query[per_query["model"] == model]
-        w = part[weight].to_numpy(float) if weight else None
-        rows[model] = {m: weighted_mean(part[m].to_numpy(float), w) for m in metrics}
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(metrics))
-    frame.index.name = "model"
-    return frame
-
-
-def groups(res):
-    """(key, per-query rows) of every segment, then of every query: key is a dict of the segment
-    columns (``ALL`` for the overall rows)."""
-    pq = res.per_query
-    by = getattr(res, "by", [])
-    out = []
-    if by:
-        for key, part in pq.groupby(by, sort=True):
-            key = key if isinstance(key, tuple) else (key,)
-            out.append((dict(zip(by, key)), part))
-    out.append(({name: ALL for name in by}, pq))
-    return out
-
-
-def segment_summary(res) -> pd.DataFrame:
-    """Means per segment and model (weighted with ``weight=``), then the overall rows; ``queries``
-    counts the queries of positive weight."""
-    by = getattr(res, "by", [])
-    if not by:
-        raise ParameterError("These results have no segments: evaluate with by='<column>' (a query-level column).")
-    weight = getattr(res, "weight", None)
-    rows = []
-    for key, part in groups(res):
-        table = weighted_summary(part, res.models, res.metrics, weight)
-        for model in res.models:
-            mine = part[part["model"] == model]
-            if weight:
-                mine = mine[mine[weight] > 0]  # a query of weight 0 counts nowhere, as in compare and summary_ci
-            rows.append({**key, "model": model, **table.loc[model].to_dict(), "queries": len(mine),
-                         **({"weight": total_weight(mine[weight])} if weight else {})})
-    return pd.DataFrame(rows).set_index([*by, "model"])

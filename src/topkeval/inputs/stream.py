@@ -228,7 +228,7 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..outputs.files import scratch_error
+    from ..files import scratch_error
 
     writers: dict[int, pq.ParquetWriter] = {}
     files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
@@ -284,10 +284,11 @@ def _unchanged(path: Path, state: tuple, what: str) -> None:
 def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
                   depth: int | None, threads: int | None, chunk_rows: int | None, progress=None,
                   keep_per_query: bool = True, ascending: bool = False, by: list[str] | None = None,
-                  weight: str | None = None):
-    """Evaluate a parquet or CSV file batch by batch (see the module docstring)."""
+                  weight: str | None = None, backend):
+    """Evaluate a parquet or CSV file batch by batch with ``backend`` (the CPU backend, passed down by the
+    front door; see the module docstring)."""
     from .grouped import build_log
-    from .segments import attach, query_attributes
+    from .segments import query_attributes
 
     path = Path(path)
     state = _file_state(path)  # the file read now: what diff and curves read again must be the same
@@ -317,7 +318,8 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         attrs.clear()
         for table, read in tables:
             if table is not None:
-                batch, _ = engine.evaluate_grouped(to_log(table, keep_attrs=True), plan, depth=depth, threads=threads)
+                batch, _ = engine.evaluate_grouped(to_log(table, keep_attrs=True), plan, backend=backend, depth=depth,
+                                                   threads=threads)
                 batches.append(batch if keep_per_query else batch.reduce())
                 rows += table.num_rows
             if progress and read:
@@ -342,24 +344,24 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
                   if grouped else _partitioned(path, columns, text, chunk_rows))
         return ((to_log(t), None) for t in tables)
 
-    res = engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
-                               sources=sources)
+    whole = None
     if attributes:
         whole = pd.concat(attrs)
         if weight and not (whole[weight] > 0).any():
             from ..errors import DataError
 
             raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
-        attach(res, whole, list(by or []), weight)
 
     def rerun(names):  # the same file at other metrics (Results.curves), if it is still the same file
         _unchanged(path, state, "curves")
         return evaluate_file(path, engine.make_plan(names, plan.conv), query=query, relevance=relevance,
                              scores=scores, item=item, depth=depth, threads=threads, chunk_rows=given_chunk_rows,
-                             keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight)
+                             keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
+                             backend=backend)
 
-    res._rerun = rerun
-    return res
+    return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
+                                sources=sources, backend=backend, rerun=rerun, attributes=whole, by=list(by or []),
+                                weight=weight)
 
 
 def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
@@ -368,7 +370,7 @@ def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
 
     total = count_rows(path) if not _is_csv(path) else None
     parts = max(1, math.ceil((total or chunk_rows * 8) / chunk_rows))
-    from ..outputs.files import scratch_error
+    from ..files import scratch_error
 
     try:
         scratch = tempfile.TemporaryDirectory(prefix="topkeval-", dir=os.environ.get("TOPKEVAL_TMP"))

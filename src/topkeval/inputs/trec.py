@@ -298,7 +298,7 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
     q1 Q0 b 1 0.7 topkeval
     q1 Q0 a 2 0.1 topkeval
     """
-    from ..outputs.files import check_output_path, open_output
+    from ..files import check_output_path, open_output
     from .ids import check_ids
     from .tables import column_names, read_columns
 

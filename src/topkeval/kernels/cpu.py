@@ -56,6 +56,7 @@ import numpy as np
 
 from .jit import kernel
 from .sort import kth_smallest, stable_argsort
+from .stats import NO_CUTOFF
 from .threads import default_threads, run_parallel
 
 #: Tie rules as the compiled code sees them (numba reads module constants at compile time).
@@ -71,9 +72,6 @@ COUNT_MAX_RELEVANT = 24
 
 #: Rows compared between two checks of the early stop of the counting path.
 COUNT_BLOCK = 128
-
-#: A cutoff larger than any list: the uncut metrics (``ap``, ``rr``, ``ndcg``) use it.
-NO_CUTOFF = 1 << 40
 
 
 @kernel(outputs=('g', 'e', 'r', 'b', 'w'))

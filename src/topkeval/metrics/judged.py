@@ -57,14 +57,14 @@ def judged(st, m, conv):
     return ratio(st.judged[:, st.column(m.k)], den, conv.undefined)
 
 
-@register("bpref", cutoff="none", needs=("bpref",), depth="list", trec_uncut="bpref",
+@register("bpref", needs_all_relevant=True, cutoff="none", needs=("bpref",), depth="list", trec_uncut="bpref",
           summary="binary preference (Buckley & Voorhees 2004; trec_eval bpref): unjudged candidates ignored",
           formula="(1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R), X judged non-relevant above")
 def bpref(st, m, conv):
     return ratio(st.bpref_sum, st.R, conv.undefined)
 
 
-@register("infap", cutoff="none", needs=("infap",), depth="list", trec_uncut="infAP", ties=DETERMINISTIC,
+@register("infap", needs_all_relevant=True, cutoff="none", needs=("infap",), depth="list", trec_uncut="infAP", ties=DETERMINISTIC,
           summary="inferred average precision (Yilmaz & Aslam 2006; trec_eval infAP): a sampled pool, grade -1 "
                   "in the pool but not judged",
           formula="(1/R) sum over relevant ranks i of 1/i + (P/i) (a + eps)/(a + b + 2 eps), eps = 1e-5: of the ranks "
@@ -77,7 +77,7 @@ def _iprec_name(m) -> str:
     return f"iprec_at_recall_{m.param('recall'):.2f}"
 
 
-@register("iprec", cutoff="none", needs=("iprec",), depth="list",
+@register("iprec", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list",
           params=(Param("recall", "fraction"),), levels=lambda m: (m.param("recall"),), ties=DETERMINISTIC,
           trec_format=_iprec_name,
           summary="interpolated precision at a recall level (trec_eval iprec_at_recall_0.50 is iprec(recall=0.5))",
@@ -99,7 +99,7 @@ def _per_r(values, st, conv, empty=None) -> np.ndarray:
     return out
 
 
-@register("iprec_avg", cutoff="none", needs=("iprec",), depth="list", aliases=("11pt_avg", "iprec_11pt"),
+@register("iprec_avg", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list", aliases=("11pt_avg", "iprec_11pt"),
           trec_uncut="11pt_avg", levels=lambda m: ELEVEN_POINTS, ties=DETERMINISTIC,
           summary="11-point interpolated average precision (trec_eval 11pt_avg)",
           formula="mean of iprec at recall 0, 0.1, ..., 1")
@@ -110,7 +110,7 @@ def iprec_avg(st, m, conv):
     return _per_r(total / len(ELEVEN_POINTS), st, conv, st.n == 0)  # level 0 of an empty list is undefined
 
 
-@register("auc", cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
+@register("auc", needs_all_relevant=True, cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
           summary="area under the ROC curve of a query's candidates (torchmetrics binary AUROC per query)",
           formula="pairs (relevant, non-relevant) ranked in that order / (r N); a tie counts 1/2 (expected ties)")
 def auc(st, m, conv):

@@ -47,7 +47,7 @@ def rr(st, m, conv):
     return st.rr[:, st.column(m.k)].copy()
 
 
-@register("ap", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
+@register("ap", needs_all_relevant=True, counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
           trec="map_cut", trec_uncut="map",
           summary="average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
           formula="sum(precision@rank of each relevant) / R")
@@ -55,7 +55,7 @@ def ap(st, m, conv):
     return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)
 
 
-@register("ap_capped", counts_found=True, cutoff="required", needs=("rank",),
+@register("ap_capped", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("rank",),
           summary="average precision divided by min(R, k) (Spark, RecBole, Microsoft Recommenders' MAP@k)",
           formula="sum(precision@rank of each relevant rank <= k) / min(R, k)")
 def ap_capped(st, m, conv):
@@ -81,7 +81,7 @@ def dcg(st, m, conv):
     return values.copy()
 
 
-@register("ndcg", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
+@register("ndcg", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
           aliases=("ndcg_cut",), trec="ndcg_cut", trec_uncut="ndcg", variants={"ndcg_burges": {"gain": "exp"}},
           summary="normalised discounted cumulative gain, graded gains",
           formula="DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))")

@@ -102,6 +102,7 @@ class Family:
     ties: tuple[str, ...] | None = None  # the tie rules under which it is exact (None: every one)
     trec_format: Callable | None = None  # metric -> trec_eval's name, for families with parameters
     higher_is_better: bool = True  # for reports: which value of a column is the best
+    needs_all_relevant: bool = False  # its value counts relevant items outside the list (divides by R, ideal ranking)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -137,7 +138,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              trec: str | None = None, trec_uncut: str | None = None, summed: bool = False,
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
-             trec_format: Callable | None = None, higher_is_better: bool = True):
+             trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
@@ -147,7 +148,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
         FAMILIES[name] = Family(name, function, cutoff, frozenset(needs), depth, summary, formula, aliases,
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
-                                counts_found, levels, err, ties, trec_format, higher_is_better)
+                                counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant)
         return function
 
     return wrap

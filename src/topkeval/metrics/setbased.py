@@ -79,25 +79,25 @@ def precision(st, m, conv):
     return ratio(_h(st, m), _k_den(st, m, conv), conv.undefined)
 
 
-@register("recall", counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
+@register("recall", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
           summary="share of the relevant items found in the top k", formula="h(k) / R")
 def recall(st, m, conv):
     return ratio(_h(st, m), st.R, conv.undefined)
 
 
-@register("recall_capped", counts_found=True, cutoff="required", needs=("h",),
+@register("recall_capped", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",),
           summary="recall with the denominator capped at k (LensKit's Recall@k)", formula="h(k) / min(R, k)")
 def recall_capped(st, m, conv):
     return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)
 
 
-@register("f1", counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
+@register("f1", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), 1.0, conv.undefined)
 
 
-@register("fbeta", counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
+@register("fbeta", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), m.param("beta"), conv.undefined)
@@ -115,7 +115,7 @@ def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
 
 
-@register("r_precision", cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
+@register("r_precision", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
           trec_uncut="Rprec", summary="precision at rank R (TREC Rprec)", formula="h(R) / R")
 def r_precision(st, m, conv):
     den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R
@@ -140,7 +140,7 @@ def fp(st, m, conv):
     return _kk(st, m) - _h(st, m)
 
 
-@register("fn", counts_found=True, cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
+@register("fn", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
           summary="relevant items outside the top k", formula="R - h(k)")
 def fn(st, m, conv):
     return st.R - _h(st, m)
@@ -158,13 +158,13 @@ def set_precision(st, m, conv):
     return ratio(st.rel_ret, st.n, conv.undefined)
 
 
-@register("set_recall", cutoff="none", aliases=("setr",), trec_uncut="set_recall",
+@register("set_recall", needs_all_relevant=True, cutoff="none", aliases=("setr",), trec_uncut="set_recall",
           summary="share of the relevant items in the whole list (trec_eval set_recall)", formula="num_rel_ret / R")
 def set_recall(st, m, conv):
     return ratio(st.rel_ret, st.R, conv.undefined)
 
 
-@register("set_f", cutoff="none", aliases=("setf",), params=(Param("beta", "positive", 1.0, False),),
+@register("set_f", needs_all_relevant=True, cutoff="none", aliases=("setf",), params=(Param("beta", "positive", 1.0, False),),
           trec_uncut="set_F",
           summary="F-beta of the whole list (trec_eval set_F.x has beta = sqrt(x))",
           formula="(1 + b^2) num_rel_ret / (b^2 R + n)")
@@ -172,7 +172,7 @@ def set_f(st, m, conv):
     return f_measure(st.rel_ret, st.R, st.n, m.param("beta"), conv.undefined)
 
 
-@register("set_relative_precision", cutoff="none", aliases=("set_relative_p",), trec_uncut="set_relative_P",
+@register("set_relative_precision", needs_all_relevant=True, cutoff="none", aliases=("set_relative_p",), trec_uncut="set_relative_P",
           summary="num_rel_ret over the most it could be (trec_eval set_relative_P)",
           formula="num_rel_ret / min(n, R)")
 def set_relative_precision(st, m, conv):
@@ -185,7 +185,7 @@ def num_ret(st, m, conv):
     return st.n.astype(np.float64)
 
 
-@register("num_rel", cutoff="none", aliases=("numrel",), bounded=False, trec_uncut="num_rel", summed=True,
+@register("num_rel", needs_all_relevant=True, cutoff="none", aliases=("numrel",), bounded=False, trec_uncut="num_rel", summed=True,
           summary="relevant items (R)", formula="R")
 def num_rel(st, m, conv):
     return st.R.astype(np.float64)

@@ -18,8 +18,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..analysis.segments import ALL
 from ..errors import ParameterError, did_you_mean, show, warn
-from ..inputs.segments import ALL
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
 
@@ -195,8 +195,8 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                 confidence: float = 0.95, test: str = "permutation", correction: str | None = "holm",
                 n_resamples: int = 10_000, seed: int | None = 0, curves: bool = True, digits: int = 4) -> str:
     """The report as one HTML string (see :func:`write_report` for the parameters)."""
-    from .. import __version__
     from ..metrics.names import parse_metric
+    from ..version import __version__
     from .text import best_rows, correction_text, info_lines, p_value_text
 
     models = res.models
@@ -381,7 +381,7 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
     # conventions and counts
     conv_rows = [f'<tr><td><code>{esc(name)}</code></td><td class="id">{esc(value if isinstance(value, str) else repr(value))}'
                  "</td></tr>"
-                 for name, value in res.info["conventions"].items()]
+                 for name, value in res.info.get("conventions", {}).items()]
     info = res.info
     count_rows = [f"<tr><td>{esc(label)}</td>{_int(info[key])}</tr>"
                   for key, label in (("queries", "queries"), ("evaluated", "evaluated"),
@@ -418,7 +418,7 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     ----------
     res : Results
     path : str or Path
-        The HTML file, written atomically (see :mod:`topkeval.outputs.files`). An existing regular file is
+        The HTML file, written atomically (see :mod:`topkeval.files`). An existing regular file is
         replaced only with ``overwrite=True``; a directory, a symbolic link, a device, a fifo or a
         socket at the path never is.
     overwrite : bool
@@ -464,7 +464,7 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     >>> "Comparison with a" in pathlib.Path(path).read_text(encoding="utf-8")
     True
     """
-    from .files import check_output_path, write_text
+    from ..files import check_output_path, write_text
 
     target = check_output_path(path, overwrite=overwrite, owner="report")  # before the work, not after
     page = report_html(res, baseline, **options)

@@ -95,7 +95,7 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
         raise ParameterError("plot_deltas compares two models; these results have one.")
     baseline = models[0] if baseline is None else baseline
     model = next(m for m in models if m != baseline) if model is None else model
-    from ..inputs.segments import weighted_mean
+    from ..engine.aggregate import weighted_mean
 
     d = results.diff(baseline, model, metric) if data is None else data
     weight = getattr(results, "weight", None)
@@ -136,8 +136,8 @@ def counted_deltas(results, d) -> tuple[np.ndarray, np.ndarray]:
     from ..analysis.compare import TIE
 
     delta = d["delta"].to_numpy(float)
-    weight = getattr(results, "weight", None)
-    attrs = getattr(results, "_attrs", None)
+    weight = results.weight
+    attrs = results.attributes
     w = attrs[weight].reindex(d.iloc[:, 0]).to_numpy(float) if weight and attrs is not None else np.ones(len(delta))
     keep = np.isfinite(delta) & (w > 0)
     delta = delta[keep]

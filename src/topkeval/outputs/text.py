@@ -337,7 +337,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
 
     def overall(table: pd.DataFrame) -> pd.DataFrame:
         """The rows of every query: the table shows the overall means, not one segment's (by=)."""
-        from ..inputs.segments import ALL
+        from ..analysis.segments import ALL
 
         for name in getattr(res, "by", None) or []:
             table = table[table[name] == ALL]

@@ -1,7 +1,7 @@
-"""The backend contract, and the CPU backend.
+"""The backend contract, and the conventions turned into the kernels' inputs (read once, here).
 
 A backend turns a batch of queries and a plan into :class:`~topkeval.kernels.stats.QueryStats`
-for one model. :class:`CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu` on a
+for one model. :class:`~topkeval.backends.cpu.CpuBackend` runs the compiled kernel of :mod:`topkeval.kernels.cpu` on a
 :class:`~topkeval.inputs.grouped.GroupedLog`; :class:`~topkeval.backends.matrix.MatrixBackend` counts on the GPU
 what the kernel needs for each relevant cell of a score matrix, or selects the top of each row and
 hands those cells to the CPU backend. A new backend (a
@@ -10,14 +10,13 @@ empty-query rule, the short-list check and the aggregation live in :mod:`~topkev
 
 How to add a backend: a class with ``compute(batch, model, plan, judgments, threads) ->
 QueryStats``, the batch type it reads implementing :class:`Queries`, and a test that its
-statistics equal :class:`CpuBackend`'s on the long format of random inputs
+statistics equal :class:`~topkeval.backends.cpu.CpuBackend`'s on the long format of random inputs
 (``tests/test_matrix.py`` does it for the matrix backend).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -118,46 +117,6 @@ def _gain_shift(*gain_arrays: np.ndarray, total_discount: float) -> int:
     return max(0, int(math.ceil(log_bound - 996)))  # keep every sum below 2**996 (about 1e300)
 
 
-@dataclass(frozen=True)
-class CpuBackend:
-    """The compiled CPU kernel (:mod:`topkeval.kernels.cpu`). ``path`` forces the counting
-    (``PATH_COUNT``) or the sorting (``PATH_SORT``) path, for tests."""
-
-    path: int = 0
-
-    def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
-                threads: int | None = None) -> QueryStats:
-        from ..kernels import cpu
-
-        conv = plan.conv
-        scores = comparable_scores(log.scores[model], conv)
-        rel = log.relevant(conv)
-        if plan.positive_hits:  # torchmetrics: relevant but scored <= 0 is never found
-            rel_ret = _relevant_kept(log, rel, scores, conv)
-            rel = rel & (scores > 0)
-        tie, items = tie_rule(log, conv, scores)
-        grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
-        longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
-        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if plan.dcg_specs else None
-        gains, disc, cum, ideal, shifts = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest,
-                                                      log.judged_rows)
-        G = len(plan.dcg_specs)
-        active = rel | (gains != 0).any(axis=0) if G else rel  # negative gains count too (trec_eval)
-        cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
-                           gains)
-        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
-        prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, self.path)
-        out = cpu.compute(cols, prm, threads)
-        if plan.positive_hits:
-            out.rel_ret[:] = rel_ret
-        st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
-                        out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
-        st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
-        if plan.ranked:
-            _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
-        return st
-
-
 def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judgments, judged_rel, longest: int,
                 judged_rows=None):
     """What the kernel needs for the discounted-gain statistics of ``plan``: the gain of each
@@ -223,51 +182,14 @@ def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:
     return (np.exp2(grades) - 1.0) / 2.0**max_grade
 
 
-def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
-                  rel: np.ndarray, grade: np.ndarray, tie: int, items: np.ndarray, thr: float,
-                  threads: int | None) -> None:
-    """The second pass (:mod:`topkeval.kernels.ranked`): judged candidates, bpref, interpolated
-    precision, AUC, ERR and inferred AP, into ``st``."""
-    from ..kernels import ranked
-
-    conv = plan.conv
-    need = plan.ranked
-    judged = log.judged_rows()
-    grades = np.asarray(log.grades)
-    jnr = judged & (grades >= 0) & ~rel
-    unj = judged & (grades < 0) & ~rel  # trec_eval: in the pool but not judged
-    err = np.stack([err_gains(grades, m) for m in plan.err_grades]) if plan.err_grades else np.zeros((0, len(rel)))
-    active = rel.copy()
-    if "judged" in need:
-        active |= judged
-    if need & {"bpref", "infap"}:
-        active |= jnr
-    if "infap" in need:
-        active |= unj
-    if len(err):
-        active |= (err > 0).any(axis=0)
-    order = grades.astype(np.float64)[None, :] if len(err) else np.zeros((0, 0))
-    cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, unj, grade, items, err, order,
-                                judgments.R.astype(np.int64, copy=False),
-                                np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64))
-    prm = ranked.RankedParams(plan.cutoffs, thr, tie, bool(need & {"bpref", "iprec", "auc", "infap"}),
-                              "judged" in need, "bpref" in need, "auc" in need, "infap" in need,
-                              np.asarray(plan.iprec_levels, dtype=np.float64))
-    out = ranked.compute(cols, prm, threads)
-    st.judged, st.bpref_sum, st.iprec, st.auc_sum, st.err = out.judged, out.bpref, out.iprec, out.auc, out.err
-    st.infap_sum = out.infap
-    st.iprec_levels, st.err_grades = plan.iprec_levels, plan.err_grades
-
-
-def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:
-    """Relevant candidates per query that survive ``score_threshold``."""
-    kept = rel if conv.score_threshold is None else rel & (scores >= conv.score_threshold)
-    return log.per_query_sum(kept)
-
-
 _EMPTY_F = np.zeros(0, np.float64)
 _EMPTY_I = np.zeros(0, np.int64)
-CPU = CpuBackend()
+
+
+def threshold(conv: Conventions) -> float:
+    """``score_threshold`` as the kernels read it: candidates scoring below it are not retrieved
+    (``-inf`` without one: every candidate is)."""
+    return -np.inf if conv.score_threshold is None else float(conv.score_threshold)
 
 
 def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
@@ -293,8 +215,7 @@ def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray) -> tuple[in
     if conv.ties == "ranx":
         from ..kernels.sort import quicksort_positions
 
-        thr = -np.inf if conv.score_threshold is None else float(conv.score_threshold)
-        return cpu.TIE_ITEM_ASC, quicksort_positions(log.offsets, np.asarray(scores, np.float64), thr)
+        return cpu.TIE_ITEM_ASC, quicksort_positions(log.offsets, np.asarray(scores, np.float64), threshold(conv))
     return cpu.TIE_CODES[conv.ties], _EMPTY_I
 
 

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import OutputFileError
-from ..params import FilePath
+from .errors import OutputFileError
+from .params import FilePath
 
 #: What an existing non-regular file is, in words.
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISCHR, "a character device"),

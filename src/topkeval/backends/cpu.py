@@ -1,0 +1,189 @@
+"""The CPU backend: the compiled kernels of :mod:`topkeval.kernels.cpu` and
+:mod:`topkeval.kernels.ranked` on a :class:`~topkeval.inputs.grouped.GroupedLog`.
+
+:meth:`CpuBackend.compute` turns a log and a plan into :class:`~topkeval.kernels.stats.QueryStats`
+for one model (the engine turns those into values); :meth:`CpuBackend.items_changed` reads the rows
+of an evaluation again for :meth:`~topkeval.Results.diff`: which relevant items entered or left a
+model's top k. Every convention reaches the kernels through :mod:`topkeval.engine.rules`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..conventions import Conventions
+from ..engine.plan import Plan
+from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, threshold, tie_rule
+from ..inputs.grouped import GroupedLog, Judgments
+from ..kernels.stats import QueryStats
+
+
+@dataclass(frozen=True)
+class CpuBackend:
+    """The compiled CPU kernel (:mod:`topkeval.kernels.cpu`). ``path`` forces the counting
+    (``PATH_COUNT``) or the sorting (``PATH_SORT``) path, for tests."""
+
+    path: int = 0
+
+    def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
+                threads: int | None = None) -> QueryStats:
+        from ..kernels import cpu
+
+        conv = plan.conv
+        scores = comparable_scores(log.scores[model], conv)
+        rel = log.relevant(conv)
+        if plan.positive_hits:  # torchmetrics: relevant but scored <= 0 is never found
+            rel_ret = _relevant_kept(log, rel, scores, conv)
+            rel = rel & (scores > 0)
+        tie, items = tie_rule(log, conv, scores)
+        grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
+        longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
+        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if plan.dcg_specs else None
+        gains, disc, cum, ideal, shifts = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest,
+                                                      log.judged_rows)
+        G = len(plan.dcg_specs)
+        active = rel | (gains != 0).any(axis=0) if G else rel  # negative gains count too (trec_eval)
+        cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
+                           gains)
+        thr = threshold(conv)
+        prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, self.path)
+        out = cpu.compute(cols, prm, threads)
+        if plan.positive_hits:
+            out.rel_ret[:] = rel_ret
+        st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
+                        out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
+        st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
+        if plan.ranked:
+            _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
+        return st
+
+    def items_changed(self, evaluation, baseline: str, model: str, metric: str):
+        """``(gained, lost)``: per query, the relevant items whose chance of being in the top k rose /
+        fell from ``baseline`` to ``model`` (k = R for r_precision); None when the evaluation keeps no
+        rows or no item ids."""
+        if evaluation.sources is None or evaluation.conventions is None:
+            return None
+        from ..metrics.names import parse_metric
+
+        return items_changed(evaluation.sources, evaluation.conventions, baseline, model, parse_metric(metric))
+
+
+def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
+                  rel: np.ndarray, grade: np.ndarray, tie: int, items: np.ndarray, thr: float,
+                  threads: int | None) -> None:
+    """The second pass (:mod:`topkeval.kernels.ranked`): judged candidates, bpref, interpolated
+    precision, AUC, ERR and inferred AP, into ``st``."""
+    from ..kernels import ranked
+
+    conv = plan.conv
+    need = plan.ranked
+    judged = log.judged_rows()
+    grades = np.asarray(log.grades)
+    jnr = judged & (grades >= 0) & ~rel
+    unj = judged & (grades < 0) & ~rel  # trec_eval: in the pool but not judged
+    err = np.stack([err_gains(grades, m) for m in plan.err_grades]) if plan.err_grades else np.zeros((0, len(rel)))
+    active = rel.copy()
+    if "judged" in need:
+        active |= judged
+    if need & {"bpref", "infap"}:
+        active |= jnr
+    if "infap" in need:
+        active |= unj
+    if len(err):
+        active |= (err > 0).any(axis=0)
+    order = grades.astype(np.float64)[None, :] if len(err) else np.zeros((0, 0))
+    cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, unj, grade, items, err, order,
+                                judgments.R.astype(np.int64, copy=False),
+                                np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64))
+    prm = ranked.RankedParams(plan.cutoffs, thr, tie, bool(need & {"bpref", "iprec", "auc", "infap"}),
+                              "judged" in need, "bpref" in need, "auc" in need, "infap" in need,
+                              np.asarray(plan.iprec_levels, dtype=np.float64))
+    out = ranked.compute(cols, prm, threads)
+    st.judged, st.bpref_sum, st.iprec, st.auc_sum, st.err = out.judged, out.bpref, out.iprec, out.auc, out.err
+    st.infap_sum = out.infap
+    st.iprec_levels, st.err_grades = plan.iprec_levels, plan.err_grades
+
+
+def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:
+    """Relevant candidates per query that survive ``score_threshold``."""
+    kept = rel if conv.score_threshold is None else rel & (scores >= conv.score_threshold)
+    return log.per_query_sum(kept)
+
+
+CPU = CpuBackend()
+
+
+def _inclusion(log, R, conv, model: str, metric) -> np.ndarray:
+    """Per row of ``log``: the chance that the row, when relevant, is in ``model``'s top k (0 for the rest)."""
+    from ..kernels import cpu
+
+    rel = log.relevant(conv)
+    if R is None:
+        R = log.per_query_sum(rel)
+    kq = R.astype(np.int64) if metric.k is None else np.full(log.n_queries, metric.k, np.int64)
+    thr = threshold(conv)
+    grades = log.grades.astype(np.float64, copy=False)
+    scores = comparable_scores(log.scores[model], conv)
+    tie, items = tie_rule(log, conv, scores)
+    return cpu.inclusion(log.offsets, scores, rel, grades, items, thr, tie, kq)
+
+
+def _changed_rows(log, R, conv, baseline: str, model: str, metric) -> tuple[dict, dict]:
+    """Both models in one log (the rows align): the relevant rows whose chance rose / fell, by query."""
+    a = _inclusion(log, R, conv, baseline, metric)
+    b = _inclusion(log, R, conv, model, metric)
+    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    out = []
+    for mask in (b > a + 1e-12, a > b + 1e-12):
+        rows = np.flatnonzero(mask)  # grouped by query already: the log's rows are
+        ids = log.item_ids(log.items[rows]).tolist()
+        qs = q_of_row[rows]
+        cuts = np.flatnonzero(np.diff(qs)) + 1
+        starts = np.concatenate([[0], cuts]).astype(np.int64)
+        ends = np.concatenate([cuts, [len(rows)]]).astype(np.int64)
+        queries = log.queries[qs[starts]] if len(rows) else log.queries[:0]
+        out.append({q: ids[s:e] for q, s, e in zip(queries.tolist(), starts.tolist(), ends.tolist())})
+    return out[0], out[1]
+
+
+def _inclusion_rows(log, R, conv, model: str, metric) -> pd.DataFrame:
+    """(query, item, p) for each relevant row of ``model`` with its chance p of being in the top k."""
+    p = _inclusion(log, R, conv, model, metric)
+    rows = np.flatnonzero(log.relevant(conv))
+    q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    return pd.DataFrame({"query": log.queries[q_of_row[rows]], "item": log.item_ids(log.items[rows]),
+                         "p": p[rows]})
+
+
+def items_changed(sources, conv, baseline: str, model: str, metric):
+    """{query: [items]} of relevant items whose chance of being in the top k rose / fell; None
+    without item ids."""
+    frames: dict[str, list[pd.DataFrame]] = {baseline: [], model: []}
+    gained: dict = {}
+    lost: dict = {}
+    aligned = False
+    for log, R in sources():
+        if not log.has_items:
+            return None
+        if baseline in log.scores and model in log.scores:  # one table with both score columns: no join
+            g, lo = _changed_rows(log, R, conv, baseline, model, metric)
+            gained.update(g)
+            lost.update(lo)
+            aligned = True
+            continue
+        for name in frames:
+            if name in log.scores:
+                frames[name].append(_inclusion_rows(log, R, conv, name, metric))
+    if frames[baseline] and frames[model]:  # runs kept apart (judgments apart): join on (query, item)
+        a = pd.concat(frames[baseline], ignore_index=True)
+        b = pd.concat(frames[model], ignore_index=True)
+        both = a.merge(b, on=["query", "item"], how="outer", suffixes=("_a", "_b"), sort=False).fillna(
+            {"p_a": 0.0, "p_b": 0.0})
+        for found, mask in ((gained, both["p_b"] > both["p_a"] + 1e-12), (lost, both["p_a"] > both["p_b"] + 1e-12)):
+            found.update(both[mask].groupby("query", sort=False)["item"].agg(list).to_dict())
+    elif not aligned:
+        return None
+    return gained, lost
