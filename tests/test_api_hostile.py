@@ -176,6 +176,7 @@ def _results_calls(res, root) -> dict:
                                     overwrite=False, **compare)),
         "to_latex": (res.to_latex, dict(baseline=None, digits=3, **compare)),
         "to_markdown": (res.to_markdown, dict(digits=3)),
+        "to_string": (res.to_string, dict(format="markdown", per_query=False, ci=None, digits=3)),
         "to_dict": (res.to_dict, dict(per_query=False)),
         "to_pandas": (res.to_pandas, {}),
         "label": (res.label, dict(metric="R@2")),

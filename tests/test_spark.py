@@ -292,3 +292,17 @@ def test_spark_paths_are_checked_before_spark_starts(tmp_path):
         read_parquet(tmp_path / "text.parquet", "local[1]")
     with pytest.raises(tk.InputFileError, match="File not found"):
         read_parquet(tmp_path / "nope.parquet", "local[1]")
+
+
+def test_spark_results_are_results_with_the_per_query_values_on_the_cluster(spark):
+    """Results of Spark are plain Results (built by the one results builder): per_query stays a lazy
+    Spark DataFrame, everything that needs the rows collects them (to_dict with per_query too)."""
+    frame = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": list("abcabc"), "relevance": [1, 0, 0, 1, 1, 0],
+                          "a": [0.9, 0.1, 0.2, 0.8, 0.6, 0.4], "b": [0.1, 0.9, 0.8, 0.2, 0.6, 0.4]})
+    res = tk.evaluate(spark.createDataFrame(frame), ["P@1", "recall@2"], score=["a", "b"], item="item")
+    local = tk.evaluate(frame, ["P@1", "recall@2"], score=["a", "b"], item="item")
+    assert type(res) is tk.Results and type(res.per_query).__module__.startswith("pyspark")
+    payload = res.to_dict(per_query=True)
+    assert payload["per_query"] == local.to_dict(per_query=True)["per_query"]
+    assert payload["summary"] == local.to_dict()["summary"]
+    pd.testing.assert_frame_equal(res.to_pandas(), local.per_query)

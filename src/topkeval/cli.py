@@ -15,10 +15,10 @@ import sys
 
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError, plural
+from .outputs import formats
 from .outputs import text as report
 
-FORMATS = ("table", "json", "csv", "markdown")
-EVAL_FORMATS = FORMATS + ("trec",)
+FORMATS = formats.names(general_only=True)  # the output formats' registry (outputs/formats.py), as imported
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 CORRECTIONS = ("holm", "bonferroni", "bh", "none")
 DEMO_MAX_QUERIES = 100_000  # about 4 million rows of the demo log
@@ -188,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(ev, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
     ev.add_argument("--score", action="append", help="score column, one per model; repeat for several "
                     "(default: score)")
-    ev.add_argument("--format", choices=EVAL_FORMATS, default="table", help="table, json, csv, markdown, or trec "
-                    "(trec_eval-style lines) (default: table)")
+    ev.add_argument("--format", choices=formats.names(), default="table",
+                    help=f"{', '.join(formats.names())} (default: table)")
     ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead of the means")
     ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
                     help="each mean with its bootstrap confidence interval (default level 0.95)")
@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
                      "(not with --run: every run is compared)")
     _add_tests(cmp)
-    cmp.add_argument("--format", choices=FORMATS, default="table", help="table, json, csv or markdown "
-                     "(default: table)")
+    cmp.add_argument("--format", choices=formats.names(general_only=True), default="table",
+                     help=f"{', '.join(formats.names(general_only=True))} (default: table)")
     _add_conventions(cmp)
 
     rep = sub.add_parser("report", help="write an HTML report: intervals, comparison, curves, worst queries side by side",
@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "id column, as in every command)")
     dif.add_argument("-k", type=int, help="positions shown with --show (default: 20)")
     dif.add_argument("--worst", type=int, default=20, help="queries listed without --show (default: 20)")
-    dif.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
+    dif.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
     _add_conventions(dif)
 
     demo = sub.add_parser("demo", help="evaluate two rankers of a built-in image search log",
@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "whether the new one is better.")
     demo.add_argument("--queries", type=int, default=3000,
                       help=f"number of queries, 1 to {DEMO_MAX_QUERIES:,} (default: 3000)")
-    demo.add_argument("--format", choices=FORMATS, default="table", help="(default: table)")
+    demo.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
     demo.add_argument("--report", metavar="HTML", help="also write the HTML report of the demo to this file")
     demo.add_argument("--force", action="store_true", help="replace the --report file if it exists")
 
@@ -251,73 +251,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _with_ci(res, level: float, text: bool = True):
-    """The summary with each mean's interval: one row per model, ``metric`` and ``metric ci`` columns
-    (``[low, high]`` as text for a table; ``metric ci_low`` and ``metric ci_high`` numbers for files)."""
-    import pandas as pd
-
-    from .errors import check_number
-
-    level = check_number(level, "confidence", "evaluate", low=0, high=1, low_open=True, high_open=True)
-    ci = res.summary_ci(confidence=level)
-    for name in res.by:  # the summary holds every query: the overall rows of the breakdown
-        ci = ci[ci[name] == "(all)"]
-    ci = ci.set_index(["model", "metric"])
-    columns = {}
-    for metric in res.metrics:
-        columns[metric] = res.summary[metric]
-        if text:
-            columns[f"{metric} {level:.0%} CI"] = [
-                f"[{ci.loc[(m, metric), 'ci_low']:.4f}, {ci.loc[(m, metric), 'ci_high']:.4f}]" for m in res.models]
-        else:
-            columns[f"{metric} ci_low"] = [ci.loc[(m, metric), "ci_low"] for m in res.models]
-            columns[f"{metric} ci_high"] = [ci.loc[(m, metric), "ci_high"] for m in res.models]
-    return pd.DataFrame(columns, index=res.summary.index)
-
-
 def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
-    if fmt == "trec":
-        if ci is not None:
-            raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
-        out.write(report.trec_lines(res, per_query))
-        return
+    if fmt == "trec" and ci is not None:
+        raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
     if ci is not None and per_query:
         raise _UsageError("--ci gives intervals of the means; drop it with --per-query")
-    frame = res.to_pandas() if per_query else (res.summary if ci is None else _with_ci(res, ci, fmt == "table"))
-    if res.by and not per_query and ci is None and fmt in ("csv", "markdown"):
-        frame = res.segments  # the breakdown, its overall rows included
-    if fmt == "json":
-        payload = res.to_dict(per_query=per_query)
-        if ci is not None:
-            payload["summary_ci"] = report.records(res.summary_ci(confidence=ci))
-        print(report.json_text(payload), file=out)
-    elif fmt == "csv":
-        out.write(report.csv(frame))
-    elif fmt == "markdown":
-        print(report.markdown(frame), file=out)
-        if per_query:  # the means too, under the rows
-            print("\n" + report.markdown(res.summary), file=out)
-        for line in report.info_lines(res.info):
-            print(f"\n_{cli_words(line)}_", file=out)
-    else:
-        console = _console(out)
-        console.print(report.rich_table(frame))
-        if per_query:
-            console.print(report.rich_table(res.summary, title="means over the queries"))
-        if res.by and not per_query:
-            console.print(report.rich_table(res.segments, title="by " + ", ".join(map(report.visible, res.by))))
-        for line in report.info_lines(res.info):
-            print(cli_words(line), file=out)
+    if ci is not None:
+        from .errors import check_number
+
+        ci = check_number(ci, "confidence", "evaluate", low=0, high=1, low_open=True, high_open=True)
+    _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci))
 
 
-def _console(out):
-    from rich.console import Console
+def _write(out, fmt: str, document) -> None:
+    """A document in an output format (outputs/formats.py), its notes in the command line's words."""
+    from dataclasses import replace
+    from shutil import get_terminal_size
 
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:  # rich would exit with 1; a closed pipe is not an error here
-            raise BrokenPipeError
-
-    return _Console(file=out, width=None if out.isatty() else 160, soft_wrap=False, highlight=False)
+    document = replace(document, notes=[cli_words(n) for n in document.notes])
+    terminal = out.isatty()
+    out.write(formats.render(fmt, document, width=get_terminal_size().columns if terminal else 160,
+                             terminal=terminal))
 
 
 def _load(args, metrics, *, scores, keep_per_query: bool):
@@ -478,7 +432,8 @@ def _diff(args, out) -> int:
         k = 20 if args.k is None else args.k
         view = res.side_by_side(query, k=k, baseline=args.baseline, model=model)
         # a table or markdown shows "not retrieved" and blank positions; CSV and JSON keep NaN / null
-        frame = report.side_by_side_frame(view, text=args.format in ("table", "markdown"))
+        frame = report.side_by_side_frame(view, text=False)
+        shown = report.side_by_side_frame(view, text=True)
         title = f"query {report.visible(str(query))}: top {k}, {report.visible(args.baseline)} | {report.visible(model)}"
     else:
         metric = res.metrics[0]
@@ -489,19 +444,12 @@ def _diff(args, out) -> int:
         for c in ("gained", "lost"):
             if c in frame:
                 frame[c] = [", ".join(map(str, v)) for v in frame[c]]
+        shown = None
         title = (f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query, worst first "
                  f"({len(frame):,} of the {plural(int((every['delta'] < 0).sum()), 'query', 'queries')} that got "
                  f"worse, of {len(every):,})")
-    if args.format == "json":
-        print(report.json_text(report.records(frame)), file=out)
-    elif args.format == "csv":
-        out.write(report.csv(frame))
-    else:
-        right = [c for c in frame.columns if args.show is not None and c.endswith(("rank", "score", "relevance"))]
-        if args.format == "markdown":
-            print(report.markdown(frame, right=right), file=out)
-        else:
-            _console(out).print(report.rich_table(frame, title=title, right=right))
+    right = tuple(c for c in frame.columns if args.show is not None and c.endswith(("rank", "score", "relevance")))
+    _write(out, args.format, formats.Document([formats.Block(frame, title=title, right=right, shown=shown)]))
     return 0
 
 
@@ -515,27 +463,15 @@ def _compare(args, out) -> int:
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
                         confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
-    if args.format == "json":
-        print(report.json_text({"comparison": report.records(table), "info": res.info}), file=out)
-    elif args.format == "csv":
-        out.write(report.csv(table))
-    else:
-        shown = table[[*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
-                       "p_value", "p_adjusted", "wins", "ties", "losses"]]
-        p_text = {c: (lambda p: report.p_value_text(p, args.resamples if args.test in ("permutation", "bootstrap")
-                                                     else None)) for c in ("p_value", "p_adjusted")}
-        if args.format == "markdown":
-            shown = shown.assign(**{c: shown[c].map(f) for c, f in p_text.items()})
-            print(report.markdown(shown), file=out)
-            for line in report.info_lines(res.info):
-                print(f"\n_{cli_words(line)}_", file=out)
-            return 0
-        else:
-            _console(out).print(report.rich_table(shown, formats=p_text, title=(
-                f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
-                f"correction, {args.confidence:.0%} intervals")))
-        for line in report.info_lines(res.info):
-            print(cli_words(line), file=out)
+    shown = table[[*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
+                   "p_value", "p_adjusted", "wins", "ties", "losses"]]
+    p_text = {c: (lambda p: report.p_value_text(p, args.resamples if args.test in ("permutation", "bootstrap")
+                                                 else None)) for c in ("p_value", "p_adjusted")}
+    title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
+             f"correction, {args.confidence:.0%} intervals")
+    _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
+                                              notes=report.info_lines(res.info),
+                                              payload={"comparison": report.records(table), "info": res.info}))
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pandas as pd
 
 from .analysis import beyond as _beyond
@@ -40,6 +42,15 @@ from .params import (
 
 #: cutoffs of one curve: enough for any plot, few enough to evaluate at once
 MAX_CURVE_POINTS = 10_000
+
+
+def _copy(frame: pd.DataFrame) -> pd.DataFrame:
+    """A frame the caller may change without changing the results: a lazy copy under pandas'
+    copy-on-write (pandas 3: no data is copied until written), a copy otherwise."""
+    return frame.copy(deep=not _COPY_ON_WRITE)
+
+
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3
 
 
 class Results:
@@ -114,8 +125,8 @@ class Results:
     @property
     def summary(self) -> pd.DataFrame:
         """One row per model (the index, named ``model``), one column per metric: the mean over the
-        evaluated queries (weighted with ``weight=``)."""
-        return self._evaluation.summary
+        evaluated queries (weighted with ``weight=``). A copy: changing it changes nothing else."""
+        return self._evaluation.summary.copy()
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -123,12 +134,12 @@ class Results:
         results of a Spark evaluation keep these on the cluster: a Spark DataFrame (lazy), collected
         by :meth:`to_pandas`."""
         lazy = getattr(self._evaluation.backend, "lazy_per_query", None)
-        return lazy if lazy is not None else self._evaluation.per_query
+        return lazy if lazy is not None else _copy(self._evaluation.per_query)
 
     @property
     def info(self) -> dict:
-        """The counts of the evaluation (see the class docstring)."""
-        return self._evaluation.info  # type: ignore[return-value]
+        """The counts of the evaluation (see the class docstring). A copy: changing it changes nothing else."""
+        return copy.deepcopy(dict(self._evaluation.info))
 
     @property
     def query_name(self) -> str:
@@ -159,8 +170,8 @@ class Results:
     @validate_params()
     def to_pandas(self) -> pd.DataFrame:
         """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
-        evaluation keep those on the cluster and collect them here)."""
-        return self._evaluation.per_query
+        evaluation keep those on the cluster and collect them here). A copy: changing it changes nothing else."""
+        return _copy(self._evaluation.per_query)
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"))
@@ -513,10 +524,49 @@ class Results:
 
     @validate_params(digits=DIGITS)
     def to_markdown(self, digits: int = 4) -> str:
-        """The summary as a GitHub markdown table (every id and name escaped)."""
-        from .outputs.text import markdown
+        """The summary as a GitHub markdown table (every id and name escaped).
 
-        return markdown(self.summary, digits)
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [0.9, 0.1]}, metrics=["P@1"], score="s")
+        >>> print(res.to_markdown(digits=2))
+        | model | P@1 |
+        |---|---:|
+        | s | 1.00 |
+        """
+        from .outputs import formats
+
+        document = formats.Document([formats.Block(self._evaluation.summary)], digits=digits)
+        return formats.render("markdown", document).rstrip("\n")
+
+    @validate_params(format=Text(empty=False, max_length=100), per_query=Bool(), ci=[CONFIDENCE, None], digits=DIGITS)
+    def to_string(self, format: str = "table", per_query: bool = False, ci: float | None = None,
+                  digits: int = 4) -> str:
+        """The results as ``topkeval evaluate --format`` prints them, in any registered output format
+        (:mod:`topkeval.outputs.formats`: ``table``, ``markdown``, ``csv``, ``json``, ``trec``).
+
+        The means (per segment with ``by=``), or with ``per_query`` every (model, query) row and then
+        the means; with ``ci``, each mean's bootstrap interval at that level (:meth:`summary_ci`);
+        then the notes of :attr:`info` (skipped queries, ties at a cutoff).
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": [1, 1, 2], "relevance": [1, 0, 1], "s": [0.9, 0.1, 0.5]},
+        ...                   metrics=["P@1"], score="s")
+        >>> print(res.to_string("csv"), end="")
+        model,P@1
+        s,1.0
+        >>> [line.split() for line in res.to_string("trec").splitlines()]
+        [['runid', 'all', 's'], ['num_q', 'all', '2'], ['P_1', 'all', '1.0000']]
+        """
+        from dataclasses import replace
+
+        from .outputs import formats
+
+        document = formats.results_document(self, per_query=per_query, ci=ci)
+        return formats.render(format, replace(document, digits=digits))
 
     def _repr_html_(self) -> str:
         from .outputs.html import results_html
@@ -545,13 +595,13 @@ class Results:
     @property
     def models(self) -> list[str]:
         """Model names, in the order given."""
-        return list(self.summary.index)
+        return list(self._evaluation.summary.index)
 
     @property
     def metrics(self) -> list[str]:
         """The metrics' column labels: the names as requested (blanks removed), in that order;
         ``info["metric_names"]`` maps each to its canonical name."""
-        return list(self.summary.columns)
+        return list(self._evaluation.summary.columns)
 
     @validate_params(metric=MetricName())
     def label(self, metric) -> str:
@@ -581,17 +631,17 @@ class Results:
         when asked."""
         from .outputs.text import json_ready, records
 
-        summary = {str(m): {c: json_ready(self.summary.loc[m, c]) for c in self.summary.columns}
-                   for m in self.summary.index}
-        out = {"summary": summary, "info": json_ready(self.info)}
+        table = self._evaluation.summary
+        summary = {str(m): {c: json_ready(table.loc[m, c]) for c in table.columns} for m in table.index}
+        out = {"summary": summary, "info": json_ready(dict(self._evaluation.info))}
         if self.by:
             out["segments"] = records(self.segments.reset_index())
         if per_query:
-            out["per_query"] = records(self.per_query)
+            out["per_query"] = records(self._evaluation.per_query)  # collected from Spark too
         return out
 
     def __repr__(self) -> str:
-        info = self.info
+        info = self._evaluation.info
         head = (f"Results: {len(self.models)} model(s), {info['evaluated']} of {info['queries']} queries "
                 f"evaluated ({info['skipped_empty']} skipped as empty)")
-        return head + "\n" + self.summary.to_string()
+        return head + "\n" + self._evaluation.summary.to_string()

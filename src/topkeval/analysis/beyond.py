@@ -39,7 +39,8 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
     sources = results.sources
     if conv is None or sources is None:
         raise ParameterError("beyond_accuracy reads each model's top k again, which these results do not keep "
-                             "(a score matrix, a Spark DataFrame, or a file streamed with keep_per_query=False): "
+                             "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or per-query values "
+                             "given to Results.from_per_query): "
                              "evaluate the log as a table in memory, with item='<column>'.")
     if features is not None and similarity is not None:
         raise ParameterError("beyond_accuracy takes features= or similarity=, not both.")

@@ -53,7 +53,7 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
 
     rerun = results.rerun
     if rerun is None:
-        raise ParameterError("These results cannot be evaluated again at other cutoffs (they were built by hand, "
+        raise ParameterError("These results cannot be evaluated again at other cutoffs (they were built from per-query values, "
                              "or kept only sums): evaluate the log with the cutoffs you want instead.")
     families = curve_families(results) if metrics is None else ([metrics] if isinstance(metrics, str) else list(metrics))
     if not families:
@@ -130,7 +130,8 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
     conv: Conventions | None = results.conventions
     if conv is None or results.sources is None:
         raise ParameterError("side_by_side reads each model's candidates again, which these results do not keep "
-                             "(a score matrix, a Spark DataFrame, or a file streamed with keep_per_query=False): "
+                             "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or per-query values "
+                             "given to Results.from_per_query): "
                              "evaluate the rows of the queries you want to see as a table in memory.")
     ascending = results.ascending
     columns: dict = {}

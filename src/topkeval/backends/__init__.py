@@ -73,9 +73,8 @@ def _is_spark(data) -> bool:
 
 
 def _is_matrix(data) -> bool:
-    """A score matrix: a 2-D numpy array or torch tensor, or a dict of them (one per model)."""
-    if isinstance(data, dict) and data:
-        return all(_is_matrix(v) for v in data.values())
+    """A score matrix: a 2-D numpy array or torch tensor (a dict is a table of columns; the dict of
+    matrices that :func:`topkeval.evaluate_matrix` takes, one per model, is told apart there)."""
     kind = type(data).__module__.split(".")[0]
     return kind in ("numpy", "torch") and getattr(data, "ndim", 0) == 2
 

@@ -161,9 +161,9 @@ def warn_if_truncated(plan: Plan, queries: int, fewest: int, most: int) -> None:
     uses_r = [m for m in plan.metrics if FAMILIES[m.family].needs_all_relevant]
     if queries >= 2 and uses_r and fewest == most:
         warn(f"Every query has exactly {plural(fewest, 'candidate')}. If these are each query's top {fewest} "
-             f"recommendations, {uses_r[0]} counts only the relevant items among them, not all relevant items (it is "
-             "inflated): pass the true interactions as qrels= (a table with query, item and relevance columns). "
-             "If every query really has these candidates only, ignore this warning.")
+             f"recommendations, {uses_r[0]} counts only the relevant items among them, not all relevant items (R is "
+             "too small, and recall inflated): pass the true interactions as qrels= (a table with query, item and "
+             "relevance columns). If every query really has these candidates only, ignore this warning.")
 
 
 def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:

@@ -254,43 +254,84 @@ def attach(evaluation: Evaluation, attributes: pd.DataFrame, by: Sequence[str], 
 
 
 def from_per_query(frame: pd.DataFrame, query: str = "query") -> Evaluation:
-    """An :class:`Evaluation` of per-query values computed elsewhere: a ``model`` column, the query
-    column, one column per metric (NaN: undefined, left out of the mean)."""
+    """An :class:`Evaluation` of per-query values computed elsewhere: a ``model`` column (model names,
+    text), the query column (ids: all numbers or all text), one column per metric, named as topkeval
+    names the metric (``recall@10``: the reports read each metric's direction from its name),
+    holding finite numbers or NaN (undefined: left out of the mean)."""
+    where = "Results.from_per_query"
     if not isinstance(frame, pd.DataFrame):
-        raise ParameterError("Results.from_per_query takes a pandas DataFrame with a 'model' column, the query column "
-                             f"and one column per metric; got {type(frame).__name__}.")
+        hint = " (a Spark DataFrame: collect it first, with .toPandas())" if _is_spark_frame(frame) else ""
+        raise ParameterError(f"{where} takes a pandas DataFrame with a 'model' column, the query column and one "
+                             f"column per metric; got {type(frame).__name__}{hint}.")
+    if isinstance(frame.columns, pd.MultiIndex) or isinstance(frame.index, pd.MultiIndex):
+        raise ParameterError(f"{where}: the frame has a MultiIndex; pass one column per field (model, the query, one "
+                             "per metric): frame.reset_index(), and flatten the column labels.")
     missing = [c for c in ("model", query) if c not in frame.columns]
     if missing:
-        raise ParameterError(f"Results.from_per_query: the frame has no {missing[0]!r} column (it needs 'model', the "
-                             f"query column {query!r} and one column per metric); it has "
-                             f"{', '.join(map(repr, map(str, frame.columns)))}.")
+        names_in = [str(c) for c in frame.columns]
+        hint = " (they are in the index: pass frame.reset_index())" if missing[0] in (frame.index.names or []) else ""
+        raise ParameterError(f"{where}: the frame has no {missing[0]!r} column{hint} (it needs 'model', the query "
+                             f"column {query!r} and one column per metric); it has "
+                             f"{', '.join(map(repr, names_in)) or 'no column'}.")
     if frame.columns.duplicated().any():
-        raise ParameterError(f"Results.from_per_query: the column {frame.columns[frame.columns.duplicated()][0]!r} "
-                             "appears twice.")
+        raise ParameterError(f"{where}: the column {frame.columns[frame.columns.duplicated()][0]!r} appears twice.")
+    if len(frame) == 0:
+        raise DataError(f"{where}: the frame has no rows: there is nothing to show.")
     names = [c for c in frame.columns if c not in ("model", query)]
     if not names:
-        raise ParameterError("Results.from_per_query: the frame has no metric column (one column per metric, beside "
-                             "'model' and the query column).")
+        raise ParameterError(f"{where}: the frame has no metric column (one column per metric, beside 'model' and "
+                             "the query column).")
+    canonical: dict[str, str] = {}
     for name in names:
-        if not pd.api.types.is_numeric_dtype(frame[name]) or pd.api.types.is_bool_dtype(frame[name]):
-            raise ParameterError(f"Results.from_per_query: the metric column {name!r} holds {frame[name].dtype} "
-                                 "values; metric values are numbers (NaN where undefined).")
+        metric = _canonical(name) if isinstance(name, str) and label_of(name) == name else None
+        if metric is None:
+            raise ParameterError(f"{where}: the column {name!r} is not named as a metric (recall@10, ndcg@5, ap...): "
+                                 "reports and tables read each metric's direction from its name. Rename it; a metric "
+                                 "of your own is named once it is registered.")
+        if metric in canonical.values():
+            other = next(n for n, c in canonical.items() if c == metric)
+            raise ParameterError(f"{where}: the columns {other!r} and {name!r} name the same metric ({metric}): keep one.")
+        canonical[name] = metric
+        values = frame[name]
+        if (not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)
+                or pd.api.types.is_complex_dtype(values)):
+            raise ParameterError(f"{where}: the metric column {name!r} holds {values.dtype} values; metric values "
+                                 "are real numbers (NaN where undefined).")
+        if np.isinf(values.to_numpy(np.float64)).any():
+            raise DataError(f"{where}: the metric column {name!r} holds an infinite value; a metric value is finite, "
+                            "or NaN where undefined.")
+    for column, what in (("model", "model name"), (query, "query id")):
+        if frame[column].isna().any():
+            raise DataError(f"{where}: the {column!r} column has a missing {what} (None or NaN): every row needs one.")
+    if not all(isinstance(m, str) for m in frame["model"]):
+        raise ParameterError(f"{where}: model names are text; the 'model' column holds "
+                             f"{type(next(m for m in frame['model'] if not isinstance(m, str))).__name__} values. "
+                             "Pass frame.assign(model=frame['model'].astype(str)).")
+    kinds = {isinstance(q, str) for q in frame[query]}
+    if len(kinds) > 1:
+        raise DataError(f"{where}: the query column {query!r} mixes text and numbers (1 and '1' would be two "
+                        "queries): write every id the same way.")
     check_result_names(query, (), None, [str(n) for n in names])
     if frame.duplicated(["model", query]).any():
         row = frame[frame.duplicated(["model", query])].iloc[0]
-        raise ParameterError(f"Results.from_per_query: model {show(row['model'])} has query {show(row[query])} "
-                             "twice; one row per (model, query).")
+        raise ParameterError(f"{where}: model {show(row['model'])} has query {show(row[query])} twice; one row per "
+                             "(model, query).")
     table = frame.reset_index(drop=True).copy()
     table["model"] = table["model"].astype(object)
+    for name in names:
+        table[name] = table[name].astype(np.float64)
     models = list(dict.fromkeys(table["model"]))
     summary = pd.DataFrame({name: [mean(table.loc[table["model"] == m, name].to_numpy(np.float64)) for m in models]
                             for name in names}, index=pd.Index(models, name="model"), columns=names)
     evaluated = {m: int((table["model"] == m).sum()) for m in models}
     info = {"queries": int(table[query].nunique()), "evaluated": max(evaluated.values(), default=0),
             "skipped_empty": 0, "rows": 0, "evaluated_per_model": evaluated, "rows_per_model": {m: 0 for m in models},
-            "ties_at_cutoff": {m: 0 for m in models}, "models": models, "metrics": names,
-            "metric_names": {n: c for n in names if (c := _canonical(n)) is not None}}
+            "ties_at_cutoff": {m: 0 for m in models}, "models": models, "metrics": names, "metric_names": canonical}
     return Evaluation(summary, info, query, None, _per_query=[table])  # computed elsewhere: conventions unknown
+
+
+def _is_spark_frame(data) -> bool:
+    return type(data).__module__.startswith("pyspark.")
 
 
 def _with_attributes(build: Callable[[], pd.DataFrame], attrs: pd.DataFrame, query_name: str, by: tuple,
@@ -298,7 +339,7 @@ def _with_attributes(build: Callable[[], pd.DataFrame], attrs: pd.DataFrame, que
     """The per-query table with the segment and weight columns after the query column."""
 
     def per_query() -> pd.DataFrame:
-        frame = build()
+        frame = build().copy(deep=False)  # the columns are added to a new frame, never to the one it reads
         position = frame.columns.get_loc(query_name) + 1
         keys = frame[query_name]
         known = pd.Index(keys).isin(attrs.index)

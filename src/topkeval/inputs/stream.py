@@ -313,13 +313,19 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
             attrs.append(query_attributes(cols[query], cols, list(by or []), weight, query, whole=False))
         return log
 
+    sizes: list = []  # (queries, fewest, most candidates) of each table: the top-N warning, decided on the whole
+
     def evaluate_tables(tables, progress=None) -> tuple[list[engine.Evaluated], int]:
         batches, rows = [], 0
         attrs.clear()
+        sizes.clear()
         for table, read in tables:
             if table is not None:
-                batch, _ = engine.evaluate_grouped(to_log(table, keep_attrs=True), plan, backend=backend, depth=depth,
-                                                   threads=threads)
+                log = to_log(table, keep_attrs=True)
+                lengths = np.diff(log.offsets)
+                if len(lengths):
+                    sizes.append((log.n_queries, int(lengths.min()), int(lengths.max())))
+                batch, _ = engine.evaluate_grouped(log, plan, backend=backend, depth=depth, threads=threads)
                 batches.append(batch if keep_per_query else batch.reduce())
                 rows += table.num_rows
             if progress and read:
@@ -336,6 +342,9 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         from ..errors import DataError
 
         raise DataError(f"'{path}' has no rows: there is nothing to evaluate.")
+    if sizes:
+        engine.warn_if_truncated(plan, sum(n for n, _, _ in sizes), min(lo for _, lo, _ in sizes),
+                                 max(hi for _, _, hi in sizes))
     engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
 
     def sources():

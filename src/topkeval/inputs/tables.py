@@ -125,7 +125,7 @@ def _check_columns(wanted: Sequence[str], available: Sequence, where: str, roles
     for name in wanted:
         hits = [i for i, t in enumerate(text) if t == name]
         if not hits:
-            shown = ", ".join(repr(a) for a in text[:20]) + (" ..." if len(text) > 20 else "")
+            shown = (", ".join(repr(a) for a in text[:20]) + (" ..." if len(text) > 20 else "")) or "none (it has no column)"
             role = (roles or {}).get(name)
             how = f" Name the {role} column with {role}='<column>'." if role else ""
             more = hint.get(name, "") if isinstance(hint, Mapping) else hint

@@ -1,0 +1,189 @@
+"""Output formats: one registry that the command line and :class:`~topkeval.Results` both use.
+
+What is shown (the summary, the per-query rows, a comparison, a diff) is a :class:`Document`: one or
+more tables (:class:`Block`), notes (sentences about the counts: skipped queries, ties at a cutoff)
+and, for JSON, the structured payload. A format turns a Document into text; every format renders
+every Document, so a new format (one function and one :func:`register_format` line) reaches
+``topkeval evaluate/compare/diff/demo --format`` and :meth:`Results.to_string` at once.
+
+=============  ===============================================================================
+``table``      a terminal table (rich), notes under it
+``markdown``   GitHub markdown tables (every id escaped), notes in italics
+``csv``        the first table, full precision (a file holds one table)
+``json``       the payload (NaN as null, ids as JSON values), or the first table's rows
+``trec``       trec_eval's lines (``name query value``): the evaluation's own text only
+=============  ===============================================================================
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ..errors import ParameterError
+from ..inputs.segments import ALL
+from . import text
+
+
+@dataclass(frozen=True)
+class Block:
+    """One table of a Document: the frame (what files get: numbers at full precision), the frame a
+    person reads (``shown``: intervals as ``[low, high]``, "not retrieved"; default the frame), its
+    title, the text columns shown right-aligned, and per-column functions that write a value as
+    text (p-values)."""
+
+    frame: pd.DataFrame
+    title: str | None = None
+    right: tuple = ()
+    formats: dict = field(default_factory=dict)
+    shown: pd.DataFrame | None = None
+
+    def for_people(self) -> pd.DataFrame:
+        return self.frame if self.shown is None else self.shown
+
+
+@dataclass(frozen=True)
+class Document:
+    """What one command or call shows: its tables, its notes, what JSON writes (default: the rows of
+    the first table), and texts that only some formats have (``{"trec": function -> text}``)."""
+
+    blocks: list[Block]
+    notes: list[str] = field(default_factory=list)
+    payload: object = None
+    texts: dict = field(default_factory=dict)
+    digits: int = 4
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """A registered format: its name, what it writes, and ``render(document, width, terminal) -> str``."""
+
+    name: str
+    description: str
+    render: Callable[[Document, int | None, bool], str]
+    general: bool = True  # renders every Document (False: only those that carry its text, as trec)
+
+
+FORMATS: dict[str, OutputFormat] = {}
+
+
+def register_format(name: str, render: Callable[[Document, int | None, bool], str], description: str, *,
+                    general: bool = True) -> None:
+    """Add an output format: ``render(document, width, terminal)`` returns its text (``width``: the
+    columns to fill, or None; ``terminal``: styled for a terminal). ``general=False`` marks a format
+    only some documents carry (trec)."""
+    FORMATS[name] = OutputFormat(name, description, render, general)
+
+
+def names(*, general_only: bool = False) -> tuple[str, ...]:
+    """The registered formats' names (``general_only``: those every Document has)."""
+    return tuple(n for n, f in FORMATS.items() if f.general or not general_only)
+
+
+def render(fmt: str, document: Document, width: int | None = None, terminal: bool = False) -> str:
+    """``document`` as text in format ``fmt``.
+
+    >>> doc = Document([Block(pd.DataFrame({"model": ["a"], "recall@2": [0.5]}))], notes=["1 query skipped"])
+    >>> print(render("markdown", doc), end="")
+    | model | recall@2 |
+    |---|---:|
+    | a | 0.5000 |
+    <BLANKLINE>
+    _1 query skipped_
+    >>> print(render("csv", doc), end="")
+    model,recall@2
+    a,0.5
+    """
+    if fmt not in FORMATS:
+        raise ParameterError(f"format {fmt!r} is not an output format; the formats are {', '.join(map(repr, FORMATS))}.")
+    return FORMATS[fmt].render(document, width, terminal)
+
+
+def _cells(block: Block) -> pd.DataFrame:
+    """The frame a person reads, with the columns of ``formats`` written as text."""
+    frame = block.for_people()
+    if not block.formats:
+        return frame
+    return frame.assign(**{c: frame[c].map(f) for c, f in block.formats.items() if c in frame})
+
+
+def _table(document: Document, width: int | None, terminal: bool) -> str:
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width or 160, soft_wrap=False, highlight=False, force_terminal=terminal,
+                      color_system="auto" if terminal else None)
+    for block in document.blocks:
+        console.print(text.rich_table(block.for_people(), title=block.title, digits=document.digits,
+                                      formats=block.formats or None, right=block.right))
+    return buf.getvalue() + "".join(f"{note}\n" for note in document.notes)
+
+
+def _markdown(document: Document, width: int | None, terminal: bool) -> str:
+    tables = [text.markdown(_cells(b), document.digits, right=b.right) + "\n" for b in document.blocks]
+    return "\n".join(tables) + "".join(f"\n_{note}_\n" for note in document.notes)
+
+
+def _csv(document: Document, width: int | None, terminal: bool) -> str:
+    return text.csv(document.blocks[0].frame)
+
+
+def _json(document: Document, width: int | None, terminal: bool) -> str:
+    payload = document.payload if document.payload is not None else text.records(document.blocks[0].frame)
+    return text.json_text(payload) + "\n"
+
+
+def _trec(document: Document, width: int | None, terminal: bool) -> str:
+    if "trec" not in document.texts:
+        raise ParameterError("trec_eval's lines hold one evaluation's values (name, query, value): format 'trec' "
+                             "writes evaluation results, not a comparison, a diff or intervals.")
+    return document.texts["trec"]()
+
+
+def results_document(res, *, per_query: bool = False, ci: float | None = None) -> Document:
+    """What an evaluation shows: the means (per segment with ``by=``; with the intervals of
+    :meth:`~topkeval.Results.summary_ci` at level ``ci``), or with ``per_query`` every (model, query)
+    row and then the means; the notes of ``info``; JSON gets :meth:`~topkeval.Results.to_dict`."""
+    if ci is not None and per_query:
+        raise ParameterError("ci gives intervals of the means; drop it, or per_query.")
+    payload = res.to_dict(per_query=per_query)
+    if per_query:
+        blocks = [Block(res.to_pandas()), Block(res.summary, title="means over the queries")]
+    elif ci is not None:
+        numbers, shown = _with_ci(res, ci)
+        blocks = [Block(numbers, shown=shown)]
+        payload["summary_ci"] = text.records(res.summary_ci(confidence=ci))
+    elif res.by:
+        blocks = [Block(res.segments, title="by " + ", ".join(map(text.visible, res.by)))]
+    else:
+        blocks = [Block(res.summary)]
+    texts = {} if ci is not None else {"trec": lambda: text.trec_lines(res, per_query)}
+    return Document(blocks, notes=text.info_lines(res.info), payload=payload, texts=texts)
+
+
+def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The summary with each mean's interval, one row per model: for files ``metric``, ``metric
+    ci_low`` and ``metric ci_high`` columns; for people ``metric`` and ``metric 95% CI`` (``[low, high]``)."""
+    ci = res.summary_ci(confidence=level)
+    for name in res.by:  # the summary holds every query: the overall rows of the breakdown
+        ci = ci[ci[name] == ALL]
+    ci = ci.set_index(["model", "metric"])
+    numbers: dict = {}
+    shown: dict = {}
+    for metric in res.metrics:
+        numbers[metric] = shown[metric] = res.summary[metric]
+        low = [ci.loc[(m, metric), "ci_low"] for m in res.models]
+        high = [ci.loc[(m, metric), "ci_high"] for m in res.models]
+        numbers[f"{metric} ci_low"], numbers[f"{metric} ci_high"] = low, high
+        shown[f"{metric} {level:.0%} CI"] = [f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(low, high)]
+    return pd.DataFrame(numbers, index=res.summary.index), pd.DataFrame(shown, index=res.summary.index)
+
+
+register_format("table", _table, "a terminal table, notes under it")
+register_format("markdown", _markdown, "GitHub markdown tables, notes in italics")
+register_format("csv", _csv, "the first table as CSV, full precision")
+register_format("json", _json, "JSON: NaN as null, ids as JSON values")
+register_format("trec", _trec, "trec_eval's lines: name, query, value", general=False)

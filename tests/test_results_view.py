@@ -1,0 +1,152 @@
+"""Results are a read-only view of what an evaluation computed: nothing a caller does to what they
+return changes another number, and Results built from per-query values computed elsewhere
+(Results.from_per_query) refuse what the tables and reports could not show truthfully."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import topkeval as tk
+from topkeval import backends, engine
+from topkeval.errors import DataError, ParameterError
+
+LOG = pd.DataFrame({"query": [1, 1, 1, 2, 2, 3, 3, 3], "item": list("xyzxyxyz"), "relevance": [1, 0, 1, 0, 1, 1, 0, 0],
+                    "a": [0.9, 0.5, 0.1, 0.3, 0.2, 0.8, 0.4, 0.1], "b": [0.1, 0.5, 0.9, 0.2, 0.3, 0.1, 0.4, 0.8]})
+
+
+def _res(**options):
+    return tk.evaluate(LOG, ["recall@2", "ndcg@2"], score=["a", "b"], item="item", **options)
+
+
+def test_changing_what_results_return_changes_nothing_else():
+    res = _res()
+    before = (res.summary.copy(), res.per_query.copy(), res.compare("a", n_resamples=200).copy(), dict(res.info))
+    summary, per_query, info = res.summary, res.per_query, res.info
+    summary.loc["a", "recall@2"] = 99
+    per_query.loc[0, "recall@2"] = 42
+    del per_query["ndcg@2"]
+    info["evaluated"] = -5
+    info["models"].append("zzz")
+    info["metric_names"]["recall@2"] = "ndcg@5"
+    pd.testing.assert_frame_equal(res.summary, before[0])
+    pd.testing.assert_frame_equal(res.per_query, before[1])
+    pd.testing.assert_frame_equal(res.compare("a", n_resamples=200), before[2])
+    assert res.info == before[3] and res.label("recall@2") == "recall@2"
+    with pytest.raises(ParameterError, match="not evaluated"):
+        res.label("ndcg@5")
+    assert "3 of 3 queries" in repr(res)
+
+
+def test_results_are_built_by_the_front_doors_only():
+    res = _res()
+    with pytest.raises(ParameterError, match="from_per_query"):
+        tk.Results(res.summary)
+    with pytest.raises(AttributeError):
+        res.summary = res.summary  # a property without a setter
+
+
+def test_attributes_attached_to_an_evaluation_leave_it_as_it_was():
+    res = tk.Results.from_per_query(pd.DataFrame({"model": ["a"] * 3, "query": [1, 2, 3], "recall@10": [0.5, 1, 0]}))
+    attrs = pd.DataFrame({"seg": ["x", "y", "x"]}, index=pd.Index([1, 2, 3], name="query"))
+    segmented = tk.Results(engine.attach(res.evaluation, attrs, ["seg"], None))
+    again = tk.Results(engine.attach(res.evaluation, attrs, ["seg"], None))
+    assert list(res.per_query.columns) == ["model", "query", "recall@10"]
+    assert list(segmented.per_query.columns) == list(again.per_query.columns) == ["model", "query", "seg", "recall@10"]
+    assert segmented.segments.loc[("x", "a"), "recall@10"] == 0.25  # (0.5 + 0) / 2
+
+
+def _frame(**changes):
+    frame = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "query": [1, 2, 3] * 2,
+                          "recall@10": [0.5, 1.0, 0.0, 1.0, 1.0, 0.5]})
+    return frame.assign(**changes)
+
+
+@pytest.mark.parametrize("frame,error,match", [
+    (_frame().rename(columns={"recall@10": "myscore"}), ParameterError, "not named as a metric"),
+    (_frame().rename(columns={"recall@10": "recall @10"}), ParameterError, "not named as a metric"),
+    (_frame().rename(columns={"recall@10": "metric"}), ParameterError, "not named as a metric"),
+    (_frame(**{"R@10": 0.5}), ParameterError, "name the same metric"),
+    (_frame(model=[1, 1, 1, 2, 2, 2]), ParameterError, "model names are text"),
+    (_frame(model=["a", "a", "a", None, None, None]), DataError, "missing model name"),
+    (_frame(query=[1, 2, np.nan, 1, 2, 3]), DataError, "missing query id"),
+    (_frame(query=[1, 2, 3, "1", "2", "3"]), DataError, "mixes text and numbers"),
+    (_frame(**{"recall@10": [np.inf, 1, 0, 1, 1, 0.5]}), DataError, "infinite"),
+    (_frame(**{"recall@10": np.array([1, 1, 0, 1, 1, 0], dtype=complex)}), ParameterError, "real numbers"),
+    (_frame(**{"recall@10": [True, False, True, True, True, False]}), ParameterError, "real numbers"),
+    (_frame().iloc[:0], DataError, "no rows"),
+    (_frame().set_index(["model", "query"]), ParameterError, "reset_index"),
+    (pd.concat([_frame(), _frame().iloc[:1]]), ParameterError, "twice"),
+])
+def test_per_query_values_from_elsewhere_that_no_table_could_show_are_refused(frame, error, match):
+    with pytest.raises(error, match=match):
+        tk.Results.from_per_query(frame)
+
+
+def test_per_query_values_from_elsewhere_give_the_means_and_the_comparison():
+    frame = _frame(**{"recall@10": [0.5, 1.0, np.nan, 1.0, 1.0, 0.5]})
+    res = tk.Results.from_per_query(frame)
+    assert res.summary.loc["a", "recall@10"] == 0.75 and res.summary.loc["b", "recall@10"] == pytest.approx(2.5 / 3)
+    row = res.compare("a", n_resamples=200).iloc[0]
+    assert (row["n_queries"], row["wins"], row["losses"]) == (2, 1, 0)  # query 3 (NaN) left out: 1 rose, 2 tied
+    assert res.to_latex().count("textbf") == 1 and "recall@10" in res.to_markdown()
+
+
+def test_the_dispatcher_sends_each_kind_of_data_to_its_backend():
+    assert backends.select(LOG) == "cpu" and backends.select(LOG.to_dict("list")) == "cpu"
+    assert backends.select(np.zeros((2, 3))) == "matrix"
+    assert backends.select({"query": np.array([[1], [1]])}) == "cpu"  # a table of columns, never a matrix
+    assert [b.name for b in backends.backends()] == ["spark", "matrix", "cpu"]
+    with pytest.raises(ParameterError, match="evaluate_matrix"):
+        tk.evaluate(np.zeros((2, 3)))
+    with pytest.raises(tk.TopkevalError) as caught:
+        tk.evaluate({"query": np.array([[1], [1]]), "relevance": np.array([[1], [0]]), "score": np.array([[1.0], [0.5]])})
+    assert "evaluate_matrix" not in str(caught.value)
+
+
+def test_the_top_n_warning_is_the_same_streamed_or_in_memory(tmp_path):
+    """Every query with exactly 2 candidates and a metric that needs every relevant item (from the
+    registry): the same warning whether the file is read whole or streamed in chunks."""
+    log = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "relevance": [1, 0, 0, 1, 1, 1], "s": [0.9, 0.1, 0.2, 0.8, 0.6, 0.4]})
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    for metric in ("recall@1", "bpref", "auc", "num_rel"):
+        for options in ({}, {"chunk_rows": 2}):
+            with pytest.warns(tk.TopkevalWarning, match="exactly 2 candidates"):
+                tk.evaluate(path, [metric], score="s", **options)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tk.evaluate(path, ["precision@1", "rr", "hit_rate@1"], score="s", chunk_rows=2)  # never looks past the list
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json", "trec"])
+def test_results_and_the_command_line_write_each_format_alike(tmp_path, capsys, fmt):
+    """One registry of output formats (outputs/formats.py): Results.to_string and `topkeval evaluate
+    --format` give the same text, per query too."""
+    from topkeval.cli import main
+
+    path = tmp_path / "log.parquet"
+    LOG.to_parquet(path)
+    res = _res()
+    for per_query in (False, True):
+        assert main(["evaluate", str(path), "--score", "a", "--score", "b", "--item", "item", "-m", "recall@2,ndcg@2",
+                     "--format", fmt, *(["--per-query"] if per_query else [])]) == 0
+        assert capsys.readouterr().out == res.to_string(fmt, per_query=per_query)
+
+
+def test_a_registered_format_reaches_the_command_line_and_results(tmp_path, capsys, monkeypatch):
+    from topkeval.cli import main
+    from topkeval.outputs import formats
+
+    monkeypatch.setitem(formats.FORMATS, "tsv", formats.OutputFormat(
+        "tsv", "tab-separated", lambda doc, width, terminal: doc.blocks[0].frame.to_csv(sep="\t")))
+    path = tmp_path / "log.parquet"
+    LOG.to_parquet(path)
+    assert main(["compare", str(path), "--baseline", "a", "--score", "b", "--item", "item", "-m", "recall@2",
+                 "--resamples", "200", "--format", "tsv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t")[1:4] == ["model", "metric", "verdict"] and lines[1].split("\t")[1] == "b"
+    assert _res().to_string("tsv").splitlines()[0].split("\t") == ["model", "recall@2", "ndcg@2"]
