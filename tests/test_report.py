@@ -689,5 +689,6 @@ def test_notebook_table_bolds_the_best_model_of_each_metric():
                                                   "fp@1": [0.5, np.nan, 1.0]}))
     assert _bold_models(res._repr_html_(), res.models, res.metrics) == {"precision@1": {"a", "b", "c"},
                                                                         "fp@1": {"a"}}
-    res.summary.loc["c", "precision@1"] = 0.4999
+    res = tk.Results.from_per_query(pd.DataFrame({"model": ["a", "b", "c"], "query": [1, 1, 1],
+                                                  "precision@1": [0.5, 0.5, 0.4999], "fp@1": [0.5, np.nan, 1.0]}))
     assert _bold_models(res._repr_html_(), res.models, res.metrics)["precision@1"] == {"a", "b"}
