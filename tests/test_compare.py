@@ -16,7 +16,7 @@ from topkeval.analysis.compare import adjust
 from topkeval.results import Results
 
 
-def _results(values: dict[str, np.ndarray], metric="m@1", queries=None) -> Results:
+def _results(values: dict[str, np.ndarray], metric="recall@1", queries=None) -> Results:
     """Results holding given per-query values (one metric)."""
     frames = []
     for model, v in values.items():

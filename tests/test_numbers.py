@@ -30,7 +30,7 @@ TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 
 def _results(values: dict[str, list]) -> Results:
     """Results holding given per-query values of one metric (queries 0, 1, ...)."""
-    frames = [pd.DataFrame({"model": model, "query": np.arange(len(v)), "m@1": np.asarray(v, float)})
+    frames = [pd.DataFrame({"model": model, "query": np.arange(len(v)), "recall@1": np.asarray(v, float)})
               for model, v in values.items()]
     pq = pd.concat(frames, ignore_index=True)
     return Results.from_per_query(pq)

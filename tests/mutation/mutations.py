@@ -500,7 +500,7 @@ _LIST: list[Mutation] = [
     M("analysis/beyond.py", "both = slots * (slots - 1) / (e[a] * (e[a] - 1))", "both = p[a] * p[b]", BEYOND),
     M("analysis/beyond.py", "within = filled * (filled - 1) / np.where(e > 1, e * (e - 1), 1)",
       "within = filled * filled / np.where(e > 1, e * (e - 1), 1)", BEYOND),
-    M("analysis/beyond.py", '"L": np.minimum(k, n_kept[q_of_row[rows]])', '"L": np.full(len(rows), k)',
+    M("backends/cpu.py", '"L": np.minimum(k, n_kept[q_of_row[rows]])', '"L": np.full(len(rows), k)',
       f"{BEYOND}::test_score_threshold_and_empty_queries"),
     # === what the merges brought (issue 28, second pass) ==========================================
     # --- params.py: the declarative parameter layer (bounds, normalised values, lone strings) -----

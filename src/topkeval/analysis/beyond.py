@@ -30,14 +30,12 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
     """Coverage, novelty, popularity, Gini and diversity of each model's top k (see
     :meth:`topkeval.Results.beyond_accuracy` for the definitions)."""
     if results.weight or results.by:
-
-
         warn("beyond_accuracy counts every evaluated query once, over all of them: it ignores weight= and "
                       "by= (evaluate each segment's rows on their own for a breakdown).")
     k = check_int(k, "k", _WHO, low=1)
     conv = results.conventions
     sources = results.sources
-    if conv is None or sources is None:
+    if conv is None or sources is None or not hasattr(results.backend, "exposure"):
         raise ParameterError("beyond_accuracy reads each model's top k again, which these results do not keep "
                              "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or per-query values "
                              "given to Results.from_per_query): "
@@ -51,7 +49,7 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
         if not log.has_items:
             raise ParameterError("beyond_accuracy counts items, but these results were evaluated without item ids: "
                                  "pass item='<column>' to evaluate.")
-    shown = {model: _shown(logs, conv, model, k) for model in results.models}
+    shown = {model: _shown(results.backend, logs, conv, model, k) for model in results.models}
     every_shown = pd.unique(np.concatenate([s["item"].to_numpy(object) for s in shown.values()] or [np.zeros(0, object)]))
     size = _catalog_size(logs, catalog, every_shown)
     pop, cold = _popularity(logs, conv, popularity, every_shown)
@@ -75,34 +73,18 @@ def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
     return out
 
 
-def _shown(logs, conv, model: str, k: int) -> pd.DataFrame:
+def _shown(backend, logs, conv, model: str, k: int) -> pd.DataFrame:
     """The candidates of ``model`` that may be in the top k of an evaluated query: one row each, with
     ``query`` (a number per query), ``item``, ``p`` (the chance it is in the top k), its tie group
-    ``g``, ``e``, and ``L`` = min(k, candidates of the query above score_threshold)."""
-    from ..engine.rules import comparable_scores, threshold, tie_rule
-    from ..kernels import cpu
-
+    ``g``, ``e``, and ``L`` = min(k, candidates of the query above score_threshold): the backend's
+    :meth:`~topkeval.backends.cpu.CpuBackend.exposure` of each log, queries numbered across logs."""
     parts = []
     base = 0
-    thr = threshold(conv)
     for log, R in logs:
         if model not in log.scores:
             continue
-        rel = log.relevant(conv)
-        if R is None:
-            R = log.per_query_sum(rel)
-        keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
-        scores = comparable_scores(log.scores[model], conv)
-        grades = log.grades.astype(np.float64, copy=False)
-        tie, items = tie_rule(log, conv, scores)
-        kq = np.full(log.n_queries, k, np.int64)
-        p, g, e = cpu.exposure(log.offsets, scores, rel, grades, items, thr, tie, kq)
-        q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-        n_kept = log.per_query_sum((scores >= thr).astype(np.int64))
-        rows = np.flatnonzero((p > 0) & keep[q_of_row])
-        parts.append(pd.DataFrame({
-            "query": base + q_of_row[rows], "item": pd.Series(log.item_ids(log.items[rows]), dtype=object),
-            "p": p[rows], "g": g[rows], "e": e[rows], "L": np.minimum(k, n_kept[q_of_row[rows]])}))
+        part = backend.exposure(log, R, conv, model, k)
+        parts.append(part.assign(query=part["query"] + base))
         base += log.n_queries
     if not parts:
         return pd.DataFrame({"query": np.zeros(0, np.int64), "item": pd.Series([], dtype=object),

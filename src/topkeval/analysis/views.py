@@ -114,8 +114,6 @@ def _find(queries: np.ndarray, query) -> int | None:
 def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
     """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
     from ..conventions import Conventions
-    from ..engine.rules import comparable_scores, threshold, tie_rule
-    from ..kernels import cpu
 
     models = results.models
     for name, value in (("baseline", baseline), ("model", model)):
@@ -128,7 +126,8 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         model = others[0] if others else None
     shown = [baseline] if model is None or model == baseline else [baseline, model]
     conv: Conventions | None = results.conventions
-    if conv is None or results.sources is None:
+    backend = results.backend  # the backend that computed the results orders the candidates again
+    if conv is None or results.sources is None or not hasattr(backend, "query_ranking"):
         raise ParameterError("side_by_side reads each model's candidates again, which these results do not keep "
                              "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or per-query values "
                              "given to Results.from_per_query): "
@@ -155,21 +154,8 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
                     if kinds and plain not in kinds else "")
             raise ParameterError(f"query {show(query)} is not among the queries of model {name!r}.{hint}")
         log, R, q = found
+        rank, scores, rel, p, rq = backend.query_ranking(log, R, q, conv, name, k)
         lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
-        offsets = np.array([0, hi - lo], np.int64)
-        scores = comparable_scores(log.scores[name][lo:hi], conv)
-        rel = log.relevant(conv)[lo:hi]
-        grades = log.grades[lo:hi].astype(np.float64)
-        tie, items = tie_rule(log, conv, comparable_scores(log.scores[name], conv))
-        items = items[lo:hi] if len(items) else items
-        keep = np.ones(hi - lo, bool) if conv.score_threshold is None else scores >= conv.score_threshold
-        order = cpu.TIE_FIRST if tie == cpu.TIE_EXPECTED else tie
-        rank = cpu.ranks(offsets, np.where(keep, scores, -np.inf), rel, grades, items, order, hi - lo)
-        rank[~keep] = 0
-        rq = int(rel.sum()) if R is None else int(R[q])  # R counts relevant candidates below score_threshold too
-        kq = np.array([k], np.int64)
-        thr = threshold(conv)
-        p = cpu.inclusion(offsets, scores, rel, grades, items, thr, tie, kq)
         ids = log.item_ids(log.items[lo:hi]).tolist()  # Python values, as the per-query tables show them
         raw = log.scores[name][lo:hi]
         shown_score = -raw if ascending else raw

@@ -60,6 +60,51 @@ class CpuBackend:
             _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
         return st
 
+    def query_ranking(self, log: GroupedLog, R, q: int, conv: Conventions, model: str, k: int):
+        """One query of a log as the kernel orders it (:meth:`~topkeval.Results.side_by_side`): per
+        candidate its rank (0 below ``score_threshold``; tied candidates in input order under
+        ``ties="expected"``), its score as compared, whether it is relevant, and its chance of being
+        in the top ``k``; and the query's R."""
+        from ..kernels import cpu
+
+        lo, hi = int(log.offsets[q]), int(log.offsets[q + 1])
+        offsets = np.array([0, hi - lo], np.int64)
+        scores = comparable_scores(log.scores[model][lo:hi], conv)
+        rel = log.relevant(conv)[lo:hi]
+        grades = log.grades[lo:hi].astype(np.float64)
+        tie, items = tie_rule(log, conv, comparable_scores(log.scores[model], conv))
+        items = items[lo:hi] if len(items) else items
+        thr = threshold(conv)
+        keep = scores >= thr
+        order = cpu.TIE_FIRST if tie == cpu.TIE_EXPECTED else tie
+        rank = cpu.ranks(offsets, np.where(keep, scores, -np.inf), rel, grades, items, order, hi - lo)
+        rank[~keep] = 0
+        rq = int(rel.sum()) if R is None else int(R[q])  # R counts relevant candidates below score_threshold too
+        p = cpu.inclusion(offsets, scores, rel, grades, items, thr, tie, np.array([k], np.int64))
+        return rank, scores, rel, p, rq
+
+    def exposure(self, log: GroupedLog, R, conv: Conventions, model: str, k: int) -> pd.DataFrame:
+        """The candidates of ``model`` that may be in the top k of an evaluated query of ``log``
+        (:meth:`~topkeval.Results.beyond_accuracy`): ``query`` (its position in the log), ``item``,
+        ``p`` (the chance it is in the top k), its tie group's ``g`` (candidates above) and ``e``
+        (size), and ``L`` = min(k, candidates of the query at or above ``score_threshold``)."""
+        from ..kernels import cpu
+
+        rel = log.relevant(conv)
+        if R is None:
+            R = log.per_query_sum(rel)
+        keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
+        scores = comparable_scores(log.scores[model], conv)
+        grades = log.grades.astype(np.float64, copy=False)
+        tie, items = tie_rule(log, conv, scores)
+        thr = threshold(conv)
+        p, g, e = cpu.exposure(log.offsets, scores, rel, grades, items, thr, tie, np.full(log.n_queries, k, np.int64))
+        q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+        n_kept = log.per_query_sum((scores >= thr).astype(np.int64))
+        rows = np.flatnonzero((p > 0) & keep[q_of_row])
+        return pd.DataFrame({"query": q_of_row[rows], "item": pd.Series(log.item_ids(log.items[rows]), dtype=object),
+                             "p": p[rows], "g": g[rows], "e": e[rows], "L": np.minimum(k, n_kept[q_of_row[rows]])})
+
     def items_changed(self, evaluation, baseline: str, model: str, metric: str):
         """``(gained, lost)``: per query, the relevant items whose chance of being in the top k rose /
         fell from ``baseline`` to ``model`` (k = R for r_precision); None when the evaluation keeps no
