@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -205,18 +205,52 @@ def evaluate(
     model
     score      0.25
     """
-    given = {k: v for k, v in locals().items() if k not in ("metrics", "settings", "progress")}
-    evaluation = _evaluate(metrics=metrics, progress=progress, **given, **settings)
+    request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels, model=model,
+                       missing_queries=missing_queries, depth=depth, judged_only=judged_only, chunk_rows=chunk_rows,
+                       progress=progress, keep_per_query=keep_per_query, threads=threads, ascending=ascending, by=by,
+                       weight=weight, **settings)
+    evaluation = _dispatch(request)
 
     def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
-        return _evaluate(metrics=names, progress=None, **given, **settings)
+        return _dispatch(replace(request, plan=engine.make_plan(names, request.plan.conv), progress=None))
 
     return Results(replace(evaluation, rerun=evaluation.rerun or rerun, ascending=bool(ascending)))
 
 
-def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
-              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight,
-              **settings) -> engine.Evaluation:
+@dataclass(frozen=True)
+class _Request:
+    """evaluate()'s parameters once checked together (each alone is checked by ``@validate_params``):
+    the conventions resolved into a plan, TREC run files read into a table, the data's kind decided
+    (``"spark"``, ``"runs"``: judgments apart, ``"file"``: streamed, ``"table"``: in memory)."""
+
+    kind: str
+    data: object
+    plan: engine.Plan
+    query: str
+    relevance: str
+    scores: list
+    item: str | None
+    qrels: object
+    model: str | None
+    missing_queries: str
+    depth: int | None
+    judged_only: bool
+    chunk_rows: int | None
+    progress: object
+    keep_per_query: bool
+    threads: int | None
+    ascending: bool
+    by: list
+    weight: str | None
+
+    @property
+    def attributes(self) -> list:
+        return self.by + ([self.weight] if self.weight else [])
+
+
+def _request(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
+             judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, **settings) -> _Request:
+    """Every check that involves more than one of evaluate()'s parameters, in one place."""
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
     if depth is not None:
@@ -224,7 +258,7 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if ascending and conv.score_threshold is not None:
         raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
                              "ascending scores: filter the rows before evaluating instead.")
-    from .inputs import input_paths
+    from .inputs import input_paths, segments
 
     data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
     runs = _run_paths(data)
@@ -236,15 +270,13 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
                                  "judgments: pass qrels= (a TREC qrels file or a table).")
         data, query, item, score, model = trec_runs(runs, query=query, item=item, score=score, model=model)
     scores = [score] if isinstance(score, str) else list(score)
-    from .inputs import segments
-
     by = segments.names(by)
     attributes = by + ([weight] if weight else [])
     if weight is not None and weight in by:
         raise ParameterError(f"{weight!r} is both a segment (by=) and the weight (weight=): a column is one or the "
                              "other.")
     engine.check_result_names(query, by, weight, plan.names)
-    roles_taken = {query, relevance, *([score] if isinstance(score, str) else list(score)), item, model} - {None}
+    roles_taken = {query, relevance, *scores, item, model} - {None}
     if set(attributes) & roles_taken:
         raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score, item "
                              f"and model columns; {sorted(set(attributes) & roles_taken)!r} is one of those.")
@@ -255,64 +287,86 @@ def _evaluate(data, metrics, query, relevance, score, item, *, conventions, qrel
     if backend == "matrix":
         raise ParameterError("data is a score matrix (users x items), which evaluate_matrix(scores, relevant) evaluates; "
                              "evaluate() takes a table of (query, relevance, score) rows.")
+    if backend == "spark" and chunk_rows is not None:
+        raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
+                             "already: drop chunk_rows.")
     if backend == "spark":
-        from .backends.spark import evaluate_spark
+        kind = "spark"
+    elif qrels is not None:
+        kind = "runs"
+    else:
+        for name, value, hint in (("model", model, "names a run column"),
+                                  ("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
+                                  ("judged_only", judged_only or None, "drops unjudged items")):
+            if value is not None:
+                raise ParameterError(f"{name}= {hint}, which needs judgments apart from the run: pass qrels=.")
+        wanted = [query, relevance, *scores] + ([item] if item is not None else [])
+        if len(set(wanted)) != len(wanted):
+            raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
+        from .inputs import stream
 
-        if chunk_rows is not None:
-            raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
-                                 "already: drop chunk_rows.")
-        evaluation = evaluate_spark(data, plan, query=query, relevance=relevance, scores=scores, item=item,
-                                    depth=depth, ascending=ascending, qrels=qrels, model=model,
-                                    missing_queries=missing_queries, judged_only=judged_only)
-        if not attributes:
+        kind = "file" if stream.should_stream(data, chunk_rows) else "table"
+        if kind == "table" and chunk_rows is not None:
+            raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
+                                 "chunk_rows, or write the table to parquet first.")
+    return _Request(kind, data, plan, query, relevance, scores, item, qrels, model, missing_queries, depth,
+                    judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight)
+
+
+def _dispatch(r: _Request) -> engine.Evaluation:
+    """A checked request to the path of its kind of data."""
+    if r.kind == "spark":
+        from .backends.spark import evaluate_spark, query_attributes
+
+        evaluation = evaluate_spark(r.data, r.plan, query=r.query, relevance=r.relevance, scores=r.scores, item=r.item,
+                                    depth=r.depth, ascending=r.ascending, qrels=r.qrels, model=r.model,
+                                    missing_queries=r.missing_queries, judged_only=r.judged_only)
+        if not r.attributes:
             return evaluation
         # segments and weights: the per-query values and each query's attributes are collected (as compare does)
-        from .backends.spark import query_attributes
+        attrs = query_attributes(r.data, r.query, r.by, r.weight)
+        return engine.attach(replace(evaluation, backend=None), attrs, r.by, r.weight)
+    if r.kind == "runs":
+        from .backends.local import evaluate_runs
 
-        attrs = query_attributes(data, query, by, weight)
-        return engine.attach(replace(evaluation, backend=None), attrs, by, weight)
-    if qrels is not None:
-        from .inputs.judgments import evaluate_runs
+        return evaluate_runs(r.data, r.qrels, r.plan, query=r.query, relevance=r.relevance, scores=r.scores,
+                             item=r.item, model=r.model, missing_queries=r.missing_queries, depth=r.depth,
+                             judged_only=r.judged_only, threads=r.threads, ascending=r.ascending, by=r.by,
+                             weight=r.weight, backend=CPU)
+    if r.kind == "file":
+        from .backends.local import evaluate_file
 
-        return evaluate_runs(data, qrels, plan, query=query, relevance=relevance, scores=scores, item=item,
-                             model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
-                             threads=threads, ascending=ascending, by=by, weight=weight, backend=CPU)
-    for name, value, hint in (("model", model, "names a run column"),
-                              ("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
-                              ("judged_only", judged_only or None, "drops unjudged items")):
-        if value is not None:
-            raise ParameterError(f"{name}= {hint}, which needs judgments apart from the run: pass qrels=.")
-    wanted = [query, relevance, *scores] + ([item] if item is not None else [])
-    if len(set(wanted)) != len(wanted):
-        raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
-    wanted += attributes
+        return evaluate_file(r.data, r.plan, query=r.query, relevance=r.relevance, scores=r.scores,
+                                    item=r.item, depth=r.depth, threads=r.threads, chunk_rows=r.chunk_rows,
+                                    progress=r.progress, keep_per_query=r.keep_per_query, ascending=r.ascending,
+                                    by=r.by, weight=r.weight, backend=CPU)
+    return _evaluate_table(r)
+
+
+def _evaluate_table(r: _Request) -> engine.Evaluation:
+    """A table in memory: its columns read once into a grouped log, kept to evaluate other metrics."""
+    from .inputs import segments
+
+    query, item, by, weight = r.query, r.item, r.by, r.weight
+    wanted = [query, r.relevance, *r.scores] + ([item] if item is not None else []) + r.attributes
     ids = [query] + ([item] if item else [])
-    from .inputs import stream
-
-    if stream.should_stream(data, chunk_rows):
-        return stream.evaluate_file(data, plan, query=query, relevance=relevance, scores=scores, item=item,
-                                    depth=depth, threads=threads, chunk_rows=chunk_rows, progress=progress,
-                                    keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
-                                    backend=CPU)
-    if chunk_rows is not None:
-        raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
-                             "chunk_rows, or write the table to parquet first.")
-    roles = _roles(query, relevance, scores, item) | {name: "by" for name in by} | ({weight: "weight"} if weight else {})
-    cols = read_columns(data, wanted, id_columns=ids, roles=roles)
-    log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores},
+    roles = (_roles(query, r.relevance, r.scores, item) | {name: "by" for name in by}
+             | ({weight: "weight"} if weight else {}))
+    cols = read_columns(r.data, wanted, id_columns=ids, roles=roles)
+    log = build_log(cols[query], cols[r.relevance], {s: cols[s] for s in r.scores},
                     cols[item] if item is not None else None,
-                    names=dict(query=query, relevance=relevance, item=item or "item"), ascending=ascending,
+                    names=dict(query=query, relevance=r.relevance, item=item or "item"), ascending=r.ascending,
                     borrowed=cols.borrowed)
     sizes = np.diff(log.offsets)
-    engine.warn_if_truncated(plan, log.n_queries, int(sizes.min()), int(sizes.max()))
-    attrs = segments.query_attributes(cols[query], cols, by, weight, query) if attributes else None
+    engine.warn_if_truncated(r.plan, log.n_queries, int(sizes.min()), int(sizes.max()))
+    attrs = segments.query_attributes(cols[query], cols, by, weight, query) if r.attributes else None
 
     def run(current_plan):
-        evaluation = evaluate_grouped(log, current_plan, depth=depth, threads=threads, query_name=query)
+        evaluation = evaluate_grouped(log, current_plan, depth=r.depth, threads=r.threads, query_name=query)
         return engine.attach(evaluation, attrs, by, weight) if attrs is not None else evaluation
 
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
-    return replace(run(plan), rerun=lambda names: run(engine.make_plan(names, conv)))
+    return replace(run(r.plan), rerun=lambda names: run(engine.make_plan(names, r.plan.conv)))
 
 
 @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),

@@ -484,7 +484,7 @@ _LIST: list[Mutation] = [
 
     # --- qrels.py: judgments kept apart from the runs ---------------------------------------------
     M("inputs/judgments.py", "R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]", "R = csum[j_offsets[1:]]", APART),
-    M("inputs/judgments.py", "log = log.keep_rows(found & (grades >= 0))", "log = log.keep_rows(found)",
+    M("inputs/judgments.py", "return log.keep_rows(found & (grades >= 0))", "return log.keep_rows(found)",
       "tests/test_peers.py::test_judged_only_and_set_measures_equal_pytrec_eval"),
 
     # --- beyond.py: coverage, novelty, popularity, Gini, diversity ------------------------------
@@ -654,7 +654,7 @@ _LIST: list[Mutation] = [
       "active = is_rel | (gains > 0).any(axis=0) if len(plan.dcg_specs) else is_rel",
       f"{HAND}::test_matrix_ideal_dcg_under_negative_grades_ranks_the_grade_0_cells_before_the_negative_one"),
     M("inputs/grouped.py", "        return values.copy()\n    return values", "        return values\n    return values", OWNED),
-    M("api.py", "ascending=ascending,\n                    borrowed=cols.borrowed)", "ascending=ascending,\n                    borrowed=False)",
+    M("api.py", "ascending=r.ascending,\n                    borrowed=cols.borrowed)", "ascending=r.ascending,\n                    borrowed=False)",
       OWNED),
     M("inputs/tables.py", "return values is given or not values.flags.owndata", "return values is given", OWNED),
     M("inputs/judgments.py", "r_scores = logmod.owned(r_scores, borrowed)", "r_scores = logmod.owned(r_scores, ())",

@@ -17,6 +17,7 @@ import pandas as pd
 from ..conventions import Conventions
 from ..engine.plan import Plan
 from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, threshold, tie_rule
+from ..errors import ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
 
@@ -90,6 +91,9 @@ class CpuBackend:
         (size), and ``L`` = min(k, candidates of the query at or above ``score_threshold``)."""
         from ..kernels import cpu
 
+        if log.items is None:
+            raise ParameterError("beyond_accuracy counts items, but these results were evaluated without item ids: "
+                                 "pass item='<column>' to evaluate.")
         rel = log.relevant(conv)
         if R is None:
             R = log.per_query_sum(rel)

@@ -289,7 +289,7 @@ def _evaluate_table(table, *, plan, query, relevance, scores, item, depth, ascen
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TopkevalWarning)  # decided on the whole, by the driver
         if judged:
-            from ..inputs.judgments import run_batches
+            from .local import run_batches
 
             is_run = pc.equal(table.column(_KIND), "run")
             run, qrels = table.filter(is_run), table.filter(pc.invert(is_run))

@@ -1,4 +1,4 @@
-"""Judgments kept apart from runs (TREC style): matching them, truncating runs to a depth.
+"""Judgments kept apart from runs (TREC style): reading and matching them to the runs.
 
 A run lists what a model retrieved: (query, item, score). Judgments list (query, item, grade),
 including relevant items that no model retrieved. For each run the retrieved rows get their grade
@@ -9,23 +9,23 @@ trec_eval's default) or scored as an empty list (``"zero"``, trec_eval ``-c``).
 
 Ids are matched by value: text with text, numbers with numbers (1 and 1.0 are the same id), and
 numbers with text by their decimal form (1 and "1"); anything else is refused rather than matched
-to nothing. Judgments that share no query with a run are an error.
+to nothing. Judgments that share no query with a run are an error. The matched runs are evaluated
+by :mod:`topkeval.backends.local` (truncated to a depth there, trec_eval -M, then -J).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .. import engine
 from ..errors import ColumnError, DataError, ParameterError, show
 from ..errors import warn as warn_user
 from ..kernels.grouping import count_duplicates, judge
 from . import grouped as logmod
 from . import is_trec_path, read_columns, read_qrels
-from .grouped import Judgments
+from .grouped import GroupedLog, Judgments
 from .ids import encode, sorted_codes
 
 
@@ -158,46 +158,42 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
     return codes[: len(jl)][jc], codes[len(jl):][rc], np.asarray(labels)
 
 
-def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, **options):
-    """evaluate(run, qrels=...): see the module docstring.
-
-    The evaluation keeps each run's grouped log and judgments: :meth:`Results.curves` evaluates them
-    again at other metrics, never the caller's tables (which may have changed since)."""
-    kept: list = []
-    batches, logs, info = run_batches(data, qrels, plan, query=query, kept=kept, **options)
-    for key in _PARTIAL_COUNTS:
-        info.pop(key)
-    attrs = info.pop("_attrs", None)
-
-    def results(current_plan, batches):
-        return engine.build_results(batches, current_plan, query_name=query, info=dict(info), sources=lambda: logs,
-                                    backend=options["backend"], attributes=attrs, by=options.get("by") or [],
-                                    weight=options.get("weight"))
-
-    def rerun(names):  # the same runs and judgments, at other metrics (Results.curves)
-        again = engine.make_plan(names, plan.conv)
-        return results(again, [engine.evaluate_log(log, again, backend=options["backend"], judgments=judgments,
-                                                   threads=options.get("threads"),
-                                                   rows=rows) for log, judgments, rows in kept])
-
-    return replace(results(plan, batches), rerun=rerun)
-
-
 #: Counts that only the parts of a distributed evaluation need (to decide the warnings on the whole).
 _PARTIAL_COUNTS = ("shared_queries", "judged_hits", "relevant")
 
 
-def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
-                model: str | None, missing_queries: str, depth: int | None, judged_only: bool,
-                threads: int | None, ascending: bool = False, warn: bool = True, all_runs: list | None = None,
-                by: list[str] | None = None, weight: str | None = None, kept: list | None = None, backend):
-    """The engine's batches of runs with judgments apart (one per run), the ``(log, R)`` of each,
-    and the counts for ``info``; ``warn=False`` leaves the warnings about the whole to the caller
-    (a partition of a distributed table sees only part of it, and is given every run's name in
-    ``all_runs``: a run without rows in the partition still has its judged queries there). ``kept``,
-    when given, receives each run's ``(log, judgments, rows)``, to evaluate again at other metrics.
-    ``backend`` computes the statistics (the CPU backend: the caller's choice, passed down)."""
-    conv = plan.conv
+@dataclass
+class RunApart:
+    """One run matched with judgments kept apart: its grouped log (each retrieved row graded,
+    ``judged`` set), the judgments of its queries in the log's order (R, and the judged items and
+    grades per query, CSR), the rows it was read from, and its counts."""
+
+    name: str
+    log: GroupedLog
+    judgments: Judgments
+    judged_items: np.ndarray  # per judged (query, item) of the log's queries, in the order of judgments.offsets
+    rows: int
+    unjudged: int  # queries of the run without judgments
+    missing: int  # judged queries the run lacks
+
+    def judged_only(self, log: GroupedLog) -> GroupedLog:
+        """``log`` (this run's, perhaps truncated) without the items that have no judgment or a negative
+        grade (trec_eval -J: in the pool but not judged)."""
+        if log.items is None:  # matched by item id: a run read here always has them
+            raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
+        grades, found = judge(log.offsets, log.items, self.judgments.offsets, self.judged_items, self.judgments.grades)
+        return log.keep_rows(found & (grades >= 0))
+
+
+def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str], item: str | None,
+              model: str | None, missing_queries: str, ascending: bool = False, warn: bool = True,
+              all_runs: list | None = None, by: list[str] | None = None,
+              weight: str | None = None) -> tuple[list[RunApart], dict]:
+    """Runs with judgments apart, matched: one :class:`RunApart` per run, and the counts for ``info``
+    (``_attrs``: the query-level attributes, with ``by=`` and ``weight=``). ``warn=False`` leaves the
+    checks and warnings about the whole to the caller (a partition of a distributed table sees only
+    part of it, and is given every run's name in ``all_runs``: a run without rows in the partition
+    still has its judged queries there)."""
     if item is None:
         raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
     if model is not None and len(scores) != 1:
@@ -253,7 +249,7 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
             runs = [here.get(str(name), (str(name), np.zeros(0, np.int64), scores[0])) for name in all_runs]
     else:
         runs = [(s, None, s) for s in scores]
-    batches, logs, info_runs, missing, judged_hits, shared = [], [], {}, {}, 0, 0
+    matched, judged_hits, shared = [], 0, 0
     for name, rows, col in runs:
         sel = slice(None) if rows is None else rows
         r_scores = logmod.numeric_column(cols[col][sel], col, "score")
@@ -266,21 +262,7 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
         log.grades, found = judge(log.offsets, log.items, jo, ji, jg)
         log.judged = found
         judged_hits += int(found.sum())
-        if depth is not None:
-            log = engine.truncate(log, name, depth, conv)
-        if judged_only:
-            # trec_eval -J, after -M: items without a judgment, or with a negative grade (in the pool
-            # but not judged), leave the ranking; num_ret counts the rest
-            grades, found = judge(log.offsets, log.items, jo, ji, jg)
-            log = log.keep_rows(found & (grades >= 0))
-        judgments = Judgments(R[order], jo, jg)
-        batches.append(engine.evaluate_log(log, plan, backend=backend, judgments=judgments, threads=threads,
-                                           rows=len(r_scores)))
-        logs.append((log, judgments.R))
-        if kept is not None:
-            kept.append((log, judgments, len(r_scores)))
-        info_runs[name] = unjudged
-        missing[name] = Q - present
+        matched.append(RunApart(name, log, Judgments(R[order], jo, jg), ji, len(r_scores), unjudged, Q - present))
     if shared == 0 and warn:
         raise DataError(
             f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
@@ -290,15 +272,14 @@ def run_batches(data, qrels, plan: engine.Plan, *, query: str, relevance: str, s
     if judged_hits == 0 and warn:
         warn_user(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "
                       "judgments are written the same way.")
-    if warn:
-        engine.warn_if_nothing_relevant(conv, int(R.sum()))
     skipped = int((R == 0).sum()) if conv.empty_queries == "skip" else 0
-    info = {"queries": Q, "skipped_empty": skipped, "judged_queries": Q, "run_queries_without_judgments": info_runs,
-            "missing_from_run": missing, "missing_queries": missing_queries, "shared_queries": shared, "judged_hits": judged_hits,
-            "relevant": int(R.sum())}
+    info = {"queries": Q, "skipped_empty": skipped, "judged_queries": Q,
+            "run_queries_without_judgments": {r.name: r.unjudged for r in matched},
+            "missing_from_run": {r.name: r.missing for r in matched}, "missing_queries": missing_queries,
+            "shared_queries": shared, "judged_hits": judged_hits, "relevant": int(R.sum())}
     if attrs is not None:
         info["_attrs"] = attrs
-    return batches, logs, info
+    return matched, info
 
 
 def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, pos: np.ndarray, qlabels, ilabels,

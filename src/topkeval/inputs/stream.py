@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import engine
 from ..errors import ParameterError
 from . import is_parquet_path, read_columns
 from .tables import _check_columns, csv_options
@@ -35,7 +34,7 @@ STREAM_ABOVE_ROWS = 20_000_000
 STREAM_CHUNK_ROWS = 5_000_000
 
 
-class _NotGrouped(Exception):
+class NotGrouped(Exception):
     pass
 
 
@@ -203,14 +202,14 @@ def _grouped_tables(tables):
         if head.num_rows:
             ids = pc.unique(head.column(0)).to_pylist()  # distinct ids only: no object per row
             if not seen.isdisjoint(ids):  # set operations in C, not a Python loop over queries
-                raise _NotGrouped
+                raise NotGrouped
             seen.update(ids)
             yield head, rows
         else:
             yield None, rows
     if carry is not None and carry.num_rows:
         if not seen.isdisjoint(pc.unique(carry.column(0)).to_pylist()):
-            raise _NotGrouped
+            raise NotGrouped
         yield carry, 0
 
 
@@ -281,96 +280,67 @@ def _unchanged(path: Path, state: tuple, what: str) -> None:
                         "would mix the old evaluation with the new rows. Evaluate the file again.")
 
 
-def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
-                  depth: int | None, threads: int | None, chunk_rows: int | None, progress=None,
-                  keep_per_query: bool = True, ascending: bool = False, by: list[str] | None = None,
-                  weight: str | None = None, backend):
-    """Evaluate a parquet or CSV file batch by batch with ``backend`` (the CPU backend, passed down by the
-    front door; see the module docstring)."""
-    from .grouped import build_log
-    from .segments import query_attributes
+class StreamedFile:
+    """A parquet or CSV file read as grouped logs, each holding every row of its queries: in file order
+    when its rows come grouped by query, otherwise hash-partitioned into scratch files first. The file
+    is read again (diff, curves) only if it has not changed since."""
 
-    path = Path(path)
-    state = _file_state(path)  # the file read now: what diff and curves read again must be the same
-    given_chunk_rows = chunk_rows
-    chunk_rows = chunk_rows or STREAM_CHUNK_ROWS
-    attributes = list(by or []) + ([weight] if weight else [])
-    if attributes and not keep_per_query:
-        raise ParameterError("by= and weight= work on the per-query values, which keep_per_query=False drops: keep "
-                             "them (the default), or drop by= and weight=.")
-    columns = [query, relevance, *scores] + ([item] if item else []) + attributes
-    text = [query] + ([item] if item else [])
-    roles = ({s: "score" for s in scores} | {query: "query", relevance: "relevance"} | ({item: "item"} if item else {})
-             | {c: "by" for c in by or []} | ({weight: "weight"} if weight else {}))
-    names = dict(query=query, relevance=relevance, item=item or "item")
-    attrs: list = []
+    def __init__(self, path, *, query: str, relevance: str, scores: list[str], item: str | None,
+                 chunk_rows: int | None, ascending: bool = False, by: list[str] | None = None,
+                 weight: str | None = None):
+        self.path = Path(path)
+        self.state = _file_state(self.path)  # the file read now: what diff and curves read again must be the same
+        self.chunk_rows = chunk_rows or STREAM_CHUNK_ROWS
+        self.query, self.relevance, self.scores, self.item = query, relevance, scores, item
+        self.by, self.weight, self.ascending = list(by or []), weight, ascending
+        self.attributes = self.by + ([weight] if weight else [])
+        self.columns = [query, relevance, *scores] + ([item] if item else []) + self.attributes
+        self.text = [query] + ([item] if item else [])
+        self.roles = ({s: "score" for s in scores} | {query: "query", relevance: "relevance"}
+                      | ({item: "item"} if item else {}) | {c: "by" for c in self.by} | ({weight: "weight"} if weight else {}))
+        self.grouped = True
 
-    def to_log(table, keep_attrs: bool = False):
-        cols = read_columns(table, columns, id_columns=text)
-        log = build_log(cols[query], cols[relevance], {s: cols[s] for s in scores}, cols[item] if item else None,
-                        names=names, ascending=ascending, borrowed=False)  # read from the file: ours
-        if keep_attrs and attributes:  # each table holds every row of its queries: attributes are whole
-            attrs.append(query_attributes(cols[query], cols, list(by or []), weight, query, whole=False))
+    def to_log(self, table, attrs: list | None = None):
+        """One table (every row of its queries) as a grouped log; its queries' attributes into ``attrs``."""
+        from .grouped import build_log
+        from .segments import query_attributes
+
+        q, item = self.query, self.item
+        cols = read_columns(table, self.columns, id_columns=self.text)
+        log = build_log(cols[q], cols[self.relevance], {s: cols[s] for s in self.scores}, cols[item] if item else None,
+                        names=dict(query=q, relevance=self.relevance, item=item or "item"), ascending=self.ascending,
+                        borrowed=False)  # read from the file: ours
+        if attrs is not None and self.attributes:  # each table holds every row of its queries: attributes are whole
+            attrs.append(query_attributes(cols[q], cols, self.by, self.weight, q, whole=False))
         return log
 
-    sizes: list = []  # (queries, fewest, most candidates) of each table: the top-N warning, decided on the whole
+    def tables(self):
+        """``(table or None, rows read)`` of the file in order, each table every row of its queries;
+        raises :class:`NotGrouped` as soon as a query comes back after another (then read
+        :meth:`partitioned`)."""
+        return _grouped_tables(_tables(self.path, self.columns, self.text, self.chunk_rows, self.roles))
 
-    def evaluate_tables(tables, progress=None) -> tuple[list[engine.Evaluated], int]:
-        batches, rows = [], 0
-        attrs.clear()
-        sizes.clear()
-        for table, read in tables:
-            if table is not None:
-                log = to_log(table, keep_attrs=True)
-                lengths = np.diff(log.offsets)
-                if len(lengths):
-                    sizes.append((log.n_queries, int(lengths.min()), int(lengths.max())))
-                batch, _ = engine.evaluate_grouped(log, plan, backend=backend, depth=depth, threads=threads)
-                batches.append(batch if keep_per_query else batch.reduce())
-                rows += table.num_rows
-            if progress and read:
-                _progress(progress, read)
-        return batches, rows
+    def partitioned(self, progress=None):
+        """``(table, 0)`` of the file's hash partitions (scratch files), each every row of its queries."""
+        self.grouped = False
+        return ((t, 0) for t in _partitioned(self.path, self.columns, self.text, self.chunk_rows, progress))
 
-    try:
-        batches, rows = evaluate_tables(_grouped_tables(_tables(path, columns, text, chunk_rows, roles)), progress)
-        grouped = True
-    except _NotGrouped:
-        batches, rows = evaluate_tables((t, 0) for t in _partitioned(path, columns, text, chunk_rows, progress))
-        grouped = False
-    if rows == 0:
-        from ..errors import DataError
+    def logs_again(self, what: str):
+        """The file's logs read again the way they were first read (``(log, None)`` pairs), refused if
+        the file changed since."""
+        self.check_unchanged(what)
+        tables = ((t for t, _ in _grouped_tables(_tables(self.path, self.columns, self.text, self.chunk_rows))
+                   if t is not None) if self.grouped else _partitioned(self.path, self.columns, self.text,
+                                                                         self.chunk_rows))
+        return ((self.to_log(t), None) for t in tables)
 
-        raise DataError(f"'{path}' has no rows: there is nothing to evaluate.")
-    if sizes:
-        engine.warn_if_truncated(plan, sum(n for n, _, _ in sizes), min(lo for _, lo, _ in sizes),
-                                 max(hi for _, _, hi in sizes))
-    engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
+    def check_unchanged(self, what: str) -> None:
+        _unchanged(self.path, self.state, what)
 
-    def sources():
-        _unchanged(path, state, "this (diff, side_by_side, beyond_accuracy or the report)")
-        tables = ((t for t, _ in _grouped_tables(_tables(path, columns, text, chunk_rows)) if t is not None)
-                  if grouped else _partitioned(path, columns, text, chunk_rows))
-        return ((to_log(t), None) for t in tables)
+    @staticmethod
+    def progress(progress, rows: int) -> None:
+        _progress(progress, rows)
 
-    whole = None
-    if attributes:
-        whole = pd.concat(attrs)
-        if weight and not (whole[weight] > 0).any():
-            from ..errors import DataError
-
-            raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
-
-    def rerun(names):  # the same file at other metrics (Results.curves), if it is still the same file
-        _unchanged(path, state, "curves")
-        return evaluate_file(path, engine.make_plan(names, plan.conv), query=query, relevance=relevance,
-                             scores=scores, item=item, depth=depth, threads=threads, chunk_rows=given_chunk_rows,
-                             keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
-                             backend=backend)
-
-    return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
-                                sources=sources, backend=backend, rerun=rerun, attributes=whole, by=list(by or []),
-                                weight=weight)
 
 
 def _partitioned(path: Path, columns, text, chunk_rows: int, progress=None):
