@@ -24,7 +24,7 @@ from .errors import (
 )
 from .inputs import is_trec_path, read_columns
 from .inputs.grouped import build_log
-from .metrics.names import MAX_CUTOFF
+from .metrics.names import DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
 from .params import (
     CONVENTIONS,
     SETTINGS,
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 
     from .conventions import ConventionSettings
 
-DEFAULT_METRICS = ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")
 
 _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth", "judged_only", "chunk_rows",
                       "progress", "keep_per_query", "threads", "ascending")
@@ -283,7 +282,7 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
     if attributes and runs is not None:
         raise ParameterError("by= and weight= read query-level columns of a table; TREC run files have none: evaluate "
                              "a table of (query, item, score, segment) rows with qrels= instead.")
-    backend = backends.select(data)  # the one dispatcher: which backend takes this data
+    backend = backends.select(data, plan)  # the one dispatcher: which backend takes this data and plan
     if backend == "matrix":
         raise ParameterError("data is a score matrix (users x items), which evaluate_matrix(scores, relevant) evaluates; "
                              "evaluate() takes a table of (query, relevance, score) rows.")
@@ -373,7 +372,7 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
                  relevant=Given("a matrix, a sparse matrix or an edge list, checked by prepare()"), metrics=Metrics(),
                  exclude=[Given("as relevant, checked by prepare()"), None], conventions=CONVENTIONS,
                  batch_size=[Int(1), None], threads=THREADS, settings=SETTINGS)
-def evaluate_matrix(scores, relevant, metrics=("recall@20", "precision@20", "r_precision"), exclude=None, *,
+def evaluate_matrix(scores, relevant, metrics=DEFAULT_MATRIX_METRICS, exclude=None, *,
                     conventions=None, batch_size: int | None = None, threads: int | None = None,
                     **settings: Unpack[ConventionSettings]) -> Results:
     """Evaluate a dense score matrix (users x items) against held-out relevance.

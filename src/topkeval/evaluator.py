@@ -16,6 +16,7 @@ import numpy as np
 
 from .conventions import resolve
 from .errors import DataError, ParameterError, show, warn
+from .metrics.names import DEFAULT_MATRIX_METRICS
 from .params import CONVENTIONS, SETTINGS, THREADS, Bool, Given, Int, Metrics, Model, validate_params
 from .results import Results
 
@@ -140,7 +141,7 @@ class MatrixEvaluator:
     @validate_params(metrics=Metrics(), conventions=CONVENTIONS, batch_size=[Int(1), None], threads=THREADS,
                      sync_on_compute=Bool(), process_group=[Given("a torch.distributed process group"), None],
                      settings=SETTINGS)
-    def __init__(self, metrics=("recall@20", "precision@20", "r_precision"), *, conventions=None,
+    def __init__(self, metrics=DEFAULT_MATRIX_METRICS, *, conventions=None,
                  batch_size: int | None = None, threads: int | None = None, sync_on_compute: bool = True,
                  process_group=None, **settings: Unpack[ConventionSettings]):
         from . import engine

@@ -10,8 +10,9 @@
                evaluated by the CPU backend on the executors, the sums reduced on the driver
 =============  ======================================================================================
 
-Every front door asks :func:`select` which backend takes its data; each backend says whether it
-does (``supports``), the most specific first, the CPU backend last (it takes every table). Each
+Every front door asks :func:`select` which backend takes its data and plan; each backend says
+whether it does (``supports(data, plan)``), the most specific first, the CPU backend last (it takes
+every table and every plan). Each
 returns the engine's batches to the one results builder
 (:func:`topkeval.engine.build_results`), so the summary, ``info`` and the per-query table are made
 the same way on every backend.
@@ -34,30 +35,32 @@ class BackendEntry:
     """A backend the dispatcher knows: its name, whether it takes some data, what it is."""
 
     name: str
-    supports: Callable[[object], bool]
+    supports: Callable[[object, object], bool]
     description: str
 
 
 _REGISTRY: list[BackendEntry] = []
 
 
-def register_backend(name: str, supports: Callable[[object], bool], description: str) -> None:
-    """Let :func:`select` choose backend ``name`` for the data ``supports`` accepts (asked before the
-    backends registered earlier; the CPU backend, registered first, takes what no other does)."""
+def register_backend(name: str, supports: Callable[[object, object], bool], description: str) -> None:
+    """Let :func:`select` choose backend ``name`` for the data and plan that ``supports(data, plan)``
+    accepts (asked before the backends registered earlier; the CPU backend, registered first, takes
+    what no other does). ``plan`` may be None: the data alone decides."""
     _REGISTRY[:] = [e for e in _REGISTRY if e.name != name]
     _REGISTRY.insert(0, BackendEntry(name, supports, description))
 
 
-def select(data) -> str:
-    """The name of the backend that takes ``data``: the first registered backend whose
-    ``supports(data)`` is true.
+def select(data, plan=None) -> str:
+    """The name of the backend that takes ``data`` (and ``plan``, a
+    :class:`~topkeval.engine.Plan`): the first registered backend whose ``supports(data, plan)`` is
+    true.
 
     >>> import numpy as np
     >>> select({"query": [1], "relevance": [1], "score": [0.5]}), select(np.zeros((2, 3)))
     ('cpu', 'matrix')
     """
     for entry in _REGISTRY:
-        if entry.supports(data):
+        if entry.supports(data, plan):
             return entry.name
     raise AssertionError("the CPU backend takes every table")  # registered below, it accepts anything
 
@@ -67,19 +70,19 @@ def backends() -> list[BackendEntry]:
     return list(_REGISTRY)
 
 
-def _is_spark(data) -> bool:
+def _is_spark(data, plan=None) -> bool:
     """A pyspark DataFrame (classic or Spark Connect), recognised without importing pyspark."""
     return type(data).__module__.startswith("pyspark.") and hasattr(data, "mapInArrow")
 
 
-def _is_matrix(data) -> bool:
+def _is_matrix(data, plan=None) -> bool:
     """A score matrix: a 2-D numpy array or torch tensor (a dict is a table of columns; the dict of
     matrices that :func:`topkeval.evaluate_matrix` takes, one per model, is told apart there)."""
     kind = type(data).__module__.split(".")[0]
     return kind in ("numpy", "torch") and getattr(data, "ndim", 0) == 2
 
 
-register_backend("cpu", lambda data: True, "the compiled CPU kernels on a grouped log (tables, files, runs)")
+register_backend("cpu", lambda data, plan: True, "the compiled CPU kernels on a grouped log (tables, files, runs)")
 register_backend("matrix", _is_matrix, "score matrices (numpy, torch on the CPU or a GPU)")
 register_backend("spark", _is_spark, "a Spark DataFrame, partition by partition")
 

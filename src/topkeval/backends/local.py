@@ -6,12 +6,13 @@ and the batches go to the one results builder (:func:`topkeval.engine.build_resu
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import pandas as pd
 
 from .. import engine
-from ..errors import DataError, ParameterError
+from ..errors import DataError, ParameterError, TopkevalWarning
 from ..inputs.judgments import _PARTIAL_COUNTS, RunApart, read_runs
 from ..inputs.stream import NotGrouped, StreamedFile
 
@@ -124,10 +125,12 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
 
     def rerun(names):  # the same file at other metrics (Results.curves), if it is still the same file
         file.check_unchanged("curves")
-        return evaluate_file(path, engine.make_plan(names, plan.conv), query=query, relevance=relevance,
-                             scores=scores, item=item, depth=depth, threads=threads, chunk_rows=chunk_rows,
-                             keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
-                             backend=backend)
+        with warnings.catch_warnings():  # said once, by the evaluation itself (as a table in memory does)
+            warnings.simplefilter("ignore", TopkevalWarning)
+            return evaluate_file(path, engine.make_plan(names, plan.conv), query=query, relevance=relevance,
+                                 scores=scores, item=item, depth=depth, threads=threads, chunk_rows=chunk_rows,
+                                 keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
+                                 backend=backend)
 
     return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
                                 sources=lambda: file.logs_again("this (diff, side_by_side, beyond_accuracy or the "

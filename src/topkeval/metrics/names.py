@@ -22,6 +22,13 @@ from .registry import FAMILIES, Family, Param, format_value, is_unit
 #: The largest cutoff accepted (a larger one could not be told from the whole list).
 MAX_CUTOFF = (1 << 40) - 1
 
+#: the metrics evaluate() and the command line compute when none are named: the four set metrics
+#: at one cutoff, and R-precision
+DEFAULT_METRICS = ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")
+#: ... and those of a score matrix (evaluate_matrix, MatrixEvaluator): specificity over a whole
+#: catalogue is ~1 for every model and F1 adds nothing to recall and precision there
+DEFAULT_MATRIX_METRICS = ("recall@20", "precision@20", "r_precision")
+
 
 def _alias_table() -> dict[str, tuple[str, tuple]]:
     table: dict[str, tuple[str, tuple]] = {}
