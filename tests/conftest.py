@@ -1,5 +1,7 @@
 import os
+import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,26 @@ def shared_dir():
         pytest.skip("the shared test data folder is absent (a 'shared' folder beside the checkout, or "
                     "TOPKEVAL_SHARED; development machines and CI only)")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session (local[2]) for the whole test run (test_spark.py, test_backends.py); skips
+    cleanly, with the reason, without pyspark or without Java."""
+    pytest.importorskip("pyspark", reason="pyspark is a test extra (the Spark backend)")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java on this machine (Spark needs Java 17)")
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors need this Python (it has topkeval)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session = (SparkSession.builder.master("local[2]").appName("topkeval-tests")
+                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "3")
+                   .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session.sparkContext.setLogLevel("FATAL")
+    yield session
+    session.stop()
 
 
 # Warnings are errors (pyproject.toml: filterwarnings = ["error", ...]): a warning on ordinary input is

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -22,23 +21,6 @@ pa = pytest.importorskip("pyarrow")
 # the tests' own createDataFrame: pyspark says it does not fully support pandas 3 (topkeval's calls
 # silence it themselves: test_topkeval_passes_on_no_warning_from_pyspark)
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning:pyspark")
-
-
-@pytest.fixture(scope="session")
-def spark():
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java on this machine (Spark needs Java 17)")
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors need this Python (it has topkeval)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = (SparkSession.builder.master("local[2]").appName("topkeval-tests")
-                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "3")
-                   .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    session.sparkContext.setLogLevel("FATAL")
-    yield session
-    session.stop()
 
 
 def _sdf(spark, frame: pd.DataFrame, partitions: int = 3):
