@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError, TopkevalWarning, did_you_mean, show
+from ..inputs.ids import find_id
 
 
 def curve_families(results) -> list[str]:
@@ -90,27 +91,6 @@ def _logs_of(results, model: str):
     return ((log, R) for log, R in sources() if model in log.scores)  # lazily: a streamed file, batch by batch
 
 
-def _find(queries: np.ndarray, query) -> int | None:
-    """The position of ``query`` among a log's ids: by value, and across text and whole numbers
-    ("7" finds 7 and 7 finds "7", as ids from a CSV file and a table are matched elsewhere; "007"
-    is not 7, as nowhere in topkeval)."""
-    if not len(queries):
-        return None
-    candidates = [query]
-    if isinstance(query, str) and query.lstrip("-").isdigit() and str(int(query)) == query:
-        candidates.append(int(query))
-    elif isinstance(query, (int, np.integer)) and not isinstance(query, bool):
-        candidates.append(str(int(query)))
-    for value in candidates:
-        try:
-            hit = np.flatnonzero(queries == value)
-        except (TypeError, ValueError):
-            continue
-        if len(hit):
-            return int(hit[0])
-    return None
-
-
 def side_by_side(results, query, k: int = 20, baseline: str | None = None, model: str | None = None) -> pd.DataFrame:
     """The top ``k`` of one query under two models, position by position (see Results.side_by_side)."""
     from ..conventions import Conventions
@@ -144,7 +124,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
             if not log.has_items:
                 raise ParameterError("side_by_side shows item ids, but these results were evaluated without them: "
                                      "pass item='<column>' to evaluate.")
-            hit = _find(log.queries, query)
+            hit = find_id(log.queries, query)
             if hit is not None:
                 found = (log, R, hit)
                 break

@@ -265,3 +265,28 @@ def as_text(values) -> object:
     if isinstance(values, Encoded):
         return np.asarray(values.labels).astype(str)[values.codes]
     return values.astype(str)
+
+
+def find_id(queries: np.ndarray, query) -> int | None:
+    """The position of ``query`` among some ids (None if absent): by value, and across text and whole
+    numbers ("7" finds 7 and 7 finds "7", as judgments are matched to runs,
+    :func:`topkeval.inputs.judgments.match_ids`; "007" is not 7, as nowhere in topkeval).
+
+    >>> find_id(np.array([3, 7, 9]), "7"), find_id(np.array(["a", "7"], dtype=object), 7), find_id(np.array([7]), "007")
+    (1, 1, None)
+    """
+    if not len(queries):
+        return None
+    candidates = [query]
+    if isinstance(query, str) and query.lstrip("-").isdigit() and str(int(query)) == query:
+        candidates.append(int(query))
+    elif isinstance(query, (int, np.integer)) and not isinstance(query, bool):
+        candidates.append(str(int(query)))
+    for value in candidates:
+        try:
+            hit = np.flatnonzero(queries == value)
+        except (TypeError, ValueError):
+            continue
+        if len(hit):
+            return int(hit[0])
+    return None

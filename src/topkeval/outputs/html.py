@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import html
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -190,199 +191,258 @@ def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[
     return "".join(curves_html), "".join(deltas_html)
 
 
-def report_html(res, baseline: str | None = None, *, model: str | None = None, metric: str | None = None,
-                queries=(), worst: int = 10, k: int | None = None, images=None, title: str = "topkeval report",
-                confidence: float = 0.95, test: str = "permutation", correction: str | None = "holm",
-                n_resamples: int = 10_000, seed: int | None = 0, curves: bool = True, digits: int = 4) -> str:
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the report shows (see :func:`write_report`), resolved against the results: the models
+    and the metric named, the queries found among those evaluated."""
+
+    baseline: str | None
+    model: str | None
+    metric: str
+    queries: list
+    worst: int = 10
+    k: int | None = None
+    images: object = None
+    title: str = "topkeval report"
+    confidence: float = 0.95
+    test: str = "permutation"
+    correction: str | None = "holm"
+    n_resamples: int = 10_000
+    seed: int | None = 0
+    curves: bool = True
+    digits: int = 4
+
+    @classmethod
+    def resolve(cls, res, baseline: str | None = None, *, model: str | None = None, metric: str | None = None,
+                queries=(), **options) -> ReportOptions:
+        """The options of a report of ``res``: the baseline (default the first model) and the model
+        (default the first other one) checked, the metric found by any of its names, the queries
+        found among the evaluated ones (by value, as everywhere: "7" finds 7)."""
+        from ..inputs.ids import find_id
+
+        models = res.models
+        for name, value in (("baseline", baseline), ("model", model)):
+            if value is not None and value not in models:
+                raise ParameterError(f"{name} {value!r} is not a model of these results."
+                                     f"{did_you_mean(str(value), models)} Models: {', '.join(map(repr, models))}.")
+        if baseline is None and len(models) > 1:
+            baseline = models[0]
+        if model is None and baseline is not None:
+            model = next((m for m in models if m != baseline), None)
+        metric = res.metrics[0] if metric is None else res.label(metric)
+        found = []
+        if queries:
+            known = res.to_pandas()[res.query_name].drop_duplicates().to_numpy()
+            for q in queries:
+                at = find_id(known, q)
+                if at is None:
+                    raise ParameterError(f"query {q!r} of queries= is not among the evaluated "
+                                         f"queries.{did_you_mean(str(q), [str(x) for x in known[:100_000]])}")
+                found.append(known[at])
+        return cls(baseline, model, metric, found, **options)
+
+
+def report_html(res, baseline: str | None = None, **options) -> str:
     """The report as one HTML string (see :func:`write_report` for the parameters)."""
-    from ..metrics.names import parse_metric
-    from ..version import __version__
-    from .text import best_rows, correction_text, info_lines, p_value_text
-
-    models = res.models
-    for name, value in (("baseline", baseline), ("model", model)):
-        if value is not None and value not in models:
-            raise ParameterError(f"{name} {value!r} is not a model of these results.{did_you_mean(str(value), models)}"
-                                 f" Models: {', '.join(map(repr, models))}.")
-    if baseline is None and len(models) > 1:
-        baseline = models[0]
-    if model is None and baseline is not None:
-        model = next((m for m in models if m != baseline), None)
-    metric = res.metrics[0] if metric is None else res.label(metric)
-    queries = list(queries or [])
-    if queries:
-        from ..analysis.views import _find
-
-        known = res.to_pandas()[res.query_name].drop_duplicates().to_numpy()
-        for q in queries:
-            if _find(known, q) is None:
-                raise ParameterError(f"query {q!r} of queries= is not among the evaluated "
-                                     f"queries.{did_you_mean(str(q), [str(x) for x in known[:100_000]])}")
-        queries = [known[_find(known, q)] for q in queries]
-    notes: list[str] = []
-    by = list(getattr(res, "by", []))
-    weight = getattr(res, "weight", None)
+    o = ReportOptions.resolve(res, baseline, **options)
     per_query = res.to_pandas()
     has_rows = len(per_query) > 0
-
-    # summary with intervals
-    sections = []
-    best = best_rows(res.summary)
-    if has_rows:
-        ci_all = res.summary_ci(confidence=confidence, n_resamples=n_resamples, seed=seed)
-        for name in by:  # the summary holds every query: the overall rows of a breakdown by segment
-            ci_all = ci_all[ci_all[name] == ALL]
-        ci = ci_all.set_index(["model", "metric"])
-    head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
-    rows = []
-    for m in models:
-        cells = []
-        for metric_name in res.metrics:
-            top = m in best[metric_name]
-            cell = _num(res.summary.loc[m, metric_name], digits, "num best" if top else "num", bold=top)
-            if has_rows:
-                lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]
-                cell = cell[:-5] + (f'<br><span class="ci" data-low="{float(lo)!r}" data-high="{float(hi)!r}">'
-                                    f"[{lo:.{digits}f}, {hi:.{digits}f}]</span></td>")
-            cells.append(cell)
-        rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
-    ci_note = (f"{'Weighted mean (weights: ' + esc(weight) + ')' if weight else 'Mean'} over the evaluated queries; "
-               f"below it the {confidence:.0%} bootstrap percentile interval "
-               f"({n_resamples:,} resamples). Bold: the best model of the column.") if has_rows else (
-               "Mean over the evaluated queries (no per-query values were kept, so no intervals).")
-    sections.append(("summary", "Summary", _table(head, rows, "summary") + f'<p class="note">{ci_note}</p>'))
-
-    if by and has_rows:
-        seg = res.segments.reset_index()
-        head = [esc(name) for name in by] + ["model"] + [f"#{esc(m)}" for m in res.metrics] + ["#queries"] + (
-            ["#weight"] if weight else [])
-        rows = []
-        for _, r in seg.iterrows():
-            rows.append("<tr>" + "".join(f'<td class="id">{esc(r[name])}</td>' for name in by)
-                        + f'<td class="id">{esc(r["model"])}</td>'
-                        + "".join(_num(r[m], digits) for m in res.metrics) + _int(r["queries"])
-                        + (_num(r["weight"], 0) if weight else "") + "</tr>")
-        sections.append(("segments", f"By {esc(', '.join(by))}", _table(head, rows, "segments")
-                         + f'<p class="note">Means within each segment; {ALL} holds every query.</p>'))
-
-    # comparison with the baseline
+    notes: list[str] = []
+    sections = [_summary_section(res, o, has_rows)]
+    if res.by and has_rows:
+        sections.append(_segments_section(res, o))
     diffs: dict = {}
-    if baseline is not None and has_rows:
-        table = res.compare(baseline=baseline, test=test, correction=correction, confidence=confidence,
-                            n_resamples=n_resamples, seed=seed)
-        resampled = n_resamples if test in ("permutation", "bootstrap") else None
-        rows = []
-        for r in table.to_dict("records"):
-            verdict_cls = {"better": "better", "worse": "worse"}.get(r["verdict"], "none")
-            segment = "".join(f'<td class="id">{esc(r[name])}</td>' for name in by)
-            rows.append(
-                f'<tr>{segment}<td class="id">{esc(r["model"])}</td><td>{esc(r["metric"])}</td>'
-                f'<td class="{verdict_cls}">{esc(r["verdict"])}</td>{_num(r["baseline"], digits)}'
-                f'{_num(r["value"], digits)}{_num(r["delta"], digits)}{_num(r["ci_low"], digits)}'
-                f'{_num(r["ci_high"], digits)}'
-                f'<td class="num" data-value="{float(r["p_value"])!r}">{esc(p_value_text(r["p_value"], resampled))}</td>'
-                f'<td class="num" data-value="{float(r["p_adjusted"])!r}">'
-                f'{esc(p_value_text(r["p_adjusted"], resampled))}</td>'
-                f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}</tr>')
-        head = [esc(name) for name in by] + [
-            "model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
-            "#wins", "#ties", "#losses"]
-        how = (f"Paired {esc(test)} test on the queries both models have, {esc(correction_text(correction))} correction over "
-               f"every row{' (every segment and ' + ALL + ')' if by else ''}, {confidence:.0%} bootstrap intervals of "
-               f"the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better or worse when its "
-               f"corrected p-value is below {1 - confidence:.2g}.")
-        sections.append(("comparison", f"Comparison with {esc(baseline)}", _table(head, rows, "compare")
-                         + f'<p class="note">{how}</p>'))
-        if model is not None:
+    if o.baseline is not None and has_rows:
+        sections.append(_comparison_section(res, o))
+        if o.model is not None:
             # the items gained and lost only for the metric of the worst regressions (they read the rows again)
-            diffs = {(model, name): res.diff(baseline, model, name, items=name == metric) for name in res.metrics}
-    elif baseline is not None:
+            diffs = {(o.model, name): res.diff(o.baseline, o.model, name, items=name == o.metric)
+                     for name in res.metrics}
+    elif o.baseline is not None:
         notes.append("No per-query values were kept (keep_per_query=False), so there is no comparison.")
-
-    # curves and deltas
     curve_frame = None
-    if curves:
+    if o.curves:
         try:
             curve_frame = res.curves()
         except ParameterError as exc:
             notes.append(f"No metric@k curves: {exc}")
-    curves_svg, deltas_svg = _figures(res, baseline, model, res.metrics, curve_frame, diffs, notes)
+    curves_svg, deltas_svg = _figures(res, o.baseline, o.model, res.metrics, curve_frame, diffs, notes)
     if curve_frame is not None:
-        body = f'<div class="plots">{curves_svg}</div>' if curves_svg else ""
-        fam_tables = []
-        for fam in dict.fromkeys(curve_frame["metric"]):
-            part = curve_frame[curve_frame["metric"] == fam].pivot(index="k", columns="model", values="value")
-            part = part[[m for m in models if m in part.columns]]  # the models' order, not pivot's sorted one
-            head = ["#k"] + [f"#{esc(m)}" for m in part.columns]
-            rows = ["<tr>" + _int(kk) + "".join(_num(part.loc[kk, m], digits) for m in part.columns) + "</tr>"
-                    for kk in part.index]
-            fam_tables.append(f"<details><summary>{esc(fam)}@k: the numbers</summary>"
-                              f"{_table(head, rows, 'curve')}</details>")
-        sections.append(("curves", "Metric@k", body + "".join(fam_tables)))
-
-    # per-query differences and the worst regressions
-    view_queries: list = list(queries)
+        sections.append(_curves_section(res, o, curve_frame, curves_svg))
+    view_queries: list = list(o.queries)
     if diffs:
-        from ..analysis.compare import TIE
-        from .plots import counted_deltas
-
-        d = diffs[(model, metric)]
-        worst_rows = d[d["delta"] < -TIE].head(worst)  # a regression as compare counts a loss
-        view_queries = list(dict.fromkeys(view_queries + list(worst_rows.iloc[:, 0])))
-        anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
-        has_items = "gained" in d.columns
-        head = ["query", f"#{esc(baseline)}", f"#{esc(model)}", "#delta"] + (["lost", "gained"] if has_items else [])
-        rows = []
-        for i in range(len(worst_rows)):
-            r = worst_rows.iloc[i]
-            q = r.iloc[0]
-            items = (f'<td class="id">{esc(", ".join(map(str, r["lost"])))}</td>'
-                     f'<td class="id">{esc(", ".join(map(str, r["gained"])))}</td>') if has_items else ""
-            rows.append(f'<tr><td class="id"><a href="#{anchors[q]}">{esc(q)}</a></td>{_num(r["baseline"], digits)}'
-                        f'{_num(r["model"], digits)}{_num(r["delta"], digits)}{items}</tr>')
-        counted, _ = counted_deltas(res, d)  # compare's wins, ties and losses
-        counts = (f"{int((counted > 0).sum()):,} queries better, {int((counted == 0).sum()):,} equal, "
-                  f"{int((counted < 0).sum()):,} worse on {esc(metric)}.")
-        table_html = (f"<h3>The {len(rows)} worst regressions on {esc(metric)}</h3>{_table(head, rows, 'worst')}"
-                      if rows else f"<h3>No query got worse on {esc(metric)}</h3>")
-        sections.append(("deltas", f"Per query: {esc(model)} against {esc(baseline)}",
-                         f'<div class="plots">{deltas_svg}</div><p>{counts}</p>{table_html}'))
-    else:
-        anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
-
-    # side by side
+        section, worst_queries = _deltas_section(res, o, diffs[(o.model, o.metric)], deltas_svg, view_queries)
+        sections.append(section)
+        view_queries = list(dict.fromkeys(view_queries + worst_queries))
+    anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
     if view_queries:
-        if k is None:
-            cut = [parse_metric(n).k for n in res.metrics]
-            k = max([c for c in cut if c is not None], default=20)
-        blocks = []
-        for q in view_queries:
-            try:
-                view = res.side_by_side(q, k=k, baseline=baseline, model=model)
-            except ParameterError as exc:
-                if "do not keep" in str(exc) or "without them" in str(exc):  # no rows or no item ids: say so once
-                    blocks = [f'<p class="note">{esc(exc)}</p>']
-                    break
-                blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
-                              f'<p class="note">{esc(exc)}</p>')  # this query only (a model lacks it)
-                continue
-            counts = view.attrs["relevant"]
-            relevant = (f"{next(iter(counts.values())):,}" if len(set(counts.values())) == 1 else
-                        ", ".join(f"{esc(n)}: {r:,}" for n, r in counts.items()))
-            blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
-                          f'<p class="note">relevant items of this query (R): {relevant}</p>'
-                          f"{_side_by_side_html(view, images, digits)}")
-        legend = ("Each model's top k, position by position. Green cells: relevant items. <span class=gained>gained"
-                  "</span>: a relevant item the model brought into the top k; <span class=lost>lost</span>: one it "
-                  "let out (marked on the baseline's side). Rank in the other: the item's rank under the other model, or "
-                  "not retrieved when that model's list does not hold it.")
-        sections.append(("queries", f"Top {k}, side by side", f'<p class="note">{legend}</p>' + "".join(blocks)))
+        sections.append(_queries_section(res, o, view_queries, anchors))
+    sections.append(_conventions_section(res))
+    return _page(res, o, sections, notes)
 
-    # conventions and counts
+
+def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, str]:
+    """Each model's mean of each metric, the best in bold, with its bootstrap interval."""
+    from .text import best_rows
+
+    best = best_rows(res.summary)
+    if has_rows:
+        ci_all = res.summary_ci(confidence=o.confidence, n_resamples=o.n_resamples, seed=o.seed)
+        for name in res.by:  # the summary holds every query: the overall rows of a breakdown by segment
+            ci_all = ci_all[ci_all[name] == ALL]
+        ci = ci_all.set_index(["model", "metric"])
+    head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
+    rows = []
+    for m in res.models:
+        cells = []
+        for metric_name in res.metrics:
+            top = m in best[metric_name]
+            cell = _num(res.summary.loc[m, metric_name], o.digits, "num best" if top else "num", bold=top)
+            if has_rows:
+                lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]
+                cell = cell[:-5] + (f'<br><span class="ci" data-low="{float(lo)!r}" data-high="{float(hi)!r}">'
+                                    f"[{lo:.{o.digits}f}, {hi:.{o.digits}f}]</span></td>")
+            cells.append(cell)
+        rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
+    weight = res.weight
+    ci_note = (f"{'Weighted mean (weights: ' + esc(weight) + ')' if weight else 'Mean'} over the evaluated queries; "
+               f"below it the {o.confidence:.0%} bootstrap percentile interval "
+               f"({o.n_resamples:,} resamples). Bold: the best model of the column.") if has_rows else (
+               "Mean over the evaluated queries (no per-query values were kept, so no intervals).")
+    return ("summary", "Summary", _table(head, rows, "summary") + f'<p class="note">{ci_note}</p>')
+
+
+def _segments_section(res, o: ReportOptions) -> tuple[str, str, str]:
+    """The means within each segment (``by=``), then over every query."""
+    by, weight = res.by, res.weight
+    seg = res.segments.reset_index()
+    head = [esc(name) for name in by] + ["model"] + [f"#{esc(m)}" for m in res.metrics] + ["#queries"] + (
+        ["#weight"] if weight else [])
+    rows = []
+    for _, r in seg.iterrows():
+        rows.append("<tr>" + "".join(f'<td class="id">{esc(r[name])}</td>' for name in by)
+                    + f'<td class="id">{esc(r["model"])}</td>'
+                    + "".join(_num(r[m], o.digits) for m in res.metrics) + _int(r["queries"])
+                    + (_num(r["weight"], 0) if weight else "") + "</tr>")
+    return ("segments", f"By {esc(', '.join(by))}", _table(head, rows, "segments")
+            + f'<p class="note">Means within each segment; {ALL} holds every query.</p>')
+
+
+def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
+    """Every model against the baseline: deltas, intervals, corrected p-values, wins/ties/losses."""
+    from .text import correction_text, p_value_text
+
+    by, weight, digits = res.by, res.weight, o.digits
+    table = res.compare(baseline=o.baseline, test=o.test, correction=o.correction, confidence=o.confidence,
+                        n_resamples=o.n_resamples, seed=o.seed)
+    resampled = o.n_resamples if o.test in ("permutation", "bootstrap") else None
+    rows = []
+    for r in table.to_dict("records"):
+        verdict_cls = {"better": "better", "worse": "worse"}.get(r["verdict"], "none")
+        segment = "".join(f'<td class="id">{esc(r[name])}</td>' for name in by)
+        rows.append(
+            f'<tr>{segment}<td class="id">{esc(r["model"])}</td><td>{esc(r["metric"])}</td>'
+            f'<td class="{verdict_cls}">{esc(r["verdict"])}</td>{_num(r["baseline"], digits)}'
+            f'{_num(r["value"], digits)}{_num(r["delta"], digits)}{_num(r["ci_low"], digits)}'
+            f'{_num(r["ci_high"], digits)}'
+            f'<td class="num" data-value="{float(r["p_value"])!r}">{esc(p_value_text(r["p_value"], resampled))}</td>'
+            f'<td class="num" data-value="{float(r["p_adjusted"])!r}">'
+            f'{esc(p_value_text(r["p_adjusted"], resampled))}</td>'
+            f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}</tr>')
+    head = [esc(name) for name in by] + [
+        "model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
+        "#wins", "#ties", "#losses"]
+    how = (f"Paired {esc(o.test)} test on the queries both models have, {esc(correction_text(o.correction))} "
+           f"correction over every row{' (every segment and ' + ALL + ')' if by else ''}, {o.confidence:.0%} "
+           f"bootstrap intervals of the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better "
+           f"or worse when its corrected p-value is below {1 - o.confidence:.2g}.")
+    return ("comparison", f"Comparison with {esc(o.baseline)}", _table(head, rows, "compare")
+            + f'<p class="note">{how}</p>')
+
+
+def _curves_section(res, o: ReportOptions, curve_frame, curves_svg: str) -> tuple[str, str, str]:
+    """The metric@k curves: the plot, and each family's numbers."""
+    body = f'<div class="plots">{curves_svg}</div>' if curves_svg else ""
+    fam_tables = []
+    for fam in dict.fromkeys(curve_frame["metric"]):
+        part = curve_frame[curve_frame["metric"] == fam].pivot(index="k", columns="model", values="value")
+        part = part[[m for m in res.models if m in part.columns]]  # the models' order, not pivot's sorted one
+        head = ["#k"] + [f"#{esc(m)}" for m in part.columns]
+        rows = ["<tr>" + _int(kk) + "".join(_num(part.loc[kk, m], o.digits) for m in part.columns) + "</tr>"
+                for kk in part.index]
+        fam_tables.append(f"<details><summary>{esc(fam)}@k: the numbers</summary>"
+                          f"{_table(head, rows, 'curve')}</details>")
+    return ("curves", "Metric@k", body + "".join(fam_tables))
+
+
+def _deltas_section(res, o: ReportOptions, d, deltas_svg: str, view_queries: list) -> tuple[tuple[str, str, str], list]:
+    """The per-query differences of the model against the baseline on the metric, and the worst
+    regressions (a regression as compare counts a loss); returns the section and those queries."""
+    from ..analysis.compare import TIE
+    from .plots import counted_deltas
+
+    worst_rows = d[d["delta"] < -TIE].head(o.worst)
+    worst = list(worst_rows.iloc[:, 0])
+    anchors = {q: f"q{i}" for i, q in enumerate(dict.fromkeys(view_queries + worst))}
+    has_items = "gained" in d.columns
+    head = ["query", f"#{esc(o.baseline)}", f"#{esc(o.model)}", "#delta"] + (["lost", "gained"] if has_items else [])
+    rows = []
+    for i in range(len(worst_rows)):
+        r = worst_rows.iloc[i]
+        q = r.iloc[0]
+        items = (f'<td class="id">{esc(", ".join(map(str, r["lost"])))}</td>'
+                 f'<td class="id">{esc(", ".join(map(str, r["gained"])))}</td>') if has_items else ""
+        rows.append(f'<tr><td class="id"><a href="#{anchors[q]}">{esc(q)}</a></td>{_num(r["baseline"], o.digits)}'
+                    f'{_num(r["model"], o.digits)}{_num(r["delta"], o.digits)}{items}</tr>')
+    counted, _ = counted_deltas(res, d)  # compare's wins, ties and losses
+    counts = (f"{int((counted > 0).sum()):,} queries better, {int((counted == 0).sum()):,} equal, "
+              f"{int((counted < 0).sum()):,} worse on {esc(o.metric)}.")
+    table_html = (f"<h3>The {len(rows)} worst regressions on {esc(o.metric)}</h3>{_table(head, rows, 'worst')}"
+                  if rows else f"<h3>No query got worse on {esc(o.metric)}</h3>")
+    return (("deltas", f"Per query: {esc(o.model)} against {esc(o.baseline)}",
+             f'<div class="plots">{deltas_svg}</div><p>{counts}</p>{table_html}'), worst)
+
+
+def _queries_section(res, o: ReportOptions, view_queries: list, anchors: dict) -> tuple[str, str, str]:
+    """Each query's top k under the baseline and the model, side by side."""
+    from ..metrics.names import parse_metric
+
+    k = o.k
+    if k is None:
+        cut = [parse_metric(n).k for n in res.metrics]
+        k = max([c for c in cut if c is not None], default=20)
+    blocks = []
+    for q in view_queries:
+        try:
+            view = res.side_by_side(q, k=k, baseline=o.baseline, model=o.model)
+        except ParameterError as exc:
+            if "do not keep" in str(exc) or "without them" in str(exc):  # no rows or no item ids: say so once
+                blocks = [f'<p class="note">{esc(exc)}</p>']
+                break
+            blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
+                          f'<p class="note">{esc(exc)}</p>')  # this query only (a model lacks it)
+            continue
+        counts = view.attrs["relevant"]
+        relevant = (f"{next(iter(counts.values())):,}" if len(set(counts.values())) == 1 else
+                    ", ".join(f"{esc(n)}: {r:,}" for n, r in counts.items()))
+        blocks.append(f'<h3 id="{anchors[q]}">query <span class="id">{esc(q)}</span></h3>'
+                      f'<p class="note">relevant items of this query (R): {relevant}</p>'
+                      f"{_side_by_side_html(view, o.images, o.digits)}")
+    legend = ("Each model's top k, position by position. Green cells: relevant items. <span class=gained>gained"
+              "</span>: a relevant item the model brought into the top k; <span class=lost>lost</span>: one it "
+              "let out (marked on the baseline's side). Rank in the other: the item's rank under the other model, or "
+              "not retrieved when that model's list does not hold it.")
+    return ("queries", f"Top {k}, side by side", f'<p class="note">{legend}</p>' + "".join(blocks))
+
+
+def _conventions_section(res) -> tuple[str, str, str]:
+    """The conventions the numbers were computed under, and the counts of ``info``."""
+    from .text import info_lines
+
+    info = res.info
     conv_rows = [f'<tr><td><code>{esc(name)}</code></td><td class="id">{esc(value if isinstance(value, str) else repr(value))}'
                  "</td></tr>"
-                 for name, value in res.info.get("conventions", {}).items()]
-    info = res.info
+                 for name, value in info.get("conventions", {}).items()]
     count_rows = [f"<tr><td>{esc(label)}</td>{_int(info[key])}</tr>"
                   for key, label in (("queries", "queries"), ("evaluated", "evaluated"),
                                      ("skipped_empty", "skipped: no relevant item"), ("rows", "rows read"))
@@ -393,21 +453,27 @@ def report_html(res, baseline: str | None = None, *, model: str | None = None, m
                    for key in ("judged_queries", "run_queries_without_judgments", "missing_from_run")
                    if isinstance(info.get(key), (int, np.integer))]
     lines = "".join(f"<p>{esc(line)}</p>" for line in info_lines(info))
-    sections.append(("conventions", "Conventions and counts",
-                     lines + _table(["convention", "value"], conv_rows, "conventions")
-                     + _table(["count", "#value"], count_rows, "counts")))
+    return ("conventions", "Conventions and counts",
+            lines + _table(["convention", "value"], conv_rows, "conventions")
+            + _table(["count", "#value"], count_rows, "counts"))
 
+
+def _page(res, o: ReportOptions, sections: list, notes: list[str]) -> str:
+    """The sections as one self-contained page, with their navigation and the lead line."""
+    from ..version import __version__
+
+    info = res.info
     nav = "".join(f'<a href="#{sid}">{heading}</a>' for sid, heading, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{heading}</h2>{content}</section>' for sid, heading, content in sections)
     note_html = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lead = (f"{len(models)} model(s), {info['evaluated']:,} of {info['queries']:,} queries evaluated, "
+    lead = (f"{len(res.models)} model(s), {info['evaluated']:,} of {info['queries']:,} queries evaluated, "
             f"{info['rows']:,} rows. topkeval {esc(__version__)}, {when}.")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{STYLE}</style></head>"
-            f'<body><main><h1>{esc(title)}</h1><p class="lead">{lead}</p><nav>{nav}</nav>{note_html}{body}'
+            f"<title>{esc(o.title)}</title><style>{STYLE}</style></head>"
+            f'<body><main><h1>{esc(o.title)}</h1><p class="lead">{lead}</p><nav>{nav}</nav>{note_html}{body}'
             "</main></body></html>\n")
 
 
