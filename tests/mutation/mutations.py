@@ -415,7 +415,7 @@ _LIST: list[Mutation] = [
       "tests/test_report.py::test_report_numbers_are_the_api_numbers"),
     M("outputs/html.py", 'lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]', 'hi, lo = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]',
       "tests/test_report.py::test_report_numbers_are_the_api_numbers"),
-    M("outputs/html.py", 'worst_rows = d[d["delta"] < -TIE].head(worst)', 'worst_rows = d[d["delta"] <= 0].head(worst)',
+    M("outputs/html.py", 'worst_rows = d[d["delta"] < -TIE].head(o.worst)', 'worst_rows = d[d["delta"] <= 0].head(o.worst)',
       f"{HAND}::test_report_lists_only_the_queries_that_got_worse"),
 
     M("outputs/html.py", "data-value=\"nan\">{NOT_RETRIEVED}</td>", "data-value=\"nan\"></td>",
