@@ -272,16 +272,30 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         metrics = list(dict.fromkeys(results.label(m) for m in ([metrics] if isinstance(metrics, str) else metrics)))
 
     weight = results.weight
-    by = list(results.by)
     if weight and test in ("t", "wilcoxon"):
         raise ParameterError(f"test={test!r} has no weighted form; with query weights (weight=) use "
                              "test='permutation' (weighted sign flips) or test='bootstrap' (weighted resampling).")
-    query_weights = results.attributes[weight] if weight else None
     rng = np.random.default_rng(seed)
-    rows = []
     alpha = 1.0 - confidence
-    for key, per_query in (groups(results) if by else [({}, results.per_query)]):
-        for model in models:
+    rows = _pairs(results, baseline, metrics, missing)
+    boot, perm = _resamples(rows, bool(weight), test, n_resamples, rng)
+    out = [_row(r, boot.get(i), perm.get(i), test, n_resamples, alpha) for i, r in enumerate(rows)]
+    frame = pd.DataFrame(out)
+    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
+    frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
+    frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
+    frame.attrs["n_resamples"] = n_resamples
+    return frame
+
+
+def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
+    """Per segment, model and metric: the paired values ``m`` (model) and ``b`` (baseline) of the
+    queries both have with a value (and a positive weight), their scaled weights ``w`` and total."""
+    weight = results.weight
+    query_weights = results.attributes[weight] if weight else None
+    rows = []
+    for key, per_query in (groups(results) if results.by else [({}, results.per_query)]):
+        for model in results.models:
             if model == baseline:
                 continue
             a, b, left_out = _paired(per_query, results.query_name, model, baseline, metrics, missing)
@@ -295,18 +309,23 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
                 rows.append(dict(key=key, model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out,
                                  w=None if w_all is None else scaled_weights(w_all[ok]),
                                  total=None if w_all is None else total_weight(w_all[ok])))
-    # one set of resamples for every row of a given query count: draw per distinct n
+    return rows
+
+
+def _resamples(rows: list[dict], weighted: bool, test: str, n_resamples: int, rng) -> tuple[dict, dict]:
+    """The bootstrap means of each row's differences and, for a Monte Carlo permutation test, its
+    sign-flipped means: one set of resamples for all rows of one query count (drawn per distinct n)."""
     by_n: dict[int, list[int]] = {}
     for i, r in enumerate(rows):
         by_n.setdefault(len(r["m"]), []).append(i)
-    boot = {}
-    perm = {}
+    boot: dict = {}
+    perm: dict = {}
     for n, idxs in by_n.items():
         if n == 0:
             continue
         D = np.column_stack([rows[i]["m"] - rows[i]["b"] for i in idxs])
         exact = n <= _EXACT_MAX_N and 2**n <= n_resamples
-        if weight:
+        if weighted:
             # weighted: the resampled ratio sum(c w d) / sum(c w) (c: bootstrap counts), and sign flips of w d
             W = np.column_stack([rows[i]["w"] for i in idxs])
             both = _resampled(np.column_stack([W * D, W]), n_resamples, rng, "bootstrap")
@@ -320,35 +339,32 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         for j, i in enumerate(idxs):
             boot[i] = means[:, j]
             perm[i] = None if flips is None else flips[:, j]
-    out = []
-    for i, r in enumerate(rows):
-        m, b, w = r["m"], r["b"], r["w"]
-        d = m - b
-        n = len(d)
-        if n:
-            value, base_mean, delta, sd = _weighted_stats(d, m, b, w)
-        else:
-            value = base_mean = delta = sd = math.nan
-        if n and not math.isnan(delta):
-            lo, hi = np.nanquantile(boot[i], [alpha / 2, 1 - alpha / 2])
-            p = _p_value(test, d, m, b, perm[i], boot[i], n_resamples, w)
-        else:
-            lo = hi = p = math.nan
-        eps = TIE
-        out.append({
-            **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
-            "relative_delta": delta / base_mean if base_mean else math.nan,
-            "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
-            "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
-            "effect_size": _cohen_d(delta, sd),
-            "n_queries": n, "left_out": r["left_out"], **({"weight": r["total"]} if w is not None else {}),
-        })
-    frame = pd.DataFrame(out)
-    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
-    frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
-    frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
-    frame.attrs["n_resamples"] = n_resamples
-    return frame
+    return boot, perm
+
+
+def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float) -> dict:
+    """One row of the comparison table from a pair's values and its resamples."""
+    m, b, w = r["m"], r["b"], r["w"]
+    d = m - b
+    n = len(d)
+    if n:
+        value, base_mean, delta, sd = _weighted_stats(d, m, b, w)
+    else:
+        value = base_mean = delta = sd = math.nan
+    if n and not math.isnan(delta):
+        lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+        p = _p_value(test, d, m, b, perm, boot, n_resamples, w)
+    else:
+        lo = hi = p = math.nan
+    eps = TIE
+    return {
+        **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
+        "relative_delta": delta / base_mean if base_mean else math.nan,
+        "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
+        "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
+        "effect_size": _cohen_d(delta, sd),
+        "n_queries": n, "left_out": r["left_out"], **({"weight": r["total"]} if w is not None else {}),
+    }
 
 
 def verdict(row) -> str:
