@@ -49,7 +49,7 @@ ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 DETERMINISTIC = tuple(t for t in TIES if t != "expected")
 
 
-@register("judged", cutoff="required", needs=("judged",),
+@register("judged", undefined="shrink and n = 0", cutoff="required", needs=("judged",),
           summary="share of the top k that has a judgment, relevant or not (ir_measures Judged@k)",
           formula="judged candidates in the top k / k  (shrink: / min(k, n))")
 def judged(st, m, conv):
@@ -57,14 +57,14 @@ def judged(st, m, conv):
     return ratio(st.judged[:, st.column(m.k)], den, conv.undefined)
 
 
-@register("bpref", needs_all_relevant=True, cutoff="none", needs=("bpref",), depth="list", trec_uncut="bpref",
+@register("bpref", undefined="R = 0", needs_all_relevant=True, cutoff="none", needs=("bpref",), depth="list", trec_uncut="bpref",
           summary="binary preference (Buckley & Voorhees 2004; trec_eval bpref): unjudged candidates ignored",
           formula="(1/R) sum over relevant candidates of 1 - min(X, R) / min(NJ, R), X judged non-relevant above")
 def bpref(st, m, conv):
     return ratio(st.bpref_sum, st.R, conv.undefined)
 
 
-@register("infap", needs_all_relevant=True, cutoff="none", needs=("infap",), depth="list", trec_uncut="infAP", ties=DETERMINISTIC,
+@register("infap", undefined="R = 0", needs_all_relevant=True, cutoff="none", needs=("infap",), depth="list", trec_uncut="infAP", ties=DETERMINISTIC,
           summary="inferred average precision (Yilmaz & Aslam 2006; trec_eval infAP): a sampled pool, grade -1 "
                   "in the pool but not judged",
           formula="(1/R) sum over relevant ranks i of 1/i + (P/i) (a + eps)/(a + b + 2 eps), eps = 1e-5: of the ranks "
@@ -77,7 +77,7 @@ def _iprec_name(m) -> str:
     return f"iprec_at_recall_{m.param('recall'):.2f}"
 
 
-@register("iprec", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list",
+@register("iprec", undefined="R = 0", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list",
           params=(Param("recall", "fraction"),), levels=lambda m: (m.param("recall"),), ties=DETERMINISTIC,
           trec_format=_iprec_name,
           summary="interpolated precision at a recall level (trec_eval iprec_at_recall_0.50 is iprec(recall=0.5))",
@@ -99,7 +99,7 @@ def _per_r(values, st, conv, empty=None) -> np.ndarray:
     return out
 
 
-@register("iprec_avg", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list", aliases=("11pt_avg", "iprec_11pt"),
+@register("iprec_avg", undefined="R = 0, or an empty list", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list", aliases=("11pt_avg", "iprec_11pt"),
           trec_uncut="11pt_avg", levels=lambda m: ELEVEN_POINTS, ties=DETERMINISTIC,
           summary="11-point interpolated average precision (trec_eval 11pt_avg)",
           formula="mean of iprec at recall 0, 0.1, ..., 1")
@@ -110,14 +110,14 @@ def iprec_avg(st, m, conv):
     return _per_r(total / len(ELEVEN_POINTS), st, conv, st.n == 0)  # level 0 of an empty list is undefined
 
 
-@register("auc", needs_all_relevant=True, cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
+@register("auc", undefined="no relevant or no non-relevant candidate retrieved", needs_all_relevant=True, cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
           summary="area under the ROC curve of a query's candidates (torchmetrics binary AUROC per query)",
           formula="pairs (relevant, non-relevant) ranked in that order / (r N); a tie counts 1/2 (expected ties)")
 def auc(st, m, conv):
     return ratio(st.auc_sum, st.rel_ret.astype(np.float64) * st.N, conv.undefined)
 
 
-@register("err", cutoff="optional", needs=("err",), depth="list", params=(Param("max_grade", "grade", 4.0, False),),
+@register("err", undefined="never", cutoff="optional", needs=("err",), depth="list", params=(Param("max_grade", "grade", 4.0, False),),
           err=lambda m: m.param("max_grade"),
           summary="expected reciprocal rank (Chapelle et al. 2009), gdeval / ir_measures ERR: grades up to max_grade",
           formula="sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j), p = (2^grade - 1) / 2^max_grade")
@@ -129,7 +129,7 @@ def _unknown_count(m, conv) -> DcgSpec:
     return DcgSpec("unknown", ("rbp", 1.0))  # a discount of 1 at every rank: the count in the top k
 
 
-@register("unj", cutoff="required", needs=("dcg",), dcg=_unknown_count, trec="unj", higher_is_better=False,
+@register("unj", undefined="shrink and n = 0", cutoff="required", needs=("dcg",), dcg=_unknown_count, trec="unj", higher_is_better=False,
           summary="trec_eval's unj_k: share of the top k without a judgment or with a negative grade",
           formula="unjudged candidates (no judgment, or a negative grade) in the top k / k  (shrink: / min(k, n))")
 def unj(st, m, conv):

@@ -40,14 +40,14 @@ from .registry import DcgSpec, Param, register
 from .setbased import ratio
 
 
-@register("rr", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank"),
+@register("rr", undefined="never", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank"),
           trec_uncut="recip_rank",
           summary="reciprocal rank of the first relevant candidate (0 beyond k)", formula="1 / rank of the first relevant")
 def rr(st, m, conv):
     return st.rr[:, st.column(m.k)].copy()
 
 
-@register("ap", needs_all_relevant=True, counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
+@register("ap", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
           trec="map_cut", trec_uncut="map",
           summary="average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
           formula="sum(precision@rank of each relevant) / R")
@@ -55,7 +55,7 @@ def ap(st, m, conv):
     return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)
 
 
-@register("ap_capped", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("rank",),
+@register("ap_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("rank",),
           summary="average precision divided by min(R, k) (Spark, RecBole, Microsoft Recommenders' MAP@k)",
           formula="sum(precision@rank of each relevant rank <= k) / min(R, k)")
 def ap_capped(st, m, conv):
@@ -69,7 +69,7 @@ def _graded(m, conv) -> DcgSpec:
 _GAIN = (Param("gain", "gain", "linear", False),)
 
 
-@register("dcg", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, bounded=False, dcg=_graded,
+@register("dcg", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, bounded=False, dcg=_graded,
           summary="discounted cumulative gain, graded gains", formula="sum(gain / log2(rank + 1))")
 def dcg(st, m, conv):
     values = st.dcg_at(_graded(m, conv), m.k)
@@ -81,7 +81,7 @@ def dcg(st, m, conv):
     return values.copy()
 
 
-@register("ndcg", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
+@register("ndcg", undefined="ideal DCG = 0", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
           aliases=("ndcg_cut",), trec="ndcg_cut", trec_uncut="ndcg", variants={"ndcg_burges": {"gain": "exp"}},
           summary="normalised discounted cumulative gain, graded gains",
           formula="DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))")
@@ -93,7 +93,7 @@ def _rbp(m, conv) -> DcgSpec:
     return DcgSpec("binary", ("rbp", m.param("p")))
 
 
-@register("rbp", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),), dcg=_rbp,
+@register("rbp", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),), dcg=_rbp,
           summary="rank-biased precision (Moffat & Zobel 2008): a user reads on from each rank with probability p",
           formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)")
 def rbp(st, m, conv):
@@ -104,7 +104,7 @@ def _unjudged(m, conv) -> DcgSpec:
     return DcgSpec("unjudged", ("rbp", m.param("p")))
 
 
-@register("rbp_residual", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),),
+@register("rbp_residual", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),),
           dcg=_unjudged, higher_is_better=False,
           summary="RBP's residual (Moffat & Zobel 2008): how much rbp(p) could still grow if every unjudged "
                   "candidate of the top k, and every rank past the list, were relevant",
@@ -120,7 +120,7 @@ def _trec_resid(m, conv) -> tuple[DcgSpec, DcgSpec]:
     return DcgSpec("unknown", ("rbp", m.param("p"))), DcgSpec("unknown", ("rbp", 1.0))
 
 
-@register("rbp_resid", cutoff="none", needs=("dcg",), depth="list", params=(Param("p", "unit", 0.9, False),),
+@register("rbp_resid", undefined="never", cutoff="none", needs=("dcg",), depth="list", params=(Param("p", "unit", 0.9, False),),
           dcg=_trec_resid, trec_uncut="rbp_resid", higher_is_better=False,
           summary="trec_eval's rbp_resid (p = 0.9 by default): RBP's residual over the whole list, 0 when no "
                   "retrieved candidate is unjudged (no judgment, or a negative grade)",

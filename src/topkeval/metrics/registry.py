@@ -10,7 +10,7 @@ the registry; none keeps a list of its own.
 Adding a metric computed from existing statistics is one decorated function in
 ``setbased.py`` or ``rankbased.py`` (and one reference definition in ``tests/reference.py``)::
 
-    @register("hit_rate", cutoff="required", needs=("hit",), aliases=("success",), trec="success",
+    @register("hit_rate", undefined="never", cutoff="required", needs=("hit",), aliases=("success",), trec="success",
               summary="1 if any relevant item is in the top k", formula="1 if h(k) >= 1 else 0")
     def hit_rate(st, m, conv):
         return st.hit[:, st.column(m.k)].copy()
@@ -103,6 +103,7 @@ class Family:
     trec_format: Callable | None = None  # metric -> trec_eval's name, for families with parameters
     higher_is_better: bool = True  # for reports: which value of a column is the best
     needs_all_relevant: bool = False  # its value counts relevant items outside the list (divides by R, ideal ranking)
+    undefined: str = "never"  # when a query's value is undefined (conventions' ``undefined`` is given instead)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -138,7 +139,8 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              trec: str | None = None, trec_uncut: str | None = None, summed: bool = False,
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
-             trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False):
+             trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
+             undefined: str = "never"):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
@@ -148,7 +150,8 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
         FAMILIES[name] = Family(name, function, cutoff, frozenset(needs), depth, summary, formula, aliases,
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
-                                counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant)
+                                counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
+                                undefined)
         return function
 
     return wrap
@@ -166,3 +169,29 @@ def format_value(value) -> str:
 
 def is_unit(x: float) -> bool:
     return math.isfinite(x) and 0 < x < 1
+
+
+def example_name(family: Family) -> str:
+    """How a family is written in a table of metrics: ``recall@k``, ``ap@k``, ``ap``,
+    ``fbeta(beta=b)@k``, ``r_precision``."""
+    params = [p for p in family.params if p.required]
+    head = family.name + (f"({', '.join(f'{p.name}=…' for p in params)})" if params else "")
+    if family.cutoff == "required":
+        return f"`{head}@k`"
+    if family.cutoff == "optional":
+        return f"`{head}@k`, `{head}`"
+    return f"`{head}`"
+
+
+def markdown_table() -> str:
+    """The table of every registered metric, as the README shows it (generated: ``python
+    docs/metrics_table.py`` writes it there, and a test checks that it is current)."""
+    rows = ["| name | what it is | value | undefined when |", "|---|---|---|---|"]
+    for family in FAMILIES.values():
+        also = f" (also {', '.join(f'`{a}`' for a in family.aliases)})" if family.aliases else ""
+        optional = [f"`{p.name}={format_value(p.default)}`" for p in family.params if not p.required]
+        what = family.summary + (f"; by default {', '.join(optional)}" if optional else "")
+        cells = [example_name(family) + also, what, family.formula, family.undefined]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
+

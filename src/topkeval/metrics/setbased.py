@@ -73,98 +73,98 @@ def f_measure(hits, R, listed, beta: float, undefined: float) -> np.ndarray:
     return ratio((1.0 + b2) * np.asarray(hits, np.float64), b2 * np.asarray(R, np.float64) + listed, undefined)
 
 
-@register("precision", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
+@register("precision", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
           summary="relevant share of the top k", formula="h(k) / k  (shrink: h(k) / min(k, n))")
 def precision(st, m, conv):
     return ratio(_h(st, m), _k_den(st, m, conv), conv.undefined)
 
 
-@register("recall", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
+@register("recall", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
           summary="share of the relevant items found in the top k", formula="h(k) / R")
 def recall(st, m, conv):
     return ratio(_h(st, m), st.R, conv.undefined)
 
 
-@register("recall_capped", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",),
+@register("recall_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",),
           summary="recall with the denominator capped at k (LensKit's Recall@k)", formula="h(k) / min(R, k)")
 def recall_capped(st, m, conv):
     return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)
 
 
-@register("f1", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
+@register("f1", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), 1.0, conv.undefined)
 
 
-@register("fbeta", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
+@register("fbeta", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
     return f_measure(_h(st, m), st.R, _k_den(st, m, conv), m.param("beta"), conv.undefined)
 
 
-@register("specificity", cutoff="required", needs=("h",), aliases=("tnr",),
+@register("specificity", undefined="N = 0", cutoff="required", needs=("h",), aliases=("tnr",),
           summary="non-relevant candidates kept out of the top k", formula="(N - (min(k, n) - h(k))) / N")
 def specificity(st, m, conv):
     return ratio(st.N - (_kk(st, m) - _h(st, m)), st.N, conv.undefined)
 
 
-@register("fallout", cutoff="required", needs=("h",), aliases=("fpr",), higher_is_better=False,
+@register("fallout", undefined="N = 0", cutoff="required", needs=("h",), aliases=("fpr",), higher_is_better=False,
           summary="non-relevant candidates let into the top k", formula="(min(k, n) - h(k)) / N")
 def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
 
 
-@register("r_precision", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
+@register("r_precision", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
           trec_uncut="Rprec", summary="precision at rank R (TREC Rprec)", formula="h(R) / R")
 def r_precision(st, m, conv):
     den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R
     return ratio(st.h_at_r, den, conv.undefined)
 
 
-@register("hit_rate", cutoff="required", needs=("hit",), aliases=("success", "hit", "hitrate", "hr"), trec="success",
+@register("hit_rate", undefined="never", cutoff="required", needs=("hit",), aliases=("success", "hit", "hitrate", "hr"), trec="success",
           summary="1 if any relevant item is in the top k (TREC success@k)", formula="1 if h(k) >= 1 else 0")
 def hit_rate(st, m, conv):
     return st.hit[:, st.column(m.k)].copy()
 
 
-@register("tp", counts_found=True, cutoff="required", needs=("h",), aliases=("hits",), bounded=False,
+@register("tp", undefined="never", counts_found=True, cutoff="required", needs=("h",), aliases=("hits",), bounded=False,
           summary="relevant candidates in the top k (ranx hits@k)", formula="h(k)")
 def tp(st, m, conv):
     return _h(st, m).copy()
 
 
-@register("fp", cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
+@register("fp", undefined="never", cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
           summary="non-relevant candidates in the top k", formula="min(k, n) - h(k)")
 def fp(st, m, conv):
     return _kk(st, m) - _h(st, m)
 
 
-@register("fn", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
+@register("fn", undefined="never", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), bounded=False, higher_is_better=False,
           summary="relevant items outside the top k", formula="R - h(k)")
 def fn(st, m, conv):
     return st.R - _h(st, m)
 
 
-@register("tn", cutoff="required", needs=("h",), bounded=False,
+@register("tn", undefined="never", cutoff="required", needs=("h",), bounded=False,
           summary="non-relevant candidates outside the top k", formula="N - (min(k, n) - h(k))")
 def tn(st, m, conv):
     return st.N - (_kk(st, m) - _h(st, m))
 
 
-@register("set_precision", cutoff="none", aliases=("set_p", "setp"), trec_uncut="set_P",
+@register("set_precision", undefined="n = 0", cutoff="none", aliases=("set_p", "setp"), trec_uncut="set_P",
           summary="relevant share of the whole list (trec_eval set_P)", formula="num_rel_ret / n")
 def set_precision(st, m, conv):
     return ratio(st.rel_ret, st.n, conv.undefined)
 
 
-@register("set_recall", needs_all_relevant=True, cutoff="none", aliases=("setr",), trec_uncut="set_recall",
+@register("set_recall", undefined="R = 0", needs_all_relevant=True, cutoff="none", aliases=("setr",), trec_uncut="set_recall",
           summary="share of the relevant items in the whole list (trec_eval set_recall)", formula="num_rel_ret / R")
 def set_recall(st, m, conv):
     return ratio(st.rel_ret, st.R, conv.undefined)
 
 
-@register("set_f", needs_all_relevant=True, cutoff="none", aliases=("setf",), params=(Param("beta", "positive", 1.0, False),),
+@register("set_f", undefined="n = 0 and R = 0", needs_all_relevant=True, cutoff="none", aliases=("setf",), params=(Param("beta", "positive", 1.0, False),),
           trec_uncut="set_F",
           summary="F-beta of the whole list (trec_eval set_F.x has beta = sqrt(x))",
           formula="(1 + b^2) num_rel_ret / (b^2 R + n)")
@@ -172,26 +172,26 @@ def set_f(st, m, conv):
     return f_measure(st.rel_ret, st.R, st.n, m.param("beta"), conv.undefined)
 
 
-@register("set_relative_precision", needs_all_relevant=True, cutoff="none", aliases=("set_relative_p",), trec_uncut="set_relative_P",
+@register("set_relative_precision", undefined="min(n, R) = 0", needs_all_relevant=True, cutoff="none", aliases=("set_relative_p",), trec_uncut="set_relative_P",
           summary="num_rel_ret over the most it could be (trec_eval set_relative_P)",
           formula="num_rel_ret / min(n, R)")
 def set_relative_precision(st, m, conv):
     return ratio(st.rel_ret, np.minimum(st.n, st.R), conv.undefined)
 
 
-@register("num_ret", cutoff="none", aliases=("numret",), bounded=False, trec_uncut="num_ret", summed=True,
+@register("num_ret", undefined="never", cutoff="none", aliases=("numret",), bounded=False, trec_uncut="num_ret", summed=True,
           summary="candidates retrieved (n)", formula="n")
 def num_ret(st, m, conv):
     return st.n.astype(np.float64)
 
 
-@register("num_rel", needs_all_relevant=True, cutoff="none", aliases=("numrel",), bounded=False, trec_uncut="num_rel", summed=True,
+@register("num_rel", undefined="never", needs_all_relevant=True, cutoff="none", aliases=("numrel",), bounded=False, trec_uncut="num_rel", summed=True,
           summary="relevant items (R)", formula="R")
 def num_rel(st, m, conv):
     return st.R.astype(np.float64)
 
 
-@register("num_rel_ret", cutoff="none", aliases=("numrelret",), bounded=False, trec_uncut="num_rel_ret", summed=True,
+@register("num_rel_ret", undefined="never", cutoff="none", aliases=("numrelret",), bounded=False, trec_uncut="num_rel_ret", summed=True,
           summary="relevant candidates retrieved", formula="relevant among the n")
 def num_rel_ret(st, m, conv):
     return st.rel_ret.astype(np.float64)
