@@ -105,6 +105,17 @@ SCORES = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
 TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _forget_defined_metrics():
+    """define_metric's cases register a metric: gone after this module (other tests list the registry)."""
+    yield
+    from topkeval.metrics.define import forget_metric
+    from topkeval.metrics.registry import DEFINED
+
+    for name in list(DEFINED):
+        forget_metric(name)
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("api")
@@ -143,6 +154,10 @@ def valid_calls(files) -> dict:
         "evaluate_matrix": (tk.evaluate_matrix, dict(scores=SCORES, relevant=TRUTH, metrics=["recall@1"],
                                                      exclude=None, conventions=None, batch_size=None, threads=None)),
         "parse_metric": (tk.parse_metric, dict(text="P@5")),
+        "define_metric": (tk.define_metric, dict(name="hostile_share", function=lambda c: c.h / c.listed,
+                                                 cutoff="required", ranks=False, summary="s", formula="h / listed",
+                                                 higher_is_better=True, bounded=True, needs_all_relevant=False,
+                                                 undefined="never", replace=True)),
         "read_run": (tk.read_run, dict(path=run)),
         "read_qrels": (tk.read_qrels, dict(path=qrels)),
         "read_runs": (tk.read_runs, dict(paths=[run])),

@@ -30,6 +30,7 @@ from .errors import (
 )
 from .evaluator import MatrixEvaluator
 from .inputs import read_qrels, read_run, read_runs, write_run
+from .metrics.define import define_metric
 from .metrics.names import FAMILIES, Metric, parse_metric
 from .results import Results
 from .version import __version__ as __version__
@@ -37,6 +38,6 @@ from .version import __version__ as __version__
 __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "MatrixEvaluator",
     "Metric", "OutputFileError", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
-    "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k", "r_precision",
+    "define_metric", "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

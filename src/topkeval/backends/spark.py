@@ -35,6 +35,7 @@ import pandas as pd
 
 from .. import engine
 from ..errors import DataError, TopkevalError, TopkevalWarning, warn
+from ..metrics.define import ensure, shipped
 from .cpu import CPU, items_changed
 
 #: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
@@ -174,7 +175,8 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
     schema = _output_schema(query, query_type, fields)
     fn = partial(_partition, plan=plan, query=query, relevance=relevance, scores=scores, item=item, depth=depth,
                  ascending=ascending, judged=qrels is not None, model=model, missing_queries=missing_queries,
-                 judged_only=judged_only, all_runs=all_runs, fields=fields, arrow_schema=_arrow_schema(schema))
+                 judged_only=judged_only, all_runs=all_runs, fields=fields, arrow_schema=_arrow_schema(schema),
+                 defined=shipped({m.family for m in plan.metrics}))  # metrics of the user's, defined again there
     out = _run(lambda: parts.mapInArrow(fn, schema))
     # one job: every partition evaluated, only its row of counts and sums shipped to the driver
     counts = [json.loads(r[0]) for r in _run(lambda: out.where(F.col(_KIND) == "counts").select(_COUNTS).collect())]
@@ -323,6 +325,7 @@ def _partition(batches, *, fields, arrow_schema, **options):
     """Evaluate one partition with the engine; yield a row per (model, query) and one of counts."""
     import pyarrow as pa
 
+    ensure(options.pop("defined"))
     table = _table(batches)
     found = _evaluate_table(table, **options) if table is not None else None
     if found is None:
@@ -362,7 +365,8 @@ def _diff_partition(batches, *, evaluate, baseline, model, metric, arrow_schema)
     """The relevant items each query's top k gained and lost from ``baseline`` to ``model``."""
     import pyarrow as pa
 
-    options = {k: v for k, v in evaluate.keywords.items() if k not in ("fields", "arrow_schema")}
+    options = {k: v for k, v in evaluate.keywords.items() if k not in ("fields", "arrow_schema", "defined")}
+    ensure(evaluate.keywords["defined"])
     table = _table(batches)
     found = _evaluate_table(table, **options) if table is not None else None
     changed = items_changed(lambda: found[1], options["plan"].conv, baseline, model, metric) if found else None

@@ -46,6 +46,12 @@ def _alias_table() -> dict[str, tuple[str, tuple]]:
 
 _ALIASES = _alias_table()
 
+
+def refresh() -> None:
+    """Read the registry's names again (after :func:`~topkeval.metrics.define.define_metric`)."""
+    _ALIASES.clear()
+    _ALIASES.update(_alias_table())
+
 #: Names whose ``beta`` is beta squared, as their tool reads it (ir_measures passes SetF's beta to
 #: trec_eval's set_F, whose parameter is beta squared).
 _SQUARED_BETA = frozenset({"setf"})

@@ -133,6 +133,10 @@ _EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "
 
 FAMILIES: dict[str, Family] = {}
 
+#: the families a user defined (:func:`topkeval.define_metric`), with what defined them; a Spark
+#: executor, a fresh interpreter, is sent these to define them again
+DEFINED: dict[str, dict] = {}
+
 
 def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: str, formula: str,
              aliases: tuple[str, ...] = (), params: tuple[Param, ...] = (), bounded: bool = True,
@@ -187,7 +191,7 @@ def markdown_table() -> str:
     """The table of every registered metric, as the README shows it (generated: ``python
     docs/metrics_table.py`` writes it there, and a test checks that it is current)."""
     rows = ["| name | what it is | value | undefined when |", "|---|---|---|---|"]
-    for family in FAMILIES.values():
+    for family in (f for f in FAMILIES.values() if f.name not in DEFINED):  # the built-in ones
         also = f" (also {', '.join(f'`{a}`' for a in family.aliases)})" if family.aliases else ""
         optional = [f"`{p.name}={format_value(p.default)}`" for p in family.params if not p.required]
         what = family.summary + (f"; by default {', '.join(optional)}" if optional else "")
