@@ -7,16 +7,21 @@ import math
 from hypothesis import strategies as st
 
 from topkeval.conventions import TIES
+from topkeval.metrics import FAMILIES
+from topkeval.metrics.registry import DEFINED
 
 SCORES = st.sampled_from([0.0, 0.5, 1.0, 1.0 + 1e-9, 1.5, 2.0, -1.0])  # 1 + 1e-9 == 1 in float32
 GRADES = st.sampled_from([0, 0, 1, 2, 3])
-FAMILIES_K = ["precision", "recall", "recall_capped", "f1", "fbeta", "specificity", "fallout", "hit_rate", "tp", "fp",
-              "fn", "tn", "ap_capped", "judged", "unj"]
-UNCUT = ["rr", "ap", "ndcg", "dcg", "num_ret", "num_rel", "num_rel_ret", "set_precision", "set_recall", "set_f",
-         "set_relative_precision", "rbp", "rbp_residual", "rbp_resid", "bpref", "iprec", "iprec_avg", "auc", "err",
-         "infap"]
+#: The built-in families, from the registry: a family registered there is drawn here at once (and
+#: tests/reference.py must compute it: test_reference.py checks that it does).
+BUILT_IN = {name: f for name, f in FAMILIES.items() if name not in DEFINED}
+FAMILIES_K = [name for name, f in BUILT_IN.items() if f.cutoff == "required"]
+#: Families without a required cutoff, R-precision apart (drawn on its own); those of OPTIONAL_K
+#: are drawn with a cutoff or without one.
+UNCUT = [name for name, f in BUILT_IN.items() if f.cutoff != "required" and name != "r_precision"]
+OPTIONAL_K = {name for name, f in BUILT_IN.items() if f.cutoff == "optional"}
 #: Families computed under deterministic tie rules only (refused under ties="expected").
-DETERMINISTIC_ONLY = {"iprec", "iprec_avg", "infap"}
+DETERMINISTIC_ONLY = {name for name, f in BUILT_IN.items() if f.ties is not None}
 GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
 
 
@@ -59,7 +64,7 @@ def metric_specs(draw):
     """(name, family, k, beta) tuples, with the canonical name the engine must print."""
     out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
     for fam in draw(st.lists(st.sampled_from(UNCUT), max_size=3, unique=True)):
-        k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in ("rr", "ap", "ndcg", "dcg", "rbp", "rbp_residual", "err") else None
+        k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in OPTIONAL_K else None
         gain = draw(st.sampled_from(GAINS)) if fam in ("ndcg", "dcg") else None
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):

@@ -82,7 +82,17 @@ EVERY_FAMILY = [
     ("bpref", "bpref", None, None, None), ("auc", "auc", None, None, None),
     ("iprec(recall=0.5)", "iprec", None, 0.5, None), ("iprec(recall=0.3)", "iprec", None, 0.3, None),
     ("iprec_avg", "iprec_avg", None, None, None), ("infap", "infap", None, None, None),
+    ("unj@2", "unj", 2, None), ("rbp_resid", "rbp_resid", None, 0.9, None),
 ]
+
+
+def test_every_registered_family_is_checked_against_the_reference():
+    """A family registered in topkeval.metrics is drawn by the strategies at once (tests/strategies.py
+    reads the registry) and must be in EVERY_FAMILY, computed by tests/reference.py."""
+    from strategies import BUILT_IN, FAMILIES_K, UNCUT
+
+    assert set(BUILT_IN) == {spec[1] for spec in EVERY_FAMILY}
+    assert set(BUILT_IN) == set(FAMILIES_K) | set(UNCUT) | {"r_precision"}
 
 
 @given(rows=logs(), conv=conventions())

@@ -5,6 +5,8 @@
 0.6666666666666666
 """
 
+from types import MappingProxyType as _ReadOnly
+
 from .api import (
     evaluate,
     evaluate_matrix,
@@ -15,7 +17,8 @@ from .api import (
     recall_at_k,
     specificity_at_k,
 )
-from .conventions import PRESETS, Conventions
+from .conventions import PRESETS as _PRESETS
+from .conventions import Conventions
 from .errors import (
     ColumnError,
     DataError,
@@ -31,9 +34,15 @@ from .errors import (
 from .evaluator import MatrixEvaluator
 from .inputs import read_qrels, read_run, read_runs, write_run
 from .metrics.define import define_metric
-from .metrics.names import FAMILIES, Metric, parse_metric
+from .metrics.names import FAMILIES as _FAMILIES
+from .metrics.names import Metric, parse_metric
 from .results import Results
 from .version import __version__ as __version__
+
+#: every metric family by name, read-only (define_metric adds one; topkeval.metrics.registry holds them)
+FAMILIES = _ReadOnly(_FAMILIES)
+#: the presets of conventions by name, read-only (each reproduces a peer: docs/conventions.md)
+PRESETS = _ReadOnly(_PRESETS)
 
 __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "MatrixEvaluator",
