@@ -8,12 +8,14 @@ hands them to the engine (:mod:`topkeval.engine`); none computes anything itself
 from __future__ import annotations
 
 import math
+import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from . import backends, engine
 from .backends.cpu import CPU
@@ -24,6 +26,7 @@ from .errors import (
 )
 from .inputs import is_trec_path, read_columns
 from .inputs.grouped import build_log
+from .metrics import FAMILIES
 from .metrics.names import DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
 from .params import (
     CONVENTIONS,
@@ -58,7 +61,10 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
     conventions=CONVENTIONS, qrels=[Given("read as judgments by topkeval.inputs.judgments"), None], model=[Column(), None],
     missing_queries=Options("skip", "zero"), depth=[Int(1, MAX_CUTOFF), None], judged_only=Bool(),
     chunk_rows=[Int(1), None], progress=[Function(), None], keep_per_query=Bool(), threads=THREADS,
-    ascending=Bool(), by=[Columns(), None], weight=[Column(), None], settings=SETTINGS,
+    ascending=Bool(), by=[Columns(), None], weight=[Column(), None], position=[Column(), None],
+    propensity=[Given("a column, a mapping position -> probability, or estimate_position_bias's or "
+                      "popularity_propensity's result: checked by topkeval.engine.unbiased"), None],
+    clip=[Real(1.0), None], settings=SETTINGS,
 )
 def evaluate(
     data,
@@ -81,6 +87,9 @@ def evaluate(
     ascending: bool = False,
     by: str | Sequence[str] | None = None,
     weight: str | None = None,
+    position: str | None = None,
+    propensity=None,
+    clip: float | None = None,
     **settings: Unpack[ConventionSettings],
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -160,6 +169,21 @@ def evaluate(
         >= 0): the summary holds weighted means ``sum_q w_q v_q / sum_q w_q`` and the comparison
         resamples with the weights, exactly for any finite weights (1e308 or 5e-324 alike).
         ``info["weight"]`` has the total weight (inf beyond the largest float).
+    position : str, optional
+        A click log's column with the 1-based position at which the logging ranker showed each
+        candidate (empty: never shown). Alone it lets :meth:`Results.bounds` bound every metric
+        over what the never-shown candidates could be; with ``propensity`` the metrics are
+        estimated by inverse propensity weighting.
+    propensity : mapping, str or estimate_position_bias's / popularity_propensity's result, optional
+        The examination probability of each position (``{1: 1.0, 2: 0.62, ...}``, or a
+        :class:`~topkeval.analysis.bias.PositionBias`), a column of per-row probabilities, or per-item
+        propensities (:func:`~topkeval.popularity_propensity`, with ``item``). Each click weighs
+        ``1 / p``: precision@k, tp@k, dcg@k and rbp become unbiased sums (IPS); recall@k, F1@k,
+        R-precision, ap and ndcg self-normalised ratios of such sums (SNIPS: consistent, not
+        unbiased). Other metrics have no such estimator and are refused. ``info["ips"]`` has the
+        effective sample size ``(sum w)^2 / sum w^2`` and the naive (clicks as relevance) means.
+    clip : float, optional
+        The largest weight a click may take (``>= 1``; lowers the variance, adds bias).
     **settings
         The conventions of :class:`~topkeval.conventions.Conventions`: ``ties``,
         ``empty_queries``, ``undefined``, ``short_lists``, ``threshold``, ``score_threshold``,
@@ -207,7 +231,7 @@ def evaluate(
     request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels, model=model,
                        missing_queries=missing_queries, depth=depth, judged_only=judged_only, chunk_rows=chunk_rows,
                        progress=progress, keep_per_query=keep_per_query, threads=threads, ascending=ascending, by=by,
-                       weight=weight, **settings)
+                       weight=weight, position=position, propensity=propensity, clip=clip, **settings)
     evaluation = _dispatch(request)
 
     def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
@@ -241,6 +265,9 @@ class _Request:
     ascending: bool
     by: list
     weight: str | None
+    position: str | None = None
+    propensity: object = None
+    clip: float | None = None
 
     @property
     def attributes(self) -> list:
@@ -248,10 +275,12 @@ class _Request:
 
 
 def _request(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
-             judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, **settings) -> _Request:
+             judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position=None,
+             propensity=None, clip=None, **settings) -> _Request:
     """Every check that involves more than one of evaluate()'s parameters, in one place."""
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
+    _check_clicks(plan, position, propensity, clip, item, qrels, depth, data)
     if depth is not None:
         engine.check_depth_rule(conv)
     if ascending and conv.score_threshold is not None:
@@ -308,8 +337,41 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
         if kind == "table" and chunk_rows is not None:
             raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                                  "chunk_rows, or write the table to parquet first.")
+    if position is not None and kind != "table":
+        raise ParameterError("position= reads a click log held as one table in memory (a DataFrame, an Arrow table, "
+                             "a dict of columns, or a parquet / CSV file small enough to read whole); this data is "
+                             f"evaluated as {'a Spark DataFrame' if kind == 'spark' else 'a stream of batches'}. "
+                             "Read it into a table first.")
+    if position is not None and {position} & {query, relevance, *scores, item, *attributes}:
+        raise ParameterError(f"position= names {position!r}, which already has another role; it must be the column "
+                             "of the logging ranker's positions.")
+    if isinstance(propensity, str) and propensity in {query, relevance, *scores, item, position, *attributes}:
+        raise ParameterError(f"propensity= names {propensity!r}, which already has another role; it must be a column "
+                             "of per-row examination probabilities.")
     return _Request(kind, data, plan, query, relevance, scores, item, qrels, model, missing_queries, depth,
-                    judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight)
+                    judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position,
+                    propensity, clip)
+
+
+def _check_clicks(plan, position, propensity, clip, item, qrels, depth, data) -> None:
+    """evaluate()'s click-log parameters together (position=, propensity=, clip=)."""
+    by_item = getattr(propensity, "by_item", None) is not None
+    if propensity is not None and position is None and not by_item:
+        raise ParameterError("propensity= gives the examination probability of each position, which needs the "
+                             "position at which the logging ranker showed each candidate: pass position='<column>'.")
+    if by_item and item is None:
+        raise ParameterError("A popularity propensity is given per item: pass item='<column>' as well.")
+    if clip is not None and propensity is None:
+        raise ParameterError("clip= caps inverse propensity weights, which need propensity=: pass one, or drop clip=.")
+    if position is None and propensity is None:
+        return
+    if qrels is not None or depth is not None:
+        raise ParameterError("position= and propensity= read one click log (query, item, click, position, scores): "
+                             "drop qrels= and depth=.")
+    if propensity is not None:
+        from .engine.unbiased import check_families
+
+        check_families(plan.metrics)
 
 
 def _dispatch(r: _Request) -> engine.Evaluation:
@@ -347,15 +409,18 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     from .inputs import segments
 
     query, item, by, weight = r.query, r.item, r.by, r.weight
-    wanted = [query, r.relevance, *r.scores] + ([item] if item is not None else []) + r.attributes
+    clicks = [r.position] if r.position else []
+    clicks += [r.propensity] if isinstance(r.propensity, str) else []
+    wanted = [query, r.relevance, *r.scores] + ([item] if item is not None else []) + r.attributes + clicks
     ids = [query] + ([item] if item else [])
     roles = (_roles(query, r.relevance, r.scores, item) | {name: "by" for name in by}
-             | ({weight: "weight"} if weight else {}))
+             | ({weight: "weight"} if weight else {}) | {name: "click log" for name in clicks})
     cols = read_columns(r.data, wanted, id_columns=ids, roles=roles)
+    rows, ips_info = _click_rows(r, cols)
     log = build_log(cols[query], cols[r.relevance], {s: cols[s] for s in r.scores},
                     cols[item] if item is not None else None,
                     names=dict(query=query, relevance=r.relevance, item=item or "item"), ascending=r.ascending,
-                    borrowed=cols.borrowed)
+                    borrowed=cols.borrowed, rows=rows)
     sizes = np.diff(log.offsets)
     engine.warn_if_truncated(r.plan, log.n_queries, int(sizes.min()), int(sizes.max()))
     attrs = segments.query_attributes(cols[query], cols, by, weight, query) if r.attributes else None
@@ -364,8 +429,60 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
         evaluation = evaluate_grouped(log, current_plan, depth=r.depth, threads=r.threads, query_name=query)
         return engine.attach(evaluation, attrs, by, weight) if attrs is not None else evaluation
 
+    evaluation = run(r.plan)
+    if ips_info is not None:
+        evaluation = replace(evaluation, info={**evaluation.info, "ips": ips_info})
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
-    return replace(run(r.plan), rerun=lambda names: run(engine.make_plan(names, r.plan.conv)))
+    return replace(evaluation, rerun=lambda names: run(engine.make_plan(names, r.plan.conv)))
+
+
+def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
+    """The per-row columns of a click log (``position``, and with ``propensity`` the clicks'
+    inverse propensity weights ``ips_weight``) and what ``info["ips"]`` says about them."""
+    if r.position is None:
+        return {}, None
+    from .engine import unbiased
+
+    pos = unbiased.positions(_as_1d(cols[r.position], r.position, "position="), r.position)
+    rows = {"position": pos}
+    if r.propensity is None:
+        return rows, None
+    clicked = r.plan.conv.is_relevant(np.asarray(_as_1d(cols[r.relevance], r.relevance, "relevance"), np.float64))
+    prop = _propensity_rows(r.propensity, pos, cols, r.item)
+    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position)
+    rows["ips_weight"] = w
+    info["estimators"] = {label: FAMILIES[m.family].ips for label, m in zip(r.plan.labels, r.plan.metrics)}
+    return rows, info
+
+
+def _propensity_rows(propensity, pos: np.ndarray, cols, item) -> np.ndarray:
+    """Per row, the examination probability of ``propensity`` (NaN where it gives none)."""
+    if isinstance(propensity, str):
+        return np.asarray(_as_1d(cols[propensity], propensity, "propensity="), np.float64)
+    by_item = getattr(propensity, "by_item", None)
+    if by_item is not None:  # popularity_propensity(): per item
+        values = cols[item]
+        values = values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy") and not isinstance(
+            values, np.ndarray) else np.asarray(values)
+        where = pd.Index(by_item.index).get_indexer(values)
+        return np.where(where >= 0, by_item.to_numpy(np.float64)[where], np.nan)
+    curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
+    if isinstance(curve, pd.Series):
+        curve = curve.to_dict()
+    if not isinstance(curve, Mapping) or not curve:
+        raise ParameterError(f"propensity= must be a column name, a mapping position -> examination probability "
+                             f"({{1: 1.0, 2: 0.6}}), or estimate_position_bias's result; got {type(propensity).__name__}.")
+    keys = list(curve)
+    if not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 1 for k in keys):
+        raise ParameterError(f"propensity= maps positions (whole numbers >= 1) to probabilities; it has the key "
+                             f"{next(k for k in keys if not (isinstance(k, numbers.Integral) and k >= 1))!r}.")
+    values = [curve[k] for k in keys]
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+        raise ParameterError("propensity= maps positions to probabilities (numbers in (0, 1]); a value is not a number.")
+    lookup = np.full(int(max(keys)) + 2, np.nan)
+    lookup[np.asarray(keys, np.int64)] = np.asarray(values, np.float64)
+    idx = np.where(np.isnan(pos) | (pos >= len(lookup)), len(lookup) - 1, np.nan_to_num(pos)).astype(np.int64)
+    return lookup[idx]
 
 
 @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),

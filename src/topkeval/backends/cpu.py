@@ -43,12 +43,16 @@ class CpuBackend:
         grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
         longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
         judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if plan.dcg_specs else None
+        rw = log.rows.get("ips_weight")  # inverse propensity weights (evaluate(position=, propensity=))
+        if rw is not None and judgments.grades is not log.grades:
+            raise ParameterError("Inverse propensity weights need the judgments to be the log's own rows (one table of "
+                                 "clicks): drop qrels= and depth=.")
         gains, disc, cum, ideal, shifts = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest,
-                                                      log.judged_rows)
+                                                      log.judged_rows, rw)
         G = len(plan.dcg_specs)
         active = rel | (gains != 0).any(axis=0) if G else rel  # negative gains count too (trec_eval)
         cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
-                           gains)
+                           gains, _EMPTY_F if rw is None else rw)
         thr = threshold(conv)
         prm = cpu.Params(plan.cutoffs, thr, tie, plan.want_r, plan.want_rank, disc, cum, self.path)
         out = cpu.compute(cols, prm, threads)
@@ -57,6 +61,9 @@ class CpuBackend:
         st = QueryStats(plan.cutoffs, out.h, out.hit, out.h_at_r, out.n, out.rel_ret, cols.R, out.tie, out.rr,
                         out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
         st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
+        if rw is not None:
+            q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+            st.relevant_weight = np.bincount(q_of_row, weights=np.where(rel, rw, 0.0), minlength=log.n_queries)
         if plan.ranked:
             _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
         return st

@@ -118,14 +118,15 @@ def _gain_shift(*gain_arrays: np.ndarray, total_discount: float) -> int:
 
 
 def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judgments, judged_rel, longest: int,
-                judged_rows=None):
+                judged_rows=None, weights=None):
     """What the kernel needs for the discounted-gain statistics of ``plan``: the gain of each
     candidate (``G x candidates``, from its grade), the discount of ranks 0..longest and its prefix
     sums (``G x (longest + 1)``), the ideal DCG of each query at each cutoff (``G x Q x C``, from
     the judged grades) and the power of 2 each gain variant was divided by (:func:`_gain_shift`).
     ``judged_rows()``: per candidate, whether it is judged (for the "unjudged" gain of RBP's
     residual, the "unknown" gain of trec_eval's rbp_resid and unj, and to give the candidates
-    without a judgment no gain)."""
+    without a judgment no gain). ``weights`` (per row, the judgments being the rows themselves):
+    inverse propensity weights that multiply each candidate's gain, in the DCG and in the ideal."""
     from ..kernels import cpu
 
     longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
@@ -153,6 +154,8 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
             if unjudged is not None:  # a candidate without a judgment gains nothing, whatever its filler grade
                 row_gains[unjudged] = 0.0
             judged_gains = gains_of(judgments.grades, spec, judged_rel)
+        if weights is not None:
+            row_gains, judged_gains = row_gains * weights, judged_gains * weights
         # judged items of grade 0 not listed in judgments.grades (the cells of a score matrix)
         zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in UNJUDGED_GAINS + ("binary",) else 0.0
         # they take ranks in the ideal when they gain something, or when every judged item does (signed)

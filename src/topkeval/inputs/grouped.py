@@ -74,6 +74,7 @@ class GroupedLog:
     _items: np.ndarray | None = field(default=None, repr=False, compare=False)
     item_text: object = field(default=None, repr=False, compare=False)  # Arrow strings, grouped order
     judged: np.ndarray | None = field(default=None, repr=False, compare=False)
+    rows: dict = field(default_factory=dict, repr=False, compare=False)  # other per-row columns, grouped
 
     def __post_init__(self, items_given) -> None:
         if is_arrow(items_given):
@@ -125,7 +126,7 @@ class GroupedLog:
     def with_scores(self, scores: dict) -> GroupedLog:
         """The same rows with other score columns (models)."""
         log = GroupedLog(self.offsets, self.queries, self.grades, scores, self._items, self.item_labels)
-        log.item_text, log._relevant, log.judged = self.item_text, self._relevant, self.judged
+        log.item_text, log._relevant, log.judged, log.rows = self.item_text, self._relevant, self.judged, self.rows
         return log
 
     def judged_rows(self) -> np.ndarray:
@@ -140,6 +141,7 @@ class GroupedLog:
                          {m: v[keep] for m, v in self.scores.items()},
                          None if items is None else items[keep], self.item_labels)
         log.judged = None if self.judged is None else self.judged[keep]
+        log.rows = {name: v[keep] for name, v in self.rows.items()}
         return log
 
     def per_query_sum(self, values: np.ndarray) -> np.ndarray:
@@ -387,7 +389,7 @@ def owned(values: np.ndarray, borrowed) -> np.ndarray:
 
 
 def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascending: bool = False,
-              borrowed=True) -> GroupedLog:
+              borrowed=True, rows: dict | None = None) -> GroupedLog:
     """Validate the columns of a log and group them by query.
 
     ``query`` and ``items`` are id columns in any form of :mod:`topkeval.inputs.ids`. ``names`` maps
@@ -400,7 +402,9 @@ def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascen
     conversion nor the grouping copied is copied, so that Results, which read the log again
     (curves, diff, side_by_side, beyond_accuracy, the report), never see a change the caller makes
     to its arrays afterwards. A column that was converted or grouped is not copied again.
+    ``rows``: other per-row arrays (float64), grouped the same way (:attr:`GroupedLog.rows`).
     """
+    rows = dict(rows or {})
     if borrowed is True:
         borrowed = [v for v in (grades, *scores.values(), items) if isinstance(v, np.ndarray)]
     borrowed = list(borrowed or ())
@@ -418,8 +422,11 @@ def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascen
             codes, item_labels = item_codes(items, names["item"])
     if grouping is not None:
         moved = codes if codes is not None else (np.arange(len(text), dtype=np.int64) if text is not None else None)
-        columns = grouping.apply_all([grades, *scores.values(), *([moved] if moved is not None else [])],
-                                     release=True)
+        columns = grouping.apply_all([grades, *scores.values(), *([moved] if moved is not None else []),
+                                      *rows.values()], release=True)
+        if rows:
+            rows = dict(zip(rows, columns[len(columns) - len(rows):]))
+            columns = columns[:len(columns) - len(rows)]
         grades = columns[0]
         scores = dict(zip(scores, columns[1:1 + len(scores)]))
         if codes is not None:
@@ -442,4 +449,6 @@ def build_log(query, grades: np.ndarray, scores: dict, items, names: dict, ascen
         if count:
             q = int(np.searchsorted(offsets, row, side="right")) - 1
             _duplicates_error(count, labels[q], text[row].as_py(), names["item"])
-    return GroupedLog(offsets, labels, grades, scores, codes if text is None else text, item_labels)
+    log = GroupedLog(offsets, labels, grades, scores, codes if text is None else text, item_labels)
+    log.rows = {name: np.array(v, np.float64) for name, v in rows.items()}  # copied: the log owns its rows
+    return log

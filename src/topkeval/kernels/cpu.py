@@ -348,6 +348,22 @@ def _expected_ap_group(gg, ee, rr, c, k):
     return rr * total / ee
 
 
+@kernel
+def _expected_ap_member(gg, ee, wi, group_w, wabove, k):
+    """E[wi (1 + weight of the relevant ranked above it) / its rank], 0 beyond k: a relevant member
+    of weight ``wi`` of a tie group (``gg`` above it, ``ee`` members, relevant members weighing
+    ``group_w`` in all) with relevant candidates of weight ``wabove`` ranked above the group. The
+    AP sum's pair terms rel_i rel_j weigh w_i w_j and the item's own term w_i (not w_i^2): unbiased
+    when clicks are independent given relevance. At offset p (uniform over 1..ee) each relevant
+    group mate is above it with probability (p - 1)/(ee - 1)."""
+    total = 0.0
+    top = min(ee, k - gg)
+    for p in range(1, top + 1):
+        mates = (group_w - wi) * (p - 1) / (ee - 1) if ee > 1 else 0.0
+        total += (wabove + 1.0 + mates) / (gg + p)
+    return wi * total / ee
+
+
 class Columns(NamedTuple):
     """The kernel's per-row and per-query inputs (one model of a grouped log).
 
@@ -356,7 +372,8 @@ class Columns(NamedTuple):
     relevant ones and those with a positive gain); ``grade`` (float64, empty unless the tie rule is
     optimistic / pessimistic, which orders ties by grade); ``items`` (int64 codes, empty unless the
     tie rule orders by item); ``R`` (Q, int64): relevant items per query; ``gains`` (G x rows,
-    float64): one row of gains per discounted-gain statistic (G = 0 when none is asked for).
+    float64): one row of gains per discounted-gain statistic (G = 0 when none is asked for); ``rw``
+    (float64, empty for none): the weight of each relevant row (inverse propensities).
     """
 
     offsets: np.ndarray
@@ -367,6 +384,7 @@ class Columns(NamedTuple):
     items: np.ndarray
     R: np.ndarray
     gains: np.ndarray
+    rw: np.ndarray = np.zeros(0)
 
 
 class Params(NamedTuple):
@@ -403,10 +421,12 @@ class Outputs(NamedTuple):
 
 
 @kernel(outputs=('g', 'e', 'r', 'b', 'w', 'out', 'f', 'key', 'ridx'))
-def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx):
+def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, ridx):
     """Query q's statistics into ``out`` from the ``(g, e, r, b)`` of its ``m`` active candidates.
 
-    ``w[t]`` indexes ``rel`` (relevant) and ``gains_all`` (G x rows) of candidate t; ``Rq`` is the
+    ``w[t]`` indexes ``rel`` (relevant), ``rw`` and ``gains_all`` (G x rows) of candidate t; ``rw``
+    (empty for none) weighs each relevant candidate in h, h(R) and the AP sum (inverse propensity
+    weights: :mod:`topkeval.engine.unbiased`), ``rr`` and ``hit`` are left unweighted; ``Rq`` is the
     query's relevant count; ``f``, ``key`` and ``ridx`` are scratch arrays of at least ``m``
     elements. Every output of the query is written (zeros when ``m`` is 0). Shared by
     :func:`stats_range` (counts from a query's rows), :func:`matrix_rows` (counts from a score
@@ -432,9 +452,10 @@ def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx)
     # the best relevant tie group (hit probabilities, reciprocal rank) and the best rank
     best = -1
     first_rank = 1 << 62
+    weighted = rw.shape[0] > 0
     for t in range(m):
         isrel = rel[w[t]]
-        f[t] = 1.0 if isrel else 0.0
+        f[t] = (rw[w[t]] if weighted else 1.0) if isrel else 0.0
         if isrel:
             if best < 0 or g[t] < g[best]:
                 best = t
@@ -500,10 +521,19 @@ def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx)
             out.rr[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
             apsum = 0.0
             above = 0
+            wabove = 0.0
             i = 0
             while i < nr:
                 t = ridx[order[i]]
-                apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
+                if weighted:
+                    group_w = 0.0
+                    for j in range(i, i + r[t]):
+                        group_w += f[ridx[order[j]]]
+                    for j in range(i, i + r[t]):
+                        apsum += _expected_ap_member(g[t], e[t], f[ridx[order[j]]], group_w, wabove, k)
+                    wabove += group_w
+                else:
+                    apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
                 above += r[t]
                 i += r[t]  # the group's relevant members are consecutive in this order
             out.ap[q, c] = apsum
@@ -511,11 +541,17 @@ def _accumulate(q, m, g, e, r, b, w, rel, gains_all, Rq, prm, out, f, key, ridx)
             first = key[order[0]] + 1
             out.rr[q, c] = 1.0 / first if first <= k else 0.0
             apsum = 0.0
+            wsum = 0.0
             for i in range(nr):
                 rank = key[order[i]] + 1
                 if rank > k:
                     break
-                apsum += (i + 1) / rank
+                if weighted:  # the pair terms rel_i rel_j weigh w_i w_j, the item's own term w_i once
+                    wi = f[ridx[order[i]]]
+                    apsum += wi * (wsum + 1.0) / rank
+                    wsum += wi
+                else:
+                    apsum += (i + 1) / rank
             out.ap[q, c] = apsum
 
 
@@ -553,7 +589,7 @@ def stats_range(cols, prm, q0, q1, out):
         out.n[q] = n
         out.rel_ret[q] = nrel
         if nact == 0:
-            _accumulate(q, 0, g, e, r, b, w, rel, cols.gains, R[q], prm, out, f, key, ridx)
+            _accumulate(q, 0, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
             continue
         # ranks beyond `limit` matter to no requested metric
         limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
@@ -566,7 +602,7 @@ def stats_range(cols, prm, q0, q1, out):
             m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
         else:
             m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
-        _accumulate(q, m, g, e, r, b, w, rel, cols.gains, R[q], prm, out, f, key, ridx)
+        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
 
 
 @kernel(outputs=('out',))
@@ -577,6 +613,7 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
     ``out.rel_ret`` are left to the caller."""
     g, e, r, b, w = _scratch(aoff, q0, q1)
     f, key, ridx = _accumulate_work(g.shape[0])
+    unweighted = np.zeros(0, np.float64)
     for q in range(q0, q1):
         lo = aoff[q]
         m = aoff[q + 1] - lo
@@ -586,7 +623,7 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
             r[t] = ra[lo + t]
             b[t] = ba[lo + t]
             w[t] = lo + t
-        _accumulate(q, m, g, e, r, b, w, rel, gains, R[q], prm, out, f, key, ridx)
+        _accumulate(q, m, g, e, r, b, w, rel, unweighted, gains, R[q], prm, out, f, key, ridx)
 
 
 #: Rows of a score matrix with at most this many active cells are counted (vectorised, one pass
@@ -619,6 +656,7 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
     g, e, r, b, w = _work(n)
     f, key, ridx = _accumulate_work(n)
     act = np.empty(n, np.int64)
+    unweighted = np.zeros(0, np.float64)
     for u in range(r0, r1):
         row = S[u]
         kept = 0
@@ -659,7 +697,7 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
                 m = _count_path(sc, rl, gr, it, act, nact, 0, tie, g, e, r, b, w, limit)
             else:
                 m = _sort_path(sc, rl, ac, gr, it, 0, -1.7976931348623157e308, tie, g, e, r, b, w, limit)
-        _accumulate(u, m, g, e, r, b, w, rl, gains, R[u], prm, out, f, key, ridx)
+        _accumulate(u, m, g, e, r, b, w, rl, unweighted, gains, R[u], prm, out, f, key, ridx)
         for p in range(rptr[u], rptr[u + 1]):  # clear the scratch rows for the next row
             x = rcol[p]
             rl[x] = False

@@ -63,6 +63,9 @@ class QueryStats:
         Expected reciprocal rank at each cutoff, one per maximum grade of ``err_grades``.
     iprec_levels : tuple of float
     err_grades : tuple of float
+    relevant_weight : ndarray of float64, shape (Q,), or None
+        Under inverse propensity weights (:mod:`topkeval.engine.unbiased`), the weight of each
+        query's relevant items (h, h(R), the AP sums and DCG are weighted sums then); None without.
     """
 
     cutoffs: np.ndarray
@@ -87,14 +90,21 @@ class QueryStats:
     infap_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
     iprec_levels: tuple = ()
     err_grades: tuple = ()
+    relevant_weight: np.ndarray | None = None
 
     _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum", "judged", "bpref_sum",
-                  "iprec", "auc_sum", "infap_sum")
+                  "iprec", "auc_sum", "infap_sum", "relevant_weight")
     _PER_VARIANT = ("dcg", "ideal_dcg", "err")
 
     @property
     def n_queries(self) -> int:
         return len(self.R)
+
+    @property
+    def Rw(self) -> np.ndarray:
+        """The denominator of the ratio metrics: R, or the relevant items' weight under inverse
+        propensity weights (the self-normalised estimators)."""
+        return self.R if self.relevant_weight is None else self.relevant_weight
 
     @property
     def N(self) -> np.ndarray:
@@ -138,7 +148,7 @@ class QueryStats:
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name in self._PER_QUERY:
-                v = v[rows] if len(v) else v
+                v = v[rows] if v is not None and len(v) else v
             elif f.name in self._PER_VARIANT:
                 v = v[:, rows]
             out[f.name] = v
@@ -153,7 +163,9 @@ class QueryStats:
         out: dict[str, Any] = {}
         for f in fields(first):
             values = [getattr(p, f.name) for p in parts]
-            if f.name in first._PER_QUERY:
+            if any(v is None for v in values):
+                out[f.name] = None
+            elif f.name in first._PER_QUERY:
                 out[f.name] = np.concatenate(values)
             elif f.name in first._PER_VARIANT:
                 out[f.name] = np.concatenate(values, axis=1)

@@ -47,12 +47,12 @@ def rr(st, m, conv):
     return st.rr[:, st.column(m.k)].copy()
 
 
-@register("ap", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
+@register("ap", ips="snips", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("map", "map_cut", "average_precision"),
           trec="map_cut", trec_uncut="map",
           summary="average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
           formula="sum(precision@rank of each relevant) / R")
 def ap(st, m, conv):
-    return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)
+    return ratio(st.ap_sum[:, st.column(m.k)], st.Rw, conv.undefined)
 
 
 @register("ap_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("rank",),
@@ -69,7 +69,7 @@ def _graded(m, conv) -> DcgSpec:
 _GAIN = (Param("gain", "gain", "linear", False),)
 
 
-@register("dcg", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, bounded=False, dcg=_graded,
+@register("dcg", ips="ips", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, bounded=False, dcg=_graded,
           summary="discounted cumulative gain, graded gains", formula="sum(gain / log2(rank + 1))")
 def dcg(st, m, conv):
     values = st.dcg_at(_graded(m, conv), m.k)
@@ -81,7 +81,7 @@ def dcg(st, m, conv):
     return values.copy()
 
 
-@register("ndcg", undefined="ideal DCG = 0", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
+@register("ndcg", ips="snips", undefined="ideal DCG = 0", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
           aliases=("ndcg_cut",), trec="ndcg_cut", trec_uncut="ndcg", variants={"ndcg_burges": {"gain": "exp"}},
           summary="normalised discounted cumulative gain, graded gains",
           formula="DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))")
@@ -93,7 +93,7 @@ def _rbp(m, conv) -> DcgSpec:
     return DcgSpec("binary", ("rbp", m.param("p")))
 
 
-@register("rbp", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),), dcg=_rbp,
+@register("rbp", ips="ips", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),), dcg=_rbp,
           summary="rank-biased precision (Moffat & Zobel 2008): a user reads on from each rank with probability p",
           formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)")
 def rbp(st, m, conv):

@@ -104,6 +104,8 @@ class Family:
     higher_is_better: bool = True  # for reports: which value of a column is the best
     needs_all_relevant: bool = False  # its value counts relevant items outside the list (divides by R, ideal ranking)
     undefined: str = "never"  # when a query's value is undefined (conventions' ``undefined`` is given instead)
+    ips: str | None = None  # under inverse propensity weights: "ips" (a sum of per-item terms: unbiased),
+    # "snips" (a ratio of such sums: self-normalised, consistent), None (no such estimator: refused)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -144,10 +146,11 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
-             undefined: str = "never"):
+             undefined: str = "never", ips: str | None = None):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
-    if unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none"):
+    if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
+            or ips not in (None, "ips", "snips")):
         raise ValueError(f"bad registry entry {name!r}")  # a programming error, not a user's
 
     def wrap(function):
@@ -155,7 +158,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined)
+                                undefined, ips)
         return function
 
     return wrap

@@ -73,16 +73,16 @@ def f_measure(hits, R, listed, beta: float, undefined: float) -> np.ndarray:
     return ratio((1.0 + b2) * np.asarray(hits, np.float64), b2 * np.asarray(R, np.float64) + listed, undefined)
 
 
-@register("precision", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
+@register("precision", ips="ips", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
           summary="relevant share of the top k", formula="h(k) / k  (shrink: h(k) / min(k, n))")
 def precision(st, m, conv):
     return ratio(_h(st, m), _k_den(st, m, conv), conv.undefined)
 
 
-@register("recall", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
+@register("recall", ips="snips", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
           summary="share of the relevant items found in the top k", formula="h(k) / R")
 def recall(st, m, conv):
-    return ratio(_h(st, m), st.R, conv.undefined)
+    return ratio(_h(st, m), st.Rw, conv.undefined)
 
 
 @register("recall_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",),
@@ -91,16 +91,16 @@ def recall_capped(st, m, conv):
     return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)
 
 
-@register("f1", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
+@register("f1", ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
-    return f_measure(_h(st, m), st.R, _k_den(st, m, conv), 1.0, conv.undefined)
+    return f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), 1.0, conv.undefined)
 
 
-@register("fbeta", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
+@register("fbeta", ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
-    return f_measure(_h(st, m), st.R, _k_den(st, m, conv), m.param("beta"), conv.undefined)
+    return f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), m.param("beta"), conv.undefined)
 
 
 @register("specificity", undefined="N = 0", cutoff="required", needs=("h",), aliases=("tnr",),
@@ -115,10 +115,12 @@ def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
 
 
-@register("r_precision", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
+@register("r_precision", ips="snips", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
           trec_uncut="Rprec", summary="precision at rank R (TREC Rprec)", formula="h(R) / R")
 def r_precision(st, m, conv):
     den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R
+    if st.relevant_weight is not None:  # inverse propensity weights: the denominator in weight, not count
+        den = ratio(den * st.relevant_weight, st.R, 0.0)
     return ratio(st.h_at_r, den, conv.undefined)
 
 
@@ -128,7 +130,7 @@ def hit_rate(st, m, conv):
     return st.hit[:, st.column(m.k)].copy()
 
 
-@register("tp", undefined="never", counts_found=True, cutoff="required", needs=("h",), aliases=("hits",), bounded=False,
+@register("tp", ips="ips", undefined="never", counts_found=True, cutoff="required", needs=("h",), aliases=("hits",), bounded=False,
           summary="relevant candidates in the top k (ranx hits@k)", formula="h(k)")
 def tp(st, m, conv):
     return _h(st, m).copy()
