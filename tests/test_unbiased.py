@@ -29,9 +29,10 @@ def _values(order, click, w):
     def dcg(k):
         return float(sum(rw[i] / math.log2(i + 2) for i in range(min(k, len(rw)))))
 
-    def idcg(k):
-        g = np.sort(cw)[::-1]
-        return float(sum(g[i] / math.log2(i + 2) for i in range(min(k, len(g)))))
+    def idcg(k):  # the ideal list of the relevant items the clicks stand for: Rw places of gain 1
+        places = min(Rw, k)
+        whole = int(math.floor(places))
+        return float(sum(1 / math.log2(i + 2) for i in range(whole)) + (places - whole) / math.log2(whole + 2))
 
     def ap(k):
         total, above = 0.0, 0.0
@@ -44,7 +45,7 @@ def _values(order, click, w):
     n = len(order)
     return {"precision@2": h(2) / 2, "precision@4": h(4) / 4, "tp@3": h(3), "recall@2": h(2) / Rw,
             "recall@3": h(3) / Rw, "f1@3": 2 * h(3) / (3 + Rw), "r_precision": h(R) / Rw, "ap": ap(n), "ap@3": ap(3),
-            "dcg@3": dcg(3), "dcg": dcg(n), "ndcg@3": dcg(3) / idcg(3), "ndcg": dcg(n) / idcg(n),
+            "dcg@3": dcg(3), "dcg": dcg(n), "ndcg@3": dcg(3) / idcg(3), "ndcg": dcg(n) / idcg(math.inf),
             "rbp(p=0.8)@4": 0.2 * sum(rw[i] * 0.8 ** i for i in range(min(4, n)))}
 
 

@@ -7,6 +7,7 @@
 
 from types import MappingProxyType as _ReadOnly
 
+from .analysis.bias import ItemPropensity, PositionBias, estimate_position_bias, popularity_propensity
 from .api import (
     evaluate,
     evaluate_matrix,
@@ -45,8 +46,9 @@ FAMILIES = _ReadOnly(_FAMILIES)
 PRESETS = _ReadOnly(_PRESETS)
 
 __all__ = [
-    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "MatrixEvaluator",
+    "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "ItemPropensity",
+    "MatrixEvaluator", "PositionBias",
     "Metric", "OutputFileError", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
-    "define_metric", "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "precision_at_k", "r_precision",
+    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

@@ -181,7 +181,11 @@ def evaluate(
         ``1 / p``: precision@k, tp@k, dcg@k and rbp become unbiased sums (IPS); recall@k, F1@k,
         R-precision, ap and ndcg self-normalised ratios of such sums (SNIPS: consistent, not
         unbiased). Other metrics have no such estimator and are refused. ``info["ips"]`` has the
-        effective sample size ``(sum w)^2 / sum w^2`` and the naive (clicks as relevance) means.
+        effective sample size ``(sum w)^2 / sum w^2`` and each metric's estimator. Unless
+        ``conventions`` or ``empty_queries`` / ``undefined`` say otherwise, every query enters the
+        means of the IPS sums (a query without a click estimates 0, exactly) and only queries with a
+        click enter those of the ratios (``empty_queries="keep", undefined="nan"``).
+        :meth:`Results.bounds` puts the naive numbers (clicks as relevance) beside them.
     clip : float, optional
         The largest weight a click may take (``>= 1``; lowers the variance, adds bias).
     **settings
@@ -278,6 +282,10 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position=None,
              propensity=None, clip=None, **settings) -> _Request:
     """Every check that involves more than one of evaluate()'s parameters, in one place."""
+    if propensity is not None and conventions is None:
+        # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased);
+        # a self-normalised ratio is undefined there (it enters no mean)
+        settings = {"empty_queries": "keep", "undefined": "nan"} | settings
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv)
     _check_clicks(plan, position, propensity, clip, item, qrels, depth, data)
@@ -465,7 +473,7 @@ def _propensity_rows(propensity, pos: np.ndarray, cols, item) -> np.ndarray:
         values = values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy") and not isinstance(
             values, np.ndarray) else np.asarray(values)
         where = pd.Index(by_item.index).get_indexer(values)
-        return np.where(where >= 0, by_item.to_numpy(np.float64)[where], np.nan)
+        return np.where(where >= 0, by_item.to_numpy(np.float64)[where], float(propensity.unseen))
     curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
     if isinstance(curve, pd.Series):
         curve = curve.to_dict()

@@ -45,3 +45,43 @@ def example_log(n_queries: int = 3000, seed: int = 0) -> pd.DataFrame:
         "old_ranker": old,
         "new_ranker": new,
     })
+
+
+def click_log(n_queries: int = 3000, candidates: int = 20, shown: int = 20, *, eta: float = 1.0, arms: int = 1,
+              seed: int = 0) -> pd.DataFrame:
+    """A simulated click log with its truth: which candidates were relevant, and what the old
+    ranker showed where (a position-based click model: a candidate shown at position k is examined
+    with probability ``k ** -eta`` and clicked when examined and relevant).
+
+    Columns: ``query, image, relevant`` (the truth), ``arm`` (with ``arms`` > 1: the same queries
+    logged under as many variants of the old ranker, as an A/B test does), ``position`` (1-based; NaN
+    for a candidate not among the ``shown`` first), ``click``, ``old_ranker``, ``new_ranker`` (a better
+    ranker, to be evaluated from the old one's clicks).
+
+    Examples
+    --------
+    >>> log = click_log(5)
+    >>> list(log.columns)
+    ['query', 'image', 'relevant', 'arm', 'position', 'click', 'old_ranker', 'new_ranker']
+    >>> bool((log["click"] <= log["relevant"]).all())
+    True
+    """
+    rng = np.random.default_rng(seed)
+    n = n_queries * candidates
+    query = np.repeat(np.arange(n_queries), candidates)
+    appeal = rng.normal(size=n)
+    relevant = rng.random(n) < 1 / (1 + np.exp(-(2.0 * appeal - 1.5)))
+    new = 1.0 * appeal + rng.normal(scale=0.6, size=n)
+    image = np.tile(np.arange(candidates), n_queries) + candidates * query
+    frames = []
+    for arm in range(arms):
+        old = 0.35 * appeal + rng.normal(scale=1.0, size=n)
+        order = np.lexsort((-old, query))  # by query, then the old ranker's order
+        rank = np.empty(n, np.int64)
+        rank[order] = np.tile(np.arange(1, candidates + 1), n_queries)
+        position = np.where(rank <= shown, rank, np.nan).astype(np.float64)
+        examined = rng.random(n) < np.where(rank <= shown, rank.astype(np.float64) ** -eta, 0.0)
+        frames.append(pd.DataFrame({"query": query, "image": image, "relevant": relevant.astype(np.int8), "arm": arm,
+                                    "position": position, "click": (examined & relevant).astype(np.int8),
+                                    "old_ranker": old, "new_ranker": new}))
+    return pd.concat(frames, ignore_index=True) if arms > 1 else frames[0]

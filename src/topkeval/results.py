@@ -7,6 +7,7 @@ import copy
 import pandas as pd
 
 from .analysis import beyond as _beyond
+from .analysis import clicks as _clicks
 from .analysis import compare as _compare
 from .analysis import diff as _diff
 from .analysis import segments as _segments
@@ -217,6 +218,38 @@ class Results:
         0     s  precision@1   0.5     0.0      1.0
         """
         return _compare.summary_ci(self._evaluation, confidence, n_resamples, seed)
+
+    @validate_params(metrics=[Metrics(), None])
+    def bounds(self, metrics=None) -> pd.DataFrame:
+        """What a click log can and cannot say: each metric's naive value (clicks as relevance),
+        its estimate (this evaluation's value: inverse propensity weighted with ``propensity=``),
+        and its lower and upper bound over what the candidates the logging ranker never showed
+        could be (none relevant / as many as could be), with the mean share of each model's top
+        min(k, n) that they fill. Needs ``evaluate(..., position=)``.
+
+        ``lower <= truth <= upper`` whatever the unknown relevance, when the clicks and the shown
+        candidates' non-clicks are right. Exact for precision, tp, fp, hit_rate, dcg, rbp and rr
+        under every tie rule, and for recall, F1 and F-beta under every rule that does not order
+        ties by relevance (``(h + sum_S p) / (R + |S|)`` at its extremes over the set S of
+        never-shown candidates taken as relevant); ap, ndcg and the others move both ways with a
+        candidate's relevance and get no bound (NaN, and the reason in ``note``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by (model, metric): ``naive, estimate, lower, upper, never_shown, note``.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> log = {"query": [1, 1, 1], "click": [1, 0, 0], "position": [1, 2, None], "new": [0.2, 0.1, 0.9]}
+        >>> res = tk.evaluate(log, ["precision@2"], relevance="click", score="new", position="position")
+        >>> res.bounds()[["naive", "lower", "upper", "never_shown"]]
+                         naive  lower  upper  never_shown
+        model metric
+        new   precision@2    0.5    0.5    1.0          0.5
+        """
+        return _clicks.bounds(self._evaluation, metrics)
 
     @validate_params(baseline=Model(), model=Model(), metric=MetricName(), items=Bool())
     def diff(self, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:

@@ -155,6 +155,7 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
                 row_gains[unjudged] = 0.0
             judged_gains = gains_of(judgments.grades, spec, judged_rel)
         if weights is not None:
+            unweighted_judged = judged_gains
             row_gains, judged_gains = row_gains * weights, judged_gains * weights
         # judged items of grade 0 not listed in judgments.grades (the cells of a score matrix)
         zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in UNJUDGED_GAINS + ("binary",) else 0.0
@@ -166,8 +167,52 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
             row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
             zero_gain = math.ldexp(zero_gain, -shift)
         gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
-        ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c, spec.signed)
+        if weights is not None:
+            ideal[g] = weighted_ideal_dcg(judgments.offsets, unweighted_judged, weights, plan.cutoffs, spec)
+            if shift:
+                ideal[g] = np.ldexp(ideal[g], -shift)
+        else:
+            ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c, spec.signed)
     return gains, disc, cum, ideal, shifts
+
+
+def weighted_ideal_dcg(offsets: np.ndarray, gains: np.ndarray, weights: np.ndarray, cutoffs: np.ndarray,
+                       spec) -> np.ndarray:
+    """The ideal DCG (Q x C) of the relevant items a click log stands for: each candidate with a
+    positive gain takes ``weights[i]`` (its inverse propensity) consecutive places of the ideal
+    list, by gain descending, a fractional place counting its share of that rank's discount.
+    With every weight 1 it is the ordinary ideal DCG; it is the denominator of the self-normalised
+    nDCG (:mod:`topkeval.engine.unbiased`)."""
+    from ..kernels.stats import NO_CUTOFF
+
+    Q = len(offsets) - 1
+    q_of_row = np.repeat(np.arange(Q), np.diff(offsets))
+    take = gains > 0
+    q, g, w = q_of_row[take], gains[take], weights[take]
+    order = np.lexsort((-g, q))
+    q, g, w = q[order], g[order], w[order]
+    ends = np.cumsum(w)
+    starts_of_q = np.zeros(Q)
+    first = np.ones(len(q), bool)
+    first[1:] = q[1:] != q[:-1]
+    base = np.maximum.accumulate(np.where(first, ends - w, 0.0)) if len(q) else ends
+    lo, hi = ends - w - base, ends - base  # each item's places within its query's ideal list
+    longest = int(np.ceil(hi.max())) + 2 if len(hi) else 2
+    _, cum = discounts(spec, longest)
+
+    def cum_at(x):  # the discount summed over places 0..x, a fractional place counted in part
+        whole = np.floor(x).astype(np.int64)
+        part = x - whole
+        nxt = np.minimum(whole + 1, len(cum) - 1)
+        return cum[whole] + part * (cum[nxt] - cum[whole])
+
+    out = np.zeros((Q, len(cutoffs)))
+    del starts_of_q
+    for c, k in enumerate(cutoffs):
+        kk = float(min(k, NO_CUTOFF))
+        share = cum_at(np.minimum(hi, kk)) - cum_at(np.minimum(lo, kk))
+        out[:, c] = np.bincount(q, weights=g * share, minlength=Q)
+    return out
 
 
 def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:

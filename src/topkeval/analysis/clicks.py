@@ -1,0 +1,168 @@
+"""What a click log cannot say, bounded: every metric's range over what the candidates the logging
+ranker never showed could be (none of them relevant / as many as could be), and how much of each
+model's top k they fill. No click model is needed (Microsoft Recommenders' issue 459 asks for these
+bounds on data missing not at random).
+
+For a query, the clicked candidates are relevant and the shown, unclicked ones are not (as the naive
+evaluation takes them); each never-shown candidate may be either. The bounds are exact under every
+tie rule that does not order ties by relevance (``expected``, ``first``, ``item_asc``/``item_desc``;
+``optimistic``/``pessimistic`` give the top-k families only):
+
+* families that look only at the top k and grow with each relevant candidate there (precision, tp,
+  hit_rate, dcg, rbp, rr): the lower bound is the naive value, the upper one the value with every
+  never-shown candidate relevant (fp the other way round);
+* recall, F1, F-beta: ``(h + sum_S p) / (R + |S|)``-shaped in the set S of never-shown candidates
+  made relevant (``p_j`` their chance of being in the top k); the extremes take S as a prefix of
+  those candidates ordered by ``p`` (descending for the upper bound, ascending for the lower);
+* the others (ap, ndcg, r_precision, ...) do not move one way with a candidate's relevance; no
+  bound is given (NaN, with the reason in ``note``).
+
+A bound's mean runs over the queries where it is defined (those with a click or a never-shown
+candidate); ``never_shown`` is the mean share of each model's top min(k, n) taken by never-shown
+candidates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..engine import make_plan
+from ..engine.rules import comparable_scores, threshold, tie_rule
+from ..errors import ParameterError
+
+_TOP_UP = frozenset({"precision", "tp", "hit_rate", "dcg", "rbp", "rr"})
+_TOP_DOWN = frozenset({"fp"})
+_RATIO = frozenset({"recall", "f1", "fbeta"})
+
+
+def bounds(evaluation, metrics=None) -> pd.DataFrame:
+    """See :meth:`topkeval.Results.bounds`."""
+    from ..backends.cpu import CPU
+    from ..engine import build_results, evaluate_grouped
+
+    if evaluation.sources is None or evaluation.conventions is None:
+        raise ParameterError("bounds() reads the click log again; these results keep no rows (a matrix, Spark, a "
+                             "streamed file): evaluate a table with position=.")
+    sources = list(evaluation.sources())
+    log = sources[0][0]
+    if len(sources) != 1 or "position" not in log.rows:
+        raise ParameterError("bounds() needs the logging ranker's positions: evaluate the click log with "
+                             "position='<column>' (the column where never-shown candidates are empty).")
+    conv = evaluation.conventions
+    labels = list(evaluation.info["metrics"]) if metrics is None else ([metrics] if isinstance(metrics, str)
+                                                                        else list(metrics))
+    plan = make_plan(labels, conv)
+    never = np.isnan(log.rows["position"])
+    rows = {k: v for k, v in log.rows.items() if k != "ips_weight"}
+    plain = log.with_scores(log.scores)
+    plain.rows = rows
+    grades = np.asarray(log.grades, np.float64)
+    relevant_grade = max(1.0, float(conv.threshold or 1.0))
+    upper_log = _with_grades(plain, np.where(never & ~conv.is_relevant(grades), relevant_grade, grades))
+
+    def means(current_log):
+        batch, _ = evaluate_grouped(current_log, plan, backend=CPU)
+        ev = build_results([batch], plan)
+        return ev.summary, batch
+
+    naive, _ = means(plain)
+    upper, _ = means(upper_log)
+    out = []
+    for model in log.scores:
+        for label, metric in zip(plan.labels, plan.metrics):
+            family = metric.family
+            row = {"model": model, "metric": label, "naive": float(naive.loc[model, label]),
+                   "estimate": float(evaluation.summary.loc[model, label]) if label in evaluation.summary.columns
+                   else np.nan, "lower": np.nan, "upper": np.nan, "never_shown": np.nan, "note": ""}
+            k = metric.k
+            if k is not None:
+                row["never_shown"] = _never_shown_share(plain, conv, model, k, never)
+            if family in _TOP_UP or family in _TOP_DOWN:
+                lo, hi = float(naive.loc[model, label]), float(upper.loc[model, label])
+                row["lower"], row["upper"] = (lo, hi) if family in _TOP_UP else (hi, lo)
+            elif family in _RATIO and conv.ties not in ("optimistic", "pessimistic"):
+                row["lower"], row["upper"] = _ratio_bounds(plain, conv, model, metric, never)
+            elif family in _RATIO:
+                row["note"] = f"ties={conv.ties!r} orders ties by relevance: no exact bound"
+            else:
+                row["note"] = "not monotone in a candidate's relevance: no bound"
+            out.append(row)
+    return pd.DataFrame(out).set_index(["model", "metric"])
+
+
+def _with_grades(log, grades):
+    from ..inputs.grouped import GroupedLog
+
+    new = GroupedLog(log.offsets, log.queries, grades, log.scores, log.items, log.item_labels)
+    new.item_text, new.judged, new.rows = log.item_text, log.judged, log.rows
+    return new
+
+
+def _inclusion(log, conv, model: str, k: int, rows: np.ndarray) -> np.ndarray:
+    """Per row: the chance that a row of ``rows`` is in the model's top k (0 elsewhere)."""
+    from ..kernels import cpu
+
+    scores = comparable_scores(log.scores[model], conv)
+    tie, items = tie_rule(log, conv, scores)
+    grades = log.grades.astype(np.float64, copy=False)
+    kq = np.full(log.n_queries, int(min(k, 1 << 40)), np.int64)
+    return cpu.inclusion(log.offsets, scores, rows, grades, items, threshold(conv), tie, kq)
+
+
+def _never_shown_share(log, conv, model: str, k: int, never: np.ndarray) -> float:
+    p = _inclusion(log, conv, model, k, never)
+    q = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    scores = comparable_scores(log.scores[model], conv)
+    n_kept = np.bincount(q, weights=(scores >= threshold(conv)).astype(np.float64), minlength=log.n_queries)
+    den = np.minimum(float(k), n_kept)
+    share = np.bincount(q, weights=p, minlength=log.n_queries)
+    ok = den > 0
+    return float((share[ok] / den[ok]).mean()) if ok.any() else float("nan")
+
+
+def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[float, float]:
+    """Mean lower and upper bound of recall / F-beta over the queries where one is defined."""
+    k = metric.k
+    rel = conv.is_relevant(np.asarray(log.grades, np.float64))
+    p_never = _inclusion(log, conv, model, k, never)
+    p_rel = _inclusion(log, conv, model, k, rel)
+    q = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+    h = np.bincount(q, weights=p_rel, minlength=log.n_queries)
+    R = np.bincount(q, weights=rel.astype(np.float64), minlength=log.n_queries)
+    if metric.family == "recall":
+        a, b, num_gain, den_gain = 1.0, 0.0, 1.0, 1.0
+    else:
+        beta2 = 1.0 if metric.family == "f1" else float(metric.param("beta")) ** 2
+        scores = comparable_scores(log.scores[model], conv)
+        n_kept = np.bincount(q, weights=(scores >= threshold(conv)).astype(np.float64), minlength=log.n_queries)
+        kden = np.minimum(float(k), n_kept) if conv.short_lists == "shrink" else np.full(log.n_queries, float(k))
+        a, b, num_gain, den_gain = 1.0 + beta2, kden, 1.0 + beta2, beta2
+        R = beta2 * R
+    lows, highs = [], []
+    never_rows = np.flatnonzero(never)
+    starts = np.searchsorted(q[never_rows], np.arange(log.n_queries + 1))
+    for query in range(log.n_queries):
+        ps = p_never[never_rows[starts[query]:starts[query + 1]]]
+        base_b = b if np.isscalar(b) else b[query]
+        num, den = a * h[query], R[query] + base_b
+        lo = _extreme(num, den, np.sort(ps), num_gain, den_gain, min)
+        hi = _extreme(num, den, np.sort(ps)[::-1], num_gain, den_gain, max)
+        if lo is not None:
+            lows.append(lo)
+            highs.append(hi)
+    return (float(np.mean(lows)), float(np.mean(highs))) if lows else (float("nan"), float("nan"))
+
+
+def _extreme(num: float, den: float, ps: np.ndarray, num_gain: float, den_gain: float, pick):
+    """The min / max over prefixes of ``ps`` of ``(num + num_gain sum p) / (den + den_gain |prefix|)``
+    (None when every denominator is 0)."""
+    nums = num + num_gain * np.concatenate([[0.0], np.cumsum(ps)])
+    dens = den + den_gain * np.arange(len(ps) + 1)
+    ok = dens > 0
+    if not ok.any():
+        return None
+    return float(pick(nums[ok] / dens[ok]))
+
+
+
