@@ -6,6 +6,7 @@ module imports from a package above its own, counting the imports inside functio
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -196,3 +197,31 @@ def test_results_are_built_in_one_place_and_touched_by_no_other_module():
     for path in (SRC.parent.parent / "tests").glob("*.py"):  # the tests use the public API too
         lines = _private_reads(ast.parse(path.read_text()), set(owners))
         assert not lines, f"{path.name} touches the private state of Results (lines {lines})"
+
+
+def _readme_tree() -> dict[str, set[str]]:
+    """The files the README's Layout tree names under src/topkeval/, by package ("" for the top):
+    a package's entry is its ``  name/`` line and the lines indented under it."""
+    readme = (SRC.parent.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    lines = block.split("src/topkeval/\n", 1)[1].split("\ntests/", 1)[0].splitlines()
+    named: dict[str, set[str]] = {}
+    package = ""
+    for line in lines:
+        head = line[2:].split(" ", 1)[0] if line.startswith("  ") and not line.startswith("   ") else None
+        if head is not None:
+            package = head[:-1] if head.endswith("/") else ""
+        named.setdefault(package, set()).update(re.findall(r"\b(\w+\.py)\b", line))
+    return named
+
+
+def test_the_readme_layout_names_every_module_and_no_other():
+    on_disk: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC).parts
+        on_disk.setdefault(parts[0] if len(parts) > 1 else "", set()).add(parts[-1])
+    named = _readme_tree()
+    missing = {pkg: sorted(files - named.get(pkg, set())) for pkg, files in on_disk.items()}
+    stale = {pkg: sorted(files - on_disk.get(pkg, set())) for pkg, files in named.items()}
+    assert not any(missing.values()), f"README.md's Layout does not name {missing}: add them to its tree"
+    assert not any(stale.values()), f"README.md's Layout names files that do not exist: {stale}"
