@@ -430,7 +430,8 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
                     names=dict(query=query, relevance=r.relevance, item=item or "item"), ascending=r.ascending,
                     borrowed=cols.borrowed, rows=rows)
     sizes = np.diff(log.offsets)
-    engine.warn_if_truncated(r.plan, log.n_queries, int(sizes.min()), int(sizes.max()))
+    if r.position is None and r.propensity is None:  # a click log's pages: the same number on every query
+        engine.warn_if_truncated(r.plan, log.n_queries, int(sizes.min()), int(sizes.max()))
     attrs = segments.query_attributes(cols[query], cols, by, weight, query) if r.attributes else None
 
     def run(current_plan):
@@ -447,12 +448,16 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
 def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
     """The per-row columns of a click log (``position``, and with ``propensity`` the clicks'
     inverse propensity weights ``ips_weight``) and what ``info["ips"]`` says about them."""
-    if r.position is None:
+    if r.position is None and r.propensity is None:
         return {}, None
     from .engine import unbiased
 
-    pos = unbiased.positions(_as_1d(cols[r.position], r.position, "position="), r.position)
-    rows = {"position": pos}
+    if r.position is None:  # per-item propensities (popularity_propensity) need no position: a recommender's log
+        pos = np.ones(len(_as_1d(cols[r.relevance], r.relevance, "relevance")))
+        rows = {}
+    else:
+        pos = unbiased.positions(_as_1d(cols[r.position], r.position, "position="), r.position)
+        rows = {"position": pos}
     if r.propensity is None:
         return rows, None
     clicked = r.plan.conv.is_relevant(np.asarray(_as_1d(cols[r.relevance], r.relevance, "relevance"), np.float64))

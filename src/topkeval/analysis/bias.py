@@ -56,8 +56,9 @@ class PositionBias:
 
     @property
     def propensities(self) -> dict[int, float]:
-        """Position -> examination probability, capped at 1 (a noisy estimate may pass it)."""
-        return {int(k): float(min(v, 1.0)) for k, v in self.curve["propensity"].items()}
+        """Position -> examination probability, capped at 1 (a noisy estimate may pass it) and rounded
+        to 12 decimals (the least-squares solution's last bits are noise)."""
+        return {int(k): round(float(min(v, 1.0)), 12) for k, v in self.curve["propensity"].items()}
 
     def __repr__(self) -> str:
         head = f"PositionBias({self.method}, {self.form}" + (f", eta={self.eta:.4f}" if self.eta is not None else "")
