@@ -341,7 +341,9 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
             raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
         from .inputs import stream
 
-        kind = "file" if stream.should_stream(data, chunk_rows) else "table"
+        # a click log is read whole (its positions and weights go with the grouped rows)
+        kind = "file" if (position is None or chunk_rows is not None) and stream.should_stream(data, chunk_rows) \
+            else "table"
         if kind == "table" and chunk_rows is not None:
             raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                                  "chunk_rows, or write the table to parquet first.")
@@ -461,24 +463,34 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
     if r.propensity is None:
         return rows, None
     clicked = r.plan.conv.is_relevant(np.asarray(_as_1d(cols[r.relevance], r.relevance, "relevance"), np.float64))
-    prop = _propensity_rows(r.propensity, pos, cols, r.item)
-    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position)
+    at = np.flatnonzero(clicked)  # only a click's propensity is ever read
+    w, info = unbiased.weights(pos, clicked, _propensity_rows(r.propensity, pos, cols, r.item, at), r.clip,
+                               r.position)
     rows["ips_weight"] = w
     info["estimators"] = {label: FAMILIES[m.family].ips for label, m in zip(r.plan.labels, r.plan.metrics)}
     return rows, info
 
 
-def _propensity_rows(propensity, pos: np.ndarray, cols, item) -> np.ndarray:
-    """Per row, the examination probability of ``propensity`` (NaN where it gives none)."""
+def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) -> np.ndarray:
+    """At rows ``at``, the examination probability that ``propensity`` gives (NaN where it gives none)."""
+    pos = pos[at]
     if isinstance(propensity, str):
-        return np.asarray(_as_1d(cols[propensity], propensity, "propensity="), np.float64)
+        return np.asarray(_as_1d(cols[propensity], propensity, "propensity="), np.float64)[at]
     by_item = getattr(propensity, "by_item", None)
     if by_item is not None:  # popularity_propensity(): per item
         values = cols[item]
+        values = values.take(at) if hasattr(values, "take") and not isinstance(values, np.ndarray) else values[at]
         values = values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy") and not isinstance(
             values, np.ndarray) else np.asarray(values)
         where = pd.Index(by_item.index).get_indexer(values)
         return np.where(where >= 0, by_item.to_numpy(np.float64)[where], float(propensity.unseen))
+    if callable(propensity) and not isinstance(propensity, Mapping):  # position -> probability, vectorised
+        with np.errstate(all="ignore"):
+            values = np.asarray(propensity(pos.copy()), np.float64)
+        if values.shape != pos.shape:
+            raise ParameterError("propensity= as a function must map an array of positions to an array of "
+                                 f"probabilities of the same shape; it returned shape {values.shape}.")
+        return values
     curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
     if isinstance(curve, pd.Series):
         curve = curve.to_dict()

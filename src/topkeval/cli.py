@@ -104,6 +104,7 @@ _NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the 
               ("query", "--query", "a column name"), ("relevance", "--relevance", "a column name"),
               ("item", "--item", "a column name"), ("score", "--score", "a column name"),
               ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
+              ("position", "--position", "a column name"), ("propensity", "--propensity", "a column or a curve"),
               ("baseline", "--baseline", "a model name"), ("output", "-o/--output", "the path of a file"),
               ("report", "--report", "the path of a file"))
 
@@ -145,6 +146,13 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     p.add_argument("--by", action="append", metavar="COLUMN", help="break the results down by this query-level "
                    "column (device, market); repeat for several")
     p.add_argument("--weight", metavar="COLUMN", help="query weights (traffic): weighted means and comparisons")
+    g = p.add_argument_group("click logs (clicks are not relevance)")
+    g.add_argument("--position", metavar="COLUMN", help="the 1-based position at which the logging ranker showed "
+                   "each candidate (empty: never shown)")
+    g.add_argument("--propensity", metavar="CURVE", help="examination probabilities: a column of them, positions "
+                   "'1:1,2:0.6,3:0.45', or 'power:ETA' (1/position^ETA); the metrics are then inverse propensity "
+                   "weighted (needs --position)")
+    g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1)")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
     p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
@@ -191,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=formats.names(), default="table",
                     help=f"{', '.join(formats.names())} (default: table)")
     ev.add_argument("--per-query", action="store_true", help="print one row per (model, query) instead of the means")
+    ev.add_argument("--bounds", action="store_true", help="with --position: each metric's naive value, estimate and "
+                    "bounds over what the never-shown candidates could be")
     ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
                     help="each mean with its bootstrap confidence interval (default level 0.95)")
     _add_conventions(ev)
@@ -279,7 +289,8 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
     from .api import evaluate
 
     extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
-                               ("weight", args.weight)) if v is not None}
+                               ("weight", args.weight), ("position", args.position),
+                               ("propensity", _propensity(args.propensity)), ("clip", args.clip)) if v is not None}
     if args.judged_only:
         extra["judged_only"] = True
     if args.ascending:
@@ -315,12 +326,49 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
                         keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
+def _propensity(text: str | None):
+    """--propensity: a column name, positions ``1:1,2:0.6``, or ``power:ETA``."""
+    if text is None:
+        return None
+    if text.startswith("power:"):
+        try:
+            eta = float(text.removeprefix("power:"))
+        except ValueError:
+            raise _UsageError(f"--propensity {text!r}: power:ETA needs a number, such as power:1") from None
+        if not (0 <= eta < 100):
+            raise _UsageError(f"--propensity {text!r}: ETA must be a number in [0, 100)")
+        return lambda positions: positions ** -eta
+    if ":" not in text:
+        return text  # a column
+    curve = {}
+    for part in text.split(","):
+        key, _, value = part.partition(":")
+        try:
+            position = int(key)
+            curve[position] = float(value)
+        except ValueError:
+            raise _UsageError(f"--propensity {text!r}: write positions and probabilities as 1:1,2:0.6,3:0.45 "
+                              f"({part!r} is not POSITION:PROBABILITY)") from None
+    return curve
+
+
 def _evaluate(args, out) -> int:
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    if args.bounds and not args.position:
+        raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
     res = _load(args, metrics, scores=args.score or ["score"],
                 keep_per_query=args.per_query or args.ci is not None)
+    if args.bounds:
+        if args.per_query or args.ci is not None or args.format == "trec":
+            raise _UsageError("--bounds prints one table of means: drop --per-query, --ci and --format trec")
+        table = res.bounds().reset_index()
+        title = "what the click log can say: naive (clicks as relevance), estimate, bounds over the never-shown"
+        _write(out, args.format, formats.Document([formats.Block(table, title=title)],
+                                                  notes=report.info_lines(res.info),
+                                                  payload={"bounds": report.records(table), "info": res.info}))
+        return 0
     _emit_results(res, args.format, args.per_query, out, args.ci)
     return 0
 
@@ -548,7 +596,7 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "query": "--query", "relevance": "--relevance", "item": "--item", "confidence": "--confidence",
     "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels", "by": "--by",
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
-    "weight": "--weight",
+    "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
 }
 
 

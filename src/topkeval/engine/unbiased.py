@@ -31,7 +31,7 @@ def check_families(metrics) -> None:
         raise ParameterError(f"{', '.join(bad)} cannot be estimated from clicks with propensity=: only a sum of per-item "
                              f"terms (or a ratio of such sums) has an inverse propensity estimator. Families that do: "
                              f"{', '.join(ok)}. Evaluate the others without propensity= (as clicks), or bound them "
-                             "with Results.bounds().")
+                             "(Results.bounds(); on the command line --bounds).")
 
 
 def positions(values: np.ndarray, column: str) -> np.ndarray:
@@ -58,8 +58,8 @@ def weights(pos: np.ndarray, clicked: np.ndarray, propensity: np.ndarray, clip: 
     """Per-row inverse propensity weights (1 on rows without a click, which never weigh) and what
     to report: the effective sample size and the clicks whose weight ``clip`` capped.
 
-    ``propensity``: per row, the probability that the row's candidate was examined where it was
-    shown (NaN where unknown). Effective sample size (Kish): ``(sum w)^2 / sum w^2`` over the clicks.
+    ``propensity``: per clicked row (in row order), the probability that its candidate was
+    examined where it was shown (NaN where unknown). Effective sample size (Kish): ``(sum w)^2 / sum w^2`` over the clicks.
 
     Raises
     ------
@@ -73,7 +73,7 @@ def weights(pos: np.ndarray, clicked: np.ndarray, propensity: np.ndarray, clip: 
         raise DataError(f"{int(unshown.sum())} clicked rows have no position (row {row} first): a click on a candidate "
                         f"the logging ranker never showed cannot be. Fill in {position_column!r} for them, or check that "
                         "the click and position columns belong to the same log.")
-    p = np.asarray(propensity, np.float64)[clicked]
+    p = np.asarray(propensity, np.float64)  # at the clicked rows, in order
     missing = np.isnan(p)
     if missing.any():
         where = pos[clicked][missing]

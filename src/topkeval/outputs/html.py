@@ -249,6 +249,9 @@ def report_html(res, baseline: str | None = None, **options) -> str:
     has_rows = len(per_query) > 0
     notes: list[str] = []
     sections = [_summary_section(res, o, has_rows)]
+    clicks = _clicks_section(res, o)
+    if clicks is not None:
+        sections.append(clicks)
     if res.by and has_rows:
         sections.append(_segments_section(res, o))
     diffs: dict = {}
@@ -310,6 +313,34 @@ def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, s
                f"({o.n_resamples:,} resamples). Bold: the best model of the column.") if has_rows else (
                "Mean over the evaluated queries (no per-query values were kept, so no intervals).")
     return ("summary", "Summary", _table(head, rows, "summary") + f'<p class="note">{ci_note}</p>')
+
+
+def _clicks_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
+    """A click log (``evaluate(..., position=)``): naive, estimate and bounds side by side, with the
+    share of each model's top k never shown and the effective sample size of the weights."""
+    try:
+        table = res.bounds().reset_index()
+    except ParameterError:  # not a click log with positions
+        return None
+    ips = res.info.get("ips")
+    head = ["model", "metric", "#naive", "#estimate", "#lower", "#upper", "#never shown", "note"]
+    rows = []
+    for r in table.to_dict("records"):
+        rows.append(f'<tr><td class="id">{esc(r["model"])}</td><td class="id">{esc(r["metric"])}</td>'
+                    + "".join(_num(r[c], o.digits) for c in ("naive", "estimate", "lower", "upper", "never_shown"))
+                    + f"<td>{esc(r['note'])}</td></tr>")
+    if ips:
+        kinds = ", ".join(f"{esc(m)}: {'IPS (unbiased)' if e == 'ips' else 'SNIPS (self-normalised, consistent)'}"
+                          for m, e in ips["estimators"].items())
+        lead = (f"Estimates weigh each click by the inverse of its position's examination probability ({kinds}); "
+                f"{ips['clicks']:,} clicks, effective sample size {ips['effective_sample_size']:,.0f}"
+                + (f", {ips['clipped']:,} weights clipped at {ips['clip']:g}" if ips.get("clip") else "") + ".")
+    else:
+        lead = "No propensities were given: the estimate is the naive value (clicks as relevance)."
+    note = (f"{lead} Naive: clicks as relevance. Lower and upper: the metric when none / as many as could be of the "
+            "candidates the logging ranker never showed are relevant (shown, unclicked candidates taken as not "
+            "relevant). Never shown: their mean share of each model's top k.")
+    return ("clicks", "Clicks and what they cannot see", _table(head, rows, "clicks") + f'<p class="note">{note}</p>')
 
 
 def _segments_section(res, o: ReportOptions) -> tuple[str, str, str]:
