@@ -42,7 +42,7 @@ SECONDS = 60  # a call on these tiny inputs that takes longer hangs
 
 
 #: classes whose objects topkeval builds and returns (users call their methods, not their constructors)
-RETURNED = (Results,)
+RETURNED = (Results, tk.PositionBias, tk.ItemPropensity)
 
 
 def _public_methods(cls) -> dict[str, object]:
@@ -101,7 +101,12 @@ LOG = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3], "item": list("abcabdae"),
                     "old": [0.9, 0.5, 0.1, 0.8, 0.3, 0.3, 0.2, 0.7],
                     "new": [0.2, 0.5, 0.9, 0.1, 0.8, 0.3, 0.9, 0.1]})
 RES = tk.evaluate(LOG, metrics=["recall@2", "precision@2", "ndcg@3"], score=["old", "new"], item="item")
+CLICKS = LOG.assign(position=[1, 2, 3, 1, 2, 3, 1, 2])
+IMPRESSIONS = pd.DataFrame({"query": [1, 1, 1, 1], "item": ["a", "b", "a", "b"], "position": [1, 2, 2, 1],
+                            "click": [1, 0, 1, 1]})
 SCORES = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
+CLICK_RES = tk.evaluate(CLICKS, metrics=["recall@2", "precision@2"], score=["old", "new"], item="item",
+                        position="position")
 TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
 
 
@@ -140,11 +145,19 @@ def valid_calls(files) -> dict:
     fed.update(SCORES, TRUTH)
     single = dict(relevance=[1, 0, 1, 0], scores=[0.4, 0.3, 0.2, 0.1], k=2, items=None, conventions=None)
     return {
-        "evaluate": (tk.evaluate, dict(data=LOG, metrics=["recall@2"], query="query", relevance="relevance",
+        "evaluate": (tk.evaluate, dict(data=CLICKS, metrics=["recall@2"], query="query", relevance="relevance",
                                        score=["old", "new"], item="item", conventions=None, qrels=None, model=None,
                                        missing_queries="skip", depth=None, judged_only=False, chunk_rows=None,
                                        progress=None, keep_per_query=True, threads=None, ascending=False, by=None,
-                                       weight=None)),
+                                       weight=None, position="position", propensity={1: 1.0, 2: 0.5, 3: 0.25},
+                                       clip=10.0)),
+        "estimate_position_bias": (tk.estimate_position_bias, dict(
+            impressions=IMPRESSIONS, query="query", item="item", position="position", click="click",
+            impressions_column=None, method="harvest", form="free", max_position=None, confidence=0.9,
+            n_resamples=5, seed=0)),
+        "popularity_propensity": (tk.popularity_propensity, dict(interactions=LOG, item="item", gamma=1.0,
+                                                                 recommendations=None, recommended_item=None,
+                                                                 exclude_top=0.0)),
         "recall_at_k": (tk.recall_at_k, single),
         "precision_at_k": (tk.precision_at_k, single),
         "f1_at_k": (tk.f1_at_k, single),
@@ -194,6 +207,7 @@ def _results_calls(res, root) -> dict:
         "to_string": (res.to_string, dict(format="markdown", per_query=False, ci=None, digits=3)),
         "to_dict": (res.to_dict, dict(per_query=False)),
         "to_pandas": (res.to_pandas, {}),
+        "bounds": (CLICK_RES.bounds, dict(metrics=None)),
         "label": (res.label, dict(metric="R@2")),
     }
 

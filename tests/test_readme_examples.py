@@ -54,3 +54,16 @@ def test_the_output_format_example_writes_the_models_as_the_first_column(monkeyp
     assert [r[0] for r in rows[1:]] == ["old", "new"]
     per_query = [line.split("\t") for line in namespace["res"].to_string("tsv", per_query=True).splitlines()]
     assert per_query[0] == ["model", "query", "recall@2", "ndcg@2"]  # per query, the model is a column
+
+
+def test_the_click_log_example_runs_and_estimates_what_it_says():
+    body, last = _block("estimate_position_bias(")
+    namespace: dict = {"tk": tk, "pd": pd}
+    exec(body.replace("20_000", "4000"), namespace)  # a smaller log: the same statements
+    prop = eval(last, namespace)
+    assert prop.by_item.to_dict() == {"a": 1.0, "b": 0.5}
+    res, bias = namespace["res"], namespace["bias"]
+    assert res.info["ips"]["estimators"] == {"precision@10": "ips", "dcg@10": "ips"}
+    assert abs(bias.curve.loc[2, "propensity"] - 0.5) < 0.06  # examination 1/position
+    bounds = namespace["res"].bounds()
+    assert (bounds["lower"] <= bounds["upper"]).all()

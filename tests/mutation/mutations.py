@@ -48,6 +48,7 @@ APART = "tests/test_reference.py::test_judgments_apart_equal_reference"  # judgm
 SELECTION = " ".join(f"tests/test_reference.py::test_sort_path_selection_equals_counting[{s}]" for s in (0, 1, 3))
 HAND = "tests/test_numbers.py"  # the reported numbers by hand (issue 28)
 SEEDS = "tests/test_seeds.py"  # the worked examples of the design documents
+UNB = "tests/test_unbiased.py"  # click logs: IPS against a brute-force definition, hand computations
 MATRIX = "tests/test_matrix.py::test_matrix_equals_long_format"
 IN_PLACE = "tests/test_matrix.py::test_rows_counted_in_place_equal_the_long_format"
 DEVICE = ("tests/test_matrix.py::test_device_counts_equal_the_long_format "
@@ -213,7 +214,7 @@ _LIST: list[Mutation] = [
     M("metrics/setbased.py", "inv = 1.0 / (beta * beta)", "inv = 1.0 / beta", REF),
     M("metrics/setbased.py", "return ratio((1.0 + b2) * np.asarray(hits, np.float64)",
       "return ratio((1.0 + beta) * np.asarray(hits, np.float64)", REF),
-    M("metrics/setbased.py", "return ratio(_h(st, m), st.R, conv.undefined)", "return ratio(_h(st, m), st.n, conv.undefined)",
+    M("metrics/setbased.py", "return ratio(_h(st, m), st.Rw, conv.undefined)", "return ratio(_h(st, m), st.n, conv.undefined)",
       REF),
     M("metrics/setbased.py", "return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)",
       "return ratio(_h(st, m), np.maximum(st.R, float(m.k)), conv.undefined)", REF),
@@ -236,7 +237,7 @@ _LIST: list[Mutation] = [
       REF),
 
     # --- metrics/rankbased.py -------------------------------------------------------------------
-    M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)",
+    M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], st.Rw, conv.undefined)",
       "return ratio(st.ap_sum[:, st.column(m.k)], st.rel_ret, conv.undefined)", REF),
     M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], np.minimum(st.R, float(m.k)), conv.undefined)",
       "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)", REF),
@@ -654,7 +655,8 @@ _LIST: list[Mutation] = [
       "active = is_rel | (gains > 0).any(axis=0) if len(plan.dcg_specs) else is_rel",
       f"{HAND}::test_matrix_ideal_dcg_under_negative_grades_ranks_the_grade_0_cells_before_the_negative_one"),
     M("inputs/grouped.py", "        return values.copy()\n    return values", "        return values\n    return values", OWNED),
-    M("api.py", "ascending=r.ascending,\n                    borrowed=cols.borrowed)", "ascending=r.ascending,\n                    borrowed=False)",
+    M("api.py", "ascending=r.ascending,\n                    borrowed=cols.borrowed, rows=rows)",
+      "ascending=r.ascending,\n                    borrowed=False, rows=rows)",
       OWNED),
     M("inputs/tables.py", "return values is given or not values.flags.owndata", "return values is given", OWNED),
     M("inputs/judgments.py", "r_scores = logmod.owned(r_scores, borrowed)", "r_scores = logmod.owned(r_scores, ())",
@@ -683,6 +685,37 @@ _LIST: list[Mutation] = [
       f"{LAYERS}::test_side_by_side_frame_cells"),
     M("outputs/text.py", "near = np.isclose(col.to_numpy(), top, rtol=1e-12, atol=1e-12)", "near = col.to_numpy() == top",
       f"{HAND}::test_best_rows_count_means_equal_up_to_rounding_as_ties"),
+    # clicks are not relevance (issue 23): inverse propensity weights, the position bias, the bounds
+    M("kernels/cpu.py", "f[t] = (rw[w[t]] if weighted else 1.0) if isrel else 0.0",
+      "f[t] = 1.0 if isrel else 0.0", f"{UNB}::test_hand_computed_log"),
+    M("kernels/cpu.py", "apsum += wi * (wsum + 1.0) / rank", "apsum += wi * (wsum + wi) / rank",
+      f"{UNB}::test_hand_computed_log"),
+    M("kernels/cpu.py", "total += (wabove + 1.0 + mates) / (gg + p)", "total += (wabove + wi + mates) / (gg + p)",
+      f"{UNB}::test_ips_equals_the_brute_force_definition"),
+    M("kernels/cpu.py", "mates = (group_w - wi) * (p - 1) / (ee - 1) if ee > 1 else 0.0",
+      "mates = group_w * (p - 1) / (ee - 1) if ee > 1 else 0.0",
+      f"{UNB}::test_ips_equals_the_brute_force_definition"),
+    M("engine/rules.py", "row_gains, judged_gains = row_gains * weights, judged_gains * weights",
+      "row_gains, judged_gains = row_gains * weights, judged_gains", f"{UNB}::test_hand_computed_log"),
+    M("engine/rules.py", "return cum[whole] + part * (cum[nxt] - cum[whole])", "return cum[whole]",
+      f"{UNB}::test_ips_equals_the_brute_force_definition"),
+    M("backends/cpu.py", "weights=np.where(rel, rw, 0.0)", "weights=rel.astype(np.float64)",
+      f"{UNB}::test_hand_computed_log"),
+    M("metrics/setbased.py", "def recall(st, m, conv):\n    return ratio(_h(st, m), st.Rw, conv.undefined)",
+      "def recall(st, m, conv):\n    return ratio(_h(st, m), st.R, conv.undefined)", f"{UNB}::test_hand_computed_log"),
+    M("engine/unbiased.py", "w = np.minimum(w, clip)", "w = np.maximum(w, clip)", f"{UNB}::test_clip_caps_the_weights"),
+    M("engine/unbiased.py", "ess = float(w.sum() ** 2 / (w * w).sum())", "ess = float(w.sum() / (w * w).sum())",
+      f"{UNB}::test_hand_computed_log"),
+    M("analysis/bias.py", "theta = np.log(ctr.to_numpy() / ctr.loc[1])", "theta = ctr.to_numpy() / ctr.loc[1]",
+      f"{UNB}::test_position_bias_from_a_randomisation_experiment"),
+    M("analysis/bias.py", "rho = np.log(eq[\"rj\"].to_numpy() / eq[\"rk\"].to_numpy())",
+      "rho = np.log(eq[\"rk\"].to_numpy() / eq[\"rj\"].to_numpy())",
+      f"{UNB}::test_position_bias_hand_computed_and_bad_logs"),
+    M("analysis/bias.py", "exponent = (gamma + 1) / 2", "exponent = gamma", f"{UNB}::test_popularity_propensity_by_hand_and_fitted"),
+    M("analysis/clicks.py", "hi = _extreme(num, den, np.sort(ps)[::-1], num_gain, den_gain, max)",
+      "hi = _extreme(num, den, np.sort(ps), num_gain, den_gain, max)", f"{UNB}::test_bounds_by_hand"),
+    M("analysis/clicks.py", "row[\"lower\"], row[\"upper\"] = (lo, hi) if family in _TOP_UP else (hi, lo)",
+      "row[\"lower\"], row[\"upper\"] = (lo, hi)", f"{UNB}::test_bounds_contain_the_truth"),
 ]
 
 
