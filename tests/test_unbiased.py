@@ -254,6 +254,7 @@ def test_popularity_propensity_by_hand_and_fitted():
     prop = tk.popularity_propensity(train, gamma=1.0)
     assert prop.by_item.to_dict() == {"a": 1.0, "b": 0.5, "c": 0.25}
     assert prop.unseen == 0.25
+    assert tk.popularity_propensity(train, gamma=3.0).by_item.to_dict() == {"a": 1.0, "b": 0.25, "c": 0.0625}
     # gamma fitted: items recommended in proportion to popularity ** 2 give a slope of 2
     counts = {f"i{j}": j for j in range(1, 40)}
     train = pd.DataFrame({"item": [i for i, n in counts.items() for _ in range(n)]})
@@ -324,6 +325,11 @@ def test_bounds_by_hand():
     assert b.loc[("new", "recall@3"), ["lower", "upper"]].tolist() == [1.0, 1.0]
     with pytest.raises(ParameterError, match="position="):
         tk.evaluate(log, ["precision@1"], relevance="click", score="new").bounds()
+    # two never-shown candidates: c at rank 1 (in the top 1), d at rank 3; a clicked at rank 2
+    log = {"query": [1, 1, 1], "item": ["a", "c", "d"], "click": [1, 0, 0], "position": [1, None, None],
+           "new": [0.5, 0.9, 0.1]}
+    b = tk.evaluate(log, ["recall@1"], relevance="click", score="new", item="item", position="position").bounds()
+    assert b.loc[("new", "recall@1"), ["lower", "upper"]].tolist() == [0.0, 0.5]   # upper: c relevant, d not
 
 
 def test_ips_precision_at_1_is_jurity_ips_ctr():
@@ -368,3 +374,24 @@ def test_ips_intervals_cover_the_truth_about_95_percent_of_the_time():
     for name, hits in covered.items():
         assert 0.88 <= hits / reps <= 0.995, (name, hits / reps)
     assert naive_covered == 0
+
+
+def test_compare_on_ips_estimates_finds_the_better_ranker_that_clicks_hide():
+    """The old ranker's own clicks favour it (its top holds every examined position); weighted by
+    the inverse propensities, the paired comparison sees the new ranker's gain, and segments and
+    intervals flow from the same per-query estimates."""
+    log = click_log(6000, seed=31)
+    log["half"] = np.where(log["query"] % 2 == 0, "even", "odd")
+    truth = tk.evaluate(log, ["precision@5"], relevance="relevant", score=["old_ranker", "new_ranker"], **KEEP)
+    assert truth.summary.loc["new_ranker"].iloc[0] > truth.summary.loc["old_ranker"].iloc[0] + 0.1
+    naive = tk.evaluate(log, ["precision@5"], relevance="click", score=["old_ranker", "new_ranker"], **KEEP)
+    ips = tk.evaluate(log, ["precision@5"], relevance="click", score=["old_ranker", "new_ranker"],
+                      position="position", propensity=CURVE, by="half")
+    naive_row = naive.compare(baseline="old_ranker", n_resamples=2000).iloc[0]
+    ips_row = ips.compare(baseline="old_ranker", n_resamples=2000)
+    ips_all = ips_row[ips_row["half"] == "(all)"].iloc[0] if "half" in ips_row else ips_row.iloc[0]
+    assert ips_all["verdict"] == "better" and ips_all["ci_low"] > 0
+    assert naive_row["delta"] < ips_all["delta"]
+    true_delta = truth.summary.loc["new_ranker"].iloc[0] - truth.summary.loc["old_ranker"].iloc[0]
+    assert ips_all["ci_low"] <= true_delta <= ips_all["ci_high"]
+    assert set(ips.segments.reset_index()["half"]) >= {"even", "odd"}

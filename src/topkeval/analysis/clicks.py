@@ -139,30 +139,30 @@ def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[flo
         kden = np.minimum(float(k), n_kept) if conv.short_lists == "shrink" else np.full(log.n_queries, float(k))
         a, b, num_gain, den_gain = 1.0 + beta2, kden, 1.0 + beta2, beta2
         R = beta2 * R
-    lows, highs = [], []
+    base = R + (np.full(log.n_queries, b) if np.isscalar(b) else b)
+    num0 = a * h
     never_rows = np.flatnonzero(never)
-    starts = np.searchsorted(q[never_rows], np.arange(log.n_queries + 1))
-    for query in range(log.n_queries):
-        ps = p_never[never_rows[starts[query]:starts[query + 1]]]
-        base_b = b if np.isscalar(b) else b[query]
-        num, den = a * h[query], R[query] + base_b
-        lo = _extreme(num, den, np.sort(ps), num_gain, den_gain, min)
-        hi = _extreme(num, den, np.sort(ps)[::-1], num_gain, den_gain, max)
-        if lo is not None:
-            lows.append(lo)
-            highs.append(hi)
-    return (float(np.mean(lows)), float(np.mean(highs))) if lows else (float("nan"), float("nan"))
+    low, high = _extremes(num0, base, q[never_rows], p_never[never_rows], num_gain, den_gain, log.n_queries)
+    ok = np.isfinite(low)
+    return (float(low[ok].mean()), float(high[ok].mean())) if ok.any() else (float("nan"), float("nan"))
 
 
-def _extreme(num: float, den: float, ps: np.ndarray, num_gain: float, den_gain: float, pick):
-    """The min / max over prefixes of ``ps`` of ``(num + num_gain sum p) / (den + den_gain |prefix|)``
-    (None when every denominator is 0)."""
-    nums = num + num_gain * np.concatenate([[0.0], np.cumsum(ps)])
-    dens = den + den_gain * np.arange(len(ps) + 1)
-    ok = dens > 0
-    if not ok.any():
-        return None
-    return float(pick(nums[ok] / dens[ok]))
-
-
-
+def _extremes(num0, den0, q, p, num_gain: float, den_gain: float, Q: int):
+    """Per query, the min and the max over prefixes S of its candidates ordered by ``p`` (ascending
+    for the min, descending for the max: for a given size the best sets) of
+    ``(num0 + num_gain sum_S p) / (den0 + den_gain |S|)``; NaN where every denominator is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        empty = np.where(den0 > 0, num0 / den0, np.nan)
+    low, high = empty.copy(), empty.copy()
+    for sign, out, pick in ((1.0, low, np.fmin), (-1.0, high, np.fmax)):
+        order = np.lexsort((sign * p, q))
+        qs, ps = q[order], p[order]
+        first = np.ones(len(qs), bool)
+        first[1:] = qs[1:] != qs[:-1]
+        starts = np.flatnonzero(first)
+        group = np.cumsum(first) - 1
+        size = np.arange(len(qs)) - starts[group] + 1
+        within = pd.Series(ps).groupby(group).cumsum().to_numpy()  # each query's own running sum
+        ratio = (num0[qs] + num_gain * within) / (den0[qs] + den_gain * size)
+        pick.at(out, qs, ratio)
+    return low, high
