@@ -330,6 +330,11 @@ def test_bounds_by_hand():
            "new": [0.5, 0.9, 0.1]}
     b = tk.evaluate(log, ["recall@1"], relevance="click", score="new", item="item", position="position").bounds()
     assert b.loc[("new", "recall@1"), ["lower", "upper"]].tolist() == [0.0, 0.5]   # upper: c relevant, d not
+    # a clicked at rank 1 and two never-shown below the top 1: at worst both relevant, recall 1/3
+    log = {"query": [1, 1, 1], "item": ["a", "c", "d"], "click": [1, 0, 0], "position": [1, None, None],
+           "new": [0.9, 0.5, 0.1]}
+    b = tk.evaluate(log, ["recall@1"], relevance="click", score="new", item="item", position="position").bounds()
+    assert b.loc[("new", "recall@1"), ["lower", "upper"]].tolist() == [pytest.approx(1 / 3), 1.0]
 
 
 def test_ips_precision_at_1_is_jurity_ips_ctr():

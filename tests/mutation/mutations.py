@@ -718,7 +718,7 @@ _LIST: list[Mutation] = [
     M("analysis/clicks.py", "for sign, out, pick in ((1.0, low, np.fmin), (-1.0, high, np.fmax)):",
       "for sign, out, pick in ((1.0, low, np.fmin), (1.0, high, np.fmax)):", f"{UNB}::test_bounds_by_hand"),
     M("analysis/clicks.py", "ratio = (num0[qs] + num_gain * within) / (den0[qs] + den_gain * size)",
-      "ratio = (num0[qs] + num_gain * within) / (den0[qs] + den_gain)", f"{UNB}::test_bounds_contain_the_truth"),
+      "ratio = (num0[qs] + num_gain * within) / (den0[qs] + den_gain)", f"{UNB}::test_bounds_by_hand"),
     M("analysis/clicks.py", "row[\"lower\"], row[\"upper\"] = (lo, hi) if family in _TOP_UP else (hi, lo)",
       "row[\"lower\"], row[\"upper\"] = (lo, hi)", f"{UNB}::test_bounds_contain_the_truth"),
 ]
