@@ -150,3 +150,33 @@ def test_a_registered_format_reaches_the_command_line_and_results(tmp_path, caps
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t")[1:4] == ["model", "metric", "verdict"] and lines[1].split("\t")[1] == "b"
     assert _res().to_string("tsv").splitlines()[0].split("\t") == ["model", "recall@2", "ndcg@2"]
+
+
+def _tsv(doc, width, terminal):
+    return doc.blocks[0].frame.to_csv(sep="\t")
+
+
+def test_register_format_refuses_a_built_in_name_a_bad_name_and_a_second_registration(monkeypatch):
+    """As define_metric: the built-in formats stay, a name is one --format can take, and a name
+    registered before is replaced only with replace=True."""
+    from topkeval.outputs import formats
+
+    monkeypatch.setattr(formats, "FORMATS", dict(formats.FORMATS))
+    table = formats.FORMATS["table"]
+    with pytest.raises(ParameterError, match="'table' is a built-in output format"):
+        formats.register_format("table", _tsv, "tab-separated")
+    with pytest.raises(ParameterError, match="'table' is a built-in output format"):
+        formats.register_format("table", _tsv, "tab-separated", replace=True)
+    assert formats.FORMATS["table"] is table
+    for bad in ("my tsv", "TSV", "", "1tsv", "t" * 40):
+        with pytest.raises(ParameterError, match="'name' parameter of register_format"):
+            formats.register_format(bad, _tsv, "tab-separated")
+    with pytest.raises(ParameterError, match="'render' parameter of register_format"):
+        formats.register_format("tsv", "not a function", "tab-separated")
+    assert "tsv" not in formats.FORMATS
+    formats.register_format("tsv", _tsv, "tab-separated")
+    with pytest.raises(ParameterError, match="'tsv' is registered already; pass replace=True"):
+        formats.register_format("tsv", str, "again")
+    assert formats.FORMATS["tsv"].render is _tsv
+    formats.register_format("tsv", str, "again", replace=True)
+    assert formats.FORMATS["tsv"].description == "again" and formats.names()[-1] == "tsv"

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..errors import ParameterError
 from ..inputs.segments import ALL
+from ..params import Bool, Function, Name, Text, validate_params
 from . import text
 
 
@@ -68,13 +69,30 @@ class OutputFormat:
 
 
 FORMATS: dict[str, OutputFormat] = {}
+BUILT_IN: frozenset[str] = frozenset()  # the formats of this module, never replaced (set at its end)
 
 
+@validate_params(name=Name(), render=Function(), description=Text(empty=False, max_length=200), general=Bool(),
+                 replace=Bool())
 def register_format(name: str, render: Callable[[Document, int | None, bool], str], description: str, *,
-                    general: bool = True) -> None:
+                    general: bool = True, replace: bool = False) -> None:
     """Add an output format: ``render(document, width, terminal)`` returns its text (``width``: the
     columns to fill, or None; ``terminal``: styled for a terminal). ``general=False`` marks a format
-    only some documents carry (trec)."""
+    only some documents carry (trec).
+
+    ``name`` is what ``--format`` takes: lowercase letters, digits, ``_`` and ``-``. The built-in
+    formats can never be replaced; a format registered before only with ``replace=True`` (a notebook
+    cell run twice), as :func:`~topkeval.define_metric` does with metrics."""
+    if name in BUILT_IN:
+        raise ParameterError(f"register_format: {name!r} is a built-in output format; choose another name.")
+    if name in FORMATS and not replace:
+        raise ParameterError(f"register_format: {name!r} is registered already; pass replace=True to register it "
+                             "again.")
+    _add(name, render, description, general)
+
+
+def _add(name: str, render: Callable[[Document, int | None, bool], str], description: str,
+         general: bool = True) -> None:
     FORMATS[name] = OutputFormat(name, description, render, general)
 
 
@@ -182,8 +200,9 @@ def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(numbers, index=res.summary.index), pd.DataFrame(shown, index=res.summary.index)
 
 
-register_format("table", _table, "a terminal table, notes under it")
-register_format("markdown", _markdown, "GitHub markdown tables, notes in italics")
-register_format("csv", _csv, "the first table as CSV, full precision")
-register_format("json", _json, "JSON: NaN as null, ids as JSON values")
-register_format("trec", _trec, "trec_eval's lines: name, query, value", general=False)
+_add("table", _table, "a terminal table, notes under it")
+_add("markdown", _markdown, "GitHub markdown tables, notes in italics")
+_add("csv", _csv, "the first table as CSV, full precision")
+_add("json", _json, "JSON: NaN as null, ids as JSON values")
+_add("trec", _trec, "trec_eval's lines: name, query, value", general=False)
+BUILT_IN = frozenset(FORMATS)
