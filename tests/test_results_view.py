@@ -180,3 +180,24 @@ def test_register_format_refuses_a_built_in_name_a_bad_name_and_a_second_registr
     assert formats.FORMATS["tsv"].render is _tsv
     formats.register_format("tsv", str, "again", replace=True)
     assert formats.FORMATS["tsv"].description == "again" and formats.names()[-1] == "tsv"
+
+
+@pytest.mark.parametrize("render,match", [
+    (lambda doc, width, terminal: None, "must return the text \\(a str\\); it returned NoneType"),
+    (lambda doc, width, terminal: doc.blocks[0].frame.to_csv(sep="\t").encode(), "must return .*it returned bytes"),
+    (lambda doc, width, terminal: doc.blocks[7], "raised IndexError: list index out of range"),
+])
+def test_a_broken_format_is_named_on_the_command_line_and_in_results(tmp_path, capsys, monkeypatch, render, match):
+    from topkeval.cli import main
+    from topkeval.outputs import formats
+
+    monkeypatch.setattr(formats, "FORMATS", dict(formats.FORMATS))
+    formats.register_format("broken", render, "a format that fails")
+    with pytest.raises(ParameterError, match="render function of output format 'broken' " + match):
+        _res().to_string("broken")
+    path = tmp_path / "log.parquet"
+    LOG.to_parquet(path)
+    assert main(["evaluate", str(path), "--score", "a", "--item", "item", "-m", "recall@2", "--format", "broken"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith("topkeval: error: The render function of output format 'broken' ") and match.split()[-1] in err

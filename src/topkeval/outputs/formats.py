@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..errors import ParameterError
+from ..errors import ParameterError, TopkevalError
 from ..inputs.segments import ALL
 from ..params import Bool, Function, Name, Text, validate_params
 from . import text
@@ -117,7 +117,19 @@ def render(fmt: str, document: Document, width: int | None = None, terminal: boo
     """
     if fmt not in FORMATS:
         raise ParameterError(f"format {fmt!r} is not an output format; the formats are {', '.join(map(repr, FORMATS))}.")
-    return FORMATS[fmt].render(document, width, terminal)
+    if fmt in BUILT_IN:
+        return FORMATS[fmt].render(document, width, terminal)
+    try:  # a format of the user's (register_format): its failure, named
+        out = FORMATS[fmt].render(document, width, terminal)
+    except TopkevalError:
+        raise
+    except Exception as exc:
+        raise ParameterError(f"The render function of output format {fmt!r} raised {type(exc).__name__}: {exc} "
+                             "(fix it, or register it again with replace=True).") from exc
+    if not isinstance(out, str):
+        raise ParameterError(f"The render function of output format {fmt!r} must return the text (a str); it "
+                             f"returned {type(out).__name__}.")
+    return out
 
 
 def _cells(block: Block) -> pd.DataFrame:
