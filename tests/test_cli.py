@@ -211,6 +211,17 @@ def test_diff_lists_regressions_and_shows_a_query(log_file, capsys):
     assert code == 2 and "--show 1" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["compare", "diff"])
+def test_an_unknown_baseline_is_said_as_the_baseline_with_the_models(log_file, capsys, command):
+    code, out, err = run([command, log_file, *BASE, "--baseline", "olf", "--score", "new"], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("topkeval: error: --baseline 'olf' is not a column of file") and "Column 'olf' (--score)" not in err
+    assert "Did you mean 'old'?" in err and "'q', 'rel', 'item', 'old', 'new'" in err
+    code, out, err = run([command, log_file, *BASE, "--baseline", "neww", "--score", "old", "--score", "new"], capsys)
+    assert code == 2 and "--baseline 'neww'" in err and "Did you mean 'new'?" in err
+    assert "The models (--score): 'old', 'new'" in err
+
+
 def test_report_command_and_demo_report(log_file, tmp_path, capsys):
     target = tmp_path / "r.html"
     argv = ["report", log_file, *BASE, "--score", "old", "--score", "new", "--baseline", "old", "-m", "recall@2",

@@ -362,7 +362,27 @@ def _load_models(args, required: bool):
     models = ([args.baseline] if args.baseline else []) + [s for s in (args.score or []) if s != args.baseline]
     if required and len(models) < 2:
         raise _UsageError("--score must name at least one column other than --baseline")
+    _check_baseline_column(args)
     return _load(args, metrics, scores=models or ["score"], keep_per_query=True)
+
+
+def _check_baseline_column(args) -> None:
+    """--baseline names a score column of FILE: one that is not there is said as --baseline's, with the
+    closest of the models (--score), else of the columns."""
+    if args.baseline is None or args.baseline in (args.score or []) or args.spark or not args.file:
+        return  # a --score column is checked (and said) as --score's, a Spark table by Spark
+    from .errors import closest
+    from .inputs.tables import column_names
+
+    columns = column_names(args.file)
+    if not columns or args.baseline in columns:
+        return
+    hits = closest(args.baseline, args.score or []) or closest(args.baseline, columns)
+    hint = f" Did you mean {' or '.join(map(repr, hits))}?" if hits else ""
+    models = f" The models (--score): {', '.join(map(repr, args.score))};" if args.score else ""
+    shown = ", ".join(map(repr, columns[:20])) + (" ..." if len(columns) > 20 else "")
+    raise _UsageError(f"--baseline {args.baseline!r} is not a column of file '{args.file}' (--baseline names the score "
+                      f"column of the model compared against).{hint}{models} the columns: {shown}.")
 
 
 def _report(args, out) -> int:
