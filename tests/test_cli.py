@@ -209,6 +209,10 @@ def test_diff_lists_regressions_and_shows_a_query(log_file, capsys):
     code, out, err = run(["diff", log_file, "--query", "1", "--relevance", "rel", "--baseline", "old",
                           "--score", "new"], capsys)
     assert code == 2 and "--show 1" in err and "Traceback" not in err
+    assert "Column '1' (--query) not found" in err
+    # a column missing when --query names an existing column: no word about --show
+    code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "nwe"], capsys)
+    assert code == 2 and "Column 'nwe' (--score) not found" in err and "--show" not in err
 
 
 @pytest.mark.parametrize("command", ["compare", "diff"])

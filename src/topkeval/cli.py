@@ -427,9 +427,9 @@ def _diff(args, out) -> int:
     try:
         res = _load_models(args, required=True)
     except TopkevalError as exc:
-        if args.query != "query" and args.show is None and repr(args.query) in str(exc):
-            raise _UsageError(f"{' '.join(str(exc).split())} (--query names the query id column; to see one query's "
-                              f"top k side by side, use --show {args.query})") from None
+        if args.query != "query" and args.show is None and str(exc).startswith(f"Column {args.query!r} (query=)"):
+            raise _UsageError(f"{cli_words(' '.join(str(exc).split()))} (--query names the query id column; to see "
+                              f"one query's top k side by side, use --show {args.query})") from None
         raise
     others = [m for m in res.models if m != args.baseline]
     named = [s for s in (args.score or []) if s != args.baseline]
