@@ -226,6 +226,20 @@ def test_an_unknown_baseline_is_said_as_the_baseline_with_the_models(log_file, c
     assert "The models (--score): 'old', 'new'" in err
 
 
+def test_a_missing_column_suggests_a_close_name_or_a_usual_one_never_a_far_one(tmp_path, capsys):
+    path = tmp_path / "clicks.parquet"
+    pd.DataFrame({"query": [1, 1], "item": ["a", "b"], "click": [1, 0], "device": ["m", "d"],
+                  "score": [0.9, 0.1]}).to_parquet(path)
+    code, out, err = run(["evaluate", path, "-m", "recall@1"], capsys)  # --relevance left at 'relevance'
+    assert code == 2 and "Column 'relevance' (--relevance) not found" in err
+    assert "Did you mean 'click'?" in err and "'device'?" not in err
+    assert "Available: 'query', 'item', 'click', 'device', 'score'." in err
+    code, out, err = run(["evaluate", path, "--relevance", "clikc", "-m", "recall@1"], capsys)
+    assert code == 2 and "Did you mean 'click'?" in err
+    code, out, err = run(["evaluate", path, "--relevance", "click", "--item", "time", "-m", "recall@1"], capsys)
+    assert code == 2 and "Did you mean" not in err and "Available: 'query'" in err  # 'item' is no close name
+
+
 def test_report_command_and_demo_report(log_file, tmp_path, capsys):
     target = tmp_path / "r.html"
     argv = ["report", log_file, *BASE, "--score", "old", "--score", "new", "--baseline", "old", "-m", "recall@2",
