@@ -203,6 +203,8 @@ def test_diff_lists_regressions_and_shows_a_query(log_file, capsys):
     assert rows[1]["new change"] == "gained" and rows[1]["old change"] == ""
     code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "new", "--show", "9"], capsys)
     assert code == 2 and "query '9' is not among the queries" in err
+    # the ids it has, a few of them; not "this one is str": the command line's '9' would find a query 9
+    assert "Its queries: 1, 2, 3." in err and "this one is str" not in err
     code, out, err = run(["diff", log_file, *BASE, "--baseline", "old", "--score", "new", "--show", "3",
                           "--format", "csv"], capsys)  # no relevant item: skipped from the means, still shown
     assert code == 0 and "old item" in out

@@ -525,8 +525,10 @@ def test_short_lists_unknown_queries_long_cutoffs_and_id_types(tmp_path):
     view = res.side_by_side(8, k=500)
     assert len(view) == 2 and view[("a", "item")].tolist() == ["a", "b"]  # no rows past every list
     assert res.side_by_side("8", k=2)[("b", "item")].tolist() == ["b", "a"]  # text finds a whole-number id
-    with pytest.raises(ParameterError, match="not among the queries"):
+    with pytest.raises(ParameterError, match="not among the queries.*this one is str. Its queries: 7, 8.$"):
         res.side_by_side("08", k=2)  # "08" is not 8, as nowhere in topkeval
+    with pytest.raises(ParameterError, match="'9' is not among the queries of model 'a'. Its queries: 7, 8.$"):
+        res.side_by_side("9", k=2)  # "9" would find 9: the kinds of ids are not the reason
     text = Path(res.report(tmp_path / "r.html", queries=[7, "8"], n_resamples=200)).read_text(encoding="utf-8")
     assert text.count('<h3 id="q') == 2
     with pytest.raises(ParameterError, match="'nope' of queries= is not among"):
