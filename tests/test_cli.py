@@ -242,6 +242,26 @@ def test_a_missing_column_suggests_a_close_name_or_a_usual_one_never_a_far_one(t
     assert code == 2 and "Did you mean" not in err and "Available: 'query'" in err  # 'item' is no close name
 
 
+def test_the_title_of_the_regressions_is_a_sentence_for_none_one_and_some(tmp_path, capsys):
+    path = tmp_path / "three.parquet"  # old ranks the relevant item first in every query, new last
+    pd.DataFrame({"q": [1, 1, 2, 2, 3, 3], "rel": [1, 0] * 3, "old": [0.9, 0.1] * 3, "new": [0.1, 0.9] * 3,
+                  "same": [0.9, 0.1] * 3, "one": [0.1, 0.9] + [0.9, 0.1] * 2}).to_parquet(path)
+    diff = ["diff", path, "--query", "q", "--relevance", "rel", "-m", "recall@1"]
+
+    def title(argv):
+        code, out, err = run(argv, capsys)
+        assert code == 0, err
+        return " ".join(out.split("┏")[0].split())  # rich wraps a title to the table's width
+
+    assert title([*diff, "--baseline", "old", "--score", "same"]) == "recall@1: same - old per query: no query got worse (of 3)"
+    assert title([*diff, "--baseline", "old", "--score", "new"]) == \
+        "recall@1: new - old per query, worst first (the 3 queries that got worse, of 3)"
+    assert title([*diff, "--baseline", "old", "--score", "new", "--worst", "2"]) == \
+        "recall@1: new - old per query, worst first (the 2 worst of the 3 queries that got worse, of 3)"
+    assert title([*diff, "--baseline", "old", "--score", "one"]) == \
+        "recall@1: one - old per query, worst first (the one query that got worse, of 3)"
+
+
 def test_report_command_and_demo_report(log_file, tmp_path, capsys):
     target = tmp_path / "r.html"
     argv = ["report", log_file, *BASE, "--score", "old", "--score", "new", "--baseline", "old", "-m", "recall@2",
@@ -280,7 +300,7 @@ def test_diff_compares_the_model_named_by_score(tmp_path, capsys):
     assert code == 0 and pd.read_csv(__import__("io").StringIO(out)).empty
     code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "--score", "C", "-m", "precision@1"],
                          capsys)
-    assert code == 0 and "0 of the 0 queries that got worse, of 1" in " ".join(out.split())
+    assert code == 0 and "C - A per query: no query got worse (of 1)" in " ".join(out.split())
     code, out, err = run(["diff", "--qrels", qrels, *runs, "--baseline", "A", "-m", "precision@1"], capsys)
     assert code == 2 and "name the other one with --score" in err and "Traceback" not in err
     code, out, err = run(["diff", "--qrels", qrels, "--run", runs[1], "--baseline", "A", "-m", "P@1"], capsys)

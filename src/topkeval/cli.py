@@ -14,7 +14,7 @@ import re
 import sys
 
 from .conventions import PRESETS, SETTINGS
-from .errors import TopkevalError, plural
+from .errors import TopkevalError
 from .outputs import formats
 from .outputs import text as report
 
@@ -465,9 +465,15 @@ def _diff(args, out) -> int:
             if c in frame:
                 frame[c] = [", ".join(map(str, v)) for v in frame[c]]
         shown = None
-        title = (f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query, worst first "
-                 f"({len(frame):,} of the {plural(int((every['delta'] < 0).sum()), 'query', 'queries')} that got "
-                 f"worse, of {len(every):,})")
+        worse, listed = int((every["delta"] < 0).sum()), len(frame)
+        title = f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query"
+        if worse == 0:
+            title += f": no query got worse (of {len(every):,})"
+        elif listed == worse:
+            title += (f", worst first (the {'one query' if worse == 1 else f'{worse:,} queries'} that got worse, "
+                      f"of {len(every):,})")
+        else:
+            title += f", worst first (the {listed:,} worst of the {worse:,} queries that got worse, of {len(every):,})"
     right = tuple(c for c in frame.columns if args.show is not None and c.endswith(("rank", "score", "relevance")))
     _write(out, args.format, formats.Document([formats.Block(frame, title=title, right=right, shown=shown)]))
     return 0
