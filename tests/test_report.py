@@ -239,6 +239,8 @@ def test_markdown_and_repr_html_escape():
     res = hostile_results()
     md = res.to_markdown()
     assert "&lt;b&gt;old&lt;/b&gt;" in md and "<b>" not in md
+    notes = res.to_string("markdown").split("\n\n", 1)[1]  # the notes name the model too (ties at a cutoff)
+    assert "&lt;b&gt;old&lt;/b&gt;: 1 query" in notes and "<b>" not in notes and "<svg" not in notes
     page = res._repr_html_()
     assert "<b>old</b>" not in page and "&lt;b&gt;old&lt;/b&gt;" in page
     assert "<svg onload" not in page

@@ -154,7 +154,7 @@ def _table(document: Document, width: int | None, terminal: bool) -> str:
 
 def _markdown(document: Document, width: int | None, terminal: bool) -> str:
     tables = [text.markdown(_cells(b), document.digits, right=b.right) + "\n" for b in document.blocks]
-    return "\n".join(tables) + "".join(f"\n_{note}_\n" for note in document.notes)
+    return "\n".join(tables) + "".join(f"\n_{text.markdown_text(text.visible(note))}_\n" for note in document.notes)
 
 
 def _csv(document: Document, width: int | None, terminal: bool) -> str:

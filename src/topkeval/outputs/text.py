@@ -51,12 +51,20 @@ def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
     return f"{p:.{digits}f}"
 
 
-def _markdown_cell(value, digits: int) -> str:
-    text = fmt(value, digits)
+def markdown_text(text: str) -> str:
+    """Text in markdown as it is: HTML and markdown's own characters escaped (a cell, a note).
+
+    >>> print(markdown_text("<b>old</b> | *new*"))
+    &lt;b&gt;old&lt;/b&gt; \\| \\*new\\*
+    """
     for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
                       ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]"), ("$", "\\$")):
         text = text.replace(raw, safe)
     return text
+
+
+def _markdown_cell(value, digits: int) -> str:
+    return markdown_text(fmt(value, digits))
 
 
 def markdown(frame: pd.DataFrame, digits: int = 4, right=()) -> str:
