@@ -201,3 +201,12 @@ def test_a_broken_format_is_named_on_the_command_line_and_in_results(tmp_path, c
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1
     assert err.startswith("topkeval: error: The render function of output format 'broken' ") and match.split()[-1] in err
+
+
+def test_to_markdown_is_to_string_markdown_segments_included():
+    res = tk.evaluate(LOG.assign(device=["m", "m", "m", "d", "d", "m", "m", "m"]), ["recall@2"], score=["a", "b"],
+                      by="device")
+    md = res.to_markdown(digits=3)
+    assert md == res.to_string("markdown", digits=3).rstrip("\n")
+    assert md.startswith("| device | model | recall@2 | queries |") and "| (all) | b |" in md
+    assert _res().to_markdown() == _res().to_string("markdown").rstrip("\n")

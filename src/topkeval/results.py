@@ -524,7 +524,8 @@ class Results:
 
     @validate_params(digits=DIGITS)
     def to_markdown(self, digits: int = 4) -> str:
-        """The summary as a GitHub markdown table (every id and name escaped).
+        """The summary as a GitHub markdown table (every id and name escaped), per segment with
+        ``by=``, and the notes of :attr:`info`: ``to_string("markdown")`` without its last newline.
 
         Examples
         --------
@@ -534,11 +535,10 @@ class Results:
         | model | P@1 |
         |---|---:|
         | s | 1.00 |
+        <BLANKLINE>
+        _1 of 1 query evaluated_
         """
-        from .outputs import formats
-
-        document = formats.Document([formats.Block(self._evaluation.summary)], digits=digits)
-        return formats.render("markdown", document).rstrip("\n")
+        return self.to_string("markdown", digits=digits).rstrip("\n")
 
     @validate_params(format=Text(empty=False, max_length=100), per_query=Bool(), ci=[CONFIDENCE, None], digits=DIGITS)
     def to_string(self, format: str = "table", per_query: bool = False, ci: float | None = None,
