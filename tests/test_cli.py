@@ -262,6 +262,17 @@ def test_the_title_of_the_regressions_is_a_sentence_for_none_one_and_some(tmp_pa
         "recall@1: one - old per query, worst first (the one query that got worse, of 3)"
 
 
+def test_markdown_writes_a_p_value_below_the_floor_with_a_plain_less_than(tmp_path, capsys):
+    path = tmp_path / "better.parquet"  # new ranks the relevant item first in each of 40 queries, old last
+    pd.DataFrame({"q": [q for q in range(40) for _ in (0, 1)], "rel": [1, 0] * 40, "old": [0.1, 0.9] * 40,
+                  "new": [0.9, 0.1] * 40}).to_parquet(path)
+    code, out, err = run(["compare", path, "--query", "q", "--relevance", "rel", "--baseline", "old", "--score", "new",
+                          "-m", "precision@1", "--resamples", "200", "--format", "markdown"], capsys)
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("| new |"))
+    assert "| < 5e-03 |" in row and "&lt;" not in out
+
+
 def test_report_command_and_demo_report(log_file, tmp_path, capsys):
     target = tmp_path / "r.html"
     argv = ["report", log_file, *BASE, "--score", "old", "--score", "new", "--baseline", "old", "-m", "recall@2",

@@ -12,6 +12,7 @@ import datetime
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -54,13 +55,16 @@ def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
 def markdown_text(text: str) -> str:
     """Text in markdown as it is: HTML and markdown's own characters escaped (a cell, a note).
 
-    >>> print(markdown_text("<b>old</b> | *new*"))
-    &lt;b&gt;old&lt;/b&gt; \\| \\*new\\*
+    A ``<`` that cannot open a tag (followed by a space or a digit: a p-value ``< 1e-04``) stays as it is.
+
+    >>> print(markdown_text("<b>old</b> | *new*"), markdown_text("< 1e-04"))
+    &lt;b&gt;old&lt;/b&gt; \\| \\*new\\* < 1e-04
     """
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
+    for raw, safe in (("&", "&amp;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
                       ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]"), ("$", "\\$")):
         text = text.replace(raw, safe)
-    return text
+    # HTML (a tag, a comment, an autolink) opens with '<' and a letter, '/', '!' or '?'; any other '<' is text
+    return re.sub(r"<(?=[A-Za-z/!?]|$)", "&lt;", text)
 
 
 def _markdown_cell(value, digits: int) -> str:
