@@ -210,3 +210,19 @@ def test_to_markdown_is_to_string_markdown_segments_included():
     assert md == res.to_string("markdown", digits=3).rstrip("\n")
     assert md.startswith("| device | model | recall@2 | queries |") and "| (all) | b |" in md
     assert _res().to_markdown() == _res().to_string("markdown").rstrip("\n")
+
+
+def test_whole_weights_are_shown_without_decimals():
+    log = LOG.assign(device=["m", "m", "m", "d", "d", "m", "m", "m"], visits=[4000] * 3 + [792] * 2 + [0.5] * 3)
+    res = tk.evaluate(log.assign(visits=log["visits"].round()), ["recall@2"], score=["a"], by="device",
+                      weight="visits")  # weights 4000, 792 and 0 (rounded from 0.5): whole numbers
+    md = res.to_string("markdown")
+    assert "| (all) | a | 0.5826 | 2 | 4792 |" in md and "4792.0000" not in md
+    assert "4792.0000" not in res.to_string() and " 4792 " in res.to_string()
+    rows = res.to_string("markdown", per_query=True)
+    assert "| a | 2 | d | 792 |" in rows and "792.0000" not in rows
+    assert "4792.0" in res.to_string("csv")  # files keep the numbers as they are
+    fractional = tk.evaluate(log, ["recall@2"], score=["a"], by="device", weight="visits")
+    assert "| 4792.5000 |" in fractional.to_string("markdown")
+    rows = fractional.to_string("markdown", per_query=True)  # one column, one way: all with decimals
+    assert "| 792.0000 |" in rows and "| 0.5000 |" in rows

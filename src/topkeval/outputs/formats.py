@@ -21,6 +21,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ParameterError, TopkevalError
@@ -181,17 +182,31 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None) -
         raise ParameterError("ci gives intervals of the means; drop it, or per_query.")
     payload = res.to_dict(per_query=per_query)
     if per_query:
-        blocks = [Block(res.to_pandas()), Block(res.summary, title="means over the queries")]
+        rows = res.to_pandas()
+        blocks = [Block(rows, **_whole(rows, res.weight)), Block(res.summary, title="means over the queries")]
     elif ci is not None:
         numbers, shown = _with_ci(res, ci)
         blocks = [Block(numbers, shown=shown)]
         payload["summary_ci"] = text.records(res.summary_ci(confidence=ci))
     elif res.by:
-        blocks = [Block(res.segments, title="by " + ", ".join(map(text.visible, res.by)))]
+        segments = res.segments  # with weight=, the sum of each segment's weights
+        blocks = [Block(segments, title="by " + ", ".join(map(text.visible, res.by)),
+                        **_whole(segments, "weight" if res.weight else None))]
     else:
         blocks = [Block(res.summary)]
     texts = {} if ci is not None else {"trec": lambda: text.trec_lines(res, per_query)}
     return Document(blocks, notes=text.info_lines(res.info), payload=payload, texts=texts)
+
+
+def _whole(frame: pd.DataFrame, column: str | None) -> dict:
+    """The Block options that show ``column`` (weights) without decimals where all its values are
+    whole numbers (a count of visits: 4792, not 4792.0000)."""
+    if column is None or column not in frame or not pd.api.types.is_numeric_dtype(frame[column]):
+        return {}
+    values = frame[column].to_numpy(dtype=float)
+    if not (np.isfinite(values) & (np.abs(values) < 2.0**53) & (values == np.round(values))).all():
+        return {}
+    return {"right": (column,), "formats": {column: text.whole}}
 
 
 def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -31,6 +31,19 @@ def fmt(value, digits: int = 4) -> str:
     return visible(str(value))
 
 
+def whole(value, digits: int = 4) -> str:
+    """A number that may be whole (a weight, a sum of weights) for a table: without decimals when it
+    is whole, as :func:`fmt` otherwise.
+
+    >>> whole(4792.0), whole(2.5), whole(float("nan"))
+    ('4792', '2.5000', 'nan')
+    """
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and \
+            math.isfinite(value) and abs(value) < 2.0**53 and float(value).is_integer():
+        return str(int(value))
+    return fmt(value, digits)
+
+
 def visible(text: str) -> str:
     """Control characters written as escapes (``\\t``, ``\\n``, ``\\x00``), so one value stays on one line."""
     if text.isprintable():
