@@ -230,9 +230,22 @@ def test_latex_letters_without_baseline_and_escaping():
     res = hostile_results()
     text = res.to_latex()
     assert r"\textless{}b\textgreater{}old\textless{}/b\textgreater{}" in text
-    assert r"\$x\$" in text and "a: " in text and "b: " in text
+    assert r"\$x\$" in text
+    assert "Superscripts" not in text and "$^{" not in text  # no model is significantly better: nothing to explain
     body = "\n".join(line for line in text.splitlines() if not line.startswith("%"))
     assert "$x$" not in body.replace(r"\$x\$", "")
+
+
+def test_latex_explains_the_marks_it_shows_and_no_others():
+    res = demo_results(400, metrics=("recall@10",))
+    body, note = res.to_latex(baseline="old_ranker").split(r"\end{tabular}")
+    assert r"$^{\dagger}$" in body and r"$^{\dagger}$ significantly better than old\_ranker" in note
+    body, note = res.to_latex().split(r"\end{tabular}")
+    assert "$^{a}$" in body and "Superscripts: significantly better than the model of that letter (a: old\\_ranker" in note
+    log = {"query": [1, 1, 2, 2], "relevance": [1, 0, 1, 0], "a": [0.9, 0.1, 0.1, 0.9], "b": [0.9, 0.1, 0.1, 0.9]}
+    same = tk.evaluate(log, ["precision@1"], score=["a", "b"])
+    for text in (same.to_latex(baseline="a", n_resamples=200), same.to_latex(n_resamples=200)):
+        assert text.endswith(r"\end{tabular}") and "dagger" not in text and "Superscripts" not in text
 
 
 def test_markdown_and_repr_html_escape():

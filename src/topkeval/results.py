@@ -501,7 +501,8 @@ class Results:
                  seed: int | None = 0) -> str:
         """The summary as a LaTeX table (booktabs): the best value of each metric in bold, and with
         ``baseline`` a dagger on the values significantly better than the baseline's (corrected
-        p-value of :meth:`compare` below 1 - confidence). Needs ``\\usepackage{booktabs}``.
+        p-value of :meth:`compare` below 1 - confidence), explained by a note under the table where a
+        value has one. Needs ``\\usepackage{booktabs}``.
 
         Examples
         --------

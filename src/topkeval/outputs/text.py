@@ -401,6 +401,6 @@ def latex(res, baseline: str | None = None, digits: int = 4, **compare_options) 
             cells.append(text + marks.get((model, metric), ""))
         lines.append(latex_text(model) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
-    if note:  # visible under the table (move it into the caption if you like)
+    if note and marks:  # visible under the table (move it into the caption if you like); none without a mark
         lines.append(r"\par\smallskip{\footnotesize " + note + "}")
     return "\n".join(lines)
