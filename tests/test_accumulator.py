@@ -207,9 +207,19 @@ def test_a_user_twice_is_an_error_not_double_counting():
     scores, grades, _ = _data(3)
     ev = tk.MatrixEvaluator(["recall@3"])
     ev.update(scores[:6], grades[:6], users=np.arange(6))
-    ev.update(scores[4:], grades[4:], users=np.arange(4, 12))  # users 4 and 5 again (a padded shard)
-    with pytest.raises(tk.DataError, match=r"2 users were updated more than once \(for example user 4\).*reset\(\)"):
-        ev.compute()
+    with pytest.raises(tk.DataError, match=r"^user 4 was updated before: each user is evaluated once.*reset\(\)"):
+        ev.update(scores[4:], grades[4:], users=np.arange(4, 12))  # users 4 and 5 again (a padded shard)
+    ev.update(scores[6:], grades[6:], users=np.arange(6, 12))  # refused at update: the evaluator is as it was
+    pd.testing.assert_frame_equal(ev.compute().per_query,
+                                  tk.evaluate_matrix(scores, grades, metrics=["recall@3"]).per_query)
+    with pytest.raises(tk.DataError, match="user 11 was updated before"):
+        ev.update(scores[:1], grades[:1], users=[11])  # after compute() too, without reset()
+    ev.reset()
+    ev.update(scores[:6], grades[:6], users=np.arange(6))  # a new evaluation: the same users again
+    named = tk.MatrixEvaluator(["recall@3"])
+    named.update(scores[:2], grades[:2], users=["u1", "u2"])
+    with pytest.raises(tk.DataError, match="user 'u2' was updated before"):
+        named.update(scores[2:4], grades[2:4], users=["u3", "u2"])
     with pytest.raises(tk.DataError, match="repeated ids in one update"):
         tk.MatrixEvaluator(["recall@3"]).update(scores[:2], grades[:2], users=[7, 7])
     mixed = tk.MatrixEvaluator(["recall@3"])
@@ -219,9 +229,10 @@ def test_a_user_twice_is_an_error_not_double_counting():
         mixed.compute()
     two = tk.MatrixEvaluator(["recall@3"])
     two.update({"a": scores[:3], "b": scores[:3]}, grades[:3], users=[0, 1, 2])
-    two.update(scores[:3], grades[:3], users=[0, 1, 2], model="b")
-    with pytest.raises(tk.DataError, match="for model 'b'"):
-        two.compute()
+    with pytest.raises(tk.DataError, match="user 0 was updated before for model 'b'"):
+        two.update(scores[:3], grades[:3], users=[0, 1, 2], model="b")
+    two.update(scores[:3], grades[:3], users=[0, 1, 2], model="c")  # another model: the same users again
+    assert two.compute().models == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("call,error,pattern", [

@@ -120,3 +120,47 @@ def test_a_defined_metric_can_be_defined_again_in_a_notebook(defined):
     tk.define_metric("half_recall", lambda c: c.h, summary="hits", formula="h(k)", replace=True)
     res = tk.evaluate(LOG, ["half_recall@2"], score="a")
     assert res.per_query["half_recall@2"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("function,takes", [
+    (lambda h, n, R, N: h / R, "(h, n, R, N)"),
+    (lambda: 1.0, "()"),
+    (lambda c, *, scale: c.h * scale, "(c, *, scale)"),
+])
+def test_a_function_of_another_signature_is_refused_and_not_kept(function, takes):
+    with pytest.raises(tk.ParameterError, match=r"must take one argument, a Counts .*; this one takes "
+                       + __import__("re").escape(takes)):
+        tk.define_metric("wrong_signature", function, summary="s", formula="f")
+    assert "wrong_signature" not in FAMILIES
+    with pytest.raises(tk.UnknownMetricError):
+        tk.parse_metric("wrong_signature@2")
+    tk.define_metric("wrong_signature", lambda c: c.h, summary="s", formula="f")  # the fix needs no replace=True
+    try:
+        assert tk.evaluate(LOG, ["wrong_signature@2"], score="a").per_query["wrong_signature@2"].tolist() == [1, 1]
+    finally:
+        forget_metric("wrong_signature")
+
+
+class _NoSignature:
+    """A callable whose signature cannot be read (as some built-in functions): called as it is."""
+
+    __signature__ = "unknown"
+
+    def __call__(self, h, n):
+        return h
+
+
+def test_a_function_without_a_readable_signature_called_wrongly_is_named():
+    tk.define_metric("no_signature", _NoSignature(), summary="s", formula="f")
+    try:
+        with pytest.raises(tk.ParameterError, match="'no_signature' raised TypeError.*must take one argument, a Counts"):
+            tk.evaluate(LOG, ["no_signature@2"], score="a")
+    finally:
+        forget_metric("no_signature")
+    tk.define_metric("inner_type_error", lambda c: len(c.k), summary="s", formula="f")
+    try:  # a TypeError inside the function is its own: no word about the signature
+        with pytest.raises(tk.ParameterError, match="raised TypeError: object of type .int. has no len") as caught:
+            tk.evaluate(LOG, ["inner_type_error@2"], score="a")
+        assert "Counts" not in str(caught.value)
+    finally:
+        forget_metric("inner_type_error")

@@ -355,7 +355,7 @@ def test_report_lists_only_the_queries_that_got_worse():
     page = report_html(res, baseline="old", worst=10, curves=False, n_resamples=200)
     worst = re.search(r'<table class="worst">.*?<tbody>(.*?)</tbody>', page, re.S).group(1)
     assert worst.count("<tr>") == 1 and 'href="#q0">1</a>' in worst
-    assert "1 queries better, 1 equal, 1 worse" in page
+    assert "1 query better, 1 equal, 1 worse" in page and "<h3>The worst regression on precision@1</h3>" in page
 
 
 def test_json_writes_an_undefined_value_as_null():

@@ -230,15 +230,30 @@ def test_latex_letters_without_baseline_and_escaping():
     res = hostile_results()
     text = res.to_latex()
     assert r"\textless{}b\textgreater{}old\textless{}/b\textgreater{}" in text
-    assert r"\$x\$" in text and "a: " in text and "b: " in text
+    assert r"\$x\$" in text
+    assert "Superscripts" not in text and "$^{" not in text  # no model is significantly better: nothing to explain
     body = "\n".join(line for line in text.splitlines() if not line.startswith("%"))
     assert "$x$" not in body.replace(r"\$x\$", "")
+
+
+def test_latex_explains_the_marks_it_shows_and_no_others():
+    res = demo_results(400, metrics=("recall@10",))
+    body, note = res.to_latex(baseline="old_ranker").split(r"\end{tabular}")
+    assert r"$^{\dagger}$" in body and r"$^{\dagger}$ significantly better than old\_ranker" in note
+    body, note = res.to_latex().split(r"\end{tabular}")
+    assert "$^{a}$" in body and "Superscripts: significantly better than the model of that letter (a: old\\_ranker" in note
+    log = {"query": [1, 1, 2, 2], "relevance": [1, 0, 1, 0], "a": [0.9, 0.1, 0.1, 0.9], "b": [0.9, 0.1, 0.1, 0.9]}
+    same = tk.evaluate(log, ["precision@1"], score=["a", "b"])
+    for text in (same.to_latex(baseline="a", n_resamples=200), same.to_latex(n_resamples=200)):
+        assert text.endswith(r"\end{tabular}") and "dagger" not in text and "Superscripts" not in text
 
 
 def test_markdown_and_repr_html_escape():
     res = hostile_results()
     md = res.to_markdown()
     assert "&lt;b&gt;old&lt;/b&gt;" in md and "<b>" not in md
+    notes = res.to_string("markdown").split("\n\n", 1)[1]  # the notes name the model too (ties at a cutoff)
+    assert "&lt;b&gt;old&lt;/b&gt;: 1 query" in notes and "<b>" not in notes and "<svg" not in notes
     page = res._repr_html_()
     assert "<b>old</b>" not in page and "&lt;b&gt;old&lt;/b&gt;" in page
     assert "<svg onload" not in page
@@ -525,8 +540,10 @@ def test_short_lists_unknown_queries_long_cutoffs_and_id_types(tmp_path):
     view = res.side_by_side(8, k=500)
     assert len(view) == 2 and view[("a", "item")].tolist() == ["a", "b"]  # no rows past every list
     assert res.side_by_side("8", k=2)[("b", "item")].tolist() == ["b", "a"]  # text finds a whole-number id
-    with pytest.raises(ParameterError, match="not among the queries"):
+    with pytest.raises(ParameterError, match="not among the queries.*this one is str. Its queries: 7, 8.$"):
         res.side_by_side("08", k=2)  # "08" is not 8, as nowhere in topkeval
+    with pytest.raises(ParameterError, match="'9' is not among the queries of model 'a'. Its queries: 7, 8.$"):
+        res.side_by_side("9", k=2)  # "9" would find 9: the kinds of ids are not the reason
     text = Path(res.report(tmp_path / "r.html", queries=[7, "8"], n_resamples=200)).read_text(encoding="utf-8")
     assert text.count('<h3 id="q') == 2
     with pytest.raises(ParameterError, match="'nope' of queries= is not among"):

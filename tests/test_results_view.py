@@ -150,3 +150,79 @@ def test_a_registered_format_reaches_the_command_line_and_results(tmp_path, caps
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("\t")[1:4] == ["model", "metric", "verdict"] and lines[1].split("\t")[1] == "b"
     assert _res().to_string("tsv").splitlines()[0].split("\t") == ["model", "recall@2", "ndcg@2"]
+
+
+def _tsv(doc, width, terminal):
+    return doc.blocks[0].frame.to_csv(sep="\t")
+
+
+def test_register_format_refuses_a_built_in_name_a_bad_name_and_a_second_registration(monkeypatch):
+    """As define_metric: the built-in formats stay, a name is one --format can take, and a name
+    registered before is replaced only with replace=True."""
+    from topkeval.outputs import formats
+
+    monkeypatch.setattr(formats, "FORMATS", dict(formats.FORMATS))
+    table = formats.FORMATS["table"]
+    with pytest.raises(ParameterError, match="'table' is a built-in output format"):
+        formats.register_format("table", _tsv, "tab-separated")
+    with pytest.raises(ParameterError, match="'table' is a built-in output format"):
+        formats.register_format("table", _tsv, "tab-separated", replace=True)
+    assert formats.FORMATS["table"] is table
+    for bad in ("my tsv", "TSV", "", "1tsv", "t" * 40):
+        with pytest.raises(ParameterError, match="'name' parameter of register_format"):
+            formats.register_format(bad, _tsv, "tab-separated")
+    with pytest.raises(ParameterError, match="'render' parameter of register_format"):
+        formats.register_format("tsv", "not a function", "tab-separated")
+    assert "tsv" not in formats.FORMATS
+    formats.register_format("tsv", _tsv, "tab-separated")
+    with pytest.raises(ParameterError, match="'tsv' is registered already; pass replace=True"):
+        formats.register_format("tsv", str, "again")
+    assert formats.FORMATS["tsv"].render is _tsv
+    formats.register_format("tsv", str, "again", replace=True)
+    assert formats.FORMATS["tsv"].description == "again" and formats.names()[-1] == "tsv"
+
+
+@pytest.mark.parametrize("render,match", [
+    (lambda doc, width, terminal: None, "must return the text \\(a str\\); it returned NoneType"),
+    (lambda doc, width, terminal: doc.blocks[0].frame.to_csv(sep="\t").encode(), "must return .*it returned bytes"),
+    (lambda doc, width, terminal: doc.blocks[7], "raised IndexError: list index out of range"),
+])
+def test_a_broken_format_is_named_on_the_command_line_and_in_results(tmp_path, capsys, monkeypatch, render, match):
+    from topkeval.cli import main
+    from topkeval.outputs import formats
+
+    monkeypatch.setattr(formats, "FORMATS", dict(formats.FORMATS))
+    formats.register_format("broken", render, "a format that fails")
+    with pytest.raises(ParameterError, match="render function of output format 'broken' " + match):
+        _res().to_string("broken")
+    path = tmp_path / "log.parquet"
+    LOG.to_parquet(path)
+    assert main(["evaluate", str(path), "--score", "a", "--item", "item", "-m", "recall@2", "--format", "broken"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith("topkeval: error: The render function of output format 'broken' ") and match.split()[-1] in err
+
+
+def test_to_markdown_is_to_string_markdown_segments_included():
+    res = tk.evaluate(LOG.assign(device=["m", "m", "m", "d", "d", "m", "m", "m"]), ["recall@2"], score=["a", "b"],
+                      by="device")
+    md = res.to_markdown(digits=3)
+    assert md == res.to_string("markdown", digits=3).rstrip("\n")
+    assert md.startswith("| device | model | recall@2 | queries |") and "| (all) | b |" in md
+    assert _res().to_markdown() == _res().to_string("markdown").rstrip("\n")
+
+
+def test_whole_weights_are_shown_without_decimals():
+    log = LOG.assign(device=["m", "m", "m", "d", "d", "m", "m", "m"], visits=[4000] * 3 + [792] * 2 + [0.5] * 3)
+    res = tk.evaluate(log.assign(visits=log["visits"].round()), ["recall@2"], score=["a"], by="device",
+                      weight="visits")  # weights 4000, 792 and 0 (rounded from 0.5): whole numbers
+    md = res.to_string("markdown")
+    assert "| (all) | a | 0.5826 | 2 | 4792 |" in md and "4792.0000" not in md
+    assert "4792.0000" not in res.to_string() and " 4792 " in res.to_string()
+    rows = res.to_string("markdown", per_query=True)
+    assert "| a | 2 | d | 792 |" in rows and "792.0000" not in rows
+    assert "4792.0" in res.to_string("csv")  # files keep the numbers as they are
+    fractional = tk.evaluate(log, ["recall@2"], score=["a"], by="device", weight="visits")
+    assert "| 4792.5000 |" in fractional.to_string("markdown")
+    rows = fractional.to_string("markdown", per_query=True)  # one column, one way: all with decimals
+    assert "| 792.0000 |" in rows and "| 0.5000 |" in rows

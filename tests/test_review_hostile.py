@@ -633,7 +633,7 @@ def test_plot_and_report_of_weighted_deltas_count_as_compare(tmp_path):
     assert _legend(res.plot_deltas("P@1", baseline="s")) == ["t worse: 2", "t better: 1", "weighted mean +0.1667",
                                                              "equal: 0"]
     page = _read(res.report(tmp_path / "w.html", baseline="s", **FAST))
-    assert "1 queries better, 0 equal, 2 worse on P@1." in page
+    assert "1 query better, 0 equal, 2 worse on P@1." in page
 
 
 def test_plot_and_report_of_huge_weights(tmp_path):

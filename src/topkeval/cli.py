@@ -14,7 +14,7 @@ import re
 import sys
 
 from .conventions import PRESETS, SETTINGS
-from .errors import TopkevalError, plural
+from .errors import TopkevalError
 from .outputs import formats
 from .outputs import text as report
 
@@ -410,7 +410,27 @@ def _load_models(args, required: bool):
     models = ([args.baseline] if args.baseline else []) + [s for s in (args.score or []) if s != args.baseline]
     if required and len(models) < 2:
         raise _UsageError("--score must name at least one column other than --baseline")
+    _check_baseline_column(args)
     return _load(args, metrics, scores=models or ["score"], keep_per_query=True)
+
+
+def _check_baseline_column(args) -> None:
+    """--baseline names a score column of FILE: one that is not there is said as --baseline's, with the
+    closest of the models (--score), else of the columns."""
+    if args.baseline is None or args.baseline in (args.score or []) or args.spark or not args.file:
+        return  # a --score column is checked (and said) as --score's, a Spark table by Spark
+    from .errors import closest
+    from .inputs.tables import column_names
+
+    columns = column_names(args.file)
+    if not columns or args.baseline in columns:
+        return
+    hits = closest(args.baseline, args.score or []) or closest(args.baseline, columns)
+    hint = f" Did you mean {' or '.join(map(repr, hits))}?" if hits else ""
+    models = f" The models (--score): {', '.join(map(repr, args.score))};" if args.score else ""
+    shown = ", ".join(map(repr, columns[:20])) + (" ..." if len(columns) > 20 else "")
+    raise _UsageError(f"--baseline {args.baseline!r} is not a column of file '{args.file}' (--baseline names the score "
+                      f"column of the model compared against).{hint}{models} the columns: {shown}.")
 
 
 def _report(args, out) -> int:
@@ -455,9 +475,9 @@ def _diff(args, out) -> int:
     try:
         res = _load_models(args, required=True)
     except TopkevalError as exc:
-        if args.query != "query" and args.show is None and repr(args.query) in str(exc):
-            raise _UsageError(f"{' '.join(str(exc).split())} (--query names the query id column; to see one query's "
-                              f"top k side by side, use --show {args.query})") from None
+        if args.query != "query" and args.show is None and str(exc).startswith(f"Column {args.query!r} (query=)"):
+            raise _UsageError(f"{cli_words(' '.join(str(exc).split()))} (--query names the query id column; to see "
+                              f"one query's top k side by side, use --show {args.query})") from None
         raise
     others = [m for m in res.models if m != args.baseline]
     named = [s for s in (args.score or []) if s != args.baseline]
@@ -493,9 +513,15 @@ def _diff(args, out) -> int:
             if c in frame:
                 frame[c] = [", ".join(map(str, v)) for v in frame[c]]
         shown = None
-        title = (f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query, worst first "
-                 f"({len(frame):,} of the {plural(int((every['delta'] < 0).sum()), 'query', 'queries')} that got "
-                 f"worse, of {len(every):,})")
+        worse, listed = int((every["delta"] < 0).sum()), len(frame)
+        title = f"{metric}: {report.visible(model)} - {report.visible(args.baseline)} per query"
+        if worse == 0:
+            title += f": no query got worse (of {len(every):,})"
+        elif listed == worse:
+            title += (f", worst first (the {'one query' if worse == 1 else f'{worse:,} queries'} that got worse, "
+                      f"of {len(every):,})")
+        else:
+            title += f", worst first (the {listed:,} worst of the {worse:,} queries that got worse, of {len(every):,})"
     right = tuple(c for c in frame.columns if args.show is not None and c.endswith(("rank", "score", "relevance")))
     _write(out, args.format, formats.Document([formats.Block(frame, title=title, right=right, shown=shown)]))
     return 0

@@ -82,11 +82,12 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
-def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """Return up to ``n`` entries of ``choices`` closest to ``name`` (case-insensitive)."""
+def closest(name: str, choices: Iterable[str], n: int = 3, cutoff: float = 0.5) -> list[str]:
+    """Return up to ``n`` entries of ``choices`` closest to ``name`` (case-insensitive; ``cutoff``:
+    the least similarity, difflib's ratio)."""
     choices = list(choices)
     lowered = {c.lower(): c for c in choices}
-    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
+    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=cutoff)
     return [lowered[h] for h in hits]
 
 

@@ -51,6 +51,34 @@ class _State:
     named: bool = False  # some rows were named with users=
 
 
+class _Seen:
+    """The user ids one model was updated with (this process): sorted runs of ids, merged as they grow
+    (a binary counter), so that ``update`` finds a user updated before in O(log^2 n) per id and
+    8 bytes per numeric id, whatever the number of updates."""
+
+    def __init__(self) -> None:
+        self.runs: list[np.ndarray] = []
+
+    def first_repeated(self, ids: np.ndarray):
+        """One of ``ids`` seen before, or None (ids of another kind than before: left to compute())."""
+        for run in self.runs:
+            if run.dtype.kind != ids.dtype.kind or ids.dtype.kind == "O":
+                continue  # numbers then text: compute() refuses the mix; objects: compared there too
+            pos = np.minimum(np.searchsorted(run, ids), len(run) - 1)
+            hit = run[pos] == ids
+            if hit.any():
+                return ids[np.argmax(hit)]
+        return None
+
+    def add(self, ids: np.ndarray) -> None:
+        if ids.dtype.kind == "O" or not len(ids):
+            return
+        run = np.sort(ids)
+        while self.runs and len(self.runs[-1]) <= len(run) and self.runs[-1].dtype.kind == run.dtype.kind:
+            run = np.sort(np.concatenate([self.runs.pop(), run]))
+        self.runs.append(run)
+
+
 class MatrixEvaluator:
     """Evaluate a score matrix one batch of users at a time: :func:`~topkeval.evaluate_matrix` for a
     validation loop, with the same metrics, conventions and values.
@@ -102,8 +130,8 @@ class MatrixEvaluator:
     DataError
         From ``update``: scores, relevance or exclusions that :func:`~topkeval.evaluate_matrix`
         refuses, a batch with another number of columns than the first, ``users`` not one distinct
-        id per row. From ``compute``: no update yet, a user updated twice (for one model), rows
-        without ``users=`` on more than one process.
+        id per row, a user of ``users=`` updated before (for that model). From ``compute``: no update
+        yet, a user updated twice on two processes, rows without ``users=`` on more than one process.
 
     See Also
     --------
@@ -162,6 +190,7 @@ class MatrixEvaluator:
         """Forget every update (call it at the start of each evaluation, each epoch)."""
         self._state = _State()
         self._next: dict[str, int] = {}  # per model, the running counter of rows without users=
+        self._seen: dict[str, _Seen] = {}  # per model, the users= of its updates (not gathered: this process's)
         self._computed = False  # compute() ran since the last update or reset
 
     @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by update"),
@@ -194,7 +223,8 @@ class MatrixEvaluator:
         ------
         DataError
             Inputs that :func:`~topkeval.evaluate_matrix` refuses; another number of columns than
-            the first update; ``users`` not one distinct id per row.
+            the first update; ``users`` not one distinct id per row, or naming a user updated
+            before (for one of these models; the update then counts nothing).
         """
         from .backends.matrix import evaluate_rows, prepare
 
@@ -217,6 +247,17 @@ class MatrixEvaluator:
             raise DataError("some updates name their rows with users= and others do not (a running counter 0, 1, "
                             "2, ...): the two kinds of ids can collide. Pass users= to every update, or to none.")
         ids = self._ids(users, U, models)
+        if users is not None:  # a user updated before: refused now, before this update counts
+            for m in models:
+                repeated = self._seen[m].first_repeated(ids) if m in self._seen else None
+                if repeated is not None:
+                    raise DataError(
+                        f"user {show(repeated)} was updated before"
+                        + (f" for model {m!r}" if len(set(self._next) | set(models)) > 1 else "")
+                        + ": each user is evaluated once, and counting one twice would weigh it twice in the means. "
+                        "Call reset() at the start of each evaluation; with a DistributedSampler, which repeats rows "
+                        "to even out the ranks, drop the repeated rows or pass drop_last=True; otherwise give each "
+                        "row its own id with users=.")
         if self._computed and users is None and U and any(self._next.get(m, 0) for m in models):
 
 
@@ -235,6 +276,8 @@ class MatrixEvaluator:
         state.named |= users is not None
         for m in models:
             self._next[m] = self._next.get(m, 0) + U
+            if users is not None:
+                self._seen.setdefault(m, _Seen()).add(ids)
 
     def _ids(self, users, U: int, models: list[str]) -> np.ndarray:
         if users is None:
@@ -277,8 +320,9 @@ class MatrixEvaluator:
         Raises
         ------
         DataError
-            No update yet (on any rank); a user updated twice for one model; rows numbered by the
-            running counter on more than one process.
+            No update yet (on any rank); a user updated twice for one model (on two ranks: one
+            rank's repeats are refused by ``update``); rows numbered by the running counter on more
+            than one process.
         """
         import pandas as pd
 

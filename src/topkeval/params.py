@@ -27,6 +27,7 @@ import inspect
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -180,6 +181,24 @@ class Text(Constraint):
     def accepts(self, value) -> bool:
         return isinstance(value, str) and "\x00" not in value and (self.empty or bool(value.strip())) and \
             (self.max_length is None or len(value) <= self.max_length)
+
+
+class Name(Constraint):
+    """A name to register under (an output format): lowercase letters, digits, ``_`` and ``-``,
+    starting with a letter, as it is typed after a flag (``--format tsv``)."""
+
+    def __init__(self, *, max_length: int = 32):
+        self.pattern = re.compile(rf"[a-z][a-z0-9_-]{{0,{max_length - 1}}}")
+        self.expected = (f"a name of lowercase letters, digits, '_' and '-', starting with a letter (at most "
+                         f"{max_length} characters)")
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, str) and self.pattern.fullmatch(value) is not None
+
+    def hint(self, value) -> str:
+        if isinstance(value, str) and value.strip() and self.accepts(value.strip().lower().replace(" ", "_")):
+            return f" Write {value.strip().lower().replace(' ', '_')!r}."
+        return ""
 
 
 class Column(Constraint):

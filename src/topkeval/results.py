@@ -534,7 +534,8 @@ class Results:
                  seed: int | None = 0) -> str:
         """The summary as a LaTeX table (booktabs): the best value of each metric in bold, and with
         ``baseline`` a dagger on the values significantly better than the baseline's (corrected
-        p-value of :meth:`compare` below 1 - confidence). Needs ``\\usepackage{booktabs}``.
+        p-value of :meth:`compare` below 1 - confidence), explained by a note under the table where a
+        value has one. Needs ``\\usepackage{booktabs}``.
 
         Examples
         --------
@@ -557,7 +558,8 @@ class Results:
 
     @validate_params(digits=DIGITS)
     def to_markdown(self, digits: int = 4) -> str:
-        """The summary as a GitHub markdown table (every id and name escaped).
+        """The summary as a GitHub markdown table (every id and name escaped), per segment with
+        ``by=``, and the notes of :attr:`info`: ``to_string("markdown")`` without its last newline.
 
         Examples
         --------
@@ -567,11 +569,10 @@ class Results:
         | model | P@1 |
         |---|---:|
         | s | 1.00 |
+        <BLANKLINE>
+        _1 of 1 query evaluated_
         """
-        from .outputs import formats
-
-        document = formats.Document([formats.Block(self._evaluation.summary)], digits=digits)
-        return formats.render("markdown", document).rstrip("\n")
+        return self.to_string("markdown", digits=digits).rstrip("\n")
 
     @validate_params(format=Text(empty=False, max_length=100), per_query=Bool(), ci=[CONFIDENCE, None], digits=DIGITS)
     def to_string(self, format: str = "table", per_query: bool = False, ci: float | None = None,

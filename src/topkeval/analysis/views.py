@@ -119,8 +119,12 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         logs = _logs_of(results, name)
         found = None
         kinds: set[str] = set()
+        examples: list = []  # a few of the model's query ids, and how many it has, for the message
+        count = 0
         for log, R in logs or []:
             kinds |= {type(q).__name__ for q in log.queries[:1].tolist()}
+            examples += log.queries[:5 - len(examples)].tolist()
+            count += len(log.queries)
             if not log.has_items:
                 raise ParameterError("side_by_side shows item ids, but these results were evaluated without them: "
                                      "pass item='<column>' to evaluate.")
@@ -130,8 +134,14 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
                 break
         if found is None:
             plain = type(query.item() if isinstance(query, np.generic) else query).__name__
+            # text and whole numbers find each other ("7" finds 7): then the kinds are no reason
+            crossed = {plain} | kinds <= {"str", "int"} and str(query).lstrip("-").isdigit() and \
+                str(int(str(query))) == str(query)
             hint = (f" The query ids are {' and '.join(sorted(kinds))}; this one is {plain}."
-                    if kinds and plain not in kinds else "")
+                    if kinds and plain not in kinds and not crossed else "")
+            if examples:
+                hint += (f" Its queries: {', '.join(map(show, examples))}"
+                         + (f", ... ({count:,} in all)." if count > len(examples) else "."))
             raise ParameterError(f"query {show(query)} is not among the queries of model {name!r}.{hint}")
         log, R, q = found
         rank, scores, rel, p, rq = backend.query_ranking(log, R, q, conv, name, k)

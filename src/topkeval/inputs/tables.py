@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ColumnError, DataError, InputFileError, did_you_mean
+from ..errors import ColumnError, DataError, InputFileError, closest
 
 
 def _module(obj) -> str:
@@ -108,6 +108,32 @@ def column_names(data) -> list[str]:
     return [str(c) for c in getattr(data, "columns", [])]
 
 
+#: names a column of each role often has: what a missing column suggests when no name is close to it
+ROLE_NAMES = {
+    "relevance": ("click", "clicked", "clicks", "label", "labels", "grade", "rel", "rating", "relevant", "judgment",
+                  "judgement", "target", "purchase", "purchased", "y"),
+    "query": ("qid", "query_id", "user", "user_id", "userid", "session", "session_id", "request_id", "search_id",
+              "topic"),
+    "item": ("item_id", "itemid", "doc", "doc_id", "docid", "docno", "document", "product", "product_id"),
+    "score": ("prediction", "predictions", "pred", "prob", "probability", "logit"),
+}
+
+
+def suggestion(name: str, columns: Sequence[str], role: str | None = None) -> str:
+    """" Did you mean 'x'?" for a missing column, or "": the columns whose names are close to ``name``
+    (a misspelling, a prefix: 'rel' for 'relevance'), else those named as such columns often are
+    (``role``: 'click' for a relevance column); never a name merely sharing some letters ('device').
+
+    >>> suggestion("relevance", ["query", "click", "device"], "relevance"), suggestion("scroe", ["score", "store"])
+    (" Did you mean 'click'?", " Did you mean 'score' or 'store'?")
+    """
+    low = name.lower()
+    hits = closest(name, columns, cutoff=0.6) or [
+        c for c in columns if min(len(c), len(low)) >= 3 and (low.startswith(c.lower()) or c.lower().startswith(low))][:3] or [
+        c for c in columns if c.lower() in ROLE_NAMES.get(role or "", ())][:3]
+    return " Did you mean " + " or ".join(map(repr, hits)) + "?" if hits else ""
+
+
 def _check_columns(wanted: Sequence[str], available: Sequence, where: str, roles: dict | None = None,
                    hint: str | Mapping[str, str] = "") -> dict:
     """Every wanted column exists, once; else say which is missing, the closest names, and which
@@ -134,7 +160,7 @@ def _check_columns(wanted: Sequence[str], available: Sequence, where: str, roles
                       if labels and all(isinstance(a, tuple) for a in labels) else "")
             raise ColumnError(
                 f"Column {name!r}{f' ({role}=)' if role else ''} not found in {where}."
-                f"{did_you_mean(name, text)} Available: {shown}.{how}{nested}{more}"
+                f"{suggestion(name, text, role)} Available: {shown}.{how}{nested}{more}"
             )
         if len(hits) > 1:
             same = ", ".join(repr(labels[i]) for i in hits)

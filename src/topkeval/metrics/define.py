@@ -8,6 +8,7 @@ batch (one array per statistic, one value per query) and returns one value per q
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,7 +98,8 @@ def define_metric(name: str, function: Callable, *, cutoff: str = "required", ra
         Lowercase letters, digits and ``_``, starting with a letter; not a metric name or alias
         already known.
     function : callable
-        ``Counts -> array`` of one number per query. On Spark it is sent to the executors (by
+        ``Counts -> array`` of one number per query (one that cannot take one argument is refused
+        here, before it is registered). On Spark it is sent to the executors (by
         cloudpickle): define it in the script or notebook, or in a module the executors can import.
     cutoff : {"required", "optional", "none"}
         Whether the name takes ``@k``; without one the top k is the whole list.
@@ -153,9 +155,29 @@ def define_metric(name: str, function: Callable, *, cutoff: str = "required", ra
             taken = None
         if taken is not None:
             raise ParameterError(f"define_metric: {name!r} already names {taken} (an alias); choose another name.")
+    _check_signature(name, function)
     _register(name, function, cutoff=cutoff, needs=("rank",) if ranks else (), summary=summary, formula=formula,
               higher_is_better=higher_is_better, bounded=bounded, needs_all_relevant=needs_all_relevant,
               undefined=undefined)
+
+
+#: how a metric's function is called, for the messages
+_TAKES = ("must take one argument, a Counts (its arrays c.h, c.hit, c.n, c.R, c.N, c.rel_ret, c.listed, and c.k: "
+          "for example lambda c: c.h / c.R)")
+
+
+def _check_signature(name: str, function: Callable) -> None:
+    """Refuse, before it is registered, a function that cannot be called with one Counts (where its
+    signature can be read; a function without one is called as it is, and its error named)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise ParameterError(f"define_metric: the function of {name!r} {_TAKES}; this one takes "
+                             f"{signature}.") from None
 
 
 def _register(name: str, function: Callable, **spec) -> None:
@@ -167,7 +189,10 @@ def _register(name: str, function: Callable, **spec) -> None:
         try:
             out = function(_counts(st, metric, with_ranks))
         except Exception as exc:  # the user's function: its error, named
-            raise ParameterError(f"The function of metric {name!r} raised {type(exc).__name__}: {exc}") from exc
+            # a TypeError of the call itself (no frame of the function's own): it was called with the wrong arguments
+            called = isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None
+            how = f" (a metric's function {_TAKES})" if called else ""
+            raise ParameterError(f"The function of metric {name!r} raised {type(exc).__name__}: {exc}{how}") from exc
         out = np.asarray(out, dtype=object if not isinstance(out, np.ndarray) else None)
         if out.shape != (len(st.R),) or not (np.issubdtype(out.dtype, np.number) and not np.iscomplexobj(out)):
             raise ParameterError(f"The function of metric {name!r} must return one real number per query "

@@ -21,10 +21,12 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError
+from ..errors import ParameterError, TopkevalError
 from ..inputs.segments import ALL
+from ..params import Bool, Function, Name, Text, validate_params
 from . import text
 
 
@@ -68,13 +70,30 @@ class OutputFormat:
 
 
 FORMATS: dict[str, OutputFormat] = {}
+BUILT_IN: frozenset[str] = frozenset()  # the formats of this module, never replaced (set at its end)
 
 
+@validate_params(name=Name(), render=Function(), description=Text(empty=False, max_length=200), general=Bool(),
+                 replace=Bool())
 def register_format(name: str, render: Callable[[Document, int | None, bool], str], description: str, *,
-                    general: bool = True) -> None:
+                    general: bool = True, replace: bool = False) -> None:
     """Add an output format: ``render(document, width, terminal)`` returns its text (``width``: the
     columns to fill, or None; ``terminal``: styled for a terminal). ``general=False`` marks a format
-    only some documents carry (trec)."""
+    only some documents carry (trec).
+
+    ``name`` is what ``--format`` takes: lowercase letters, digits, ``_`` and ``-``. The built-in
+    formats can never be replaced; a format registered before only with ``replace=True`` (a notebook
+    cell run twice), as :func:`~topkeval.define_metric` does with metrics."""
+    if name in BUILT_IN:
+        raise ParameterError(f"register_format: {name!r} is a built-in output format; choose another name.")
+    if name in FORMATS and not replace:
+        raise ParameterError(f"register_format: {name!r} is registered already; pass replace=True to register it "
+                             "again.")
+    _add(name, render, description, general)
+
+
+def _add(name: str, render: Callable[[Document, int | None, bool], str], description: str,
+         general: bool = True) -> None:
     FORMATS[name] = OutputFormat(name, description, render, general)
 
 
@@ -99,7 +118,19 @@ def render(fmt: str, document: Document, width: int | None = None, terminal: boo
     """
     if fmt not in FORMATS:
         raise ParameterError(f"format {fmt!r} is not an output format; the formats are {', '.join(map(repr, FORMATS))}.")
-    return FORMATS[fmt].render(document, width, terminal)
+    if fmt in BUILT_IN:
+        return FORMATS[fmt].render(document, width, terminal)
+    try:  # a format of the user's (register_format): its failure, named
+        out = FORMATS[fmt].render(document, width, terminal)
+    except TopkevalError:
+        raise
+    except Exception as exc:
+        raise ParameterError(f"The render function of output format {fmt!r} raised {type(exc).__name__}: {exc} "
+                             "(fix it, or register it again with replace=True).") from exc
+    if not isinstance(out, str):
+        raise ParameterError(f"The render function of output format {fmt!r} must return the text (a str); it "
+                             f"returned {type(out).__name__}.")
+    return out
 
 
 def _cells(block: Block) -> pd.DataFrame:
@@ -124,7 +155,7 @@ def _table(document: Document, width: int | None, terminal: bool) -> str:
 
 def _markdown(document: Document, width: int | None, terminal: bool) -> str:
     tables = [text.markdown(_cells(b), document.digits, right=b.right) + "\n" for b in document.blocks]
-    return "\n".join(tables) + "".join(f"\n_{note}_\n" for note in document.notes)
+    return "\n".join(tables) + "".join(f"\n_{text.markdown_text(text.visible(note))}_\n" for note in document.notes)
 
 
 def _csv(document: Document, width: int | None, terminal: bool) -> str:
@@ -151,17 +182,31 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None) -
         raise ParameterError("ci gives intervals of the means; drop it, or per_query.")
     payload = res.to_dict(per_query=per_query)
     if per_query:
-        blocks = [Block(res.to_pandas()), Block(res.summary, title="means over the queries")]
+        rows = res.to_pandas()
+        blocks = [Block(rows, **_whole(rows, res.weight)), Block(res.summary, title="means over the queries")]
     elif ci is not None:
         numbers, shown = _with_ci(res, ci)
         blocks = [Block(numbers, shown=shown)]
         payload["summary_ci"] = text.records(res.summary_ci(confidence=ci))
     elif res.by:
-        blocks = [Block(res.segments, title="by " + ", ".join(map(text.visible, res.by)))]
+        segments = res.segments  # with weight=, the sum of each segment's weights
+        blocks = [Block(segments, title="by " + ", ".join(map(text.visible, res.by)),
+                        **_whole(segments, "weight" if res.weight else None))]
     else:
         blocks = [Block(res.summary)]
     texts = {} if ci is not None else {"trec": lambda: text.trec_lines(res, per_query)}
     return Document(blocks, notes=text.info_lines(res.info), payload=payload, texts=texts)
+
+
+def _whole(frame: pd.DataFrame, column: str | None) -> dict:
+    """The Block options that show ``column`` (weights) without decimals where all its values are
+    whole numbers (a count of visits: 4792, not 4792.0000)."""
+    if column is None or column not in frame or not pd.api.types.is_numeric_dtype(frame[column]):
+        return {}
+    values = frame[column].to_numpy(dtype=float)
+    if not (np.isfinite(values) & (np.abs(values) < 2.0**53) & (values == np.round(values))).all():
+        return {}
+    return {"right": (column,), "formats": {column: text.whole}}
 
 
 def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -182,8 +227,9 @@ def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(numbers, index=res.summary.index), pd.DataFrame(shown, index=res.summary.index)
 
 
-register_format("table", _table, "a terminal table, notes under it")
-register_format("markdown", _markdown, "GitHub markdown tables, notes in italics")
-register_format("csv", _csv, "the first table as CSV, full precision")
-register_format("json", _json, "JSON: NaN as null, ids as JSON values")
-register_format("trec", _trec, "trec_eval's lines: name, query, value", general=False)
+_add("table", _table, "a terminal table, notes under it")
+_add("markdown", _markdown, "GitHub markdown tables, notes in italics")
+_add("csv", _csv, "the first table as CSV, full precision")
+_add("json", _json, "JSON: NaN as null, ids as JSON values")
+_add("trec", _trec, "trec_eval's lines: name, query, value", general=False)
+BUILT_IN = frozenset(FORMATS)

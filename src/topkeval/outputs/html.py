@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.segments import ALL
-from ..errors import ParameterError, did_you_mean, show, warn
+from ..errors import ParameterError, did_you_mean, plural, show, warn
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data: https: http:"
 
@@ -426,9 +426,10 @@ def _deltas_section(res, o: ReportOptions, d, deltas_svg: str, view_queries: lis
         rows.append(f'<tr><td class="id"><a href="#{anchors[q]}">{esc(q)}</a></td>{_num(r["baseline"], o.digits)}'
                     f'{_num(r["model"], o.digits)}{_num(r["delta"], o.digits)}{items}</tr>')
     counted, _ = counted_deltas(res, d)  # compare's wins, ties and losses
-    counts = (f"{int((counted > 0).sum()):,} queries better, {int((counted == 0).sum()):,} equal, "
+    counts = (f"{plural(int((counted > 0).sum()), 'query', 'queries')} better, {int((counted == 0).sum()):,} equal, "
               f"{int((counted < 0).sum()):,} worse on {esc(o.metric)}.")
-    table_html = (f"<h3>The {len(rows)} worst regressions on {esc(o.metric)}</h3>{_table(head, rows, 'worst')}"
+    which = "The worst regression" if len(rows) == 1 else f"The {len(rows):,} worst regressions"
+    table_html = (f"<h3>{which} on {esc(o.metric)}</h3>{_table(head, rows, 'worst')}"
                   if rows else f"<h3>No query got worse on {esc(o.metric)}</h3>")
     return (("deltas", f"Per query: {esc(o.model)} against {esc(o.baseline)}",
              f'<div class="plots">{deltas_svg}</div><p>{counts}</p>{table_html}'), worst)

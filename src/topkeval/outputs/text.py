@@ -12,6 +12,7 @@ import datetime
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,19 @@ def fmt(value, digits: int = 4) -> str:
     if isinstance(value, bytes):
         return visible(value.decode("utf-8", "backslashreplace"))
     return visible(str(value))
+
+
+def whole(value, digits: int = 4) -> str:
+    """A number that may be whole (a weight, a sum of weights) for a table: without decimals when it
+    is whole, as :func:`fmt` otherwise.
+
+    >>> whole(4792.0), whole(2.5), whole(float("nan"))
+    ('4792', '2.5000', 'nan')
+    """
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and \
+            math.isfinite(value) and abs(value) < 2.0**53 and float(value).is_integer():
+        return str(int(value))
+    return fmt(value, digits)
 
 
 def visible(text: str) -> str:
@@ -51,12 +65,23 @@ def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
     return f"{p:.{digits}f}"
 
 
-def _markdown_cell(value, digits: int) -> str:
-    text = fmt(value, digits)
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
+def markdown_text(text: str) -> str:
+    """Text in markdown as it is: HTML and markdown's own characters escaped (a cell, a note).
+
+    A ``<`` that cannot open a tag (followed by a space or a digit: a p-value ``< 1e-04``) stays as it is.
+
+    >>> print(markdown_text("<b>old</b> | *new*"), markdown_text("< 1e-04"))
+    &lt;b&gt;old&lt;/b&gt; \\| \\*new\\* < 1e-04
+    """
+    for raw, safe in (("&", "&amp;"), (">", "&gt;"), ("\\", "\\\\"), ("|", "\\|"), ("`", "\\`"),
                       ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]"), ("$", "\\$")):
         text = text.replace(raw, safe)
-    return text
+    # HTML (a tag, a comment, an autolink) opens with '<' and a letter, '/', '!' or '?'; any other '<' is text
+    return re.sub(r"<(?=[A-Za-z/!?]|$)", "&lt;", text)
+
+
+def _markdown_cell(value, digits: int) -> str:
+    return markdown_text(fmt(value, digits))
 
 
 def markdown(frame: pd.DataFrame, digits: int = 4, right=()) -> str:
@@ -376,6 +401,6 @@ def latex(res, baseline: str | None = None, digits: int = 4, **compare_options) 
             cells.append(text + marks.get((model, metric), ""))
         lines.append(latex_text(model) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
-    if note:  # visible under the table (move it into the caption if you like)
+    if note and marks:  # visible under the table (move it into the caption if you like); none without a mark
         lines.append(r"\par\smallskip{\footnotesize " + note + "}")
     return "\n".join(lines)
