@@ -142,7 +142,7 @@ def _log():
     (lambda d: d, {"propensity": {1: 0.0, 2: 0.5}}, DataError, "(0, 1]"),
     (lambda d: d, {"propensity": {1: 1.5, 2: 0.5}}, DataError, "(0, 1]"),
     (lambda d: d, {"propensity": {2: 0.5}}, DataError, "without a propensity"),
-    (lambda d: d, {"propensity": {0: 0.5}}, ParameterError, "whole numbers >= 1"),
+    (lambda d: d, {"propensity": {0: 0.5}}, ParameterError, "whole numbers from 1"),
     (lambda d: d, {"propensity": [0.5]}, ParameterError, "mapping position"),
 ])
 def test_bad_click_logs_are_clear_errors(change, kwargs, error, words):
@@ -400,3 +400,105 @@ def test_compare_on_ips_estimates_finds_the_better_ranker_that_clicks_hide():
     true_delta = truth.summary.loc["new_ranker"].iloc[0] - truth.summary.loc["old_ranker"].iloc[0]
     assert ips_all["ci_low"] <= true_delta <= ips_all["ci_high"]
     assert set(ips.segments.reset_index()["half"]) >= {"even", "odd"}
+
+
+# --- hostile but ordinary click logs (found by an attack on the feature) ---
+
+def _page(pos, click=None):
+    n = len(pos)
+    return pd.DataFrame({"query": [1] * n, "item": [f"i{j}" for j in range(n)], "click": click or [1] + [0] * (n - 1),
+                         "position": pos, "new": np.linspace(1, 0, n)})
+
+
+def _ips(frame, **kw):
+    return tk.evaluate(frame, ["precision@2"], relevance="click", score="new", item="item", position="position",
+                       **{"propensity": {1: 1.0, 2: 0.5, 3: 0.25}, **kw}).summary.iloc[0, 0]
+
+
+@pytest.mark.parametrize("pos", [["a", "b", "c"], pd.Categorical(["x", "y", "z"]), [True, True, True],
+                                 pd.array(["1", "2", None], dtype="string"), np.array([1, 2, 3], dtype=complex),
+                                 pd.to_datetime(["2020-01-01"] * 3), ["1", "2", "3"]])
+def test_a_position_column_that_is_not_numbers_is_refused(pos):
+    with pytest.raises(tk.ColumnError, match="position=.*numbers"):
+        _ips(_page(pos))
+
+
+def test_positions_with_missing_values_of_every_kind():
+    for pos in ([1, 2, None], [1.0, 2.0, np.nan], pd.array([1, 2, pd.NA], dtype="Int64"),
+                pd.array([1, 2, pd.NA], dtype=object)):
+        assert _ips(_page(pos)) == 0.5  # the click at position 1, in the new top 2
+
+
+def test_propensity_mappings_functions_and_columns_that_are_wrong():
+    assert _ips(_page([1, 2, 3]), propensity={1: 1.0, 10**12: 0.1}) == 0.5  # huge keys: no dense table
+    with pytest.raises(ParameterError, match="key True"):
+        _ips(_page([1, 2, 3]), propensity={True: 1.0, 2: 0.5})
+    with pytest.raises(ParameterError, match="raised ZeroDivisionError"):
+        _ips(_page([1, 2, 3]), propensity=lambda x: 1 / 0)
+    with pytest.raises(ParameterError, match="function"):
+        _ips(_page([1, 2, 3]), propensity=lambda x: np.array(["a"] * len(x)))
+    assert _ips(_page([1, 2, 3]), propensity=lambda x: 1 / x) == 0.5
+    with pytest.raises(tk.ColumnError, match="propensity=.*numbers"):
+        _ips(_page([1, 2, 3]).assign(pr=["1", "0.5", "x"]), propensity="pr")
+    with pytest.raises(tk.ColumnError, match="position"):
+        tk.evaluate(_page([1, 2, 3]), ["precision@2"], relevance="click", score="new", position="pos",
+                    propensity={1: 1.0})
+
+
+def test_a_click_never_shown_is_refused_with_or_without_propensity():
+    frame = _page([1, None, 3], click=[0, 1, 0])
+    with pytest.raises(DataError, match="never showed"):
+        tk.evaluate(frame, ["precision@2"], relevance="click", score="new", position="position")
+
+
+def test_f1_is_self_normalised_as_recall_is():
+    frame = pd.DataFrame({"query": [1, 1, 2, 2, 2], "item": list("abcde"), "click": [1, 0, 0, 0, 0],
+                          "position": [1, 2, 1, 2, 3], "new": [.9, .1, .9, .1, 0]})
+    res = tk.evaluate(frame, ["f1@1", "recall@1", "precision@1"], relevance="click", score="new", item="item",
+                      position="position", propensity={1: 1.0, 2: 1.0, 3: 1.0})
+    assert res.summary.iloc[0].tolist() == [1.0, 1.0, 0.5]  # f1, recall: the clicked query; precision: both
+
+
+def test_curves_refuse_what_ips_cannot_estimate():
+    res = tk.evaluate(click_log(50), ["precision@5"], relevance="click", score="new_ranker", position="position",
+                      propensity=CURVE)
+    with pytest.raises(ParameterError, match="hit_rate"):
+        res.curves(["hit_rate"], ks=[1, 5])
+    assert len(res.curves(["precision"], ks=[1, 5])) > 0
+
+
+def test_bounds_follow_weights_aliases_and_metrics_not_evaluated():
+    frame = pd.DataFrame({"query": [1, 1, 2, 2], "item": list("abcd"), "click": [1, 0, 0, 0],
+                          "position": [1, None, 1, None], "new": [.9, .1, .9, .1], "w": [9., 9., 1., 1.]})
+    res = tk.evaluate(frame, ["precision@1"], relevance="click", score="new", item="item", position="position",
+                      weight="w", empty_queries="keep")
+    row = res.bounds().loc[("new", "precision@1")]
+    assert row["naive"] == row["estimate"] == row["lower"] == pytest.approx(0.9)  # weighted: 9 of 10
+    assert row["upper"] == pytest.approx(0.9)
+    b = res.bounds(metrics=["p@1", "precision@2"])
+    assert b.loc[("new", "p@1"), "estimate"] == pytest.approx(0.9)
+    assert b.loc[("new", "precision@2"), "estimate"] == pytest.approx(0.45)  # evaluated again
+
+
+def test_popularity_propensity_ids_must_match_and_any_id_column_works():
+    pp = tk.popularity_propensity(pd.DataFrame({"item": ["a", "a", "b"]}), gamma=1.0)
+    log = pd.DataFrame({"query": [1, 1, 2], "item": [1, 2, 3], "click": [1, 1, 1], "new": [2.0, 1.0, 1.0]})
+    with pytest.raises(DataError, match="same type"):
+        tk.evaluate(log, ["precision@2"], relevance="click", score="new", item="item", propensity=pp)
+    log = pd.DataFrame({"query": [1, 1], "item": pd.Categorical(["b", "z"]), "click": [1, 0], "new": [1.0, 0.0]})
+    res = tk.evaluate(log, ["precision@1"], relevance="click", score="new", item="item", propensity=pp)
+    assert res.summary.iloc[0, 0] == 2.0  # b: (1/2) ** 1
+    with pytest.raises(DataError, match="no item ids"):
+        tk.popularity_propensity(pd.DataFrame({"item": [None, None]}), gamma=1.0)
+
+
+def test_estimate_position_bias_reads_any_table_and_stays_silent():
+    import pyarrow as pa
+
+    frame = pd.DataFrame(dict(query=[1, 1, 1, 1, 2, 2, 2, 2], item=list("ababcdcd"), position=[1, 2, 2, 1, 2, 3, 3, 2],
+                              click=[1] * 8))
+    tk.estimate_position_bias(frame, n_resamples=1, seed=0)  # a resample that reaches no position: NaN, no warning
+    with pytest.raises(tk.ColumnError, match="'clicks' is not in impressions"):
+        tk.estimate_position_bias(pa.Table.from_pandas(frame), click="clicks")
+    arrow = tk.estimate_position_bias(pa.Table.from_pandas(frame), n_resamples=0).propensities
+    assert arrow == tk.estimate_position_bias(frame, n_resamples=0).propensities

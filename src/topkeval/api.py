@@ -424,7 +424,8 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     wanted = [query, r.relevance, *r.scores] + ([item] if item is not None else []) + r.attributes + clicks
     ids = [query] + ([item] if item else [])
     roles = (_roles(query, r.relevance, r.scores, item) | {name: "by" for name in by}
-             | ({weight: "weight"} if weight else {}) | {name: "click log" for name in clicks})
+             | ({weight: "weight"} if weight else {}) | ({r.position: "position"} if r.position else {})
+             | ({r.propensity: "propensity"} if isinstance(r.propensity, str) else {}))
     cols = read_columns(r.data, wanted, id_columns=ids, roles=roles)
     rows, ips_info = _click_rows(r, cols)
     log = build_log(cols[query], cols[r.relevance], {s: cols[s] for s in r.scores},
@@ -437,6 +438,10 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     attrs = segments.query_attributes(cols[query], cols, by, weight, query) if r.attributes else None
 
     def run(current_plan):
+        if r.propensity is not None:  # other metrics (curves) under the same weights: estimable ones only
+            from .engine.unbiased import check_families
+
+            check_families(current_plan.metrics)
         evaluation = evaluate_grouped(log, current_plan, depth=r.depth, threads=r.threads, query_name=query)
         return engine.attach(evaluation, attrs, by, weight) if attrs is not None else evaluation
 
@@ -453,61 +458,96 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
     if r.position is None and r.propensity is None:
         return {}, None
     from .engine import unbiased
+    from .inputs.grouped import numeric_column
 
+    clicked = r.plan.conv.is_relevant(numeric_column(cols[r.relevance], r.relevance, "grade"))
     if r.position is None:  # per-item propensities (popularity_propensity) need no position: a recommender's log
-        pos = np.ones(len(_as_1d(cols[r.relevance], r.relevance, "relevance")))
+        pos = np.ones(len(clicked))
         rows = {}
     else:
-        pos = unbiased.positions(_as_1d(cols[r.position], r.position, "position="), r.position)
+        pos = unbiased.positions(cols[r.position], r.position)
+        unbiased.check_shown(pos, clicked, r.position)
         rows = {"position": pos}
     if r.propensity is None:
         return rows, None
-    clicked = r.plan.conv.is_relevant(np.asarray(_as_1d(cols[r.relevance], r.relevance, "relevance"), np.float64))
     at = np.flatnonzero(clicked)  # only a click's propensity is ever read
-    w, info = unbiased.weights(pos, clicked, _propensity_rows(r.propensity, pos, cols, r.item, at), r.clip,
-                               r.position)
+    prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
+    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position)
     rows["ips_weight"] = w
     info["estimators"] = {label: FAMILIES[m.family].ips for label, m in zip(r.plan.labels, r.plan.metrics)}
+    if unmatched is not None:
+        info["clicks_on_unseen_items"] = unmatched
     return rows, info
 
 
-def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) -> np.ndarray:
-    """At rows ``at``, the examination probability that ``propensity`` gives (NaN where it gives none)."""
+def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) -> tuple[np.ndarray, int | None]:
+    """At rows ``at`` (the clicks), the examination probability that ``propensity`` gives (NaN
+    where it gives none), and with per-item propensities the clicks on items they do not list."""
+    from .engine.unbiased import numbers_or_missing
+
     pos = pos[at]
     if isinstance(propensity, str):
-        return np.asarray(_as_1d(cols[propensity], propensity, "propensity="), np.float64)[at]
+        return numbers_or_missing(cols[propensity], propensity, "propensity=")[at], None
     by_item = getattr(propensity, "by_item", None)
     if by_item is not None:  # popularity_propensity(): per item
-        values = cols[item]
-        values = values.take(at) if hasattr(values, "take") and not isinstance(values, np.ndarray) else values[at]
-        values = values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy") and not isinstance(
-            values, np.ndarray) else np.asarray(values)
-        where = pd.Index(by_item.index).get_indexer(values)
-        return np.where(where >= 0, by_item.to_numpy(np.float64)[where], float(propensity.unseen))
+        ids = _row_ids(cols[item], at)
+        where = pd.Index(by_item.index).get_indexer(ids)
+        unmatched = int((where < 0).sum())
+        if len(at) and unmatched == len(at):
+            raise DataError(f"None of the clicked items of column {item!r} is among the items of the propensities "
+                            f"(for example {ids[0]!r}, while they list {by_item.index[0]!r}): the ids must be the same "
+                            "values of the same type (text '12' is not the number 12).")
+        return np.where(where >= 0, by_item.to_numpy(np.float64)[np.maximum(where, 0)], float(propensity.unseen)), \
+            unmatched
     if callable(propensity) and not isinstance(propensity, Mapping):  # position -> probability, vectorised
-        with np.errstate(all="ignore"):
-            values = np.asarray(propensity(pos.copy()), np.float64)
+        try:
+            with np.errstate(all="ignore"):
+                values = np.asarray(propensity(pos.copy()), dtype=np.float64)
+        except Exception as exc:
+            raise ParameterError(f"propensity= as a function raised {type(exc).__name__}: {exc}. It must take an "
+                                 "array of positions (float64) and return an array of probabilities.") from None
         if values.shape != pos.shape:
             raise ParameterError("propensity= as a function must map an array of positions to an array of "
                                  f"probabilities of the same shape; it returned shape {values.shape}.")
-        return values
+        return values, None
     curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
     if isinstance(curve, pd.Series):
         curve = curve.to_dict()
     if not isinstance(curve, Mapping) or not curve:
         raise ParameterError(f"propensity= must be a column name, a mapping position -> examination probability "
-                             f"({{1: 1.0, 2: 0.6}}), or estimate_position_bias's result; got {type(propensity).__name__}.")
-    keys = list(curve)
-    if not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 1 for k in keys):
-        raise ParameterError(f"propensity= maps positions (whole numbers >= 1) to probabilities; it has the key "
-                             f"{next(k for k in keys if not (isinstance(k, numbers.Integral) and k >= 1))!r}.")
-    values = [curve[k] for k in keys]
-    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+                             f"({{1: 1.0, 2: 0.6}}), a function of the positions, or estimate_position_bias's result; "
+                             f"got {type(propensity).__name__}.")
+    bad = [k for k in curve if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= k <= 2**53)]
+    if bad:
+        raise ParameterError(f"propensity= maps positions (whole numbers from 1 to 2**53) to probabilities; it has the "
+                             f"key {bad[0]!r}.")
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in curve.values()):
         raise ParameterError("propensity= maps positions to probabilities (numbers in (0, 1]); a value is not a number.")
-    lookup = np.full(int(max(keys)) + 2, np.nan)
-    lookup[np.asarray(keys, np.int64)] = np.asarray(values, np.float64)
-    idx = np.where(np.isnan(pos) | (pos >= len(lookup)), len(lookup) - 1, np.nan_to_num(pos)).astype(np.int64)
-    return lookup[idx]
+    keys = np.array([float(k) for k in curve])
+    order = np.argsort(keys)
+    keys, values = keys[order], np.array([float(v) for v in curve.values()])[order]
+    found = np.minimum(np.searchsorted(keys, pos), len(keys) - 1)
+    return np.where(keys[found] == pos, values[found], np.nan), None
+
+
+def _row_ids(values, at: np.ndarray) -> np.ndarray:
+    """The ids of an id column (an array, Arrow, or codes into labels) at rows ``at``."""
+    from .inputs.ids import Encoded, is_arrow
+
+    if isinstance(values, Encoded):
+        codes = values.codes[at]
+        return np.where(codes >= 0, values.labels[np.maximum(codes, 0)], None) if len(values.labels) else \
+            np.full(len(at), None, dtype=object)
+    if is_arrow(values):
+        import pyarrow as pa
+
+        taken = values.take(pa.array(at))
+        if pa.types.is_dictionary(taken.type):
+            taken = taken.dictionary_decode()
+        return np.asarray(taken.to_pylist(), dtype=object)
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    return np.asarray(values, dtype=object)[at]
 
 
 @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),

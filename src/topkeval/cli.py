@@ -345,6 +345,8 @@ def _propensity(text: str | None):
         key, _, value = part.partition(":")
         try:
             position = int(key)
+            if position in curve:
+                raise _UsageError(f"--propensity {text!r}: position {position} is given twice")
             curve[position] = float(value)
         except ValueError:
             raise _UsageError(f"--propensity {text!r}: write positions and probabilities as 1:1,2:0.6,3:0.45 "

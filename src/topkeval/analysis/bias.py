@@ -80,35 +80,37 @@ class ItemPropensity:
                 f"{self.by_item.min():.4g}..{self.by_item.max():.4g}, unseen {self.unseen:.4g})")
 
 
-def _column(table, name: str, role: str) -> np.ndarray:
-    from ..inputs import read_columns
+def _table(data, columns: list[str], parameter: str) -> pd.DataFrame:
+    """The ``columns`` of a table (pandas, polars, Arrow, a dict of columns) as a pandas DataFrame."""
+    from ..errors import ColumnError, did_you_mean
 
-    return read_columns(table, [name], id_columns=[], roles={name: role})[name]
-
-
-def _table(impressions, columns: list[str]) -> pd.DataFrame:
-    if isinstance(impressions, pd.DataFrame):
-        missing = [c for c in columns if c not in impressions.columns]
-        if missing:
-            from ..errors import ColumnError
-
-            raise ColumnError(f"Column {missing[0]!r} is not in the table; its columns are "
-                              f"{list(map(str, impressions.columns))}.")
-        return impressions[columns]
-    try:
-        frame = pd.DataFrame({c: np.asarray(impressions[c]) for c in columns}) if isinstance(impressions, dict) \
-            else impressions.select(columns).to_pandas()
-    except KeyError as exc:
-        from ..errors import ColumnError
-
-        raise ColumnError(f"Column {exc.args[0]!r} is not in the table.") from None
-    except AttributeError:
-        raise ParameterError(f"impressions must be a table (pandas, polars, Arrow or a dict of columns); got "
-                             f"{type(impressions).__name__}.") from None
-    return frame
+    if isinstance(data, dict):
+        names = list(data)
+    elif hasattr(data, "columns") or hasattr(data, "column_names"):
+        if type(data).__name__ == "LazyFrame":
+            data = data.collect()
+        names = list(getattr(data, "column_names", None) or data.columns)
+    else:
+        raise ParameterError(f"{parameter} must be a table (pandas, polars, Arrow or a dict of columns); got "
+                             f"{type(data).__name__}.")
+    for c in columns:
+        if c not in names:
+            raise ColumnError(f"Column {c!r} is not in {parameter}{did_you_mean(c, [str(n) for n in names])}; its "
+                              f"columns are {[str(n) for n in names][:20]}.")
+    if isinstance(data, dict):
+        try:
+            return pd.DataFrame({c: np.asarray(data[c]) for c in columns})
+        except ValueError as exc:
+            raise ParameterError(f"{parameter}: the columns must be one-dimensional and of one length ({exc}).") from None
+    if isinstance(data, pd.DataFrame):
+        return data[columns]
+    picked = data.select(columns)
+    return picked.to_pandas()
 
 
 def _positions(values: pd.Series, column: str) -> np.ndarray:
+    if pd.api.types.is_bool_dtype(values.dtype):
+        raise DataError(f"Column {column!r} must hold the 1-based position of each impression; it holds booleans.")
     pos = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
     bad = ~((pos >= 1) & (pos == np.floor(pos)) & np.isfinite(pos))
     if bad.any():
@@ -178,7 +180,7 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
     cols = [query, item, position, click] + ([impressions_column] if impressions_column else [])
     if len(set(cols)) != len(cols):
         raise ParameterError(f"The query, item, position and click columns must differ; got {cols}.")
-    frame = _table(impressions, cols)
+    frame = _table(impressions, cols, "impressions")
     if not len(frame):
         raise DataError("The impressions table has no rows.")
     pos = _positions(frame[position], position)
@@ -213,9 +215,10 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
                 continue
             draws[b, np.searchsorted(positions, p_b)] = t_b
         alpha = (1 - confidence) / 2
-        with np.errstate(all="ignore"):
-            curve["low"] = np.exp(np.nanquantile(draws, alpha, axis=0))
-            curve["high"] = np.exp(np.nanquantile(draws, 1 - alpha, axis=0))
+        drawn = np.isfinite(draws).any(axis=0)  # a position no resample reached keeps NaN bounds
+        if drawn.any():
+            curve.loc[curve.index[drawn], "low"] = np.exp(np.nanquantile(draws[:, drawn], alpha, axis=0))
+            curve.loc[curve.index[drawn], "high"] = np.exp(np.nanquantile(draws[:, drawn], 1 - alpha, axis=0))
     return PositionBias(curve, method, form, eta, confidence)
 
 
@@ -326,16 +329,17 @@ def popularity_propensity(interactions, item: str = "item", *, gamma: float | No
     >>> tk.popularity_propensity(train, gamma=1.0).by_item.to_dict()
     {'a': 1.0, 'b': 0.25}
     """
-    items = pd.Series(_table(interactions, [item])[item].to_numpy())
+    items = pd.Series(_table(interactions, [item], "interactions")[item].to_numpy()).dropna()
     if not len(items):
-        raise DataError("The interactions table has no rows: item popularity cannot be counted.")
+        raise DataError(f"Column {item!r} of interactions has no item ids (no rows, or every one missing): item "
+                        "popularity cannot be counted.")
     counts = items.value_counts().astype(np.float64)
     if gamma is None:
         if recommendations is None:
             raise ParameterError("popularity_propensity needs gamma=, or recommendations= (the logging recommender's "
                                  "lists) to fit it from.")
         column = recommended_item or item
-        shown = pd.Series(_table(recommendations, [column])[column].to_numpy()).value_counts()
+        shown = pd.Series(_table(recommendations, [column], "recommendations")[column].to_numpy()).value_counts()
         freq = shown.reindex(counts.index, fill_value=0).astype(np.float64)
         keep = counts <= counts.quantile(1 - exclude_top) if exclude_top else counts > 0
         level = freq[keep].groupby(counts[keep]).mean()

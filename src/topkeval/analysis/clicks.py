@@ -39,7 +39,8 @@ _RATIO = frozenset({"recall", "f1", "fbeta"})
 def bounds(evaluation, metrics=None) -> pd.DataFrame:
     """See :meth:`topkeval.Results.bounds`."""
     from ..backends.cpu import CPU
-    from ..engine import build_results, evaluate_grouped
+    from ..engine import attach, build_results, evaluate_grouped
+    from ..engine.aggregate import weighted_mean
 
     if evaluation.sources is None or evaluation.conventions is None:
         raise ParameterError("bounds() reads the click log again; these results keep no rows (a matrix, Spark, a "
@@ -53,42 +54,62 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
     labels = list(evaluation.info["metrics"]) if metrics is None else ([metrics] if isinstance(metrics, str)
                                                                         else list(metrics))
     plan = make_plan(labels, conv)
+    estimates = _estimates(evaluation, plan)
+    weight = evaluation.weight
+    attributes = evaluation.attributes[[weight]] if weight else None
+    query_weights = attributes[weight].reindex(log.queries).to_numpy(np.float64) if weight else None
     never = np.isnan(log.rows["position"])
-    rows = {k: v for k, v in log.rows.items() if k != "ips_weight"}
     plain = log.with_scores(log.scores)
-    plain.rows = rows
+    plain.rows = {k: v for k, v in log.rows.items() if k != "ips_weight"}
     grades = np.asarray(log.grades, np.float64)
     relevant_grade = max(1.0, float(conv.threshold or 1.0))
     upper_log = _with_grades(plain, np.where(never & ~conv.is_relevant(grades), relevant_grade, grades))
 
-    def means(current_log):
+    def means(current_log):  # the same queries and the same weights as the estimate
         batch, _ = evaluate_grouped(current_log, plan, backend=CPU)
-        ev = build_results([batch], plan)
-        return ev.summary, batch
+        ev = build_results([batch], plan, query_name=evaluation.query_name)
+        return attach(ev, attributes, (), weight).summary if weight else ev.summary
 
-    naive, _ = means(plain)
-    upper, _ = means(upper_log)
+    naive, upper = means(plain), means(upper_log)
     out = []
     for model in log.scores:
         for label, metric in zip(plan.labels, plan.metrics):
             family = metric.family
             row = {"model": model, "metric": label, "naive": float(naive.loc[model, label]),
-                   "estimate": float(evaluation.summary.loc[model, label]) if label in evaluation.summary.columns
-                   else np.nan, "lower": np.nan, "upper": np.nan, "never_shown": np.nan, "note": ""}
-            k = metric.k
-            if k is not None:
-                row["never_shown"] = _never_shown_share(plain, conv, model, k, never)
+                   "estimate": estimates.get((model, str(metric)), np.nan), "lower": np.nan, "upper": np.nan,
+                   "never_shown": np.nan, "note": ""}
+            if metric.k is not None:
+                row["never_shown"] = _never_shown_share(plain, conv, model, metric.k, never, query_weights)
             if family in _TOP_UP or family in _TOP_DOWN:
                 lo, hi = float(naive.loc[model, label]), float(upper.loc[model, label])
                 row["lower"], row["upper"] = (lo, hi) if family in _TOP_UP else (hi, lo)
             elif family in _RATIO and conv.ties not in ("optimistic", "pessimistic"):
-                row["lower"], row["upper"] = _ratio_bounds(plain, conv, model, metric, never)
+                low, high = _ratio_bounds(plain, conv, model, metric, never)
+                ok = np.isfinite(low)
+                w = None if query_weights is None else query_weights[ok]
+                if ok.any():
+                    row["lower"], row["upper"] = weighted_mean(low[ok], w), weighted_mean(high[ok], w)
             elif family in _RATIO:
                 row["note"] = f"ties={conv.ties!r} orders ties by relevance: no exact bound"
             else:
                 row["note"] = "not monotone in a candidate's relevance: no bound"
             out.append(row)
     return pd.DataFrame(out).set_index(["model", "metric"])
+
+
+def _estimates(evaluation, plan) -> dict:
+    """(model, canonical metric name) -> this evaluation's mean: of the metrics it computed (under
+    any of their names), and of the others by evaluating them again when the data can be read."""
+    canonical = evaluation.info.get("metric_names", {})
+    out = {(model, canonical.get(label, label)): float(value)
+           for label in evaluation.summary.columns for model, value in evaluation.summary[label].items()}
+    missing = [str(m) for m in plan.metrics if not any((model, str(m)) in out for model in evaluation.summary.index)]
+    if missing and evaluation.rerun is not None:
+        again = evaluation.rerun(missing)
+        names = again.info.get("metric_names", {})
+        out |= {(model, names.get(label, label)): float(value)
+                for label in again.summary.columns for model, value in again.summary[label].items()}
+    return out
 
 
 def _with_grades(log, grades):
@@ -110,7 +131,7 @@ def _inclusion(log, conv, model: str, k: int, rows: np.ndarray) -> np.ndarray:
     return cpu.inclusion(log.offsets, scores, rows, grades, items, threshold(conv), tie, kq)
 
 
-def _never_shown_share(log, conv, model: str, k: int, never: np.ndarray) -> float:
+def _never_shown_share(log, conv, model: str, k: int, never: np.ndarray, weights: np.ndarray | None) -> float:
     p = _inclusion(log, conv, model, k, never)
     q = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
     scores = comparable_scores(log.scores[model], conv)
@@ -118,11 +139,15 @@ def _never_shown_share(log, conv, model: str, k: int, never: np.ndarray) -> floa
     den = np.minimum(float(k), n_kept)
     share = np.bincount(q, weights=p, minlength=log.n_queries)
     ok = den > 0
-    return float((share[ok] / den[ok]).mean()) if ok.any() else float("nan")
+    if not ok.any():
+        return float("nan")
+    from ..engine.aggregate import weighted_mean
+
+    return weighted_mean(share[ok] / den[ok], None if weights is None else weights[ok])
 
 
-def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[float, float]:
-    """Mean lower and upper bound of recall / F-beta over the queries where one is defined."""
+def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, the lower and upper bound of recall / F-beta (NaN where none is defined)."""
     k = metric.k
     rel = conv.is_relevant(np.asarray(log.grades, np.float64))
     p_never = _inclusion(log, conv, model, k, never)
@@ -142,9 +167,7 @@ def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[flo
     base = R + (np.full(log.n_queries, b) if np.isscalar(b) else b)
     num0 = a * h
     never_rows = np.flatnonzero(never)
-    low, high = _extremes(num0, base, q[never_rows], p_never[never_rows], num_gain, den_gain, log.n_queries)
-    ok = np.isfinite(low)
-    return (float(low[ok].mean()), float(high[ok].mean())) if ok.any() else (float("nan"), float("nan"))
+    return _extremes(num0, base, q[never_rows], p_never[never_rows], num_gain, den_gain, log.n_queries)
 
 
 def _extremes(num0, den0, q, p, num_gain: float, den_gain: float, Q: int):

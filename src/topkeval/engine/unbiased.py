@@ -17,9 +17,11 @@ The kernel takes the weights (``Columns.rw``); this module checks the inputs and
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..errors import ColumnError, DataError, ParameterError
 from ..metrics import FAMILIES
 
 
@@ -34,23 +36,65 @@ def check_families(metrics) -> None:
                              "(Results.bounds(); on the command line --bounds).")
 
 
-def positions(values: np.ndarray, column: str) -> np.ndarray:
+def numbers_or_missing(values, column: str, option: str) -> np.ndarray:
+    """A column of real numbers as float64, its missing values (None, NaN, NA, null) as NaN.
+
+    Raises
+    ------
+    ColumnError
+        Text, booleans, dates, durations, complex numbers, categories or other objects.
+    """
+    import pandas as pd
+
+    if type(values).__module__.split(".")[0] == "pyarrow":
+        values = values.to_pandas()
+    series = values if isinstance(values, pd.Series) else pd.Series(values) if np.ndim(values) == 1 else None
+    refuse = ColumnError(f"Column {column!r} ({option}) must hold numbers (empty where there is none); it holds "
+                         f"{_kind(values)}. Convert it to numbers first.")
+    if series is None or pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_complex_dtype(series.dtype):
+        raise refuse
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if series.dtype == object and all(v is None or v is pd.NA or (isinstance(v, numbers.Real)
+                                                                   and not isinstance(v, bool)) for v in series):
+        return np.array([np.nan if v is None or v is pd.NA else float(v) for v in series], np.float64)
+    raise refuse
+
+
+def _kind(values) -> str:
+    dtype = getattr(values, "dtype", None)
+    return f"values of type {dtype}" if dtype is not None and str(dtype) != "object" else "values that are not numbers"
+
+
+def positions(values, column: str) -> np.ndarray:
     """The logging ranker's positions as float64, NaN for a candidate it never showed.
 
     Raises
     ------
+    ColumnError
+        A column that does not hold numbers.
     DataError
-        A position that is not a whole number >= 1.
+        A position that is not a whole number from 1 to 2**53.
     """
-    pos = np.asarray(values, dtype=np.float64)
+    pos = numbers_or_missing(values, column, "position=")
     shown = ~np.isnan(pos)
-    bad = shown & ~((pos >= 1) & (pos == np.floor(pos)) & np.isfinite(pos))
+    bad = shown & ~((pos >= 1) & (pos == np.floor(pos)) & (pos <= 2.0 ** 53))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise DataError(f"Column {column!r} (position=) must hold the 1-based position at which the logging ranker "
-                        f"showed each candidate (empty for never shown); row {row} has {values[row]!r}. Fix the "
+                        f"showed each candidate (empty for never shown); row {row} has {pos[row]!r}. Fix the "
                         "column or leave such rows empty.")
     return pos
+
+
+def check_shown(pos: np.ndarray, clicked: np.ndarray, position_column: str) -> None:
+    """Refuse a click on a candidate the logging ranker never showed (no position)."""
+    unshown = clicked & np.isnan(pos)
+    if unshown.any():
+        row = int(np.flatnonzero(unshown)[0])
+        raise DataError(f"{int(unshown.sum())} clicked rows have no position (row {row} first): a click on a candidate "
+                        f"the logging ranker never showed cannot be. Fill in {position_column!r} for them, or check that "
+                        "the click and position columns belong to the same log.")
 
 
 def weights(pos: np.ndarray, clicked: np.ndarray, propensity: np.ndarray, clip: float | None,
@@ -67,12 +111,7 @@ def weights(pos: np.ndarray, clicked: np.ndarray, propensity: np.ndarray, clip: 
         A click on a candidate never shown, a clicked row without a propensity, or a propensity
         outside (0, 1].
     """
-    unshown = clicked & np.isnan(pos)
-    if unshown.any():
-        row = int(np.flatnonzero(unshown)[0])
-        raise DataError(f"{int(unshown.sum())} clicked rows have no position (row {row} first): a click on a candidate "
-                        f"the logging ranker never showed cannot be. Fill in {position_column!r} for them, or check that "
-                        "the click and position columns belong to the same log.")
+    check_shown(pos, clicked, position_column)
     p = np.asarray(propensity, np.float64)  # at the clicked rows, in order
     missing = np.isnan(p)
     if missing.any():

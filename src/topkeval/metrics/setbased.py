@@ -94,13 +94,22 @@ def recall_capped(st, m, conv):
 @register("f1", ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
-    return f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), 1.0, conv.undefined)
+    return _snips_defined(st, f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), 1.0, conv.undefined), conv)
 
 
 @register("fbeta", ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
-    return f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), m.param("beta"), conv.undefined)
+    return _snips_defined(st, f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), m.param("beta"), conv.undefined),
+                          conv)
+
+
+def _snips_defined(st, values, conv):
+    """Under inverse propensity weights an F-measure is a self-normalised ratio: undefined, as
+    recall is, on a query without a click (its relevant items are unknown, not absent)."""
+    if st.relevant_weight is not None:
+        values = np.where(st.relevant_weight > 0, values, conv.undefined)
+    return values
 
 
 @register("specificity", undefined="N = 0", cutoff="required", needs=("h",), aliases=("tnr",),
