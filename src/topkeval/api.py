@@ -472,7 +472,7 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
         return rows, None
     at = np.flatnonzero(clicked)  # only a click's propensity is ever read
     prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
-    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position)
+    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position")
     rows["ips_weight"] = w
     info["estimators"] = {label: FAMILIES[m.family].ips for label, m in zip(r.plan.labels, r.plan.metrics)}
     if unmatched is not None:
@@ -517,7 +517,7 @@ def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) ->
         raise ParameterError(f"propensity= must be a column name, a mapping position -> examination probability "
                              f"({{1: 1.0, 2: 0.6}}), a function of the positions, or estimate_position_bias's result; "
                              f"got {type(propensity).__name__}.")
-    bad = [k for k in curve if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= k <= 2**53)]
+    bad = [k for k in curve if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= int(k) <= 2**53)]
     if bad:
         raise ParameterError(f"propensity= maps positions (whole numbers from 1 to 2**53) to probabilities; it has the "
                              f"key {bad[0]!r}.")
@@ -530,7 +530,7 @@ def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) ->
     return np.where(keys[found] == pos, values[found], np.nan), None
 
 
-def _row_ids(values, at: np.ndarray) -> np.ndarray:
+def _row_ids(values, at: np.ndarray):
     """The ids of an id column (an array, Arrow, or codes into labels) at rows ``at``."""
     from .inputs.ids import Encoded, is_arrow
 

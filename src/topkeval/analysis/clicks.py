@@ -56,8 +56,9 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
     plan = make_plan(labels, conv)
     estimates = _estimates(evaluation, plan)
     weight = evaluation.weight
-    attributes = evaluation.attributes[[weight]] if weight else None
-    query_weights = attributes[weight].reindex(log.queries).to_numpy(np.float64) if weight else None
+    attributes = evaluation.attributes[[weight]] if weight and evaluation.attributes is not None else None
+    query_weights = (attributes[weight].reindex(log.queries).to_numpy(np.float64) if attributes is not None
+                     else None)
     never = np.isnan(log.rows["position"])
     plain = log.with_scores(log.scores)
     plain.rows = {k: v for k, v in log.rows.items() if k != "ips_weight"}
@@ -154,17 +155,18 @@ def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[np.
     p_rel = _inclusion(log, conv, model, k, rel)
     q = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
     h = np.bincount(q, weights=p_rel, minlength=log.n_queries)
-    R = np.bincount(q, weights=rel.astype(np.float64), minlength=log.n_queries)
+    R: np.ndarray = np.bincount(q, weights=rel.astype(np.float64), minlength=log.n_queries)
+    b: np.ndarray = np.zeros(log.n_queries)
     if metric.family == "recall":
-        a, b, num_gain, den_gain = 1.0, 0.0, 1.0, 1.0
+        a, num_gain, den_gain = 1.0, 1.0, 1.0
     else:
         beta2 = 1.0 if metric.family == "f1" else float(metric.param("beta")) ** 2
         scores = comparable_scores(log.scores[model], conv)
         n_kept = np.bincount(q, weights=(scores >= threshold(conv)).astype(np.float64), minlength=log.n_queries)
-        kden = np.minimum(float(k), n_kept) if conv.short_lists == "shrink" else np.full(log.n_queries, float(k))
-        a, b, num_gain, den_gain = 1.0 + beta2, kden, 1.0 + beta2, beta2
+        b = np.minimum(float(k), n_kept) if conv.short_lists == "shrink" else np.full(log.n_queries, float(k))
+        a, num_gain, den_gain = 1.0 + beta2, 1.0 + beta2, beta2
         R = beta2 * R
-    base = R + (np.full(log.n_queries, b) if np.isscalar(b) else b)
+    base = R + b
     num0 = a * h
     never_rows = np.flatnonzero(never)
     return _extremes(num0, base, q[never_rows], p_never[never_rows], num_gain, den_gain, log.n_queries)
