@@ -502,3 +502,29 @@ def test_estimate_position_bias_reads_any_table_and_stays_silent():
         tk.estimate_position_bias(pa.Table.from_pandas(frame), click="clicks")
     arrow = tk.estimate_position_bias(pa.Table.from_pandas(frame), n_resamples=0).propensities
     assert arrow == tk.estimate_position_bias(frame, n_resamples=0).propensities
+
+
+def test_ips_rbp_is_lenskit_ipsrbp_numerator():
+    """LensKit's IPSRBP (PR 1182, after Yang et al. 2018) with self_normalized=False is
+    ``sum over the observed relevant items in the top n of w_i (1 - p) p^(rank - 1)``, which is
+    topkeval's rbp under per-item propensities; its self-normalised form divides by the clicks'
+    weight, here ``recall``'s denominator: rbp / (tp@N / recall@N) for N beyond every list."""
+    rng = np.random.default_rng(3)
+    users, items = 60, 8
+    observe = rng.choice([0.25, 0.5, 1.0], items)
+    frame = pd.DataFrame({"user": np.repeat(np.arange(users), items), "item": np.tile(np.arange(items), users),
+                          "click": (rng.random(users * items) < 0.3).astype(int), "s": rng.random(users * items)})
+    prop = tk.ItemPropensity(pd.Series(observe, index=np.arange(items)), 1.0, 0.0)
+    res = tk.evaluate(frame, ["rbp(p=0.85)@5", "tp@8", "recall@8"], query="user", relevance="click", score="s",
+                      item="item", propensity=prop)
+    per_user = res.per_query.set_index("user")
+    for user, rows in frame.groupby("user"):
+        ranked = rows.sort_values("s", ascending=False).reset_index(drop=True)
+        w = 1 / observe[ranked["item"].to_numpy()]
+        hits = ranked["click"].to_numpy() == 1
+        numerator = sum(w[r] * 0.15 * 0.85 ** r for r in range(5) if hits[r])
+        assert per_user.loc[user, "rbp(p=0.85)@5"] == pytest.approx(numerator, rel=1e-12, abs=1e-15)
+        if hits.any():
+            snips = numerator / w[hits].sum()
+            weight = per_user.loc[user, "tp@8"] / per_user.loc[user, "recall@8"]
+            assert per_user.loc[user, "rbp(p=0.85)@5"] / weight == pytest.approx(snips, rel=1e-12)

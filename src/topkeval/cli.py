@@ -157,7 +157,7 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
     p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
                    help="read FILE (parquet: a file or a directory) and --qrels with Apache Spark and evaluate there "
-                        "(MASTER: a Spark master URL, default local[*]; needs pip install 'topkeval[spark]')")
+                        "(MASTER: a Spark master URL, default local[*]; needs pyspark: pip install '.[spark]' in the checkout)")
 
 
 def _add_tests(p: argparse.ArgumentParser) -> None:

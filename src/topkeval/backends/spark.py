@@ -19,7 +19,7 @@ values (one number per query and metric, far smaller than the log) and refuse be
 :data:`MAX_COLLECT` rows.
 
 pyspark is the ``[spark]`` extra; ``import topkeval`` never imports it. On a cluster, the executors
-need topkeval installed too (``pip install topkeval`` on every node, or a packed environment shipped
+need topkeval installed too (``pip install`` of its checkout or wheel on every node, or a packed environment shipped
 with ``spark-submit --archives``; not ``--py-files``, as numba caches its compiled kernels beside
 the installed package): see the README.
 """
@@ -53,7 +53,7 @@ def read_parquet(path, master: str):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise InputFileError("--spark needs pyspark: pip install 'topkeval[spark]' (and Java 17).") from None
+        raise InputFileError("--spark needs pyspark: pip install pyspark (or pip install '.[spark]' in topkeval's checkout), and Java 17.") from None
     if "://" not in str(path):  # a local path (Spark reads s3a://, hdfs://... itself)
         from ..inputs import input_path
 
@@ -275,7 +275,7 @@ def _unwrap(exc: Exception) -> Exception:
     if "No module named 'topkeval'" in text:
         return errors.TopkevalError(
             "topkeval is not installed in the Python of the Spark executors: install it there "
-            "(pip install topkeval on every node, or ship an environment with spark.archives), or point "
+            "(pip install its checkout or wheel on every node, or ship an environment with spark.archives), or point "
             "PYSPARK_PYTHON at a Python that has it")
     return exc
 

@@ -23,7 +23,7 @@ def _pyplot():
         matplotlib.use("Agg", force=False)  # no screen needed; a notebook's inline backend stays as it is
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ParameterError("Plots need matplotlib: pip install 'topkeval[plot]' (or pip install matplotlib)."
+        raise ParameterError("Plots need matplotlib: pip install matplotlib (or pip install '.[plot]' in topkeval's checkout)."
                              ) from None
     return plt
 
