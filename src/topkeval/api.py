@@ -282,6 +282,11 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position=None,
              propensity=None, clip=None, **settings) -> _Request:
     """Every check that involves more than one of evaluate()'s parameters, in one place."""
+    if propensity is not None and not isinstance(metrics, str) and list(metrics) == list(DEFAULT_METRICS):
+        # the defaults, less those without an inverse propensity estimator (specificity)
+        from .metrics.names import parse_metric
+
+        metrics = [m for m in metrics if FAMILIES[parse_metric(m).family].ips]
     if propensity is not None and conventions is None:
         # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased);
         # a self-normalised ratio is undefined there (it enters no mean)
@@ -446,8 +451,8 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
         return engine.attach(evaluation, attrs, by, weight) if attrs is not None else evaluation
 
     evaluation = run(r.plan)
-    if ips_info is not None:
-        evaluation = replace(evaluation, info={**evaluation.info, "ips": ips_info})
+    if r.position is not None or ips_info is not None:
+        evaluation = replace(evaluation, info={**evaluation.info, **_click_info(log, r, evaluation, ips_info)})
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
     return replace(evaluation, rerun=lambda names: run(engine.make_plan(names, r.plan.conv)))
 
@@ -478,6 +483,38 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
     if unmatched is not None:
         info["clicks_on_unseen_items"] = unmatched
     return rows, info
+
+
+def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
+    """``info["ips"]`` (the weights, and the queries the ratios average over) and ``info["clicks"]``
+    (the position column, and per model the share of its top k, at the largest cutoff, that the
+    logging ranker never showed)."""
+    out: dict = {}
+    if ips_info is not None:
+        clicked = log.relevant(r.plan.conv)
+        ips_info["queries_with_clicks"] = int((log.per_query_sum(clicked) > 0).sum())
+        out["ips"] = ips_info
+    if r.position is not None:
+        from .analysis.clicks import never_shown_share
+
+        cutoffs = [m.k for m in r.plan.metrics if m.k is not None]
+        k = max(cutoffs) if cutoffs else None
+        sample = log
+        if log.n_rows > _NEVER_SHOWN_EXACT_ROWS:  # a note, not a metric: every stride-th query of a large log
+            stride = -(-log.n_queries // _NEVER_SHOWN_SAMPLE)
+            sample = log.keep_rows(np.repeat(np.arange(log.n_queries) % stride == 0, np.diff(log.offsets)))
+        never = np.isnan(sample.rows["position"])
+        out["clicks"] = {"position": r.position, "k": k,
+                         "never_shown": {m: never_shown_share(sample, r.plan.conv, m, k, never) for m in log.scores}
+                         if k is not None and never.any() else {},
+                         "never_shown_queries": int((np.diff(sample.offsets) > 0).sum())}
+    return out
+
+
+#: Logs up to this many rows get the exact never-shown share of info["clicks"]; larger ones that of a
+#: sample of about _NEVER_SHOWN_SAMPLE queries (every stride-th), as info["clicks"] says.
+_NEVER_SHOWN_EXACT_ROWS = 2_000_000
+_NEVER_SHOWN_SAMPLE = 100_000
 
 
 def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) -> tuple[np.ndarray, int | None]:

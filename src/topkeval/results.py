@@ -228,7 +228,11 @@ class Results:
         min(k, n) that they fill. Needs ``evaluate(..., position=)``.
 
         ``lower <= truth <= upper`` whatever the unknown relevance, when the clicks and the shown
-        candidates' non-clicks are right. Exact for precision, tp, fp, hit_rate, dcg, rbp and rr
+        candidates' non-clicks are right: the bounds take the shown candidates as judged (no
+        position bias) and bound what the never-shown ones could add; the estimate corrects the
+        position bias instead (and counts the never-shown as not relevant), so with
+        ``propensity=`` it may lie outside them. Each mean runs over the naive value's queries
+        (for the ratios, those with a click). Exact for precision, tp, fp, hit_rate, dcg, rbp and rr
         under every tie rule, and for recall, F1 and F-beta under every rule that does not order
         ties by relevance (``(h + sum_S p) / (R + |S|)`` at its extremes over the set S of
         never-shown candidates taken as relevant); ap, ndcg and the others move both ways with a

@@ -80,10 +80,20 @@ class ItemPropensity:
                 f"{self.by_item.min():.4g}..{self.by_item.max():.4g}, unseen {self.unseen:.4g})")
 
 
-def _table(data, columns: list[str], parameter: str) -> pd.DataFrame:
-    """The ``columns`` of a table (pandas, polars, Arrow, a dict of columns) as a pandas DataFrame."""
+def _table(data, columns: list[str], parameter: str, roles: dict | None = None) -> pd.DataFrame:
+    """The ``columns`` of a table (pandas, polars, Arrow, a dict of columns, a .parquet / .csv
+    path) as a pandas DataFrame."""
+    import os
+
     from ..errors import ColumnError, did_you_mean
 
+    if isinstance(data, (str, os.PathLike)):
+        from ..inputs import input_paths, read_columns
+
+        path, _ = input_paths(data, None)
+        data = read_columns(path, columns, id_columns=[], roles=roles or {c: c for c in columns})
+        data = {c: (v.to_numpy(zero_copy_only=False) if hasattr(v, "to_numpy") and not isinstance(v, np.ndarray)
+                    else v) for c, v in data.items()}
     if isinstance(data, dict):
         names = list(data)
     elif hasattr(data, "columns") or hasattr(data, "column_names"):
@@ -180,7 +190,9 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
     cols = [query, item, position, click] + ([impressions_column] if impressions_column else [])
     if len(set(cols)) != len(cols):
         raise ParameterError(f"The query, item, position and click columns must differ; got {cols}.")
-    frame = _table(impressions, cols, "impressions")
+    roles = {query: "query", item: "item", position: "position", click: "click"} | (
+        {impressions_column: "impressions_column"} if impressions_column else {})
+    frame = _table(impressions, cols, "impressions", roles)
     if not len(frame):
         raise DataError("The impressions table has no rows.")
     pos = _positions(frame[position], position)
@@ -202,7 +214,8 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
         parts = _harvest_parts(agg)
     n_queries = int(q_codes.max()) + 1 if len(q_codes) else 0
     positions, theta, eta, support = _solve(parts, np.ones(n_queries), form, method)
-    curve = pd.DataFrame({"propensity": np.exp(theta), "low": np.nan, "high": np.nan, "pairs": support},
+    curve = pd.DataFrame({"propensity": np.exp(theta), "low": np.nan, "high": np.nan,
+                          "pairs": np.rint(support).astype(np.int64)},
                          index=pd.Index(positions, name="position"))
     if n_resamples:
         rng = np.random.default_rng(seed)
@@ -230,8 +243,9 @@ def _harvest_parts(agg: pd.DataFrame) -> dict:
     agg = agg[multi]
     if not len(agg):
         raise DataError("No (query, item) was shown at two different positions, so position bias cannot be harvested: "
-                        "the log needs several rankers, A/B arms or natural variation; or a randomisation experiment "
-                        "(method='randomized').")
+                        "the log needs several rankers, A/B arms or natural variation (the same query and item at "
+                        "different positions). With one ranker's log only: a randomisation experiment "
+                        "(method='randomized'), or an assumed curve such as propensity={k: 1 / k} in evaluate.")
     both = agg.merge(agg, on=["pair", "q"], suffixes=("_j", "_k"))
     both = both[both["pos_j"] < both["pos_k"]]
     grouped = both.groupby(["pos_j", "pos_k", "q"], sort=True).agg(rj=("rate_j", "sum"), rk=("rate_k", "sum"),
@@ -329,7 +343,7 @@ def popularity_propensity(interactions, item: str = "item", *, gamma: float | No
     >>> tk.popularity_propensity(train, gamma=1.0).by_item.to_dict()
     {'a': 1.0, 'b': 0.25}
     """
-    items = pd.Series(_table(interactions, [item], "interactions")[item].to_numpy()).dropna()
+    items = pd.Series(_table(interactions, [item], "interactions", {item: "item"})[item].to_numpy()).dropna()
     if not len(items):
         raise DataError(f"Column {item!r} of interactions has no item ids (no rows, or every one missing): item "
                         "popularity cannot be counted.")
@@ -339,7 +353,7 @@ def popularity_propensity(interactions, item: str = "item", *, gamma: float | No
             raise ParameterError("popularity_propensity needs gamma=, or recommendations= (the logging recommender's "
                                  "lists) to fit it from.")
         column = recommended_item or item
-        shown = pd.Series(_table(recommendations, [column], "recommendations")[column].to_numpy()).value_counts()
+        shown = pd.Series(_table(recommendations, [column], "recommendations", {column: "recommended_item"})[column].to_numpy()).value_counts()
         freq = shown.reindex(counts.index, fill_value=0).astype(np.float64)
         keep = counts <= counts.quantile(1 - exclude_top) if exclude_top else counts > 0
         level = freq[keep].groupby(counts[keep]).mean()

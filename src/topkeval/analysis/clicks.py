@@ -80,7 +80,7 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
                    "estimate": estimates.get((model, str(metric)), np.nan), "lower": np.nan, "upper": np.nan,
                    "never_shown": np.nan, "note": ""}
             if metric.k is not None:
-                row["never_shown"] = _never_shown_share(plain, conv, model, metric.k, never, query_weights)
+                row["never_shown"] = never_shown_share(plain, conv, model, metric.k, never, query_weights)
             if family in _TOP_UP or family in _TOP_DOWN:
                 lo, hi = float(naive.loc[model, label]), float(upper.loc[model, label])
                 row["lower"], row["upper"] = (lo, hi) if family in _TOP_UP else (hi, lo)
@@ -132,19 +132,21 @@ def _inclusion(log, conv, model: str, k: int, rows: np.ndarray) -> np.ndarray:
     return cpu.inclusion(log.offsets, scores, rows, grades, items, threshold(conv), tie, kq)
 
 
-def _never_shown_share(log, conv, model: str, k: int, never: np.ndarray, weights: np.ndarray | None) -> float:
-    p = _inclusion(log, conv, model, k, never)
+def never_shown_share(log, conv, model: str, k: int, never: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """The mean share of the model's top min(k, n) filled by candidates the logging ranker never
+    showed (``never``), over the queries with a candidate; weighted with ``weights``."""
+    from ..backends.cpu import CPU
+    from ..engine.aggregate import weighted_mean
+
+    inside = CPU.expected_in_top(log, conv, model, k, never)
     q = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
     scores = comparable_scores(log.scores[model], conv)
     n_kept = np.bincount(q, weights=(scores >= threshold(conv)).astype(np.float64), minlength=log.n_queries)
     den = np.minimum(float(k), n_kept)
-    share = np.bincount(q, weights=p, minlength=log.n_queries)
     ok = den > 0
     if not ok.any():
         return float("nan")
-    from ..engine.aggregate import weighted_mean
-
-    return weighted_mean(share[ok] / den[ok], None if weights is None else weights[ok])
+    return weighted_mean(inside[ok] / den[ok], None if weights is None else weights[ok])
 
 
 def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,7 +171,10 @@ def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[np.
     base = R + b
     num0 = a * h
     never_rows = np.flatnonzero(never)
-    return _extremes(num0, base, q[never_rows], p_never[never_rows], num_gain, den_gain, log.n_queries)
+    low, high = _extremes(num0, base, q[never_rows], p_never[never_rows], num_gain, den_gain, log.n_queries)
+    clicked = np.bincount(q, weights=rel.astype(np.float64), minlength=log.n_queries) > 0
+    # over the queries where the naive ratio is defined (a click): the same queries as its mean
+    return np.where(clicked, low, np.nan), np.where(clicked, high, np.nan)
 
 
 def _extremes(num0, den0, q, p, num_gain: float, den_gain: float, Q: int):

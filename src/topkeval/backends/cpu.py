@@ -62,11 +62,34 @@ class CpuBackend:
                         out.ap, out.dcg, ideal, plan.dcg_specs, shifts)
         st.err = np.zeros((0, log.n_queries, len(plan.cutoffs)))
         if rw is not None:
-            q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-            st.relevant_weight = np.bincount(q_of_row, weights=np.where(rel, rw, 0.0), minlength=log.n_queries)
+            rows = np.flatnonzero(rel)
+            st.relevant_weight = np.bincount(np.searchsorted(log.offsets, rows, side="right") - 1, weights=rw[rows],
+                                             minlength=log.n_queries)
         if plan.ranked:
             _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
         return st
+
+    def expected_in_top(self, log: GroupedLog, conv: Conventions, model: str, k: int, rows: np.ndarray,
+                        threads: int | None = None) -> np.ndarray:
+        """Per query, the expected number of ``rows`` (a boolean mask) among the model's top k (a
+        click log's shown or never-shown candidates): the kernel's h(k) with ``rows`` as the relevant
+        ones, under every tie rule (those that order ties by relevance read the real one)."""
+        from ..kernels import cpu
+
+        scores = comparable_scores(log.scores[model], conv)
+        tie, items = tie_rule(log, conv, scores)
+        thr = threshold(conv)
+        kq = int(min(k, 1 << 40))
+        if tie in (cpu.TIE_OPTIMISTIC, cpu.TIE_PESSIMISTIC):  # ties ordered by relevance: every row's own chance
+            p, _, _ = cpu.exposure(log.offsets, scores, log.relevant(conv), log.grades.astype(np.float64, copy=False),
+                                   items, thr, tie, np.full(log.n_queries, kq, np.int64))
+            return np.bincount(np.repeat(np.arange(log.n_queries), np.diff(log.offsets)), weights=np.where(rows, p, 0.0),
+                               minlength=log.n_queries)
+        zeros = np.zeros((0, 1))
+        cols = cpu.Columns(log.offsets, scores, rows, rows, _EMPTY_F, items, log.per_query_sum(rows).astype(np.int64),
+                           np.zeros((0, len(scores))))
+        prm = cpu.Params(np.array([kq], np.int64), thr, tie, False, False, zeros, zeros, self.path)
+        return cpu.compute(cols, prm, threads).h[:, 0]
 
     def query_ranking(self, log: GroupedLog, R, q: int, conv: Conventions, model: str, k: int):
         """One query of a log as the kernel orders it (:meth:`~topkeval.Results.side_by_side`): per

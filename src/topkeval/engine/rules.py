@@ -186,11 +186,12 @@ def weighted_ideal_dcg(offsets: np.ndarray, gains: np.ndarray, weights: np.ndarr
     from ..kernels.stats import NO_CUTOFF
 
     Q = len(offsets) - 1
-    q_of_row = np.repeat(np.arange(Q), np.diff(offsets))
-    take = gains > 0
-    q, g, w = q_of_row[take], gains[take], weights[take]
-    order = np.lexsort((-g, q))
-    q, g, w = q[order], g[order], w[order]
+    take = np.flatnonzero(gains > 0)
+    q = np.searchsorted(offsets, take, side="right") - 1
+    g, w = gains[take], weights[take]
+    if len(g) and (g != g[0]).any():  # rows come grouped by query: only unequal gains need ordering
+        order = np.lexsort((-g, q))
+        q, g, w = q[order], g[order], w[order]
     ends = np.cumsum(w)
     starts_of_q = np.zeros(Q)
     first = np.ones(len(q), bool)

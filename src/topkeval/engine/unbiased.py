@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import ColumnError, DataError, ParameterError
+from ..errors import ColumnError, DataError, ParameterError, plural
 from ..metrics import FAMILIES
 
 
@@ -82,7 +82,7 @@ def positions(values, column: str) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise DataError(f"Column {column!r} (position=) must hold the 1-based position at which the logging ranker "
-                        f"showed each candidate (empty for never shown); row {row} has {pos[row]!r}. Fix the "
+                        f"showed each candidate (empty for never shown); row {row} has {float(pos[row]):g}. Fix the "
                         "column or leave such rows empty.")
     return pos
 
@@ -92,8 +92,9 @@ def check_shown(pos: np.ndarray, clicked: np.ndarray, position_column: str) -> N
     unshown = clicked & np.isnan(pos)
     if unshown.any():
         row = int(np.flatnonzero(unshown)[0])
-        raise DataError(f"{int(unshown.sum())} clicked rows have no position (row {row} first): a click on a candidate "
-                        f"the logging ranker never showed cannot be. Fill in {position_column!r} for them, or check that "
+        raise DataError(f"{plural(int(unshown.sum()), 'clicked row')} without a position (row {row} first): a click on "
+                        "a candidate "
+                        f"that the logging ranker never showed cannot be. Fill in {position_column!r} for them, or check that "
                         "the click and position columns belong to the same log.")
 
 
@@ -116,12 +117,14 @@ def weights(pos: np.ndarray, clicked: np.ndarray, propensity: np.ndarray, clip: 
     missing = np.isnan(p)
     if missing.any():
         where = pos[clicked][missing]
-        raise DataError(f"{int(missing.sum())} clicks were shown at positions without a propensity (for example "
+        raise DataError(f"{plural(int(missing.sum()), 'click')} at positions without a propensity (for example "
                         f"position {int(where[0])}): give a propensity for every position that has a click.")
     bad = ~((p > 0) & (p <= 1))
     if bad.any():
-        raise DataError(f"Propensities are examination probabilities, in (0, 1]; a clicked row has {p[bad][0]!r}. "
-                        "Normalise the curve so that the top position is at most 1.")
+        value = float(p[bad][0])
+        fix = ("a click where nothing is examined cannot be: check the curve and the positions" if value <= 0 else
+               "normalise the curve so that no position's probability is above 1")
+        raise DataError(f"Propensities are examination probabilities, in (0, 1]; a clicked row has {value:g}: {fix}.")
     w = 1.0 / p
     clipped = 0
     if clip is not None:

@@ -366,7 +366,8 @@ def _duplicates_error(count: int, query, item, column: str):
     raise DataError(
         f"Column {column!r} has {count} duplicate (query, item) rows; for example "
         f"query {show(query)} lists item {show(item)} twice. "
-        "Each item may appear once per query: deduplicate the log (keep the row you mean)."
+        "Each item may appear once per query: deduplicate the log (keep the row you mean); a log of several "
+        "rankers or A/B arms is evaluated one arm at a time (or with the arm in the query id)."
     )
 
 

@@ -243,6 +243,38 @@ def info_lines(info: dict) -> list[str]:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
+    return lines + click_lines(info)
+
+
+def click_lines(info: dict) -> list[str]:
+    """A click log's notes: how the metrics were estimated, and how much of each model's top k the
+    logging ranker never showed (what no click can say anything about)."""
+    lines = []
+    ips, clicks = info.get("ips"), info.get("clicks")
+    if ips:
+        kinds = {"ips": [], "snips": []}
+        for name, kind in ips["estimators"].items():
+            kinds[kind].append(name)
+        text = (f"inverse propensity weighted: {plural(ips['clicks'], 'click')}, effective sample size "
+                f"{ips['effective_sample_size']:,.0f}")
+        if ips.get("clipped"):
+            text += f", {ips['clipped']:,} weights clipped at {ips['clip']:g}"
+        if kinds["ips"]:
+            text += f"; unbiased sums (over every query; a query's value may exceed 1): {', '.join(kinds['ips'])}"
+        if kinds["snips"]:
+            text += (f"; self-normalised ratios (over the {ips['queries_with_clicks']:,} queries with a click; biased "
+                     f"when clicks per query are few): {', '.join(kinds['snips'])}")
+        lines.append(text)
+    elif clicks:
+        lines.append("clicks taken as relevance (no propensity=): the positions are read for bounds() only")
+    if clicks and clicks.get("never_shown"):
+        unseen = {m: v for m, v in clicks["never_shown"].items() if v > 0}
+        if unseen:
+            sampled = clicks.get("never_shown_queries", 0) < info.get("queries", 0)
+            lines.append(f"candidates the logging ranker never showed fill part of a model's top {clicks['k']} and "
+                         "count as not relevant (no click can reach them; bounds() gives the range)"
+                         + (f", on a sample of {clicks['never_shown_queries']:,} queries" if sampled else "") + ": "
+                         + ", ".join(f"{visible(str(m))}: {v:.1%}" for m, v in unseen.items()))
     return lines
 
 
