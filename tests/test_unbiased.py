@@ -528,3 +528,25 @@ def test_ips_rbp_is_lenskit_ipsrbp_numerator():
             snips = numerator / w[hits].sum()
             weight = per_user.loc[user, "tp@8"] / per_user.loc[user, "recall@8"]
             assert per_user.loc[user, "rbp(p=0.85)@5"] / weight == pytest.approx(snips, rel=1e-12)
+
+
+def test_the_output_says_how_it_estimated_and_what_was_never_shown(tmp_path, capsys):
+    from topkeval.cli import main
+
+    log = click_log(400, shown=10, seed=8)
+    res = tk.evaluate(log, ["precision@10", "recall@10"], relevance="click", score=["new_ranker", "old_ranker"],
+                      item="image", position="position", propensity=CURVE)
+    share = res.info["clicks"]["never_shown"]
+    assert share["old_ranker"] == 0 and share["new_ranker"] == pytest.approx(
+        res.bounds().loc[("new_ranker", "precision@10"), "never_shown"])
+    assert res.info["ips"]["queries_with_clicks"] == int(log.groupby("query")["click"].max().sum())
+    path = tmp_path / "clicks.csv"
+    log.to_csv(path, index=False)
+    assert main(["evaluate", str(path), "--relevance", "click", "--score", "new_ranker", "--item", "image",
+                 "--position", "position", "--propensity", "power:1"]) == 0
+    out = capsys.readouterr().out
+    assert "inverse propensity weighted" in out and "never showed" in out
+    assert "recall@20" in out and "specificity" not in out  # the default metrics, less what IPS cannot estimate
+    assert main(["evaluate", str(path), "--relevance", "click", "--score", "new_ranker", "--position", "position",
+                 "-m", "precision@5"]) == 0
+    assert "clicks taken as relevance" in capsys.readouterr().out

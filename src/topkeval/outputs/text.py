@@ -252,7 +252,7 @@ def click_lines(info: dict) -> list[str]:
     lines = []
     ips, clicks = info.get("ips"), info.get("clicks")
     if ips:
-        kinds = {"ips": [], "snips": []}
+        kinds: dict[str, list[str]] = {"ips": [], "snips": []}
         for name, kind in ips["estimators"].items():
             kinds[kind].append(name)
         text = (f"inverse propensity weighted: {plural(ips['clicks'], 'click')}, effective sample size "
