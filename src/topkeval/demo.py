@@ -48,10 +48,13 @@ def example_log(n_queries: int = 3000, seed: int = 0) -> pd.DataFrame:
 
 
 def click_log(n_queries: int = 3000, candidates: int = 20, shown: int = 20, *, eta: float = 1.0, arms: int = 1,
-              seed: int = 0) -> pd.DataFrame:
+              model: str = "position", seed: int = 0) -> pd.DataFrame:
     """A simulated click log with its truth: which candidates were relevant, and what the old
-    ranker showed where (a position-based click model: a candidate shown at position k is examined
-    with probability ``k ** -eta`` and clicked when examined and relevant).
+    ranker showed where. ``model="position"``: a candidate shown at position k is examined with
+    probability ``k ** -eta`` and clicked when examined and relevant. ``model="cascade"`` (a
+    dependent click model): the user reads from the top, clicks a relevant candidate, and goes on
+    with probability 0.5 after a click and 0.85 after a skip; the column ``examination`` is then
+    each candidate's chance of being read given the clicks above it (what IPS weighs by).
 
     Columns: ``query, image, relevant`` (the truth), ``arm`` (with ``arms`` > 1: the same queries
     logged under as many variants of the old ranker, as an A/B test does), ``position`` (1-based; NaN
@@ -80,8 +83,35 @@ def click_log(n_queries: int = 3000, candidates: int = 20, shown: int = 20, *, e
         rank = np.empty(n, np.int64)
         rank[order] = np.tile(np.arange(1, candidates + 1), n_queries)
         position = np.where(rank <= shown, rank, np.nan).astype(np.float64)
-        examined = rng.random(n) < np.where(rank <= shown, rank.astype(np.float64) ** -eta, 0.0)
+        extra = {}
+        if model == "cascade":
+            clicked, examination = _cascade(relevant, order, candidates, shown, rng)
+            extra = {"examination": examination}
+        else:
+            examined = rng.random(n) < np.where(rank <= shown, rank.astype(np.float64) ** -eta, 0.0)
+            clicked = examined & relevant
         frames.append(pd.DataFrame({"query": query, "image": image, "relevant": relevant.astype(np.int8), "arm": arm,
-                                    "position": position, "click": (examined & relevant).astype(np.int8),
-                                    "old_ranker": old, "new_ranker": new}))
+                                    "position": position, "click": clicked.astype(np.int8),
+                                    "old_ranker": old, "new_ranker": new, **extra}))
     return pd.concat(frames, ignore_index=True) if arms > 1 else frames[0]
+
+
+def _cascade(relevant: np.ndarray, order: np.ndarray, candidates: int, shown: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Clicks of a dependent click model over pages in ``order`` (rows by query, then position),
+    and each row's probability of being examined given the clicks above it (NaN if never shown)."""
+    pages = order.reshape(-1, candidates)[:, :shown]  # row indices, position by position
+    rel = relevant[pages]
+    clicks = np.zeros(pages.shape, bool)
+    chance = np.ones(pages.shape)
+    reading = np.ones(len(pages), bool)
+    for j in range(shown):
+        if j:
+            go_on = np.where(clicks[:, j - 1], 0.5, 0.85)
+            chance[:, j] = chance[:, j - 1] * go_on  # given the clicks above (each seen by then)
+            reading &= rng.random(len(pages)) < go_on
+        clicks[:, j] = reading & rel[:, j]
+    clicked = np.zeros(len(relevant), bool)
+    examination = np.full(len(relevant), np.nan)
+    clicked[pages.ravel()] = clicks.ravel()
+    examination[pages.ravel()] = chance.ravel()
+    return clicked, examination
