@@ -569,3 +569,23 @@ def test_a_cascade_log_is_unbiased_with_each_rows_examination_given_the_clicks_a
         se = rows.per_query[name].std(ddof=1) / np.sqrt(len(rows.per_query))
         assert abs(rows.summary.iloc[0][name] - truth[name]) < 4 * se, name
         assert abs(naive[name] - truth[name]) > 10 * se and abs(curve[name] - truth[name]) > 10 * se, name
+
+
+def test_the_report_puts_naive_estimate_and_bounds_side_by_side(tmp_path):
+    log = click_log(300, shown=10, seed=9)
+    res = tk.evaluate(log, ["precision@10", "ndcg@10"], relevance="click", score=["new_ranker", "old_ranker"],
+                      item="image", position="position", propensity=CURVE)
+    path = tmp_path / "r.html"
+    res.report(path, n_resamples=200, curves=False)
+    page = path.read_text(encoding="utf-8")
+    section = page[page.index('<section id="clicks">'):]
+    section = section[:section.index("</section>")]
+    b = res.bounds()
+    for model, metric in b.index:
+        assert f"{b.loc[(model, metric), 'naive']:.4f}" in section
+    assert f"{b.loc[('new_ranker', 'precision@10'), 'upper']:.4f}" in section
+    assert "was never shown" in section and "effective sample size" in section
+    assert "not monotone" in section  # ndcg: no bound, and why
+    plain = tk.evaluate(log, ["precision@10"], relevance="click", score="new_ranker")
+    plain.report(tmp_path / "p.html", n_resamples=200, curves=False)
+    assert 'id="clicks"' not in (tmp_path / "p.html").read_text(encoding="utf-8")

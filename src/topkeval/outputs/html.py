@@ -337,9 +337,16 @@ def _clicks_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
                 + (f", {ips['clipped']:,} weights clipped at {ips['clip']:g}" if ips.get("clip") else "") + ".")
     else:
         lead = "No propensities were given: the estimate is the naive value (clicks as relevance)."
-    note = (f"{lead} Naive: clicks as relevance. Lower and upper: the metric when none / as many as could be of the "
-            "candidates the logging ranker never showed are relevant (shown, unclicked candidates taken as not "
-            "relevant). Never shown: their mean share of each model's top k.")
+    clicks = res.info.get("clicks") or {}
+    unseen = {m: v for m, v in (clicks.get("never_shown") or {}).items() if v > 0}
+    warn_unseen = (" <strong>" + "; ".join(
+        f"{esc(m)}: {v:.1%} of its top {clicks['k']} was never shown" for m, v in unseen.items())
+        + ". No click can reach those candidates: the estimate counts them as not relevant, so it is low by "
+          "whatever they hold (the upper bound says how much it could be).</strong>") if unseen else ""
+    note = (f"{lead}{warn_unseen} Naive: clicks as relevance. Lower and upper: the metric when none / as many as could "
+            "be of the candidates the logging ranker never showed are relevant (shown candidates taken as judged by "
+            "their clicks, so with propensities the estimate may lie outside). Never shown: their mean share of each "
+            "model's top k.")
     return ("clicks", "Clicks and what they cannot see", _table(head, rows, "clicks") + f'<p class="note">{note}</p>')
 
 
