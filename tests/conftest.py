@@ -83,7 +83,8 @@ EXPECTED_SHAPE_WARNINGS = {
     "test_seeds.py": ["truncated"],  # the seed logs of past bugs, kept as they were
     "test_segments.py": ["truncated", "nothing relevant"],
     "test_spark.py": ["truncated", "nothing relevant"],  # generated logs, as test_reference
-    "test_unbiased.py": ["truncated"],  # the truth of simulated click logs: pages of one length
+    "test_unbiased.py": ["truncated"],
+    "test_many.py": ["truncated"],  # generated logs of one list length  # the truth of simulated click logs: pages of one length
     "test_numbers.py": ["truncated"],  # small logs whose numbers are worked out by hand
     # the review's small logs (one query, queries of one length) and matrices (a relevant cell excluded)
     "test_review_hostile.py": ["truncated", "nothing relevant", "held-out excluded"],

@@ -105,6 +105,8 @@ CLICKS = LOG.assign(position=[1, 2, 3, 1, 2, 3, 1, 2])
 IMPRESSIONS = pd.DataFrame({"query": [1, 1, 1, 1], "item": ["a", "b", "a", "b"], "position": [1, 2, 2, 1],
                             "click": [1, 0, 1, 1]})
 SCORES = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]])
+MANY = tk.evaluate(LOG.assign(third=[0.3, 0.2, 0.6, 0.5, 0.4, 0.1, 0.8, 0.2]), metrics=["recall@2", "precision@2"],
+                   score=["old", "new", "third"], item="item")
 CLICK_RES = tk.evaluate(CLICKS, metrics=["recall@2", "precision@2"], score=["old", "new"], item="item",
                         position="position")
 TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
@@ -207,6 +209,10 @@ def _results_calls(res, root) -> dict:
         "to_string": (res.to_string, dict(format="markdown", per_query=False, ci=None, digits=3)),
         "to_dict": (res.to_dict, dict(per_query=False)),
         "to_pandas": (res.to_pandas, {}),
+        "anova": (MANY.anova, dict(metric="recall@2")),
+        "compare_all": (MANY.compare_all, dict(metric=None, test="tukey", confidence=0.95, n_resamples=100, seed=0)),
+        "queries_needed": (MANY.queries_needed, dict(metric="recall@2", delta=0.1, power=0.8, alpha=0.05,
+                                                     test="paired_t")),
         "bounds": (CLICK_RES.bounds, dict(metrics=None)),
         "label": (res.label, dict(metric="R@2")),
     }

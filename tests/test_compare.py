@@ -257,3 +257,18 @@ def test_calibration_under_the_null(test):
     se = math.sqrt(alpha * (1 - alpha) / sims)
     assert abs(rejections / sims - alpha) < 3.5 * se + 0.01, rejections / sims
     assert abs(covered / sims - (1 - alpha)) < 3.5 * se + 0.02, covered / sims
+
+
+def test_detectable_delta():
+    """compare's detectable_delta: the difference a two-sided paired t-test at 1 - confidence finds
+    with probability 0.8, from the spread and number of the row's per-query differences."""
+    from scipy import optimize
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"model": np.repeat(["a", "b"], 60), "query": np.tile(np.arange(60), 2),
+                          "ap": np.concatenate([rng.random(60), rng.random(60)])})
+    row = tk.Results.from_per_query(frame).compare(baseline="a", n_resamples=200).iloc[0]
+    d = frame["ap"].to_numpy()[60:] - frame["ap"].to_numpy()[:60]
+    sd, crit = np.std(d, ddof=1), stats.t.ppf(0.975, 59)
+    nc = optimize.brentq(lambda x: stats.nct.sf(crit, 59, x) + stats.nct.cdf(-crit, 59, x) - 0.8, 0, 10)
+    assert row["detectable_delta"] == pytest.approx(nc * sd / math.sqrt(60), rel=1e-8)

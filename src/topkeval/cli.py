@@ -160,8 +160,11 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                         "(MASTER: a Spark master URL, default local[*]; needs pyspark: pip install '.[spark]' in the checkout)")
 
 
-def _add_tests(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--test", choices=TESTS, default="permutation", help="paired test (default: permutation)")
+def _add_tests(p: argparse.ArgumentParser, many: bool = False) -> None:
+    choices = TESTS + (("tukey", "randomized_tukey") if many else ())
+    p.add_argument("--test", choices=choices, default=None if many else "permutation",
+                   help="paired test (default: permutation" + ("; with --all: tukey or randomized_tukey, default "
+                                                               "tukey" if many else "") + ")")
     p.add_argument("--correction", choices=CORRECTIONS, default="holm",
                    help="multiple-testing correction over every row (default: holm)")
     p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals; a row is significant "
@@ -210,11 +213,13 @@ def build_parser() -> argparse.ArgumentParser:
                          "difference of means, its bootstrap interval, a p-value corrected across every row, and a "
                          "verdict.")
     _add_input(cmp, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
-    cmp.add_argument("--baseline", required=True, help="the baseline model: a score column, or a run's name "
-                     "(its tag) with --run")
+    cmp.add_argument("--baseline", help="the baseline model: a score column, or a run's name (its tag) with --run; "
+                     "required unless --all")
     cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
                      "(not with --run: every run is compared)")
-    _add_tests(cmp)
+    cmp.add_argument("--all", action="store_true", help="every pair of models, the family-wise error controlled "
+                     "(--test tukey, the default here, or randomized_tukey), with a compact letter display")
+    _add_tests(cmp, many=True)
     cmp.add_argument("--format", choices=formats.names(general_only=True), default="table",
                      help=f"{', '.join(formats.names(general_only=True))} (default: table)")
     _add_conventions(cmp)
@@ -533,6 +538,14 @@ def _compare(args, out) -> int:
     from .params import check_arguments
     from .results import Results
 
+    if args.all:
+        return _compare_all(args, out)
+    if not args.baseline:
+        raise _UsageError("compare needs --baseline (the model the others are compared with), or --all (every pair)")
+    if args.test in ("tukey", "randomized_tukey"):
+        raise _UsageError(f"--test {args.test} compares every pair of models: add --all (or choose a paired test: "
+                          f"{', '.join(TESTS)})")
+    args.test = args.test or "permutation"
     check_arguments(Results.compare, test=args.test, correction=args.correction, confidence=args.confidence,
                     n_resamples=args.resamples, seed=args.seed)  # before the evaluation, not after it
     res = _load_models(args, required=True)
@@ -548,6 +561,32 @@ def _compare(args, out) -> int:
     _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
                                               notes=report.info_lines(res.info),
                                               payload={"comparison": report.records(table), "info": res.info}))
+    return 0
+
+
+def _compare_all(args, out) -> int:
+    from .params import check_arguments
+    from .results import Results
+
+    if args.baseline:
+        raise _UsageError("--all compares every pair of models: drop --baseline")
+    test = args.test or "tukey"
+    if test not in ("tukey", "randomized_tukey"):
+        raise _UsageError(f"--all controls the error over every pair with --test tukey or randomized_tukey, not {test}")
+    check_arguments(Results.compare_all, test=test, confidence=args.confidence, n_resamples=args.resamples,
+                    seed=args.seed)
+    if not args.run and len(set(args.score or [])) < 2:
+        raise _UsageError("--all compares every pair of models: give two or more --score columns")
+    res = _load_models(args, required=True)
+    table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
+    shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
+                   "effect_size", "letters_a", "letters_b"]]
+    p_text = {"p_value": lambda p: report.p_value_text(p, args.resamples if test == "randomized_tukey" else None)}
+    title = (f"every pair: {test.replace('_', ' ')} HSD, {args.confidence:.0%} simultaneous intervals; models "
+             "sharing a letter are not distinguishable")
+    _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
+                                              notes=report.info_lines(res.info),
+                                              payload={"pairs": report.records(table), "info": res.info}))
     return 0
 
 

@@ -10,6 +10,7 @@ from .analysis import beyond as _beyond
 from .analysis import clicks as _clicks
 from .analysis import compare as _compare
 from .analysis import diff as _diff
+from .analysis import many as _many
 from .analysis import segments as _segments
 from .analysis import views as _views
 from .engine.results import Evaluation
@@ -36,6 +37,7 @@ from .params import (
     Model,
     Options,
     QueryId,
+    Real,
     Template,
     Text,
     validate_params,
@@ -218,6 +220,96 @@ class Results:
         0     s  precision@1   0.5     0.0      1.0
         """
         return _compare.summary_ci(self._evaluation, confidence, n_resamples, seed)
+
+    @validate_params(metric=MetricName())
+    def anova(self, metric: str) -> pd.DataFrame:
+        """The two-way ANOVA without replication of one metric: models x queries, over the queries
+        where every model has a value (per segment too, with ``by=``).
+
+        ``SS_models = n sum_j (mean_j - mean)^2``, ``SS_queries = m sum_i (mean_i - mean)^2``,
+        ``SS_residual = SS_total - SS_models - SS_queries``; ``F = MS / MS_residual`` (the
+        residual variance ``V_E``), p from the F distribution.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows ``models, queries, residual, total`` (column ``source``): ``sum_sq, df, mean_sq,
+            F, p_value``, and ``queries``.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> log = {"query": [1, 1, 2, 2, 3, 3], "relevance": [1, 0, 0, 1, 1, 0],
+        ...        "a": [0.9, 0.1, 0.2, 0.8, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9, 0.9, 0.1],
+        ...        "c": [0.9, 0.1, 0.9, 0.1, 0.1, 0.9]}
+        >>> tk.evaluate(log, ["precision@1"], score=["a", "b", "c"]).anova("precision@1")[["source", "df", "sum_sq", "F"]]
+             source  df    sum_sq    F
+        0    models   2  0.666667  1.0
+        1   queries   2  0.000000  0.0
+        2  residual   4  1.333333  NaN
+        3     total   8  2.000000  NaN
+        """
+        return _many.anova(self._evaluation, metric)
+
+    @validate_params(metric=[Metrics(empty=False), None], test=Options(*_many.ALL_TESTS), confidence=CONFIDENCE,
+                     n_resamples=RESAMPLES, seed=SEED)
+    def compare_all(self, metric=None, *, test: str = "tukey", confidence: float = 0.95, n_resamples: int = 10_000,
+                    seed: int | None = 0) -> pd.DataFrame:
+        """Every pair of models, with the family-wise error over all pairs controlled: Tukey's HSD for
+        the randomized block design (``test="tukey"``, studentized range) or the randomized Tukey HSD
+        (``"randomized_tukey"``: each query's values permuted across the models, against the largest
+        difference of means; exact when every order fits in ``n_resamples``).
+
+        Each row: ``model_a, model_b, mean_a, mean_b, delta`` (a - b), its simultaneous interval
+        ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs), ``significant`` (p below
+        ``1 - confidence``), ``effect_size`` (delta / sqrt(residual variance), Sakai's ES_E), and
+        the compact letter display ``letters_a, letters_b`` (models sharing a letter are not
+        distinguishable); per metric and segment. Definitions: :mod:`topkeval.analysis.many`.
+
+        Examples
+        --------
+        >>> import topkeval as tk, numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> rel = rng.random(2000) < 0.3
+        >>> log = {"query": np.repeat(np.arange(200), 10), "relevance": rel,
+        ...        "a": rel + rng.normal(size=2000), "b": rel + rng.normal(size=2000), "c": rng.normal(size=2000)}
+        >>> res = tk.evaluate(log, ["precision@5"], score=["a", "b", "c"])
+        >>> res.compare_all()[["model_a", "model_b", "significant", "letters_a", "letters_b"]]
+          model_a model_b  significant letters_a letters_b
+        0       a       b        False         a         a
+        1       a       c         True         a         b
+        2       b       c         True         a         b
+        """
+        return _many.compare_all(self._evaluation, metric, test=test, confidence=confidence,
+                                 n_resamples=n_resamples, seed=seed)
+
+    @validate_params(metric=MetricName(), delta=Real(0, low_open=True), power=Real(0, 1, low_open=True, high_open=True),
+                     alpha=Real(0, 1, low_open=True, high_open=True), test=Options("paired_t", "anova"))
+    def queries_needed(self, metric: str, delta: float, *, power: float = 0.8, alpha: float = 0.05,
+                       test: str = "paired_t") -> pd.DataFrame:
+        """Topic set size design: how many queries detect a difference ``delta`` of ``metric`` with
+        probability ``power`` at level ``alpha``, from the per-query variance this evaluation shows.
+
+        ``test="paired_t"``: a two-sided paired t-test (noncentral t; the variance of the per-query
+        differences of the two models, or twice the ANOVA's residual variance for more);
+        ``"anova"``: the F-test of three or more models detecting a range ``delta`` between the best
+        and the worst (noncentral F, ``lambda = n delta^2 / (2 V_E)``). Also the power at the
+        current number of queries and ``detectable_delta``: the smallest difference detected with
+        that power at this size.
+
+        Examples
+        --------
+        >>> import topkeval as tk, numpy as np
+        >>> rng = np.random.default_rng(1)
+        >>> rel = rng.random(3000) < 0.3
+        >>> log = {"query": np.repeat(np.arange(300), 10), "relevance": rel,
+        ...        "a": rel + rng.normal(size=3000), "b": rel + rng.normal(size=3000)}
+        >>> res = tk.evaluate(log, ["precision@5"], score=["a", "b"])
+        >>> res.queries_needed("precision@5", delta=0.05)[["queries_needed", "queries_now"]]
+           queries_needed  queries_now
+        0             112          293
+        """
+        return _many.queries_needed(self._evaluation, metric, delta, power=power, alpha=alpha, test=test)
 
     @validate_params(metrics=[Metrics(), None])
     def bounds(self, metrics=None) -> pd.DataFrame:

@@ -48,6 +48,7 @@ APART = "tests/test_reference.py::test_judgments_apart_equal_reference"  # judgm
 SELECTION = " ".join(f"tests/test_reference.py::test_sort_path_selection_equals_counting[{s}]" for s in (0, 1, 3))
 HAND = "tests/test_numbers.py"  # the reported numbers by hand (issue 28)
 SEEDS = "tests/test_seeds.py"  # the worked examples of the design documents
+MANY = "tests/test_many.py"  # many models: ANOVA, Tukey HSD, letters, sizing
 UNB = "tests/test_unbiased.py"  # click logs: IPS against a brute-force definition, hand computations
 MATRIX = "tests/test_matrix.py::test_matrix_equals_long_format"
 IN_PLACE = "tests/test_matrix.py::test_rows_counted_in_place_equal_the_long_format"
@@ -685,6 +686,29 @@ _LIST: list[Mutation] = [
       f"{LAYERS}::test_side_by_side_frame_cells"),
     M("outputs/text.py", "near = np.isclose(col.to_numpy(), top, rtol=1e-12, atol=1e-12)", "near = col.to_numpy() == top",
       f"{HAND}::test_best_rows_count_means_equal_up_to_rounding_as_ties"),
+    # many models at once (issue 27): the ANOVA, Tukey's HSD, the randomized one, the letters, the sizing
+    M("analysis/many.py", "ss_models = n * float(((X.mean(axis=0) - grand) ** 2).sum())",
+      "ss_models = m * float(((X.mean(axis=0) - grand) ** 2).sum())",
+      f"{MANY}::test_anova_equals_the_direct_computation_and_statsmodels"),
+    M("analysis/many.py", "df_m, df_q, df_e = m - 1, n - 1, (m - 1) * (n - 1)", "df_m, df_q, df_e = m - 1, n - 1, m * (n - 1)",
+      f"{MANY}::test_anova_equals_the_direct_computation_and_statsmodels"),
+    M("analysis/many.py", "se = math.sqrt(v_e / n)", "se = math.sqrt(v_e / (n - 1))",
+      f"{MANY}::test_tukey_p_values_and_intervals_are_the_studentized_range_formula"),
+    M("analysis/many.py", "p = stats.studentized_range.sf(q, m, (m - 1) * (n - 1))",
+      "p = stats.studentized_range.sf(q, m - 1, (m - 1) * (n - 1))",
+      f"{MANY}::test_tukey_p_values_and_intervals_are_the_studentized_range_formula"),
+    M("analysis/many.py", "count = (ranges[None, :] >= observed[:, None] - 1e-12).sum(axis=1)",
+      "count = (ranges[None, :] > observed[:, None] + 1e-12).sum(axis=1)",
+      f"{MANY}::test_randomized_tukey_enumerates_small_cases_exactly"),
+    M("analysis/many.py", "Xc = X - X.mean(axis=1, keepdims=True)  # a query's level",
+      "Xc = X - X.mean(axis=0, keepdims=True)  # a query's level",
+      f"{MANY}::test_randomized_tukey_enumerates_small_cases_exactly"),
+    M("analysis/many.py", "split += [col - {a}, col - {b}]", "split += [col - {a}]", f"{MANY}::test_letters_by_hand"),
+    M("analysis/many.py", "return _t_power(n - 1, math.sqrt(n) * delta / math.sqrt(variance), alpha)",
+      "return _t_power(n - 1, n * delta / math.sqrt(variance), alpha)",
+      f"{MANY}::test_queries_needed_by_hand"),
+    M("analysis/many.py", "return detectable_nc(n - 1, float(alpha), float(power)) * sd / math.sqrt(n)",
+      "return detectable_nc(n - 1, float(alpha), float(power)) * sd / n", "tests/test_compare.py::test_detectable_delta"),
     # clicks are not relevance (issue 23): inverse propensity weights, the position bias, the bounds
     M("kernels/cpu.py", "f[t] = (rw[w[t]] if weighted else 1.0) if isrel else 0.0",
       "f[t] = 1.0 if isrel else 0.0", f"{UNB}::test_hand_computed_log"),

@@ -23,7 +23,10 @@ evaluated on:
   When every ``d_i`` is 0 the p-value is 1 (nothing to detect), whatever the test.
 * ``p_adjusted``: Holm, Bonferroni or Benjamini-Hochberg over every (model, metric) row of the call;
 * ``effect_size``: Cohen's d of the paired differences, ``mean(d) / sd(d)``;
-* ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12).
+* ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12);
+* ``detectable_delta``: detectable at this size: the smallest mean difference a two-sided paired
+  t-test at ``1 - confidence`` finds with probability 0.8, given the spread of these ``d_i`` and their
+  number (noncentral t; :meth:`topkeval.Results.queries_needed` sizes a study); NaN with weights.
 
 With query weights (``evaluate(..., weight=)``), means are weighted, ``delta = sum(w d) / sum(w)``;
 the bootstrap resamples queries with replacement and takes the same weighted mean of each resample
@@ -44,6 +47,7 @@ import pandas as pd
 
 from ..engine.aggregate import scaled_weights, total_weight, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
+from .many import detectable_delta
 from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
@@ -242,7 +246,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     pandas.DataFrame
         One row per (model, metric): ``model, metric, verdict, baseline, value, delta,
         relative_delta, ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses,
-        effect_size, n_queries, left_out``. ``verdict`` is ``better`` or ``worse`` when the
+        effect_size, n_queries, left_out, detectable_delta``. ``verdict`` is ``better`` or ``worse`` when the
         difference is significant after the correction, ``no query to compare`` when no paired
         query has a value (``n_queries`` 0), else ``no detectable difference``.
 
@@ -364,6 +368,7 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float) -> dict
         "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
         "effect_size": _cohen_d(delta, sd),
         "n_queries": n, "left_out": r["left_out"], **({"weight": r["total"]} if w is not None else {}),
+        "detectable_delta": detectable_delta(d, alpha) if w is None else math.nan,
     }
 
 

@@ -13,6 +13,7 @@ unbiased bounded integers (rejection included), and one 64-bit word per 64 signs
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, uint64
 
 _GOLDEN = uint64(0x9E3779B97F4A7C15)
@@ -58,3 +59,41 @@ def random_signs(seed, out):
             for j in range(min(64, n - i)):
                 out[r, i + j] = 1.0 if (bits >> uint64(j)) & uint64(1) else -1.0
             i += 64
+
+
+@njit(cache=True, nogil=True)
+def permuted_ranges(X, seed, out):
+    """The randomized Tukey HSD's null distribution: for each of ``len(out)`` resamples, every row
+    of ``X`` (queries x models) permuted across the models (Fisher-Yates, unbiased bounded integers
+    as in :func:`bootstrap_counts`), and the largest minus the smallest column mean into ``out``."""
+    n, m = X.shape
+    state = uint64(seed)
+    sums = np.empty(m)
+    perm = np.empty(m, np.int64)
+    for b in range(out.shape[0]):
+        for j in range(m):
+            sums[j] = 0.0
+        for i in range(n):
+            for j in range(m):
+                perm[j] = j
+            for j in range(m - 1, 0, -1):
+                bound = uint64(j + 1)
+                threshold = (uint64(2**32) - bound) % bound
+                while True:
+                    state += _GOLDEN
+                    x = _mix(state) >> uint64(32)
+                    t = x * bound
+                    if (t & uint64(0xFFFFFFFF)) >= threshold:
+                        break
+                k = t >> uint64(32)
+                tmp = perm[j]
+                perm[j] = perm[k]
+                perm[k] = tmp
+            for j in range(m):
+                sums[j] += X[i, perm[j]]
+        hi = sums[0]
+        lo = sums[0]
+        for j in range(1, m):
+            hi = max(hi, sums[j])
+            lo = min(lo, sums[j])
+        out[b] = (hi - lo) / n

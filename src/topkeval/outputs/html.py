@@ -257,6 +257,9 @@ def report_html(res, baseline: str | None = None, **options) -> str:
     diffs: dict = {}
     if o.baseline is not None and has_rows:
         sections.append(_comparison_section(res, o))
+        pairs = _pairs_section(res, o)
+        if pairs is not None:
+            sections.append(pairs)
         if o.model is not None:
             # the items gained and lost only for the metric of the worst regressions (they read the rows again)
             diffs = {(o.model, name): res.diff(o.baseline, o.model, name, items=name == o.metric)
@@ -386,16 +389,54 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
             f'<td class="num" data-value="{float(r["p_value"])!r}">{esc(p_value_text(r["p_value"], resampled))}</td>'
             f'<td class="num" data-value="{float(r["p_adjusted"])!r}">'
             f'{esc(p_value_text(r["p_adjusted"], resampled))}</td>'
-            f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}</tr>')
+            f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}{_num(r["detectable_delta"], digits)}</tr>')
     head = [esc(name) for name in by] + [
         "model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
-        "#wins", "#ties", "#losses"]
+        "#wins", "#ties", "#losses", "#detectable"]
     how = (f"Paired {esc(o.test)} test on the queries both models have, {esc(correction_text(o.correction))} "
            f"correction over every row{' (every segment and ' + ALL + ')' if by else ''}, {o.confidence:.0%} "
            f"bootstrap intervals of the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better "
-           f"or worse when its corrected p-value is below {1 - o.confidence:.2g}.")
+           f"or worse when its corrected p-value is below {1 - o.confidence:.2g}. Detectable: the smallest "
+           f"difference a paired t-test at {1 - o.confidence:.2g} finds with probability 0.8 at this number of "
+           "queries (Results.queries_needed sizes a larger study).")
     return ("comparison", f"Comparison with {esc(o.baseline)}", _table(head, rows, "compare")
             + f'<p class="note">{how}</p>')
+
+
+def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
+    """More than two models: every pair (Tukey's HSD), as a models x models matrix per metric, with the
+    compact letter display."""
+    if len(res.models) < 3 or res.weight:
+        return None
+    try:
+        table = res.compare_all(test="tukey", confidence=o.confidence)
+    except ParameterError:  # no residual variance, too few queries: the comparison section says enough
+        return None
+    parts = []
+    for metric_name, rows in table.groupby("metric", sort=False):
+        if res.by:
+            rows = rows[rows[res.by[0]] == ALL]
+        means = {**dict(zip(rows["model_a"], rows["mean_a"])), **dict(zip(rows["model_b"], rows["mean_b"]))}
+        letters = {**dict(zip(rows["model_a"], rows["letters_a"])), **dict(zip(rows["model_b"], rows["letters_b"]))}
+        order = sorted(means, key=lambda m: -means[m])
+        cell = {}
+        for r in rows.to_dict("records"):
+            cell[(r["model_a"], r["model_b"])] = (r["delta"], r["p_value"], r["significant"])
+            cell[(r["model_b"], r["model_a"])] = (-r["delta"], r["p_value"], r["significant"])
+        body = []
+        for a in order:
+            cells = "".join(
+                '<td class="num">-</td>' if a == b else
+                f'<td class="num{" best" if cell[(a, b)][2] else ""}">{cell[(a, b)][0]:+.{o.digits}f}'
+                f'<br><span class="ci">p {cell[(a, b)][1]:.3g}</span></td>' for b in order)
+            body.append(f'<tr><td class="id">{esc(a)}</td>{_num(means[a], o.digits)}'
+                        f'<td class="id">{esc(letters[a])}</td>{cells}</tr>')
+        head = ["model", "#mean", "letters"] + [f"#{esc(b)}" for b in order]
+        parts.append(f"<h3>{esc(metric_name)}</h3>" + _table(head, body, "pairs"))
+    note = (f"Row minus column, with Tukey's HSD p-value for the randomized block design (models x queries), the "
+            f"family-wise error over every pair held at {1 - o.confidence:.2g}; in bold the significant pairs. Models "
+            "sharing a letter are not distinguishable" + (f" (over {ALL})" if res.by else "") + ".")
+    return ("pairs", "Every pair of models", "".join(parts) + f'<p class="note">{note}</p>')
 
 
 def _curves_section(res, o: ReportOptions, curve_frame, curves_svg: str) -> tuple[str, str, str]:

@@ -1,0 +1,333 @@
+"""Many models at once: the two-way ANOVA, every pair compared with the family-wise error
+controlled, a compact letter display, and how many queries a comparison needs.
+
+The design is the randomized block design of IR evaluation (Sakai, *Statistical Reform in
+Information Retrieval*, 2016; Carterette 2012): ``m`` models (treatments) by ``n`` queries
+(blocks), one value per cell, over the queries where every model has a value. With ``x_ij`` the
+value of model j on query i, ``x_i.``, ``x_.j`` and ``x_..`` the query, model and grand means:
+
+* ``SS_models = n sum_j (x_.j - x_..)^2`` (m - 1 df), ``SS_queries = m sum_i (x_i. - x_..)^2``
+  (n - 1 df), ``SS_total = sum_ij (x_ij - x_..)^2`` (nm - 1 df), ``SS_residual`` the rest
+  ((m - 1)(n - 1) df); ``V_E = SS_residual / ((m - 1)(n - 1))`` is the residual variance and
+  ``F = MS / V_E``.
+* Tukey's HSD: ``q = |x_.a - x_.b| / sqrt(V_E / n)``, ``p = P(Q > q)`` for the studentized range
+  Q of m means with (m - 1)(n - 1) df (``scipy.stats.studentized_range``); the simultaneous
+  interval is ``x_.a - x_.b +- q_{1-alpha} sqrt(V_E / n)``.
+* The randomized Tukey HSD: each query's m values are permuted across the models (all
+  ``(m!)^n`` orders when at most ``n_resamples``, otherwise ``n_resamples`` random ones); for each,
+  the largest difference between two model means; ``p`` of a pair is the share of those at least
+  its observed difference, ``(1 + #) / (1 + B)`` for random permutations; the interval is the
+  difference +- the ``confidence`` quantile of that largest difference.
+* Effect size (Sakai's ``ES_E``): ``(x_.a - x_.b) / sqrt(V_E)``.
+* Compact letter display (Piepho 2004, insert-absorb): models sharing a letter are not
+  significantly different; letters run from the best mean.
+* Topic set size (Sakai 2016, ch. 6): the fewest queries with which a two-sided paired t-test at
+  ``alpha`` detects a difference ``delta`` with probability ``power`` (noncentral t, the variance of
+  the per-query differences: of the two models, or ``2 V_E`` for more), or with which the ANOVA's
+  F-test detects a range ``delta`` between the best and the worst model (noncentral F,
+  ``lambda = n delta^2 / (2 V_E)``); and the smallest such difference at the current size.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ParameterError, plural
+from .segments import groups
+
+ALL_TESTS = ("tukey", "randomized_tukey")
+
+
+def _label(results, metric: str | None) -> list[str]:
+    if metric is None:
+        return list(results.summary.columns)
+    return list(dict.fromkeys(results.label(m) for m in ([metric] if isinstance(metric, str) else metric)))
+
+
+def _blocks(results, metric: str, per_query: pd.DataFrame) -> tuple[np.ndarray, list]:
+    """The (queries x models) values of ``metric``, over the queries where every model has one."""
+    present = set(per_query["model"].unique())
+    models = [m for m in results.models if m in present]
+    q_codes, queries = pd.factorize(per_query[results.query_name], use_na_sentinel=False)
+    m_codes = pd.Index(models).get_indexer(per_query["model"])
+    X = np.full((len(queries), len(models)), np.nan)
+    X[q_codes, m_codes] = per_query[metric].to_numpy(np.float64)
+    return X[~np.isnan(X).any(axis=1)], models
+
+
+def _check(results, X: np.ndarray, models: list, metric: str, what: str) -> None:
+    if results.weight:
+        raise ParameterError(f"{what} has no weighted form (the ANOVA counts every query once): evaluate without "
+                             "weight=, or compare pairs with compare(), which weighs queries.")
+    if len(models) < 2:
+        raise ParameterError(f"{what} compares models: these results have {plural(len(models), 'model')}; evaluate "
+                             "several score columns (score=[...]).")
+    if len(X) < 2:
+        raise ParameterError(f"{what} needs at least 2 queries where every model has a value of {metric}; there "
+                             f"{'is' if len(X) == 1 else 'are'} {len(X)}.")
+
+
+def _segments(results):
+    return groups(results) if results.by else [({}, results.per_query)]
+
+
+def anova_table(X: np.ndarray) -> pd.DataFrame:
+    """The two-way ANOVA without replication of a (queries x models) matrix (see the module docstring)."""
+    from scipy import stats
+
+    n, m = X.shape
+    grand = X.mean()
+    ss_models = n * float(((X.mean(axis=0) - grand) ** 2).sum())
+    ss_queries = m * float(((X.mean(axis=1) - grand) ** 2).sum())
+    ss_total = float(((X - grand) ** 2).sum())
+    ss_resid = max(ss_total - ss_models - ss_queries, 0.0)
+    df_m, df_q, df_e = m - 1, n - 1, (m - 1) * (n - 1)
+    v_e = ss_resid / df_e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_m = (ss_models / df_m) / v_e if v_e > 0 else math.nan
+        f_q = (ss_queries / df_q) / v_e if v_e > 0 else math.nan
+    return pd.DataFrame({"sum_sq": [ss_models, ss_queries, ss_resid, ss_total], "df": [df_m, df_q, df_e, n * m - 1],
+                         "mean_sq": [ss_models / df_m, ss_queries / df_q, v_e, ss_total / (n * m - 1)],
+                         "F": [f_m, f_q, math.nan, math.nan],
+                         "p_value": [float(stats.f.sf(f_m, df_m, df_e)) if not math.isnan(f_m) else math.nan,
+                                     float(stats.f.sf(f_q, df_q, df_e)) if not math.isnan(f_q) else math.nan,
+                                     math.nan, math.nan]},
+                        index=pd.Index(["models", "queries", "residual", "total"], name="source"))
+
+
+def anova(results, metric: str) -> pd.DataFrame:
+    """See :meth:`topkeval.Results.anova`."""
+    results.require_rows("anova")
+    label = _label(results, metric)[0]
+    out = []
+    for key, per_query in _segments(results):
+        X, models = _blocks(results, label, per_query)
+        _check(results, X, models, label, "anova")
+        table = anova_table(X).reset_index()
+        for i, (name, value) in enumerate(key.items()):
+            table.insert(i, name, value)
+        table.insert(len(key), "metric", label)
+        table["queries"] = len(X)
+        out.append(table)
+    return pd.concat(out, ignore_index=True)
+
+
+def compare_all(results, metric=None, *, test: str = "tukey", confidence: float = 0.95, n_resamples: int = 10_000,
+                seed: int | None = 0) -> pd.DataFrame:
+    """See :meth:`topkeval.Results.compare_all`."""
+    from scipy import stats
+
+    results.require_rows("compare_all")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, per_query in _segments(results):
+        for label in _label(results, metric):
+            X, models = _blocks(results, label, per_query)
+            _check(results, X, models, label, "compare_all")
+            n, m = X.shape
+            v_e = float(anova_table(X).loc["residual", "mean_sq"])
+            means = X.mean(axis=0)
+            pairs = list(itertools.combinations(range(m), 2))
+            diffs = np.array([means[a] - means[b] for a, b in pairs])
+            if test == "tukey":
+                if not v_e > 0:
+                    raise ParameterError(f"{label}: the residual variance is 0 (every query moves every model by the "
+                                         "same amount), so Tukey's HSD has no scale; use test='randomized_tukey'.")
+                se = math.sqrt(v_e / n)
+                q = np.abs(diffs) / se
+                p = stats.studentized_range.sf(q, m, (m - 1) * (n - 1))
+                half = float(stats.studentized_range.ppf(confidence, m, (m - 1) * (n - 1))) * se
+                halves = np.full(len(pairs), half)
+            else:
+                p, halves = _randomized(X, np.abs(diffs), confidence, n_resamples, rng)
+            p = np.minimum(np.asarray(p, np.float64), 1.0)
+            significant = p < 1 - confidence
+            letters = letter_display(models, means, {pairs[i] for i in range(len(pairs)) if significant[i]})
+            for i, (a, b) in enumerate(pairs):
+                rows.append({**key, "metric": label, "model_a": models[a], "model_b": models[b],
+                             "mean_a": float(means[a]), "mean_b": float(means[b]), "delta": float(diffs[i]),
+                             "ci_low": float(diffs[i] - halves[i]), "ci_high": float(diffs[i] + halves[i]),
+                             "p_value": float(p[i]), "significant": bool(significant[i]),
+                             "effect_size": float(diffs[i] / math.sqrt(v_e)) if v_e > 0 else math.nan,
+                             "letters_a": letters[models[a]], "letters_b": letters[models[b]], "n_queries": n})
+    frame = pd.DataFrame(rows)
+    frame.attrs.update(test=test, confidence=confidence, n_resamples=n_resamples)
+    return frame
+
+
+def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamples: int, rng):
+    """p-values of the randomized Tukey HSD and the half-width of its simultaneous intervals."""
+    n, m = X.shape
+    Xc = X - X.mean(axis=1, keepdims=True)  # a query's level moves every model alike: out
+    total = math.factorial(m) ** n if n * math.log(math.factorial(m)) < math.log(n_resamples + 1) else None
+    if total is not None and total <= n_resamples:  # every order of every query's values
+        ranges = np.empty(total)
+        perms = list(itertools.permutations(range(m)))
+        for t, choice in enumerate(itertools.product(range(len(perms)), repeat=n)):
+            sums = np.zeros(m)
+            for i, c in enumerate(choice):
+                sums += Xc[i, list(perms[c])]
+            ranges[t] = (sums.max() - sums.min()) / n
+        count = (ranges[None, :] >= observed[:, None] - 1e-12).sum(axis=1)
+        return count / total, np.full(len(observed), float(np.quantile(ranges, confidence)))
+    from ..kernels.resample import permuted_ranges
+    from ..kernels.threads import default_threads, run_parallel
+
+    chunks = max(1, min(default_threads(), n_resamples // 64))
+    sizes = [n_resamples // chunks + (c < n_resamples % chunks) for c in range(chunks)]
+    seeds = rng.integers(1, 2**63 - 1, size=chunks)
+    parts = [np.empty(s) for s in sizes]
+    Xc = np.ascontiguousarray(Xc)
+    run_parallel(lambda c: permuted_ranges(Xc, int(seeds[c]), parts[c]), list(range(chunks)), workers=chunks)
+    ranges = np.concatenate(parts)
+    ranges.sort()
+    count = len(ranges) - np.searchsorted(ranges, observed - 1e-12, side="left")
+    return (1 + count) / (1 + n_resamples), np.full(len(observed), float(np.quantile(ranges, confidence)))
+
+
+def letter_display(models: list, means: np.ndarray, different: set) -> dict:
+    """Letters per model (insert-absorb, Piepho 2004): two models share a letter unless the pair of
+    their indices is in ``different``; letters run from the model with the best mean."""
+    m = len(models)
+    columns = [set(range(m))]
+    for a, b in sorted(different):
+        split = []
+        for col in columns:
+            if a in col and b in col:
+                split += [col - {a}, col - {b}]
+            else:
+                split.append(col)
+        columns = [c for i, c in enumerate(split)
+                   if not any(i != j and (c < d or (c == d and j < i)) for j, d in enumerate(split))]
+    order = list(np.argsort(-np.asarray(means), kind="stable"))
+    rank = {j: r for r, j in enumerate(order)}
+    columns.sort(key=lambda c: (min(rank[j] for j in c), sorted(rank[j] for j in c)))
+    names = [chr(ord("a") + i) if i < 26 else f"<{i}>" for i in range(len(columns))]
+    return {models[j]: "".join(names[k] for k, c in enumerate(columns) if j in c) for j in range(m)}
+
+
+def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, alpha: float = 0.05,
+                   test: str = "paired_t") -> pd.DataFrame:
+    """See :meth:`topkeval.Results.queries_needed`."""
+    results.require_rows("queries_needed")
+    label = _label(results, metric)[0]
+    rows = []
+    for key, per_query in _segments(results):
+        X, models = _blocks(results, label, per_query)
+        _check(results, X, models, label, "queries_needed")
+        n, m = X.shape
+        if test == "paired_t":
+            variance = float(np.var(X[:, 1] - X[:, 0], ddof=1)) if m == 2 else 2 * float(
+                anova_table(X).loc["residual", "mean_sq"])
+            power_at = _paired_t_power
+        else:
+            if m < 3:
+                raise ParameterError("test='anova' sizes a comparison of three or more models; with two, use "
+                                     "test='paired_t'.")
+            variance = float(anova_table(X).loc["residual", "mean_sq"])
+            power_at = _anova_power(m)
+        if not variance > 0:
+            raise ParameterError(f"{label} does not vary between the models from query to query (variance 0): any "
+                                 "difference is detected with 2 queries, and none can be sized.")
+        needed = _fewest(lambda k, f=power_at, v=variance: f(k, delta, v, alpha), power)
+        if test == "paired_t":
+            detectable = detectable_nc(n - 1, float(alpha), float(power)) * math.sqrt(variance / n)
+        else:
+            detectable = _smallest_delta(lambda d, f=power_at, v=variance, k=n: f(k, d, v, alpha), power,
+                                         math.sqrt(variance))
+        rows.append({**key, "metric": label, "test": test, "delta": delta, "power": power, "alpha": alpha,
+                     "variance": variance, "queries_needed": needed, "queries_now": n,
+                     "power_now": float(power_at(n, delta, variance, alpha)), "detectable_delta": detectable})
+    return pd.DataFrame(rows)
+
+
+def _paired_t_power(n: int, delta: float, variance: float, alpha: float) -> float:
+
+    return _t_power(n - 1, math.sqrt(n) * delta / math.sqrt(variance), alpha)
+
+
+def _t_power(df: int, nc: float, alpha: float) -> float:
+    """Power of the two-sided t-test at level ``alpha`` with noncentrality ``nc``."""
+    from scipy import stats
+
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    upper = float(stats.nct.sf(crit, df, nc))
+    lower = float(stats.nct.cdf(-crit, df, nc))  # NaN from scipy far in the tail, where it is 0
+    if math.isnan(upper):
+        upper = float(stats.norm.sf(crit - nc))
+    return upper + (0.0 if math.isnan(lower) else lower)
+
+
+@functools.lru_cache(maxsize=256)
+def detectable_nc(df: int, alpha: float, power: float) -> float:
+    """The noncentrality at which the two-sided t-test with ``df`` degrees of freedom has ``power``:
+    the smallest detectable paired difference is this times ``sd / sqrt(n)``."""
+    from scipy.optimize import brentq
+
+    if _t_power(df, 0.0, alpha) >= power:  # a power at most alpha: reached with no difference at all
+        return 0.0
+    hi = 40.0
+    while _t_power(df, hi, alpha) < power:
+        hi *= 4
+        if hi > 1e7:
+            raise ParameterError(f"no difference reaches power {power:g} at alpha={alpha:g} with {df + 1} queries: "
+                                 "choose a larger alpha or a smaller power.")
+    return float(brentq(lambda nc: _t_power(df, nc, alpha) - power, 0.0, hi, xtol=1e-12))
+
+
+def detectable_delta(differences: np.ndarray, alpha: float, power: float = 0.8) -> float:
+    """The smallest mean of paired ``differences`` that a two-sided paired t-test at ``alpha`` finds
+    with probability ``power``, given their standard deviation and number (NaN below 2 or without
+    spread)."""
+    n = len(differences)
+    sd = float(np.std(differences, ddof=1)) if n > 1 else math.nan
+    if not sd > 0:
+        return math.nan
+    return detectable_nc(n - 1, float(alpha), float(power)) * sd / math.sqrt(n)
+
+
+def _anova_power(m: int):
+    def power(n: int, delta: float, variance: float, alpha: float) -> float:
+        from scipy import stats
+
+        d1, d2 = m - 1, (m - 1) * (n - 1)
+        crit = stats.f.ppf(1 - alpha, d1, d2)
+        return float(stats.ncf.sf(crit, d1, d2, n * delta * delta / (2 * variance)))
+
+    return power
+
+
+def _fewest(power_at, target: float, cap: int = 10_000_000) -> int:
+    """The smallest n >= 2 with ``power_at(n) >= target`` (power grows with n): doubling, then bisection."""
+    lo, hi = 2, 2
+    while power_at(hi) < target:
+        lo, hi = hi, hi * 2
+        if hi > cap:
+            raise ParameterError(f"more than {cap:,} queries would be needed: the difference is too small for the "
+                                 "variance observed.")
+    if power_at(lo) >= target:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power_at(mid) >= target else (mid, hi)
+    return hi
+
+
+def _smallest_delta(power_at, target: float, scale: float) -> float:
+    """The smallest difference detected with probability ``target`` (power grows with it)."""
+    from scipy.optimize import brentq
+
+    if power_at(0.0) >= target:
+        return 0.0
+    hi = scale
+    while power_at(hi) < target:
+        hi *= 2
+        if hi > 1e7 * scale:
+            raise ParameterError(f"no difference reaches power {target:g} at this alpha: choose a larger alpha or a "
+                                 "smaller power.")
+    return float(brentq(lambda d: power_at(d) - target, 0.0, hi, xtol=1e-12 * scale))

@@ -1,0 +1,234 @@
+"""Many models at once (Results.anova, compare_all, queries_needed): against direct computations
+written here, statsmodels' AnovaRM, the studentized-range formula, enumeration, and simulations
+under the null and under alternatives."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import topkeval as tk
+from topkeval.errors import ParameterError
+
+
+def sweep(X: np.ndarray, metric: str = "ap") -> tk.Results:
+    """Results of a (queries x models) matrix of per-query values."""
+    n, m = X.shape
+    frame = pd.DataFrame({"model": np.repeat([f"m{j}" for j in range(m)], n), "query": np.tile(np.arange(n), m),
+                          metric: X.T.ravel()})
+    return tk.Results.from_per_query(frame)
+
+
+def simulated(n=100, m=5, effects=None, seed=0):
+    """Per-query values of m models: a query effect, a model effect and noise (Sakai's sweep)."""
+    rng = np.random.default_rng(seed)
+    effects = np.zeros(m) if effects is None else np.asarray(effects, float)
+    return rng.normal(0.4, 0.15, (n, 1)) + effects[None, :] + rng.normal(0, 0.1, (n, m))
+
+
+def direct_anova(X):
+    n, m = X.shape
+    grand = sum(X[i, j] for i in range(n) for j in range(m)) / (n * m)
+    model_means = [sum(X[i, j] for i in range(n)) / n for j in range(m)]
+    query_means = [sum(X[i, j] for j in range(m)) / m for i in range(n)]
+    ss_m = n * sum((mu - grand) ** 2 for mu in model_means)
+    ss_q = m * sum((mu - grand) ** 2 for mu in query_means)
+    ss_e = sum((X[i, j] - model_means[j] - query_means[i] + grand) ** 2 for i in range(n) for j in range(m))
+    df_e = (m - 1) * (n - 1)
+    return ss_m, ss_q, ss_e, (ss_m / (m - 1)) / (ss_e / df_e), df_e
+
+
+def test_anova_equals_the_direct_computation_and_statsmodels():
+    X = simulated(seed=1, effects=[0, 0.02, 0.04, 0.0, -0.03])
+    table = sweep(X).anova("ap").set_index("source")
+    ss_m, ss_q, ss_e, F, df_e = direct_anova(X)
+    assert table.loc["models", "sum_sq"] == pytest.approx(ss_m, rel=1e-10)
+    assert table.loc["queries", "sum_sq"] == pytest.approx(ss_q, rel=1e-10)
+    assert table.loc["residual", "sum_sq"] == pytest.approx(ss_e, rel=1e-9)
+    assert table.loc["models", "F"] == pytest.approx(F, rel=1e-9)
+    assert table.loc["models", "p_value"] == pytest.approx(stats.f.sf(F, 4, df_e), rel=1e-9)
+    assert table.loc["residual", "df"] == df_e == 396
+    statsmodels = pytest.importorskip("statsmodels.stats.anova", reason="statsmodels is a test extra")
+    long = pd.DataFrame({"query": np.repeat(np.arange(100), 5), "model": np.tile(np.arange(5), 100),
+                         "ap": X.ravel()})
+    peer = statsmodels.AnovaRM(long, "ap", "query", within=["model"]).fit().anova_table
+    assert table.loc["models", "F"] == pytest.approx(peer.loc["model", "F Value"], rel=1e-9)
+    assert table.loc["models", "p_value"] == pytest.approx(peer.loc["model", "Pr > F"], rel=1e-7)
+
+
+def test_tukey_p_values_and_intervals_are_the_studentized_range_formula():
+    X = simulated(seed=2, effects=[0, 0.01, 0.03, 0.05, 0.05])
+    table = sweep(X).compare_all(test="tukey", confidence=0.95)
+    n, m = X.shape
+    *_, ss_e, _, df_e = direct_anova(X)
+    se = math.sqrt(ss_e / df_e / n)
+    q95 = stats.studentized_range.ppf(0.95, m, df_e)
+    assert len(table) == 10
+    for row in table.itertuples():
+        a, b = int(row.model_a[1:]), int(row.model_b[1:])
+        d = X[:, a].mean() - X[:, b].mean()
+        assert row.delta == pytest.approx(d, abs=1e-12)
+        assert row.p_value == pytest.approx(stats.studentized_range.sf(abs(d) / se, m, df_e), rel=1e-6, abs=1e-12)
+        assert (row.ci_low, row.ci_high) == pytest.approx((d - q95 * se, d + q95 * se), abs=1e-10)
+        assert row.effect_size == pytest.approx(d / math.sqrt(ss_e / df_e), rel=1e-9)
+        assert row.significant == (row.p_value < 0.05)
+
+
+def test_randomized_tukey_enumerates_small_cases_exactly():
+    X = np.array([[0.1, 0.5, 0.3], [0.2, 0.6, 0.1], [0.0, 0.4, 0.4]])  # 3 models, 3 queries: 6**3 = 216 orders
+    table = sweep(X).compare_all(test="randomized_tukey", n_resamples=1000)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    ranges = []
+    for perms in itertools.product(itertools.permutations(range(3)), repeat=3):
+        means = sum(Xc[i, list(p)] for i, p in enumerate(perms)) / 3
+        ranges.append(means.max() - means.min())
+    ranges = np.array(ranges)
+    for row in table.itertuples():
+        d = abs(row.mean_a - row.mean_b)
+        assert row.p_value == pytest.approx(np.mean(ranges >= d - 1e-12))
+
+
+def test_randomized_tukey_by_resampling_is_close_to_tukey_on_normal_data():
+    X = simulated(n=60, m=4, seed=3, effects=[0, 0.02, 0.05, 0.06])
+    res = sweep(X)
+    tukey = res.compare_all(test="tukey")
+    randomized = res.compare_all(test="randomized_tukey", n_resamples=20_000, seed=1)
+    assert np.abs(tukey["p_value"] - randomized["p_value"]).max() < 0.03
+    again = res.compare_all(test="randomized_tukey", n_resamples=20_000, seed=1)
+    pd.testing.assert_frame_equal(randomized, again)  # a seed gives the same numbers, whatever the threads
+
+
+def test_letters_by_hand():
+    from topkeval.analysis.many import letter_display
+
+    models, means = ["a", "b", "c", "d"], np.array([0.9, 0.8, 0.5, 0.4])
+    # a and b differ from d; c only from a: a b share, b c d share except b-d
+    letters = letter_display(models, means, {(0, 3), (1, 3), (0, 2)})
+    assert letters == {"a": "a", "b": "ab", "c": "bc", "d": "c"}
+    assert letter_display(models, means, set()) == dict.fromkeys(models, "a")
+    every = {p for p in itertools.combinations(range(4), 2)}
+    assert letter_display(models, means, every) == {"a": "a", "b": "b", "c": "c", "d": "d"}
+
+
+def test_segments_bad_input_and_weights():
+    X = simulated(n=40, m=3, seed=4)
+    frame = pd.DataFrame({"model": np.repeat(["x", "y", "z"], 40), "query": np.tile(np.arange(40), 3),
+                          "ap": X.T.ravel()})
+    one = tk.Results.from_per_query(frame[frame["model"] == "x"])
+    with pytest.raises(ParameterError, match="1 model"):
+        one.compare_all()
+    with pytest.raises(ParameterError, match="at least 2 queries"):
+        tk.Results.from_per_query(frame[frame["query"] == 0]).anova("ap")
+    flat = tk.Results.from_per_query(frame.assign(ap=np.tile(np.arange(40) / 40, 3)))
+    with pytest.raises(ParameterError, match="residual variance is 0"):
+        flat.compare_all(test="tukey")
+    with pytest.raises(ParameterError, match="variance 0"):
+        flat.queries_needed("ap", delta=0.1)
+    with pytest.raises(ParameterError, match="delta"):
+        sweep(X).queries_needed("ap", delta=0.0)
+    with pytest.raises(ParameterError, match="three or more"):
+        sweep(X[:, :2]).queries_needed("ap", delta=0.1, test="anova")
+    log = {"query": np.repeat(np.arange(30), 4), "relevance": np.tile([1, 0, 1, 0], 30),
+           "seg": np.repeat(np.arange(30) % 2, 4), "w": np.ones(120),
+           "a": np.random.default_rng(0).random(120), "b": np.random.default_rng(1).random(120),
+           "c": np.random.default_rng(2).random(120)}
+    res = tk.evaluate(log, ["precision@2"], score=["a", "b", "c"], by="seg")
+    table = res.compare_all()
+    assert sorted(map(str, table["seg"].unique())) == ["(all)", "0", "1"] and len(table) == 9
+    assert set(res.anova("precision@2")["seg"].astype(str)) == {"(all)", "0", "1"}
+    weighted = tk.evaluate(log, ["precision@2"], score=["a", "b", "c"], weight="w")
+    with pytest.raises(ParameterError, match="no weighted form"):
+        weighted.anova("precision@2")
+
+
+def test_queries_needed_by_hand():
+    X = simulated(n=80, m=2, seed=5, effects=[0, 0.02])
+    res = sweep(X)
+    row = res.queries_needed("ap", delta=0.03).iloc[0]
+    sd = np.std(X[:, 1] - X[:, 0], ddof=1)
+
+    def power(n):
+        crit = stats.t.ppf(0.975, n - 1)
+        nc = math.sqrt(n) * 0.03 / sd
+        return stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+
+    n = row["queries_needed"]
+    assert power(n) >= 0.8 > power(n - 1)
+    assert row["variance"] == pytest.approx(sd ** 2)
+    assert row["queries_now"] == 80 and row["power_now"] == pytest.approx(power(80))
+    crit = stats.t.ppf(0.975, 79)
+    d = row["detectable_delta"]
+    nc = math.sqrt(80) * d / sd
+    assert stats.nct.sf(crit, 79, nc) + stats.nct.cdf(-crit, 79, nc) == pytest.approx(0.8, abs=1e-6)
+
+
+def test_the_issue_sweep_of_5_models_over_100_queries():
+    X = simulated(n=100, m=5, seed=6, effects=[0, 0.0, 0.02, 0.05, 0.08])
+    res = sweep(X)
+    table = res.anova("ap").set_index("source")
+    assert table.loc["models", "F"] == pytest.approx(direct_anova(X)[3], rel=1e-9)
+    pairs = res.compare_all(test="tukey")
+    assert pairs.loc[(pairs.model_a == "m0") & (pairs.model_b == "m4"), "significant"].item()
+    assert not pairs.loc[(pairs.model_a == "m0") & (pairs.model_b == "m1"), "significant"].item()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", ["tukey", "randomized_tukey"])
+def test_family_wise_error_under_the_null(test):
+    """Five models drawn alike: a test rejects some pair in about 5% of the sweeps."""
+    sims = 200
+    rejected = 0
+    for s in range(sims):
+        table = sweep(simulated(n=100, m=5, seed=1000 + s)).compare_all(test=test, n_resamples=1000, seed=s)
+        rejected += table["significant"].any()
+    assert 0.02 <= rejected / sims <= 0.09, rejected / sims
+
+
+@pytest.mark.slow
+def test_a_paired_test_at_queries_needed_has_the_promised_power():
+    """A pilot whose variance is the true one (20,000 queries) sizes a study; fresh studies of that
+    size reject at the promised rate (80%, within 0.05), and the size is the noncentral t's."""
+    rng = np.random.default_rng(7)
+    delta, sd = 0.02, 0.08
+    pilot = np.column_stack([np.zeros(20_000), rng.normal(delta, sd, 20_000)])
+    need = sweep(pilot).queries_needed("ap", delta=delta, power=0.8).iloc[0]["queries_needed"]
+    assert abs(need - _needed(delta, sd ** 2)) <= 2
+    sims = 1000
+    hits = sum(stats.ttest_1samp(rng.normal(delta, sd, need), 0).pvalue < 0.05 for _ in range(sims))
+    assert abs(hits / sims - 0.8) < 0.05
+
+
+def _needed(delta, variance):
+    n = 2
+    while True:
+        crit = stats.t.ppf(0.975, n - 1)
+        nc = math.sqrt(n) * delta / math.sqrt(variance)
+        if stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc) >= 0.8:
+            return n
+        n += 1
+
+
+def test_the_command_line_compares_every_pair(tmp_path, capsys):
+    from topkeval.cli import main
+
+    X = simulated(n=60, m=3, seed=8, effects=[0, 0.0, 0.08])
+    rng = np.random.default_rng(8)
+    rel = rng.random((60, 6)) < 0.4
+    frame = pd.DataFrame({"query": np.repeat(np.arange(60), 6), "relevance": rel.ravel().astype(int),
+                          **{f"s{j}": (rel * (0.5 + X[:, [j]]) + rng.normal(size=(60, 6))).ravel() for j in range(3)}})
+    path = tmp_path / "log.csv"
+    frame.to_csv(path, index=False)
+    assert main(["compare", str(path), "--all", "--score", "s0", "--score", "s1", "--score", "s2", "-m", "ndcg@5",
+                 "--format", "json"]) == 0
+    import json
+
+    pairs = json.loads(capsys.readouterr().out)["pairs"]
+    res = tk.evaluate(frame, ["ndcg@5"], score=["s0", "s1", "s2"]).compare_all()
+    assert [p["p_value"] for p in pairs] == pytest.approx(res["p_value"].tolist())
+    assert main(["compare", str(path), "--all", "--score", "s0", "--baseline", "s1"]) == 2
+    assert main(["compare", str(path), "--score", "s0", "--score", "s1", "--test", "tukey", "--baseline", "s0"]) == 2
+    assert main(["compare", str(path), "--score", "s0", "--score", "s1"]) == 2
+    assert "--baseline" in capsys.readouterr().err
