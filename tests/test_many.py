@@ -232,3 +232,20 @@ def test_the_command_line_compares_every_pair(tmp_path, capsys):
     assert main(["compare", str(path), "--score", "s0", "--score", "s1", "--test", "tukey", "--baseline", "s0"]) == 2
     assert main(["compare", str(path), "--score", "s0", "--score", "s1"]) == 2
     assert "--baseline" in capsys.readouterr().err
+
+
+def test_the_report_shows_every_pair_when_there_are_more_than_two_models(tmp_path):
+    X = simulated(n=50, m=3, seed=9, effects=[0, 0.0, 0.1])
+    res = sweep(X)
+    res.report(tmp_path / "r.html", n_resamples=200, curves=False)
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    section = page[page.index('<section id="pairs">'):]
+    section = section[:section.index("</section>")]
+    pairs = res.compare_all()
+    for row in pairs.itertuples():
+        assert f"{row.delta:+.4f}" in section and f"{-row.delta:+.4f}" in section
+    letters = dict(zip(pairs["model_a"], pairs["letters_a"])) | dict(zip(pairs["model_b"], pairs["letters_b"]))
+    assert letters["m2"] == "a" and letters["m0"] == letters["m1"] == "b"
+    two = sweep(X[:, :2])
+    two.report(tmp_path / "two.html", n_resamples=200, curves=False)
+    assert 'id="pairs"' not in (tmp_path / "two.html").read_text(encoding="utf-8")
