@@ -334,7 +334,7 @@ def test_report_numbers_are_the_api_numbers(tmp_path):
         assert row[0][0] == r.model and row[1][0] == r.metric and row[2][0] == r.verdict
         values = [float(v) for _, v in row[3:]]
         assert values == [r.baseline, r.value, r.delta, r.ci_low, r.ci_high, r.p_value, r.p_adjusted, r.wins,
-                          r.ties, r.losses]
+                          r.ties, r.losses, r.detectable_delta]
     # curves: one table per family, k down, models across
     curves = res.curves()
     curve_cells = [float(v) for table in page.all_tables["curve"] for row in table[1:] for _, v in row[1:]]
