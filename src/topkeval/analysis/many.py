@@ -141,7 +141,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                 se = math.sqrt(v_e / n)
                 q = np.abs(diffs) / se
                 p = stats.studentized_range.sf(q, m, (m - 1) * (n - 1))
-                half = float(stats.studentized_range.ppf(confidence, m, (m - 1) * (n - 1))) * se
+                half = _q_critical(float(confidence), m, (m - 1) * (n - 1)) * se
                 halves = np.full(len(pairs), half)
             else:
                 p, halves = _randomized(X, np.abs(diffs), confidence, n_resamples, rng)
@@ -158,6 +158,15 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
     frame = pd.DataFrame(rows)
     frame.attrs.update(test=test, confidence=confidence, n_resamples=n_resamples)
     return frame
+
+
+@functools.lru_cache(maxsize=256)
+def _q_critical(confidence: float, m: int, df: int) -> float:
+    """The ``confidence`` quantile of the studentized range of m means with df degrees of freedom
+    (scipy integrates it numerically: a tenth of a second, kept)."""
+    from scipy import stats
+
+    return float(stats.studentized_range.ppf(confidence, m, df))
 
 
 def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamples: int, rng):
