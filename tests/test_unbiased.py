@@ -589,3 +589,30 @@ def test_the_report_puts_naive_estimate_and_bounds_side_by_side(tmp_path):
     plain = tk.evaluate(log, ["precision@10"], relevance="click", score="new_ranker")
     plain.report(tmp_path / "p.html", n_resamples=200, curves=False)
     assert 'id="clicks"' not in (tmp_path / "p.html").read_text(encoding="utf-8")
+
+
+def test_the_command_line_estimates_a_curve_and_evaluates_with_it(tmp_path, capsys):
+    from topkeval.cli import main
+
+    arms, log = tmp_path / "arms.csv", tmp_path / "log.csv"
+    click_log(3000, arms=2, seed=2).to_csv(arms, index=False)
+    click_log(1000, seed=1).to_csv(log, index=False)
+    assert main(["bias", str(arms), "--item", "image", "--resamples", "20", "--format", "csv"]) == 0
+    curve = tmp_path / "curve.csv"
+    curve.write_text(capsys.readouterr().out)
+    expected = tk.estimate_position_bias(str(arms), item="image", n_resamples=20)
+    assert pd.read_csv(curve)["propensity"].tolist() == pytest.approx(expected.curve["propensity"].tolist())
+    assert main(["evaluate", str(log), "--relevance", "click", "--score", "new_ranker", "--item", "image", "-m",
+                 "precision@10", "--position", "position", "--propensity", str(curve), "--format", "json"]) == 0
+    import json
+
+    got = json.loads(capsys.readouterr().out)["summary"]["new_ranker"]["precision@10"]
+    want = tk.evaluate(pd.read_csv(log), ["precision@10"], relevance="click", score="new_ranker", item="image",
+                       position="position", propensity=expected).summary.iloc[0, 0]
+    assert got == pytest.approx(want)
+    assert main(["bias", str(log), "--item", "image"]) == 2
+    assert "--method randomized" in capsys.readouterr().err
+    (tmp_path / "bad.csv").write_text("pos,p\n1,1\n")
+    assert main(["evaluate", str(log), "--relevance", "click", "--score", "new_ranker", "--position", "position",
+                 "--propensity", str(tmp_path / "bad.csv")]) == 2
+    assert "position and propensity" in capsys.readouterr().err

@@ -150,8 +150,8 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     g.add_argument("--position", metavar="COLUMN", help="the 1-based position at which the logging ranker showed "
                    "each candidate (empty: never shown)")
     g.add_argument("--propensity", metavar="CURVE", help="examination probabilities: a column of them, positions "
-                   "'1:1,2:0.6,3:0.45', or 'power:ETA' (1/position^ETA); the metrics are then inverse propensity "
-                   "weighted (needs --position)")
+                   "'1:1,2:0.6,3:0.45', 'power:ETA' (1/position^ETA), or a curve file of topkeval bias (.csv); "
+                   "the metrics are then inverse propensity weighted (needs --position)")
     g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1)")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
@@ -259,6 +259,25 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--report", metavar="HTML", help="also write the HTML report of the demo to this file")
     demo.add_argument("--force", action="store_true", help="replace the --report file if it exists")
 
+    bias = sub.add_parser("bias", help="estimate the examination probability of each position from a click log",
+                          description="Estimate the examination probability of each position (position 1 = 1) from "
+                          "impressions where the same query and item were shown at different positions (several "
+                          "rankers or A/B arms: intervention harvesting), or from a randomisation experiment. "
+                          "Write it with --format csv to a file and pass that file to --propensity.")
+    bias.add_argument("file", help="a .parquet or .csv log of impressions: one row per (query, item, position) shown")
+    bias.add_argument("--query", default="query", help="query id column (default: query)")
+    bias.add_argument("--item", default="item", help="item id column (default: item)")
+    bias.add_argument("--position", default="position", help="1-based position column (default: position)")
+    bias.add_argument("--click", default="click", help="click column, 0/1 or counts (default: click)")
+    bias.add_argument("--method", choices=["harvest", "randomized"], default="harvest", help="(default: harvest)")
+    bias.add_argument("--form", choices=["free", "power"], default="free",
+                      help="one value per position, or 1/position^eta (default: free)")
+    bias.add_argument("--max-position", type=int, help="leave out positions beyond this one")
+    bias.add_argument("--confidence", type=float, default=0.95, help="level of the bootstrap intervals (default 0.95)")
+    bias.add_argument("--resamples", type=int, default=200, help="bootstrap resamples over queries (default 200)")
+    bias.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
+    bias.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
+
     sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
                    description="List every metric family with its formula and the names other tools use.")
     sub.add_parser("conventions", help="list the conventions and the presets that reproduce other tools",
@@ -343,6 +362,8 @@ def _propensity(text: str | None):
         if not (0 <= eta < 100):
             raise _UsageError(f"--propensity {text!r}: ETA must be a number in [0, 100)")
         return lambda positions: positions ** -eta
+    if text.endswith((".csv", ".parquet")) and os.path.isfile(text):  # a curve written by topkeval bias
+        return _curve_file(text)
     if ":" not in text:
         return text  # a column
     curve = {}
@@ -357,6 +378,24 @@ def _propensity(text: str | None):
             raise _UsageError(f"--propensity {text!r}: write positions and probabilities as 1:1,2:0.6,3:0.45 "
                               f"({part!r} is not POSITION:PROBABILITY)") from None
     return curve
+
+
+def _curve_file(path: str) -> dict:
+    """A curve file (columns position and propensity; ``topkeval bias --format csv``) as a mapping."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+    except Exception as exc:  # an unreadable file: said in one line
+        raise _UsageError(f"--propensity {path!r}: cannot read it as a curve ({type(exc).__name__}: {exc})") from None
+    if not {"position", "propensity"} <= set(frame.columns):
+        raise _UsageError(f"--propensity {path!r} must have the columns position and propensity (as topkeval bias "
+                          f"--format csv writes); it has {list(map(str, frame.columns))}")
+    positions = pd.to_numeric(frame["position"], errors="coerce")
+    if positions.isna().any() or (positions != positions.round()).any() or positions.duplicated().any():
+        raise _UsageError(f"--propensity {path!r}: its positions must be distinct whole numbers")
+    return {int(k): min(float(v), 1.0) for k, v in zip(positions, pd.to_numeric(frame["propensity"],
+                                                                                 errors="coerce"))}
 
 
 def _evaluate(args, out) -> int:
@@ -564,6 +603,22 @@ def _compare(args, out) -> int:
     return 0
 
 
+def _bias(args, out) -> int:
+    from .analysis.bias import estimate_position_bias
+
+    curve = estimate_position_bias(args.file, query=args.query, item=args.item, position=args.position,
+                                   click=args.click, method=args.method, form=args.form,
+                                   max_position=args.max_position, confidence=args.confidence,
+                                   n_resamples=args.resamples, seed=args.seed)
+    table = curve.curve.reset_index()
+    title = (f"examination by position ({args.method}, {args.form}"
+             + (f", eta {curve.eta:.4f}" if curve.eta is not None else "") + f"; {args.confidence:.0%} intervals)")
+    notes = ["pass this table, written with --format csv to a file, to --propensity FILE.csv"]
+    _write(out, args.format, formats.Document([formats.Block(table, title=title)], notes=notes,
+                                              payload={"curve": report.records(table), "eta": curve.eta}))
+    return 0
+
+
 def _compare_all(args, out) -> int:
     from .params import check_arguments
     from .results import Results
@@ -664,6 +719,7 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels", "by": "--by",
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
+    "method": "--method", "form": "--form", "max_position": "--max-position", "click": "--click",
 }
 
 
@@ -812,6 +868,7 @@ def _run(parser, argv) -> int:
             return 0
         _check_values(args)
         handler = {"evaluate": _evaluate, "compare": _compare, "report": _report, "diff": _diff, "demo": _demo,
+                   "bias": _bias,
                    "metrics": _list_metrics, "conventions": _list_conventions}[args.command]
         code = handler(args, out)
         out.flush()
