@@ -122,11 +122,19 @@ def test_segments_bad_input_and_weights():
         one.compare_all()
     with pytest.raises(ParameterError, match="at least 2 queries"):
         tk.Results.from_per_query(frame[frame["query"] == 0]).anova("ap")
-    flat = tk.Results.from_per_query(frame.assign(ap=np.tile(np.arange(40) / 40, 3)))
-    with pytest.raises(ParameterError, match="residual variance is 0"):
-        flat.compare_all(test="tukey")
+    flat = tk.Results.from_per_query(frame.assign(ap=np.tile(np.arange(40) / 40, 3)))  # the models agree everywhere
+    same = flat.compare_all(test="tukey")
+    assert (same["p_value"] == 1).all() and not same["significant"].any()
+    assert np.abs(same[["delta", "ci_low", "ci_high"]].to_numpy()).max() < 1e-15
+    assert flat.anova("ap").set_index("source").loc["models", ["F", "p_value"]].tolist() == [0.0, 1.0]
     with pytest.raises(ParameterError, match="variance 0"):
         flat.queries_needed("ap", delta=0.1)
+    # z is x shifted by 0.125 on every query: the difference is exact, without residual
+    shifted = tk.Results.from_per_query(frame.assign(ap=np.concatenate([np.arange(40) / 40, np.arange(40) / 40 + 0.125,
+                                                                        np.arange(40) / 40])))
+    exact = shifted.compare_all(test="tukey").set_index(["model_a", "model_b"])
+    assert exact.loc[("x", "y"), "p_value"] == 0.0 and exact.loc[("x", "z"), "p_value"] == 1.0
+    assert shifted.anova("ap").set_index("source").loc["models", "F"] == math.inf
     with pytest.raises(ParameterError, match="delta"):
         sweep(X).queries_needed("ap", delta=0.0)
     with pytest.raises(ParameterError, match="three or more"):
@@ -138,10 +146,24 @@ def test_segments_bad_input_and_weights():
     res = tk.evaluate(log, ["precision@2"], score=["a", "b", "c"], by="seg")
     table = res.compare_all()
     assert sorted(map(str, table["seg"].unique())) == ["(all)", "0", "1"] and len(table) == 9
+    # a segment of one query: its rows say nothing (NaN), the others stand; over every query it is an error
+    rare = tk.evaluate({**log, "seg": np.repeat(np.where(np.arange(30) == 0, "rare", "common"), 4)}, ["precision@2"],
+                       score=["a", "b", "c"], by="seg")
+    table = rare.compare_all().set_index("seg")
+    assert table.loc["rare", "p_value"].isna().all() and table.loc["common", "p_value"].notna().all()
+    assert rare.anova("precision@2").set_index("seg").loc["rare", "F"].isna().all()
+    with pytest.raises(ParameterError, match="at least 2 queries"):
+        _raise_for_one_query()
     assert set(res.anova("precision@2")["seg"].astype(str)) == {"(all)", "0", "1"}
     weighted = tk.evaluate(log, ["precision@2"], score=["a", "b", "c"], weight="w")
     with pytest.raises(ParameterError, match="no weighted form"):
         weighted.anova("precision@2")
+
+
+def _raise_for_one_query():
+    """The whole log with one complete query: an error that says so."""
+    one = tk.Results.from_per_query(pd.DataFrame({"model": ["x", "y"], "query": [1, 1], "ap": [0.1, 0.2]}))
+    one.compare_all()
 
 
 def test_queries_needed_by_hand():

@@ -66,3 +66,13 @@ def test_the_click_log_example_runs_and_estimates_what_it_says():
     assert abs(bias.curve.loc[2, "propensity"] - 0.5) < 0.06  # examination 1/position
     bounds = namespace["res"].bounds()
     assert (bounds["lower"] <= bounds["upper"]).all()
+
+
+def test_the_many_models_example_runs():
+    body, last = _block("res.compare_all(test=\"tukey\")")
+    namespace: dict = {"tk": tk}
+    exec(body.replace("n_resamples=10_000", "n_resamples=500"), namespace)
+    sized = eval(last, namespace)
+    assert sized.iloc[0]["queries_needed"] > 2 and sized.iloc[0]["queries_now"] <= 300
+    letters = namespace["res"].compare_all()
+    assert set(letters["model_a"]) | set(letters["model_b"]) == {"m1", "m2", "m3", "m4", "m5"}

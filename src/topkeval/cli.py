@@ -631,7 +631,8 @@ def _compare_all(args, out) -> int:
     check_arguments(Results.compare_all, test=test, confidence=args.confidence, n_resamples=args.resamples,
                     seed=args.seed)
     if not args.run and len(set(args.score or [])) < 2:
-        raise _UsageError("--all compares every pair of models: give two or more --score columns")
+        raise _UsageError("--all compares every pair of models: give two or more score columns, one --score each "
+                          "(--score a --score b)")
     res = _load_models(args, required=True)
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",

@@ -30,6 +30,7 @@ value of model j on query i, ``x_i.``, ``x_.j`` and ``x_..`` the query, model an
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
@@ -60,16 +61,31 @@ def _blocks(results, metric: str, per_query: pd.DataFrame) -> tuple[np.ndarray, 
     return X[~np.isnan(X).any(axis=1)], models
 
 
-def _check(results, X: np.ndarray, models: list, metric: str, what: str) -> None:
+def _check(results, models: list, what: str) -> None:
+    """What no segment can fix: weights, fewer than two models."""
     if results.weight:
         raise ParameterError(f"{what} has no weighted form (the ANOVA counts every query once): evaluate without "
-                             "weight=, or compare pairs with compare(), which weighs queries.")
+                             "weight=, or compare each model with a baseline (compare(); on the command line, "
+                             "without --all), which weighs queries.")
     if len(models) < 2:
         raise ParameterError(f"{what} compares models: these results have {plural(len(models), 'model')}; evaluate "
                              "several score columns (score=[...]).")
-    if len(X) < 2:
-        raise ParameterError(f"{what} needs at least 2 queries where every model has a value of {metric}; there "
-                             f"{'is' if len(X) == 1 else 'are'} {len(X)}.")
+
+
+def _too_few(X: np.ndarray, metric: str, key: dict) -> str | None:
+    """Why a (segment, metric) cannot be analysed (fewer than 2 complete queries), or None."""
+    if len(X) >= 2:
+        return None
+    where = " in segment " + ", ".join(f"{k}={v!r}" for k, v in key.items()) if key else ""
+    return (f"needs at least 2 queries where every model has a value of {metric}{where}; there "
+            f"{'is' if len(X) == 1 else 'are'} {len(X)}")
+
+
+def _whole(key: dict) -> bool:
+    """The rows over every query: no segment, or the (all) rows of a breakdown."""
+    from .segments import ALL
+
+    return not key or all(v == ALL for v in key.values())
 
 
 def _segments(results):
@@ -82,21 +98,28 @@ def anova_table(X: np.ndarray) -> pd.DataFrame:
 
     n, m = X.shape
     grand = X.mean()
-    ss_models = n * float(((X.mean(axis=0) - grand) ** 2).sum())
-    ss_queries = m * float(((X.mean(axis=1) - grand) ** 2).sum())
+    model_means, query_means = X.mean(axis=0), X.mean(axis=1)
+    ss_models = n * float(((model_means - grand) ** 2).sum())
+    ss_queries = m * float(((query_means - grand) ** 2).sum())
     ss_total = float(((X - grand) ** 2).sum())
-    ss_resid = max(ss_total - ss_models - ss_queries, 0.0)
+    # the residuals themselves, not a difference of sums (which loses digits under large query effects)
+    ss_resid = float(((X - query_means[:, None] - model_means[None, :] + grand) ** 2).sum())
+    if ss_resid <= X.size * (8 * np.finfo(np.float64).eps * float(np.abs(X).max())) ** 2:
+        ss_resid = 0.0  # the rounding of the means, not a residual: the models differ by constants (or not at all)
     df_m, df_q, df_e = m - 1, n - 1, (m - 1) * (n - 1)
     v_e = ss_resid / df_e
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f_m = (ss_models / df_m) / v_e if v_e > 0 else math.nan
-        f_q = (ss_queries / df_q) / v_e if v_e > 0 else math.nan
+
+    def f_test(ss: float, df: int) -> tuple[float, float]:
+        if v_e > 0:
+            f = (ss / df) / v_e
+            return f, float(stats.f.sf(f, df, df_e))
+        # no residual: any effect is exact (F infinite, p 0), no effect is none (F 0, p 1)
+        return (math.inf, 0.0) if ss > 0 else (0.0, 1.0)
+
+    (f_m, p_m), (f_q, p_q) = f_test(ss_models, df_m), f_test(ss_queries, df_q)
     return pd.DataFrame({"sum_sq": [ss_models, ss_queries, ss_resid, ss_total], "df": [df_m, df_q, df_e, n * m - 1],
                          "mean_sq": [ss_models / df_m, ss_queries / df_q, v_e, ss_total / (n * m - 1)],
-                         "F": [f_m, f_q, math.nan, math.nan],
-                         "p_value": [float(stats.f.sf(f_m, df_m, df_e)) if not math.isnan(f_m) else math.nan,
-                                     float(stats.f.sf(f_q, df_q, df_e)) if not math.isnan(f_q) else math.nan,
-                                     math.nan, math.nan]},
+                         "F": [f_m, f_q, math.nan, math.nan], "p_value": [p_m, p_q, math.nan, math.nan]},
                         index=pd.Index(["models", "queries", "residual", "total"], name="source"))
 
 
@@ -107,8 +130,13 @@ def anova(results, metric: str) -> pd.DataFrame:
     out = []
     for key, per_query in _segments(results):
         X, models = _blocks(results, label, per_query)
-        _check(results, X, models, label, "anova")
-        table = anova_table(X).reset_index()
+        _check(results, models, "anova")
+        reason = _too_few(X, label, key)
+        if reason and _whole(key):
+            raise ParameterError(f"anova {reason}.")
+        table = anova_table(X).reset_index() if not reason else pd.DataFrame(
+            {"source": ["models", "queries", "residual", "total"], "sum_sq": math.nan, "df": math.nan,
+             "mean_sq": math.nan, "F": math.nan, "p_value": math.nan})
         for i, (name, value) in enumerate(key.items()):
             table.insert(i, name, value)
         table.insert(len(key), "metric", label)
@@ -120,7 +148,6 @@ def anova(results, metric: str) -> pd.DataFrame:
 def compare_all(results, metric=None, *, test: str = "tukey", confidence: float = 0.95, n_resamples: int = 10_000,
                 seed: int | None = 0) -> pd.DataFrame:
     """See :meth:`topkeval.Results.compare_all`."""
-    from scipy import stats
 
     results.require_rows("compare_all")
     rng = np.random.default_rng(seed)
@@ -128,21 +155,29 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
     for key, per_query in _segments(results):
         for label in _label(results, metric):
             X, models = _blocks(results, label, per_query)
-            _check(results, X, models, label, "compare_all")
+            _check(results, models, "compare_all")
             n, m = X.shape
+            pairs = list(itertools.combinations(range(m), 2))
+            reason = _too_few(X, label, key)
+            if reason:
+                if _whole(key):
+                    raise ParameterError(f"compare_all {reason}.")
+                rows += [{**key, "metric": label, "model_a": models[a], "model_b": models[b], "mean_a": math.nan,
+                          "mean_b": math.nan, "delta": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                          "p_value": math.nan, "significant": False, "effect_size": math.nan, "letters_a": "",
+                          "letters_b": "", "n_queries": n} for a, b in pairs]
+                continue
             v_e = float(anova_table(X).loc["residual", "mean_sq"])
             means = X.mean(axis=0)
-            pairs = list(itertools.combinations(range(m), 2))
             diffs = np.array([means[a] - means[b] for a, b in pairs])
-            if test == "tukey":
-                if not v_e > 0:
-                    raise ParameterError(f"{label}: the residual variance is 0 (every query moves every model by the "
-                                         "same amount), so Tukey's HSD has no scale; use test='randomized_tukey'.")
+            if test == "tukey" and not v_e > 0:
+                # no residual: every query moves every model alike, and each difference is exact
+                p = np.where(np.abs(diffs) > 0, 0.0, 1.0)
+                halves = np.zeros(len(pairs))
+            elif test == "tukey":
                 se = math.sqrt(v_e / n)
-                q = np.abs(diffs) / se
-                p = stats.studentized_range.sf(q, m, (m - 1) * (n - 1))
-                half = _q_critical(float(confidence), m, (m - 1) * (n - 1)) * se
-                halves = np.full(len(pairs), half)
+                p = _studentized_sf(np.abs(diffs) / se, m, (m - 1) * (n - 1))
+                halves = np.full(len(pairs), _q_critical(float(confidence), m, (m - 1) * (n - 1)) * se)
             else:
                 p, halves = _randomized(X, np.abs(diffs), confidence, n_resamples, rng)
             p = np.minimum(np.asarray(p, np.float64), 1.0)
@@ -166,23 +201,41 @@ def _q_critical(confidence: float, m: int, df: int) -> float:
     (scipy integrates it numerically: a tenth of a second, kept)."""
     from scipy import stats
 
-    return float(stats.studentized_range.ppf(confidence, m, df))
+    with _quiet_integration():
+        return float(stats.studentized_range.ppf(confidence, m, df))
+
+
+def _studentized_sf(q: np.ndarray, m: int, df: int) -> np.ndarray:
+    """P(Q > q) of the studentized range of m means with df degrees of freedom, for each q."""
+    from scipy import stats
+
+    with _quiet_integration():
+        return np.asarray(stats.studentized_range.sf(q, m, df), np.float64)
+
+
+@contextlib.contextmanager
+def _quiet_integration():
+    """scipy's quadrature warns that the studentized range's integral 'is probably divergent' far in
+    its tail, where its value (p near 1 or 0) is still right: silenced there only."""
+    import warnings
+
+    from scipy.integrate import IntegrationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)
+        yield
 
 
 def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamples: int, rng):
     """p-values of the randomized Tukey HSD and the half-width of its simultaneous intervals."""
     n, m = X.shape
     Xc = X - X.mean(axis=1, keepdims=True)  # a query's level moves every model alike: out
-    total = math.factorial(m) ** n if n * math.log(math.factorial(m)) < math.log(n_resamples + 1) else None
-    if total is not None and total <= n_resamples:  # every order of every query's values
-        ranges = np.empty(total)
-        perms = list(itertools.permutations(range(m)))
-        for t, choice in enumerate(itertools.product(range(len(perms)), repeat=n)):
-            sums = np.zeros(m)
-            for i, c in enumerate(choice):
-                sums += Xc[i, list(perms[c])]
-            ranges[t] = (sums.max() - sums.min()) / n
-        count = (ranges[None, :] >= observed[:, None] - 1e-12).sum(axis=1)
+    limit = min(n_resamples, _EXACT_MAX_ORDERS)
+    total = math.factorial(m) ** n if n * math.log(math.factorial(m)) < math.log(limit + 1) else None
+    if total is not None and total <= limit:  # every order of every query's values
+        ranges = _every_order_ranges(Xc, total)
+        ranges.sort()
+        count = len(ranges) - np.searchsorted(ranges, observed - 1e-12, side="left")
         return count / total, np.full(len(observed), float(np.quantile(ranges, confidence)))
     from ..kernels.resample import permuted_ranges
     from ..kernels.threads import default_threads, run_parallel
@@ -197,6 +250,29 @@ def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamp
     ranges.sort()
     count = len(ranges) - np.searchsorted(ranges, observed - 1e-12, side="left")
     return (1 + count) / (1 + n_resamples), np.full(len(observed), float(np.quantile(ranges, confidence)))
+
+
+#: The randomized Tukey HSD enumerates every order of every query's values when there are at most
+#: this many (and at most n_resamples); beyond, it draws n_resamples of them.
+_EXACT_MAX_ORDERS = 1 << 22
+
+
+def _every_order_ranges(Xc: np.ndarray, total: int) -> np.ndarray:
+    """For each of the ``(m!)^n`` orders (query i's values in permutation ``t // P^i % P``), the
+    largest minus the smallest model mean; in chunks, each query one vectorised step."""
+    n, m = Xc.shape
+    perms = np.array(list(itertools.permutations(range(m))), np.int64)
+    P = len(perms)
+    out = np.empty(total)
+    chunk = 1 << 16
+    for start in range(0, total, chunk):
+        t = np.arange(start, min(start + chunk, total), dtype=np.int64)
+        sums = np.zeros((len(t), m))
+        for i in range(n):
+            sums += Xc[i][perms[t % P]]
+            t = t // P
+        out[start:start + len(sums)] = (sums.max(axis=1) - sums.min(axis=1)) / n
+    return out
 
 
 def letter_display(models: list, means: np.ndarray, different: set) -> dict:
@@ -216,8 +292,18 @@ def letter_display(models: list, means: np.ndarray, different: set) -> dict:
     order = list(np.argsort(-np.asarray(means), kind="stable"))
     rank = {j: r for r, j in enumerate(order)}
     columns.sort(key=lambda c: (min(rank[j] for j in c), sorted(rank[j] for j in c)))
-    names = [chr(ord("a") + i) if i < 26 else f"<{i}>" for i in range(len(columns))]
+    names = [_letters(i) for i in range(len(columns))]
     return {models[j]: "".join(names[k] for k, c in enumerate(columns) if j in c) for j in range(m)}
+
+
+def _letters(i: int) -> str:
+    """a, b, ..., z, aa, ab, ...: the i-th group's letters."""
+    text = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        text = chr(ord("a") + r) + text
+    return text
 
 
 def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, alpha: float = 0.05,
@@ -228,8 +314,16 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
     rows = []
     for key, per_query in _segments(results):
         X, models = _blocks(results, label, per_query)
-        _check(results, X, models, label, "queries_needed")
+        _check(results, models, "queries_needed")
         n, m = X.shape
+        reason = _too_few(X, label, key)
+        if reason:
+            if _whole(key):
+                raise ParameterError(f"queries_needed {reason}.")
+            rows.append({**key, "metric": label, "test": test, "delta": delta, "power": power, "alpha": alpha,
+                         "variance": math.nan, "queries_needed": math.nan, "queries_now": n, "power_now": math.nan,
+                         "detectable_delta": math.nan})
+            continue
         if test == "paired_t":
             variance = float(np.var(X[:, 1] - X[:, 0], ddof=1)) if m == 2 else 2 * float(
                 anova_table(X).loc["residual", "mean_sq"])
@@ -318,7 +412,7 @@ def _fewest(power_at, target: float, cap: int = 10_000_000) -> int:
         lo, hi = hi, hi * 2
         if hi > cap:
             raise ParameterError(f"more than {cap:,} queries would be needed: the difference is too small for the "
-                                 "variance observed.")
+                                 "variance observed, or alpha too small, or power too close to 1.")
     if power_at(lo) >= target:
         return lo
     while hi - lo > 1:

@@ -408,12 +408,13 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
     compact letter display."""
     if len(res.models) < 3 or res.weight:
         return None
-    try:
-        table = res.compare_all(test="tukey", confidence=o.confidence)
-    except ParameterError:  # no residual variance, too few queries: the comparison section says enough
-        return None
     parts = []
-    for metric_name, rows in table.groupby("metric", sort=False):
+    for metric_name in res.metrics:
+        try:
+            rows = res.compare_all(metric_name, test="tukey", confidence=o.confidence)
+        except ParameterError as exc:  # fewer than 2 queries with every model's value: said, the others shown
+            parts.append(f"<h3>{esc(metric_name)}</h3><p class=\"note\">{esc(str(exc))}</p>")
+            continue
         if res.by:
             rows = rows[rows[res.by[0]] == ALL]
         means = {**dict(zip(rows["model_a"], rows["mean_a"])), **dict(zip(rows["model_b"], rows["mean_b"]))}
