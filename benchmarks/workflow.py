@@ -1,0 +1,94 @@
+"""From file to decision (issue 24): each step after the evaluation, as a ratio to the evaluate call.
+
+    python benchmarks/workflow.py [--queries 36000] [--resamples 10000] [--rows 10000000]
+
+In one process, on the same log (``--queries`` queries of 40 candidates, 2 models, 4 metrics),
+each step timed as the best of ``--repeat`` runs, side by side:
+
+* evaluate: ``tk.evaluate`` of the table in memory (the unit of every ratio);
+* compare: ``Results.compare`` with ``--resamples`` resamples (permutation test, bootstrap intervals);
+* summary_ci: ``Results.summary_ci`` with as many resamples;
+* report: ``Results.report`` to a temporary file (its statistics, curves and figures);
+* parquet: a ``--rows`` parquet file to means, against reading its columns with pyarrow.
+
+The TREC files (``benchmarks/trec_bench.py``) and the first call after installation
+(``benchmarks/first_call.py``) run in processes of their own, and so in scripts of their own.
+Goals of issue 24: compare <= 3x, report <= 6x, parquet <= 1.5x reading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TOPKEVAL_JIT", "1")
+
+import numpy as np
+import pandas as pd
+
+import topkeval as tk
+
+METRICS = ["recall@20", "precision@20", "ndcg@10", "r_precision"]
+
+
+def make_log(queries: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 40
+    rows = queries * n
+    rel = (rng.random(rows) < 0.1).astype(np.int8)
+    latent = rel + rng.normal(size=rows)
+    return pd.DataFrame({"query": np.repeat(np.arange(queries), n), "relevance": rel,
+                         "old": latent + rng.normal(scale=1.5, size=rows),
+                         "new": latent + rng.normal(scale=1.4, size=rows)})
+
+
+def best(call, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--queries", type=int, default=36_000)
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    frame = make_log(args.queries)
+    res = tk.evaluate(frame, METRICS, score=["old", "new"])  # warm: compiled kernels loaded
+    res.compare(baseline="old", n_resamples=200)
+    steps = {}
+    steps["evaluate"] = best(lambda: tk.evaluate(frame, METRICS, score=["old", "new"]), args.repeat)
+    steps["compare"] = best(lambda: res.compare(baseline="old", n_resamples=args.resamples), args.repeat)
+    steps["summary_ci"] = best(lambda: res.summary_ci(n_resamples=args.resamples), args.repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        counter = iter(range(1000))
+        steps["report"] = best(lambda: res.report(Path(tmp) / f"r{next(counter)}.html", baseline="old",
+                                                  n_resamples=args.resamples), 1)
+        big = make_log(args.rows // 40, seed=1)
+        path = Path(tmp) / "log.parquet"
+        big.to_parquet(path)
+        del big
+        import pyarrow.parquet as pq
+
+        read = best(lambda: pq.read_table(path, columns=["query", "relevance", "old", "new"]), args.repeat)
+        to_means = best(lambda: tk.evaluate(str(path), METRICS, score=["old", "new"]), args.repeat)
+    unit = steps["evaluate"]
+    print(f"| step ({args.queries:,} queries, 2 models, 4 metrics) | seconds | ratio to evaluate | goal |")
+    print("|---|---|---|---|")
+    goals = {"evaluate": "", "compare": "<= 3x", "summary_ci": "", "report": "<= 6x"}
+    for name, seconds in steps.items():
+        print(f"| {name} | {seconds:.3f} | {seconds / unit:.1f}x | {goals[name]} |")
+    print(f"| parquet file to means, {args.rows:,} rows | {to_means:.3f} | {to_means / read:.1f}x reading the "
+          f"columns ({read:.3f} s) | <= 1.5x |")
+
+
+if __name__ == "__main__":
+    main()
