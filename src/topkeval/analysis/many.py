@@ -148,7 +148,6 @@ def anova(results, metric: str) -> pd.DataFrame:
 def compare_all(results, metric=None, *, test: str = "tukey", confidence: float = 0.95, n_resamples: int = 10_000,
                 seed: int | None = 0) -> pd.DataFrame:
     """See :meth:`topkeval.Results.compare_all`."""
-
     results.require_rows("compare_all")
     rng = np.random.default_rng(seed)
     rows = []
