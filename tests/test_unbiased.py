@@ -616,3 +616,14 @@ def test_the_command_line_estimates_a_curve_and_evaluates_with_it(tmp_path, caps
     assert main(["evaluate", str(log), "--relevance", "click", "--score", "new_ranker", "--position", "position",
                  "--propensity", str(tmp_path / "bad.csv")]) == 2
     assert "position and propensity" in capsys.readouterr().err
+
+
+def test_ids_read_from_a_csv_file_stay_text(tmp_path):
+    """'007' and '7' are two items: estimate_position_bias and popularity_propensity read a CSV
+    path's id columns as text, as evaluate does."""
+    path = tmp_path / "impressions.csv"
+    path.write_text("query,item,position,click\nq1,007,1,1\nq1,7,2,0\nq1,007,2,1\nq1,7,1,1\n")
+    assert tk.estimate_position_bias(str(path), n_resamples=0).curve["pairs"].tolist() == [2, 2]
+    train = tmp_path / "train.csv"
+    train.write_text("item\n007\n007\n7\n")
+    assert tk.popularity_propensity(str(train), gamma=1.0).by_item.to_dict() == {"007": 1.0, "7": 0.5}

@@ -527,7 +527,9 @@ def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) ->
         return numbers_or_missing(cols[propensity], propensity, "propensity=")[at], None
     by_item = getattr(propensity, "by_item", None)
     if by_item is not None:  # popularity_propensity(): per item
-        ids = _row_ids(cols[item], at)
+        from .inputs.ids import ids_as_objects
+
+        ids = ids_as_objects(cols[item], at)
         where = pd.Index(by_item.index).get_indexer(ids)
         unmatched = int((where < 0).sum())
         if len(at) and unmatched == len(at):
@@ -565,26 +567,6 @@ def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) ->
     keys, values = keys[order], np.array([float(v) for v in curve.values()])[order]
     found = np.minimum(np.searchsorted(keys, pos), len(keys) - 1)
     return np.where(keys[found] == pos, values[found], np.nan), None
-
-
-def _row_ids(values, at: np.ndarray):
-    """The ids of an id column (an array, Arrow, or codes into labels) at rows ``at``."""
-    from .inputs.ids import Encoded, is_arrow
-
-    if isinstance(values, Encoded):
-        codes = values.codes[at]
-        return np.where(codes >= 0, values.labels[np.maximum(codes, 0)], None) if len(values.labels) else \
-            np.full(len(at), None, dtype=object)
-    if is_arrow(values):
-        import pyarrow as pa
-
-        taken = values.take(pa.array(at))
-        if pa.types.is_dictionary(taken.type):
-            taken = taken.dictionary_decode()
-        return np.asarray(taken.to_pylist(), dtype=object)
-    if hasattr(values, "to_numpy"):
-        values = values.to_numpy()
-    return np.asarray(values, dtype=object)[at]
 
 
 @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),

@@ -80,9 +80,10 @@ class ItemPropensity:
                 f"{self.by_item.min():.4g}..{self.by_item.max():.4g}, unseen {self.unseen:.4g})")
 
 
-def _table(data, columns: list[str], parameter: str, roles: dict | None = None) -> pd.DataFrame:
+def _table(data, columns: list[str], parameter: str, roles: dict | None = None, ids: tuple = ()) -> pd.DataFrame:
     """The ``columns`` of a table (pandas, polars, Arrow, a dict of columns, a .parquet / .csv
-    path) as a pandas DataFrame."""
+    path) as a pandas DataFrame; ``ids``: the id columns, which a text file gives as text ("007" is
+    not 7)."""
     import os
 
     from ..errors import ColumnError, did_you_mean
@@ -91,9 +92,11 @@ def _table(data, columns: list[str], parameter: str, roles: dict | None = None) 
         from ..inputs import input_paths, read_columns
 
         path, _ = input_paths(data, None)
-        data = read_columns(path, columns, id_columns=[], roles=roles or {c: c for c in columns})
-        data = {c: (v.to_numpy(zero_copy_only=False) if hasattr(v, "to_numpy") and not isinstance(v, np.ndarray)
-                    else v) for c, v in data.items()}
+        read = read_columns(path, columns, id_columns=[c for c in ids if c in columns],
+                            roles=roles or {c: c for c in columns})
+        from ..inputs.ids import ids_as_objects
+
+        data = {c: ids_as_objects(v) if c in ids else np.asarray(v) for c, v in read.items()}
     if isinstance(data, dict):
         names = list(data)
     elif hasattr(data, "columns") or hasattr(data, "column_names"):
@@ -192,7 +195,7 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
         raise ParameterError(f"The query, item, position and click columns must differ; got {cols}.")
     roles = {query: "query", item: "item", position: "position", click: "click"} | (
         {impressions_column: "impressions_column"} if impressions_column else {})
-    frame = _table(impressions, cols, "impressions", roles)
+    frame = _table(impressions, cols, "impressions", roles, ids=(query, item))
     if not len(frame):
         raise DataError("The impressions table has no rows.")
     pos = _positions(frame[position], position)
@@ -343,7 +346,7 @@ def popularity_propensity(interactions, item: str = "item", *, gamma: float | No
     >>> tk.popularity_propensity(train, gamma=1.0).by_item.to_dict()
     {'a': 1.0, 'b': 0.25}
     """
-    items = pd.Series(_table(interactions, [item], "interactions", {item: "item"})[item].to_numpy()).dropna()
+    items = pd.Series(_table(interactions, [item], "interactions", {item: "item"}, ids=(item,))[item].to_numpy()).dropna()
     if not len(items):
         raise DataError(f"Column {item!r} of interactions has no item ids (no rows, or every one missing): item "
                         "popularity cannot be counted.")
@@ -353,7 +356,7 @@ def popularity_propensity(interactions, item: str = "item", *, gamma: float | No
             raise ParameterError("popularity_propensity needs gamma=, or recommendations= (the logging recommender's "
                                  "lists) to fit it from.")
         column = recommended_item or item
-        shown = pd.Series(_table(recommendations, [column], "recommendations", {column: "recommended_item"})[column].to_numpy()).value_counts()
+        shown = pd.Series(_table(recommendations, [column], "recommendations", {column: "recommended_item"}, ids=(column,))[column].to_numpy()).value_counts()
         freq = shown.reindex(counts.index, fill_value=0).astype(np.float64)
         keep = counts <= counts.quantile(1 - exclude_top) if exclude_top else counts > 0
         level = freq[keep].groupby(counts[keep]).mean()

@@ -39,6 +39,26 @@ def is_arrow(values) -> bool:
     return type(values).__module__.split(".")[0] == "pyarrow"
 
 
+def ids_as_objects(values, at: np.ndarray | None = None) -> np.ndarray:
+    """The ids of a column as :func:`topkeval.inputs.read_columns` gives it (an array, Arrow text,
+    or codes into labels), as an object array; only at rows ``at`` when given (read at those alone)."""
+    if isinstance(values, Encoded):
+        codes = values.codes if at is None else values.codes[at]
+        return np.where(codes >= 0, values.labels[np.maximum(codes, 0)], None) if len(values.labels) else \
+            np.full(len(codes), None, dtype=object)
+    if is_arrow(values):
+        import pyarrow as pa
+
+        taken = values if at is None else values.take(pa.array(at))
+        if pa.types.is_dictionary(taken.type):
+            taken = taken.dictionary_decode()
+        return np.asarray(taken.to_pylist(), dtype=object)
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    values = np.asarray(values, dtype=object)
+    return values if at is None else values[at]
+
+
 #: pandas.api.types.infer_dtype's names of the id types that order and compare among themselves.
 _ID_KINDS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "datetime",
              "datetime64", "date", "timedelta", "timedelta64", "time", "period", "empty", "categorical"}
