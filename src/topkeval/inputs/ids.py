@@ -44,8 +44,9 @@ def ids_as_objects(values, at: np.ndarray | None = None) -> np.ndarray:
     or codes into labels), as an object array; only at rows ``at`` when given (read at those alone)."""
     if isinstance(values, Encoded):
         codes = values.codes if at is None else values.codes[at]
-        return np.where(codes >= 0, values.labels[np.maximum(codes, 0)], None) if len(values.labels) else \
-            np.full(len(codes), None, dtype=object)
+        if not len(values.labels):
+            return np.full(len(codes), None, dtype=object)
+        return np.asarray(np.where(codes >= 0, values.labels[np.maximum(codes, 0)], None), dtype=object)
     if is_arrow(values):
         import pyarrow as pa
 
