@@ -72,6 +72,7 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
         return attach(ev, attributes, (), weight).summary if weight else ev.summary
 
     naive, upper = means(plain), means(upper_log)
+    shares: dict = {}
     out = []
     for model in log.scores:
         for label, metric in zip(plan.labels, plan.metrics):
@@ -80,7 +81,9 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
                    "estimate": estimates.get((model, str(metric)), np.nan), "lower": np.nan, "upper": np.nan,
                    "never_shown": np.nan, "note": ""}
             if metric.k is not None:
-                row["never_shown"] = never_shown_share(plain, conv, model, metric.k, never, query_weights)
+                if (model, metric.k) not in shares:  # once per model and cutoff, whatever the metrics
+                    shares[(model, metric.k)] = never_shown_share(plain, conv, model, metric.k, never, query_weights)
+                row["never_shown"] = shares[(model, metric.k)]
             if family in _TOP_UP or family in _TOP_DOWN:
                 lo, hi = float(naive.loc[model, label]), float(upper.loc[model, label])
                 row["lower"], row["upper"] = (lo, hi) if family in _TOP_UP else (hi, lo)
