@@ -627,3 +627,14 @@ def test_ids_read_from_a_csv_file_stay_text(tmp_path):
     train = tmp_path / "train.csv"
     train.write_text("item\n007\n007\n7\n")
     assert tk.popularity_propensity(str(train), gamma=1.0).by_item.to_dict() == {"007": 1.0, "7": 0.5}
+
+
+@pytest.mark.parametrize("ties", ["item_asc", "first"])
+def test_the_never_shown_share_under_rules_that_read_item_ids(ties):
+    log = click_log(300, shown=10, seed=12)
+    log["new_ranker"] = log["new_ranker"].round(1)
+    log["image"] = "img" + log["image"].astype(str)  # text ids, ordered by the item rules
+    res = tk.evaluate(log, ["precision@10"], relevance="click", score="new_ranker", item="image",
+                      position="position", ties=ties)
+    assert res.info["clicks"]["never_shown"]["new_ranker"] == pytest.approx(
+        res.bounds().loc[("new_ranker", "precision@10"), "never_shown"])

@@ -499,10 +499,11 @@ def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
 
         cutoffs = [m.k for m in r.plan.metrics if m.k is not None]
         k = max(cutoffs) if cutoffs else None
-        sample = log
-        if log.n_rows > _NEVER_SHOWN_EXACT_ROWS:  # a note, not a metric: every stride-th query of a large log
-            stride = -(-log.n_queries // _NEVER_SHOWN_SAMPLE)
-            sample = log.keep_rows(np.repeat(np.arange(log.n_queries) % stride == 0, np.diff(log.offsets)))
+        # the item ids only where the tie rule reads them (text ids would be encoded for nothing)
+        sample = log if r.plan.conv.ties in ("item_asc", "item_desc") else log.without_items()
+        if k is not None and np.isnan(log.rows["position"]).any() and log.n_rows > _NEVER_SHOWN_EXACT_ROWS:
+            stride = -(-log.n_queries // _NEVER_SHOWN_SAMPLE)  # a note, not a metric: every stride-th query
+            sample = sample.keep_rows(np.repeat(np.arange(log.n_queries) % stride == 0, np.diff(log.offsets)))
         never = np.isnan(sample.rows["position"])
         out["clicks"] = {"position": r.position, "k": k,
                          "never_shown": {m: never_shown_share(sample, r.plan.conv, m, k, never) for m in log.scores}

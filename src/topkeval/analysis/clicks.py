@@ -64,7 +64,7 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
     plain.rows = {k: v for k, v in log.rows.items() if k != "ips_weight"}
     grades = np.asarray(log.grades, np.float64)
     relevant_grade = max(1.0, float(conv.threshold or 1.0))
-    upper_log = _with_grades(plain, np.where(never & ~conv.is_relevant(grades), relevant_grade, grades))
+    upper_log = plain.with_grades(np.where(never & ~conv.is_relevant(grades), relevant_grade, grades))
 
     def means(current_log):  # the same queries and the same weights as the estimate
         batch, _ = evaluate_grouped(current_log, plan, backend=CPU)
@@ -114,14 +114,6 @@ def _estimates(evaluation, plan) -> dict:
         out |= {(model, names.get(label, label)): float(value)
                 for label in again.summary.columns for model, value in again.summary[label].items()}
     return out
-
-
-def _with_grades(log, grades):
-    from ..inputs.grouped import GroupedLog
-
-    new = GroupedLog(log.offsets, log.queries, grades, log.scores, log.items, log.item_labels)
-    new.item_text, new.judged, new.rows = log.item_text, log.judged, log.rows
-    return new
 
 
 def _inclusion(log, conv, model: str, k: int, rows: np.ndarray) -> np.ndarray:

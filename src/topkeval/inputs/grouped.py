@@ -129,6 +129,19 @@ class GroupedLog:
         log.item_text, log._relevant, log.judged, log.rows = self.item_text, self._relevant, self.judged, self.rows
         return log
 
+    def with_grades(self, grades: np.ndarray) -> GroupedLog:
+        """The same rows with other grades (the relevance read from them again; the item ids not
+        encoded for it)."""
+        log = GroupedLog(self.offsets, self.queries, grades, self.scores, self._items, self.item_labels)
+        log.item_text, log.judged, log.rows = self.item_text, self.judged, self.rows
+        return log
+
+    def without_items(self) -> GroupedLog:
+        """The same rows without their item ids (what needs no ids runs without encoding them)."""
+        log = GroupedLog(self.offsets, self.queries, self.grades, self.scores)
+        log._relevant, log.judged, log.rows = self._relevant, self.judged, self.rows
+        return log
+
     def judged_rows(self) -> np.ndarray:
         """Whether each row has a judgment (all True unless :attr:`judged` says otherwise)."""
         return np.ones(self.n_rows, np.bool_) if self.judged is None else self.judged
