@@ -638,3 +638,18 @@ def test_the_never_shown_share_under_rules_that_read_item_ids(ties):
                       position="position", ties=ties)
     assert res.info["clicks"]["never_shown"]["new_ranker"] == pytest.approx(
         res.bounds().loc[("new_ranker", "precision@10"), "never_shown"])
+
+
+def test_weighted_ideal_dcg_of_graded_clicks_by_hand():
+    """Graded clicks (gain = grade): the ideal list puts each click's gain on w = 1/p places, the
+    highest gains first, a fractional place taking its share of that rank's discount."""
+    log = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "grade": [1, 2, 0], "position": [1, 2, 3],
+                        "new": [0.9, 0.5, 0.1]})
+    res = tk.evaluate(log, ["ndcg@3", "dcg@3"], relevance="grade", score="new", item="item", position="position",
+                      propensity={1: 1.0, 2: 0.4, 3: 1.0})  # b (grade 2) weighs 2.5, a (grade 1) weighs 1
+    d = [1 / math.log2(r + 1) for r in (1, 2, 3)]
+    dcg = 1 * 1 * d[0] + 2.5 * 2 * d[1]
+    ideal = 2 * (d[0] + d[1]) + 2 * 0.5 * d[2] + 1 * 0.5 * d[2]  # b on places 1-2.5, a on 2.5-3.5 (cut at 3)
+    row = res.per_query.iloc[0]
+    assert row["dcg@3"] == pytest.approx(dcg)
+    assert row["ndcg@3"] == pytest.approx(dcg / ideal)

@@ -180,7 +180,8 @@ def evaluate(
         propensities (:func:`~topkeval.popularity_propensity`, with ``item``). Each click weighs
         ``1 / p``: precision@k, tp@k, dcg@k and rbp become unbiased sums (IPS); recall@k, F1@k,
         R-precision, ap and ndcg self-normalised ratios of such sums (SNIPS: consistent, not
-        unbiased). Other metrics have no such estimator and are refused. ``info["ips"]`` has the
+        unbiased). Other metrics have no such estimator and are refused (the default metrics
+        drop specificity for it). ``info["ips"]`` has the
         effective sample size ``(sum w)^2 / sum w^2`` and each metric's estimator. Unless
         ``conventions`` or ``empty_queries`` / ``undefined`` say otherwise, every query enters the
         means of the IPS sums (a query without a click estimates 0, exactly) and only queries with a

@@ -150,7 +150,8 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     g.add_argument("--position", metavar="COLUMN", help="the 1-based position at which the logging ranker showed "
                    "each candidate (empty: never shown)")
     g.add_argument("--propensity", metavar="CURVE", help="examination probabilities: a column of them, positions "
-                   "'1:1,2:0.6,3:0.45', 'power:ETA' (1/position^ETA), or a curve file of topkeval bias (.csv); "
+                   "'1:1,2:0.6,3:0.45', 'power:ETA' (1/position^ETA), or a curve file of topkeval bias (.csv; "
+                   "an estimate above 1, its noise, is taken as 1, as estimate_position_bias's propensities are); "
                    "the metrics are then inverse propensity weighted (needs --position)")
     g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1)")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
