@@ -9,8 +9,8 @@
    standard errors, and over ``--reps`` fresh logs of 2,000 queries how often the 95% bootstrap
    interval (summary_ci) covers the population's truth.
 2. The examination curve recovered by estimate_position_bias from a two-arm log.
-3. The time of an IPS evaluation against a plain one on ``--rows`` rows (best of 3, side by side in
-   one process), as a ratio.
+3. The time of an IPS evaluation against a plain one on ``--rows`` rows with text query and item
+   ids, ``item=`` given (best of 3, side by side in one process), as a ratio.
 """
 
 from __future__ import annotations
@@ -67,15 +67,21 @@ def main() -> None:
     print(bias.curve.head(10).round(4).to_string())
 
     queries = args.rows // 20
+    import pandas as pd
+
     for shown in (20, 10):  # every candidate shown; half of them never shown (the note on them is computed too)
         big = click_log(queries, shown=shown, seed=3)
+        # the call users make: text query and item ids, item= given
+        for column, prefix in (("query", "q"), ("image", "img")):
+            big[column] = pd.Series(np.char.add(prefix, big[column].to_numpy().astype(str)), dtype="string[pyarrow]")
         plain_t, ips_t = [], []
         for _ in range(3):
             t0 = time.perf_counter()
-            tk.evaluate(big, metrics, relevance="click", score="new_ranker", **keep)
+            tk.evaluate(big, metrics, relevance="click", score="new_ranker", item="image", **keep)
             plain_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            tk.evaluate(big, metrics, relevance="click", score="new_ranker", position="position", propensity=curve)
+            tk.evaluate(big, metrics, relevance="click", score="new_ranker", item="image", position="position",
+                        propensity=curve)
             ips_t.append(time.perf_counter() - t0)
         print(f"\n{len(big):,} rows, {shown} of 20 candidates shown: plain {min(plain_t):.3f} s, IPS "
               f"{min(ips_t):.3f} s: {min(ips_t) / min(plain_t):.2f}x")
