@@ -272,3 +272,69 @@ def test_detectable_delta():
     sd, crit = np.std(d, ddof=1), stats.t.ppf(0.975, 59)
     nc = optimize.brentq(lambda x: stats.nct.sf(crit, 59, x) + stats.nct.cdf(-crit, 59, x) - 0.8, 0, 10)
     assert row["detectable_delta"] == pytest.approx(nc * sd / math.sqrt(60), rel=1e-8)
+
+
+def _mixed(n_heavy=900, n_light=100, seed=3):
+    """Values as metrics give them: a few shared by many queries (drawn as multinomial or binomial
+    counts), the rest nearly unique (drawn one query at a time), zeros included."""
+    rng = np.random.default_rng(seed)
+    shared = rng.choice([0.0, 0.25, 0.5, 1.0, -0.5], size=n_heavy, p=[0.4, 0.2, 0.2, 0.1, 0.1])
+    return rng.permutation(np.concatenate([shared, rng.normal(0.2, 1.0, n_light)]))
+
+
+@pytest.mark.parametrize("n_light", [0, 5, 100, 1000])
+def test_resampled_sums_are_the_bootstrap_in_distribution(n_light):
+    """The grouped draw (multinomial over shared values, uniform indices for the rest) against
+    drawing every query: the two samples of resampled sums agree (two-sample KS, and the exact
+    first two moments n mean and n variance within Monte Carlo error)."""
+    from topkeval.kernels.resample import resampled_sums
+
+    x = _mixed(n_light=n_light)
+    n, R = len(x), 20_000
+    [sums] = resampled_sums([x[:, None]], R, np.random.default_rng(0), "bootstrap")
+    direct = x[np.random.default_rng(1).integers(0, n, (R, n))].sum(axis=1)
+    assert stats.ks_2samp(sums[:, 0], direct).pvalue > 1e-3
+    sd = math.sqrt(n * x.var())
+    assert abs(sums[:, 0].mean() - n * x.mean()) < 5 * sd / math.sqrt(R)
+    assert sums[:, 0].std() == pytest.approx(sd, rel=0.03)
+
+
+@pytest.mark.parametrize("n_light", [0, 100, 1000])
+def test_resampled_sign_flips_are_the_permutation_distribution(n_light):
+    """Sign flips with the queries of one |value| counted as a binomial: against flipping each query."""
+    from topkeval.kernels.resample import resampled_sums
+
+    x = _mixed(n_light=n_light, seed=4)
+    R = 20_000
+    [sums] = resampled_sums([x[:, None]], R, np.random.default_rng(0), "signs")
+    direct = (np.random.default_rng(1).choice([-1.0, 1.0], (R, len(x))) * x).sum(axis=1)
+    assert stats.ks_2samp(sums[:, 0], direct).pvalue > 1e-3
+    assert sums[:, 0].std() == pytest.approx(math.sqrt((x**2).sum()), rel=0.03)
+
+
+def test_resampled_sums_keep_the_rows_of_a_block_together():
+    """A block's columns (a weighted mean's numerator and denominator) are drawn jointly: a column
+    that copies another resamples to the same sums, and the ratio's distribution is the direct one."""
+    from topkeval.kernels.resample import resampled_sums
+
+    rng = np.random.default_rng(5)
+    v = _mixed(seed=6)
+    w = rng.choice([1.0, 2.0, 5.0], size=len(v))
+    [both] = resampled_sums([np.column_stack([v * w, w, v * w])], 20_000, np.random.default_rng(0), "bootstrap")
+    assert np.array_equal(both[:, 0], both[:, 2])
+    idx = np.random.default_rng(1).integers(0, len(v), (20_000, len(v)))
+    direct = (v * w)[idx].sum(axis=1) / w[idx].sum(axis=1)
+    assert stats.ks_2samp(both[:, 0] / both[:, 1], direct).pvalue > 1e-3
+
+
+def test_resampled_sums_depend_on_the_seed_only(monkeypatch):
+    """The same seed gives the same resamples whatever the number of threads."""
+    from topkeval.kernels import threads
+    from topkeval.kernels.resample import resampled_sums
+
+    blocks = [_mixed(n_light=3000)[:, None], _mixed(n_light=10, seed=9)[:, None]]
+    first = resampled_sums(blocks, 5000, np.random.default_rng(2), "bootstrap")
+    monkeypatch.setenv("TOPKEVAL_THREADS", "1")
+    assert threads.default_threads() == 1
+    again = resampled_sums(blocks, 5000, np.random.default_rng(2), "bootstrap")
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))

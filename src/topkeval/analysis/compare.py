@@ -109,32 +109,11 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     return out
 
 
-def _resampled(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator, kind: str,
-               chunk_cells: int = 8_000_000) -> np.ndarray:
-    """Resampled means of every column of ``diffs`` (n x P), as an (n_resamples x P) array.
+def _resampled(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str) -> list:
+    """Resampled sums of each block's columns (see :func:`topkeval.kernels.resample.resampled_sums`)."""
+    from ..kernels.resample import resampled_sums
 
-    ``kind="bootstrap"``: queries drawn with replacement (multinomial counts); ``kind="signs"``:
-    each query's difference multiplied by a random sign. Chunks of resamples run in threads.
-    """
-    from ..kernels.resample import bootstrap_counts, random_signs
-    from ..kernels.threads import run_parallel
-
-    n, P = diffs.shape
-    out = np.empty((n_resamples, P))
-    step = max(1, chunk_cells // max(n, 1))
-    starts = list(range(0, n_resamples, step))
-    seeds = rng.integers(0, 2**31 - 1, size=len(starts))
-    fill = bootstrap_counts if kind == "bootstrap" else random_signs
-
-    def one(j):
-        a = starts[j]
-        b = min(n_resamples, a + step)
-        weights = np.zeros((b - a, n))
-        fill(int(seeds[j]), weights)
-        out[a:b] = weights @ diffs / n
-
-    run_parallel(one, range(len(starts)))
-    return out
+    return resampled_sums(blocks, n_resamples, rng, kind)
 
 
 def _exact_sign_flip_p(d: np.ndarray) -> float:
@@ -318,31 +297,29 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
 
 def _resamples(rows: list[dict], weighted: bool, test: str, n_resamples: int, rng) -> tuple[dict, dict]:
     """The bootstrap means of each row's differences and, for a Monte Carlo permutation test, its
-    sign-flipped means: one set of resamples for all rows of one query count (drawn per distinct n)."""
-    by_n: dict[int, list[int]] = {}
-    for i, r in enumerate(rows):
-        by_n.setdefault(len(r["m"]), []).append(i)
+    sign-flipped means: every row resampled in one parallel pass (each exactly, see :func:`_resampled`)."""
+    live = [i for i, r in enumerate(rows) if len(r["m"])]
+    diffs = {i: rows[i]["m"] - rows[i]["b"] for i in live}
+    # weighted: the resampled ratio sum(c w d) / sum(c w) (c: bootstrap counts), and sign flips of w d
+    blocks = [np.column_stack([rows[i]["w"] * diffs[i], rows[i]["w"]]) if weighted else diffs[i][:, None]
+              for i in live]
+    sums = _resampled(blocks, n_resamples, rng, "bootstrap")
     boot: dict = {}
     perm: dict = {}
-    for n, idxs in by_n.items():
-        if n == 0:
-            continue
-        D = np.column_stack([rows[i]["m"] - rows[i]["b"] for i in idxs])
-        exact = n <= _EXACT_MAX_N and 2**n <= n_resamples
+    flipped = [i for i in live if test == "permutation" and not (len(diffs[i]) <= _EXACT_MAX_N
+                                                                and 2 ** len(diffs[i]) <= n_resamples)]
+    at = {i: j for j, i in enumerate(live)}
+    flips = _resampled([blocks[at[i]][:, :1] for i in flipped], n_resamples, rng, "signs")
+    for j, i in enumerate(live):
+        n = len(diffs[i])
         if weighted:
-            # weighted: the resampled ratio sum(c w d) / sum(c w) (c: bootstrap counts), and sign flips of w d
-            W = np.column_stack([rows[i]["w"] for i in idxs])
-            both = _resampled(np.column_stack([W * D, W]), n_resamples, rng, "bootstrap")
             with np.errstate(invalid="ignore", divide="ignore"):
-                means = both[:, :len(idxs)] / both[:, len(idxs):]
-            flips = (_resampled(W * D, n_resamples, rng, "signs") * n / W.sum(axis=0)
-                     if test == "permutation" and not exact else None)
+                boot[i] = sums[j][:, 0] / sums[j][:, 1]
         else:
-            means = _resampled(D, n_resamples, rng, "bootstrap")
-            flips = _resampled(D, n_resamples, rng, "signs") if test == "permutation" and not exact else None
-        for j, i in enumerate(idxs):
-            boot[i] = means[:, j]
-            perm[i] = None if flips is None else flips[:, j]
+            boot[i] = sums[j][:, 0] / n
+    for j, i in enumerate(flipped):
+        n = len(diffs[i])
+        perm[i] = flips[j][:, 0] / (rows[i]["w"].sum() if weighted else n)
     return boot, perm
 
 
@@ -388,34 +365,27 @@ def verdict(row) -> str:
 def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng,
              weights: list | None = None) -> list[tuple[float, float]]:
     """Bootstrap percentile intervals of the mean of each array (NaN dropped); with ``weights``, of
-    the weighted mean (each resample's ``sum(c w v) / sum(c w)``).
-
-    Arrays with the same NaN pattern (and weights) share one set of resamples (one matrix product for all).
-    """
+    the weighted mean (each resample's ``sum(c w v) / sum(c w)``). Every array is resampled in one
+    parallel pass (each exactly, see :func:`_resampled`)."""
     alpha = 1 - confidence
     out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(columns)
-    groups: dict[bytes, list[int]] = {}
+    live, blocks = [], []
     for i, v in enumerate(columns):
-        key = np.packbits(np.isnan(v)).tobytes() + len(v).to_bytes(8, "little")
-        if weights is not None:
-            key += np.ascontiguousarray(weights[i], dtype=np.float64).tobytes()
-        groups.setdefault(key, []).append(i)
-    for idxs in groups.values():
-        ok = ~np.isnan(columns[idxs[0]])
+        ok = ~np.isnan(v)
         if not ok.any():
             continue
-        values = np.column_stack([columns[i][ok] for i in idxs])
+        live.append(i)
         if weights is None:
-            means = _resampled(values, n_resamples, rng, "bootstrap")
+            blocks.append(v[ok][:, None])
         else:
-
-            w = scaled_weights(np.asarray(weights[idxs[0]], dtype=np.float64)[ok])[:, None]
-            both = _resampled(np.column_stack([values * w, w]), n_resamples, rng, "bootstrap")
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means = both[:, :-1] / both[:, -1:]
-        bounds = np.nanquantile(means, [alpha / 2, 1 - alpha / 2], axis=0)
-        for j, i in enumerate(idxs):
-            out[i] = (float(bounds[0, j]), float(bounds[1, j]))
+            w = scaled_weights(np.asarray(weights[i], dtype=np.float64)[ok])
+            blocks.append(np.column_stack([v[ok] * w, w]))
+    sums = _resampled(blocks, n_resamples, rng, "bootstrap")
+    for i, block, s in zip(live, blocks, sums):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = s[:, 0] / (len(block) if weights is None else s[:, 1])
+        lo, hi = np.nanquantile(means, [alpha / 2, 1 - alpha / 2])
+        out[i] = (float(lo), float(hi))
     return out
 
 
