@@ -93,6 +93,21 @@ class Results:
                                  "MatrixEvaluator.compute); from per-query values of your own, use "
                                  "Results.from_per_query(frame).")
         self._evaluation = evaluation
+        # statistics already computed, by their arguments (Results never change): a report after
+        # compare() or summary_ci() with the same options reuses them instead of resampling again
+        self._memo: dict = {}
+
+    def _memoized(self, key: tuple, compute) -> pd.DataFrame:
+        """``compute()``, or a copy of the frame it gave for ``key`` before (a seed of None: always anew)."""
+        try:
+            hash(key)
+        except TypeError:  # a metric given as an unhashable object
+            return compute()
+        if key[-1] is None:
+            return compute()
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key].copy()
 
     @classmethod
     @validate_params(frame=Given("a pandas DataFrame of per-query values: model, the query column, one column per "
@@ -198,8 +213,11 @@ class Results:
           model       metric  delta  wins  losses
         0     b  precision@1    0.0     1       1
         """
-        return _compare.compare(self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
-                       n_resamples=n_resamples, seed=seed, missing=missing)
+        key = ("compare", baseline, None if metrics is None else tuple(metrics) if not isinstance(metrics, str) else metrics,
+               test, correction, confidence, n_resamples, missing, seed)
+        return self._memoized(key, lambda: _compare.compare(
+            self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
+            n_resamples=n_resamples, seed=seed, missing=missing))
 
     @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)
     def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0) -> pd.DataFrame:
@@ -219,7 +237,8 @@ class Results:
           model       metric  mean  ci_low  ci_high
         0     s  precision@1   0.5     0.0      1.0
         """
-        return _compare.summary_ci(self._evaluation, confidence, n_resamples, seed)
+        return self._memoized(("summary_ci", confidence, n_resamples, seed),
+                              lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed))
 
     @validate_params(metric=MetricName())
     def anova(self, metric: str) -> pd.DataFrame:

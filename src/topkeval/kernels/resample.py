@@ -70,9 +70,13 @@ def permuted_ranges(X, seed, out):
 
 
 #: A distinct value (or row of values, for a ratio) that this many queries share is drawn as one
-#: multinomial (bootstrap) or binomial (sign flips) count per resample; rarer ones one query at a
-#: time. A binomial draw costs about as much as 16 uniform indices.
-HEAVY = 16
+#: multinomial count per bootstrap resample (a binomial draw costs about as much as 30 uniform
+#: indices); rarer ones one query at a time.
+HEAVY = 32
+
+#: A distinct |value| that this many queries share has its positive signs counted as the ones among
+#: as many random bits (a popcount); rarer ones are flipped one query at a time.
+HEAVY_SIGNS = 8
 
 
 @njit(cache=True, nogil=True)
@@ -104,33 +108,65 @@ def light_bootstrap_sums(seed, values, counts, out):
                     need -= 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
+    x = (x & uint64(0x3333333333333333)) + ((x >> uint64(2)) & uint64(0x3333333333333333))
+    x = (x + (x >> uint64(4))) & uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * uint64(0x0101010101010101)) >> uint64(56)
+
+
 @njit(cache=True, nogil=True)
-def light_sign_sums(seed, values, out):
-    """Add to ``out[r]`` the sum of ``values`` (1-D), each with an independent fair sign."""
-    L = values.shape[0]
+def sign_sums(seed, heavy, counts, light, out):
+    """Add to ``out[r]`` the sum of every query's value with an independent fair sign: ``counts[k]``
+    queries of value ``heavy[k]`` (their positive signs counted as the ones among ``counts[k]``
+    random bits, a binomial draw exactly) and one query of each value of ``light``."""
+    H = heavy.shape[0]
+    L = light.shape[0]
     state = uint64(seed)
+    one = uint64(1)
     for r in range(out.shape[0]):
         acc = 0.0
+        buffer = uint64(0)
+        left = 0  # random bits left in buffer
+        for k in range(H):
+            need = counts[k]
+            positive = 0
+            while need > 0:
+                if left == 0:
+                    state += _GOLDEN
+                    buffer = _mix(state)
+                    left = 64
+                take = min(need, left)
+                if take == 64:
+                    positive += _popcount(buffer)
+                    buffer = uint64(0)
+                else:
+                    positive += _popcount(buffer & ((one << uint64(take)) - one))
+                    buffer >>= uint64(take)
+                left -= take
+                need -= take
+            acc += (2.0 * positive - counts[k]) * heavy[k]
         i = 0
         while i < L:
             state += _GOLDEN
             bits = _mix(state)
             for j in range(min(64, L - i)):
-                s = float((bits >> uint64(j)) & uint64(1))
-                acc += (2.0 * s - 1.0) * values[i + j]
+                s = float((bits >> uint64(j)) & one)
+                acc += (2.0 * s - 1.0) * light[i + j]
             i += 64
         out[r] += acc
 
 
-def _split(X: np.ndarray):
-    """The distinct rows of ``X`` (n x c) shared by at least :data:`HEAVY` queries, their counts, and
-    the rows of the other queries (each query once)."""
+def _split(X: np.ndarray, heavy_from: int):
+    """The distinct rows of ``X`` (n x c) shared by at least ``heavy_from`` queries, their counts,
+    and the rows of the other queries (each query once)."""
     if X.shape[1] == 1:
         values, inverse, counts = np.unique(X[:, 0], return_inverse=True, return_counts=True)
         values = values[:, None]
     else:
         values, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
-    heavy = counts >= HEAVY
+    heavy = counts >= heavy_from
     light = np.ascontiguousarray(X[~heavy[inverse.ravel()]])
     return np.ascontiguousarray(values[heavy]), counts[heavy], light
 
@@ -142,9 +178,9 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
     c_i x row_i, c multinomial); ``kind="signs"``: each row (c = 1) multiplied by a random sign.
     Exact in distribution, and cheaper than drawing n indices per resample: the queries that share
     a value are drawn together, as one multinomial count over the distinct values (bootstrap) or
-    one binomial count of positive signs per value (sign flips; a value of 0 contributes nothing);
-    only the values shared by fewer than :data:`HEAVY` queries are drawn one query at a time, by
-    the compiled kernels above. The rows of one block are resampled jointly (a weighted mean's
+    one count of positive signs per value, the ones among as many random bits (sign flips; a value
+    of 0 contributes nothing); only the values shared by fewer than :data:`HEAVY` (:data:`HEAVY_SIGNS`)
+    queries are drawn one query at a time, by the compiled kernels above. The rows of one block are resampled jointly (a weighted mean's
     numerator and denominator); blocks independently of each other. Every block and chunk of
     resamples has its own seed, drawn up front from ``rng``: the output depends on the seed only,
     never on the number of threads.
@@ -161,7 +197,7 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
         if kind == "signs":
             X = np.abs(X[:, :1])
             X = X[X[:, 0] != 0]
-        values, counts, light = _split(X)
+        values, counts, light = _split(X, HEAVY_SIGNS if kind == "signs" else HEAVY)
         work = len(counts) * HEAVY + len(light)  # per resample, in uniform draws
         # the chunks depend on the sizes only (never on the threads): a seed gives the same numbers everywhere
         chunks = max(1, min(16, n_resamples * work // 2_000_000))
@@ -185,11 +221,8 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
             if len(light):
                 light_bootstrap_sums(int(s2), light, drawn[:, -1].astype(np.int64), part)
         else:
-            if len(counts):
-                positive = gen.binomial(counts, 0.5, size=(rows, len(counts)))
-                part[:, 0] += (2 * positive - counts) @ values[:, 0]
-            if len(light):
-                light_sign_sums(int(s2), light[:, 0], part[:, 0])
+            sign_sums(int(s2), np.ascontiguousarray(values[:, 0]), counts.astype(np.int64),
+                      np.ascontiguousarray(light[:, 0]), part[:, 0])
 
     run_parallel(one, range(len(tasks)))
     return out

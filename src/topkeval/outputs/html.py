@@ -242,49 +242,73 @@ class ReportOptions:
         return cls(baseline, model, metric, found, **options)
 
 
+#: Seconds each step of the last report took (the workflow benchmark prints them; also logged at DEBUG).
+LAST_TIMINGS: dict[str, float] = {}
+
+
 def report_html(res, baseline: str | None = None, **options) -> str:
     """The report as one HTML string (see :func:`write_report` for the parameters)."""
+    import time
+
+    timings: dict[str, float] = {}
+
+    def timed(name, call, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - t0
+
     o = ReportOptions.resolve(res, baseline, **options)
     per_query = res.to_pandas()
     has_rows = len(per_query) > 0
     notes: list[str] = []
-    sections = [_summary_section(res, o, has_rows)]
-    clicks = _clicks_section(res, o)
+    sections = [timed("summary and intervals", _summary_section, res, o, has_rows)]
+    clicks = timed("clicks", _clicks_section, res, o)
     if clicks is not None:
         sections.append(clicks)
     if res.by and has_rows:
-        sections.append(_segments_section(res, o))
+        sections.append(timed("segments", _segments_section, res, o))
     diffs: dict = {}
     if o.baseline is not None and has_rows:
-        sections.append(_comparison_section(res, o))
-        pairs = _pairs_section(res, o)
+        sections.append(timed("comparison", _comparison_section, res, o))
+        pairs = timed("all pairs", _pairs_section, res, o)
         if pairs is not None:
             sections.append(pairs)
         if o.model is not None:
             # the items gained and lost only for the metric of the worst regressions (they read the rows again)
-            diffs = {(o.model, name): res.diff(o.baseline, o.model, name, items=name == o.metric)
+            diffs = {(o.model, name): timed("per-query differences", res.diff, o.baseline, o.model, name,
+                                            items=name == o.metric)
                      for name in res.metrics}
     elif o.baseline is not None:
         notes.append("No per-query values were kept (keep_per_query=False), so there is no comparison.")
     curve_frame = None
     if o.curves:
         try:
-            curve_frame = res.curves()
+            curve_frame = timed("curves", res.curves)
         except ParameterError as exc:
             notes.append(f"No metric@k curves: {exc}")
-    curves_svg, deltas_svg = _figures(res, o.baseline, o.model, res.metrics, curve_frame, diffs, notes)
+    curves_svg, deltas_svg = timed("figures", _figures, res, o.baseline, o.model, res.metrics, curve_frame, diffs,
+                                   notes)
     if curve_frame is not None:
         sections.append(_curves_section(res, o, curve_frame, curves_svg))
     view_queries: list = list(o.queries)
     if diffs:
-        section, worst_queries = _deltas_section(res, o, diffs[(o.model, o.metric)], deltas_svg, view_queries)
+        section, worst_queries = timed("worst queries", _deltas_section, res, o, diffs[(o.model, o.metric)],
+                                       deltas_svg, view_queries)
         sections.append(section)
         view_queries = list(dict.fromkeys(view_queries + worst_queries))
     anchors = {q: f"q{i}" for i, q in enumerate(view_queries)}
     if view_queries:
-        sections.append(_queries_section(res, o, view_queries, anchors))
+        sections.append(timed("side by side", _queries_section, res, o, view_queries, anchors))
     sections.append(_conventions_section(res))
-    return _page(res, o, sections, notes)
+    page = timed("page", _page, res, o, sections, notes)
+    LAST_TIMINGS.clear()
+    LAST_TIMINGS.update(timings)
+    import logging
+
+    logging.getLogger("topkeval").debug("report: %s", ", ".join(f"{k} {v:.3f} s" for k, v in timings.items()))
+    return page
 
 
 def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, str]:
