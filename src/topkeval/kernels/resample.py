@@ -81,31 +81,45 @@ HEAVY_SIGNS = 8
 
 @njit(cache=True, nogil=True)
 def light_bootstrap_sums(seed, values, counts, out):
-    """Add to ``out[r]`` the sum of ``counts[r]`` rows of ``values`` (L x c) drawn uniformly with
-    replacement (two unbiased 32-bit bounded integers per SplitMix64 output, Lemire's rejection)."""
+    """Add to ``out[r]`` the sum of ``counts[r]`` rows of ``values`` (L x c) drawn
+    uniformly with replacement (two unbiased 32-bit bounded integers per SplitMix64 output,
+    Lemire's rejection; two running sums per column, so that the additions do not wait on each other)."""
     L, c = values.shape
+    two = c >= 2
     state = uint64(seed)
     bound = uint64(L)
     threshold = (uint64(2**32) - bound) % bound
     mask = uint64(0xFFFFFFFF)
+    shift = uint64(32)
     for r in range(out.shape[0]):
         need = counts[r]
+        a0 = b0 = a1 = b1 = 0.0
         while need > 0:
             state += _GOLDEN
             z = _mix(state)
-            m = (z & mask) * bound
-            if (m & mask) >= threshold:
-                k = m >> uint64(32)
-                for j in range(c):
-                    out[r, j] += values[k, j]
-                need -= 1
-            if need > 0:
-                m = (z >> uint64(32)) * bound
-                if (m & mask) >= threshold:
-                    k = m >> uint64(32)
-                    for j in range(c):
+            m1 = (z & mask) * bound
+            m2 = (z >> shift) * bound
+            ok1 = (m1 & mask) >= threshold
+            ok2 = need > 1 and (m2 & mask) >= threshold
+            if ok1:
+                k = m1 >> shift
+                a0 += values[k, 0]
+                if two:
+                    a1 += values[k, 1]
+                    for j in range(2, c):
                         out[r, j] += values[k, j]
-                    need -= 1
+                need -= 1
+            if ok2:
+                k = m2 >> shift
+                b0 += values[k, 0]
+                if two:
+                    b1 += values[k, 1]
+                    for j in range(2, c):
+                        out[r, j] += values[k, j]
+                need -= 1
+        out[r, 0] += a0 + b0
+        if two:
+            out[r, 1] += a1 + b1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -147,15 +161,25 @@ def sign_sums(seed, heavy, counts, light, out):
                 left -= take
                 need -= take
             acc += (2.0 * positive - counts[k]) * heavy[k]
+        # four running sums, so that the additions do not wait on each other
+        s0 = s1 = s2 = s3 = 0.0
         i = 0
-        while i < L:
+        while i + 64 <= L:
             state += _GOLDEN
             bits = _mix(state)
-            for j in range(min(64, L - i)):
+            for j in range(0, 64, 4):
+                s0 += (2.0 * float((bits >> uint64(j)) & one) - 1.0) * light[i + j]
+                s1 += (2.0 * float((bits >> uint64(j + 1)) & one) - 1.0) * light[i + j + 1]
+                s2 += (2.0 * float((bits >> uint64(j + 2)) & one) - 1.0) * light[i + j + 2]
+                s3 += (2.0 * float((bits >> uint64(j + 3)) & one) - 1.0) * light[i + j + 3]
+            i += 64
+        if i < L:
+            state += _GOLDEN
+            bits = _mix(state)
+            for j in range(L - i):
                 s = float((bits >> uint64(j)) & one)
                 acc += (2.0 * s - 1.0) * light[i + j]
-            i += 64
-        out[r] += acc
+        out[r] += acc + ((s0 + s1) + (s2 + s3))
 
 
 def _split(X: np.ndarray, heavy_from: int):

@@ -176,16 +176,23 @@ def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[
         notes.append(str(exc))
         warn(f"The report has no plots: {exc}")
         return "", ""
+    def axes():
+        # fixed margins rather than a layout engine: constrained layout measured every text several
+        # times, a third of the drawing; the labels of these figures fit these margins
+        fig, ax = plots._pyplot().subplots(figsize=(6.4, 3.6))
+        fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.91)
+        return ax
+
     curves_html = []
     if curve_frame is not None:
         for fam in dict.fromkeys(curve_frame["metric"]):
-            fig = plots.plot_curve(res, fam, data=curve_frame[curve_frame["metric"] == fam])
+            fig = plots.plot_curve(res, fam, data=curve_frame[curve_frame["metric"] == fam], ax=axes())
             curves_html.append(f"<figure>{plots.svg(fig)}<figcaption>{esc(fam)}@k for k = "
                                f"{int(curve_frame['k'].min())}..{int(curve_frame['k'].max())}</figcaption></figure>")
     deltas_html = []
     for metric in metrics:
         if (model, metric) in diffs:
-            fig = plots.plot_deltas(res, metric, baseline, model, data=diffs[(model, metric)])
+            fig = plots.plot_deltas(res, metric, baseline, model, data=diffs[(model, metric)], ax=axes())
             deltas_html.append(f"<figure>{plots.svg(fig)}<figcaption>per-query {esc(metric)} of {esc(model)} minus "
                                f"{esc(baseline)}</figcaption></figure>")
     return "".join(curves_html), "".join(deltas_html)
