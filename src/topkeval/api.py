@@ -60,7 +60,7 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
     metrics=Metrics(), query=Column(), relevance=Column(), score=Columns(), item=[Column(), None],
     conventions=CONVENTIONS, qrels=[Given("read as judgments by topkeval.inputs.judgments"), None], model=[Column(), None],
     missing_queries=Options("skip", "zero"), depth=[Int(1, MAX_CUTOFF), None], judged_only=Bool(),
-    chunk_rows=[Int(1), None], progress=[Function(), None], keep_per_query=Bool(), threads=THREADS,
+    chunk_rows=[Int(1), None], progress=[Function(), Bool(), None], keep_per_query=Bool(), threads=THREADS,
     ascending=Bool(), by=[Columns(), None], weight=[Column(), None], position=[Column(), None],
     propensity=[Given("a column, a mapping position -> probability, or estimate_position_bias's or "
                       "popularity_propensity's result: checked by topkeval.engine.unbiased"), None],
@@ -148,8 +148,9 @@ def evaluate(
         For a parquet or CSV path: read and evaluate it in batches of this many rows, in bounded
         memory (see :mod:`topkeval.inputs.stream`); by default parquet files of more than 20 million rows
         are streamed in batches of 5 million. Results equal the in-memory path.
-    progress : callable, optional
-        Called with the number of rows read after each batch of a streamed file.
+    progress : bool or callable, optional
+        True: progress bars on stderr while a file is streamed (see :mod:`topkeval.progress`); a
+        callable: called with the number of rows read after each batch of a streamed file.
     keep_per_query : bool
         For a streamed file: False keeps only running sums, so memory does not grow with the
         number of queries (``per_query`` is then empty, and ``compare``, ``summary_ci`` and
@@ -233,11 +234,17 @@ def evaluate(
     model
     score      0.25
     """
-    request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels, model=model,
-                       missing_queries=missing_queries, depth=depth, judged_only=judged_only, chunk_rows=chunk_rows,
-                       progress=progress, keep_per_query=keep_per_query, threads=threads, ascending=ascending, by=by,
-                       weight=weight, position=position, propensity=propensity, clip=clip, **settings)
-    evaluation = _dispatch(request)
+    from .progress import rows_read, shown
+
+    with shown(progress is True):
+        if isinstance(progress, bool):
+            progress = rows_read(data) if progress else None
+        request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels,
+                           model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
+                           chunk_rows=chunk_rows, progress=progress, keep_per_query=keep_per_query, threads=threads,
+                           ascending=ascending, by=by, weight=weight, position=position, propensity=propensity,
+                           clip=clip, **settings)
+        evaluation = _dispatch(request)
 
     def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
         return _dispatch(replace(request, plan=engine.make_plan(names, request.plan.conv), progress=None))

@@ -187,6 +187,12 @@ def _add_report_output(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--title", default="topkeval report", help="title of the report")
 
 
+def _add_progress(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bars on stderr for steps that take seconds (default: when stderr is a terminal "
+                        "and the format is table or markdown)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .version import __version__
 
@@ -278,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     bias.add_argument("--resamples", type=int, default=200, help="bootstrap resamples over queries (default 200)")
     bias.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
     bias.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
+    for command in (ev, cmp, rep, dif, demo, bias):
+        _add_progress(command)
 
     sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
                    description="List every metric family with its formula and the names other tools use.")
@@ -344,11 +352,11 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
         qrels = read_parquet(args.qrels, args.spark) if args.qrels else None
         return evaluate(data, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
                         item=args.item, qrels=qrels, **extra, **_conventions(args))
-    callback, bar = _progress(args.file)
-    with bar or contextlib.nullcontext():
-        return evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
-                        item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows, progress=callback,
-                        keep_per_query=keep_per_query, **extra, **_conventions(args))
+    from .progress import active
+
+    return evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
+                    item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows, progress=active(),
+                    keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
 def _propensity(text: str | None):
@@ -418,27 +426,6 @@ def _evaluate(args, out) -> int:
         return 0
     _emit_results(res, args.format, args.per_query, out, args.ci)
     return 0
-
-
-def _progress(path):
-    """A progress bar on stderr for a streamed file, only when stderr is a terminal."""
-    if not sys.stderr.isatty() or not str(path).endswith((".parquet", ".pq")):
-        return None, None
-    from pathlib import Path
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from .inputs.stream import count_rows
-
-    try:
-        total = count_rows(Path(path))
-    except Exception:  # the evaluation itself reports an unreadable file
-        return None, None
-    bar = Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=Console(stderr=True), transient=True)
-    task = bar.add_task("rows", total=total)
-    return (lambda rows: bar.advance(task, rows)), bar
 
 
 def _load_models(args, required: bool):
@@ -856,6 +843,18 @@ def _detach_stdout() -> None:
         os.close(fd)
 
 
+#: Output formats for reading, under which progress bars may show on a terminal's stderr.
+_READABLE = ("table", "markdown")
+
+
+def _show_progress(args) -> bool:
+    """--progress / --no-progress, else: stderr is a terminal and the output is for reading."""
+    chosen = getattr(args, "progress", None)
+    if chosen is not None:
+        return chosen
+    return sys.stderr.isatty() and getattr(args, "format", "table") in _READABLE
+
+
 def _run(parser, argv) -> int:
     out = _Stdout(sys.stdout)
     try:
@@ -872,7 +871,10 @@ def _run(parser, argv) -> int:
         handler = {"evaluate": _evaluate, "compare": _compare, "report": _report, "diff": _diff, "demo": _demo,
                    "bias": _bias,
                    "metrics": _list_metrics, "conventions": _list_conventions}[args.command]
-        code = handler(args, out)
+        from .progress import shown
+
+        with shown(_show_progress(args)):
+            code = handler(args, out)
         out.flush()
         return code
     except (_UsageError, TopkevalError, _OutputError) as exc:

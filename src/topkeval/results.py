@@ -42,6 +42,7 @@ from .params import (
     Text,
     validate_params,
 )
+from .progress import shown
 
 #: cutoffs of one curve: enough for any plot, few enough to evaluate at once
 MAX_CURVE_POINTS = 10_000
@@ -192,16 +193,18 @@ class Results:
         return _copy(self._evaluation.per_query)
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
-                     confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"))
+                     confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"),
+                     progress=Bool())
     def compare(self, baseline: str | None = None, *, metrics=None, test: str = "permutation",
                 correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
-                seed: int | None = 0, missing: str = "intersect") -> pd.DataFrame:
+                seed: int | None = 0, missing: str = "intersect", progress: bool = False) -> pd.DataFrame:
         """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
 
         ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
         interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
         and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
         ``"none"`` or None: no correction). See :func:`topkeval.analysis.compare.compare` for every option and column.
+        ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
 
         Examples
         --------
@@ -215,13 +218,17 @@ class Results:
         """
         key = ("compare", baseline, None if metrics is None else tuple(metrics) if not isinstance(metrics, str) else metrics,
                test, correction, confidence, n_resamples, missing, seed)
-        return self._memoized(key, lambda: _compare.compare(
-            self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
-            n_resamples=n_resamples, seed=seed, missing=missing))
+        with shown(progress):
+            return self._memoized(key, lambda: _compare.compare(
+                self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
+                n_resamples=n_resamples, seed=seed, missing=missing))
 
-    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)
-    def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0) -> pd.DataFrame:
+    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, progress=Bool())
+    def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0,
+                   progress: bool = False) -> pd.DataFrame:
         """Each model's mean of each metric with a bootstrap percentile confidence interval.
+
+        ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
 
         Returns
         -------
@@ -237,8 +244,9 @@ class Results:
           model       metric  mean  ci_low  ci_high
         0     s  precision@1   0.5     0.0      1.0
         """
-        return self._memoized(("summary_ci", confidence, n_resamples, seed),
-                              lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed))
+        with shown(progress):
+            return self._memoized(("summary_ci", confidence, n_resamples, seed),
+                                  lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed))
 
     @validate_params(metric=MetricName())
     def anova(self, metric: str) -> pd.DataFrame:
@@ -271,9 +279,9 @@ class Results:
         return _many.anova(self._evaluation, metric)
 
     @validate_params(metric=[Metrics(empty=False), None], test=Options(*_many.ALL_TESTS), confidence=CONFIDENCE,
-                     n_resamples=RESAMPLES, seed=SEED)
+                     n_resamples=RESAMPLES, seed=SEED, progress=Bool())
     def compare_all(self, metric=None, *, test: str = "tukey", confidence: float = 0.95, n_resamples: int = 10_000,
-                    seed: int | None = 0) -> pd.DataFrame:
+                    seed: int | None = 0, progress: bool = False) -> pd.DataFrame:
         """Every pair of models, with the family-wise error over all pairs controlled: Tukey's HSD for
         the randomized block design (``test="tukey"``, studentized range) or the randomized Tukey HSD
         (``"randomized_tukey"``: each query's values permuted across the models, against the largest
@@ -284,6 +292,7 @@ class Results:
         ``1 - confidence``), ``effect_size`` (delta / sqrt(residual variance), Sakai's ES_E), and
         the compact letter display ``letters_a, letters_b`` (models sharing a letter are not
         distinguishable); per metric and segment. Definitions: :mod:`topkeval.analysis.many`.
+        ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
 
         Examples
         --------
@@ -299,8 +308,9 @@ class Results:
         1       a       c         True         a         b
         2       b       c         True         a         b
         """
-        return _many.compare_all(self._evaluation, metric, test=test, confidence=confidence,
-                                 n_resamples=n_resamples, seed=seed)
+        with shown(progress):
+            return _many.compare_all(self._evaluation, metric, test=test, confidence=confidence,
+                                     n_resamples=n_resamples, seed=seed)
 
     @validate_params(metric=MetricName(), delta=Real(0, low_open=True), power=Real(0, 1, low_open=True, high_open=True),
                      alpha=Real(0, 1, low_open=True, high_open=True), test=Options("paired_t", "anova"))
@@ -573,12 +583,12 @@ class Results:
                      queries=[Ids(), None], worst=Int(0, 100_000), k=[Int(1, MAX_CUTOFF), None],
                      images=[Template("item"), Map(), Function(), None],
                      title=Text(max_length=1000), confidence=CONFIDENCE, test=TEST, correction=CORRECTION,
-                     n_resamples=RESAMPLES, seed=SEED, curves=Bool(), digits=DIGITS, overwrite=Bool())
+                     n_resamples=RESAMPLES, seed=SEED, curves=Bool(), digits=DIGITS, overwrite=Bool(), progress=Bool())
     def report(self, path, baseline: str | None = None, *, model: str | None = None, metric: str | None = None,
                queries=None, worst: int = 10, k: int | None = None, images=None, title: str = "topkeval report",
                confidence: float = 0.95, test: str = "permutation", correction: str | None = "holm",
                n_resamples: int = 10_000, seed: int | None = 0, curves: bool = True, digits: int = 4,
-               overwrite: bool = False) -> str:
+               overwrite: bool = False, progress: bool = False) -> str:
         """Write a self-contained HTML report (no network needed to open it) and return its path.
 
         The summary with confidence intervals, the comparison with ``baseline`` (tests, corrected
@@ -617,6 +627,8 @@ class Results:
             Digits after the decimal point, 0 to 15 (default 4).
         overwrite : bool
             Replace an existing regular file at ``path``.
+        progress : bool
+            Show progress bars on stderr: the report's steps and its resampling (see :mod:`topkeval.progress`).
 
         Returns
         -------
@@ -637,10 +649,11 @@ class Results:
         """
         from .outputs.html import write_report
 
-        return write_report(self, path, baseline=baseline, model=model, metric=metric, queries=queries or [],
-                            worst=worst, k=k, images=images, title=title, confidence=confidence, test=test,
-                            correction=correction, n_resamples=n_resamples, seed=seed, curves=curves, digits=digits,
-                            overwrite=overwrite)
+        with shown(progress):
+            return write_report(self, path, baseline=baseline, model=model, metric=metric, queries=queries or [],
+                                worst=worst, k=k, images=images, title=title, confidence=confidence, test=test,
+                                correction=correction, n_resamples=n_resamples, seed=seed, curves=curves,
+                                digits=digits, overwrite=overwrite)
 
     @validate_params(baseline=[Model(), None], digits=DIGITS, test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)

@@ -237,14 +237,21 @@ def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamp
         count = len(ranges) - np.searchsorted(ranges, observed - 1e-12, side="left")
         return count / total, np.full(len(observed), float(np.quantile(ranges, confidence)))
     from ..kernels.resample import permuted_ranges
-    from ..kernels.threads import default_threads, run_parallel
+    from ..kernels.threads import run_parallel
+    from ..progress import step
 
-    chunks = max(1, min(default_threads(), n_resamples // 64))
+    # the chunks depend on n_resamples only, never on the threads: a seed gives the same numbers everywhere
+    chunks = max(1, min(16, n_resamples // 64))
     sizes = [n_resamples // chunks + (c < n_resamples % chunks) for c in range(chunks)]
     seeds = rng.integers(1, 2**63 - 1, size=chunks)
     parts = [np.empty(s) for s in sizes]
     Xc = np.ascontiguousarray(Xc)
-    run_parallel(lambda c: permuted_ranges(Xc, int(seeds[c]), parts[c]), list(range(chunks)), workers=chunks)
+    with step("randomized Tukey resamples", total=chunks) as bar:
+        def one(c):
+            permuted_ranges(Xc, int(seeds[c]), parts[c])
+            bar.advance()
+
+        run_parallel(one, list(range(chunks)))
     ranges = np.concatenate(parts)
     ranges.sort()
     count = len(ranges) - np.searchsorted(ranges, observed - 1e-12, side="left")

@@ -252,8 +252,10 @@ def _run(job):
     which topkeval does not use (it exchanges Arrow batches), so it is silenced here, for topkeval's
     own Spark calls only (the user's ``createDataFrame`` still warns as pyspark decides).
     """
+    from ..progress import step
+
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), step("Spark job"):
             warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
                                     category=FutureWarning, module=r"pyspark(\.|$)")
             return job()

@@ -209,6 +209,7 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
     resamples has its own seed, drawn up front from ``rng``: the output depends on the seed only,
     never on the number of threads.
     """
+    from ..progress import step
     from .threads import run_parallel
 
     out = [np.zeros((n_resamples, b.shape[1])) for b in blocks]
@@ -248,5 +249,10 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
             sign_sums(int(s2), np.ascontiguousarray(values[:, 0]), counts.astype(np.int64),
                       np.ascontiguousarray(light[:, 0]), part[:, 0])
 
-    run_parallel(one, range(len(tasks)))
+    with step("bootstrap resamples" if kind == "bootstrap" else "sign-flip resamples", total=len(tasks)) as bar:
+        def counted(t):
+            one(t)
+            bar.advance()
+
+        run_parallel(counted, range(len(tasks)))
     return out

@@ -257,9 +257,13 @@ def report_html(res, baseline: str | None = None, **options) -> str:
     """The report as one HTML string (see :func:`write_report` for the parameters)."""
     import time
 
+    from ..progress import step
+
     timings: dict[str, float] = {}
+    bar = step("report")
 
     def timed(name, call, *args, **kwargs):
+        bar.describe(f"report: {name}")
         t0 = time.perf_counter()
         try:
             return call(*args, **kwargs)
@@ -310,6 +314,7 @@ def report_html(res, baseline: str | None = None, **options) -> str:
         sections.append(timed("side by side", _queries_section, res, o, view_queries, anchors))
     sections.append(_conventions_section(res))
     page = timed("page", _page, res, o, sections, notes)
+    bar.__exit__()
     LAST_TIMINGS.clear()
     LAST_TIMINGS.update(timings)
     import logging

@@ -1,0 +1,113 @@
+"""Progress bars: on a pseudo-terminal they appear, piped or under a machine-readable format they do not.
+
+The command line and Python run in subprocesses whose stderr is either the slave end of a
+pseudo-terminal (as in a terminal window) or a pipe; ``TOPKEVAL_PROGRESS_DELAY=0`` shows the bars
+from the first moment, so that a short run shows them too.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+
+import pytest
+
+pty = pytest.importorskip("pty", reason="pseudo-terminals are a POSIX facility")
+
+BAR_WORDS = ("bootstrap resamples", "sign-flip resamples", "report: ", "reading ")
+
+
+def _run(argv: list[str], *, terminal: bool, delay: str = "0", cwd=None) -> tuple[int, str, str]:
+    """Run ``argv`` with stderr on a pseudo-terminal (``terminal``) or a pipe; stdout is a pipe."""
+    env = dict(os.environ, TOPKEVAL_PROGRESS_DELAY=delay, TERM="xterm", COLUMNS="100")
+    if not terminal:
+        done = subprocess.run(argv, capture_output=True, env=env, cwd=cwd, timeout=300)
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, env=env, cwd=cwd)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    with proc.stdout:  # small outputs: the pipe's buffer holds them while stderr is read
+        out = proc.stdout.read().decode()
+    proc.wait(timeout=300)
+    return proc.returncode, out, b"".join(chunks).decode(errors="replace")
+
+
+def _bars(stderr: str) -> list[str]:
+    return [w for w in BAR_WORDS if w in stderr]
+
+
+CLI = [sys.executable, "-m", "topkeval"]
+
+
+def test_cli_shows_bars_on_a_terminal(tmp_path):
+    code, out, err = _run(CLI + ["demo", "--queries", "2000", "--report", str(tmp_path / "r.html")], terminal=True)
+    assert code == 0, err
+    assert {"bootstrap resamples", "sign-flip resamples", "report: "} <= set(_bars(err))
+    assert "\x1b[" in err  # drawn in place, with terminal control sequences
+    assert "\x1b[" not in out and "old_ranker" in out  # stdout (a pipe) holds the table only
+
+
+def test_cli_shows_no_bar_when_piped_or_asked_not_to_or_machine_readable(tmp_path):
+    code, out, err = _run(CLI + ["demo", "--queries", "2000"], terminal=False)
+    assert code == 0 and _bars(err) == [] and "\x1b[" not in err + out
+    for extra in (["--no-progress"], ["--format", "json"], ["--format", "csv"]):
+        code, out, err = _run(CLI + ["demo", "--queries", "2000", *extra], terminal=True)
+        assert code == 0, err
+        assert _bars(err) == [], extra
+    code, out, err = _run(CLI + ["demo", "--queries", "2000", "--format", "json", "--progress", "--report",
+                                 str(tmp_path / "r.html")], terminal=True)
+    assert code == 0 and "report: " in err  # asked for: shown, on stderr; stdout stays json
+    assert out.lstrip().startswith("{")
+
+
+def test_python_progress_true_shows_bars_and_the_default_does_not(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys, numpy as np, pandas as pd, topkeval as tk\n"
+        "rng = np.random.default_rng(0)\n"
+        "n = 4000 * 20\n"
+        "log = pd.DataFrame({'query': np.repeat(np.arange(4000), 20), 'relevance': rng.random(n) < 0.2,\n"
+        "                    'a': rng.random(n), 'b': rng.random(n)})\n"
+        "log.to_parquet('log.parquet')\n"
+        "res = tk.evaluate('log.parquet', ['recall@10', 'ndcg@10'], score=['a', 'b'], chunk_rows=20000,\n"
+        "                  progress=sys.argv[1] == 'on')\n"
+        "res.compare(baseline='a', progress=sys.argv[1] == 'on')\n"
+        "print('done')\n")
+    code, out, err = _run([sys.executable, str(script), "on"], terminal=True, cwd=tmp_path)
+    assert code == 0 and "done" in out, err
+    assert {"reading ", "bootstrap resamples", "sign-flip resamples"} <= set(_bars(err))
+    code, out, err = _run([sys.executable, str(script), "off"], terminal=True, cwd=tmp_path)
+    assert code == 0 and "done" in out, err
+    assert _bars(err) == [] and "\x1b[" not in err
+
+
+def test_quick_calls_never_show_a_bar():
+    """Below the delay nothing is drawn, even on a terminal."""
+    code, out, err = _run(CLI + ["demo", "--queries", "500"], terminal=True, delay="60")
+    assert code == 0 and _bars(err) == [] and "\x1b[" not in err
+
+
+def test_a_step_without_a_display_does_nothing():
+    from topkeval import progress
+
+    assert not progress.active()
+    with progress.step("work", total=3) as bar:
+        bar.advance()
+        bar.describe("more work")
+    assert progress.rows_read("some.parquet") is None  # no display: no count of the file's rows either
