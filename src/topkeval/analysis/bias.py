@@ -166,8 +166,14 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
     impressions : table
         One row per impression of an item for a query (or per (query, item, position) with counts:
         ``impressions_column`` holds how many, ``click`` how many were clicked).
-    query, item, position, click : str
-        Columns: the query (or session) id, the item id, the 1-based position shown, the clicks.
+    query : str
+        Column of the query (or session) id.
+    item : str
+        Column of the item id.
+    position : str
+        Column of the 1-based position shown.
+    click : str
+        Column of the clicks.
     method : {"harvest", "randomized"}
     form : {"free", "power"}
     max_position : int, optional
