@@ -179,7 +179,9 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
     max_position : int, optional
         Positions beyond it are left out.
     confidence : float
-        Of the bootstrap intervals (queries resampled ``n_resamples`` times; 0 for none).
+        Of the bootstrap intervals, in (0, 1).
+    n_resamples : int
+        Bootstrap resamples of the queries behind the intervals, 0 to 100,000 (0: no intervals, ``low`` and ``high`` NaN).
     seed : int, optional
 
     Returns
