@@ -37,8 +37,9 @@ PAGES = [DOCS / "index.md", *sorted((DOCS / "tutorials").glob("*.md")), *sorted(
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)(?P<attrs>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 REQUIRES = re.compile(r"<!--\s*requires:\s*(?P<names>[^>]*?)\s*-->\s*\n$")
 OUTPUT_TITLE = 'title="Output"'
-# the width pandas prints at is the terminal's; the pages' outputs are made at this one
-DISPLAY = ("display.width", 100, "display.max_columns", 20)
+# the width pandas prints at is the terminal's; the pages' outputs are made at this one, from pandas'
+# default precision (a page that sets its own is undone after it: the doctests print at the default)
+DISPLAY = ("display.width", 100, "display.max_columns", 20, "display.precision", 6)
 
 
 @dataclass
@@ -86,7 +87,7 @@ def run(block: Block, namespace: dict, page: Path) -> str:
     """Execute one block in the page's namespace; what it prints."""
     out = io.StringIO()
     code = compile(block.code, f"{page.relative_to(ROOT)}:{block.line}", "exec")
-    with contextlib.redirect_stdout(out), pd.option_context(*DISPLAY):
+    with contextlib.redirect_stdout(out):
         exec(code, namespace)
     return out.getvalue()
 
@@ -129,16 +130,17 @@ def test_the_page_runs_as_written(page, tmp_path, monkeypatch, request):
     monkeypatch.syspath_prepend(str(tmp_path))
     namespace: dict = {"__name__": "__main__"}
     skipped = []
-    for block in page_blocks:
-        lacking = missing(block.requires)
-        if lacking:
-            skipped.append(f"line {block.line} needs {', '.join(lacking)}")
-            continue
-        printed = run(block, namespace, page)
-        if block.output is not None:
-            assert normalised(printed) == normalised(block.output), (
-                f"{_page_id(page)}:{block.line} printed something else than its output block "
-                "(python tests/test_docs.py --update rewrites them)")
+    with pd.option_context(*DISPLAY):  # the options the page sets are undone on the way out
+        for block in page_blocks:
+            lacking = missing(block.requires)
+            if lacking:
+                skipped.append(f"line {block.line} needs {', '.join(lacking)}")
+                continue
+            printed = run(block, namespace, page)
+            if block.output is not None:
+                assert normalised(printed) == normalised(block.output), (
+                    f"{_page_id(page)}:{block.line} printed something else than its output block "
+                    "(python tests/test_docs.py --update rewrites them)")
     if skipped:
         pytest.skip(f"{_page_id(page)}: the other blocks ran; " + "; ".join(skipped))
 
@@ -170,9 +172,9 @@ def _update(pages: list[Path]) -> None:
         namespace: dict = {"__name__": "__main__"}
         edits = []
         start = time.perf_counter()
-        with tempfile.TemporaryDirectory() as tmp:
-            here = os.getcwd()
-            os.chdir(tmp)
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory() as tmp, pd.option_context(*DISPLAY):
+            os.chdir(tmp)  # contextlib.chdir is Python 3.11
             try:
                 for block in blocks(text):
                     if missing(block.requires):
