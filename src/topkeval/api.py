@@ -112,10 +112,12 @@ def evaluate(
     metrics : str or list of str
         Metric names such as ``"recall@20"``, ``"fbeta(beta=0.5)@10"``, ``"r_precision"``;
         aliases (``P@10``, ``Rprec``, ``success@5``) are accepted.
-    query, relevance : str
-        Column names of the query id and the relevance grade. The query column appears in the
-        results beside other columns, so it may not be called ``model``, ``baseline``, ``delta``,
-        ``gained``, ``lost`` or like a metric (``recall@10``): rename such a column.
+    query : str
+        Column name of the query id. The query column appears in the results beside other
+        columns, so it may not be called ``model``, ``baseline``, ``delta``, ``gained``, ``lost``
+        or like a metric (``recall@10``): rename such a column.
+    relevance : str
+        Column name of the relevance grade.
     score : str or list of str
         One score column per model (higher is better unless ``ascending``); the column name is the
         model name.

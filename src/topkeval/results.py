@@ -619,7 +619,15 @@ class Results:
             raises is a ParameterError naming the item). Only http(s) and ``data:image/`` URLs are shown.
         title : str
             The page's title.
-        confidence, test, correction, n_resamples, seed
+        confidence : float
+            As in :meth:`compare` and :meth:`summary_ci`.
+        test : str
+            As in :meth:`compare`.
+        correction : str or None
+            As in :meth:`compare`.
+        n_resamples : int
+            As in :meth:`compare` and :meth:`summary_ci`.
+        seed : int or None
             As in :meth:`compare` and :meth:`summary_ci`.
         curves : bool
             Evaluate the metric@k curves (one more pass over the data; default True).

@@ -166,14 +166,22 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
     impressions : table
         One row per impression of an item for a query (or per (query, item, position) with counts:
         ``impressions_column`` holds how many, ``click`` how many were clicked).
-    query, item, position, click : str
-        Columns: the query (or session) id, the item id, the 1-based position shown, the clicks.
+    query : str
+        Column of the query (or session) id.
+    item : str
+        Column of the item id.
+    position : str
+        Column of the 1-based position shown.
+    click : str
+        Column of the clicks.
     method : {"harvest", "randomized"}
     form : {"free", "power"}
     max_position : int, optional
         Positions beyond it are left out.
     confidence : float
-        Of the bootstrap intervals (queries resampled ``n_resamples`` times; 0 for none).
+        Of the bootstrap intervals, in (0, 1).
+    n_resamples : int
+        Bootstrap resamples of the queries behind the intervals, 0 to 100,000 (0: no intervals, ``low`` and ``high`` NaN).
     seed : int, optional
 
     Returns
