@@ -15,6 +15,7 @@ from .analysis import segments as _segments
 from .analysis import views as _views
 from .engine.results import Evaluation
 from .metrics.names import MAX_CUTOFF
+from .outputs import frames as _frames
 from .params import (
     CONFIDENCE,
     CORRECTION,
@@ -170,11 +171,87 @@ class Results:
         """The :class:`~topkeval.conventions.Conventions` the results were computed under."""
         return self._evaluation.conventions
 
-    @validate_params()
-    def to_pandas(self) -> pd.DataFrame:
-        """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
-        evaluation keep those on the cluster and collect them here). A copy: changing it changes nothing else."""
+    @validate_params(table=Options(*_frames.TABLES))
+    def to_pandas(self, table: str = "per_query") -> pd.DataFrame:
+        """One table of the results as a pandas DataFrame; by default the per-query values.
+
+        Parameters
+        ----------
+        table : {"per_query", "summary", "segments"}
+            :attr:`per_query` (results of a Spark evaluation keep those on the cluster and collect
+            them here), :attr:`summary` (indexed by ``model``) or :attr:`segments` (with ``by=``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy: changing it changes nothing else.
+
+        See Also
+        --------
+        to_arrow, to_polars : the same tables as Arrow and polars tables.
+        """
+        if table != "per_query":
+            return _frames.frame(self, table)
         return _copy(self._evaluation.per_query)
+
+    @validate_params(table=Options(*_frames.TABLES))
+    def to_arrow(self, table: str = "per_query"):
+        """One table of the results as a ``pyarrow.Table``: :meth:`to_pandas`'s, its index (``model``,
+        the segment columns) as leading columns.
+
+        The column types are pandas' own, turned into Arrow's: text ids stay text, integer ids keep
+        their width (an ``Int32`` query column stays int32), model names are text, metrics float64.
+
+        Parameters
+        ----------
+        table : {"per_query", "summary", "segments"}
+            As in :meth:`to_pandas`.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": ["q1", "q1", "q2", "q2"], "relevance": [1, 0, 0, 1],
+        ...                    "s": [0.9, 0.1, 0.9, 0.1]}, metrics=["P@1"], score="s")
+        >>> res.to_arrow().to_pydict()
+        {'model': ['s', 's'], 'query': ['q1', 'q2'], 'P@1': [1.0, 0.0]}
+        >>> res.to_arrow("summary").to_pydict()
+        {'model': ['s'], 'P@1': [0.5]}
+        """
+        return _frames.to_arrow(self, table)
+
+    @validate_params(table=Options(*_frames.TABLES))
+    def to_polars(self, table: str = "per_query"):
+        """One table of the results as a ``polars.DataFrame``: :meth:`to_arrow`'s, the same column types
+        (polars in, polars out: one call). Needs polars, an optional extra:
+        ``pip install "topkeval[polars]"``.
+
+        Parameters
+        ----------
+        table : {"per_query", "summary", "segments"}
+            As in :meth:`to_pandas`.
+
+        Raises
+        ------
+        ParameterError
+            polars is not installed.
+
+        Examples
+        --------
+        >>> import polars as pl, topkeval as tk
+        >>> log = pl.DataFrame({"user": ["u1", "u1", "u2", "u2"], "relevance": [1, 0, 0, 1],
+        ...                     "s": [0.9, 0.1, 0.9, 0.1]})
+        >>> tk.evaluate(log, metrics=["P@1"], query="user", score="s").to_polars()
+        shape: (2, 3)
+        ┌───────┬──────┬─────┐
+        │ model ┆ user ┆ P@1 │
+        │ ---   ┆ ---  ┆ --- │
+        │ str   ┆ str  ┆ f64 │
+        ╞═══════╪══════╪═════╡
+        │ s     ┆ u1   ┆ 1.0 │
+        │ s     ┆ u2   ┆ 0.0 │
+        └───────┴──────┴─────┘
+        """
+        return _frames.to_polars(self, table)
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"))
