@@ -136,3 +136,21 @@ def test_nan_means_are_logged_as_nan(store):
     assert math.isnan(res.summary.loc["a", "P@1"])
     metrics = store.get_run(res.log_mlflow(report=False)).data.metrics
     assert math.isnan(metrics["a/P_at_1"]) and metrics["b/P_at_1"] == 1.0
+
+
+def test_a_metric_named_like_an_interval_is_refused_with_ci(store):
+    from topkeval.metrics.define import forget_metric
+
+    for name in ("share", "share_ci_low"):
+        tk.define_metric(name, lambda c: c.h / c.listed, cutoff="none", summary="s", formula="h / listed",
+                         replace=True)
+    try:
+        res = tk.evaluate({"query": [1, 1, 2, 2], "relevance": [1, 0, 0, 1], "s": [0.9, 0.1, 0.2, 0.3]},
+                          ["share", "share_ci_low"], score="s")
+        with pytest.raises(tk.ParameterError, match="would take one MLflow name"):
+            res.log_mlflow(ci=0.9, n_resamples=200, report=False)
+        assert _runs(store) == []
+        assert set(store.get_run(res.log_mlflow(report=False)).data.metrics) == {"s/share", "s/share_ci_low"}
+    finally:
+        for name in ("share", "share_ci_low"):
+            forget_metric(name)

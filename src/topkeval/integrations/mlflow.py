@@ -67,6 +67,9 @@ def metric_names(results, prefix: str, ci: bool) -> dict[tuple[str, str, str], s
             if ci:
                 names[(model, metric, "ci_low")] = base + "_ci_low"
                 names[(model, metric, "ci_high")] = base + "_ci_high"
+    if len(set(names.values())) < len(names):  # a metric labelled like another's interval ('x_ci_low')
+        raise ParameterError("two of the values to log would take one MLflow name (a metric's name ends like an "
+                             "interval's, '_ci_low' or '_ci_high'): request the metric by another name, or drop ci=.")
     return names
 
 
