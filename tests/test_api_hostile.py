@@ -123,6 +123,16 @@ def _forget_defined_metrics():
         forget_metric(name)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _mlflow_store(tmp_path_factory):
+    """log_mlflow's calls go to a file store of their own (MLflow 3 refuses its file store unless
+    MLFLOW_ALLOW_FILE_STORE is set; its sqlite store needs SQLAlchemy, which mlflow-skinny lacks)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+        patch.setenv("MLFLOW_TRACKING_URI", "file:" + str(tmp_path_factory.mktemp("mlflow") / "mlruns"))
+        yield
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("api")
@@ -208,13 +218,17 @@ def _results_calls(res, root) -> dict:
         "to_markdown": (res.to_markdown, dict(digits=3)),
         "to_string": (res.to_string, dict(format="markdown", per_query=False, ci=None, digits=3)),
         "to_dict": (res.to_dict, dict(per_query=False)),
-        "to_pandas": (res.to_pandas, {}),
+        "to_pandas": (res.to_pandas, dict(table="per_query")),
+        "to_arrow": (res.to_arrow, dict(table="summary")),
+        "to_polars": (res.to_polars, dict(table="per_query")),
         "anova": (MANY.anova, dict(metric="recall@2")),
         "compare_all": (MANY.compare_all, dict(metric=None, test="tukey", confidence=0.95, n_resamples=100, seed=0)),
         "queries_needed": (MANY.queries_needed, dict(metric="recall@2", delta=0.1, power=0.8, alpha=0.05,
                                                      test="paired_t")),
         "bounds": (CLICK_RES.bounds, dict(metrics=None)),
         "label": (res.label, dict(metric="R@2")),
+        "log_mlflow": (res.log_mlflow, dict(run_id=None, prefix="val/", per_query=True, report=False, ci=None,
+                                            baseline=None, n_resamples=100, seed=0, step=0, artifact_path="topkeval")),
     }
 
 

@@ -670,3 +670,140 @@ def test_any_os_error_is_one_line(log_file, capsys, monkeypatch):
     assert code == 2 and out == ""
     assert err.splitlines() == ["topkeval: error: Input/output error: '/data/log.parquet'. Check the path and its "
                                 "permissions."]
+
+
+# ----------------------------------------------------------------------------------------------
+# issue 26: a stacked top-N table (one row per model, user and item) with --model
+
+
+def _stacked(seed: int = 3) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Three models' top 3 to 6 of 12 users (lists of different lengths: not a truncated log), the
+    relevance of each row, and the users' true interactions (some never recommended)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    truth = pd.DataFrame([(f"u{u:02d}", f"i{i:02d}") for u in range(12) for i in rng.choice(30, 4, replace=False)],
+                         columns=["user", "item"]).assign(relevance=1)
+    relevant = set(zip(truth["user"], truth["item"]))
+    rows = []
+    for model in ("als", "pop", "ease"):
+        for u in range(12):
+            user = f"u{u:02d}"
+            picks = rng.choice(30, int(rng.integers(3, 7)), replace=False)
+            # half of each list drawn from the user's truth, so that the models differ and score
+            picks[: len(picks) // 2] = [int(i[1:]) for i in truth.loc[truth["user"] == user, "item"]][: len(picks) // 2]
+            for rank, i in enumerate(dict.fromkeys(int(p) for p in picks)):
+                rows.append((model, user, f"i{i:02d}", float(10 - rank) + rng.random(),
+                             int((user, f"i{i:02d}") in relevant)))
+    recs = pd.DataFrame(rows, columns=["model", "user", "item", "score", "relevance"])
+    return recs.sample(frac=1.0, random_state=seed).reset_index(drop=True), truth
+
+
+@pytest.fixture(params=["csv", "parquet"])
+def stacked_files(tmp_path, request):
+    recs, truth = _stacked()
+    paths = tmp_path / f"recs.{request.param}", tmp_path / f"truth.{request.param}"
+    for frame, path in zip((recs, truth), paths):
+        frame.to_csv(path, index=False) if request.param == "csv" else frame.to_parquet(path)
+    return paths
+
+
+STACKED = ["--query", "user", "--item", "item", "--score", "score", "--model", "model", "-m", "recall@5",
+           "-m", "ndcg@5", "-m", "P@3"]
+
+
+@pytest.mark.parametrize("qrels", [True, False])
+def test_model_evaluates_a_stacked_table_as_python_does(stacked_files, capsys, qrels):
+    import topkeval as tk
+
+    recs, truth = stacked_files
+    extra = ["--qrels", truth] if qrels else []
+    code, out, err = run(["evaluate", recs, *STACKED, *extra, "--format", "json"], capsys)
+    assert code == 0 and err == "", err
+    res = tk.evaluate(recs, ["recall@5", "ndcg@5", "P@3"], query="user", item="item", model="model",
+                      qrels=truth if qrels else None)
+    payload = json.loads(out)
+    order = list(dict.fromkeys(_stacked()[0]["model"]))  # in order of first appearance
+    assert list(payload["summary"]) == res.models == order and sorted(order) == ["als", "ease", "pop"]
+    for model in res.models:
+        for metric in res.metrics:
+            assert payload["summary"][model][metric] == pytest.approx(res.summary.loc[model, metric], rel=1e-12)
+    assert payload["info"]["evaluated_per_model"] == res.info["evaluated_per_model"]
+    # per query, as CSV: the same rows and values
+    code, out, err = run(["evaluate", recs, *STACKED, *extra, "--format", "csv", "--per-query"], capsys)
+    assert code == 0, err
+    printed = pd.read_csv(__import__("io").StringIO(out), dtype={"user": str})
+    want = res.per_query
+    assert printed[["model", "user"]].values.tolist() == want[["model", "user"]].values.tolist()
+    for metric in res.metrics:
+        assert printed[metric].to_numpy() == pytest.approx(want[metric].to_numpy(), rel=1e-12)
+    # the numbers themselves: with --qrels each model against every true interaction, without it each
+    # model's rows alone (R: the relevant rows of its own list)
+    frame, judged = _stacked()
+    for model in res.models:
+        mine = frame[frame["model"] == model]
+        alone = tk.evaluate(mine, ["recall@5"], query="user", item="item", score="score",
+                            qrels=truth if qrels else None)
+        assert res.summary.loc[model, "recall@5"] == pytest.approx(alone.summary.iloc[0, 0], rel=1e-12)
+    if qrels:  # some true interactions were never recommended: recall is lower against them
+        assert (res.summary["recall@5"] < tk.evaluate(recs, ["recall@5"], query="user", item="item",
+                                                      model="model").summary["recall@5"]).any()
+
+
+def test_model_in_compare_report_and_diff(stacked_files, tmp_path, capsys):
+    import topkeval as tk
+
+    recs, truth = stacked_files
+    base = [recs, "--qrels", truth, *STACKED]
+    res = tk.evaluate(recs, ["recall@5", "ndcg@5", "P@3"], query="user", item="item", model="model", qrels=truth)
+    code, out, err = run(["compare", *base, "--baseline", "pop", "--format", "json", "--resamples", "500"], capsys)
+    assert code == 0, err
+    rows = json.loads(out)["comparison"]
+    want = res.compare(baseline="pop", n_resamples=500)
+    assert [[r["model"], r["metric"]] for r in rows] == want[["model", "metric"]].values.tolist()
+    assert [r["delta"] for r in rows] == pytest.approx(want["delta"].tolist(), rel=1e-12)
+    assert [r["p_value"] for r in rows] == pytest.approx(want["p_value"].tolist(), rel=1e-12)
+    code, out, err = run(["compare", *base, "--all", "--format", "json"], capsys)
+    assert code == 0 and len(json.loads(out)["pairs"]) == 3 * 3, err  # 3 pairs x 3 metrics
+    code, out, err = run(["diff", *base, "--baseline", "pop", "--other", "als", "--format", "csv", "--worst", "50"],
+                         capsys)
+    assert code == 0, err
+    printed = pd.read_csv(__import__("io").StringIO(out), dtype={"user": str})
+    every = res.diff("pop", "als", "recall@5")
+    worse = every[every["delta"] < 0]
+    assert printed["user"].tolist() == worse["user"].tolist()
+    assert printed["delta"].to_numpy() == pytest.approx(worse["delta"].to_numpy())
+    code, out, err = run(["diff", *base, "--baseline", "pop", "--show", "u03", "--other", "ease", "--format", "csv"],
+                         capsys)
+    assert code == 0 and "pop item" in out.splitlines()[0] and "ease item" in out.splitlines()[0], err
+    target = tmp_path / "stacked.html"
+    code, out, err = run(["report", *base, "--baseline", "ease", "-o", target, "--resamples", "200"], capsys)
+    assert code == 0 and "Comparison with ease" in target.read_text(encoding="utf-8"), err
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    (["evaluate", "--model", "modle"], r"Column 'modle' \(--model\) not found .*Did you mean 'model'\? Available: "
+                                       r"'model', 'user', 'item', 'score', 'relevance'"),
+    (["evaluate", "--model", "model", "--score", "score", "--score", "relevance"], "exactly one score column"),
+    (["compare", "--model", "model", "--baseline", "popp"], "--baseline 'popp' is not one of the models of the "
+                                                            "--model column 'model' .*Did you mean 'pop'"),
+    (["diff", "--model", "model", "--baseline", "pop", "--other", "alss"], "--other 'alss' is not one of the "
+                                                                           "models .*Did you mean 'als'"),
+    (["diff", "--model", "model", "--baseline", "pop"], "name the other one with --other"),
+    (["diff", "--baseline", "score", "--other", "pop"], "--other names a model of the --model column"),
+    (["evaluate", "--model", ""], r"--model is empty \(''\): give a column name"),
+    (["evaluate", "--model", "model", "--chunk-rows", "5"], "--chunk-rows .*read whole"),
+    (["evaluate", "--model", "model", "--position", "score"], "--position and --propensity .*not supported"),
+])
+def test_model_errors_are_one_line_naming_the_flag(stacked_files, capsys, extra, pattern):
+    recs, _ = stacked_files
+    command, *rest = extra
+    code, out, err = run([command, recs, "--query", "user", "--item", "item", *rest], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert __import__("re").search(pattern, err), err
+
+
+def test_model_is_refused_with_trec_runs(trec_files, capsys):
+    code, out, err = run(["evaluate", "--qrels", trec_files / "qrels.txt", "--run", trec_files / "a.run",
+                          "--model", "run"], capsys)
+    assert code == 2 and "with --run each run file is a model" in err

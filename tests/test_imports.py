@@ -1,12 +1,12 @@
-"""`import topkeval` stays light: no polars, torch, pyspark, matplotlib, nor the compiler."""
+"""`import topkeval` stays light: no polars, mlflow, torch, pyspark, matplotlib, nor the compiler."""
 
 import subprocess
 import sys
 
 
 def test_import_is_light():
-    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'torch', 'pyspark', 'matplotlib', 'numba', "
-            "'scipy', 'rich') if m in sys.modules))")
+    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'mlflow', 'torch', 'pyspark', 'matplotlib', "
+            "'numba', 'scipy', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import topkeval imported {out}"
 
@@ -25,3 +25,17 @@ def test_rich_is_imported_by_the_command_line_only():
             "metrics=['recall@1']); res.to_dict(per_query=True); print('rich' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_the_optional_extras_are_imported_only_by_what_needs_them():
+    """polars by to_polars, mlflow by log_mlflow: never by import topkeval, evaluate, the other tables out,
+    nor by the integrations package itself (each bridge imports its tool when called)."""
+    code = ("import sys, topkeval as tk, topkeval.integrations, topkeval.integrations.mlflow\n"
+            "print(','.join(m for m in ('polars', 'mlflow') if m in sys.modules))\n"
+            "res = tk.evaluate({'query': [1, 1], 'relevance': [1, 0], 'score': [0.1, 0.2]}, metrics=['recall@1'])\n"
+            "res.to_arrow(); res.to_pandas('summary')\n"
+            "print(','.join(m for m in ('polars', 'mlflow') if m in sys.modules))\n"
+            "res.to_polars()\n"
+            "print(','.join(m for m in ('polars', 'mlflow') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["", "", "polars"]

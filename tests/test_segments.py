@@ -207,6 +207,43 @@ def test_judgments_apart_and_streamed_files_give_the_same_segments(tmp_path):
         tk.evaluate(one_missing, ["recall@2"], qrels=truth, missing_queries="zero", **kw)
 
 
+def test_a_stacked_table_without_judgments_apart_is_the_wide_form():
+    """model= without qrels=: each model's rows alone. When every model ranks the same candidates, that is
+    the wide form (one score column per model), segments, weights, ties, comparison and curves included."""
+    frame = _segment_log(30)
+    frame["old"] = frame["old"].round(1)  # ties
+    kw = dict(item="item", by="device", weight="traffic")
+    wide = tk.evaluate(frame, METRICS, relevance="rel", score=["old", "new"], **kw)
+    stacked = frame.melt(id_vars=["query", "item", "rel", "device", "traffic"], value_vars=["old", "new"],
+                         var_name="run", value_name="score").sample(frac=1, random_state=2)
+    res = tk.evaluate(stacked, METRICS, relevance="rel", model="run", **kw)
+    assert res.models == list(dict.fromkeys(stacked["run"]))  # in order of first appearance
+    pd.testing.assert_frame_equal(res.summary.loc[wide.models], wide.summary, rtol=1e-12)
+    pd.testing.assert_frame_equal(res.segments.sort_index(), wide.segments.sort_index(), rtol=1e-12)
+    key = ["model", "query"]
+    pd.testing.assert_frame_equal(res.per_query.sort_values(key).reset_index(drop=True),
+                                  wide.per_query.sort_values(key).reset_index(drop=True), rtol=1e-12)
+    assert res.info["queries"] == wide.info["queries"] and res.info["skipped_empty"] == wide.info["skipped_empty"]
+    assert res.info["ties_at_cutoff"] == wide.info["ties_at_cutoff"]
+    assert np.allclose(res.compare(baseline="old", n_resamples=500)["delta"],
+                       wide.compare(baseline="old", n_resamples=500)["delta"], rtol=1e-12)
+    curve_key = ["model", "metric", "k"]
+    pd.testing.assert_frame_equal(res.curves().sort_values(curve_key).reset_index(drop=True),
+                                  wide.curves().sort_values(curve_key).reset_index(drop=True), rtol=1e-12)
+    assert (res.diff("old", "new", "recall@2").set_index("query").sort_index()["delta"].tolist()
+            == wide.diff("old", "new", "recall@2").set_index("query").sort_index()["delta"].tolist())
+    # a model whose list misses a relevant candidate of another has a smaller R: its own rows decide
+    short = stacked[~((stacked["run"] == "new") & (stacked["rel"] > 0) & (stacked["query"] == 0))]
+    alone = tk.evaluate(short[short["run"] == "new"], METRICS, relevance="rel", item="item")
+    both = tk.evaluate(short, METRICS, relevance="rel", item="item", model="run")
+    assert np.allclose(both.summary.loc["new"], alone.summary.iloc[0], rtol=1e-12)
+    assert both.info["skipped_empty_per_model"]["new"] == alone.info["skipped_empty"]
+    with pytest.raises(ParameterError, match="exactly one score column"):
+        tk.evaluate(stacked.assign(s2=1.0), METRICS, relevance="rel", model="run", score=["score", "s2"])
+    with pytest.raises(ParameterError, match="columns must differ"):
+        tk.evaluate(stacked, METRICS, relevance="rel", model="item", item="item")
+
+
 def test_where_segments_and_weights_are_refused():
     frame = _segment_log()
     res = tk.evaluate(frame, ["recall@2"], relevance="rel", score=["old", "new"], item="item", weight="traffic")

@@ -137,7 +137,12 @@ def evaluate(
         ``query`` the query column of the results); ``score`` and ``model`` are refused (a run's
         fields are fixed, its tag names the model).
     model : str, optional
-        A run-name column of ``data``: each of its values is a model (with one ``score`` column).
+        A run-name column of ``data`` (a stacked table: one row per model, query and candidate): each
+        of its values is a model, named by its text, with the one ``score`` column. With ``qrels``
+        every model is matched to the judgments; without, each model's rows are evaluated as that
+        model's table alone would be (R counts the relevant candidates among its own rows, as in
+        the wide form), and ``info["skipped_empty"]`` is the most any model skipped
+        (``info["skipped_empty_per_model"]`` has each). A stacked file is read whole.
     missing_queries : {"skip", "zero"}
         With ``qrels``: a judged query absent from a run is left out (trec_eval) or scored as an
         empty list (trec_eval ``-c``).
@@ -341,24 +346,36 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
     if backend == "spark" and chunk_rows is not None:
         raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
                              "already: drop chunk_rows.")
+    if model is not None and len(scores) != 1:
+        raise ParameterError(f"With model= (a run-name column) give exactly one score column; got {len(scores)}: "
+                             f"{', '.join(map(repr, scores))}.")
     if backend == "spark":
+        if model is not None and qrels is None:
+            raise ParameterError("model= on a Spark DataFrame needs judgments apart (qrels=); a stacked Spark table "
+                                 "with a relevance column is not supported: evaluate each model's rows, or pass qrels=.")
         kind = "spark"
     elif qrels is not None:
         kind = "runs"
     else:
-        for name, value, hint in (("model", model, "names a run column"),
-                                  ("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
+        for name, value, hint in (("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
                                   ("judged_only", judged_only or None, "drops unjudged items")):
             if value is not None:
                 raise ParameterError(f"{name}= {hint}, which needs judgments apart from the run: pass qrels=.")
-        wanted = [query, relevance, *scores] + ([item] if item is not None else [])
+        wanted = [query, relevance, *scores] + ([item] if item is not None else []) + ([model] if model else [])
         if len(set(wanted)) != len(wanted):
-            raise ParameterError(f"The query, relevance, score and item columns must differ. Got {wanted!r}.")
+            raise ParameterError(f"The query, relevance, score, item and model columns must differ. Got {wanted!r}.")
+        if model is not None and (position is not None or propensity is not None):
+            raise ParameterError("position= and propensity= read one click log of one or more score columns; with "
+                                 "model= (a stacked table) they are not supported: give one score column per model.")
+        if model is not None and chunk_rows is not None:
+            raise ParameterError("chunk_rows= streams a file in batches; a stacked table (model=) is read whole: "
+                                 "drop chunk_rows=.")
         from .inputs import stream
 
-        # a click log is read whole (its positions and weights go with the grouped rows)
-        kind = "file" if (position is None or chunk_rows is not None) and stream.should_stream(data, chunk_rows) \
-            else "table"
+        # a click log and a stacked table are read whole (positions and weights go with the grouped rows; each
+        # model's rows are grouped apart)
+        kind = "file" if (position is None and model is None or chunk_rows is not None) \
+            and stream.should_stream(data, chunk_rows) else "table"
         if kind == "table" and chunk_rows is not None:
             raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                                  "chunk_rows, or write the table to parquet first.")
@@ -436,12 +453,16 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     query, item, by, weight = r.query, r.item, r.by, r.weight
     clicks = [r.position] if r.position else []
     clicks += [r.propensity] if isinstance(r.propensity, str) else []
-    wanted = [query, r.relevance, *r.scores] + ([item] if item is not None else []) + r.attributes + clicks
-    ids = [query] + ([item] if item else [])
+    wanted = ([query, r.relevance, *r.scores] + ([item] if item is not None else []) + ([r.model] if r.model else [])
+              + r.attributes + clicks)
+    ids = [query] + ([item] if item else []) + ([r.model] if r.model else [])
     roles = (_roles(query, r.relevance, r.scores, item) | {name: "by" for name in by}
              | ({weight: "weight"} if weight else {}) | ({r.position: "position"} if r.position else {})
-             | ({r.propensity: "propensity"} if isinstance(r.propensity, str) else {}))
+             | ({r.propensity: "propensity"} if isinstance(r.propensity, str) else {})
+             | ({r.model: "model"} if r.model else {}))
     cols = read_columns(r.data, wanted, id_columns=ids, roles=roles)
+    if r.model is not None:
+        return _evaluate_stacked(r, cols)
     rows, ips_info = _click_rows(r, cols)
     log = build_log(cols[query], cols[r.relevance], {s: cols[s] for s in r.scores},
                     cols[item] if item is not None else None,
@@ -654,6 +675,45 @@ def evaluate_matrix(scores, relevant, metrics=DEFAULT_MATRIX_METRICS, exclude=No
 
     return Results(evaluate_scores(scores, relevant, engine.make_plan(metrics, conv), exclude, batch_size=batch_size,
                                    threads=threads))
+
+
+def _evaluate_stacked(r: _Request, cols) -> engine.Evaluation:
+    """A stacked table without judgments apart (``model=``, no ``qrels=``): each model's rows are a
+    log of their own, evaluated as that model's table alone would be (R: the relevant candidates
+    among its own rows), and the batches go to the one results builder."""
+    from .inputs import segments
+    from .inputs.ids import encode, take_rows
+    from .inputs.judgments import model_rows
+
+    query, item, score, model = r.query, r.item, r.scores[0], str(r.model)
+    logs = []
+    for name, rows in model_rows(cols[model], model):
+        part = {c: take_rows(cols[c], rows) for c in [query, r.relevance, score] + ([item] if item else [])}
+        logs.append(build_log(part[query], part[r.relevance], {name: part[score]}, part[item] if item else None,
+                              names=dict(query=query, relevance=r.relevance, item=item or "item"),
+                              ascending=r.ascending, borrowed=False))  # rows taken: copies, never the caller's
+    sizes = np.concatenate([np.diff(log.offsets) for log in logs])
+    engine.warn_if_truncated(r.plan, len(sizes), int(sizes.min()), int(sizes.max()))
+    codes, labels = encode(cols[query], query, "query")
+    distinct = len(labels) if labels is not None else len(np.unique(codes))
+    attrs = segments.query_attributes(cols[query], cols, r.by, r.weight, query) if r.attributes else None
+
+    def run(current_plan, warn=True):
+        batches, sources = [], []
+        for log in logs:
+            batch, kept = engine.evaluate_grouped(log, current_plan, backend=CPU, depth=r.depth, threads=r.threads)
+            batches.append(batch)
+            sources += kept
+        if warn:
+            engine.warn_if_nothing_relevant(current_plan.conv, sum(b.relevant for b in batches))
+        skipped = {b.models[0].model: b.skipped_empty for b in batches}
+        info = {"queries": distinct, "skipped_empty": max(skipped.values()), "skipped_empty_per_model": skipped}
+        evaluation = engine.build_results(batches, current_plan, query_name=query, info=info,
+                                          sources=lambda: sources, backend=CPU)
+        return engine.attach(evaluation, attrs, r.by, r.weight) if attrs is not None else evaluation
+
+    evaluation = run(r.plan)
+    return replace(evaluation, rerun=lambda names: run(engine.make_plan(names, r.plan.conv), warn=False))
 
 
 def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,

@@ -103,6 +103,7 @@ _NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the 
               ("run", "--run", "the path of a file"),
               ("query", "--query", "a column name"), ("relevance", "--relevance", "a column name"),
               ("item", "--item", "a column name"), ("score", "--score", "a column name"),
+              ("model", "--model", "a column name"), ("other", "--other", "a model name"),
               ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
               ("position", "--position", "a column name"), ("propensity", "--propensity", "a column or a curve"),
               ("baseline", "--baseline", "a model name"), ("output", "-o/--output", "the path of a file"),
@@ -133,6 +134,10 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "(default: relevance)")
     p.add_argument("--item", help="item id column, of FILE and of a --qrels table: duplicate check, item tie rules, "
                    "--qrels matching (default: none; item with --run)")
+    p.add_argument("--model", metavar="COLUMN", help="a stacked table (one row per model, query and candidate): the "
+                   "column naming each row's model, scored by the one --score column; with --qrels each model is "
+                   "matched to the judgments, without, each model's rows are evaluated as its own log (the file is "
+                   "read whole)")
     p.add_argument("-m", "--metric", action="append", help="metric such as recall@20; repeat, or separate by "
                    "commas (default: recall@20, precision@20, f1@20, specificity@20, r_precision; "
                    "list them with: topkeval metrics)")
@@ -250,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(dif, "a .parquet file (or directory) or a .csv / .tsv file, one row per candidate")
     dif.add_argument("--baseline", required=True, help="the baseline model: a score column, or a run's name")
     dif.add_argument("--score", action="append", help="the other model's score column (with --run: a run's name)")
+    dif.add_argument("--other", metavar="MODEL", help="with --model: the model compared with --baseline (a value of "
+                     "the --model column; default: the only other one)")
     dif.add_argument("--show", metavar="QUERY", help="show this query's top k side by side (--query names the query "
                      "id column, as in every command)")
     dif.add_argument("-k", type=int, help="positions shown with --show (default: 20)")
@@ -335,6 +342,9 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
             raise _UsageError("--chunk-rows reads a .parquet or .csv log in batches; TREC runs are read whole")
         if args.spark:
             raise _UsageError("--spark reads a parquet FILE with Spark; TREC runs are read here: drop --spark")
+        if args.model:
+            raise _UsageError("--model names the model column of a table; with --run each run file is a model, named "
+                              "by its tag: drop --model")
         if args.score and args.command != "diff":  # diff --score names the other run
             raise _UsageError("--score names score columns of a table; with --run each run file is a model, named by "
                               "its tag, and every run is evaluated: drop --score (give only the runs you want)")
@@ -351,11 +361,12 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
         data = read_parquet(args.file, args.spark)
         qrels = read_parquet(args.qrels, args.spark) if args.qrels else None
         return evaluate(data, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
-                        item=args.item, qrels=qrels, **extra, **_conventions(args))
+                        item=args.item, qrels=qrels, model=args.model, **extra, **_conventions(args))
     from .progress import active
 
     return evaluate(args.file, metrics=metrics, query=args.query, relevance=args.relevance, score=scores,
-                    item=args.item, qrels=args.qrels, chunk_rows=args.chunk_rows, progress=active(),
+                    item=args.item, qrels=args.qrels, model=args.model, chunk_rows=args.chunk_rows,
+                    progress=active() and not args.model,  # a stacked table is read whole
                     keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
@@ -433,13 +444,17 @@ def _load_models(args, required: bool):
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
-    if args.run:
-        res = _load(args, metrics, scores=None, keep_per_query=True)
+    if args.run or args.model:
+        res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True)
+        kind = "runs" if args.run else f"models of the --model column {args.model!r}"
         if args.baseline is not None and args.baseline not in res.models:
             from .errors import did_you_mean
 
-            raise _UsageError(f"--baseline {args.baseline!r} is not one of the runs "
+            raise _UsageError(f"--baseline {args.baseline!r} is not one of the {kind} "
                               f"({', '.join(res.models)}).{did_you_mean(args.baseline, res.models)}")
+        if required and len(res.models) < 2:
+            raise _UsageError(f"there is one model to compare ({', '.join(res.models)}): the {kind} must name two "
+                              "or more")
         return res
     models = ([args.baseline] if args.baseline else []) + [s for s in (args.score or []) if s != args.baseline]
     if required and len(models) < 2:
@@ -451,7 +466,7 @@ def _load_models(args, required: bool):
 def _check_baseline_column(args) -> None:
     """--baseline names a score column of FILE: one that is not there is said as --baseline's, with the
     closest of the models (--score), else of the columns."""
-    if args.baseline is None or args.baseline in (args.score or []) or args.spark or not args.file:
+    if args.baseline is None or args.baseline in (args.score or []) or args.spark or not args.file or args.model:
         return  # a --score column is checked (and said) as --score's, a Spark table by Spark
     from .errors import closest
     from .inputs.tables import column_names
@@ -506,6 +521,9 @@ def _query_ids(res, given) -> list:
 
 
 def _diff(args, out) -> int:
+    if args.other is not None and not args.model:
+        raise _UsageError("--other names a model of the --model column (a stacked table); without --model, name the "
+                          "other model's score column with --score")
     try:
         res = _load_models(args, required=True)
     except TopkevalError as exc:
@@ -514,16 +532,18 @@ def _diff(args, out) -> int:
                               f"one query's top k side by side, use --show {args.query})") from None
         raise
     others = [m for m in res.models if m != args.baseline]
-    named = [s for s in (args.score or []) if s != args.baseline]
+    flag = "--other" if args.model else "--score"  # with --model, --score is the score column
+    named = ([args.other] if args.other is not None and args.other != args.baseline else []) if args.model else \
+        [s for s in (args.score or []) if s != args.baseline]
     if len(named) > 1:
         raise _UsageError("diff compares two models: give one --score besides --baseline")
     if named and named[0] not in others:
         from .errors import did_you_mean
 
-        raise _UsageError(f"--score {named[0]!r} is not one of the models ({', '.join(res.models)})."
+        raise _UsageError(f"{flag} {named[0]!r} is not one of the models ({', '.join(res.models)})."
                           f"{did_you_mean(named[0], res.models)}")
     if not named and len(others) != 1:
-        raise _UsageError("diff compares two models: name the other one with --score"
+        raise _UsageError(f"diff compares two models: name the other one with {flag}"
                           + (f" (one of {', '.join(others)})" if others else ""))
     model = named[0] if named else others[0]
     if args.show is None and args.k is not None:
@@ -618,7 +638,7 @@ def _compare_all(args, out) -> int:
         raise _UsageError(f"--all controls the error over every pair with --test tukey or randomized_tukey, not {test}")
     check_arguments(Results.compare_all, test=test, confidence=args.confidence, n_resamples=args.resamples,
                     seed=args.seed)
-    if not args.run and len(set(args.score or [])) < 2:
+    if not args.run and not args.model and len(set(args.score or [])) < 2:
         raise _UsageError("--all compares every pair of models: give two or more score columns, one --score each "
                           "(--score a --score b)")
     res = _load_models(args, required=True)
@@ -709,6 +729,7 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
     "method": "--method", "form": "--form", "max_position": "--max-position", "click": "--click",
+    "model": "--model",
 }
 
 

@@ -73,6 +73,26 @@ def warn(message: str, category: type[Warning] = TopkevalWarning) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
+def optional_module(name: str, extra: str, feature: str) -> types.ModuleType:
+    """Import an optional dependency when a feature needs it (never at ``import topkeval``): the
+    module, or a one-line ParameterError naming the extra that installs it.
+
+    >>> optional_module("math", "none", "this").__name__
+    'math'
+    >>> optional_module("no_such_module_here", "polars", "to_polars")
+    Traceback (most recent call last):
+    ...
+    topkeval.errors.ParameterError: to_polars needs no_such_module_here, an optional dependency of topkeval: pip install "topkeval[polars]"
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise ParameterError(f'{feature} needs {name.split(".")[0]}, an optional dependency of topkeval: '
+                             f'pip install "topkeval[{extra}]"') from None
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and the word in its number: ``plural(1, "query", "queries")`` is "1 query".
 

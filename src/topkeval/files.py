@@ -259,6 +259,50 @@ def scratch_error(exc: OSError, folder) -> OutputFileError:
                            "input.")
 
 
+@contextlib.contextmanager
+def scratch_folder(prefix: str = "topkeval-") -> Iterator[Path]:
+    """A private temporary folder (in ``TOPKEVAL_TMP`` when set), removed with everything in it when
+    the block ends: for files topkeval writes only to hand them on (the artifacts that
+    :meth:`Results.log_mlflow` gives MLflow to copy). Its files are written with :func:`open_output`
+    like any other; failing to create the folder is an :class:`~topkeval.errors.OutputFileError`.
+
+    Examples
+    --------
+    >>> with scratch_folder() as folder:
+    ...     _ = write_text(folder / "a.txt", "hi")
+    ...     sorted(p.name for p in folder.iterdir())
+    ['a.txt']
+    >>> folder.exists()
+    False
+    """
+    import tempfile
+
+    where = os.environ.get("TOPKEVAL_TMP")
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix=prefix, dir=where)
+    except OSError as exc:
+        raise scratch_error(exc, where or tempfile.gettempdir()) from None
+    with scratch as folder:
+        yield Path(folder)
+
+
+def write_parquet(path, table, *, overwrite: bool = False, param: str = "path", owner: str = "write") -> str:
+    """Write an Arrow table to ``path`` as parquet with :func:`open_output`; return the path written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pyarrow as pa, pyarrow.parquet as pq
+    >>> path = write_parquet(pathlib.Path(tempfile.mkdtemp()) / "a.parquet", pa.table({"x": [1, 2]}))
+    >>> pq.read_table(path).to_pydict()
+    {'x': [1, 2]}
+    """
+    import pyarrow.parquet as pq
+
+    with open_output(path, overwrite=overwrite, binary=True, param=param, owner=owner) as f:
+        pq.write_table(table, f)
+    return os.fspath(path)
+
+
 def write_text(path, text: str, *, overwrite: bool = False, param: str = "path", owner: str = "write") -> str:
     """Write ``text`` (UTF-8) to ``path`` with :func:`open_output`; return the path written.
 

@@ -201,6 +201,33 @@ class Name(Constraint):
         return ""
 
 
+class KeyPath(Constraint):
+    """A ``/``-separated path of the names a tracking store takes in metric names and artifact paths
+    (MLflow: :meth:`Results.log_mlflow`'s ``prefix`` and ``artifact_path``): ASCII letters, digits, ``_``,
+    ``-``, ``.`` and spaces between the slashes, no part empty (but the last: ``"eval/"`` ends with one),
+    ``.`` or ``..``; the empty text is the top level."""
+
+    _PART = re.compile(r"[A-Za-z0-9_.\- ]+")
+
+    def __init__(self, *, max_length: int = 200):
+        self.max_length = max_length
+        self.expected = (f"a path of names separated by '/' (ASCII letters, digits, '_', '-', '.' and spaces; no "
+                         f"empty, '.' or '..' part; at most {max_length} characters)")
+
+    def accepts(self, value) -> bool:
+        if not isinstance(value, str) or len(value) > self.max_length:
+            return False
+        parts = value.split("/")
+        if parts[-1] == "":
+            parts = parts[:-1]
+        return all(self._PART.fullmatch(p) is not None and p.strip(".") != "" for p in parts)
+
+    def hint(self, value) -> str:
+        if isinstance(value, str) and value.startswith("/"):
+            return " Drop the leading '/'."
+        return ""
+
+
 class Column(Constraint):
     """A column name: a non-empty string."""
 

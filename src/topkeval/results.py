@@ -15,6 +15,7 @@ from .analysis import segments as _segments
 from .analysis import views as _views
 from .engine.results import Evaluation
 from .metrics.names import MAX_CUTOFF
+from .outputs import frames as _frames
 from .params import (
     CONFIDENCE,
     CORRECTION,
@@ -31,6 +32,7 @@ from .params import (
     Ids,
     Int,
     IntList,
+    KeyPath,
     Map,
     MetricName,
     Metrics,
@@ -186,11 +188,87 @@ class Results:
         """The :class:`~topkeval.conventions.Conventions` the results were computed under."""
         return self._evaluation.conventions
 
-    @validate_params()
-    def to_pandas(self) -> pd.DataFrame:
-        """The per-query values as a pandas DataFrame: :attr:`per_query` (results of a Spark
-        evaluation keep those on the cluster and collect them here). A copy: changing it changes nothing else."""
+    @validate_params(table=Options(*_frames.TABLES))
+    def to_pandas(self, table: str = "per_query") -> pd.DataFrame:
+        """One table of the results as a pandas DataFrame; by default the per-query values.
+
+        Parameters
+        ----------
+        table : {"per_query", "summary", "segments"}
+            :attr:`per_query` (results of a Spark evaluation keep those on the cluster and collect
+            them here), :attr:`summary` (indexed by ``model``) or :attr:`segments` (with ``by=``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            A copy: changing it changes nothing else.
+
+        See Also
+        --------
+        to_arrow, to_polars : the same tables as Arrow and polars tables.
+        """
+        if table != "per_query":
+            return _frames.frame(self, table)
         return _copy(self._evaluation.per_query)
+
+    @validate_params(table=Options(*_frames.TABLES))
+    def to_arrow(self, table: str = "per_query"):
+        """One table of the results as a ``pyarrow.Table``: :meth:`to_pandas`'s, its index (``model``,
+        the segment columns) as leading columns.
+
+        The column types are pandas' own, turned into Arrow's: text ids stay text, integer ids keep
+        their width (an ``Int32`` query column stays int32), model names are text, metrics float64.
+
+        Parameters
+        ----------
+        table : {"per_query", "summary", "segments"}
+            As in :meth:`to_pandas`.
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> res = tk.evaluate({"query": ["q1", "q1", "q2", "q2"], "relevance": [1, 0, 0, 1],
+        ...                    "s": [0.9, 0.1, 0.9, 0.1]}, metrics=["P@1"], score="s")
+        >>> res.to_arrow().to_pydict()
+        {'model': ['s', 's'], 'query': ['q1', 'q2'], 'P@1': [1.0, 0.0]}
+        >>> res.to_arrow("summary").to_pydict()
+        {'model': ['s'], 'P@1': [0.5]}
+        """
+        return _frames.to_arrow(self, table)
+
+    @validate_params(table=Options(*_frames.TABLES))
+    def to_polars(self, table: str = "per_query"):
+        """One table of the results as a ``polars.DataFrame``: :meth:`to_arrow`'s, the same column types
+        (polars in, polars out: one call). Needs polars, an optional extra:
+        ``pip install "topkeval[polars]"``.
+
+        Parameters
+        ----------
+        table : {"per_query", "summary", "segments"}
+            As in :meth:`to_pandas`.
+
+        Raises
+        ------
+        ParameterError
+            polars is not installed.
+
+        Examples
+        --------
+        >>> import polars as pl, topkeval as tk
+        >>> log = pl.DataFrame({"user": ["u1", "u1", "u2", "u2"], "relevance": [1, 0, 0, 1],
+        ...                     "s": [0.9, 0.1, 0.9, 0.1]})
+        >>> tk.evaluate(log, metrics=["P@1"], query="user", score="s").to_polars()
+        shape: (2, 3)
+        ┌───────┬──────┬─────┐
+        │ model ┆ user ┆ P@1 │
+        │ ---   ┆ ---  ┆ --- │
+        │ str   ┆ str  ┆ f64 │
+        ╞═══════╪══════╪═════╡
+        │ s     ┆ u1   ┆ 1.0 │
+        │ s     ┆ u2   ┆ 0.0 │
+        └───────┴──────┴─────┘
+        """
+        return _frames.to_polars(self, table)
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"),
@@ -662,6 +740,68 @@ class Results:
                                 worst=worst, k=k, images=images, title=title, confidence=confidence, test=test,
                                 correction=correction, n_resamples=n_resamples, seed=seed, curves=curves,
                                 digits=digits, overwrite=overwrite)
+
+    @validate_params(run_id=[Text(empty=False, max_length=1000), None], prefix=KeyPath(), per_query=Bool(),
+                     report=Bool(), ci=[CONFIDENCE, None], baseline=[Model(), None], n_resamples=RESAMPLES, seed=SEED,
+                     step=Int(0, 2**63 - 1), artifact_path=KeyPath())
+    def log_mlflow(self, run_id: str | None = None, *, prefix: str = "", per_query: bool = True, report: bool = True,
+                   ci: float | None = None, baseline: str | None = None, n_resamples: int = 10_000,
+                   seed: int | None = 0, step: int = 0, artifact_path: str = "topkeval") -> str:
+        """Log the results to an MLflow run: each model's means as metrics, their intervals, the
+        per-query table and the HTML report as artifacts. Needs MLflow, an optional extra:
+        ``pip install "topkeval[mlflow]"`` (mlflow-skinny is enough).
+
+        Into the run ``run_id``, else the active run (``with mlflow.start_run():``), else a new run
+        of the current experiment that is started and ended here; a run this call did not start is
+        never ended. Everything is computed before anything is logged. Names and files:
+        :mod:`topkeval.integrations.mlflow`.
+
+        Parameters
+        ----------
+        run_id : str, optional
+            The id of an existing run of the tracking store (``mlflow.get_tracking_uri()``).
+        prefix : str
+            Put before every metric name: ``"val/"`` logs ``val/<model>/<metric>``. ASCII letters,
+            digits, ``_ - .``, spaces and ``/``.
+        per_query : bool
+            Log the per-query table (:meth:`to_arrow`'s) as ``per_query.parquet``.
+        report : bool
+            Log the HTML report (:meth:`report`) as ``report.html``.
+        ci : float, optional
+            Also log each mean's bootstrap interval at this level (:meth:`summary_ci`) as
+            ``<model>/<metric>_ci_low`` and ``_ci_high``; the report's intervals take the same level.
+        baseline : str, optional
+            The report's baseline (default: the first model).
+        n_resamples, seed
+            Of the intervals and the report's tests, as in :meth:`summary_ci`.
+        step : int
+            The MLflow step of the metrics (an epoch, a training step).
+        artifact_path : str
+            The folder of the run's artifacts that receives the files (``""``: the top).
+
+        Returns
+        -------
+        str
+            The id of the run logged into.
+
+        Raises
+        ------
+        ParameterError
+            MLflow is not installed; ``run_id`` names no run, or a deleted one; two means would take
+            one MLflow name; the per-query values are needed and were not kept.
+
+        Examples
+        --------
+        >>> import mlflow, topkeval as tk  # doctest: +SKIP
+        >>> res = tk.evaluate("recs.parquet", ["recall@10", "ndcg@10"], query="user", item="item",
+        ...                   model="model", qrels="truth.parquet")  # doctest: +SKIP
+        >>> with mlflow.start_run():  # doctest: +SKIP
+        ...     res.log_mlflow(prefix="val/", ci=0.95)  # val/als/recall_at_10, val/als/recall_at_10_ci_low, ...
+        """
+        from .integrations.mlflow import log_results
+
+        return log_results(self, run_id, prefix=prefix, per_query=per_query, report=report, ci=ci, baseline=baseline,
+                           n_resamples=n_resamples, seed=seed, step=step, artifact_path=artifact_path)
 
     @validate_params(baseline=[Model(), None], digits=DIGITS, test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED)

@@ -60,6 +60,18 @@ def ids_as_objects(values, at: np.ndarray | None = None) -> np.ndarray:
     return values if at is None else values[at]
 
 
+def take_rows(values, rows: np.ndarray):
+    """A column as :func:`topkeval.inputs.read_columns` gives it (an array, Arrow text, or codes into
+    labels), at rows ``rows`` only, in the same form (a copy: never the caller's memory)."""
+    if isinstance(values, Encoded):
+        return Encoded(values.codes[rows], values.labels)
+    if is_arrow(values):
+        import pyarrow as pa
+
+        return values.take(pa.array(rows, type=pa.int64()))
+    return np.asarray(values)[rows]
+
+
 #: pandas.api.types.infer_dtype's names of the id types that order and compare among themselves.
 _ID_KINDS = {"string", "bytes", "integer", "floating", "mixed-integer-float", "decimal", "boolean", "datetime",
              "datetime64", "date", "timedelta", "timedelta64", "time", "period", "empty", "categorical"}

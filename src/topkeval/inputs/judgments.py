@@ -140,6 +140,27 @@ def _distinct(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64, copy=False), np.asarray(labels)
 
 
+def model_rows(values, column: str) -> list[tuple[str, np.ndarray]]:
+    """The rows of each model of a stacked table (a run-name column, ``model=``): ``(name, rows)``
+    in order of first appearance, each model named by its id as text, its rows in input order.
+
+    Raises
+    ------
+    ParameterError
+        Two models with the same name as text (1 and "1"), or a model named by the empty text.
+    """
+    codes, names = _distinct(values, column, "run name")
+    by_run = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[by_run], np.arange(len(names) + 1))
+    out = [(str(name), by_run[bounds[c]:bounds[c + 1]]) for c, name in enumerate(names)]
+    if len({name for name, _ in out}) < len(out):
+        raise ParameterError(f"Two runs of column {column!r} have the same name as text; rename one.")
+    if any(not name for name, _ in out):  # a model named '' could not be named to compare, diff or report
+        raise ParameterError(f"Column {column!r} names a run with the empty text '': models are named by text "
+                             "(baseline=, diff, the report): give that run a name.")
+    return out
+
+
 def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of the judgments' and the run's ids in one label space, matched by value.
 
@@ -233,17 +254,9 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
                         "twice; keep one grade per pair.")
     csum = np.concatenate([[0], np.cumsum(conv.is_relevant(j_grades), dtype=np.int64)])
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
+    runs: list[tuple[str, np.ndarray | None, str]]
     if model is not None:
-        run_codes, run_names = _distinct(cols[model], model, "run name")
-        by_run = np.argsort(run_codes, kind="stable")
-        bounds = np.searchsorted(run_codes[by_run], np.arange(len(run_names) + 1))
-        runs: list[tuple[str, np.ndarray | None, str]] = [
-            (str(name), by_run[bounds[c]:bounds[c + 1]], scores[0]) for c, name in enumerate(run_names)]
-        if len({r[0] for r in runs}) < len(runs):
-            raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
-        if any(not r[0] for r in runs):  # a model named '' could not be named to compare, diff or report
-            raise ParameterError(f"Column {model!r} names a run with the empty text '': models are named by text "
-                                 "(baseline=, diff, the report): give that run a name.")
+        runs = [(name, rows, scores[0]) for name, rows in model_rows(cols[model], model)]
         if all_runs is not None:
             here = {r[0]: r for r in runs}
             runs = [here.get(str(name), (str(name), np.zeros(0, np.int64), scores[0])) for name in all_runs]
