@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topkeval"
 # the packages in the order the data flows through them; a module may import from its own floor and
 # from floors below it, never from one above
 FLOORS = [
-    ("foundation", {"errors", "params", "conventions", "files", "kernels", "demo", "version"}),
+    ("foundation", {"errors", "params", "conventions", "files", "progress", "kernels", "demo", "version"}),
     ("inputs", {"inputs"}),
     ("metrics", {"metrics"}),
     ("engine", {"engine"}),

@@ -110,4 +110,4 @@ def test_a_step_without_a_display_does_nothing():
     with progress.step("work", total=3) as bar:
         bar.advance()
         bar.describe("more work")
-    assert progress.rows_read("some.parquet") is None  # no display: no count of the file's rows either
+    assert progress.rows_read("some.parquet", 100) is None  # no display: no step

@@ -241,11 +241,11 @@ def evaluate(
     model
     score      0.25
     """
-    from .progress import rows_read, shown
+    from .progress import shown
 
     with shown(progress is True):
         if isinstance(progress, bool):
-            progress = rows_read(data) if progress else None
+            progress = _rows_read(data) if progress else None
         request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels,
                            model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
                            chunk_rows=chunk_rows, progress=progress, keep_per_query=keep_per_query, threads=threads,
@@ -257,6 +257,25 @@ def evaluate(
         return _dispatch(replace(request, plan=engine.make_plan(names, request.plan.conv), progress=None))
 
     return Results(replace(evaluation, rerun=evaluation.rerun or rerun, ascending=bool(ascending)))
+
+
+def _rows_read(data):
+    """progress=True: a step counting the rows of a streamed file (a parquet file's total from its metadata)."""
+    from pathlib import Path
+
+    from .progress import rows_read
+
+    if not isinstance(data, (str, Path)):
+        return None
+    total = None
+    if str(data).endswith((".parquet", ".pq")):
+        from .inputs.stream import count_rows
+
+        try:
+            total = count_rows(Path(data))
+        except Exception:  # the evaluation itself reports an unreadable file, in its words
+            total = None
+    return rows_read(Path(data).name, total)
 
 
 @dataclass(frozen=True)

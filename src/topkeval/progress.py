@@ -115,20 +115,9 @@ def shown(enabled: bool | None):
         display.close()
 
 
-def rows_read(data):
-    """For a file path: a function that advances a "rows read" step by the rows of each streamed
-    batch (its total from the parquet metadata), or None for data in memory."""
-    from pathlib import Path
-
-    if _current.get() is None or not isinstance(data, (str, Path)):
+def rows_read(name: str, total: int | None):
+    """A function that advances a "reading NAME" step by the rows of each streamed batch (``total``
+    rows in all, None if unknown), or None without an open display."""
+    if _current.get() is None:
         return None
-    total = None
-    if str(data).endswith((".parquet", ".pq")):
-        from .inputs.stream import count_rows
-
-        try:
-            total = count_rows(Path(data))
-        except Exception:  # the evaluation itself reports an unreadable file, in its words
-            total = None
-    bar = step(f"reading {Path(data).name}", total=total)
-    return bar.advance
+    return step(f"reading {name}", total=total).advance
