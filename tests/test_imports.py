@@ -1,12 +1,12 @@
-"""`import topkeval` stays light: no polars, torch, pyspark, matplotlib, nor the compiler."""
+"""`import topkeval` stays light: no polars, torch, torchmetrics, lightning, pyspark, matplotlib, nor the compiler."""
 
 import subprocess
 import sys
 
 
 def test_import_is_light():
-    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'torch', 'pyspark', 'matplotlib', 'numba', "
-            "'scipy', 'rich') if m in sys.modules))")
+    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'torch', 'torchmetrics', 'lightning', "
+            "'pyspark', 'grpc', 'matplotlib', 'numba', 'scipy', 'rich', 'topkeval.integrations') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import topkeval imported {out}"
 
@@ -25,3 +25,12 @@ def test_rich_is_imported_by_the_command_line_only():
             "metrics=['recall@1']); res.to_dict(per_query=True); print('rich' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_the_integrations_package_imports_nothing_heavy():
+    """``topkeval.integrations`` (the bridges to torchmetrics, Lightning, ...) is imported on demand;
+    the package itself loads no extra."""
+    code = ("import sys, topkeval.integrations; print(','.join(m for m in ('torch', 'torchmetrics', 'lightning', "
+            "'pyspark') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""

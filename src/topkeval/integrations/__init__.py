@@ -1,0 +1,1 @@
+"""Bridges to the tools users already work in (optional extras, imported lazily)."""
