@@ -1,7 +1,8 @@
 """The API-wide hostile-value test: every public parameter, hostile values, a result or a TopkevalError.
 
 The public callables are found, not listed: the functions of ``topkeval.__all__`` and the public
-methods of its classes (Results, the Spark results, MatrixEvaluator). Each must go through the one
+methods of its classes (Results, the Spark results, MatrixEvaluator), and those of
+``topkeval.integrations`` whose extra is installed (TopkMetrics). Each must go through the one
 parameter layer (:func:`topkeval.params.validate_params`), and each has one valid call below
 (``VALID``). Then, for every parameter of every signature, hypothesis replaces that one argument
 of the valid call by hostile values (negative, zero, huge, NaN, None, empty, the wrong type, bools,
@@ -70,7 +71,18 @@ def public_callables() -> dict[str, object]:
     return found
 
 
-PUBLIC = public_callables()
+def integrations() -> dict[str, object]:
+    """The public callables of ``topkeval.integrations`` whose extra is installed: the methods
+    TopkMetrics defines (not those a torchmetrics Metric inherits from torch)."""
+    try:
+        from topkeval.integrations.torchmetrics import TopkMetrics
+    except tk.TopkevalError:  # torch and torchmetrics are not installed
+        return {}
+    return {f"TopkMetrics.{name}": member for name, member in vars(TopkMetrics).items()
+            if inspect.isfunction(member) and (name == "__init__" or not name.startswith("_"))}
+
+
+PUBLIC = public_callables() | integrations()
 
 
 def test_every_public_callable_goes_through_the_parameter_layer():
@@ -194,8 +206,24 @@ def valid_calls(files) -> dict:
                                                    model=None)),
         "MatrixEvaluator.compute": (fed.compute, {}),
         "MatrixEvaluator.reset": (ev.reset, {}),
+        **_integration_calls(),
         **{f"{cls}.{name}": call for cls, res in (("Results", RES),)
            for name, call in _results_calls(res, root).items() if f"{cls}.{name}" in PUBLIC},
+    }
+
+
+def _integration_calls() -> dict:
+    if "TopkMetrics.update" not in PUBLIC:
+        return {}
+    from topkeval.integrations.torchmetrics import TopkMetrics
+
+    fed = TopkMetrics(["recall@1"])
+    fed.update(SCORES, TRUTH)
+    return {
+        "TopkMetrics.__init__": (TopkMetrics, dict(metrics=["recall@1"], conventions=None, prefix="", batch_size=None,
+                                                   threads=None, sync_on_compute=True, process_group=None)),
+        "TopkMetrics.update": (TopkMetrics(["recall@1"]).update, dict(scores=SCORES, relevant=TRUTH, exclude=None)),
+        "TopkMetrics.compute": (fed.compute, {}),
     }
 
 

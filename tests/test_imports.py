@@ -1,12 +1,13 @@
-"""`import topkeval` stays light: no polars, mlflow, torch, pyspark, matplotlib, nor the compiler."""
+"""`import topkeval` stays light: no polars, mlflow, torch, torchmetrics, lightning, pyspark, matplotlib, nor the compiler."""
 
 import subprocess
 import sys
 
 
 def test_import_is_light():
-    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'mlflow', 'torch', 'pyspark', 'matplotlib', "
-            "'numba', 'scipy', 'rich') if m in sys.modules))")
+    code = ("import sys, topkeval; print(','.join(m for m in ('polars', 'mlflow', 'torch', 'torchmetrics', "
+            "'lightning', 'pyspark', 'grpc', 'matplotlib', 'numba', 'scipy', 'rich', 'topkeval.integrations') "
+            "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"import topkeval imported {out}"
 
@@ -39,3 +40,12 @@ def test_the_optional_extras_are_imported_only_by_what_needs_them():
             "print(','.join(m for m in ('polars', 'mlflow') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["", "", "polars"]
+
+
+def test_the_integrations_package_imports_nothing_heavy():
+    """``topkeval.integrations`` (the bridges to torchmetrics, Lightning, ...) is imported on demand;
+    the package itself loads no extra."""
+    code = ("import sys, topkeval.integrations; print(','.join(m for m in ('torch', 'torchmetrics', 'lightning', "
+            "'pyspark') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""

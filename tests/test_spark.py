@@ -288,3 +288,35 @@ def test_spark_results_are_results_with_the_per_query_values_on_the_cluster(spar
     assert payload["per_query"] == local.to_dict(per_query=True)["per_query"]
     assert payload["summary"] == local.to_dict()["summary"]
     pd.testing.assert_frame_equal(res.to_pandas(), local.per_query)
+
+
+def test_the_executors_run_this_topkeval(spark):
+    """The Python workers import the topkeval under test, not another install (a relative PYTHONPATH
+    is lost where Spark Connect runs its workers in a folder of their own); and the session is the
+    kind asked for (TOPKEVAL_SPARK_CONNECT=1: a Spark Connect client, tests/test_spark_connect.py)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    def where(batches):
+        import topkeval
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"file": [str(Path(topkeval.__file__).resolve())]})
+
+    schema = StructType([StructField("file", StringType())])
+    found = {r["file"] for r in spark.range(2).repartition(2).mapInArrow(where, schema).collect()}
+    assert found == {str(Path(tk.__file__).resolve())}
+    connect = type(spark).__module__.startswith("pyspark.sql.connect.")
+    assert connect == (os.environ.get("TOPKEVAL_SPARK_CONNECT") == "1")
+
+
+def test_a_small_table_is_not_spread_over_many_partitions(spark):
+    """Classic Spark: as many partitions as the input and the cores; Spark Connect, which cannot ask:
+    Spark's shuffle partitions, coalesced by adaptive execution (not 200 tasks for 60 queries)."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"query": np.repeat(np.arange(60), 5), "item": np.tile(np.arange(5), 60),
+                          "relevance": rng.integers(0, 2, 300), "score": rng.random(300)})
+    res = tk.evaluate(_sdf(spark, frame), ["recall@2"], item="item")
+    assert res.info["spark"]["partitions"] <= 4  # partitions that held rows
+    local = tk.evaluate(frame, ["recall@2"], item="item")
+    pd.testing.assert_frame_equal(res.summary, local.summary, rtol=1e-12)
