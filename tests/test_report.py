@@ -446,7 +446,7 @@ def test_plots_numbers_and_hostile_names():
     fig.canvas.draw()  # mathtext would fail on an unbalanced $ in a name
     fig = res.plot_deltas("ndcg@5")
     fig.canvas.draw()
-    heights = sum(p.get_height() for p in fig.axes[0].patches)
+    heights = sum(h for _, _, _, h in _bars(fig.axes[0]))
     assert heights == len(res.diff(res.models[0], res.models[1], "ndcg@5"))
     with pytest.raises(ParameterError, match="one"):
         tk.evaluate({"query": [1, 1], "relevance": [1, 0], "s": [1.0, 2.0]}, ["recall@1"], score="s").plot_deltas(
@@ -640,8 +640,21 @@ def test_side_by_side_frame_for_each_output():
     assert '"b other rank": null' in json_text(records(data)) and "NaN" not in json_text(records(data))
 
 
-def _patches(ax):
-    return [p for p in ax.patches if p.get_width() > 0]
+def _bars(ax):
+    """The histogram's bars as (patch, x, width, height): each bin of the filled step outlines (a
+    StepPatch per side) and the ties' rectangle; bars of height 0 left out."""
+    from matplotlib.patches import Rectangle, StepPatch
+
+    out = []
+    for p in ax.patches:
+        if isinstance(p, StepPatch):
+            values, edges, baseline = p.get_data()
+            assert baseline in (0, None) or np.all(np.asarray(baseline) == 0)  # drawn from 0: not stacked
+            out += [(p, a, b - a, float(v)) for v, a, b in zip(values, edges[:-1], edges[1:]) if v > 0]
+        elif isinstance(p, Rectangle) and p.get_width() > 0 and p.get_height() > 0:
+            assert p.get_y() == 0  # not stacked
+            out.append((p, p.get_x(), p.get_width(), p.get_height()))
+    return out
 
 
 def test_delta_histogram_hides_no_bar():
@@ -658,25 +671,23 @@ def test_delta_histogram_hides_no_bar():
     fig = plot_deltas(res, "recall@10", "old_ranker", "new_ranker", data=data)
     ax = fig.axes[0]
     colour = {to_hex(COLOURS[3]): "worse", to_hex(COLOURS[2]): "better", to_hex(COLOURS[7]): "equal"}
-    bars = [(colour[to_hex(p.get_facecolor()[:3])], p) for p in _patches(ax)]
-    height = {name: sum(p.get_height() for n, p in bars if n == name) for name in ("worse", "better", "equal")}
+    bars = [(colour[to_hex(p.get_facecolor()[:3])], p, x, w, h) for p, x, w, h in _bars(ax)]
+    height = {name: sum(h for n, _, _, _, h in bars if n == name) for name in ("worse", "better", "equal")}
     assert height == {"worse": 3, "better": 4, "equal": 500}
-    for name, p in bars:
-        assert p.get_y() == 0, name  # not stacked
     order = {id(p): i for i, p in enumerate(ax.get_children())}
-    for name, p in bars:
-        if name == "equal" or p.get_height() == 0:
+    for name, p, x0, w, _h in bars:
+        if name == "equal":
             continue
-        x0, x1 = p.get_x(), p.get_x() + p.get_width()
-        for other_name, q in bars:
+        for other_name, q, qx, qw, _qh in bars:
             above = (q.get_zorder(), order[id(q)]) > (p.get_zorder(), order[id(p)])
-            shared = min(x1, q.get_x() + q.get_width()) - max(x0, q.get_x())  # bars side by side share 0
-            overlaps = shared > 1e-9 * p.get_width() and q.get_height() > 0
-            if q is not p and above and overlaps:
+            shared = min(x0 + w, qx + qw) - max(x0, qx)  # bars side by side share 0
+            if q is not p and above and shared > 1e-9 * w:
                 assert q.get_alpha() is not None and q.get_alpha() < 1, (name, other_name)
+            if q is not p and name != other_name and other_name != "equal":
+                assert shared <= 1e-9 * w, (name, other_name)  # a bin holds losses only or wins only
     # the small wins (1e-9, 2e-9) are in a green bar that starts at 0 and has height 2
-    beside = [p for n, p in bars if n == "better" and abs(p.get_x()) < 1e-9 * p.get_width()]
-    assert [p.get_height() for p in beside] == [2]
+    beside = [h for n, _, x, w, h in bars if n == "better" and abs(x) < 1e-9 * w]
+    assert beside == [2]
 
 
 def _bold_models(page_html, models, metrics):
