@@ -338,3 +338,16 @@ def test_resampled_sums_depend_on_the_seed_only(monkeypatch):
     assert threads.default_threads() == 1
     again = resampled_sums(blocks, 5000, np.random.default_rng(2), "bootstrap")
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
+
+
+@pytest.mark.parametrize("a,b", [([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]),  # every query won by the same margin
+                                 ([1 / 3] * 3, [2 / 3] * 3),
+                                 ([0.2, 0.3], [0.1, 0.2])])  # the same difference, up to rounding
+def test_equal_differences_give_an_infinite_t_without_a_warning(a, b):
+    """When every query differs by the same amount (to rounding), the t statistic and Cohen's d are
+    infinite: p 0 and effect size +-inf, not scipy's precision-loss warning nor a d of 5e15."""
+    n = len(a)
+    frame = pd.DataFrame({"model": ["a"] * n + ["b"] * n, "query": list(range(n)) * 2, "recall@10": a + b})
+    row = Results.from_per_query(frame).compare(test="t").iloc[0]
+    assert row.p_value == 0.0 and row.effect_size == math.copysign(math.inf, row.delta)
+    assert row.verdict == ("better" if row.delta > 0 else "worse")

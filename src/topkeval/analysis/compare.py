@@ -135,6 +135,8 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
     from scipy import stats
 
     if test == "t":
+        if _all_equal(d):  # every query differs by the same amount: t is infinite (scipy warns instead)
+            return 0.0
         return float(stats.ttest_rel(m, b).pvalue)
     if test == "wilcoxon":
         return float(stats.wilcoxon(m, b, zero_method="wilcox").pvalue)
@@ -150,6 +152,12 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
     return float((1 + np.sum(~(shifted < observed - tol))) / (1 + n_resamples))
 
 
+def _all_equal(d: np.ndarray) -> bool:
+    """Whether every difference is the same, to rounding (their spread is then no spread: sd 0)."""
+    mean = float(d.mean())
+    return bool(np.max(np.abs(d - mean)) <= TIE * max(1.0, abs(mean)))
+
+
 def _cohen_d(delta: float, sd: float) -> float:
     if math.isnan(sd):
         return math.nan
@@ -162,7 +170,7 @@ def _weighted_stats(d: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray |
     """(value, baseline, delta, sd of d): plain, or weighted with ``w``."""
     if w is None:
         value, base = float(m.mean()), float(b.mean())
-        sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
+        sd = (0.0 if _all_equal(d) else float(d.std(ddof=1))) if len(d) > 1 else math.nan
         return value, base, value - base, sd
     total = float(w.sum())
     if total <= 0:
@@ -170,7 +178,8 @@ def _weighted_stats(d: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray |
     value, base = float((w * m).sum() / total), float((w * b).sum() / total)
     mean_d = float((w * d).sum() / total)
     n = len(d)  # weights rescaled to mean 1, then n - 1 degrees of freedom: equal weights give the plain sd
-    sd = math.sqrt(float((w * (d - mean_d) ** 2).sum() / total) * n / (n - 1)) if n > 1 else math.nan
+    sd = (0.0 if _all_equal(d) else math.sqrt(float((w * (d - mean_d) ** 2).sum() / total) * n / (n - 1))) \
+        if n > 1 else math.nan
     return value, base, value - base, sd
 
 
