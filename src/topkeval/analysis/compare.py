@@ -45,7 +45,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..engine.aggregate import scaled_weights, total_weight, weighted_mean
+from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
 from .many import detectable_delta
 from .segments import groups
@@ -297,8 +297,11 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
                 ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
                 if w_all is not None:
                     ok &= w_all > 0  # a query of weight 0 counts nowhere (as if repeated 0 times)
+                # values of 1e300 divided by a power of 2 (exact), the means and intervals scaled back
+                shift = value_shift(ma[ok], mb[ok])
                 # weights scaled by a power of 2 (exact): weights of 1e308 or 5e-324 neither overflow nor underflow
-                rows.append(dict(key=key, model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out,
+                rows.append(dict(key=key, model=model, metric=metric, m=np.ldexp(ma[ok], -shift),
+                                 b=np.ldexp(mb[ok], -shift), shift=shift, left_out=left_out,
                                  w=None if w_all is None else scaled_weights(w_all[ok]),
                                  total=None if w_all is None else total_weight(w_all[ok])))
     return rows
@@ -347,14 +350,20 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float) -> dict
     else:
         lo = hi = p = math.nan
     eps = TIE
+    detectable = detectable_delta(d, alpha) if w is None else math.nan
+    relative = delta / base_mean if base_mean else math.nan
+    effect = _cohen_d(delta, sd)
+    if r["shift"]:  # values divided by 2**shift: the means, differences and intervals scaled back
+        base_mean, value, delta, lo, hi, detectable = unscale([base_mean, value, delta, lo, hi, detectable],
+                                                              r["shift"])
     return {
         **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
-        "relative_delta": delta / base_mean if base_mean else math.nan,
+        "relative_delta": relative,
         "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
         "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
-        "effect_size": _cohen_d(delta, sd),
+        "effect_size": effect,
         "n_queries": n, "left_out": r["left_out"], **({"weight": r["total"]} if w is not None else {}),
-        "detectable_delta": detectable_delta(d, alpha) if w is None else math.nan,
+        "detectable_delta": detectable,
     }
 
 
@@ -378,23 +387,25 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
     parallel pass (each exactly, see :func:`_resampled`)."""
     alpha = 1 - confidence
     out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(columns)
-    live, blocks = [], []
+    live, blocks, shifts = [], [], []
     for i, v in enumerate(columns):
         ok = ~np.isnan(v)
         if not ok.any():
             continue
         live.append(i)
+        shifts.append(value_shift(v[ok]))  # values of 1e300: resampled divided by a power of 2, scaled back
+        v = np.ldexp(v, -shifts[-1])
         if weights is None:
             blocks.append(v[ok][:, None])
         else:
             w = scaled_weights(np.asarray(weights[i], dtype=np.float64)[ok])
             blocks.append(np.column_stack([v[ok] * w, w]))
     sums = _resampled(blocks, n_resamples, rng, "bootstrap")
-    for i, block, s in zip(live, blocks, sums):
+    for i, block, s, shift in zip(live, blocks, sums, shifts):
         with np.errstate(invalid="ignore", divide="ignore"):
             means = s[:, 0] / (len(block) if weights is None else s[:, 1])
         lo, hi = np.nanquantile(means, [alpha / 2, 1 - alpha / 2])
-        out[i] = (float(lo), float(hi))
+        out[i] = tuple(unscale([lo, hi], shift))
     return out
 
 
