@@ -338,3 +338,47 @@ def test_resampled_sums_depend_on_the_seed_only(monkeypatch):
     assert threads.default_threads() == 1
     again = resampled_sums(blocks, 5000, np.random.default_rng(2), "bootstrap")
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
+
+
+@pytest.mark.parametrize("a,b", [([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]),  # every query won by the same margin
+                                 ([1 / 3] * 3, [2 / 3] * 3),
+                                 ([0.2, 0.3], [0.1, 0.2])])  # the same difference, up to rounding
+def test_equal_differences_give_an_infinite_t_without_a_warning(a, b):
+    """When every query differs by the same amount (to rounding), the t statistic and Cohen's d are
+    infinite: p 0 and effect size +-inf, not scipy's precision-loss warning nor a d of 5e15."""
+    n = len(a)
+    frame = pd.DataFrame({"model": ["a"] * n + ["b"] * n, "query": list(range(n)) * 2, "recall@10": a + b})
+    row = Results.from_per_query(frame).compare(test="t").iloc[0]
+    assert row.p_value == 0.0 and row.effect_size == math.copysign(math.inf, row.delta)
+    assert row.verdict == ("better" if row.delta > 0 else "worse")
+
+
+@pytest.mark.parametrize("k", [1000, 1023, 520])
+def test_huge_values_compare_as_their_scaled_down_selves(k):
+    """Per-query values of 1e301 to 1e308 (a DCG of huge grades, a metric of one's own): their sums,
+    differences and squares would overflow (RuntimeWarnings, then inf and NaN); every number is that
+    of the values divided by 2**k (exact), scaled back."""
+    rng = np.random.default_rng(3)
+    n = 60
+    base = np.round(rng.random((2, n)), 1)  # repeated values (drawn together) and a few unique ones
+    base[1, :5] = rng.random(5)
+    base /= 2  # below 1 once scaled by 2**1023: no value above the largest float
+    frames = [pd.DataFrame({"model": ["a"] * n + ["b"] * n, "query": list(range(n)) * 2,
+                            "dcg@10": np.ldexp(base.ravel(), e)}) for e in (0, k)]
+    small, huge = (Results.from_per_query(f) for f in frames)
+    located = ["baseline", "value", "delta", "ci_low", "ci_high", "detectable_delta"]
+    for test in ("permutation", "bootstrap", "t", "wilcoxon"):
+        want, got = small.compare(test=test, n_resamples=500), huge.compare(test=test, n_resamples=500)
+        want[located] = np.ldexp(want[located].to_numpy(), k)
+        pd.testing.assert_frame_equal(got, want, rtol=1e-14)
+    want, got = small.summary_ci(n_resamples=500), huge.summary_ci(n_resamples=500)
+    want[["mean", "ci_low", "ci_high"]] = np.ldexp(want[["mean", "ci_low", "ci_high"]].to_numpy(), k)
+    pd.testing.assert_frame_equal(got, want, rtol=1e-14)
+
+
+def test_a_difference_beyond_the_largest_float_is_inf():
+    frame = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "query": [1, 2, 3] * 2,
+                          "dcg@10": [-1.5e308, -1.5e308, -1e308, 1.5e308, 1.5e308, 1e308]})
+    row = Results.from_per_query(frame).compare(test="bootstrap", n_resamples=200).iloc[0]
+    assert (row.baseline, row.value) == pytest.approx((-4 / 3 * 1e308, 4 / 3 * 1e308))
+    assert row.delta == math.inf and row.ci_high == math.inf and row.wins == 3 and row.effect_size > 0

@@ -271,3 +271,24 @@ def test_the_report_shows_every_pair_when_there_are_more_than_two_models(tmp_pat
     two = sweep(X[:, :2])
     two.report(tmp_path / "two.html", n_resamples=200, curves=False)
     assert 'id="pairs"' not in (tmp_path / "two.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("k", [600, 1000])
+def test_huge_values_are_compared_as_their_scaled_down_selves(k):
+    """Values of 1e180 to 1e301: the sums of squares would overflow (RuntimeWarnings, then NaN): F, p
+    and effect sizes are those of the values divided by 2**k, the means and differences scaled back."""
+    rng = np.random.default_rng(4)
+    n = 30
+    base = np.round(rng.random((3, n)), 2)
+    frames = [pd.DataFrame({"model": np.repeat(["a", "b", "c"], n), "query": np.tile(np.arange(n), 3),
+                            "dcg@10": np.ldexp(base.ravel(), e)}) for e in (0, k)]
+    small, huge = (tk.Results.from_per_query(f) for f in frames)
+    for test in ("tukey", "randomized_tukey"):
+        want, got = small.compare_all(test=test, n_resamples=200), huge.compare_all(test=test, n_resamples=200)
+        located = ["mean_a", "mean_b", "delta", "ci_low", "ci_high"]
+        want[located] = np.ldexp(want[located].to_numpy(), k)
+        pd.testing.assert_frame_equal(got, want, rtol=1e-13)
+    want, got = small.anova("dcg@10"), huge.anova("dcg@10")
+    assert got[["F", "p_value", "df"]].equals(want[["F", "p_value", "df"]])
+    squares = np.ldexp(want[["sum_sq", "mean_sq"]].to_numpy(), 2 * k) if 2 * k < 1024 else np.inf
+    assert np.array_equal(got[["sum_sq", "mean_sq"]].to_numpy(), squares * np.ones((4, 2)))

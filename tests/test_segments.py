@@ -244,6 +244,19 @@ def test_a_stacked_table_without_judgments_apart_is_the_wide_form():
         tk.evaluate(stacked, METRICS, relevance="rel", model="item", item="item")
 
 
+def test_a_categorical_model_column_names_the_models_it_holds_in_order_of_appearance():
+    """A pandas Categorical run column (after a filter) keeps unused categories, in category order: they
+    are no models (a model without rows would be a summary of NaN and, first, the default baseline)."""
+    frame = pd.DataFrame({"query": [1, 1, 2, 2] * 2, "item": ["x", "y"] * 4, "relevance": [1, 0, 0, 1] * 2,
+                          "score": [0.9, 0.1, 0.2, 0.8, 0.1, 0.9, 0.8, 0.2], "run": ["b"] * 4 + ["a"] * 4})
+    frame["run"] = pd.Categorical(frame["run"], categories=["z", "a", "b"])
+    truth = frame[frame["run"] == "b"][["query", "item", "relevance"]]
+    for res in (tk.evaluate(frame, ["P@1"], item="item", model="run"),
+                tk.evaluate(frame.drop(columns="relevance"), ["P@1"], item="item", model="run", qrels=truth)):
+        assert res.models == ["b", "a"] and res.summary["P@1"].tolist() == [1.0, 0.0]
+        assert res.compare(n_resamples=100)[["model", "delta"]].values.tolist() == [["a", -1.0]]
+
+
 def test_where_segments_and_weights_are_refused():
     frame = _segment_log()
     res = tk.evaluate(frame, ["recall@2"], relevance="rel", score=["old", "new"], item="item", weight="traffic")

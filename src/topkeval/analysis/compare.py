@@ -45,7 +45,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..engine.aggregate import scaled_weights, total_weight, weighted_mean
+from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
 from .many import detectable_delta
 from .segments import groups
@@ -135,6 +135,8 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
     from scipy import stats
 
     if test == "t":
+        if _all_equal(d):  # every query differs by the same amount: t is infinite (scipy warns instead)
+            return 0.0
         return float(stats.ttest_rel(m, b).pvalue)
     if test == "wilcoxon":
         return float(stats.wilcoxon(m, b, zero_method="wilcox").pvalue)
@@ -150,6 +152,12 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
     return float((1 + np.sum(~(shifted < observed - tol))) / (1 + n_resamples))
 
 
+def _all_equal(d: np.ndarray) -> bool:
+    """Whether every difference is the same, to rounding (their spread is then no spread: sd 0)."""
+    mean = float(d.mean())
+    return bool(np.max(np.abs(d - mean)) <= TIE * max(1.0, abs(mean)))
+
+
 def _cohen_d(delta: float, sd: float) -> float:
     if math.isnan(sd):
         return math.nan
@@ -162,7 +170,7 @@ def _weighted_stats(d: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray |
     """(value, baseline, delta, sd of d): plain, or weighted with ``w``."""
     if w is None:
         value, base = float(m.mean()), float(b.mean())
-        sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
+        sd = (0.0 if _all_equal(d) else float(d.std(ddof=1))) if len(d) > 1 else math.nan
         return value, base, value - base, sd
     total = float(w.sum())
     if total <= 0:
@@ -170,7 +178,8 @@ def _weighted_stats(d: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray |
     value, base = float((w * m).sum() / total), float((w * b).sum() / total)
     mean_d = float((w * d).sum() / total)
     n = len(d)  # weights rescaled to mean 1, then n - 1 degrees of freedom: equal weights give the plain sd
-    sd = math.sqrt(float((w * (d - mean_d) ** 2).sum() / total) * n / (n - 1)) if n > 1 else math.nan
+    sd = (0.0 if _all_equal(d) else math.sqrt(float((w * (d - mean_d) ** 2).sum() / total) * n / (n - 1))) \
+        if n > 1 else math.nan
     return value, base, value - base, sd
 
 
@@ -288,8 +297,11 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
                 ok = ~(np.isnan(ma) | np.isnan(mb))  # undefined values (undefined=nan) drop the pair
                 if w_all is not None:
                     ok &= w_all > 0  # a query of weight 0 counts nowhere (as if repeated 0 times)
+                # values of 1e300 divided by a power of 2 (exact), the means and intervals scaled back
+                shift = value_shift(ma[ok], mb[ok])
                 # weights scaled by a power of 2 (exact): weights of 1e308 or 5e-324 neither overflow nor underflow
-                rows.append(dict(key=key, model=model, metric=metric, m=ma[ok], b=mb[ok], left_out=left_out,
+                rows.append(dict(key=key, model=model, metric=metric, m=np.ldexp(ma[ok], -shift),
+                                 b=np.ldexp(mb[ok], -shift), shift=shift, left_out=left_out,
                                  w=None if w_all is None else scaled_weights(w_all[ok]),
                                  total=None if w_all is None else total_weight(w_all[ok])))
     return rows
@@ -338,14 +350,20 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float) -> dict
     else:
         lo = hi = p = math.nan
     eps = TIE
+    detectable = detectable_delta(d, alpha) if w is None else math.nan
+    relative = delta / base_mean if base_mean else math.nan
+    effect = _cohen_d(delta, sd)
+    if r["shift"]:  # values divided by 2**shift: the means, differences and intervals scaled back
+        base_mean, value, delta, lo, hi, detectable = unscale([base_mean, value, delta, lo, hi, detectable],
+                                                              r["shift"])
     return {
         **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
-        "relative_delta": delta / base_mean if base_mean else math.nan,
+        "relative_delta": relative,
         "ci_low": float(lo), "ci_high": float(hi), "p_value": p,
         "wins": int(np.sum(d > eps)), "ties": int(np.sum(np.abs(d) <= eps)), "losses": int(np.sum(d < -eps)),
-        "effect_size": _cohen_d(delta, sd),
+        "effect_size": effect,
         "n_queries": n, "left_out": r["left_out"], **({"weight": r["total"]} if w is not None else {}),
-        "detectable_delta": detectable_delta(d, alpha) if w is None else math.nan,
+        "detectable_delta": detectable,
     }
 
 
@@ -369,23 +387,25 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
     parallel pass (each exactly, see :func:`_resampled`)."""
     alpha = 1 - confidence
     out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(columns)
-    live, blocks = [], []
+    live, blocks, shifts = [], [], []
     for i, v in enumerate(columns):
         ok = ~np.isnan(v)
         if not ok.any():
             continue
         live.append(i)
+        shifts.append(value_shift(v[ok]))  # values of 1e300: resampled divided by a power of 2, scaled back
+        v = np.ldexp(v, -shifts[-1])
         if weights is None:
             blocks.append(v[ok][:, None])
         else:
             w = scaled_weights(np.asarray(weights[i], dtype=np.float64)[ok])
             blocks.append(np.column_stack([v[ok] * w, w]))
     sums = _resampled(blocks, n_resamples, rng, "bootstrap")
-    for i, block, s in zip(live, blocks, sums):
+    for i, block, s, shift in zip(live, blocks, sums, shifts):
         with np.errstate(invalid="ignore", divide="ignore"):
             means = s[:, 0] / (len(block) if weights is None else s[:, 1])
         lo, hi = np.nanquantile(means, [alpha / 2, 1 - alpha / 2])
-        out[i] = (float(lo), float(hi))
+        out[i] = tuple(unscale([lo, hi], shift))
     return out
 
 

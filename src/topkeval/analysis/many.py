@@ -38,6 +38,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..engine.aggregate import unscale, value_shift
 from ..errors import ParameterError, plural
 from .segments import groups
 
@@ -134,7 +135,12 @@ def anova(results, metric: str) -> pd.DataFrame:
         reason = _too_few(X, label, key)
         if reason and _whole(key):
             raise ParameterError(f"anova {reason}.")
-        table = anova_table(X).reset_index() if not reason else pd.DataFrame(
+        shift = value_shift(X.ravel())  # values of 1e300 divided by a power of 2 (exact): F and p as they are
+        table = anova_table(np.ldexp(X, -shift)) if not reason else None
+        if shift and table is not None:  # the sums of squares scaled back: inf beyond the largest float
+            for column in ("sum_sq", "mean_sq"):
+                table[column] = unscale(table[column], 2 * shift)
+        table = table.reset_index() if not reason else pd.DataFrame(
             {"source": ["models", "queries", "residual", "total"], "sum_sq": math.nan, "df": math.nan,
              "mean_sq": math.nan, "F": math.nan, "p_value": math.nan})
         for i, (name, value) in enumerate(key.items()):
@@ -166,6 +172,8 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                           "p_value": math.nan, "significant": False, "effect_size": math.nan, "letters_a": "",
                           "letters_b": "", "n_queries": n} for a, b in pairs]
                 continue
+            shift = value_shift(X.ravel())  # values of 1e300 divided by a power of 2 (exact), the means scaled back
+            X = np.ldexp(X, -shift)
             v_e = float(anova_table(X).loc["residual", "mean_sq"])
             means = X.mean(axis=0)
             diffs = np.array([means[a] - means[b] for a, b in pairs])
@@ -183,9 +191,10 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
             significant = p < 1 - confidence
             letters = letter_display(models, means, {pairs[i] for i in range(len(pairs)) if significant[i]})
             for i, (a, b) in enumerate(pairs):
+                mean_a, mean_b, delta, low, high = unscale([means[a], means[b], diffs[i], diffs[i] - halves[i],
+                                                            diffs[i] + halves[i]], shift)
                 rows.append({**key, "metric": label, "model_a": models[a], "model_b": models[b],
-                             "mean_a": float(means[a]), "mean_b": float(means[b]), "delta": float(diffs[i]),
-                             "ci_low": float(diffs[i] - halves[i]), "ci_high": float(diffs[i] + halves[i]),
+                             "mean_a": mean_a, "mean_b": mean_b, "delta": delta, "ci_low": low, "ci_high": high,
                              "p_value": float(p[i]), "significant": bool(significant[i]),
                              "effect_size": float(diffs[i] / math.sqrt(v_e)) if v_e > 0 else math.nan,
                              "letters_a": letters[models[a]], "letters_b": letters[models[b]], "n_queries": n})

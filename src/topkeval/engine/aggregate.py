@@ -50,6 +50,21 @@ def total_weight(weights) -> float:
         return float(np.sum(np.asarray(weights, dtype=np.float64)))
 
 
+def value_shift(*values: np.ndarray) -> int:
+    """The power of 2 to divide per-query values by (exact) so that their sums, differences and
+    squares cannot overflow: 0, unless some value exceeds 1e100 (a DCG of huge grades)."""
+    finite = [np.abs(v[np.isfinite(v)]) for v in values]
+    top = max((float(v.max()) for v in finite if len(v)), default=0.0)
+    return math.frexp(top)[1] if 1e100 < top < math.inf else 0
+
+
+def unscale(values, shift: int) -> list[float]:
+    """Numbers computed on values divided by ``2**shift`` (:func:`value_shift`), scaled back: inf where the
+    true number exceeds the largest float (a difference of two values of 1.5e308)."""
+    with np.errstate(over="ignore"):
+        return [float(x) for x in np.ldexp(np.asarray(values, dtype=np.float64), shift)]
+
+
 def weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> float:
     """``sum(w v) / sum(w)`` over the defined values (nan when none, or no weight on them); the mean
     without weights. Exact for any finite weights >= 0 (:func:`scaled_weights`) and for values so

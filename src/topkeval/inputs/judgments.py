@@ -152,7 +152,10 @@ def model_rows(values, column: str) -> list[tuple[str, np.ndarray]]:
     codes, names = _distinct(values, column, "run name")
     by_run = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[by_run], np.arange(len(names) + 1))
-    out = [(str(name), by_run[bounds[c]:bounds[c + 1]]) for c, name in enumerate(names)]
+    # a label without rows (an unused category of a pandas Categorical) is no model; the labels of a
+    # Categorical come in category order, the models in order of first appearance
+    out = sorted(((str(name), by_run[bounds[c]:bounds[c + 1]]) for c, name in enumerate(names)
+                  if bounds[c + 1] > bounds[c]), key=lambda model: model[1][0])
     if len({name for name, _ in out}) < len(out):
         raise ParameterError(f"Two runs of column {column!r} have the same name as text; rename one.")
     if any(not name for name, _ in out):  # a model named '' could not be named to compare, diff or report
