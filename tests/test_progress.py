@@ -111,3 +111,12 @@ def test_a_step_without_a_display_does_nothing():
         bar.advance()
         bar.describe("more work")
     assert progress.rows_read("some.parquet", 100) is None  # no display: no step
+
+
+def test_progress_asked_for_on_a_pipe_writes_nothing_there():
+    """--progress with stderr piped (a log file): no bar can be drawn there, and none of its leftovers
+    (rich ends a display on a pipe with a blank line) is written either; stdout is unchanged."""
+    code, out, err = _run(CLI + ["demo", "--queries", "2000", "--progress"], terminal=False)
+    assert code == 0 and _bars(err) == [] and "\x1b[" not in err
+    assert all(line.strip() for line in err.splitlines()), repr(err)  # (the kernels' first compile may speak)
+    assert out == _run(CLI + ["demo", "--queries", "2000", "--no-progress"], terminal=False)[1]

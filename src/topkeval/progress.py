@@ -52,6 +52,9 @@ class _Display:
         self._timer.start()
 
     def _start(self) -> None:
+        console = self.progress.console
+        if not (console.is_terminal or console.is_jupyter):
+            return  # nothing can be drawn on a pipe or a file, and rich would leave a blank line there
         with self._lock:
             if not self._closed and not self._started:
                 self._started = True
