@@ -154,3 +154,17 @@ def test_a_metric_named_like_an_interval_is_refused_with_ci(store):
     finally:
         for name in ("share", "share_ci_low"):
             forget_metric(name)
+
+
+def test_a_store_mlflow_refuses_is_one_topkeval_error(tmp_path, monkeypatch):
+    """A file store on an existing empty folder has no default experiment: MLflow's refusal comes back
+    as one topkeval error naming the store, not as MLflow's traceback."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:" + str(empty))
+    with pytest.raises(tk.TopkevalError, match="MLflow refused to log into the tracking store") as caught:
+        _results().log_mlflow(report=False)
+    assert str(empty) in str(caught.value)
+    while mlflow.active_run() is not None:
+        mlflow.end_run()

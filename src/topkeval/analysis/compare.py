@@ -250,7 +250,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     """
     models = list(results.summary.index)
     if len(models) < 2:
-        raise ParameterError("compare needs two or more models; evaluate several score columns (score=[...]).")
+        raise ParameterError(f"compare needs two or more models; these results have {len(models)}. Evaluate several "
+                             "score columns (score=[...]), or a stacked table whose model= column holds several "
+                             "models (--model in the command line).")
     baseline = models[0] if baseline is None else baseline
     if baseline not in models:
         raise ParameterError(f"baseline {baseline!r} is not a model of these results.{did_you_mean(str(baseline), models)} "

@@ -120,16 +120,23 @@ def log_results(results, run_id=None, *, prefix: str = "", per_query: bool = Tru
                 client.log_batch(into, metrics=metrics[start:start + BATCH])
             client.log_artifacts(into, str(folder), artifact_path=artifact_path or None)
 
-        if run_id is not None:
-            log(run_id)
-            return str(run_id)
-        active = mlflow.active_run()
-        if active is not None:
-            log(active.info.run_id)
-            return str(active.info.run_id)
-        with mlflow.start_run() as run:  # ended when the block ends (FAILED if logging raises)
-            log(run.info.run_id)
-        return str(run.info.run_id)
+        try:
+            if run_id is not None:
+                log(run_id)
+                return str(run_id)
+            active = mlflow.active_run()
+            if active is not None:
+                log(active.info.run_id)
+                return str(active.info.run_id)
+            with mlflow.start_run() as run:  # ended when the block ends (FAILED if logging raises)
+                log(run.info.run_id)
+            return str(run.info.run_id)
+        except MlflowException as exc:  # the tracking store's own refusal, in one line with where it came from
+            from ..errors import TopkevalError
+
+            raise TopkevalError(f"MLflow refused to log into the tracking store {mlflow.get_tracking_uri()!r}: "
+                                f"{' '.join(str(exc).split())[:300]}. Check the tracking URI (mlflow.set_tracking_uri) "
+                                "and that its experiment exists.") from None
 
 
 def _check_run(client, run_id: str, error: type[BaseException]) -> None:
