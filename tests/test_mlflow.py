@@ -168,3 +168,17 @@ def test_a_store_mlflow_refuses_is_one_topkeval_error(tmp_path, monkeypatch):
     assert str(empty) in str(caught.value)
     while mlflow.active_run() is not None:
         mlflow.end_run()
+
+
+def test_a_store_mlflow_cannot_open_is_one_error_that_names_a_store_that_works(store, monkeypatch):
+    """With no tracking URI set, MLflow 3 opens sqlite:///mlflow.db, which mlflow-skinny (the extra) cannot: the
+    user gets a ParameterError naming the store and the ways to name another, not MLflow's traceback, before
+    the intervals or the report are computed."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "nosuchscheme:///nowhere")
+    res = _results()
+    computed = []
+    monkeypatch.setattr(tk.Results, "summary_ci", lambda *a, **k: computed.append("summary_ci"))
+    with pytest.raises(tk.ParameterError, match="MLflow cannot open its tracking store 'nosuchscheme:///nowhere'") as info:
+        res.log_mlflow(ci=0.9)
+    assert "mlflow.set_tracking_uri('file:./mlruns') with the variable MLFLOW_ALLOW_FILE_STORE=true" in str(info.value)
+    assert computed == []

@@ -88,6 +88,7 @@ def log_results(results, run_id=None, *, prefix: str = "", per_query: bool = Tru
                              f"({', '.join(results.models)}).{did_you_mean(baseline, results.models)}")
     if per_query:
         results.evaluation.require_rows("log_mlflow(per_query=True)")
+    client = _client(mlflow, MlflowException)  # a store MLflow cannot open: said before any work
     # everything computed first: an error here leaves the run as it was
     names = metric_names(results, prefix, ci is not None)
     summary = results.summary
@@ -101,7 +102,6 @@ def log_results(results, run_id=None, *, prefix: str = "", per_query: bool = Tru
             values[(row.model, row.metric, "ci_high")] = float(row.ci_high)
     now = int(time.time() * 1000)
     metrics = [Metric(names[key], value, now, step) for key, value in values.items()]
-    client = mlflow.MlflowClient()
     if run_id is not None:
         _check_run(client, run_id, MlflowException)
     with scratch_folder() as folder:
@@ -137,6 +137,24 @@ def log_results(results, run_id=None, *, prefix: str = "", per_query: bool = Tru
             raise TopkevalError(f"MLflow refused to log into the tracking store {mlflow.get_tracking_uri()!r}: "
                                 f"{' '.join(str(exc).split())[:300]}. Check the tracking URI (mlflow.set_tracking_uri) "
                                 "and that its experiment exists.") from None
+
+
+def _client(mlflow, error: type[BaseException]):
+    """An MlflowClient of the current tracking store, or a ParameterError that says how to name one.
+
+    MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE is set, and its default store,
+    ``sqlite:///mlflow.db``, needs SQLAlchemy, which mlflow-skinny (the ``mlflow`` extra) lacks: with
+    no tracking URI set, the extra alone cannot log anywhere."""
+    try:
+        return mlflow.MlflowClient()
+    except error as exc:
+        raise ParameterError(
+            f"MLflow cannot open its tracking store {mlflow.get_tracking_uri()!r} "
+            f"({' '.join(str(exc).split()).split('. ')[0][:300]}). Point MLflow at a store it can open before log_mlflow: "
+            "a tracking server (mlflow.set_tracking_uri('http://host:5000') or the MLFLOW_TRACKING_URI "
+            "variable), or a local folder (mlflow.set_tracking_uri('file:./mlruns') with the variable "
+            "MLFLOW_ALLOW_FILE_STORE=true); the sqlite store needs the full mlflow package (pip install mlflow)."
+        ) from None
 
 
 def _check_run(client, run_id: str, error: type[BaseException]) -> None:
