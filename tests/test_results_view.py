@@ -226,3 +226,19 @@ def test_whole_weights_are_shown_without_decimals():
     assert "| 4792.5000 |" in fractional.to_string("markdown")
     rows = fractional.to_string("markdown", per_query=True)  # one column, one way: all with decimals
     assert "| 792.0000 |" in rows and "| 0.5000 |" in rows
+
+
+def test_a_table_wider_than_the_terminal_keeps_its_numbers_and_words_whole():
+    """compare's 13 columns in an 80-column terminal: rich folded every cell to a few characters, so that
+    0.0663 read as '0.0' above '663'. Numbers and words stay whole; the table is then wider than the terminal."""
+    from topkeval.outputs.formats import Block, Document, render
+
+    frame = pd.DataFrame({"model": ["twotower", "mf"], "metric": ["recall@20", "ndcg@20"],
+                          "verdict": ["no detectable difference", "better"],
+                          **{f"column_{j}": [0.066332 + j, -0.000123] for j in range(10)}})
+    out = render("table", Document([Block(frame)]), width=80)
+    lines = out.splitlines()
+    for cell in ["0.0663", "-0.0001", "9.0663", "twotower", "recall@20", "detectable", "column_9"]:
+        assert any(cell in line for line in lines), cell
+    assert max(len(line) for line in lines) > 80
+    assert len(render("table", Document([Block(frame)]), width=400).splitlines()) == 6  # wide enough: one line per row

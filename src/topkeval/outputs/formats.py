@@ -143,13 +143,18 @@ def _cells(block: Block) -> pd.DataFrame:
 
 def _table(document: Document, width: int | None, terminal: bool) -> str:
     from rich.console import Console
+    from rich.measure import Measurement
 
     buf = io.StringIO()
     console = Console(file=buf, width=width or 160, soft_wrap=False, highlight=False, force_terminal=terminal,
                       color_system="auto" if terminal else None)
     for block in document.blocks:
-        console.print(text.rich_table(block.for_people(), title=block.title, digits=document.digits,
-                                      formats=block.formats or None, right=block.right))
+        table = text.rich_table(block.for_people(), title=block.title, digits=document.digits,
+                                formats=block.formats or None, right=block.right)
+        # a terminal narrower than the table can be (its numbers and words whole): the table at its narrowest,
+        # in lines longer than the terminal, rather than numbers broken across lines or cut off
+        needed = Measurement.get(console, console.options.update_width(10**6), table).minimum
+        console.print(table, width=max(needed, console.width), crop=False)
     return buf.getvalue() + "".join(f"{note}\n" for note in document.notes)
 
 

@@ -211,12 +211,20 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
         frame = frame.reset_index()
     table = Table(title=Text(title) if title else None, show_lines=False)
     formats = formats or {}
-    for c in frame.columns:
+    cells = [[formats[c](v) if c in formats else fmt(v, digits) for c, v in zip(frame.columns, row)]
+             for row in frame.itertuples(index=False)]
+    for j, c in enumerate(frame.columns):
         numeric = c in right or pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
-        table.add_column(Text(fmt(c)), justify="right" if numeric else "left",
-                         overflow="fold")  # a long id wraps; it is never cut short with an ellipsis
-    for row in frame.itertuples(index=False):
-        table.add_row(*[Text(formats[c](v) if c in formats else fmt(v, digits)) for c, v in zip(frame.columns, row)])
+        # a number never wraps ('0.0' over '663' reads as 0.0), nor does a word of up to 24 characters
+        # (a longer id wraps, never cut short with an ellipsis): a narrow terminal gets the table wider
+        if numeric:
+            widest = max((len(row[j]) for row in cells), default=0)
+        else:
+            widest = min(24, max((len(word) for row in cells for word in row[j].split()), default=0))
+        widest = max(widest, min(24, max((len(word) for word in fmt(c).split()), default=0)))
+        table.add_column(Text(fmt(c)), justify="right" if numeric else "left", overflow="fold", min_width=widest)
+    for row in cells:
+        table.add_row(*[Text(cell) for cell in row])
     return table
 
 
