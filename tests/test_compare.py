@@ -382,3 +382,25 @@ def test_a_difference_beyond_the_largest_float_is_inf():
     row = Results.from_per_query(frame).compare(test="bootstrap", n_resamples=200).iloc[0]
     assert (row.baseline, row.value) == pytest.approx((-4 / 3 * 1e308, 4 / 3 * 1e308))
     assert row.delta == math.inf and row.ci_high == math.inf and row.wins == 3 and row.effect_size > 0
+
+
+def test_an_interval_depends_neither_on_the_other_metrics_nor_on_the_order_of_the_queries():
+    """With a seed, a metric's interval and p-value are the same whichever other metrics the call
+    holds, in whatever order, and however the queries are ordered (as Spark may give them)."""
+    rng = np.random.default_rng(11)
+    n = 400
+    frame = pd.DataFrame({"model": np.repeat(["a", "b"], n), "query": np.tile(np.arange(n), 2),
+                          "recall@5": np.round(rng.random(2 * n), 1), "ndcg@5": rng.random(2 * n),
+                          "precision@5": (rng.random(2 * n) < 0.3).astype(float)})
+    full = tk.Results.from_per_query(frame)
+    alone = tk.Results.from_per_query(frame[["model", "query", "ndcg@5"]])
+    shuffled = tk.Results.from_per_query(frame.sample(frac=1, random_state=3)[["model", "query", "precision@5", "ndcg@5"]])
+    cols = ["ci_low", "ci_high", "p_value"]
+    want = full.compare(baseline="a").set_index("metric").loc["ndcg@5", cols]
+    for other in (alone, shuffled):
+        got = other.compare(baseline="a").set_index("metric").loc["ndcg@5", cols]
+        assert got.tolist() == want.tolist()
+    want = full.summary_ci().set_index(["model", "metric"]).loc[("b", "ndcg@5"), ["ci_low", "ci_high"]]
+    for other in (alone, shuffled):
+        got = other.summary_ci().set_index(["model", "metric"]).loc[("b", "ndcg@5"), ["ci_low", "ci_high"]]
+        assert got.tolist() == want.tolist()

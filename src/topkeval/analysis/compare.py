@@ -109,11 +109,11 @@ def adjust(p_values, method: str | None) -> np.ndarray:
     return out
 
 
-def _resampled(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str) -> list:
+def _resampled(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str, keys=None) -> list:
     """Resampled sums of each block's columns (see :func:`topkeval.kernels.resample.resampled_sums`)."""
     from ..kernels.resample import resampled_sums
 
-    return resampled_sums(blocks, n_resamples, rng, kind)
+    return resampled_sums(blocks, n_resamples, rng, kind, keys)
 
 
 def _exact_sign_flip_p(d: np.ndarray) -> float:
@@ -317,13 +317,16 @@ def _resamples(rows: list[dict], weighted: bool, test: str, n_resamples: int, rn
     # weighted: the resampled ratio sum(c w d) / sum(c w) (c: bootstrap counts), and sign flips of w d
     blocks = [np.column_stack([rows[i]["w"] * diffs[i], rows[i]["w"]]) if weighted else diffs[i][:, None]
               for i in live]
-    sums = _resampled(blocks, n_resamples, rng, "bootstrap")
+    # each row's resamples keyed by what it compares: the same whichever other rows the call holds
+    keys = {i: (tuple(rows[i]["key"].items()), rows[i]["model"], rows[i]["metric"]) for i in live}
+    sums = _resampled(blocks, n_resamples, rng, "bootstrap", [keys[i] for i in live])
     boot: dict = {}
     perm: dict = {}
     flipped = [i for i in live if test == "permutation" and not (len(diffs[i]) <= _EXACT_MAX_N
                                                                 and 2 ** len(diffs[i]) <= n_resamples)]
     at = {i: j for j, i in enumerate(live)}
-    flips = _resampled([blocks[at[i]][:, :1] for i in flipped], n_resamples, rng, "signs")
+    flips = _resampled([blocks[at[i]][:, :1] for i in flipped], n_resamples, rng, "signs",
+                       [keys[i] for i in flipped])
     for j, i in enumerate(live):
         n = len(diffs[i])
         if weighted:
@@ -383,7 +386,7 @@ def verdict(row) -> str:
 
 
 def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng,
-             weights: list | None = None) -> list[tuple[float, float]]:
+             weights: list | None = None, keys: list | None = None) -> list[tuple[float, float]]:
     """Bootstrap percentile intervals of the mean of each array (NaN dropped); with ``weights``, of
     the weighted mean (each resample's ``sum(c w v) / sum(c w)``). Every array is resampled in one
     parallel pass (each exactly, see :func:`_resampled`)."""
@@ -402,7 +405,7 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
         else:
             w = scaled_weights(np.asarray(weights[i], dtype=np.float64)[ok])
             blocks.append(np.column_stack([v[ok] * w, w]))
-    sums = _resampled(blocks, n_resamples, rng, "bootstrap")
+    sums = _resampled(blocks, n_resamples, rng, "bootstrap", None if keys is None else [keys[i] for i in live])
     for i, block, s, shift in zip(live, blocks, sums, shifts):
         with np.errstate(invalid="ignore", divide="ignore"):
             means = s[:, 0] / (len(block) if weights is None else s[:, 1])
@@ -427,7 +430,8 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
                 keys.append((key, model, metric))
                 columns.append(part[metric].to_numpy(float))
                 weights.append(part[weight].to_numpy(float) if weight else None)
-    bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None)
+    bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
+                      keys=[(tuple(key.items()), model, metric) for key, model, metric in keys])
     rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
              "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
             for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]

@@ -16,6 +16,8 @@ unbiased bounded integers (rejection included), and one 64-bit word per 64 signs
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from numba import njit, uint64
 
@@ -191,11 +193,13 @@ def _split(X: np.ndarray, heavy_from: int):
     else:
         values, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
     heavy = counts >= heavy_from
-    light = np.ascontiguousarray(X[~heavy[inverse.ravel()]])
+    light = X[~heavy[inverse.ravel()]]
+    # in value order: the resamples do not depend on the order of the queries (nor of the rows that hold them)
+    light = np.ascontiguousarray(light[np.lexsort(light.T[::-1])] if len(light) else light)
     return np.ascontiguousarray(values[heavy]), counts[heavy], light
 
 
-def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str) -> list:
+def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str, keys=None) -> list:
     """For each block (an n x c array, its own n), ``n_resamples`` resampled column sums (n_resamples x c).
 
     ``kind="bootstrap"``: the block's rows drawn n times with replacement (each resample the sum of
@@ -204,10 +208,13 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
     a value are drawn together, as one multinomial count over the distinct values (bootstrap) or
     one count of positive signs per value, the ones among as many random bits (sign flips; a value
     of 0 contributes nothing); only the values shared by fewer than :data:`HEAVY` (:data:`HEAVY_SIGNS`)
-    queries are drawn one query at a time, by the compiled kernels above. The rows of one block are resampled jointly (a weighted mean's
-    numerator and denominator); blocks independently of each other. Every block and chunk of
-    resamples has its own seed, drawn up front from ``rng``: the output depends on the seed only,
-    never on the number of threads.
+    queries are drawn one query at a time, by the compiled kernels above. The rows of one block are
+    resampled jointly (a weighted mean's numerator and denominator); blocks independently of each
+    other. Shared and rare values alike are taken in value order, so that the resamples do not
+    depend on the order of the queries. Every chunk of resamples has its own seed, from one draw of
+    ``rng``, its block's key (``keys``: one hashable per block, such as its segment, model and
+    metric; by default its place in ``blocks``) and its place: the output depends on the seed and
+    the key only, never on the number of threads nor, with keys, on the other blocks of the call.
     """
     from ..progress import step
     from .threads import run_parallel
@@ -230,7 +237,13 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
         for a, b in zip(edges[:-1], edges[1:]):
             if b > a:
                 tasks.append((i, n, values, counts, light, a, b))
-    seeds = rng.integers(0, 2**63 - 1, size=(len(tasks), 2))
+    # each chunk's seeds from the caller's generator, the block's key and the chunk's place: a block's
+    # resamples do not depend on the other blocks of the call (which metrics, models or segments, in what order)
+    base = int(rng.integers(0, 2**63 - 1))
+    seeds = np.empty((len(tasks), 2), dtype=np.int64)
+    for t, (i, _, _, _, _, a, _) in enumerate(tasks):
+        key = i if keys is None else zlib.crc32(repr(keys[i]).encode())
+        seeds[t] = np.random.SeedSequence([base, key, a]).generate_state(2, np.uint64) >> np.uint64(1)
 
     def one(t):
         (i, n, values, counts, light, a, b), (s1, s2) = tasks[t], seeds[t]
