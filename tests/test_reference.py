@@ -386,6 +386,25 @@ def test_trec_eval_measures_by_hand():
     got = res.per_query.iloc[0]
     for name, value in want.items():
         assert got[name] == pytest.approx(value, rel=1e-14, abs=1e-15), name
+    # grade 0 gains 1: b and f do, d (no judgment) does not; ideal gains 3, 2, 1, 1, 1; gains at ranks 1, 2, 5, 6
+    i5 = 3 + 2 / log2(3) + 1 / 2 + 1 / log2(5) + 1 / log2(6)
+    d5 = 2 + 1 / log2(3) + 1 / log2(6)
+    zero = tk.evaluate(run, qrels=qrels, item="item", metrics=["ndcg_rel(gain={0:1})"], ties="first")
+    assert zero.per_query.iloc[0, -1] == pytest.approx(
+        (2 / 3 + (2 + 1 / log2(3)) / (3 + 2 / log2(3)) + d5 / i5 + 2 * (d5 + 1 / log2(7)) / i5) / 5, rel=1e-14)
+    # a judged query absent from the run (three relevant items) is an empty list: 11pt_avg's levels that
+    # count no relevant item (lround(x R) = 0) are undefined there, the others 0
+    absent = pd.concat([qrels, pd.DataFrame({"query": "q2", "item": list("xyz"), "relevance": 1})])
+    empty = tk.evaluate(run, qrels=absent, item="item", metrics=["11pt_avg.0.5,1", "11pt_avg", "11pt_avg.0.1,1"],
+                        ties="first", missing_queries="zero", undefined="nan").per_query.set_index("query")
+    assert empty.loc["q2", "11pt_avg.0.5,1"] == 0.0
+    assert np.isnan(empty.loc["q2", "11pt_avg"]) and np.isnan(empty.loc["q2", "11pt_avg.0.1,1"])
+    # no relevant item (grade >= 2 relevant) but a positive gain: Rndcg is undefined (trec_eval returns
+    # at once), G and ndcg_rel are not: gain 1 at rank 1 of an ideal list of one gain 1
+    ones = {"query": [1, 1], "item": [1, 2], "relevance": [1, 0], "score": [2.0, 1.0]}
+    some = tk.evaluate(ones, ["Rndcg", "G", "ndcg_rel"], item="item", threshold=2, empty_queries="keep",
+                       undefined="nan", ties="first").per_query.iloc[0]
+    assert np.isnan(some["Rndcg"]) and some["G"] == 1.0 and some["ndcg_rel"] == 1.0
     shrink = tk.evaluate(run, qrels=qrels, item="item", metrics=["r_precision_mult(mult=3)"], ties="first",
                          short_lists="shrink")
     assert shrink.per_query.iloc[0, -1] == pytest.approx(2 / 6, rel=1e-15)
