@@ -93,8 +93,9 @@ def metric_specs(draw):
         elif gain is not None:
             params.append("gain={" + ",".join(f"{g}:{v}" for g, v in gain) + "}")
         if fam == "utility" and beta is not None:
-            params.append(",".join(f"{p}={v:g}" for p, v in zip(("a", "b", "c", "d", "docs"), beta)
-                                   if p != "docs" or v))  # docs: a positive number, 0 when not given
+            # the canonical name: the coefficients that differ from their defaults
+            params.append(",".join(f"{p}={v:g}" for p, v, default in zip(("a", "b", "c", "d", "docs"), beta,
+                                                                          (1, -1, 0, 0, 0)) if v != default))
         elif fam == "iprec_avg" and beta is not None:
             params.append("levels={" + ",".join(f"{x:g}" for x in beta) + "}")
         elif fam == "r_precision_mult":
