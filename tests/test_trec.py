@@ -51,7 +51,7 @@ def test_trec_eval_conformance(shared_dir, expected, qrels, run, options):
     assert len(measures) >= 5, measures
     for second_pass in ("bpref", "infAP", "11pt_avg", "set_map", "utility", "gm_map", "gm_bpref", "Rprec_mult_0.20",
                         "Rprec_mult_2.00", "binG", "G", "Rndcg", "ndcg_rel", "num_nonrel_judged_ret",
-                        "utility_2,-1,0,0", "11pt_avg_.25,.5,.75", "Rprec_mult_5.00"):
+                        "utility_2,-1,0,0", "11pt_avg_.25,.5,.75", "Rprec_mult_5.00", "relative_P_10"):
         # printed by -m all_trec or with parameters: they must be compared
         assert second_pass in measures or all(m != second_pass for m, _, _ in lines), second_pass
     res = tk.evaluate(base / run, qrels=base / qrels, metrics=[_ours(m) for m in measures],
