@@ -16,7 +16,7 @@ import struct
 from collections import OrderedDict
 
 #: Families that count the relevant candidates they find (``nonpositive_scores="miss"`` applies).
-COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped"}
+COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped", "gm_map"}
 
 
 def as_float32(x: float) -> float:
@@ -156,6 +156,57 @@ def _infap_sum(triples, conv, eps=1e-5):
 ELEVEN = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
+def _log_floor(value: float) -> float:
+    """trec_eval's per-query value of a geometric mean: ln(max(value, MIN_GEO_MEAN = 0.00001))."""
+    return value if math.isnan(value) else math.log(max(value, 0.00001))
+
+
+def _trec_g(gains, ideal):
+    """trec_eval's G (m_G.c): a retrieved document's gain over log2(2 + what the ideal ranking had
+    gained by its rank, each ideal rank counting at least 1, - what the ranking had gained)."""
+    total = sum(ideal)
+    if total <= 0:
+        return None
+    value, got, cost = 0.0, 0.0, 0.0
+    for i, gain in enumerate(gains):
+        got += gain
+        cost += max(ideal[i] if i < len(ideal) else 0.0, 1.0)
+        if gain != 0:
+            value += gain / math.log2(2 + cost - got)
+    return value / total
+
+
+def _trec_rndcg(gains, ideal, conv):
+    """trec_eval's Rndcg (m_Rndcg.c): the mean of nDCG at each rank where the ideal gain drops to the
+    next level (the last level: to 0), and at the end of a list longer than the ideal one by 2 or more."""
+    def at(values, k):
+        return sum(g * _discount(p + 1, conv) for p, g in enumerate(values[:k]))
+
+    P = len(ideal)
+    if P == 0:  # trec_eval: 0 / 0
+        return None
+    ends = [p for p in range(1, P + 1) if p == P or ideal[p] != ideal[p - 1]]
+    values = [at(gains, L) / at(ideal, L) for L in ends]
+    if len(gains) >= P + 2:
+        values.append(at(gains, len(gains)) / at(ideal, P))
+    return sum(values) / len(values)
+
+
+def _trec_ndcg_rel(gains, ideal, conv):
+    """trec_eval's ndcg_rel (m_ndcg_rel.c): nDCG at the rank of each retrieved document of positive
+    gain, and nDCG of the whole list for each ideal document left, averaged over the ideal ones;
+    0 when that sum is not positive."""
+    def at(values, k):
+        return sum(g * _discount(p + 1, conv) for p, g in enumerate(values[:k]))
+
+    P = len(ideal)
+    if P == 0:
+        return None
+    terms = [at(gains, i + 1) / at(ideal, min(i + 1, P)) for i, g in enumerate(gains) if g > 0]
+    total = sum(terms) + (P - len(terms)) * at(gains, len(gains)) / at(ideal, P)
+    return total / P if total > 0 else 0.0
+
+
 def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     """One metric on one fully ordered list of (relevant, grade, score, judged) tuples.
 
@@ -181,12 +232,35 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family in ("iprec", "iprec_avg"):
         if R == 0:
             return und
+        levels = (beta,) if family == "iprec" else (beta or ELEVEN)  # beta carries the level(s)
         # an empty list at a level counting 0 relevant items: the largest precision over no rank
-        if not ranked and (family == "iprec_avg" or _c_round(beta * R) == 0):
+        if not ranked and any(_c_round(x * R) == 0 for x in levels):
             return und
-        if family == "iprec":  # beta carries the recall level
-            return _iprec(ranked, R, beta)
-        return sum(_iprec(ranked, R, x) for x in reversed(ELEVEN)) / 11
+        return sum(_iprec(ranked, R, x) for x in reversed(levels)) / len(levels)
+    if family == "gm_bpref":  # bpref, below, then its log
+        return _log_floor(metric_on_list("bpref", k, beta, triples, R, conv, judged, gain))
+    if family == "bin_g":  # trec_eval's m_binG.c, transcribed
+        total, rel_so_far = 0.0, 0
+        for i, r in enumerate(ranked):
+            if r:
+                rel_so_far += 1
+                total += 1 / math.log2(3 + i - rel_so_far)
+        return _div(total, R, und)
+    if family == "num_nonrel_judged_ret":
+        return sum(1 for r, g, _, j in triples if j and g >= 0 and not r)
+    if family == "r_precision_mult":  # beta carries the multiplier; trec_eval's cutoff (long)(x R + 0.9)
+        c = int(math.floor(beta * R + 0.9))
+        den = min(c, len(ranked)) if conv["short_lists"] == "shrink" else c
+        return _div(sum(ranked[:c]), den, und)
+    if family in ("g", "rndcg", "ndcg_rel"):  # gains as nDCG's (signed: a negative grade's own); the ideal
+        signed = conv.get("negative_grades") == "gain"  # ranks the positive gains of the judged items
+        gains = [_gain(g, gain, signed) if j else 0.0 for _, g, _, j in triples]
+        ideal = sorted((x for x in (_gain(g, gain, signed) for g in judged) if x > 0), reverse=True)
+        if family == "rndcg" and R == 0:
+            return und
+        value = {"g": _trec_g(gains, ideal), "rndcg": _trec_rndcg(gains, ideal, conv),
+                 "ndcg_rel": _trec_ndcg_rel(gains, ideal, conv)}[family]
+        return und if value is None else value
     if family == "auc":
         pos = [p for p, r in enumerate(ranked) if r]
         neg = [p for p, r in enumerate(ranked) if not r]
@@ -207,12 +281,14 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "rr":
         first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
-    if family in ("ap", "ap_capped"):
+    if family in ("ap", "ap_capped", "gm_map"):
         total, seen = 0.0, 0
         for p, r in enumerate(found[:cut]):
             if r:
                 seen += 1
                 total += seen / (p + 1)
+        if family == "gm_map":
+            return _log_floor(_div(total, R, und))
         return _div(total, R if family == "ap" else min(R, k), und)
     if family == "rbp":  # beta carries p
         return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
@@ -250,6 +326,11 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return _div((1 + b2) * hits_all, b2 * R + n, und)
     if family == "set_relative_precision":
         return _div(hits_all, min(n, R), und)
+    if family == "set_map":
+        return _div(hits_all * hits_all, n * R, und)
+    if family == "utility":  # beta carries (a, b, c, d, docs); trec_eval's default 1, -1, 0, 0
+        a, b, c, d, docs = beta or (1.0, -1.0, 0.0, 0.0, 0.0)
+        return a * hits_all + b * (n - hits_all) + c * (R - hits_all) + d * (docs - n - R + hits_all)
     N = n - hits_all
     shrink = conv["short_lists"] == "shrink"
     if family == "r_precision":

@@ -23,6 +23,12 @@ OPTIONAL_K = {name for name, f in BUILT_IN.items() if f.cutoff == "optional"}
 #: Families computed under deterministic tie rules only (refused under ties="expected").
 DETERMINISTIC_ONLY = {name for name, f in BUILT_IN.items() if f.ties is not None}
 GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
+#: utility's coefficients a, b, c, d and docs (None: trec_eval's 1, -1, 0, 0)
+UTILITIES = [None, (2.0, -1.0, 0.0, 0.0, 0.0), (0.5, -0.25, -1.0, 0.5, 40.0)]
+#: 11pt_avg's recall levels (None: the eleven)
+LEVELS = [None, (0.25, 0.5, 0.75), (0.0, 1.0), (0.3,)]
+#: the families whose parameter is a gain
+GAINED = ("ndcg", "dcg", "g", "rndcg", "ndcg_rel")
 
 
 @st.composite
@@ -65,7 +71,7 @@ def metric_specs(draw):
     out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
     for fam in draw(st.lists(st.sampled_from(UNCUT), max_size=3, unique=True)):
         k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in OPTIONAL_K else None
-        gain = draw(st.sampled_from(GAINS)) if fam in ("ndcg", "dcg") else None
+        gain = draw(st.sampled_from(GAINS)) if fam in GAINED else None
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
@@ -75,12 +81,26 @@ def metric_specs(draw):
             beta = draw(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0]))  # the recall level
         if fam == "err":
             beta = draw(st.sampled_from([3.0, 4.0, 6.5]))  # the largest grade
+        if fam == "utility":
+            beta = draw(st.sampled_from(UTILITIES))
+        if fam == "iprec_avg":
+            beta = draw(st.sampled_from(LEVELS))
+        if fam == "r_precision_mult":
+            beta = draw(st.sampled_from([0.05, 0.2, 0.35, 1.0, 1.5, 2.0]))  # the multiplier of R
         params = []
         if gain == "exp":
             params.append("gain=exp")
         elif gain is not None:
             params.append("gain={" + ",".join(f"{g}:{v}" for g, v in gain) + "}")
-        if fam == "iprec":
+        if fam == "utility" and beta is not None:
+            # the canonical name: the coefficients that differ from their defaults
+            params.append(",".join(f"{p}={v:g}" for p, v, default in zip(("a", "b", "c", "d", "docs"), beta,
+                                                                          (1, -1, 0, 0, 0)) if v != default))
+        elif fam == "iprec_avg" and beta is not None:
+            params.append("levels={" + ",".join(f"{x:g}" for x in beta) + "}")
+        elif fam == "r_precision_mult":
+            params.append(f"mult={beta:g}")
+        elif fam == "iprec":
             params.append(f"recall={beta:g}")
         elif fam == "err":
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default

@@ -149,6 +149,35 @@ def test_trec_format_matches_trec_eval_lines(shared_dir, capsys):
     assert all(line in expected for line in ours), [line for line in ours if line not in expected]
 
 
+def test_trec_format_of_trec_eval_s_other_measures(shared_dir, capsys):
+    """The trec lines of set_map, utility, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret
+    and 11pt_avg are trec_eval's, per query and on the all line; gm_map and gm_bpref have an all line
+    only, exp of the mean of their per-query logs; parameters as trec_eval names them."""
+    base = shared_dir / "conformance" / "trec_eval"
+    names = ["set_map", "utility", "gm_map", "gm_bpref", "Rprec_mult.0.2,2.0", "binG", "G", "Rndcg", "ndcg_rel",
+             "num_nonrel_judged_ret", "11pt_avg"]
+    code, out, err = run(["evaluate", "--qrels", base / "qrels.test", "--run", base / "results.test",
+                          "--conventions", "trec_eval", *[x for n in names for x in ("-m", n)],
+                          "--format", "trec", "--per-query"], capsys)
+    assert code == 0, err
+    expected = {tuple(line.split()) for line in (base / "out.test.aq").read_text().splitlines()}
+    ours = [tuple(line.split()) for line in out.splitlines()]
+    assert all(line in expected for line in ours), [line for line in ours if line not in expected]
+    assert len(ours) == 10 * 4 + 2 + 2 and ("gm_map", "all", "0.1051") in ours  # no per-query gm_map line
+    assert not [line for line in ours if line[0].startswith("gm_") and line[1] != "all"]
+    code, out, err = run(["evaluate", "--qrels", base / "qrels.test", "--run", base / "results.test",
+                          "--conventions", "trec_eval", "-m", "utility.2,-1,0,0", "-m", "Rprec_mult.5.0,0.2,0.35",
+                          "-m", "11pt_avg..25,.5,.75", "--format", "trec", "--per-query"], capsys)
+    assert code == 0, err
+    expected = {tuple(line.split()) for line in (base / "out.test.meas_params").read_text().splitlines()}
+    ours = [tuple(line.split()) for line in out.splitlines()]
+    # trec_eval prints a parameter list as it was typed (11pt_avg_.25,.5,.75), topkeval as numbers
+    ours = [("11pt_avg_.25,.5,.75", *line[1:]) if line[0] == "11pt_avg_0.25,0.5,0.75" else line for line in ours
+            if line[0] not in ("runid", "num_q")]  # measures trec_eval prints only without -m
+    assert all(line in expected for line in ours), [line for line in ours if line not in expected]
+    assert len(ours) == 5 * 4
+
+
 def test_run_needs_qrels(capsys):
     code, _, err = run(["evaluate", "--run", "x.run"], capsys)
     assert code == 2 and "--run needs --qrels" in err

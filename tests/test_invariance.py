@@ -102,7 +102,10 @@ def test_values_in_range(rows, conv):
         fam = tk.parse_metric(name).info
         v = res.per_query[name].to_numpy()
         v = v[~np.isnan(v)]
-        assert (v >= -1e-12).all()
+        if fam.name in ("gm_map", "gm_bpref"):  # logs of values in [0.00001, 1]
+            assert (v <= 1e-12).all() and (v >= np.log(1e-5) - 1e-12).all(), name
+        elif fam.name != "utility":  # utility weighs its counts with coefficients of any sign
+            assert (v >= -1e-12).all(), name
         if fam.bounded:
             assert (v <= 1 + 1e-12).all(), name
     pq = res.per_query
@@ -136,6 +139,15 @@ def test_values_in_range(rows, conv):
     same("set_f(beta=0.5)", _div(1.25 * r, 0.25 * R + n, und))
     same("set_relative_precision", _div(r, np.minimum(n, R), und))
     same("auc", pq["auc"].where(r * N > 0, und))
+    same("set_map", _div(r * r, n * R, und))
+    same("utility", r - (n - r))
+    same("utility(a=-0.5)", -0.5 * r - (n - r))
+    same("utility(d=-0.5)", r - (n - r) - 0.5 * (r - n - R))  # docs 0: trec_eval's default
+    same("utility(docs=0.5)", r - (n - r))
+    same("num_nonrel_judged_ret", N)  # every candidate of a log has a judgment (its grade, >= 0 here)
+    if "gm_map" in pq:  # not under ties="expected"
+        same("gm_map", np.log(np.maximum(pq["ap"], 1e-5)))
+        same("gm_bpref", np.log(np.maximum(pq["bpref"], 1e-5)))
     defined = R > 0
     same("ap_capped@3", (pq["ap@3"] * R / np.minimum(R, 3)).where(defined, pq["ap_capped@3"]))
     for cut, whole in (("rr@3", "rr"), ("ap@3", "ap"), ("dcg@3", "dcg"), ("rbp(p=0.8)@3", "rbp(p=0.8)")):

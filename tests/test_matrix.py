@@ -54,6 +54,21 @@ def test_matrix_equals_long_format(seed, conv, uncut):
     _check(scores, grades, exclude, METRICS + (UNCUT if uncut else []), conv)
 
 
+#: trec_eval's other measures (the second pass), gain maps that give grade 0 a gain included (then the
+#: cells a score matrix does not list take ranks in the ideal gains)
+TREC_MEASURES = ["set_map", "utility(a=2,c=-1)", "bin_g", "r_precision_mult(mult=0.6)", "Rprec_mult_1.50", "rndcg",
+                 "rndcg(gain={0:1,2:5})", "num_nonrel_judged_ret", "gm_map", "gm_bpref", "g", "g(gain={0:1,1:3})",
+                 "ndcg_rel(gain={0:0.5,2:4})", "ndcg_rel", "11pt_avg..25,.5"]
+
+
+@given(seed=st.integers(0, 10_000), conv=conventions())
+def test_trec_measures_on_a_matrix_equal_the_long_format(seed, conv):
+    scores, grades, exclude = _data(seed)
+    exact = [m for m in TREC_MEASURES if tk.parse_metric(m).info.ties is None
+             or conv["ties"] in tk.parse_metric(m).info.ties]
+    _check(scores, grades, exclude, exact, conv)
+
+
 @pytest.mark.parametrize("batch_size", [1, 5, None])
 def test_batches_and_forms_of_relevance(batch_size):
     scores, grades, exclude = _data(3)

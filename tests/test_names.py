@@ -36,7 +36,8 @@ def test_suggestions_keep_the_cutoff_and_the_parameters(text, first):
         tk.parse_metric(suggestion)
 
 
-@pytest.mark.parametrize("text", ["recal@2x", "relstring", "gm_bpref", "Rprec_mult_0.20", "utility", "binG", "((@3"])
+@pytest.mark.parametrize("text", ["recal@2x", "relstring", "prefs_simp", "Rprec_mult_avgjg_0.20", "map_avgjg",
+                                  "P_avgjg", "((@3"])
 def test_unknown_names_raise_without_recursion(text):
     """A suggestion that does not parse itself is not suggested (nor does trying it suggest again)."""
     with pytest.raises(tk.UnknownMetricError):

@@ -277,6 +277,66 @@ def test_pytrec_eval_infap(seed, level):
             assert pq.loc[q, "infAP"] == pytest.approx(values["infAP"], abs=1e-12), (q, judged_only)
 
 
+@pytest.mark.parametrize("level", [1, 2])
+def test_pytrec_eval_other_trec_eval_measures(level):
+    """trec_eval's set_map, utility, gm_map and gm_bpref (per query: the logs trec_eval averages),
+    Rprec_mult, binG, G, Rndcg, ndcg_rel and num_nonrel_judged_ret (pytrec_eval) on runs with heavy
+    ties, unjudged documents, grade -1 (in the pool, not judged), grades up to 3 (G, Rndcg and
+    ndcg_rel walk the levels), relevant documents no run found and lists shorter and longer than
+    the ideal one (Rndcg's last level at n when the list is longer by 2 or more); relevance at
+    grade >= 1 and >= 2; with and without -J."""
+    measures = ["set_map", "utility", "gm_map", "gm_bpref", "binG", "G", "Rndcg", "ndcg_rel", "num_nonrel_judged_ret"]
+    mults = [f"Rprec_mult_{x:.2f}" for x in (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)]
+    compared, ends = 0, set()
+    for seed in range(4):
+        run, qrels = _partial_judgments(np.random.default_rng(700 + seed), queries=30, pool=300,
+                                        grades=[-1, 0, 0, 1, 2, 3])
+        n = run.groupby("query").size()
+        ideal = qrels[qrels["relevance"] > 0].groupby("query").size().reindex(n.index, fill_value=0)
+        ends |= {int(np.sign(d)) if d <= 1 else 2 for d in n - ideal}
+        for judged_only in (False, True):
+            ref = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {*measures, "Rprec_mult"}, relevance_level=level,
+                                                 judged_docs_only_flag=judged_only).evaluate(_as_dicts(run))
+            more = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {"Rprec_mult.0.35,5.0"}, relevance_level=level,
+                                                  judged_docs_only_flag=judged_only).evaluate(_as_dicts(run))
+            for q, values in more.items():  # one parameter list per measure and evaluator
+                ref[q].update(values)
+            names = [*measures, *mults, "Rprec_mult.0.35,5.0"]
+            res = tk.evaluate(run, qrels=qrels, item="item", metrics=names, conventions="pytrec_eval",
+                              threshold=level, judged_only=judged_only)
+            assert res.metrics[-2:] == ["Rprec_mult.0.35", "Rprec_mult.5.0"]  # one metric per multiplier
+            pq = res.per_query.set_index("query").rename(columns={"Rprec_mult.0.35": "Rprec_mult_0.35",
+                                                                  "Rprec_mult.5.0": "Rprec_mult_5.00"})
+            assert sorted(pq.index) == sorted(ref)
+            for q, values in ref.items():
+                for name, value in values.items():
+                    assert pq.loc[q, name] == pytest.approx(value, rel=1e-14, abs=1e-14), (q, name, judged_only)
+                    compared += 1
+            assert any(v["G"] > 0 for v in ref.values()) and any(v["num_nonrel_judged_ret"] > 0 for v in ref.values())
+    assert compared == 4 * 2 * 30 * (len(measures) + len(mults) + 2)
+    assert ends == {-1, 0, 1, 2}  # lists shorter than the ideal one, as long, longer by 1, longer by 2 or more
+
+
+def test_pytrec_eval_11pt_avg_at_chosen_levels():
+    """trec_eval's 11pt_avg.0.25,0.5,0.75 (pytrec_eval: trec_eval 9, whose count of a level is
+    (long)(x R + 0.9) where trec_eval 10 rounds x R: the queries where they differ are left out)."""
+    levels = (0.25, 0.5, 0.75)
+    compared = 0
+    for seed in range(3):
+        run, qrels = _partial_judgments(np.random.default_rng(800 + seed), queries=40, pool=300, grades=[-1, 0, 1, 2])
+        ref = pytrec_eval.RelevanceEvaluator(_as_dicts(qrels), {"11pt_avg.0.25,0.5,0.75", "num_rel"}
+                                             ).evaluate(_as_dicts(run))
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=["11pt_avg.0.25,0.5,0.75"], conventions="pytrec_eval")
+        assert res.info["metric_names"] == {"11pt_avg.0.25,0.5,0.75": "iprec_avg(levels={0.25,0.5,0.75})"}
+        pq = res.per_query.set_index("query")
+        for q, values in ref.items():
+            R = int(values["num_rel"])
+            if all(_v9_count(x, R) == _v10_count(x, R) for x in levels):
+                assert pq.loc[q, "11pt_avg.0.25,0.5,0.75"] == pytest.approx(values["11pt_avg"], abs=1e-12), q
+                compared += 1
+    assert compared > 50
+
+
 def _ir_measures():
     return pytest.importorskip("ir_measures", reason="ir_measures is a test extra")
 

@@ -83,6 +83,18 @@ EVERY_FAMILY = [
     ("iprec(recall=0.5)", "iprec", None, 0.5, None), ("iprec(recall=0.3)", "iprec", None, 0.3, None),
     ("iprec_avg", "iprec_avg", None, None, None), ("infap", "infap", None, None, None),
     ("unj@2", "unj", 2, None), ("rbp_resid", "rbp_resid", None, 0.9, None),
+    ("set_map", "set_map", None, None, None), ("utility", "utility", None, None, None),
+    ("utility(a=0.5,b=-0.25,c=-1,d=0.5,docs=40)", "utility", None, (0.5, -0.25, -1.0, 0.5, 40.0), None),
+    ("gm_map", "gm_map", None, None, None), ("gm_bpref", "gm_bpref", None, None, None),
+    ("r_precision_mult(mult=0.35)", "r_precision_mult", None, 0.35, None),
+    ("Rprec_mult_1.50", "r_precision_mult", None, 1.5, None), ("bin_g", "bin_g", None, None, None),
+    ("g", "g", None, None, None), ("G.0=1,1=3,2=7", "g", None, None, ((0, 1), (1, 3), (2, 7))),
+    ("rndcg", "rndcg", None, None, None), ("rndcg(gain=exp)", "rndcg", None, None, "exp"),
+    ("Rndcg.1=2,2=2", "rndcg", None, None, ((1, 2), (2, 2))),
+    ("ndcg_rel", "ndcg_rel", None, None, None), ("ndcg_rel(gain={-1:2,0:-1,2:5})", "ndcg_rel", None, None,
+                                                  ((-1, 2), (0, -1), (2, 5))),
+    ("num_nonrel_judged_ret", "num_nonrel_judged_ret", None, None, None),
+    ("11pt_avg..25,.5,.75", "iprec_avg", None, (0.25, 0.5, 0.75), None),
 ]
 
 
@@ -339,3 +351,80 @@ def test_trec_eval_rbp_resid_and_unj_by_hand():
     # judged_only (trec_eval -J) leaves nothing unjudged: 0
     only = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp_resid", "unj@2"], judged_only=True)
     assert (only.per_query[["rbp_resid", "unj@2"]] == 0).all().all()
+
+
+def test_trec_eval_measures_by_hand():
+    """trec_eval's other measures on one query: ranks a (grade 2), b (0), c (-1: in the pool, not
+    judged), d (no judgment), e (1), f (0); z (grade 3) is never retrieved: R = 3, n = 6, r = 2."""
+    from math import log, log2
+
+    run = pd.DataFrame({"query": "q", "item": list("abcdef"), "score": [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": "q", "item": list("abcefz"), "relevance": [2, 0, -1, 1, 0, 3]})
+    ideal3 = 3 + 2 / log2(3) + 1 / 2  # ideal gains 3, 2, 1
+    want = {
+        "set_map": 2 * 2 / (6 * 3),
+        "utility": 2 - 4,
+        "utility(a=2,b=-1,c=0.5,d=0.25,docs=20)": 2 * 2 - 4 + 0.5 * (3 - 2) + 0.25 * (20 - 6 - 3 + 2),
+        "num_nonrel_judged_ret": 2,  # b and f: c's grade is -1, d has none
+        "binG": (1 + 1 / log2(2 + 3)) / 3,  # e has b, c, d above it
+        "Rprec_mult_0.20": 1.0,  # floor(0.6 + 0.9) = 1
+        "r_precision_mult(mult=1)": 1 / 3,  # floor(3.9) = 3
+        "r_precision_mult(mult=2)": 2 / 6,
+        "r_precision_mult(mult=3)": 2 / 9,  # floor(9.9) = 9 > n: the missing ranks non-relevant
+        "r_precision_mult(mult=0.02)": 0.0,  # floor(0.96) = 0: undefined
+        "gm_map": log((1 + 2 / 5) / 3),
+        "gm_bpref": log((1 + (1 - 1 / 2)) / 3),  # NJ = 2 (b, f); e has b above it
+        # the ideal costs 3, 2, 1 then 1 a rank: S = 2 at rank 1 (cost 3), S = 3 at rank 5 (cost 8)
+        "G": (2 / log2(2 + 3 - 2) + 1 / log2(2 + 8 - 3)) / 6,
+        # the R levels 1, 2, 3 (gains 3, 2, 1), and n = 6 >= 3 + 2
+        "Rndcg": (2 / 3 + 2 / (3 + 2 / log2(3)) + 2 / ideal3 + (2 + 1 / log2(6)) / ideal3) / 4,
+        # a at rank 1, e at rank 5, z never retrieved: the whole list's nDCG
+        "ndcg_rel": (2 / 3 + 2 * (2 + 1 / log2(6)) / ideal3) / 3,
+        "11pt_avg.0.5,1": (2 / 5 + 0) / 2,  # lround(1.5) = 2: 2/5 at e; 3 > r: 0
+    }
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(want), ties="item_desc", empty_queries="keep")
+    got = res.per_query.iloc[0]
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, rel=1e-14, abs=1e-15), name
+    # grade 0 gains 1: b and f do, d (no judgment) does not; ideal gains 3, 2, 1, 1, 1; gains at ranks 1, 2, 5, 6
+    i5 = 3 + 2 / log2(3) + 1 / 2 + 1 / log2(5) + 1 / log2(6)
+    d5 = 2 + 1 / log2(3) + 1 / log2(6)
+    zero = tk.evaluate(run, qrels=qrels, item="item", metrics=["ndcg_rel(gain={0:1})"], ties="first")
+    assert zero.per_query.iloc[0, -1] == pytest.approx(
+        (2 / 3 + (2 + 1 / log2(3)) / (3 + 2 / log2(3)) + d5 / i5 + 2 * (d5 + 1 / log2(7)) / i5) / 5, rel=1e-14)
+    # a judged query absent from the run (three relevant items) is an empty list: 11pt_avg's levels that
+    # count no relevant item (lround(x R) = 0) are undefined there, the others 0
+    absent = pd.concat([qrels, pd.DataFrame({"query": "q2", "item": list("xyz"), "relevance": 1})])
+    empty = tk.evaluate(run, qrels=absent, item="item", metrics=["11pt_avg.0.5,1", "11pt_avg", "11pt_avg.0.1,1"],
+                        ties="first", missing_queries="zero", undefined="nan").per_query.set_index("query")
+    assert empty.loc["q2", "11pt_avg.0.5,1"] == 0.0
+    assert np.isnan(empty.loc["q2", "11pt_avg"]) and np.isnan(empty.loc["q2", "11pt_avg.0.1,1"])
+    # no relevant item (grade >= 2 relevant) but a positive gain: Rndcg is undefined (trec_eval returns
+    # at once), G and ndcg_rel are not: gain 1 at rank 1 of an ideal list of one gain 1
+    ones = {"query": [1, 1], "item": [1, 2], "relevance": [1, 0], "score": [2.0, 1.0]}
+    some = tk.evaluate(ones, ["Rndcg", "G", "ndcg_rel"], item="item", threshold=2, empty_queries="keep",
+                       undefined="nan", ties="first").per_query.iloc[0]
+    assert np.isnan(some["Rndcg"]) and some["G"] == 1.0 and some["ndcg_rel"] == 1.0
+    shrink = tk.evaluate(run, qrels=qrels, item="item", metrics=["r_precision_mult(mult=3)"], ties="first",
+                         short_lists="shrink")
+    assert shrink.per_query.iloc[0, -1] == pytest.approx(2 / 6, rel=1e-15)
+    with pytest.raises(tk.ShortListError, match="floor"):
+        tk.evaluate(run, qrels=qrels, item="item", metrics=["r_precision_mult(mult=3)"], ties="first",
+                    short_lists="error")
+
+
+def test_trec_eval_measures_under_expected_ties_by_hand():
+    """Three tied candidates, one relevant (grade 1): binG's X is uniform on 0..2, the relevant one
+    is in the top floor(1 + 0.9) = 1 with chance 1/3, and Rndcg's expected DCG gives each rank the
+    mean gain 1/3 (its level at 1, and at n = 3 >= 1 + 2)."""
+    from math import log2
+
+    log = {"query": [1, 1, 1], "item": [1, 2, 3], "relevance": [1, 0, 0], "score": [0.5, 0.5, 0.5]}
+    res = tk.evaluate(log, ["binG", "Rprec_mult_1.00", "Rndcg"], item="item")
+    got = res.per_query.iloc[0]
+    assert got["binG"] == pytest.approx((1 + 1 / log2(3) + 1 / 2) / 3, rel=1e-15)
+    assert got["Rprec_mult_1.00"] == pytest.approx(1 / 3, rel=1e-15)
+    assert got["Rndcg"] == pytest.approx((1 / 3 + (1 + 1 / log2(3) + 1 / 2) / 3) / 2, rel=1e-15)
+    for refused in ("G", "ndcg_rel", "gm_map", "gm_bpref"):
+        with pytest.raises(tk.ParameterError, match="not computed exactly under ties='expected'"):
+            tk.evaluate(log, [refused], item="item")

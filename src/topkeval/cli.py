@@ -697,9 +697,13 @@ def verdict_line(res, baseline: str, model: str, metric: str) -> str:
 
 def _list_metrics(args, out) -> int:
     from .metrics import FAMILIES
+    from .metrics.names import trec_name
 
     for fam in FAMILIES.values():
-        names = list(fam.aliases) + [t for t in (fam.trec, fam.trec_uncut) if t]
+        trec = [t for t in (fam.trec, fam.trec_uncut) if t]
+        if fam.trec_format is not None and any(p.required for p in fam.params):  # a parameter is part of the name
+            trec = [trec_name(fam.example())]  # Rprec_mult_0.50, iprec_at_recall_0.50
+        names = list(fam.aliases) + trec
         names = [n for n in dict.fromkeys(names) if n != fam.name]
         # other tools' names for this family with set parameters: not aliases of the plain name
         names += [f"{alias} = {fam.name}({', '.join(f'{k}={v}' for k, v in params)})" for alias, params in fam.variants]

@@ -58,6 +58,10 @@ BEYOND = "tests/test_beyond.py"
 COMPARE = "tests/test_compare.py"
 TREC = "tests/test_trec.py"
 GAIN_MAPS = "tests/test_reference.py::test_gain_maps_on_a_score_matrix"  # grade-0 cells of a matrix in the ideal DCG
+TREC_HAND = "tests/test_reference.py::test_trec_eval_measures_by_hand"  # trec_eval's other measures by hand
+TREC_TIES = "tests/test_reference.py::test_trec_eval_measures_under_expected_ties_by_hand"
+TREC_PEER = "tests/test_peers.py::test_pytrec_eval_other_trec_eval_measures"  # pytrec_eval on random runs
+TREC_MATRIX = "tests/test_matrix.py::test_trec_measures_on_a_matrix_equal_the_long_format"
 LAYERS = "tests/test_layers.py"  # the parameter layer, the safe writer, the CLI's lines, result column names
 OUTPUTS = "tests/test_outputs.py"  # the safe writer
 OWNED = ("tests/test_hostile_data.py::test_results_do_not_see_the_input_changed_in_place "
@@ -148,6 +152,33 @@ _LIST: list[Mutation] = [
     M("kernels/ranked.py", "out.err[v, q, c] += decay * rv * term / size", "out.err[v, q, c] += decay * rv * term", REF),
     M("kernels/ranked.py", "mean[s] = ((m + 1 - s) * mean[s] + s * v * mean[s - 1]) / (m + 1)",
       "mean[s] = ((m + 1 - s) * mean[s] + s * v * mean[s - 1]) / (m + 2)", REF),
+    # trec_eval's Rprec_mult, binG, G, Rndcg, ndcg_rel (the walk)
+    M("kernels/ranked.py", "cut[x] = int(np.floor(prm.mults[x] * cols.R[q] + 0.9))",
+      "cut[x] = int(np.floor(prm.mults[x] * cols.R[q] + 0.5))", f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "total += 1.0 if g[t] + b[t] + 1 <= cut[x] else 0.0",
+      "total += 1.0 if g[t] + b[t] + 1 < cut[x] else 0.0", f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "total += min(max((cut[x] - g[t]) / e[t], 0.0), 1.0)",
+      "total += min(max((cut[x] - g[t] + 1) / e[t], 0.0), 1.0)", f"{REF} {TREC_TIES}"),
+    M("kernels/ranked.py", "return 1.0 / np.log2(2.0 + nonrel_above)", "return 1.0 / np.log2(3.0 + nonrel_above)",
+      f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "part += _bin_g_term(float(g[t] - rel_above + x))", "part += _bin_g_term(float(g[t] + x))",
+      f"{REF} {TREC_TIES}"),
+    M("kernels/ranked.py", "gsum_bin += nr * part / (e[t] - r[t] + 1)", "gsum_bin += nr * part / (e[t] + 1)",
+      f"{REF} {TREC_TIES}"),
+    M("kernels/ranked.py", "gsum_bin += _bin_g_term(float(g[t] + b[t] - rel_above))",
+      "gsum_bin += _bin_g_term(float(g[t] + b[t]))", f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "eg[p] = total / e[t]", "eg[p] = total", f"{REF} {TREC_TIES}"),
+    M("kernels/ranked.py", "eg[g[t] + b[t] + 1] = gains[w[t]]", "eg[g[t] + b[t] + 1] = 1.0", f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "cost += iv if iv >= 1.0 else 1.0", "cost += iv", f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "gsum += gp / np.log2(2.0 + cost - S)", "gsum += gp / np.log2(2.0 + cost)",
+      f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "if n >= P + 2:  # the list goes on", "if n >= P + 1:  # the list goes on",
+      f"{REF} {TREC_PEER}"),
+    M("kernels/ranked.py", "            if left == 0:  # the end of a run", "            if left == 1:  # the end of a run",
+      f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "nsum += (P - npos) * dcg / idcg", "nsum += (P - npos - 1) * dcg / idcg",
+      f"{REF} {TREC_HAND}"),
+    M("kernels/ranked.py", "(nsum / P if nsum > 0.0 else 0.0)", "(nsum / P)", REF),
 
     # --- kernels/select.py: each row's top T of a score matrix -------------------------------------
     M("kernels/select.py", "if v >= t and v > -np.inf:", "if v > t and v > -np.inf:",
@@ -269,15 +300,46 @@ _LIST: list[Mutation] = [
     M("metrics/judged.py", 'den = np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else float(m.k)\n'
       "    return ratio(st.judged", "den = float(m.k)\n    return ratio(st.judged", REF),
     M("metrics/judged.py", "out[st.R == 0] = conv.undefined", "out[st.R == 0] = 0.0", REF),
-    M("metrics/judged.py", "return _per_r(total / len(ELEVEN_POINTS), st, conv, st.n == 0)",
-      "return _per_r(total / 10, st, conv, st.n == 0)",
-      REF),
+    M("metrics/judged.py", "return _per_r(total / len(levels), st, conv, empty)",
+      "return _per_r(total / 10, st, conv, empty)", REF),
+    M("metrics/judged.py", "empty = (st.n == 0) & (min(levels) * st.R < 0.5)", "empty = st.n == 0",
+      f"{REF} {TREC_HAND}"),
     M("metrics/judged.py", "st.rel_ret.astype(np.float64) * st.N", "st.R.astype(np.float64) * st.N", REF),
     M("metrics/judged.py", "ELEVEN_POINTS = (0.0, 0.1,", "ELEVEN_POINTS = (0.1,", REF),
     M("metrics/judged.py", "return ratio(st.bpref_sum, st.R, conv.undefined)", "return ratio(st.bpref_sum, st.rel_ret, conv.undefined)",
       REF),
     M("metrics/judged.py", "return ratio(st.infap_sum, st.R, conv.undefined)", "return ratio(st.infap_sum, st.n, conv.undefined)",
       REF),
+
+    # --- metrics/trec.py: trec_eval's other measures -----------------------------------------------
+    M("metrics/trec.py", "return ratio(r * r, st.n.astype(np.float64)", "return ratio(r, st.n.astype(np.float64)",
+      f"{REF} {TREC_HAND}"),
+    M("metrics/trec.py", "rest = (float(m.param(\"docs\")) + r) - n - R", "rest = (float(m.param(\"docs\")) + r) - n + R",
+      f"{REF} {TREC_HAND}"),
+    M("metrics/trec.py", "return a * r + b * (n - r) + c * (R - r) + d * rest",
+      "return a * r + b * (n - r) + c * (R - n) + d * rest", f"{REF} {TREC_HAND}"),
+    M("metrics/trec.py", "MIN_GEO_MEAN = 0.00001", "MIN_GEO_MEAN = 0.0001", f"{REF} {TREC}"),
+    M("metrics/trec.py", "return np.floor(mult * np.asarray(R, np.float64) + 0.9)",
+      "return np.floor(mult * np.asarray(R, np.float64) + 0.5)", f"{REF} {TREC_HAND}"),
+    M("metrics/trec.py", 'den = np.minimum(c, st.n) if conv.short_lists == "shrink" else c', "den = c",
+      f"{REF} {TREC_HAND}"),
+    M("metrics/trec.py", "values[st.R == 0] = conv.undefined  # trec_eval computes nothing",
+      "values[st.R < 0] = conv.undefined  # trec_eval computes nothing", TREC_HAND),
+    M("metrics/trec.py", "return DcgSpec(m.param(\"gain\"), conv.discount, conv.negative_grades == \"gain\")",
+      "return DcgSpec(m.param(\"gain\"), \"log2\", conv.negative_grades == \"gain\")", REF),
+    M("metrics/trec.py", "return ratio(st.bin_g_sum, st.R, conv.undefined)", "return ratio(st.bin_g_sum, st.rel_ret, conv.undefined)",
+      f"{REF} {TREC_HAND}"),
+    # the walk's inputs: ideal gains, the cells of a score matrix, the candidates without a judgment
+    M("engine/rules.py", "keep = (gain > 0) & (count > 0)", "keep = count > 0", f"{REF} {TREC_HAND}"),
+    M("engine/rules.py", "if judgments.zeros is not None and zero_gain > 0:", "if judgments.zeros is not None and zero_gain > 9:",
+      TREC_MATRIX),
+    M("engine/rules.py", "row[~judged] = 0.0  # a candidate without a judgment gains nothing",
+      "pass  # a candidate without a judgment gains nothing", f"{APART} {TREC_HAND}"),
+    M("engine/rules.py", "order = np.lexsort((-gain, q))", "order = np.lexsort((gain, q))", f"{REF} {TREC_HAND}"),
+    M("backends/cpu.py", "st.nonrel_judged = log.per_query_sum(jnr & (scores >= thr))",
+      "st.nonrel_judged = log.per_query_sum(jnr)", REF),
+    M("outputs/text.py", "                value = math.exp(value)", "                value = value",
+      "tests/test_cli.py::test_trec_format_of_trec_eval_s_other_measures"),
 
     # --- conventions.py: the presets and the relevance rule -------------------------------------
     M("conventions.py", 'undefined="nan", short_lists="shrink", discount="lenskit"',

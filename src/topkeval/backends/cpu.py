@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..conventions import Conventions
 from ..engine.plan import Plan
-from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, threshold, tie_rule
+from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, threshold, tie_rule, walk_columns
 from ..errors import ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
@@ -154,7 +154,8 @@ def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgme
                   rel: np.ndarray, grade: np.ndarray, tie: int, items: np.ndarray, thr: float,
                   threads: int | None) -> None:
     """The second pass (:mod:`topkeval.kernels.ranked`): judged candidates, bpref, interpolated
-    precision, AUC, ERR and inferred AP, into ``st``."""
+    precision, AUC, ERR, inferred AP and trec_eval's Rprec_mult, binG, G, Rndcg and ndcg_rel, into
+    ``st``; and the judged non-relevant candidates retrieved."""
     from ..kernels import ranked
 
     conv = plan.conv
@@ -173,17 +174,25 @@ def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgme
         active |= unj
     if len(err):
         active |= (err > 0).any(axis=0)
-    order = grades.astype(np.float64)[None, :] if len(err) else np.zeros((0, 0))
+    longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
+    wgain, ioff, ival, icnt, wdisc = walk_columns(plan, grades, rel, judgments, log.judged_rows, longest)
+    if len(wgain):
+        active |= (wgain != 0).any(axis=0)  # negative gains count too (trec_eval)
+    keys = ([grades.astype(np.float64)] if len(err) else []) + list(wgain)  # to order tie mates (sums in one order)
+    order = np.stack(keys) if keys else np.zeros((0, 0))
     cols = ranked.RankedColumns(log.offsets, scores, rel, active, judged, jnr, unj, grade, items, err, order,
                                 judgments.R.astype(np.int64, copy=False),
-                                np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64))
-    prm = ranked.RankedParams(plan.cutoffs, thr, tie, bool(need & {"bpref", "iprec", "auc", "infap"}),
-                              "judged" in need, "bpref" in need, "auc" in need, "infap" in need,
-                              np.asarray(plan.iprec_levels, dtype=np.float64))
+                                np.asarray(judgments.judged_nonrelevant(conv), dtype=np.int64), wgain, ioff, ival, icnt)
+    whole = bool(need & {"bpref", "iprec", "auc", "infap", "h_mult", "bin_g", "gain_walk"})
+    prm = ranked.RankedParams(plan.cutoffs, thr, tie, whole, "judged" in need, "bpref" in need, "auc" in need,
+                              "infap" in need, np.asarray(plan.iprec_levels, dtype=np.float64),
+                              np.asarray(plan.mults, dtype=np.float64), "bin_g" in need, wdisc)
     out = ranked.compute(cols, prm, threads)
     st.judged, st.bpref_sum, st.iprec, st.auc_sum, st.err = out.judged, out.bpref, out.iprec, out.auc, out.err
-    st.infap_sum = out.infap
-    st.iprec_levels, st.err_grades = plan.iprec_levels, plan.err_grades
+    st.infap_sum, st.h_mult, st.bin_g_sum, st.walk = out.infap, out.h_mult, out.bin_g, out.walk
+    st.iprec_levels, st.err_grades, st.mults, st.walk_specs = plan.iprec_levels, plan.err_grades, plan.mults, plan.walk_specs
+    if "nonrel_judged" in need:  # retrieved: at or above score_threshold
+        st.nonrel_judged = log.per_query_sum(jnr & (scores >= thr)).astype(np.float64)
 
 
 def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:

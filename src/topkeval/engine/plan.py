@@ -42,6 +42,10 @@ class Plan:
         The recall levels of interpolated precision needed, ascending.
     err_grades : tuple of float
         The maximum grades of the expected reciprocal ranks needed.
+    mults : tuple of float
+        The multipliers of R of trec_eval's Rprec_mult needed, ascending.
+    walk_specs : tuple of DcgSpec
+        The gain variants of trec_eval's G, Rndcg and ndcg_rel needed (the second pass's walk).
     labels : tuple of str
         Each metric's column label: the name as the user wrote it, blanks removed
         (:func:`topkeval.metrics.names.labelled_metrics`); by default its canonical name.
@@ -58,6 +62,8 @@ class Plan:
     iprec_levels: tuple[float, ...] = ()
     err_grades: tuple[float, ...] = ()
     labels: tuple[str, ...] = ()
+    mults: tuple[float, ...] = ()
+    walk_specs: tuple[DcgSpec, ...] = ()
 
     def parts(self) -> list[Plan]:
         """The plans whose statistics one kernel pass gives: this plan, or, under
@@ -127,12 +133,18 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[st
                 specs.append(spec)
     levels: set[float] = set()
     grades: set[float] = set()
+    mults: set[float] = set()
+    walks: list[DcgSpec] = []
     for m in mets:
         fam = FAMILIES[m.family]
         if fam.levels is not None:
             levels.update(fam.levels(m))
         if fam.err is not None:
             grades.add(fam.err(m))
+        if fam.mults is not None:
+            mults.update(fam.mults(m))
+        if fam.walk is not None and fam.walk(m, conv) not in walks:
+            walks.append(fam.walk(m, conv))
     return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
                 tuple(specs), positive_hits, frozenset(needs & RANKED_STATISTICS), tuple(sorted(levels)),
-                tuple(sorted(grades)), labels)
+                tuple(sorted(grades)), labels, tuple(sorted(mults)), tuple(walks))

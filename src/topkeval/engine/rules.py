@@ -176,6 +176,62 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
     return gains, disc, cum, ideal, shifts
 
 
+def walk_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judgments, judged_rows, longest: int):
+    """What the second pass needs for trec_eval's G, Rndcg and ndcg_rel under each gain variant of
+    ``plan.walk_specs``: the gain of each candidate (``W x candidates``; none for a candidate without
+    a judgment), each query's ideal gains as runs of equal positive gains in decreasing order
+    (``ioff``, ``ival``, ``icnt``: see :class:`~topkeval.kernels.ranked.RankedColumns`; the judged
+    items of grade 0 that ``judgments.zeros`` counts take part when grade 0 gains something) and the
+    discount of ranks 0..D (``W x (D + 1)``, D the longest list or the most ideal gains of a query).
+
+    Raises
+    ------
+    DataError
+        Gains so large that the sums of the walk would exceed the largest float64.
+    """
+    W, Q = len(plan.walk_specs), len(judgments.offsets) - 1
+    wgain = np.zeros((W, len(grades)))
+    ioff = np.zeros((W, Q + 1), np.int64)
+    vals: list[np.ndarray] = []
+    cnts: list[np.ndarray] = []
+    deepest, base = longest, 0
+    judged = judged_rows() if W else None
+    judged_rel = None if not W else (rel if judgments.grades is grades else plan.conv.is_relevant(judgments.grades))
+    of_item = np.repeat(np.arange(Q), np.diff(judgments.offsets))
+    for v, spec in enumerate(plan.walk_specs):
+        row = gains_of(grades, spec, rel)
+        if judged is not None and not judged.all():
+            row[~judged] = 0.0  # a candidate without a judgment gains nothing
+        wgain[v] = row
+        q, gain, count = of_item, gains_of(judgments.grades, spec, judged_rel), np.ones(len(of_item), np.int64)
+        zero_gain = float(gains_of(np.zeros(1), spec)[0])
+        if judgments.zeros is not None and zero_gain > 0:  # the cells of grade 0 a score matrix does not list
+            q = np.concatenate([q, np.arange(Q)])
+            gain = np.concatenate([gain, np.full(Q, zero_gain)])
+            count = np.concatenate([count, np.asarray(judgments.zeros, np.int64)])
+        keep = (gain > 0) & (count > 0)
+        q, gain, count = q[keep], gain[keep], count[keep]
+        order = np.lexsort((-gain, q))
+        q, gain, count = q[order], gain[order], count[order]
+        first = np.ones(len(q), bool)
+        first[1:] = (q[1:] != q[:-1]) | (gain[1:] != gain[:-1])
+        starts = np.flatnonzero(first)
+        run_q = q[starts]
+        vals.append(gain[starts])
+        cnts.append(np.add.reduceat(count, starts) if len(starts) else np.zeros(0, np.int64))
+        ioff[v] = base + np.concatenate([[0], np.cumsum(np.bincount(run_q, minlength=Q))])
+        base += len(starts)
+        ideal = np.bincount(run_q, weights=cnts[-1], minlength=Q)
+        deepest = max(deepest, int(ideal.max()) if Q else 0)
+        top = max(float(np.abs(row).max()) if len(row) else 0.0, float(gain.max()) if len(gain) else 0.0)
+        if top * max(deepest, 1) > 1e300:
+            raise DataError(f"The gains of {spec.gain} reach {top:g}: sums over a list exceed the largest float64 "
+                            "(trec_eval's G, Rndcg, ndcg_rel): use linear gains or smaller grades.")
+    disc = np.stack([discounts(spec, deepest)[0] for spec in plan.walk_specs]) if W else np.zeros((0, 1))
+    return (wgain, ioff, np.concatenate(vals) if vals else _EMPTY_F,
+            np.concatenate(cnts).astype(np.int64) if cnts else _EMPTY_I, disc)
+
+
 def weighted_ideal_dcg(offsets: np.ndarray, gains: np.ndarray, weights: np.ndarray, cutoffs: np.ndarray,
                        spec) -> np.ndarray:
     """The ideal DCG (Q x C) of the relevant items a click log stands for: each candidate with a

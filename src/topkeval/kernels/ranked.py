@@ -34,6 +34,18 @@ in the group) and ``b`` (group mates the tie rule puts first), in rank order. Th
   mean ``E_{p-1}`` of the mates' ``1 - R`` (built one mate at a time,
   ``E'_s = (m+1-s)/(m+1) E_s + s/(m+1) v E_{s-1}``, a convex combination: no overflow).
 
+* ``h_mult`` for multiplier x: h(c) at the query's own cutoff c = floor(x R + 0.9) (trec_eval
+  ``m_Rprec_mult.c``), the relevant candidates' chances of being in the top c summed as for
+  ``judged``.
+* ``bin_g``: for each relevant candidate, ``1 / log2(2 + X)``, X the candidates ranked above it that
+  are not relevant (trec_eval ``m_binG.c``). Under ``ties="expected"`` X = A + U, U uniform on 0..j
+  for j non-relevant group mates, as for bpref.
+* ``walk``: trec_eval's G, Rndcg and ndcg_rel (``m_G.c``, ``m_Rndcg.c``, ``m_ndcg_rel.c``) of each gain
+  variant: a walk over the ranks of the list (the gain at each rank: under ``ties="expected"`` the
+  mean gain of the rank's tie group, which makes Rndcg, linear in the gains, its expected value)
+  beside the query's ideal gains, the positive gains of its judged items in decreasing order
+  (:func:`_walk_values`).
+
 Each sum runs in rank order (members of a tie group by grade), so a query's values do not depend
 on the order of its rows.
 """
@@ -58,8 +70,11 @@ class RankedColumns(NamedTuple):
     relevant), ``unj`` (a judgment with a negative grade, not relevant: in the pool but not
     judged), ``grade`` (float, for the optimistic / pessimistic tie rules, else empty),
     ``items`` (codes for the item tie rules, else empty), ``err_gain`` (V x rows: R of each row
-    under each maximum grade), ``order`` (1 x rows: the grade, to order tie mates), ``R`` and
-    ``NJ`` (Q: relevant and judged non-relevant items of each query)."""
+    under each maximum grade), ``order`` (rows of keys to order tie mates: grades, gains), ``R`` and
+    ``NJ`` (Q: relevant and judged non-relevant items of each query), ``wgain`` (W x rows: the gain of
+    each row under each gain variant of the walk), ``ioff`` (W x (Q + 1)), ``ival`` and ``icnt``: the
+    ideal gains of query q under variant v, as runs of equal positive gains in decreasing order,
+    ``ival[ioff[v, q]:ioff[v, q + 1]]`` each taken ``icnt[...]`` times."""
 
     offsets: np.ndarray
     scores: np.ndarray
@@ -74,12 +89,18 @@ class RankedColumns(NamedTuple):
     order: np.ndarray
     R: np.ndarray
     NJ: np.ndarray
+    wgain: np.ndarray
+    ioff: np.ndarray
+    ival: np.ndarray
+    icnt: np.ndarray
 
 
 class RankedParams(NamedTuple):
     """``cutoffs`` (C, ascending, :data:`~topkeval.kernels.cpu.NO_CUTOFF` for the whole list),
     ``thr`` (score threshold), ``tie`` (a ``TIE_*`` code), ``whole`` (look at the whole list),
-    ``want_judged``, ``want_bpref``, ``want_auc``, ``want_infap``, ``levels`` (L recall levels)."""
+    ``want_judged``, ``want_bpref``, ``want_auc``, ``want_infap``, ``levels`` (L recall levels),
+    ``mults`` (M multipliers of R), ``want_bin_g``, ``wdisc`` (W x (D + 1): the discount of ranks
+    0..D of each gain variant of the walk, D at least the longest list and the most ideal gains)."""
 
     cutoffs: np.ndarray
     thr: float
@@ -90,11 +111,14 @@ class RankedParams(NamedTuple):
     want_auc: bool
     want_infap: bool
     levels: np.ndarray
+    mults: np.ndarray
+    want_bin_g: bool
+    wdisc: np.ndarray
 
 
 class RankedOutputs(NamedTuple):
     """``judged`` (Q x C), ``bpref`` (Q), ``iprec`` (Q x L), ``auc`` (Q), ``err`` (V x Q x C),
-    ``infap`` (Q)."""
+    ``infap`` (Q), ``h_mult`` (Q x M), ``bin_g`` (Q), ``walk`` (3 x W x Q: G, Rndcg, ndcg_rel)."""
 
     judged: np.ndarray
     bpref: np.ndarray
@@ -102,6 +126,9 @@ class RankedOutputs(NamedTuple):
     auc: np.ndarray
     err: np.ndarray
     infap: np.ndarray
+    h_mult: np.ndarray
+    bin_g: np.ndarray
+    walk: np.ndarray
 
 
 @kernel
@@ -131,6 +158,76 @@ def _bpref_term(x, R, den):
     return 1.0 - min(x, R) / den
 
 
+@kernel
+def _bin_g_term(nonrel_above):
+    """trec_eval's binG term of a relevant candidate with ``nonrel_above`` non-relevant candidates above it."""
+    return 1.0 / np.log2(2.0 + nonrel_above)
+
+
+@kernel
+def _walk_values(eg, n, vals, cnts, disc):
+    """trec_eval's G, Rndcg and ndcg_rel of one ranked list; NaN for each when no ideal gain is positive.
+
+    ``eg[p]``: the gain at rank p = 1..n; ``vals`` / ``cnts``: the ideal gains, runs of equal
+    positive gains in decreasing order (P ranks in all); ``disc[p]``: the discount of rank p.
+
+    * G (``m_G.c``): the sum over ranks p <= n of ``eg[p] / log2(2 + C(p) - S(p))``, S(p) the gains
+      of ranks 1..p and C(p) the sum over ideal ranks j <= p of max(ideal gain, 1) (1 past the
+      ideal gains), divided by the sum of the ideal gains.
+    * Rndcg (``m_Rndcg.c``): the mean of DCG@min(L, n) / IDCG@L at the end L of each run of equal
+      ideal gains, and, when the list is longer than P + 1, of DCG@n / IDCG@P.
+    * ndcg_rel (``m_ndcg_rel.c``): the sum of DCG@p / IDCG@min(p, P) over the ranks p of positive
+      gain, plus DCG@n / IDCG@P for each of the P - (those ranks) ideal gains left, over P; 0
+      when that sum is not positive.
+    """
+    runs = vals.shape[0]
+    if runs == 0:
+        return np.nan, np.nan, np.nan
+    P = 0
+    for j in range(runs):
+        P += cnts[j]
+    S = 0.0  # gains of the ranks so far
+    cost = 0.0  # G's ideal cost of the ranks so far
+    gsum = 0.0
+    ideal_sum = 0.0
+    dcg = 0.0
+    idcg = 0.0
+    rsum = 0.0
+    rcount = 0
+    nsum = 0.0
+    npos = 0
+    run = 0
+    left = cnts[0]
+    for p in range(1, max(n, P) + 1):
+        iv = vals[run] if run < runs else 0.0
+        gp = eg[p] if p <= n else 0.0
+        if p <= n:
+            S += gp
+            cost += iv if iv >= 1.0 else 1.0
+            if gp != 0.0:
+                gsum += gp / np.log2(2.0 + cost - S)
+            dcg += gp * disc[p]
+        if run < runs:
+            ideal_sum += iv
+            idcg += iv * disc[p]
+        if gp > 0.0:
+            nsum += dcg / idcg
+            npos += 1
+        if run < runs:
+            left -= 1
+            if left == 0:  # the end of a run of equal ideal gains: an R level of Rndcg
+                rsum += dcg / idcg
+                rcount += 1
+                run += 1
+                if run < runs:
+                    left = cnts[run]
+    if n >= P + 2:  # the list goes on past the ideal gains: trec_eval's last level, at n
+        rsum += dcg / idcg
+        rcount += 1
+    nsum += (P - npos) * dcg / idcg
+    return gsum / ideal_sum, rsum / rcount, (nsum / P if nsum > 0.0 else 0.0)
+
+
 @kernel(outputs=('mean',))
 def _symmetric_means(vals, skip, ones, smax, mean):
     """``mean[s]`` for s = 0..smax: the mean over s-subsets of the multiset (``ones`` values 1 and
@@ -156,7 +253,11 @@ def ranked_range(cols, prm, q0, q1, out):
     C = cutoffs.shape[0]
     L = prm.levels.shape[0]
     V = cols.err_gain.shape[0]
+    M = prm.mults.shape[0]
+    W = cols.wgain.shape[0]
     g, e, r, b, w = _scratch(offsets, q0, q1)
+    eg = np.zeros(g.shape[0] + 1)
+    cut = np.empty(M, np.int64)
     relrank = np.empty(g.shape[0], np.int64)
     best = np.empty(g.shape[0] + 1)
     kmax = cutoffs[C - 1]
@@ -185,13 +286,22 @@ def ranked_range(cols, prm, q0, q1, out):
             out.infap[q] = 0.0
         for x in range(L):
             out.iprec[q, x] = 0.0
+        for x in range(M):
+            out.h_mult[q, x] = 0.0
+            cut[x] = int(np.floor(prm.mults[x] * cols.R[q] + 0.9))  # trec_eval's (long)(x R + 0.9)
+        if prm.want_bin_g:
+            out.bin_g[q] = 0.0
         if n == 0:
+            for v in range(W):  # no gain at any rank: the values of the ideal gains alone
+                i0, i1 = cols.ioff[v, q], cols.ioff[v, q + 1]
+                out.walk[0, v, q], out.walk[1, v, q], out.walk[2, v, q] = _walk_values(
+                    eg, 0, cols.ival[i0:i1], cols.icnt[i0:i1], prm.wdisc[v])
             continue
         limit = n if prm.whole or kmax >= NO_CUTOFF else min(kmax, n)
         gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
         it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
         m = _sort_path(sc, rel[lo:hi], cols.active[lo:hi], gr, it, lo, thr, tie, g, e, r, b, w, max(limit, 1))
-        if m > 1 and tie == TIE_EXPECTED and V > 0:  # tie mates by grade: sums in one order
+        if m > 1 and tie == TIE_EXPECTED and (V > 0 or W > 0):  # tie mates by grade: sums in one order
             _rank_order(g, e, r, b, w, m, tie, cols.order)
         # Judged@k
         if prm.want_judged:
@@ -205,6 +315,39 @@ def ranked_range(cols, prm, q0, q1, out):
                         else:
                             total += 1.0 if g[t] + b[t] + 1 <= k else 0.0
                 out.judged[q, c] = total
+        # h(c) at each query's own cutoff c = floor(x R + 0.9)
+        for x in range(M):
+            total = 0.0
+            for t in range(m):
+                if rel[w[t]]:
+                    if tie == TIE_EXPECTED:
+                        total += min(max((cut[x] - g[t]) / e[t], 0.0), 1.0)
+                    else:
+                        total += 1.0 if g[t] + b[t] + 1 <= cut[x] else 0.0
+            out.h_mult[q, x] = total
+        # the gain at each rank (under "expected", the mean gain of the rank's tie group), and the walk
+        for v in range(W):
+            gains = cols.wgain[v]
+            for p in range(n + 1):
+                eg[p] = 0.0
+            t = 0
+            while t < m:
+                z = t + 1
+                if tie == TIE_EXPECTED:
+                    while z < m and g[z] == g[t]:
+                        z += 1
+                    total = 0.0
+                    for u in range(t, z):
+                        total += gains[w[u]]
+                    if total != 0.0:
+                        for p in range(g[t] + 1, g[t] + e[t] + 1):
+                            eg[p] = total / e[t]
+                else:
+                    eg[g[t] + b[t] + 1] = gains[w[t]]
+                t = z
+            i0, i1 = cols.ioff[v, q], cols.ioff[v, q + 1]
+            out.walk[0, v, q], out.walk[1, v, q], out.walk[2, v, q] = _walk_values(
+                eg, n, cols.ival[i0:i1], cols.icnt[i0:i1], prm.wdisc[v])
         # walk the tie groups (expected) or the ranks (deterministic) once
         R = cols.R[q]
         den = float(min(cols.NJ[q], R))
@@ -215,6 +358,7 @@ def ranked_range(cols, prm, q0, q1, out):
         rel_above = 0  # relevant candidates of the groups (ranks) above
         bsum = 0.0
         asum = 0.0
+        gsum_bin = 0.0
         t = 0
         while t < m:
             z = t + 1
@@ -226,6 +370,14 @@ def ranked_range(cols, prm, q0, q1, out):
             for u in range(t, z):
                 nj += cols.jnr[w[u]]
                 nr += rel[w[u]]
+            if nr > 0 and prm.want_bin_g:
+                if tie == TIE_EXPECTED:  # X = A + U, U uniform on 0..j for j non-relevant mates
+                    part = 0.0
+                    for x in range(e[t] - r[t] + 1):
+                        part += _bin_g_term(float(g[t] - rel_above + x))
+                    gsum_bin += nr * part / (e[t] - r[t] + 1)
+                else:
+                    gsum_bin += _bin_g_term(float(g[t] + b[t] - rel_above))
             if nr > 0:
                 if tie == TIE_EXPECTED:
                     part = 0.0
@@ -252,6 +404,8 @@ def ranked_range(cols, prm, q0, q1, out):
             out.auc[q] = asum
         if prm.want_infap:
             out.infap[q] = isum
+        if prm.want_bin_g:
+            out.bin_g[q] = gsum_bin
         # interpolated precision (deterministic rules): best[j] = max precision at ranks of the j-th
         # relevant candidate and beyond
         if L > 0 and rel_above > 0:
@@ -326,7 +480,8 @@ def compute(cols: RankedColumns, prm: RankedParams, threads: int | None = None) 
     V = cols.err_gain.shape[0]
     out = RankedOutputs(np.zeros((Q, C) if prm.want_judged else (0, C)), np.zeros(Q if prm.want_bpref else 0),
                         np.zeros((Q, len(prm.levels))), np.zeros(Q if prm.want_auc else 0), np.zeros((V, Q, C)),
-                        np.zeros(Q if prm.want_infap else 0))
+                        np.zeros(Q if prm.want_infap else 0), np.zeros((Q, len(prm.mults))),
+                        np.zeros(Q if prm.want_bin_g else 0), np.zeros((3, cols.wgain.shape[0], Q)))
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
     run_parallel(lambda qr: ranked_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))

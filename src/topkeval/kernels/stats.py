@@ -61,8 +61,23 @@ class QueryStats:
         precision (:mod:`topkeval.kernels.ranked`).
     err : ndarray of float64, shape (V, Q, C)
         Expected reciprocal rank at each cutoff, one per maximum grade of ``err_grades``.
+    h_mult : ndarray of float64, shape (Q, M), or (Q, 0)
+        h(c) at each query's own cutoff c = floor(x R + 0.9), one column per multiplier x of
+        ``mults`` (trec_eval's Rprec_mult); expected values under ``ties="expected"``.
+    bin_g_sum : ndarray of float64, shape (Q,), or (0,)
+        trec_eval's binG times R: the sum over relevant candidates of ``1 / log2(2 + X)``, X the
+        candidates ranked above it that are not relevant (expected values under ``ties="expected"``).
+    walk : ndarray of float64, shape (3, W, Q)
+        trec_eval's G, Rndcg and ndcg_rel (in that order) under each gain variant of
+        ``walk_specs`` (:mod:`topkeval.kernels.ranked`); NaN where a query has no positive ideal
+        gain. Rndcg is an expected value under ``ties="expected"``; G and ndcg_rel are computed
+        under deterministic tie rules only.
+    nonrel_judged : ndarray of float64, shape (Q,), or (0,)
+        Judged non-relevant candidates retrieved (a judgment of grade >= 0, not relevant).
     iprec_levels : tuple of float
     err_grades : tuple of float
+    mults : tuple of float
+    walk_specs : tuple of DcgSpec
     relevant_weight : ndarray of float64, shape (Q,), or None
         Under inverse propensity weights (:mod:`topkeval.engine.unbiased`), the weight of each
         query's relevant items (h, h(R), the AP sums and DCG are weighted sums then); None without.
@@ -91,9 +106,15 @@ class QueryStats:
     iprec_levels: tuple = ()
     err_grades: tuple = ()
     relevant_weight: np.ndarray | None = None
+    h_mult: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    bin_g_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    walk: np.ndarray = field(default_factory=lambda: np.zeros((3, 0, 0)))
+    nonrel_judged: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    mults: tuple = ()
+    walk_specs: tuple = ()
 
     _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum", "judged", "bpref_sum",
-                  "iprec", "auc_sum", "infap_sum", "relevant_weight")
+                  "iprec", "auc_sum", "infap_sum", "relevant_weight", "h_mult", "bin_g_sum", "nonrel_judged")
     _PER_VARIANT = ("dcg", "ideal_dcg", "err")
 
     @property
@@ -138,6 +159,15 @@ class QueryStats:
         """Index of recall level ``recall`` in :attr:`iprec_levels`."""
         return self.iprec_levels.index(recall)
 
+    def mult(self, x: float) -> int:
+        """Index of multiplier ``x`` in :attr:`mults`."""
+        return self.mults.index(x)
+
+    def walk_at(self, measure: str, spec) -> np.ndarray:
+        """trec_eval's ``"G"``, ``"Rndcg"`` or ``"ndcg_rel"`` under gain variant ``spec`` (NaN: no
+        positive ideal gain)."""
+        return self.walk[("G", "Rndcg", "ndcg_rel").index(measure), self.walk_specs.index(spec)]
+
     def err_at(self, max_grade: float, k: int | None) -> np.ndarray:
         """Expected reciprocal rank with maximum grade ``max_grade`` at cutoff ``k``."""
         return self.err[self.err_grades.index(max_grade), :, self.column(k)]
@@ -151,6 +181,8 @@ class QueryStats:
                 v = v[rows] if v is not None and len(v) else v
             elif f.name in self._PER_VARIANT:
                 v = v[:, rows]
+            elif f.name == "walk":
+                v = v[:, :, rows] if v.shape[1] else v
             out[f.name] = v
         return QueryStats(**out)
 
@@ -169,6 +201,8 @@ class QueryStats:
                 out[f.name] = np.concatenate(values)
             elif f.name in first._PER_VARIANT:
                 out[f.name] = np.concatenate(values, axis=1)
+            elif f.name == "walk":
+                out[f.name] = np.concatenate(values, axis=2)
             else:
                 out[f.name] = values[0]
         return QueryStats(**out)

@@ -17,7 +17,8 @@ infap                  (1/R) sum over relevant candidates at rank i of 1 at rank
                        rest with a negative grade), eps = 1e-5 (trec_eval infAP)
 iprec(recall=x)        largest precision at or beyond the lround(x R)-th relevant rank;     R = 0, or n = 0 and
                        0 when fewer relevant candidates are listed (trec_eval)              lround(x R) = 0
-iprec_avg              mean of iprec at recall 0, 0.1, ..., 1 (trec_eval 11pt_avg)         R = 0 or n = 0
+iprec_avg              mean of iprec at recall 0, 0.1, ..., 1 or the levels given            R = 0, or n = 0 and
+                       (trec_eval 11pt_avg, 11pt_avg.0.25,0.5)                              lround(x R) = 0 for a level
 auc                    share of (relevant, non-relevant) candidate pairs ranked in that     r = 0 or N = 0
                        order, a tied pair 1/2 under ties="expected"
 err(max_grade=m)@k     sum over ranks i <= k of p_i / i prod_{j<i} (1 - p_j),               never
@@ -39,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..conventions import TIES
-from .registry import DcgSpec, Param, register
+from .registry import DcgSpec, Param, format_value, register
 from .setbased import ratio
 
 #: trec_eval's recall levels of iprec_at_recall and 11pt_avg.
@@ -99,15 +100,25 @@ def _per_r(values, st, conv, empty=None) -> np.ndarray:
     return out
 
 
+def _iprec_avg_name(m) -> str:
+    levels = m.param("levels")
+    return "11pt_avg" if levels == ELEVEN_POINTS else "11pt_avg_" + ",".join(format_value(x) for x in levels)
+
+
 @register("iprec_avg", undefined="R = 0, or an empty list", needs_all_relevant=True, cutoff="none", needs=("iprec",), depth="list", aliases=("11pt_avg", "iprec_11pt"),
-          trec_uncut="11pt_avg", levels=lambda m: ELEVEN_POINTS, ties=DETERMINISTIC,
-          summary="11-point interpolated average precision (trec_eval 11pt_avg)",
-          formula="mean of iprec at recall 0, 0.1, ..., 1")
+          params=(Param("levels", "levels", ELEVEN_POINTS, False),), trec_uncut="11pt_avg", trec_format=_iprec_avg_name,
+          trec_params=lambda text: ["levels={" + text + "}"], levels=lambda m: m.param("levels"), ties=DETERMINISTIC,
+          summary="interpolated precision averaged over recall levels, 11 by default (trec_eval 11pt_avg; "
+                  "11pt_avg.0.25,0.5 is iprec_avg(levels={0.25,0.5}))",
+          formula="mean of iprec at recall 0, 0.1, ..., 1 (or the levels given)")
 def iprec_avg(st, m, conv):
+    levels = m.param("levels")
     total = np.zeros(st.n_queries)
-    for x in reversed(ELEVEN_POINTS):  # trec_eval's order of summation
+    for x in reversed(levels):  # trec_eval's order of summation
         total += st.iprec[:, st.level(x)]
-    return _per_r(total / len(ELEVEN_POINTS), st, conv, st.n == 0)  # level 0 of an empty list is undefined
+    # a level whose count of relevant items is 0 is undefined on an empty list (level 0 always is)
+    empty = (st.n == 0) & (min(levels) * st.R < 0.5)
+    return _per_r(total / len(levels), st, conv, empty)
 
 
 @register("auc", undefined="no relevant or no non-relevant candidate retrieved", needs_all_relevant=True, cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),

@@ -60,9 +60,11 @@ _GRAMMAR = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
 _TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>[0-9]+)$")  # P_10, recall_20, ndcg_cut_10
-_TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, ndcg.1=3,2=7
+_TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, 11pt_avg..25,.5
 _TREC_PRINTED_GAINS = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)_(?P<value>[0-9.+-]+=\S+)$")  # ndcg_1=3,2=9
 _DIGITS = re.compile(r"[0-9]+")
+#: trec_eval's printed names of parameters other than a cutoff: Rprec_mult_0.20, utility_2,-1,0,0, 11pt_avg_.25,.5
+_TREC_PRINTED_PARAMS = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_]*?)_(?P<value>[0-9.+-][0-9.,+-]*)$")
 _TREC_FRACTION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*?)_(?P<value>[01]\.[0-9]+)$")  # iprec_at_recall_0.50
 
 
@@ -206,7 +208,11 @@ def _int_if_whole(x: float):
 def _param_value(p: Param, text: str, full: str, fam: Family):
     if p.kind == "gain":
         return _gain_value(text, full, fam)
+    if p.kind == "levels":
+        return _levels_value(p, text, full, fam)
     value = _number(text.strip())
+    if p.kind == "real" and value is None:
+        raise _bad(full, fam, f"{p.name} must be a finite number")
     if p.kind in ("positive", "grade") and (value is None or value <= 0):
         raise _bad(full, fam, f"{p.name} must be a positive finite number")
     if p.kind == "unit" and (value is None or not is_unit(value)):
@@ -214,6 +220,18 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
     if p.kind == "fraction" and (value is None or not 0 <= value <= 1):
         raise _bad(full, fam, f"{p.name} must be a number from 0 to 1")
     return value
+
+
+def _levels_value(p: Param, text: str, full: str, fam: Family) -> tuple:
+    """Recall levels: ``{0.25,0.5}`` (or trec_eval's ``.25,.5``), each from 0 to 1, distinct, kept ascending."""
+    body = text.strip()
+    body = body[1:-1] if body.startswith("{") and body.endswith("}") else body
+    values = [v for v in (_number(x.strip()) for x in body.split(",")) if v is not None and 0 <= v <= 1]
+    if len(values) != len(body.split(",")):
+        raise _bad(full, fam, f"{p.name} must be numbers from 0 to 1 in braces, such as '{fam.name}({p.name}={{0.25,0.5}})'")
+    if len(set(values)) < len(values):
+        raise _bad(full, fam, f"{p.name} lists a level twice: give each level once")
+    return tuple(sorted(values))
 
 
 def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> tuple:
@@ -250,6 +268,11 @@ def _trec_param(name: str, value: str, full: str):
     if key not in _ALIASES:
         return None
     fam = FAMILIES[_ALIASES[key][0]]
+    if fam.trec_params is not None:  # utility.1,-1,0,0, Rprec_mult.0.2, 11pt_avg..25,.5
+        found = _trec_params(fam, value, full)
+        if len(found) > 1:
+            raise _bad(full, fam, f"{name}.{value} names {len(found)} metrics: pass it in a list (parse_metrics)")
+        return fam, None, found[0]
     if fam.name == "set_f":  # trec_eval's set_F parameter is beta squared
         b2 = _number(value)
         if b2 is None or b2 <= 0:
@@ -263,6 +286,16 @@ def _trec_param(name: str, value: str, full: str):
     if fam.cutoff != "none" and _DIGITS.fullmatch(value):
         return fam, value, ()
     raise _bad(full, fam, f"trec_eval's form {name}.{value} is not understood here; write it")
+
+
+def _trec_params(fam: Family, value: str, full: str) -> list[tuple]:
+    """The parameters of each metric a trec_eval ``name.value`` names, by the family's ``trec_params``."""
+    assert fam.trec_params is not None
+    try:
+        texts = fam.trec_params(value)
+    except ValueError as why:
+        raise _bad(full, fam, str(why)) from None
+    return [_parse_params(fam, text, (), full) for text in texts]
 
 
 @validate_params(text=MetricName())
@@ -317,6 +350,12 @@ def parse_metric(text: str | Metric) -> Metric:
         found = _trec_param(trec.group("name"), trec.group("value"), text)
         if found is not None:
             fam, k_text, params = found
+            return _finish(fam, k_text, params, text)
+    printed = _TREC_PRINTED_PARAMS.match(text.strip())
+    if printed and any(c in printed.group("value") for c in ".,"):  # Rprec_mult_0.20, utility_2,-1,0,0
+        key = printed.group("name").lower()
+        if key in _ALIASES and FAMILIES[_ALIASES[key][0]].trec_params is not None:
+            fam, k_text, params = _trec_param(printed.group("name"), printed.group("value"), text)
             return _finish(fam, k_text, params, text)
     m = _GRAMMAR.match(text)
     if m is None:
@@ -422,6 +461,12 @@ def _expand(item) -> list[tuple[str, Metric]]:
     """``(label, metric)`` of each metric an item names (trec_eval's ``P.5,10`` names two)."""
     if isinstance(item, str):
         t = _TREC_PARAM.match(item.strip())
+        fam = FAMILIES[_ALIASES[t.group("name").lower()][0]] if t and t.group("name").lower() in _ALIASES else None
+        if t and fam is not None and fam.trec_params is not None:  # Rprec_mult.0.2,0.4: one metric per multiplier
+            found = _trec_params(fam, t.group("value"), item)
+            if len(found) > 1:
+                return [(label_of(f"{t.group('name')}.{v.strip()}"), _finish(fam, None, p, item))
+                        for v, p in zip(t.group("value").split(","), found)]
         if t and "," in t.group("value") and all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(",")):
             return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
                     for v in t.group("value").split(",")]
@@ -484,6 +529,12 @@ def trec_name(metric: Metric | str) -> str:
 def is_summed(metric: Metric | str) -> bool:
     """Whether trec_eval's ``all`` line sums this metric over queries (the counts) instead of averaging."""
     return parse_metric(metric).info.summed
+
+
+def is_geometric(metric: Metric | str) -> bool:
+    """Whether trec_eval's ``all`` line is the geometric mean (exp of the mean of the per-query logs):
+    gm_map, gm_bpref."""
+    return parse_metric(metric).info.geometric
 
 
 def higher_is_better(metric: Metric | str) -> bool:

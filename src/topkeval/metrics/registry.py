@@ -23,7 +23,10 @@ A second pass over the whole order of each list (:mod:`topkeval.kernels.ranked`)
 (judged candidates in the top k), ``bpref`` (trec_eval's bpref sum), ``iprec`` (interpolated
 precision at the recall levels the metrics declare), ``auc`` (correctly ordered pairs), ``err``
 (expected reciprocal rank under the maximum grades the metrics declare) and ``infap`` (trec_eval's
-inferred AP sum).
+inferred AP sum), ``h_mult`` (relevant in the top floor(mult R + 0.9): trec_eval's Rprec_mult),
+``bin_g`` (trec_eval's binG sum), ``gain_walk`` (trec_eval's G, Rndcg and ndcg_rel under the gain
+variants the metrics declare: a walk over the ranked gains beside the ideal ones) and
+``nonrel_judged`` (judged non-relevant candidates retrieved).
 
 A family that is exact only under some tie rules lists them in ``ties``; the plan refuses the
 others with a :class:`~topkeval.errors.ParameterError` rather than give an inexact number.
@@ -36,10 +39,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 #: The statistics a family may ask of the kernel (besides the counts every kernel returns).
-STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err", "infap"})
+STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err", "infap",
+                        "h_mult", "bin_g", "gain_walk", "nonrel_judged"})
 
 #: The statistics of the second pass (:mod:`topkeval.kernels.ranked`).
-RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err", "infap"})
+RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err", "infap", "h_mult", "bin_g", "gain_walk",
+                               "nonrel_judged"})
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,9 @@ class Param:
     """A parameter of a family: ``fbeta(beta=0.5)``, ``ndcg(gain=exp)``, ``rbp(p=0.8)``.
 
     ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)),
-    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade) or ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``). A parameter with
+    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade), ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``),
+    ``"real"`` (any finite number) or ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept
+    ascending). A parameter with
     a ``default`` may be left out, and is left out of the canonical name when it has that value.
     """
 
@@ -106,6 +113,10 @@ class Family:
     undefined: str = "never"  # when a query's value is undefined (conventions' ``undefined`` is given instead)
     ips: str | None = None  # under inverse propensity weights: "ips" (a sum of per-item terms: unbiased),
     # "snips" (a ratio of such sums: self-normalised, consistent), None (no such estimator: refused)
+    geometric: bool = False  # trec_eval's "all" line is exp of the mean (a geometric mean: the values are logs)
+    trec_params: Callable | None = None  # trec_eval's "name.x,y" text -> the parameters ("p=v,...") of each metric
+    mults: Callable | None = None  # metric -> multipliers of R, for families that need "h_mult"
+    walk: Callable | None = None  # (metric, conventions) -> the DcgSpec of the gains, for families that need "gain_walk"
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -122,16 +133,18 @@ class Family:
         out = [base + "@3"] if self.cutoff != "none" else [base]
         if self.cutoff == "optional":
             out.append(base)
+        cut = "@3" if self.cutoff != "none" else ""
         for p in self.params:
             if not p.required and p.kind == "gain":
-                out.append(f"{self.name}({p.name}=exp)@3")
-                out.append(f"{self.name}({p.name}={{1:3,2:7}})@3")
+                out.append(f"{self.name}({p.name}=exp){cut}")
+                out.append(f"{self.name}({p.name}={{1:3,2:7}}){cut}")
             elif not p.required:
-                out.append(f"{self.name}({p.name}={_EXAMPLE[p.kind]})" + ("@3" if self.cutoff != "none" else ""))
+                out.append(f"{self.name}({p.name}={_EXAMPLE[p.kind]}){cut}")
         return out
 
 
-_EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp"}
+_EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp", "real": "-0.5",
+            "levels": "{0.2,0.5,0.8}"}
 
 FAMILIES: dict[str, Family] = {}
 
@@ -146,7 +159,8 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
-             undefined: str = "never", ips: str | None = None):
+             undefined: str = "never", ips: str | None = None, geometric: bool = False,
+             trec_params: Callable | None = None, mults: Callable | None = None, walk: Callable | None = None):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
@@ -158,14 +172,16 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips)
+                                undefined, ips, geometric, trec_params, mults, walk)
         return function
 
     return wrap
 
 
 def format_value(value) -> str:
-    """A parameter value in a canonical name: ``0.5``, ``2``, ``exp``, ``{1:3,2:7}``."""
+    """A parameter value in a canonical name: ``0.5``, ``2``, ``exp``, ``{1:3,2:7}``, ``{0.25,0.5}``."""
+    if isinstance(value, tuple) and all(not isinstance(x, tuple) for x in value):  # levels
+        return "{" + ",".join(format_value(x) for x in value) + "}"
     if isinstance(value, tuple):
         return "{" + ",".join(f"{format_value(g)}:{format_value(v)}" for g, v in value) + "}"
     if isinstance(value, float):

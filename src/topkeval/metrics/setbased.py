@@ -86,7 +86,9 @@ def recall(st, m, conv):
 
 
 @register("recall_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",),
-          summary="recall with the denominator capped at k (LensKit's Recall@k)", formula="h(k) / min(R, k)")
+          trec="relative_P",
+          summary="recall with the denominator capped at k (LensKit's Recall@k; trec_eval relative_P_k)",
+          formula="h(k) / min(R, k)")
 def recall_capped(st, m, conv):
     return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)
 

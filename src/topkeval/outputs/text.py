@@ -298,9 +298,11 @@ def trec_lines(res, per_query: bool) -> str:
     """trec_eval-style lines: ``measure <tab> query-or-all <tab> value``, per-query lines first (-q).
 
     num_ret, num_rel and num_rel_ret are summed over queries on the ``all`` line, as trec_eval does.
+    gm_map and gm_bpref (per query, the log of a value) have an ``all`` line only: exp of their mean,
+    the geometric mean, as trec_eval prints them.
     Results kept without per-query rows (a streamed file) give the ``all`` lines from their counts.
     """
-    from ..metrics.names import is_summed, trec_name
+    from ..metrics.names import is_geometric, is_summed, trec_name
 
     lines = []
     # the per-query values of a Spark evaluation stay on the cluster unless -q asks for them
@@ -313,13 +315,16 @@ def trec_lines(res, per_query: bool) -> str:
             for row in part.to_dict("records"):
                 query = _trec_field(row[qn], "query id")
                 for metric in res.metrics:
-                    lines.append(_trec_line(trec_name(metric), query, row[metric], is_summed(metric)))
+                    if not is_geometric(metric):  # trec_eval prints no per-query value of a geometric mean
+                        lines.append(_trec_line(trec_name(metric), query, row[metric], is_summed(metric)))
         count = res.info["evaluated_per_model"][model]
         lines.append(f"{'num_q':<22}\tall\t{count}")
         for metric in res.metrics:
             value = res.summary.loc[model, metric]
             if is_summed(metric):
                 value = part[metric].sum() if part is not None and len(part) == count else value * count
+            if is_geometric(metric):
+                value = math.exp(value)
             lines.append(_trec_line(trec_name(metric), "all", value, is_summed(metric)))
     return "\n".join(lines) + "\n"
 
