@@ -59,7 +59,7 @@ def run_topkeval(run: Path, qrels: Path) -> dict:
     import topkeval as tk
 
     res = tk.evaluate(run, qrels=qrels, metrics=list(MEASURES.values()), conventions="trec_eval")
-    return {k: float(res.summary.iloc[0][str(tk.parse_metric(v))]) for k, v in MEASURES.items()}
+    return {k: float(res.summary.iloc[0][v]) for k, v in MEASURES.items()}
 
 
 def run_pytrec_eval(run: Path, qrels: Path) -> dict:
