@@ -294,11 +294,14 @@ def _rank_order(g, e, r, b, w, m, tie, gains):
         for p in range(m):
             fkey[p] = g[perm[p]] + b[perm[p]]
     perm = perm[stable_argsort(fkey)]
-    g[:m] = g[:m][perm]
-    e[:m] = e[:m][perm]
-    r[:m] = r[:m][perm]
-    b[:m] = b[:m][perm]
-    w[:m] = w[:m][perm]
+    # element by element: a slice assignment (g[:m] = g[:m][perm]) compiles numba's broadcasting
+    # and its error messages, seconds of compilation after installation
+    tmp = np.empty(m, np.int64)
+    for arr in (g, e, r, b, w):
+        for p in range(m):
+            tmp[p] = arr[perm[p]]
+        for p in range(m):
+            arr[p] = tmp[p]
 
 
 @kernel
@@ -555,53 +558,89 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
             out.ap[q, c] = apsum
 
 
-@kernel(outputs=('out',))
-def stats_range(cols, prm, q0, q1, out):
-    """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``."""
-    offsets, scores, rel, active, R = cols.offsets, cols.scores, cols.rel, cols.active, cols.R
-    cutoffs, thr, tie, want_r = prm.cutoffs, prm.thr, prm.tie, prm.want_r
+@kernel(outputs=('act',))
+def _query_rows(sc, rl, ac, thr, act):
+    """The candidates of one query that survive ``thr`` (n), the relevant ones among them (nrel),
+    and the active ones among them (nact, their rows written to ``act[:nact]``)."""
+    n = 0
+    nrel = 0
+    nact = 0
+    if thr == -np.inf:  # every candidate kept: the scores need not be read here
+        n = sc.shape[0]
+        for j in range(n):  # branch-free: the row is written, kept only if active
+            nrel += rl[j]
+            act[nact] = j
+            nact += ac[j]
+    else:
+        for j in range(sc.shape[0]):
+            kept = sc[j] >= thr
+            n += kept
+            nrel += kept & rl[j]
+            act[nact] = j
+            nact += kept & ac[j]
+    return n, nrel, nact
+
+
+@kernel
+def _rank_limit(prm, n, Rq):
+    """Ranks beyond this matter to no requested metric (at least 1)."""
+    C = prm.cutoffs.shape[0]
+    limit = prm.cutoffs[C - 1] if prm.cutoffs[C - 1] < NO_CUTOFF else n
+    if prm.want_r and Rq > limit:
+        limit = Rq
+    return max(limit, 1)
+
+
+@kernel(outputs=('out', 'deferred'))
+def stats_range(cols, prm, q0, q1, out, deferred):
+    """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``, by the
+    counting path; the queries for the sorting path (many active candidates, or ``PATH_SORT``) are
+    written to ``deferred`` for :func:`stats_sorted`, and their number returned. Apart, the sorting
+    path compiles only when a log has such queries."""
+    offsets, rel, active, R = cols.offsets, cols.rel, cols.active, cols.R
     g, e, r, b, w = _scratch(offsets, q0, q1)
     f, key, ridx = _accumulate_work(g.shape[0])
     act = np.empty(g.shape[0], np.int64)
-    C = cutoffs.shape[0]
+    nd = 0
     for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        sc = scores[lo:hi]
+        sc = cols.scores[lo:hi]
         rl = rel[lo:hi]
-        ac = active[lo:hi]
-        n = 0
-        nrel = 0
-        nact = 0
-        if thr == -np.inf:  # every candidate kept: the scores need not be read here
-            n = sc.shape[0]
-            for j in range(n):  # branch-free: the row is written, kept only if active
-                nrel += rl[j]
-                act[nact] = j
-                nact += ac[j]
-        else:
-            for j in range(sc.shape[0]):
-                kept = sc[j] >= thr
-                n += kept
-                nrel += kept & rl[j]
-                act[nact] = j
-                nact += kept & ac[j]
+        n, nrel, nact = _query_rows(sc, rl, active[lo:hi], prm.thr, act)
         out.n[q] = n
         out.rel_ret[q] = nrel
-        if nact == 0:
-            _accumulate(q, 0, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
-            continue
-        # ranks beyond `limit` matter to no requested metric
-        limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
-        if want_r and R[q] > limit:
-            limit = R[q]
-        limit = max(limit, 1)
+        m = nact
+        if nact > 0:
+            if prm.path == PATH_SORT or (prm.path == PATH_AUTO and nact > COUNT_MAX_RELEVANT):
+                deferred[nd] = q
+                nd += 1
+                continue
+            gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
+            it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
+            m = _count_path(sc, rl, gr, it, act, nact, lo, prm.tie, g, e, r, b, w, _rank_limit(prm, hi - lo, R[q]))
+        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
+    return nd
+
+
+@kernel(outputs=('out',))
+def stats_sorted(cols, prm, queries, out):
+    """:func:`stats_range` for the queries it deferred (each with an active candidate), by the
+    sorting path."""
+    offsets, rel, R = cols.offsets, cols.rel, cols.R
+    longest = 0
+    for i in range(queries.shape[0]):
+        longest = max(longest, offsets[queries[i] + 1] - offsets[queries[i]])
+    g, e, r, b, w = _work(longest)
+    f, key, ridx = _accumulate_work(longest)
+    for i in range(queries.shape[0]):
+        q = queries[i]
+        lo = offsets[q]
+        hi = offsets[q + 1]
         gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
         it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
-        if prm.path == PATH_COUNT or (prm.path == PATH_AUTO and nact <= COUNT_MAX_RELEVANT):
-            m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
-        else:
-            m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
+        m = _sort_path(cols.scores[lo:hi], rel[lo:hi], cols.active[lo:hi], gr, it, lo, prm.thr, prm.tie, g, e, r, b, w,
+                       _rank_limit(prm, hi - lo, R[q]))
         _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
 
 
@@ -860,7 +899,15 @@ def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
     out = _outputs(len(cols.offsets) - 1, prm, cols.gains.shape[0])
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
-    run_parallel(lambda qr: stats_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))
+    deferred = np.empty(len(cols.offsets) - 1, np.int64)  # each range writes its own part
+
+    def counted(qr):
+        return deferred[qr[0]:qr[0] + stats_range(cols, prm, qr[0], qr[1], out, deferred[qr[0]:qr[1]])]
+
+    sort = np.concatenate(run_parallel(counted, ranges, workers=len(ranges)))
+    if len(sort):  # queries with many active candidates: the sorting path, split over threads again
+        parts = _split(np.concatenate([[0], np.cumsum(np.diff(cols.offsets)[sort])]), threads if len(cols.scores) >= 200_000 else 1)
+        run_parallel(lambda qr: stats_sorted(cols, prm, sort[qr[0]:qr[1]], out), parts, workers=len(parts))
     return out
 
 

@@ -129,10 +129,26 @@ def kernel(fn=None, *, outputs: tuple[str, ...] = ()):
     with _LOCK:
         _KERNELS.append(k)
         if _compiled:  # a module imported after the switch: compiled from the start
-            from numba import njit
-
-            k.dispatcher = njit(cache=True, nogil=True)(fn)
+            k.dispatcher = _dispatcher(fn)
     return k
+
+
+def _dispatcher(fn):
+    """``njit(cache=True, nogil=True)(fn)``, typed from compiled callers by the plain types of their
+    arguments: a constant argument (``0``) is typed by numba as a literal (``Literal[int](0)``), and
+    each literal would compile the kernel once more (the largest kernel twice: seconds, after
+    installation)."""
+    from numba import njit
+    from numba.core import types
+
+    dispatcher = njit(cache=True, nogil=True)(fn)
+    call_template = dispatcher.get_call_template
+
+    def plain_call_template(args, kws):
+        return call_template(tuple(types.unliteral(a) for a in args), {k: types.unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = plain_call_template
+    return dispatcher
 
 
 def _wants_compiled(args) -> bool:
@@ -152,14 +168,14 @@ def compile_all() -> None:
     with _LOCK:
         if _compiled:
             return
-        from numba import njit, types
+        from numba import types
         from numba.extending import typeof_impl
 
         # compiled code that calls a kernel (a Kernel object, a global of its module) calls its
         # compiled dispatcher
         typeof_impl.register(Kernel)(lambda value, context: types.Dispatcher(value.dispatcher))
         for k in _KERNELS:
-            k.dispatcher = njit(cache=True, nogil=True)(k.py_func)
+            k.dispatcher = _dispatcher(k.py_func)
         _compiled = True
 
 
