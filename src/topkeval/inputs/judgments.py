@@ -26,7 +26,7 @@ from ..kernels.grouping import count_duplicates, judge
 from . import grouped as logmod
 from . import is_trec_path, read_columns, read_qrels
 from .grouped import GroupedLog, Judgments
-from .ids import encode, sorted_codes
+from .ids import arrow_codes_together, arrow_text, check_ids, encode, single_value, sorted_codes
 
 
 def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: bool = False) -> dict:
@@ -145,8 +145,13 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
 
     Each side is encoded on its own (:func:`topkeval.inputs.ids.encode`: Arrow hashes text without Python
     objects), then only the distinct ids of the two sides are matched (:func:`match_ids`) and
-    merged; ``ordered`` gives labels in ascending order (the order queries are reported in).
+    merged; ``ordered`` gives labels in ascending order (the order queries are reported in). Two
+    Arrow string columns (TREC files, text tables) are hashed together in one pass instead.
     """
+    if arrow_text(judged) and arrow_text(run):
+        check_ids(judged, column, role)
+        check_ids(run, column, role)
+        return arrow_codes_together(judged, run, ordered)
     jc, jl = _distinct(judged, column, role)
     rc, rl = _distinct(run, column, role)
     jl, rl = match_ids(jl, rl, column)
@@ -234,11 +239,15 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
     csum = np.concatenate([[0], np.cumsum(conv.is_relevant(j_grades), dtype=np.int64)])
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
     if model is not None:
-        run_codes, run_names = _distinct(cols[model], model, "run name")
-        by_run = np.argsort(run_codes, kind="stable")
-        bounds = np.searchsorted(run_codes[by_run], np.arange(len(run_names) + 1))
-        runs: list[tuple[str, np.ndarray | None, str]] = [
-            (str(name), by_run[bounds[c]:bounds[c + 1]], scores[0]) for c, name in enumerate(run_names)]
+        runs: list[tuple[str, np.ndarray | None, str]]
+        one, name = single_value(cols[model])
+        if one:  # one run (a TREC file): its rows are every row, in place
+            runs = [(str(name), None, scores[0])]
+        else:
+            run_codes, run_names = _distinct(cols[model], model, "run name")
+            by_run = np.argsort(run_codes, kind="stable")
+            bounds = np.searchsorted(run_codes[by_run], np.arange(len(run_names) + 1))
+            runs = [(str(name), by_run[bounds[c]:bounds[c + 1]], scores[0]) for c, name in enumerate(run_names)]
         if len({r[0] for r in runs}) < len(runs):
             raise ParameterError(f"Two runs of column {model!r} have the same name as text; rename one.")
         if any(not r[0] for r in runs):  # a model named '' could not be named to compare, diff or report

@@ -474,12 +474,10 @@ def _text_duplicates_range(offsets, voff, data, q0, q1):
 
 def count_text_duplicates(offsets: np.ndarray, text, threads: int | None = None) -> tuple[int, int]:
     """:func:`count_duplicates` for an Arrow string array, read in place (no Python string objects)."""
+    from ..inputs.ids import text_buffers
     from .threads import default_threads, run_parallel
 
-    buffers = text.buffers()
-    wide = text.type.id == 14 or str(text.type) == "large_string"
-    voff = np.frombuffer(buffers[1], np.int64 if wide else np.int32)[text.offset:text.offset + len(text) + 1]
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    voff, data = text_buffers(text)
     voff = voff.astype(np.int64)
     Q = len(offsets) - 1
     parts = max(1, min(threads or default_threads(), len(text) // THREAD_ROWS))
