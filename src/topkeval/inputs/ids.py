@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ColumnError, show
+from ..kernels.arrow import one_chunk
 
 
 @dataclass
@@ -143,18 +144,6 @@ def check_ids(values, column: str, role: str) -> None:
         raise _missing(column, role, int(missing.sum()), int(np.argmax(missing)))
 
 
-def one_chunk(values):
-    """An Arrow array in one piece (chunks joined: one copy of the buffers, far cheaper than
-    encoding each chunk and unifying their dictionaries)."""
-    import pyarrow as pa
-
-    if isinstance(values, pa.ChunkedArray):
-        if values.num_chunks == 1:
-            return values.chunk(0)
-        return values.combine_chunks() if values.num_chunks else pa.array([], values.type)
-    return values
-
-
 def few_runs(values) -> np.ndarray | None:
     """The rows where a run of equal values begins in an Arrow array (:func:`arrow_run_starts`),
     when runs are few (at most a quarter of the rows: a query or run-name column of a file written
@@ -218,18 +207,6 @@ def _dictionary(values) -> tuple[np.ndarray, Any]:
 def _arrow_encode(values) -> tuple[np.ndarray, np.ndarray]:
     codes, labels = _dictionary(values)
     return codes, labels.to_numpy(zero_copy_only=False)
-
-
-def text_buffers(values) -> tuple[np.ndarray, np.ndarray]:
-    """An Arrow string array's value offsets (int32 or int64, one more than the strings) and UTF-8
-    bytes, as numpy views of its buffers (no copy)."""
-    import pyarrow as pa
-
-    buffers = values.buffers()
-    wide = pa.types.is_large_string(values.type)
-    offsets = np.frombuffer(buffers[1], np.int64 if wide else np.int32)[values.offset:values.offset + len(values) + 1]
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
-    return offsets, data
 
 
 def arrow_text(values) -> bool:

@@ -99,7 +99,7 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeDecodeError):
         return None  # a bad number, a line of another length: the slow reader says which line
-    from .ids import one_chunk, text_buffers
+    from ..kernels.arrow import one_chunk, text_buffers
 
     out = {}
     for name, kind in keep.items():

@@ -281,27 +281,33 @@ def _rank_order(g, e, r, b, w, m, tie, gains):
                 w[j - 1], w[j] = w[j], w[j - 1]
                 j -= 1
         return
+    # element by element, without fancy indexing or slice assignment (perm[order], g[:m] = ...):
+    # those compile numba's indexing and broadcasting code, seconds of compilation after installation
     perm = np.arange(m)
+    tmp = np.empty(m, np.int64)
     fkey = np.empty(m, np.float64)
     if tie == TIE_EXPECTED:  # lexicographic by (g, gains...): stable sorts, last key first
         for gv in range(gains.shape[0] - 1, -1, -1):
             for p in range(m):
                 fkey[p] = gains[gv, w[perm[p]]]
-            perm = perm[stable_argsort(fkey)]
+            _permute(perm, stable_argsort(fkey), tmp, m)
         for p in range(m):
             fkey[p] = g[perm[p]]  # ranks < 2**53: exact as floats
     else:
         for p in range(m):
             fkey[p] = g[perm[p]] + b[perm[p]]
-    perm = perm[stable_argsort(fkey)]
-    # element by element: a slice assignment (g[:m] = g[:m][perm]) compiles numba's broadcasting
-    # and its error messages, seconds of compilation after installation
-    tmp = np.empty(m, np.int64)
+    _permute(perm, stable_argsort(fkey), tmp, m)
     for arr in (g, e, r, b, w):
-        for p in range(m):
-            tmp[p] = arr[perm[p]]
-        for p in range(m):
-            arr[p] = tmp[p]
+        _permute(arr, perm, tmp, m)
+
+
+@kernel(outputs=('values', 'tmp'))
+def _permute(values, order, tmp, m):
+    """``values[:m] = values[:m][order]``, in loops (``tmp``: scratch of at least ``m``)."""
+    for p in range(m):
+        tmp[p] = values[order[p]]
+    for p in range(m):
+        values[p] = tmp[p]
 
 
 @kernel
@@ -424,14 +430,17 @@ class Outputs(NamedTuple):
 
 
 @kernel(outputs=('g', 'e', 'r', 'b', 'w', 'out', 'f', 'key', 'ridx'))
-def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, ridx):
+def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, ridx, full):
     """Query q's statistics into ``out`` from the ``(g, e, r, b)`` of its ``m`` active candidates.
 
     ``w[t]`` indexes ``rel`` (relevant), ``rw`` and ``gains_all`` (G x rows) of candidate t; ``rw``
     (empty for none) weighs each relevant candidate in h, h(R) and the AP sum (inverse propensity
     weights: :mod:`topkeval.engine.unbiased`), ``rr`` and ``hit`` are left unweighted; ``Rq`` is the
     query's relevant count; ``f``, ``key`` and ``ridx`` are scratch arrays of at least ``m``
-    elements. Every output of the query is written (zeros when ``m`` is 0). Shared by
+    elements. Every output of the query is written (zeros when ``m`` is 0). ``full`` is None when
+    the plan asks for no discounted gain and no rank metric (RR, AP): then the compiled code has no
+    such part at all (numba drops the branch on a None argument), which halves its compilation.
+    Shared by
     :func:`stats_range` (counts from a query's rows), :func:`matrix_rows` (counts from a score
     matrix's rows, in place) and :func:`stats_from_counts` (counts made elsewhere: on a GPU).
     """
@@ -489,6 +498,8 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
         else:
             out.h_at_r[q] = total
     out.tie[q] = straddle
+    if full is None:  # no DCG, RR or AP asked for (their outputs are empty)
+        return
     # discounted gains over active candidates: a deterministic rank's discount, or the mean
     # discount of the positions of the candidate's tie group that lie in the top k
     for gv in range(G):
@@ -592,11 +603,11 @@ def _rank_limit(prm, n, Rq):
 
 
 @kernel(outputs=('out', 'deferred'))
-def stats_range(cols, prm, q0, q1, out, deferred):
+def stats_range(cols, prm, q0, q1, out, deferred, full):
     """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``, by the
     counting path; the queries for the sorting path (many active candidates, or ``PATH_SORT``) are
     written to ``deferred`` for :func:`stats_sorted`, and their number returned. Apart, the sorting
-    path compiles only when a log has such queries."""
+    path compiles only when a log has such queries. ``full``: see :func:`_accumulate`."""
     offsets, rel, active, R = cols.offsets, cols.rel, cols.active, cols.R
     g, e, r, b, w = _scratch(offsets, q0, q1)
     f, key, ridx = _accumulate_work(g.shape[0])
@@ -619,12 +630,12 @@ def stats_range(cols, prm, q0, q1, out, deferred):
             gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
             it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
             m = _count_path(sc, rl, gr, it, act, nact, lo, prm.tie, g, e, r, b, w, _rank_limit(prm, hi - lo, R[q]))
-        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
+        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx, full)
     return nd
 
 
 @kernel(outputs=('out',))
-def stats_sorted(cols, prm, queries, out):
+def stats_sorted(cols, prm, queries, out, full):
     """:func:`stats_range` for the queries it deferred (each with an active candidate), by the
     sorting path."""
     offsets, rel, R = cols.offsets, cols.rel, cols.R
@@ -641,7 +652,7 @@ def stats_sorted(cols, prm, queries, out):
         it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
         m = _sort_path(cols.scores[lo:hi], rel[lo:hi], cols.active[lo:hi], gr, it, lo, prm.thr, prm.tie, g, e, r, b, w,
                        _rank_limit(prm, hi - lo, R[q]))
-        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
+        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx, full)
 
 
 @kernel(outputs=('out',))
@@ -662,7 +673,7 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
             r[t] = ra[lo + t]
             b[t] = ba[lo + t]
             w[t] = lo + t
-        _accumulate(q, m, g, e, r, b, w, rel, unweighted, gains, R[q], prm, out, f, key, ridx)
+        _accumulate(q, m, g, e, r, b, w, rel, unweighted, gains, R[q], prm, out, f, key, ridx, True)
 
 
 #: Rows of a score matrix with at most this many active cells are counted (vectorised, one pass
@@ -736,7 +747,7 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
                 m = _count_path(sc, rl, gr, it, act, nact, 0, tie, g, e, r, b, w, limit)
             else:
                 m = _sort_path(sc, rl, ac, gr, it, 0, -1.7976931348623157e308, tie, g, e, r, b, w, limit)
-        _accumulate(u, m, g, e, r, b, w, rl, unweighted, gains, R[u], prm, out, f, key, ridx)
+        _accumulate(u, m, g, e, r, b, w, rl, unweighted, gains, R[u], prm, out, f, key, ridx, True)
         for p in range(rptr[u], rptr[u + 1]):  # clear the scratch rows for the next row
             x = rcol[p]
             rl[x] = False
@@ -828,9 +839,10 @@ def ranks(offsets, scores, rel, grade, items, tie, depth):
     return out
 
 
-@kernel
-def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
-    """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff.
+@kernel(outputs=('out',))
+def _ideal_dcg_range(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every, q0, q1, out):
+    """DCG of the ideal ranking of the judged gains (descending) of queries q0..q1, at every cutoff,
+    into ``out`` (zeros where a query has no gain to rank).
 
     ``disc[p]`` is the discount of rank p (``disc[0]`` unused) and ``cum`` its prefix sums. Only
     positive gains enter the ideal ranking (trec_eval), or every gain, zero and negative ones last,
@@ -838,10 +850,8 @@ def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
     query q, not listed in ``gains``, each gain ``zero_gain`` (> 0 unless ``every``): the grade-0
     cells of a score matrix. They take the ranks after the listed gains larger than ``zero_gain``.
     """
-    Q = offsets.shape[0] - 1
     C = cutoffs.shape[0]
-    out = np.zeros((Q, C))
-    for q in range(Q):
+    for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
         extra = zeros[q] if zeros.shape[0] else 0
@@ -874,6 +884,15 @@ def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
                     break
                 total -= best[p] * disc[rank]
             out[q, c] = total
+
+
+def ideal_dcg(offsets: np.ndarray, gains: np.ndarray, cutoffs: np.ndarray, disc: np.ndarray, zeros: np.ndarray,
+              zero_gain: float, cum: np.ndarray, every: bool, threads: int | None = None) -> np.ndarray:
+    """:func:`_ideal_dcg_range` over every query (Q x C), queries split over threads."""
+    out = np.zeros((len(offsets) - 1, len(cutoffs)))
+    ranges = _split(offsets, (threads or default_threads()) if len(gains) >= 200_000 else 1)
+    run_parallel(lambda qr: _ideal_dcg_range(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every, qr[0], qr[1],
+                                             out), ranges, workers=len(ranges))
     return out
 
 
@@ -894,20 +913,35 @@ def _outputs(Q: int, prm: Params, G: int) -> Outputs:
                    np.empty(Q, np.bool_), np.empty(rank_shape), np.empty(rank_shape), np.empty((G, Q, C)))
 
 
+def vectorisable(cols: Columns, prm: Params) -> bool:
+    """Whether :func:`topkeval.kernels.vectorised.stats` computes what the kernel would: h(k), hits,
+    h(R) and the tie flags under ``ties="expected"``, without discounted gains, rank metrics (RR,
+    AP) or weights."""
+    return (cols.gains.shape[0] == 0 and not prm.want_rank and cols.rw.shape[0] == 0 and prm.tie == TIE_EXPECTED
+            and prm.path == PATH_AUTO)
+
+
 def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
-    """Run the kernel over all queries of ``cols``; return the filled :class:`Outputs`."""
+    """Run the kernel over all queries of ``cols``; return the filled :class:`Outputs` (computed
+    by :func:`topkeval.kernels.vectorised.stats` while the kernels are not compiled, when it can)."""
+    from . import vectorised
+    from .jit import use_vectorised
+
+    if vectorisable(cols, prm) and use_vectorised(len(cols.scores)):
+        return vectorised.stats(cols, prm, _outputs(len(cols.offsets) - 1, prm, 0))
     out = _outputs(len(cols.offsets) - 1, prm, cols.gains.shape[0])
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
     deferred = np.empty(len(cols.offsets) - 1, np.int64)  # each range writes its own part
+    full = True if cols.gains.shape[0] or prm.want_rank else None  # None: h(k), hits and ties only
 
     def counted(qr):
-        return deferred[qr[0]:qr[0] + stats_range(cols, prm, qr[0], qr[1], out, deferred[qr[0]:qr[1]])]
+        return deferred[qr[0]:qr[0] + stats_range(cols, prm, qr[0], qr[1], out, deferred[qr[0]:qr[1]], full)]
 
     sort = np.concatenate(run_parallel(counted, ranges, workers=len(ranges)))
     if len(sort):  # queries with many active candidates: the sorting path, split over threads again
         parts = _split(np.concatenate([[0], np.cumsum(np.diff(cols.offsets)[sort])]), threads if len(cols.scores) >= 200_000 else 1)
-        run_parallel(lambda qr: stats_sorted(cols, prm, sort[qr[0]:qr[1]], out), parts, workers=len(parts))
+        run_parallel(lambda qr: stats_sorted(cols, prm, sort[qr[0]:qr[1]], out, full), parts, workers=len(parts))
     return out
 
 
