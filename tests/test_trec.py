@@ -259,20 +259,3 @@ def test_arrow_ids_in_runs_encoded_like_every_row():
     codes, labels = _arrow_encode(values)
     want = pc.dictionary_encode(values.combine_chunks())
     assert codes.tolist() == want.indices.to_pylist() and labels.tolist() == want.dictionary.to_pylist() == ["b", "a", "c"]
-
-
-def test_text_ids_hashed_in_pieces_like_whole(monkeypatch):
-    """Long text columns are hashed in pieces, in threads, whose dictionaries are then merged: the
-    codes and labels of hashing the column whole, in order of first appearance."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from topkeval.inputs import ids
-
-    monkeypatch.setattr(ids, "PARALLEL_HASH_ROWS", 100)
-    monkeypatch.setenv("TOPKEVAL_THREADS", "3")
-    rng = np.random.default_rng(8)
-    values = pa.array([f"d{v}" for v in rng.integers(0, 300, 1000)] + ["late"] * 5, pa.string())
-    codes, labels = ids._dictionary_encode(values)
-    want = pc.dictionary_encode(values)
-    assert codes.tolist() == want.indices.to_pylist() and labels.to_pylist() == want.dictionary.to_pylist()

@@ -216,40 +216,6 @@ def arrow_text(values) -> bool:
     return is_arrow(values) and (pa.types.is_string(values.type) or pa.types.is_large_string(values.type))
 
 
-#: Strings per thread below which hashing in one thread is cheaper than splitting the work.
-PARALLEL_HASH_ROWS = 250_000
-
-
-def _dictionary_encode(values) -> tuple[np.ndarray, Any]:
-    """Arrow's ``dictionary_encode`` of a string array, in pieces hashed in parallel threads (Arrow
-    releases the GIL) whose dictionaries are then hashed together: the codes (int64) and labels of
-    encoding it whole, in order of first appearance."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..kernels.threads import default_threads, run_parallel
-
-    n = len(values)
-    pieces = max(1, min(default_threads(), n // PARALLEL_HASH_ROWS))
-    if pieces == 1:
-        encoded = pc.dictionary_encode(values)
-        return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
-    bounds = [n * i // pieces for i in range(pieces + 1)]
-    parts = run_parallel(lambda b: pc.dictionary_encode(values.slice(b[0], b[1] - b[0])),
-                         list(zip(bounds[:-1], bounds[1:])))
-    # each piece's labels in the whole's space: a piece's first appearances come after the earlier
-    # pieces' labels, in its own order, as when the whole is hashed in one pass
-    whole = pc.dictionary_encode(pa.concat_arrays([p.dictionary for p in parts]))
-    into = whole.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    codes = np.empty(n, np.int64)
-    at = 0
-    for (lo, hi), part in zip(zip(bounds[:-1], bounds[1:]), parts):
-        size = len(part.dictionary)
-        np.take(into[at:at + size], part.indices.to_numpy(zero_copy_only=False), out=codes[lo:hi])
-        at += size
-    return codes, whole.dictionary
-
-
 def arrow_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of two Arrow string columns in one label space (``first``'s ids first, in order of
     appearance; or ascending with ``ordered``), and the labels: one hashing of the two columns
@@ -266,7 +232,9 @@ def arrow_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.n
         parts.append(values if run is None else values.take(run))
     if parts[0].type != parts[1].type:
         parts = [p.cast(pa.large_string()) for p in parts]
-    codes, labels = _dictionary_encode(pa.concat_arrays(parts))
+    encoded = pc.dictionary_encode(pa.concat_arrays(parts))
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    labels = encoded.dictionary
     if ordered:  # code order = id order (C's strcmp on UTF-8, as Python compares str)
         order = pc.sort_indices(labels).to_numpy()
         rank = np.empty(len(order), np.int64)
@@ -349,21 +317,12 @@ def text_rank(codes: np.ndarray, labels: np.ndarray | None) -> np.ndarray:
     if labels.dtype.kind in "US" or (labels.dtype.kind == "O" and all(isinstance(v, str) for v in labels[:1000])
                                      and pd_is_string(labels)):
         text = labels
-        if _ascending(text):  # labels in text order already (text ids of runs and judgments): no sort
-            return codes
     else:
         text = np.array([str(v) for v in labels], dtype=object)
     order = argsort_labels(np.asarray(text, dtype=object))
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     return rank[codes]
-
-
-def _ascending(text: np.ndarray) -> bool:
-    """Strings strictly ascending (C's strcmp on UTF-8: Python's comparison of str); the first
-    pairs looked at alone first, so that labels in another order cost almost nothing."""
-    head = text[:65]
-    return bool((head[1:] > head[:-1]).all() and (text[1:] > text[:-1]).all())
 
 
 def pd_is_string(values: np.ndarray) -> bool:

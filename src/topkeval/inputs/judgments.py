@@ -218,9 +218,7 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
     grades_j = logmod.numeric_column(judg[relevance], relevance, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
     jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
-    # text item ids (TREC files) coded in text order: the item tie rules' key is then the code itself
-    jic, ric, ilabels = codes_together(judg[item], cols[item], item, "item",
-                                       ordered=arrow_text(judg[item]) and arrow_text(cols[item]))
+    jic, ric, ilabels = codes_together(judg[item], cols[item], item, "item", ordered=False)
     attrs = None
     if attributes:  # query-level columns of the run, keyed by the same query codes as the results
         from .segments import attributes_by_code
