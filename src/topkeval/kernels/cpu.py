@@ -27,7 +27,8 @@ mates ranked above each member (McSherry & Najork 2008).
 
 Counting costs O(n * r) for a query of n candidates and r active ones, which beats sorting while
 r is small (clicks, purchases); a candidate found to have more candidates above it than the
-largest cutoff needed is dropped early. A query with many active candidates takes the other path:
+largest cutoff needed is dropped early. A query with many active candidates (more than
+:data:`COUNT_MAX_RELEVANT`, and more than one in :data:`COUNT_LIST_SHARE`) takes the other path:
 a selection of the top of the list (the whole tie group at the boundary kept), a stable sort of
 that top, then a walk over the tie groups. Both paths fill the same ``(g, e, r, b)``, put in rank
 order (so that every sum adds in the same order whatever the order of the rows: a query's values
@@ -67,8 +68,14 @@ TIE_CODES = {"expected": TIE_EXPECTED, "optimistic": TIE_OPTIMISTIC, "pessimisti
 #: Kernel paths: choose by the number of active candidates, or force one (tests).
 PATH_AUTO, PATH_COUNT, PATH_SORT = range(3)
 
-#: Queries with at most this many relevant candidates are counted, the rest sorted.
+#: Queries with at most this many relevant candidates are counted, the rest sorted...
 COUNT_MAX_RELEVANT = 24
+
+#: ... unless at most one candidate in this many is active: counting costs about n x active
+#: compares (vectorised), sorting n log n; on 1,000-candidate lists without ties counting was
+#: 2 to 7 times cheaper up to 128 active candidates (the TREC run of benchmarks/trec_bench.py has
+#: about 30 per query: its kernel time halved), and ties at most double the counting.
+COUNT_LIST_SHARE = 8
 
 #: Rows compared between two checks of the early stop of the counting path.
 COUNT_BLOCK = 128
@@ -623,7 +630,8 @@ def stats_range(cols, prm, q0, q1, out, deferred, full):
         out.rel_ret[q] = nrel
         m = nact
         if nact > 0:
-            if prm.path == PATH_SORT or (prm.path == PATH_AUTO and nact > COUNT_MAX_RELEVANT):
+            if prm.path == PATH_SORT or (prm.path == PATH_AUTO and nact > COUNT_MAX_RELEVANT
+                                         and nact * COUNT_LIST_SHARE > hi - lo):
                 deferred[nd] = q
                 nd += 1
                 continue
