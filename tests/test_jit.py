@@ -70,6 +70,95 @@ def test_interpreted_kernels_equal_compiled_kernels():
                                    rtol=0, atol=1e-12, err_msg=key)
 
 
+NUMPY_SCRIPT = r"""
+import json, sys
+import numpy as np
+import topkeval as tk
+from topkeval.kernels import vectorised
+
+used = []
+stats = vectorised.stats
+vectorised.stats = lambda *a: used.append(1) or stats(*a)
+rng = np.random.default_rng(11)
+out = {}
+metrics = ["recall@5", "precision@10", "f1@3", "specificity@5", "r_precision", "hit_rate@3", "hit_rate@40",
+           "num_rel_ret", "num_ret", "recall@1000"]
+for case, share in (("few", 0.1), ("many", 0.6), ("rare", 0.01)):
+    n = 6000
+    frame = {"query": np.sort(rng.integers(0, 70, n)), "item": np.char.add("i", rng.permutation(n).astype(str)),
+             "relevance": rng.integers(1, 4, n) * (rng.random(n) < share),
+             "a": rng.integers(0, 5, n) / 4.0, "b": rng.random(n), "c": np.zeros(n), "d": -rng.integers(0, 2, n) * 0.0}
+    frame["relevance"][::97] = 1
+    for thr in (None, 0.3, 0.0):
+        for empty in ("skip", "keep"):
+            res = tk.evaluate(frame, metrics=metrics, score=["a", "b", "c", "d"], item="item", score_threshold=thr,
+                              empty_queries=empty)
+            out[f"{case}-{thr}-{empty}"] = res.per_query[metrics].to_numpy().tolist()
+            out[f"{case}-{thr}-{empty}-ties"] = int(sum(res.info.get("tied_at_cutoff", {}).values()) or 0)
+try:
+    tk.evaluate({"query": [1, 1, 2], "item": ["x", "x", "x"], "relevance": [1, 0, 1], "score": [0.1, 0.2, 0.3]},
+                item="item")
+except tk.DataError as exc:
+    out["duplicate"] = str(exc)
+print(json.dumps({"numba_imported": "numba" in sys.modules, "numpy_stats": len(used), "values": out}))
+"""
+
+
+def test_numpy_versions_equal_compiled_kernels_to_the_last_bit():
+    """Before the kernels are compiled, the usual evaluation runs numpy versions of its kernels
+    (kernels/vectorised.py): the same numbers to the last bit (heavy ties, a score threshold, signed
+    zeros, queries without relevant items, R-precision, hits), without loading numba."""
+    runs = {}
+    for mode in ("numpy", "1"):
+        env = {**os.environ, "TOPKEVAL_JIT": mode}
+        proc = subprocess.run([sys.executable, "-W", "error", "-c", NUMPY_SCRIPT], capture_output=True, text=True,
+                              env=env, check=True)
+        runs[mode] = json.loads(proc.stdout)
+    assert not runs["numpy"]["numba_imported"] and runs["numpy"]["numpy_stats"] >= 36
+    assert runs["1"]["numba_imported"] and runs["1"]["numpy_stats"] == 0
+    assert runs["numpy"]["values"] == runs["1"]["values"]  # exactly: every float to its last bit
+    assert "twice" in runs["numpy"]["values"]["duplicate"]
+
+
+def test_numpy_versions_of_the_small_kernels():
+    """Each numpy version against its compiled kernel (the test process compiles), on edge cases."""
+    import pyarrow as pa
+
+    from topkeval.kernels import cpu, grouping, vectorised
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 3, 50, 4000):
+        values = rng.integers(0, 3, n)
+        assert vectorised.run_starts(values).tolist() == grouping.run_starts(values).tolist()
+        for stop in (0, 1, 2, 5, 10_000):
+            assert vectorised.count_runs(values, stop) == grouping.count_runs(values, stop), (n, stop)
+        offsets = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 5)])).astype(np.int64)
+        flags = rng.random(n) < 0.3
+        assert vectorised.per_group(offsets, flags).tolist() == grouping.count_per_group(offsets, flags).tolist()
+        keys = rng.integers(0, 40, n)
+        assert vectorised.duplicates(offsets, keys) == grouping.count_duplicates(offsets, keys)
+        text = pa.array([f"k{k}" for k in keys], pa.string())
+        assert vectorised.text_duplicates(offsets, text) == grouping.count_text_duplicates(offsets, text)
+        floats = rng.random(n)
+        floats[rng.random(n) < 0.05] = np.inf
+        floats[rng.random(n) < 0.05] = np.nan
+        assert vectorised.nonfinite(floats) == grouping.count_nonfinite(floats)
+    # the statistics: every output field, against the compiled kernel
+    n = 20_000
+    offsets = np.unique(np.concatenate([[0, n], rng.integers(0, n, 300)])).astype(np.int64)
+    scores = rng.integers(0, 6, n) / 5.0
+    rel = rng.random(n) < 0.2
+    R = grouping.count_per_group(offsets, rel) + rng.integers(0, 3, len(offsets) - 1)
+    cols = cpu.Columns(offsets, scores, rel, rel, np.zeros(0), np.zeros(0, np.int64), R, np.zeros((0, n)))
+    for thr in (-np.inf, 0.4):
+        prm = cpu.Params(np.array([1, 3, 10, 50, 10 ** 6]), thr, cpu.TIE_EXPECTED, True, False, np.zeros((0, 1)),
+                         np.zeros((0, 1)), cpu.PATH_AUTO)
+        assert cpu.vectorisable(cols, prm)
+        want, got = cpu.compute(cols, prm), vectorised.stats(cols, prm, cpu._outputs(len(offsets) - 1, prm, 0))
+        for name in want._fields:
+            assert np.array_equal(getattr(want, name), getattr(got, name)), name
+
+
 def test_small_inputs_do_not_load_the_compiler():
     env = {k: v for k, v in os.environ.items() if k != "TOPKEVAL_JIT"}
     code = ("import sys, numpy as np, topkeval as tk; rng = np.random.default_rng(0); "
@@ -82,6 +171,7 @@ def test_small_inputs_do_not_load_the_compiler():
 def test_many_small_calls_end_up_compiled():
     env = {k: v for k, v in os.environ.items() if k != "TOPKEVAL_JIT"}
     code = ("import sys, numpy as np, topkeval as tk; from topkeval.kernels import jit; jit.BUDGET = 20_000; "
+            "jit.VECTOR_BUDGET = 20_000; "
             "rng = np.random.default_rng(0); log = {'query': np.repeat(np.arange(50), 20), "
             "'relevance': rng.integers(0, 2, 1000), 'score': rng.random(1000)}; "
             "first = tk.evaluate(log).summary; before = 'numba' in sys.modules; "

@@ -188,3 +188,87 @@ def test_depth_on_a_wide_log_keeps_r_of_the_whole_list():
         want = (top.groupby("query")["relevance"].sum() / R).mean()
         assert res.summary.loc[model, "recall@50"] == pytest.approx(want)
         assert res.summary.loc[model, "num_ret"] == 5
+
+
+def test_fast_and_line_readers_agree_on_irregular_lines(tmp_path):
+    """Lines that Arrow's reader would split otherwise than on every blank (a tab inside a line of a
+    space-separated file, two spaces in a row, a comment of six fields) are read by the line reader,
+    as trec_eval reads them: split at every blank."""
+    regular = "q1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.25 r\n"
+    for text in ("q1 Q0 d1 1 0.5 r\nq1 Q0 d2\t2 0.25 r\n",   # a tab between two fields
+                 "q1 Q0 d1 1 0.5 r\nq1  Q0 d2 2 0.25 r\n",   # two spaces: an empty field for Arrow
+                 "# a comment of six fields\nq1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.25 r\n"):
+        path = tmp_path / "run.txt"
+        path.write_text(text)
+        got = read_run(path)
+        path.write_text(regular)
+        want = read_run(path)
+        pd.testing.assert_frame_equal(got, want)
+    path.write_text("q1 Q0 d1\tx 1 0.5 r\n")  # a tab inside: seven fields, the rank is 'x', the score 1
+    assert read_run(path)["item"].tolist() == ["d1"] and read_run(path)["score"].tolist() == [1.0]
+
+
+def test_text_ids_of_runs_and_judgments_coded_together():
+    """Arrow text ids of the judgments and of a run get codes in one label space in one hashing (ids
+    that come in runs, hashed once per run): the same codes and labels as matching the two sides'
+    distinct ids, ordered or in order of appearance."""
+    import pyarrow as pa
+
+    from topkeval.inputs.ids import arrow_codes_together
+    from topkeval.inputs.judgments import codes_together
+
+    rng = np.random.default_rng(3)
+    for judged_ids, run_ids in (
+        (rng.integers(0, 50, 300), np.repeat(rng.integers(0, 80, 40), rng.integers(1, 30, 40))),  # runs of ids
+        (rng.integers(0, 500, 300), rng.integers(0, 800, 5000)),  # no runs
+        (np.array([7]), np.array([7] * 100)),
+    ):
+        judged = pa.chunked_array([pa.array([f"0{v}" for v in judged_ids[:100]], pa.string()),
+                                   pa.array([f"0{v}" for v in judged_ids[100:]], pa.string())])
+        run = pa.array([f"0{v}" for v in run_ids])
+        for ordered in (False, True):
+            jc, rc, labels = codes_together(judged, run, "query", "query", ordered)
+            # by Python objects: the path taken by ids that are not both Arrow text
+            ojc, orc, olabels = codes_together(np.array(judged.to_pylist(), dtype=object),
+                                               np.array(run.to_pylist(), dtype=object), "query", "query", ordered)
+            assert labels.tolist() == olabels.tolist() and jc.tolist() == ojc.tolist() and rc.tolist() == orc.tolist()
+            assert [labels[c] for c in rc] == run.to_pylist()  # "007" stays "007"
+            if ordered:
+                assert labels.tolist() == sorted(labels.tolist())
+        jc, rc, labels = arrow_codes_together(judged, run.cast(pa.large_string()), ordered=False)
+        assert [labels[c] for c in jc] == judged.to_pylist() and [labels[c] for c in rc] == run.to_pylist()
+
+
+def test_one_run_name_found_without_hashing():
+    import pyarrow as pa
+
+    from topkeval.inputs.ids import Encoded, single_value
+
+    assert single_value(pa.array(["bm25"] * 100)) == (True, "bm25")
+    assert single_value(pa.array(["bm25"] * 99 + ["x"])) == (False, None)
+    assert single_value(pa.array(["bm25"] * 50 + [None] * 50)) == (False, None)  # refused later, as missing
+    assert single_value(pa.array(["a", "b"] * 50)) == (False, None)
+    assert single_value(np.array([3, 3, 3])) == (True, 3)
+    assert single_value(np.array([np.nan, np.nan])) == (False, None)
+    assert single_value(Encoded(np.array([1, 1]), np.array(["a", "b"], dtype=object))) == (True, "b")
+    assert single_value(Encoded(np.array([-1, -1]), np.array(["a"], dtype=object))) == (False, None)
+    # several runs in one table with a run column: each evaluated apart, as before
+    run = pd.DataFrame({"query": ["a"] * 4, "item": ["x", "y", "x", "y"], "score": [2.0, 1.0, 1.0, 2.0],
+                        "run": pd.array(["r1", "r1", "r2", "r2"], dtype="string[pyarrow]")})
+    qrels = pd.DataFrame({"query": ["a", "a"], "item": ["x", "y"], "relevance": [1, 0]})
+    assert tk.evaluate(run, qrels=qrels, metrics=["P@1"], item="item", model="run").summary["P@1"].to_dict() == {
+        "r1": 1.0, "r2": 0.0}
+
+
+def test_arrow_ids_in_runs_encoded_like_every_row():
+    """Ids that come in runs (a query column) are hashed once per run; the codes are those of
+    hashing every row, in order of first appearance, also when a value comes back later."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from topkeval.inputs.ids import _arrow_encode
+
+    values = pa.chunked_array([pa.array(["b"] * 70 + ["a"] * 30), pa.array(["a"] * 10 + ["c"] * 60 + ["b"] * 5)])
+    codes, labels = _arrow_encode(values)
+    want = pc.dictionary_encode(values.combine_chunks())
+    assert codes.tolist() == want.indices.to_pylist() and labels.tolist() == want.dictionary.to_pylist() == ["b", "a", "c"]

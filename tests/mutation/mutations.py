@@ -103,8 +103,8 @@ _LIST: list[Mutation] = [
       REF),
     M("kernels/cpu.py", "nrel += kept & rl[j]", "nrel += rl[j]", REF),
     M("kernels/cpu.py", "kept = sc[j] >= thr", "kept = sc[j] > thr", REF),
-    M("kernels/cpu.py", "        if want_r and R[q] > limit:\n            limit = R[q]",
-      "        if want_r and R[q] > limit + 1:\n            limit = R[q]", f"{HAND}::test_r_precision_looks_past_the_largest_cutoff"),
+    M("kernels/cpu.py", "    if prm.want_r and Rq > limit:\n        limit = Rq",
+      "    if prm.want_r and Rq > limit + 1:\n        limit = Rq", f"{HAND}::test_r_precision_looks_past_the_largest_cutoff"),
     M("kernels/cpu.py", "                gi += sj > si\n                ei += sj == si\n        else:",
       "                gi += sj >= si\n                ei += sj == si\n        else:", REF),
     M("kernels/cpu.py", "if tie == TIE_FIRST:\n                        bi += j < i",
@@ -672,9 +672,10 @@ _LIST: list[Mutation] = [
       f"{HAND}::test_unj_and_rbp_resid_count_unjudged_and_negative_grades_by_hand"),
     M("engine/rules.py", "(zero_gain > 0 or spec.signed)", "(zero_gain > 0)",
       f"{HAND}::test_matrix_ideal_dcg_under_negative_grades_ranks_the_grade_0_cells_before_the_negative_one"),
-    M("backends/cpu.py", "active = rel | (gains != 0).any(axis=0) if G else rel", "active = rel | (gains > 0).any(axis=0) if G else rel",
+    M("backends/cpu.py", "active = rel | (dcg[0] != 0).any(axis=0) if G else rel", "active = rel | (dcg[0] > 0).any(axis=0) if G else rel",
       f"{HAND}::test_negative_grades_gain_their_value_as_in_scikit_learn"),
-    M("engine/rules.py", "gains = grades.copy() if spec.signed else np.maximum(grades, 0.0)", "gains = np.maximum(grades, 0.0)",
+    M("engine/rules.py", "gains = grades.astype(np.float64) if spec.signed else np.maximum(grades, 0.0, dtype=np.float64)",
+      "gains = np.maximum(grades, 0.0, dtype=np.float64)",
       f"{HAND}::test_negative_grades_gain_their_value_as_in_scikit_learn"),
 
     # --- metrics: trec_eval's rbp_resid and unj@k ---------------------------------------------------

@@ -30,7 +30,7 @@ class CpuBackend:
     path: int = 0
 
     def compute(self, log: GroupedLog, model: str, plan: Plan, judgments: Judgments,
-                threads: int | None = None) -> QueryStats:
+                threads: int | None = None, shared: dict | None = None) -> QueryStats:
         from ..kernels import cpu
 
         conv = plan.conv
@@ -39,18 +39,31 @@ class CpuBackend:
         if plan.positive_hits:  # torchmetrics: relevant but scored <= 0 is never found
             rel_ret = _relevant_kept(log, rel, scores, conv)
             rel = rel & (scores > 0)
-        tie, items = tie_rule(log, conv, scores)
-        grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") else _EMPTY_F
-        longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
-        judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) if plan.dcg_specs else None
-        rw = log.rows.get("ips_weight")  # inverse propensity weights (evaluate(position=, propensity=))
-        if rw is not None and judgments.grades is not log.grades:
-            raise ParameterError("Inverse propensity weights need the judgments to be the log's own rows (one table of "
-                                 "clicks): drop qrels= and depth=.")
-        gains, disc, cum, ideal, shifts = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest,
-                                                      log.judged_rows, rw)
-        G = len(plan.dcg_specs)
-        active = rel | (gains != 0).any(axis=0) if G else rel  # negative gains count too (trec_eval)
+            shared = None  # the relevant rows, and so the gains, depend on the model's scores
+        # what depends on the log and the plan, not on the model: computed for its first model only
+        common = shared.get("columns") if shared is not None else None
+        if common is None or common[0] is not log or common[1] is not judgments:
+            if conv.ties == "ranx":  # the key depends on the scores
+                tie_key = None
+            else:
+                tie_key = tie_rule(log, conv, scores)
+            grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") \
+                else _EMPTY_F
+            longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
+            judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) \
+                if plan.dcg_specs else None
+            rw = log.rows.get("ips_weight")  # inverse propensity weights (evaluate(position=, propensity=))
+            if rw is not None and judgments.grades is not log.grades:
+                raise ParameterError("Inverse propensity weights need the judgments to be the log's own rows (one "
+                                     "table of clicks): drop qrels= and depth=.")
+            dcg = dcg_columns(plan, log.grades, rel, judgments, judged_rel, longest, log.judged_rows, rw)
+            G = len(plan.dcg_specs)
+            active = rel | (dcg[0] != 0).any(axis=0) if G else rel  # negative gains count too (trec_eval)
+            common = (log, judgments, tie_key, grade, rw, dcg, active)
+            if shared is not None:
+                shared["columns"] = common
+        _, _, tie_key, grade, rw, (gains, disc, cum, ideal, shifts), active = common
+        tie, items = tie_key if tie_key is not None else tie_rule(log, conv, scores)
         cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
                            gains, _EMPTY_F if rw is None else rw)
         thr = threshold(conv)

@@ -522,7 +522,7 @@ class MatrixBackend:
         self.cpu = cpu or CPU
         self.device_counts = device_counts  # None: on a GPU; True: also on CPU tensors (tests); False: never
 
-    def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None):
+    def compute(self, batch: MatrixBatch, model: str, plan, judgments: Judgments, threads=None, shared=None):
         users, I = len(batch.queries), batch.n_items
         depth = plan.depth(int(judgments.R.max()) if users else 0, I)
         if plan.conv.ties == "ranx":  # ranx's order of a row (numba's quicksort) depends on every candidate
@@ -538,7 +538,7 @@ class MatrixBackend:
         if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
             kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
         _, log, n, rel_ret = kept
-        st = self.cpu.compute(log, model, plan, judgments, threads)
+        st = self.cpu.compute(log, model, plan, judgments, threads, shared=shared)
         st.n, st.rel_ret = n, rel_ret  # the rows beyond the selection, counted without them
         return st
 

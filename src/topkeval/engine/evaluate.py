@@ -74,10 +74,12 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
     queries = batch.queries[keep] if not keep.all() else batch.queries
     models = batch.models
     out = []
+    parts = list(plan.parts())
+    shared: list[dict] = [{} for _ in parts]  # per part, what the backend computes once for every model
     for model in models:
         values, ties = {}, np.zeros(int(keep.sum()), bool)
-        for part in plan.parts():
-            st = backend.compute(batch, model, part, judgments, threads)
+        for part, common in zip(parts, shared):
+            st = backend.compute(batch, model, part, judgments, threads, shared=common)
             if not keep.all():
                 st = st.take(keep)
             if conv.short_lists == "error":

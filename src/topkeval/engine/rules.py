@@ -53,11 +53,13 @@ class Backend(Protocol):
     :class:`CpuBackend` returns for the long format of the same queries (the tests hold every
     backend to it). :class:`CpuBackend` takes a :class:`~topkeval.inputs.grouped.GroupedLog`;
     :class:`~topkeval.backends.matrix.MatrixBackend` a :class:`~topkeval.backends.matrix.MatrixBatch` (counts on
-    the GPU or a selection, then the CPU kernel).
+    the GPU or a selection, then the CPU kernel). ``shared`` (a dict, one per plan part, the same for
+    every model of the batch) keeps what does not depend on the model (gains, ideal DCG) between
+    the models' calls.
     """
 
     def compute(self, batch, model: str, plan: Plan, judgments: Judgments,
-                threads: int | None = None) -> QueryStats: ...
+                threads: int | None = None, shared: dict | None = None) -> QueryStats: ...
 
 
 #: The gains that mark unjudged candidates rather than grade them (:class:`~topkeval.metrics.DcgSpec`).
@@ -75,9 +77,9 @@ def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -
     """
     if spec.gain == "binary":
         return (rel if rel is not None else np.asarray(grades) > 0).astype(np.float64)
-    grades = np.asarray(grades, dtype=np.float64)
-    # one pass: the grade, 0 for grades <= 0 (NaN cannot occur); signed: the grade itself
-    gains = grades.copy() if spec.signed else np.maximum(grades, 0.0)
+    grades = np.asarray(grades)
+    # one pass: the grade as float64, 0 for grades <= 0 (NaN cannot occur); signed: the grade itself
+    gains = grades.astype(np.float64) if spec.signed else np.maximum(grades, 0.0, dtype=np.float64)
     if spec.gain == "exp":
         top = float(gains.max()) if len(gains) else 0.0
         if top >= 1024:
@@ -105,12 +107,13 @@ def discounts(spec: DcgSpec, longest: int) -> tuple[np.ndarray, np.ndarray]:
     return disc, np.cumsum(disc)
 
 
-def _gain_shift(*gain_arrays: np.ndarray, total_discount: float) -> int:
+def _gain_shift(*gain_arrays: np.ndarray, total_discount: float, negative: bool = True) -> int:
     """The smallest power of 2 to divide gains by so that no DCG sum can overflow (0 almost always).
+    ``negative=False``: no gain is negative (the largest one is the largest in size).
 
     Dividing by a power of 2 is exact, so nDCG (a ratio) is unchanged; DCG is scaled back.
     """
-    top = max((max(float(g.max()), -float(g.min())) for g in gain_arrays if len(g)), default=0.0)
+    top = max((max(float(g.max()), -float(g.min()) if negative else 0.0) for g in gain_arrays if len(g)), default=0.0)
     if top == 0.0:
         return 0
     log_bound = math.log2(top) + math.log2(max(total_discount, 1.0))
@@ -137,7 +140,7 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
     if judged_rows is not None and plan.dcg_specs:
         judged = judged_rows()
         unjudged = None if judged.all() else ~judged
-    gains = np.empty((G, len(grades)))
+    rows: list[np.ndarray] = []
     disc = np.empty((G, longest + 1))
     cum = np.empty((G, longest + 1))
     ideal = np.empty((G, len(judgments.offsets) - 1, len(plan.cutoffs)))
@@ -151,9 +154,12 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
             judged_gains = np.zeros(len(judgments.grades))
         else:
             row_gains = gains_of(grades, spec, rel)
+            if judgments.grades is grades and judged_rel is rel:  # the judgments are the rows themselves
+                judged_gains = row_gains if unjudged is None else row_gains.copy()
+            else:
+                judged_gains = gains_of(judgments.grades, spec, judged_rel)
             if unjudged is not None:  # a candidate without a judgment gains nothing, whatever its filler grade
                 row_gains[unjudged] = 0.0
-            judged_gains = gains_of(judgments.grades, spec, judged_rel)
         if weights is not None:
             unweighted_judged = judged_gains
             row_gains, judged_gains = row_gains * weights, judged_gains * weights
@@ -162,17 +168,22 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
         # they take ranks in the ideal when they gain something, or when every judged item does (signed)
         zeros = judgments.zeros if judgments.zeros is not None and (zero_gain > 0 or spec.signed) else _EMPTY_I
         d, c = discounts(spec, max(longest, longest_judged))
-        shift = _gain_shift(row_gains, judged_gains, np.array([zero_gain]), total_discount=float(c[-1]))
+        shift = _gain_shift(*((row_gains,) if judged_gains is row_gains else (row_gains, judged_gains)),
+                            np.array([zero_gain]), total_discount=float(c[-1]),
+                            negative=bool(spec.signed or isinstance(spec.gain, tuple) or weights is not None))
         if shift:
             row_gains, judged_gains = np.ldexp(row_gains, -shift), np.ldexp(judged_gains, -shift)
             zero_gain = math.ldexp(zero_gain, -shift)
-        gains[g], disc[g], cum[g], shifts[g] = row_gains, d[:longest + 1], c[:longest + 1], shift
+        rows.append(row_gains)
+        disc[g], cum[g], shifts[g] = d[:longest + 1], c[:longest + 1], shift
         if weights is not None:
             ideal[g] = weighted_ideal_dcg(judgments.offsets, unweighted_judged, weights, plan.cutoffs, spec)
             if shift:
                 ideal[g] = np.ldexp(ideal[g], -shift)
         else:
             ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c, spec.signed)
+    # one variant (the usual case): its row of gains as it is, without a copy into a G x rows array
+    gains = rows[0][None, :] if G == 1 else np.stack(rows) if G else np.empty((0, len(grades)))
     return gains, disc, cum, ideal, shifts
 
 

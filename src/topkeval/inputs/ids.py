@@ -18,10 +18,12 @@ columns mixing kinds of id ("1" and 1) are refused here, on the distinct values,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import ColumnError, show
+from ..kernels.arrow import one_chunk
 
 
 @dataclass
@@ -154,19 +156,108 @@ def check_ids(values, column: str, role: str) -> None:
         raise _missing(column, role, int(missing.sum()), int(np.argmax(missing)))
 
 
+def few_runs(values) -> np.ndarray | None:
+    """The rows where a run of equal values begins in an Arrow array (:func:`arrow_run_starts`),
+    when runs are few (at most a quarter of the rows: a query or run-name column of a file written
+    query by query); None otherwise, after looking at its first rows only."""
+    n = len(values)
+    if n < 64:
+        return None
+    head = min(n, 4096)
+    if len(arrow_run_starts(values.slice(0, head))) > head // 4:
+        return None
+    starts = arrow_run_starts(values)
+    return starts if len(starts) <= n // 4 else None
+
+
+def single_value(values) -> tuple[bool, object]:
+    """``(True, the value)`` when every row of an id column holds the same value (a TREC run's tag
+    column), else ``(False, None)``; without hashing the rows."""
+    if isinstance(values, Encoded):
+        codes = values.codes
+        if len(codes) and codes[0] >= 0 and (codes == codes[0]).all():
+            return True, np.asarray(values.labels)[codes[0]]
+        return False, None
+    if is_arrow(values):
+        values = one_chunk(values)
+        if len(values) and not values.null_count and not _is_dictionary(values):
+            starts = few_runs(values) if len(values) >= 64 else arrow_run_starts(values)
+            if starts is not None and len(starts) == 1:
+                return True, values[0].as_py()
+        return False, None
+    if len(values) and values.dtype.kind in "iubUS" and (values == values[0]).all():
+        return True, values[0]
+    return False, None
+
+
+def _is_dictionary(values) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(values.type)
+
+
+def _repeat_runs(codes: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """Per row, the code of its run (``codes[r]`` for run ``r`` starting at ``starts[r]``)."""
+    return np.repeat(codes.astype(np.int64, copy=False), np.diff(np.append(starts, n)))
+
+
+def _dictionary(values) -> tuple[np.ndarray, Any]:
+    """(codes, Arrow labels) of an Arrow string array, codes in order of first appearance: Arrow
+    hashes the strings in C++ (no Python object per row), or only the first row of each run when
+    equal values come in runs."""
+    import pyarrow.compute as pc
+
+    values = one_chunk(values)
+    starts = few_runs(values)
+    if starts is not None:
+        encoded = pc.dictionary_encode(values.take(starts))
+        return _repeat_runs(encoded.indices.to_numpy(zero_copy_only=False), starts, len(values)), encoded.dictionary
+    encoded = pc.dictionary_encode(values)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+
 def _arrow_encode(values) -> tuple[np.ndarray, np.ndarray]:
+    codes, labels = _dictionary(values)
+    return codes, labels.to_numpy(zero_copy_only=False)
+
+
+def arrow_text(values) -> bool:
+    """An Arrow array (or chunked array) of strings."""
+    import pyarrow as pa
+
+    return is_arrow(values) and (pa.types.is_string(values.type) or pa.types.is_large_string(values.type))
+
+
+def arrow_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Codes of two Arrow string columns in one label space (``first``'s ids first, in order of
+    appearance; or ascending with ``ordered``), and the labels: one hashing of the two columns
+    together (of the first row of each run, where equal ids come in runs), no Python object but
+    one per distinct id."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    encoded = pc.dictionary_encode(values)
-    if isinstance(encoded, pa.ChunkedArray):  # one dictionary for every chunk
-        encoded = encoded.unify_dictionaries()
-        codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]) \
-            if encoded.num_chunks else np.zeros(0, np.int64)
-        labels = encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
-    else:
-        codes, labels = encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary
-    return codes.astype(np.int64, copy=False), labels.to_numpy(zero_copy_only=False)
+    parts, starts = [], []
+    for values in (first, second):
+        values = one_chunk(values)
+        run = few_runs(values)
+        starts.append(run)
+        parts.append(values if run is None else values.take(run))
+    if parts[0].type != parts[1].type:
+        parts = [p.cast(pa.large_string()) for p in parts]
+    encoded = pc.dictionary_encode(pa.concat_arrays(parts))
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    labels = encoded.dictionary
+    if ordered:  # code order = id order (C's strcmp on UTF-8, as Python compares str)
+        order = pc.sort_indices(labels).to_numpy()
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        codes = rank[codes]
+        labels = labels.take(pa.array(order))
+    a, b = codes[: len(parts[0])], codes[len(parts[0]):]
+    n1, n2 = len(first), len(second)
+    a = a if starts[0] is None else _repeat_runs(a, starts[0], n1)
+    b = b if starts[1] is None else _repeat_runs(b, starts[1], n2)
+    return a, b, labels.to_numpy(zero_copy_only=False)
 
 
 def encode(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray | None]:

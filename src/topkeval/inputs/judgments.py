@@ -26,7 +26,7 @@ from ..kernels.grouping import count_duplicates, judge
 from . import grouped as logmod
 from . import is_trec_path, read_columns, read_qrels
 from .grouped import GroupedLog, Judgments
-from .ids import encode, sorted_codes
+from .ids import arrow_codes_together, arrow_text, check_ids, encode, single_value, sorted_codes
 
 
 def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: bool = False) -> dict:
@@ -169,8 +169,13 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
 
     Each side is encoded on its own (:func:`topkeval.inputs.ids.encode`: Arrow hashes text without Python
     objects), then only the distinct ids of the two sides are matched (:func:`match_ids`) and
-    merged; ``ordered`` gives labels in ascending order (the order queries are reported in).
+    merged; ``ordered`` gives labels in ascending order (the order queries are reported in). Two
+    Arrow string columns (TREC files, text tables) are hashed together in one pass instead.
     """
+    if arrow_text(judged) and arrow_text(run):
+        check_ids(judged, column, role)
+        check_ids(run, column, role)
+        return arrow_codes_together(judged, run, ordered)
     jc, jl = _distinct(judged, column, role)
     rc, rl = _distinct(run, column, role)
     jl, rl = match_ids(jl, rl, column)
@@ -259,7 +264,11 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
     runs: list[tuple[str, np.ndarray | None, str]]
     if model is not None:
-        runs = [(name, rows, scores[0]) for name, rows in model_rows(cols[model], model)]
+        one, name = single_value(cols[model])
+        if one and str(name):  # one run (a TREC file): its rows are every row, in place
+            runs = [(str(name), None, scores[0])]
+        else:
+            runs = [(name, rows, scores[0]) for name, rows in model_rows(cols[model], model)]
         if all_runs is not None:
             here = {r[0]: r for r in runs}
             runs = [here.get(str(name), (str(name), np.zeros(0, np.int64), scores[0])) for name in all_runs]

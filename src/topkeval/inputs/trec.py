@@ -72,10 +72,10 @@ def _bad(path, number, what, line):
 
 
 def _fast(path: Path, names: tuple[str, ...], keep: dict):
-    """The columns ``keep`` (name -> "id" or "number") of a file parsed by Arrow's C reader: ids
-    dictionary-encoded as they are read (a pandas categorical: no Python object per row), numbers
-    as float64. None when a line is not regular (then the slow reader runs, and words any error
-    with its line number)."""
+    """The columns ``keep`` (name -> "id" or "number") of a file parsed by Arrow's multithreaded C
+    reader: ids as Arrow strings (as written: no Python object per row, never parsed as numbers),
+    numbers as float64. None when a line is not regular (then the line reader runs, and words any
+    error with its line number)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -91,7 +91,7 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
     try:
         table = pcsv.read_csv(
             path,
-            read_options=pcsv.ReadOptions(column_names=list(names), block_size=1 << 24),
+            read_options=pcsv.ReadOptions(column_names=list(names), block_size=_block_size(path)),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
                                             escape_char=False, newlines_in_values=False),
             convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(keep),
@@ -99,7 +99,7 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, UnicodeDecodeError):
         return None  # a bad number, a line of another length: the slow reader says which line
-    import pyarrow.compute as pc
+    from ..kernels.arrow import one_chunk, text_buffers
 
     out = {}
     for name, kind in keep.items():
@@ -110,15 +110,28 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
                 return None
             out[name] = values
             continue
-        column = column.combine_chunks()
-        # an empty id (two separators in a row, a leading or trailing one), an id with a blank in it
-        # (a tab-separated line with more fields) or a comment line: the slow reader
-        if len(column) and (pc.min(pc.utf8_length(column)).as_py() == 0
-                            or (delimiter == "\t" and pc.any(pc.match_substring_regex(column, r"\s")).as_py())
-                            or (name == names[0] and pc.any(pc.starts_with(column, "#")).as_py())):
-            return None
+        column = one_chunk(column)
+        if len(column):
+            offsets, data = text_buffers(column)
+            ends = offsets[1:]
+            # an empty id (two separators in a row, a leading or trailing one), an id holding a
+            # blank or another ASCII control byte (a line separated by tabs and spaces: the line
+            # reader splits it at every blank), a comment line: the line reader
+            if (ends == offsets[:-1]).any() or (data[offsets[0]:offsets[-1]] <= 32).any() \
+                    or (name == names[0] and (data[offsets[:-1]] == ord("#")).any()):
+                return None
         out[name] = _text(column)
     return out
+
+
+def _block_size(path: Path) -> int:
+    """Bytes per block of Arrow's reader: blocks are parsed in parallel, so a file makes several per
+    thread (a few large blocks would leave threads idle at the end), and none under 1 MiB."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 1 << 24
+    return int(min(1 << 24, max(1 << 20, size // (4 * (os.cpu_count() or 1)))))
 
 
 def _text(column):

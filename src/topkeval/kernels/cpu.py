@@ -27,7 +27,8 @@ mates ranked above each member (McSherry & Najork 2008).
 
 Counting costs O(n * r) for a query of n candidates and r active ones, which beats sorting while
 r is small (clicks, purchases); a candidate found to have more candidates above it than the
-largest cutoff needed is dropped early. A query with many active candidates takes the other path:
+largest cutoff needed is dropped early. A query with many active candidates (more than
+:data:`COUNT_MAX_RELEVANT`, and more than one in :data:`COUNT_LIST_SHARE`) takes the other path:
 a selection of the top of the list (the whole tie group at the boundary kept), a stable sort of
 that top, then a walk over the tie groups. Both paths fill the same ``(g, e, r, b)``, put in rank
 order (so that every sum adds in the same order whatever the order of the rows: a query's values
@@ -67,8 +68,14 @@ TIE_CODES = {"expected": TIE_EXPECTED, "optimistic": TIE_OPTIMISTIC, "pessimisti
 #: Kernel paths: choose by the number of active candidates, or force one (tests).
 PATH_AUTO, PATH_COUNT, PATH_SORT = range(3)
 
-#: Queries with at most this many relevant candidates are counted, the rest sorted.
+#: Queries with at most this many relevant candidates are counted, the rest sorted...
 COUNT_MAX_RELEVANT = 24
+
+#: ... unless at most one candidate in this many is active: counting costs about n x active
+#: compares (vectorised), sorting n log n; on 1,000-candidate lists without ties counting was
+#: 2 to 7 times cheaper up to 128 active candidates (the TREC run of benchmarks/trec_bench.py has
+#: about 30 per query: its kernel time halved), and ties at most double the counting.
+COUNT_LIST_SHARE = 8
 
 #: Rows compared between two checks of the early stop of the counting path.
 COUNT_BLOCK = 128
@@ -281,24 +288,33 @@ def _rank_order(g, e, r, b, w, m, tie, gains):
                 w[j - 1], w[j] = w[j], w[j - 1]
                 j -= 1
         return
+    # element by element, without fancy indexing or slice assignment (perm[order], g[:m] = ...):
+    # those compile numba's indexing and broadcasting code, seconds of compilation after installation
     perm = np.arange(m)
+    tmp = np.empty(m, np.int64)
     fkey = np.empty(m, np.float64)
     if tie == TIE_EXPECTED:  # lexicographic by (g, gains...): stable sorts, last key first
         for gv in range(gains.shape[0] - 1, -1, -1):
             for p in range(m):
                 fkey[p] = gains[gv, w[perm[p]]]
-            perm = perm[stable_argsort(fkey)]
+            _permute(perm, stable_argsort(fkey), tmp, m)
         for p in range(m):
             fkey[p] = g[perm[p]]  # ranks < 2**53: exact as floats
     else:
         for p in range(m):
             fkey[p] = g[perm[p]] + b[perm[p]]
-    perm = perm[stable_argsort(fkey)]
-    g[:m] = g[:m][perm]
-    e[:m] = e[:m][perm]
-    r[:m] = r[:m][perm]
-    b[:m] = b[:m][perm]
-    w[:m] = w[:m][perm]
+    _permute(perm, stable_argsort(fkey), tmp, m)
+    for arr in (g, e, r, b, w):
+        _permute(arr, perm, tmp, m)
+
+
+@kernel(outputs=('values', 'tmp'))
+def _permute(values, order, tmp, m):
+    """``values[:m] = values[:m][order]``, in loops (``tmp``: scratch of at least ``m``)."""
+    for p in range(m):
+        tmp[p] = values[order[p]]
+    for p in range(m):
+        values[p] = tmp[p]
 
 
 @kernel
@@ -421,14 +437,17 @@ class Outputs(NamedTuple):
 
 
 @kernel(outputs=('g', 'e', 'r', 'b', 'w', 'out', 'f', 'key', 'ridx'))
-def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, ridx):
+def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, ridx, full):
     """Query q's statistics into ``out`` from the ``(g, e, r, b)`` of its ``m`` active candidates.
 
     ``w[t]`` indexes ``rel`` (relevant), ``rw`` and ``gains_all`` (G x rows) of candidate t; ``rw``
     (empty for none) weighs each relevant candidate in h, h(R) and the AP sum (inverse propensity
     weights: :mod:`topkeval.engine.unbiased`), ``rr`` and ``hit`` are left unweighted; ``Rq`` is the
     query's relevant count; ``f``, ``key`` and ``ridx`` are scratch arrays of at least ``m``
-    elements. Every output of the query is written (zeros when ``m`` is 0). Shared by
+    elements. Every output of the query is written (zeros when ``m`` is 0). ``full`` is None when
+    the plan asks for no discounted gain and no rank metric (RR, AP): then the compiled code has no
+    such part at all (numba drops the branch on a None argument), which halves its compilation.
+    Shared by
     :func:`stats_range` (counts from a query's rows), :func:`matrix_rows` (counts from a score
     matrix's rows, in place) and :func:`stats_from_counts` (counts made elsewhere: on a GPU).
     """
@@ -486,6 +505,8 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
         else:
             out.h_at_r[q] = total
     out.tie[q] = straddle
+    if full is None:  # no DCG, RR or AP asked for (their outputs are empty)
+        return
     # discounted gains over active candidates: a deterministic rank's discount, or the mean
     # discount of the positions of the candidate's tie group that lie in the top k
     for gv in range(G):
@@ -555,54 +576,91 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
             out.ap[q, c] = apsum
 
 
-@kernel(outputs=('out',))
-def stats_range(cols, prm, q0, q1, out):
-    """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``."""
-    offsets, scores, rel, active, R = cols.offsets, cols.scores, cols.rel, cols.active, cols.R
-    cutoffs, thr, tie, want_r = prm.cutoffs, prm.thr, prm.tie, prm.want_r
+@kernel(outputs=('act',))
+def _query_rows(sc, rl, ac, thr, act):
+    """The candidates of one query that survive ``thr`` (n), the relevant ones among them (nrel),
+    and the active ones among them (nact, their rows written to ``act[:nact]``)."""
+    n = 0
+    nrel = 0
+    nact = 0
+    if thr == -np.inf:  # every candidate kept: the scores need not be read here
+        n = sc.shape[0]
+        for j in range(n):  # branch-free: the row is written, kept only if active
+            nrel += rl[j]
+            act[nact] = j
+            nact += ac[j]
+    else:
+        for j in range(sc.shape[0]):
+            kept = sc[j] >= thr
+            n += kept
+            nrel += kept & rl[j]
+            act[nact] = j
+            nact += kept & ac[j]
+    return n, nrel, nact
+
+
+@kernel
+def _rank_limit(prm, n, Rq):
+    """Ranks beyond this matter to no requested metric (at least 1)."""
+    C = prm.cutoffs.shape[0]
+    limit = prm.cutoffs[C - 1] if prm.cutoffs[C - 1] < NO_CUTOFF else n
+    if prm.want_r and Rq > limit:
+        limit = Rq
+    return max(limit, 1)
+
+
+@kernel(outputs=('out', 'deferred'))
+def stats_range(cols, prm, q0, q1, out, deferred, full):
+    """Compute the statistics of queries q0..q1 (see the module docstring) into ``out``, by the
+    counting path; the queries for the sorting path (many active candidates, or ``PATH_SORT``) are
+    written to ``deferred`` for :func:`stats_sorted`, and their number returned. Apart, the sorting
+    path compiles only when a log has such queries. ``full``: see :func:`_accumulate`."""
+    offsets, rel, active, R = cols.offsets, cols.rel, cols.active, cols.R
     g, e, r, b, w = _scratch(offsets, q0, q1)
     f, key, ridx = _accumulate_work(g.shape[0])
     act = np.empty(g.shape[0], np.int64)
-    C = cutoffs.shape[0]
+    nd = 0
     for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        sc = scores[lo:hi]
+        sc = cols.scores[lo:hi]
         rl = rel[lo:hi]
-        ac = active[lo:hi]
-        n = 0
-        nrel = 0
-        nact = 0
-        if thr == -np.inf:  # every candidate kept: the scores need not be read here
-            n = sc.shape[0]
-            for j in range(n):  # branch-free: the row is written, kept only if active
-                nrel += rl[j]
-                act[nact] = j
-                nact += ac[j]
-        else:
-            for j in range(sc.shape[0]):
-                kept = sc[j] >= thr
-                n += kept
-                nrel += kept & rl[j]
-                act[nact] = j
-                nact += kept & ac[j]
+        n, nrel, nact = _query_rows(sc, rl, active[lo:hi], prm.thr, act)
         out.n[q] = n
         out.rel_ret[q] = nrel
-        if nact == 0:
-            _accumulate(q, 0, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
-            continue
-        # ranks beyond `limit` matter to no requested metric
-        limit = cutoffs[C - 1] if cutoffs[C - 1] < NO_CUTOFF else hi - lo
-        if want_r and R[q] > limit:
-            limit = R[q]
-        limit = max(limit, 1)
+        m = nact
+        if nact > 0:
+            if prm.path == PATH_SORT or (prm.path == PATH_AUTO and nact > COUNT_MAX_RELEVANT
+                                         and nact * COUNT_LIST_SHARE > hi - lo):
+                deferred[nd] = q
+                nd += 1
+                continue
+            gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
+            it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
+            m = _count_path(sc, rl, gr, it, act, nact, lo, prm.tie, g, e, r, b, w, _rank_limit(prm, hi - lo, R[q]))
+        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx, full)
+    return nd
+
+
+@kernel(outputs=('out',))
+def stats_sorted(cols, prm, queries, out, full):
+    """:func:`stats_range` for the queries it deferred (each with an active candidate), by the
+    sorting path."""
+    offsets, rel, R = cols.offsets, cols.rel, cols.R
+    longest = 0
+    for i in range(queries.shape[0]):
+        longest = max(longest, offsets[queries[i] + 1] - offsets[queries[i]])
+    g, e, r, b, w = _work(longest)
+    f, key, ridx = _accumulate_work(longest)
+    for i in range(queries.shape[0]):
+        q = queries[i]
+        lo = offsets[q]
+        hi = offsets[q + 1]
         gr = cols.grade[lo:hi] if cols.grade.shape[0] else cols.grade
         it = cols.items[lo:hi] if cols.items.shape[0] else cols.items
-        if prm.path == PATH_COUNT or (prm.path == PATH_AUTO and nact <= COUNT_MAX_RELEVANT):
-            m = _count_path(sc, rl, gr, it, act, nact, lo, tie, g, e, r, b, w, limit)
-        else:
-            m = _sort_path(sc, rl, ac, gr, it, lo, thr, tie, g, e, r, b, w, limit)
-        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx)
+        m = _sort_path(cols.scores[lo:hi], rel[lo:hi], cols.active[lo:hi], gr, it, lo, prm.thr, prm.tie, g, e, r, b, w,
+                       _rank_limit(prm, hi - lo, R[q]))
+        _accumulate(q, m, g, e, r, b, w, rel, cols.rw, cols.gains, R[q], prm, out, f, key, ridx, full)
 
 
 @kernel(outputs=('out',))
@@ -623,7 +681,7 @@ def stats_from_counts(aoff, ga, ea, ra, ba, rel, gains, R, prm, q0, q1, out):
             r[t] = ra[lo + t]
             b[t] = ba[lo + t]
             w[t] = lo + t
-        _accumulate(q, m, g, e, r, b, w, rel, unweighted, gains, R[q], prm, out, f, key, ridx)
+        _accumulate(q, m, g, e, r, b, w, rel, unweighted, gains, R[q], prm, out, f, key, ridx, True)
 
 
 #: Rows of a score matrix with at most this many active cells are counted (vectorised, one pass
@@ -697,7 +755,7 @@ def matrix_rows(S, eptr, eidx, rptr, rcol, rgrade, rrel, ractive, rgain, R, thr,
                 m = _count_path(sc, rl, gr, it, act, nact, 0, tie, g, e, r, b, w, limit)
             else:
                 m = _sort_path(sc, rl, ac, gr, it, 0, -1.7976931348623157e308, tie, g, e, r, b, w, limit)
-        _accumulate(u, m, g, e, r, b, w, rl, unweighted, gains, R[u], prm, out, f, key, ridx)
+        _accumulate(u, m, g, e, r, b, w, rl, unweighted, gains, R[u], prm, out, f, key, ridx, True)
         for p in range(rptr[u], rptr[u + 1]):  # clear the scratch rows for the next row
             x = rcol[p]
             rl[x] = False
@@ -789,9 +847,10 @@ def ranks(offsets, scores, rel, grade, items, tie, depth):
     return out
 
 
-@kernel
-def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
-    """DCG of the ideal ranking of each query's judged gains (descending), at every cutoff.
+@kernel(outputs=('out',))
+def _ideal_dcg_range(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every, q0, q1, out):
+    """DCG of the ideal ranking of the judged gains (descending) of queries q0..q1, at every cutoff,
+    into ``out`` (zeros where a query has no gain to rank).
 
     ``disc[p]`` is the discount of rank p (``disc[0]`` unused) and ``cum`` its prefix sums. Only
     positive gains enter the ideal ranking (trec_eval), or every gain, zero and negative ones last,
@@ -799,10 +858,8 @@ def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
     query q, not listed in ``gains``, each gain ``zero_gain`` (> 0 unless ``every``): the grade-0
     cells of a score matrix. They take the ranks after the listed gains larger than ``zero_gain``.
     """
-    Q = offsets.shape[0] - 1
     C = cutoffs.shape[0]
-    out = np.zeros((Q, C))
-    for q in range(Q):
+    for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
         extra = zeros[q] if zeros.shape[0] else 0
@@ -835,6 +892,15 @@ def ideal_dcg(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every):
                     break
                 total -= best[p] * disc[rank]
             out[q, c] = total
+
+
+def ideal_dcg(offsets: np.ndarray, gains: np.ndarray, cutoffs: np.ndarray, disc: np.ndarray, zeros: np.ndarray,
+              zero_gain: float, cum: np.ndarray, every: bool, threads: int | None = None) -> np.ndarray:
+    """:func:`_ideal_dcg_range` over every query (Q x C), queries split over threads."""
+    out = np.zeros((len(offsets) - 1, len(cutoffs)))
+    ranges = _split(offsets, (threads or default_threads()) if len(gains) >= 200_000 else 1)
+    run_parallel(lambda qr: _ideal_dcg_range(offsets, gains, cutoffs, disc, zeros, zero_gain, cum, every, qr[0], qr[1],
+                                             out), ranges, workers=len(ranges))
     return out
 
 
@@ -855,12 +921,35 @@ def _outputs(Q: int, prm: Params, G: int) -> Outputs:
                    np.empty(Q, np.bool_), np.empty(rank_shape), np.empty(rank_shape), np.empty((G, Q, C)))
 
 
+def vectorisable(cols: Columns, prm: Params) -> bool:
+    """Whether :func:`topkeval.kernels.vectorised.stats` computes what the kernel would: h(k), hits,
+    h(R) and the tie flags under ``ties="expected"``, without discounted gains, rank metrics (RR,
+    AP) or weights."""
+    return (cols.gains.shape[0] == 0 and not prm.want_rank and cols.rw.shape[0] == 0 and prm.tie == TIE_EXPECTED
+            and prm.path == PATH_AUTO)
+
+
 def compute(cols: Columns, prm: Params, threads: int | None = None) -> Outputs:
-    """Run the kernel over all queries of ``cols``; return the filled :class:`Outputs`."""
+    """Run the kernel over all queries of ``cols``; return the filled :class:`Outputs` (computed
+    by :func:`topkeval.kernels.vectorised.stats` while the kernels are not compiled, when it can)."""
+    from . import vectorised
+    from .jit import use_vectorised
+
+    if vectorisable(cols, prm) and use_vectorised(len(cols.scores)):
+        return vectorised.stats(cols, prm, _outputs(len(cols.offsets) - 1, prm, 0))
     out = _outputs(len(cols.offsets) - 1, prm, cols.gains.shape[0])
     threads = threads or default_threads()
     ranges = _split(cols.offsets, threads if len(cols.scores) >= 200_000 else 1)
-    run_parallel(lambda qr: stats_range(cols, prm, qr[0], qr[1], out), ranges, workers=len(ranges))
+    deferred = np.empty(len(cols.offsets) - 1, np.int64)  # each range writes its own part
+    full = True if cols.gains.shape[0] or prm.want_rank else None  # None: h(k), hits and ties only
+
+    def counted(qr):
+        return deferred[qr[0]:qr[0] + stats_range(cols, prm, qr[0], qr[1], out, deferred[qr[0]:qr[1]], full)]
+
+    sort = np.concatenate(run_parallel(counted, ranges, workers=len(ranges)))
+    if len(sort):  # queries with many active candidates: the sorting path, split over threads again
+        parts = _split(np.concatenate([[0], np.cumsum(np.diff(cols.offsets)[sort])]), threads if len(cols.scores) >= 200_000 else 1)
+        run_parallel(lambda qr: stats_sorted(cols, prm, sort[qr[0]:qr[1]], out, full), parts, workers=len(parts))
     return out
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import kernel
+from . import vectorised
+from .jit import kernel, use_vectorised
 
 #: About this many rows per radix bucket (their columns stay in the second pass's cache).
 BUCKET_ROWS = 1 << 17
@@ -217,7 +218,7 @@ def sorted_positions(haystack, needles):
     return out
 
 
-@kernel
+@kernel(vectorised=vectorised.per_group)
 def count_per_group(offsets, flags):
     """Number of true flags within each group."""
     out = np.zeros(offsets.shape[0] - 1, np.int64)
@@ -230,7 +231,7 @@ def count_per_group(offsets, flags):
     return out
 
 
-@kernel
+@kernel(vectorised=vectorised.count_runs)
 def count_runs(values, stop_above):
     """Runs of equal values, counted until there are more than ``stop_above`` (a shuffled column
     is recognised after a few rows)."""
@@ -242,7 +243,7 @@ def count_runs(values, stop_above):
     return runs
 
 
-@kernel
+@kernel(vectorised=vectorised.run_starts)
 def run_starts(values):
     """Rows where a new run of equal values begins (row 0 included), in one pass.
 
@@ -331,6 +332,8 @@ def count_duplicates(offsets: np.ndarray, keys: np.ndarray, threads: int | None 
     from .threads import default_threads, run_parallel
 
     keys = np.ascontiguousarray(keys, dtype=np.int64)
+    if use_vectorised(len(keys)):  # the kernels are not compiled (yet): numpy
+        return vectorised.duplicates(offsets, keys)
     Q = len(offsets) - 1
     parts = max(1, min(threads or default_threads(), len(keys) // THREAD_ROWS))
     bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
@@ -474,12 +477,12 @@ def _text_duplicates_range(offsets, voff, data, q0, q1):
 
 def count_text_duplicates(offsets: np.ndarray, text, threads: int | None = None) -> tuple[int, int]:
     """:func:`count_duplicates` for an Arrow string array, read in place (no Python string objects)."""
+    from .arrow import text_buffers
     from .threads import default_threads, run_parallel
 
-    buffers = text.buffers()
-    wide = text.type.id == 14 or str(text.type) == "large_string"
-    voff = np.frombuffer(buffers[1], np.int64 if wide else np.int32)[text.offset:text.offset + len(text) + 1]
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    if use_vectorised(len(text)):  # the kernels are not compiled (yet): Arrow hashes, numpy sorts
+        return vectorised.text_duplicates(offsets, text)
+    voff, data = text_buffers(text)
     voff = voff.astype(np.int64)
     Q = len(offsets) - 1
     parts = max(1, min(threads or default_threads(), len(text) // THREAD_ROWS))
@@ -489,7 +492,7 @@ def count_text_duplicates(offsets: np.ndarray, text, threads: int | None = None)
     return sum(int(c) for c, _ in found), next((int(f) for _, f in found if f >= 0), -1)
 
 
-@kernel
+@kernel(vectorised=lambda values, lo, hi: vectorised.nonfinite(values[lo:hi]))
 def _nonfinite_range(values, lo, hi):
     bad = 0
     seg = values[lo:hi]

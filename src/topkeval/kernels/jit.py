@@ -10,9 +10,18 @@ version (``njit(cache=True, nogil=True)``; compiled code that calls a kernel cal
 version), and from then on every call in the process is compiled. Input arrays reach compiled code
 read-only, so each kernel compiles once per dtype, not once more for writable arrays.
 
-``TOPKEVAL_JIT=1`` compiles from the first call, ``TOPKEVAL_JIT=0`` never compiles (both for
-tests: the test suite compiles everything and checks, in a separate process, that the
-interpreted kernels give the same numbers).
+Before that switch, a call whose kernel has a numpy version (:mod:`topkeval.kernels.vectorised`:
+the kernels of a usual evaluation) runs that version instead, for inputs of up to
+:data:`VECTOR_MAX` elements: whole-array numpy operations cost far less than compiling (seconds,
+once after installation) or even loading the compiled kernels (about half a second per process).
+A larger input, a kernel without a numpy version, or numpy work beyond :data:`VECTOR_BUDGET`
+elements in all, compiles, and from then on the compiled kernels run.
+
+``TOPKEVAL_JIT=1`` compiles from the first call, ``TOPKEVAL_JIT=0`` never compiles and never runs
+the numpy versions, ``TOPKEVAL_JIT=numpy`` runs the numpy versions wherever there is one (and the
+interpreted kernels elsewhere), whatever the size (for tests: the test suite compiles everything
+and checks, in separate processes, that the interpreted kernels and the numpy versions give the
+same numbers).
 """
 
 from __future__ import annotations
@@ -31,6 +40,15 @@ SMALL = 20_000
 BUDGET = 1_000_000
 
 _interpreted = 0
+
+#: Inputs of up to this many elements run the numpy version of their kernel (where there is one)
+#: until the kernels are compiled: an evaluation of 2M rows takes about as long as compiling.
+VECTOR_MAX = 2_000_000
+
+#: Once the numpy versions have looked at this many elements in all, the kernels are compiled.
+VECTOR_BUDGET = 50_000_000
+
+_vectorised = 0
 
 #: Per thread: whether an interpreted kernel is running (the kernels it calls run interpreted too,
 #: and their arrays, parts of its own, are not counted again towards the budget).
@@ -65,10 +83,11 @@ class Kernel:
     read-only columns); ``outputs`` names the arguments the kernel writes into.
     """
 
-    def __init__(self, fn, outputs: tuple[str, ...] = ()):
+    def __init__(self, fn, outputs: tuple[str, ...] = (), vectorised=None):
         import inspect
 
         self.py_func = fn
+        self.vectorised = vectorised
         self.dispatcher: Any = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -82,6 +101,8 @@ class Kernel:
         if self.dispatcher is None:
             if getattr(_running, "interpreted", False):  # called by an interpreted kernel: counted there
                 return self.py_func(*args)
+            if self.vectorised is not None and use_vectorised(_largest(args)):
+                return self.vectorised(*args)
             if not _wants_compiled(args):
                 _running.interpreted = True
                 try:
@@ -120,27 +141,61 @@ def _read_only(value):
     return value
 
 
-def kernel(fn=None, *, outputs: tuple[str, ...] = ()):
+def kernel(fn=None, *, outputs: tuple[str, ...] = (), vectorised=None):
     """Register ``fn`` as a kernel (see the module docstring); ``outputs`` names the arguments it
-    writes into (every other array argument is passed read-only)."""
+    writes into (every other array argument is passed read-only); ``vectorised``, a numpy version
+    taking the same arguments, runs instead while the kernels are not compiled (:func:`use_vectorised`)."""
     if fn is None:
-        return lambda f: kernel(f, outputs=outputs)
-    k = Kernel(fn, outputs)
+        return lambda f: kernel(f, outputs=outputs, vectorised=vectorised)
+    k = Kernel(fn, outputs, vectorised)
     with _LOCK:
         _KERNELS.append(k)
         if _compiled:  # a module imported after the switch: compiled from the start
-            from numba import njit
-
-            k.dispatcher = njit(cache=True, nogil=True)(fn)
+            k.dispatcher = _dispatcher(fn)
     return k
+
+
+def _dispatcher(fn):
+    """``njit(cache=True, nogil=True)(fn)``, typed from compiled callers by the plain types of their
+    arguments: a constant argument (``0``) is typed by numba as a literal (``Literal[int](0)``), and
+    each literal would compile the kernel once more (the largest kernel twice: seconds, after
+    installation)."""
+    from numba import njit
+    from numba.core import types
+
+    dispatcher = njit(cache=True, nogil=True)(fn)
+    call_template = dispatcher.get_call_template
+
+    def plain_call_template(args, kws):
+        return call_template(tuple(types.unliteral(a) for a in args), {k: types.unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = plain_call_template
+    return dispatcher
+
+
+def _largest(args) -> int:
+    return max((a.size for a in args if isinstance(a, np.ndarray)), default=0)
+
+
+def use_vectorised(size: int) -> bool:
+    """Whether a call over ``size`` elements runs the numpy version of its kernel, where there is one
+    (see the module docstring); counts the elements towards :data:`VECTOR_BUDGET`."""
+    global _vectorised
+    mode = os.environ.get("TOPKEVAL_JIT", "")
+    if mode in ("0", "1", "numpy"):
+        return mode == "numpy"
+    if _compiled or size > VECTOR_MAX or _vectorised + size > VECTOR_BUDGET:
+        return False
+    _vectorised += size
+    return True
 
 
 def _wants_compiled(args) -> bool:
     global _interpreted
     mode = os.environ.get("TOPKEVAL_JIT", "")
-    if mode in ("0", "1"):
+    if mode in ("0", "1", "numpy"):
         return mode == "1"
-    largest = max((a.size for a in args if isinstance(a, np.ndarray)), default=0)
+    largest = _largest(args)
     _interpreted += largest
     return largest >= SMALL or _interpreted >= BUDGET
 
@@ -152,14 +207,14 @@ def compile_all() -> None:
     with _LOCK:
         if _compiled:
             return
-        from numba import njit, types
+        from numba import types
         from numba.extending import typeof_impl
 
         # compiled code that calls a kernel (a Kernel object, a global of its module) calls its
         # compiled dispatcher
         typeof_impl.register(Kernel)(lambda value, context: types.Dispatcher(value.dispatcher))
         for k in _KERNELS:
-            k.dispatcher = njit(cache=True, nogil=True)(k.py_func)
+            k.dispatcher = _dispatcher(k.py_func)
         _compiled = True
 
 
