@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import topkeval as tk
-from reference import beyond_reference
+from reference import beyond_lists_reference, beyond_reference
 from strategies import conventions, logs
 from topkeval.kernels import cpu
 
@@ -266,11 +266,9 @@ def test_results_without_item_ids_or_rows_refuse():
         by_hand.beyond_accuracy()
 
 
-def test_cosine_diversity_in_chunks_equals_the_pairwise_loop(monkeypatch):
-    """Features take the vectorised path (every pair of a query at once, queries in chunks); a
-    similarity function the pairwise loop: the same values, chunk boundaries anywhere, ties."""
-    from topkeval.analysis import beyond
-
+def test_cosine_diversity_kernel_equals_the_pairwise_loop():
+    """Features take the kernel (no pairs: |sum p u|^2, the straddling group's pairs corrected); a
+    similarity function the pairwise loop: the same values, with ties and without."""
     rng = np.random.default_rng(3)
     n = 3000
     df = pd.DataFrame({"query": rng.integers(0, 150, n), "item": rng.integers(0, 80, n), "grade": rng.integers(0, 2, n),
@@ -280,8 +278,100 @@ def test_cosine_diversity_in_chunks_equals_the_pairwise_loop(monkeypatch):
         res = tk.evaluate(df, metrics=["recall@3"], query="query", relevance="grade", score=["a", "b"], item="item",
                           ties=ties)
         loop = res.beyond_accuracy(k=5, similarity=lambda x, y: _cosine(x % 14, y % 14))["diversity@5"]
-        for chunk in (7, 1000, beyond.PAIRS_AT_ONCE):
-            monkeypatch.setattr(beyond, "PAIRS_AT_ONCE", chunk)
-            got = res.beyond_accuracy(k=5, features=features)["diversity@5"]
-            np.testing.assert_allclose(got.to_numpy(), loop.to_numpy(), rtol=1e-12)
-            assert got.notna().all()
+        got = res.beyond_accuracy(k=5, features=features)["diversity@5"]
+        np.testing.assert_allclose(got.to_numpy(), loop.to_numpy(), rtol=1e-12)
+        assert got.notna().all()
+
+
+# ---------------------------------------------------------------------------------------------
+# every family against its written-out definition (tests/reference.py: beyond_lists_reference)
+
+PER_QUERY = [("novelty", {}), ("novelty", {"variant": "replay"}), ("popularity", {}), ("tail", {}),
+             ("tail", {"share": 0.5}), ("mean_pop_rank", {}), ("diversity", {}), ("category_diversity", {}),
+             ("unexpectedness", {}), ("serendipity", {}), ("serendipity", {"variant": "recommenders"}),
+             ("serendipity", {"variant": "evidently"}), ("pauc", {}), ("pap", {}), ("rbp_norm", {}),
+             ("rbp_norm", {"p": 0.5})]
+CATALOG = [("coverage", {}), ("gini", {}), ("entropy", {}), ("entropy", {"variant": "recbole"}),
+           ("personalization", {})]
+
+
+def _name(family, params, k):
+    inside = ",".join(f"{n}={v}" for n, v in params.items())
+    return f"{family}({inside})@{k}" if inside else f"{family}@{k}"
+
+
+def _specs(families, k, ties):
+    out = []
+    for family, params in families:
+        if family == "serendipity" and params.get("variant") == "evidently" and ties == "expected":
+            continue  # refused: the order of tied candidates decides whether the query counts
+        out.append((_name(family, params, k), family, k, params))
+    return out
+
+
+HISTORY = st.lists(st.tuples(st.sampled_from(["q0", "q1", "q2", "q3", "q9"]), st.integers(0, 15)), min_size=1,
+                   max_size=12)
+
+
+@given(rows=logs(max_queries=4, max_len=6), conv=conventions(), k=st.integers(1, 7), history=HISTORY,
+       given_pop=st.booleans(), shares=st.lists(st.sampled_from([0.01, 0.2, 0.5, 1.0]), min_size=16, max_size=16))
+def test_every_family_equals_its_definition(rows, conv, k, history, given_pop, shares):
+    res = _evaluate(rows, conv)
+    popularity = dict(enumerate(shares)) if given_pop else None
+    inputs = dict(popularity=popularity, features={i: _vector(i) for i in range(16)},
+                  categories={i: i % 3 for i in range(16)},
+                  history=pd.DataFrame({"query": [q for q, _ in history], "item": [i for _, i in history]}),
+                  baseline="b")
+    specs = _specs(PER_QUERY, k, conv["ties"])
+    got = res.with_beyond([s[0] for s in specs], **inputs)
+    ref = beyond_lists_reference(rows, ["a", "b"], conv, specs + _specs(CATALOG, k, conv["ties"]),
+                                 popularity=popularity, similarity=_cosine, categories=inputs["categories"],
+                                 history=history, baseline="b")
+    pq = {(r["model"], r["query"]): r for r in got.per_query.to_dict("records")}
+    for model in ("a", "b"):
+        per_query, _ = ref[model]
+        assert sorted(q for m, q in pq if m == model) == sorted(per_query)
+        for q, values in per_query.items():
+            for label, want in values.items():
+                assert _close(float(pq[model, q][label]), want), (model, q, label, pq[model, q][label], want)
+    catalog = res.beyond_accuracy(metrics=[s[0] for s in _specs(CATALOG, k, conv["ties"])],
+                                  popularity=popularity, history=inputs["history"])
+    for model in ("a", "b"):
+        for label, want in ref[model][1].items():
+            assert _close(float(catalog.loc[model, label]), want), (model, label, catalog.loc[model, label], want)
+
+
+def test_interpreted_kernels_equal_compiled_ones():
+    """The beyond kernels give the same numbers interpreted (small inputs) and compiled, on a log
+    with heavy ties, under every tie rule."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = r"""
+import json, numpy as np, pandas as pd, topkeval as tk
+rng = np.random.default_rng(5)
+n = 1500
+df = pd.DataFrame({"query": rng.integers(0, 60, n), "item": rng.integers(0, 90, n), "grade": rng.integers(0, 3, n),
+                   "a": rng.integers(0, 4, n) / 2, "b": rng.random(n)}).drop_duplicates(["query", "item"])
+hist = pd.DataFrame({"query": rng.integers(0, 60, 300), "item": rng.integers(0, 90, 300)})
+names = ["novelty@5", "novelty(variant=replay)@5", "popularity@5", "tail@5", "mean_pop_rank@5", "diversity@5",
+         "category_diversity@5", "unexpectedness@5", "serendipity@5", "serendipity(variant=recommenders)@5",
+         "pauc@3", "pap@3", "rbp_norm@5"]
+out = {}
+for ties in ("expected", "first", "optimistic", "pessimistic", "item_desc"):
+    res = tk.evaluate(df, ["recall@5"], relevance="grade", score=["a", "b"], item="item", ties=ties)
+    res = res.with_beyond(names, features={i: [np.cos(i), np.sin(i), 1.0] for i in range(90)},
+                          categories={i: i % 7 for i in range(90)}, history=hist, baseline="b")
+    out[ties] = res.per_query[names].to_numpy().tolist()
+print(json.dumps(out))
+"""
+    got = {}
+    for mode in ("0", "1"):
+        env = {**os.environ, "TOPKEVAL_JIT": mode}
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+        got[mode] = json.loads(proc.stdout.replace("NaN", "null"))
+    for ties, values in got["1"].items():
+        np.testing.assert_allclose(np.array(got["0"][ties], dtype=float), np.array(values, dtype=float), rtol=0,
+                                   atol=1e-12, err_msg=ties)
