@@ -119,6 +119,17 @@ def with_beyond(evaluation, metrics, inputs: Inputs):
 STAND_IN = "tp@1"
 
 
+def ordered(evaluation, labels):
+    """``evaluation`` with exactly the metric columns ``labels``, in that order (the stand-in the engine
+    evaluated for beyond-accuracy metrics alone left out)."""
+    out = without(evaluation, [n for n in evaluation.metrics if n not in labels])
+    info = dict(out.info)
+    info["metrics"] = list(labels)
+    per_query = out.per_query
+    others = [c for c in per_query.columns if c not in labels]
+    return replace(out, summary=out.summary[list(labels)], info=info, _per_query=[per_query[others + list(labels)]])
+
+
 def without(evaluation, labels):
     """``evaluation`` without the metric columns ``labels``."""
     keep = [n for n in evaluation.metrics if n not in labels]
@@ -224,7 +235,7 @@ class _Lists:
         self.logs = list(sources())
         for log, _ in self.logs:
             if not log.has_items:
-                raise ParameterError(f"{owner} counts items, but these results were evaluated without item ids: "
+                raise ParameterError(f"{owner} counts the items of each top k, which these results do not have: "
                                      "pass item='<column>' to evaluate.")
         self.models = list(evaluation.models)
         self.inputs_baseline: str | None = None
