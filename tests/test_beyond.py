@@ -375,3 +375,173 @@ print(json.dumps(out))
     for ties, values in got["1"].items():
         np.testing.assert_allclose(np.array(got["0"][ties], dtype=float), np.array(values, dtype=float), rtol=0,
                                    atol=1e-12, err_msg=ties)
+
+
+# ---------------------------------------------------------------------------------------------
+# the peers' own published examples, transcribed (each file at the commit of docs/conventions.md)
+
+
+def _ranked(lists: dict, relevant: dict | None = None, model: str = "s") -> pd.DataFrame:
+    """A log from ranked lists {query: [item, ...]} (score: minus the rank), relevance from
+    ``relevant`` {query: {item, ...}}."""
+    rows = [(q, i, -float(r), int(i in (relevant or {}).get(q, ()))) for q, items in lists.items()
+            for r, i in enumerate(items, 1)]
+    return pd.DataFrame(rows, columns=["query", "item", model, "relevance"])
+
+
+def _per_query(res, label):
+    return res.per_query.set_index("query")[label].to_dict()
+
+
+def test_rectools_serendipity_docstring():
+    """rectools/metrics/serendipity.py, Serendipity docstring: [0, 0.25, 0, 0.25] at k=1 and
+    [0, 0.5, 0, 0.125] at k=2 (catalogue i1..i4, popularity ranks from prev_interactions)."""
+    reco = _ranked({"u1": ["i1", "i2"], "u2": ["i2", "i3"], "u3": ["i3"], "u4": ["i2", "i3"]})
+    truth = pd.DataFrame({"query": ["u1", "u1", "u2", "u2", "u3", "u4"], "item": ["i1", "i2", "i2", "i3", "i2", "i2"],
+                          "relevance": 1})
+    prev = pd.DataFrame({"query": ["u1", "u1", "u2", "u2", "u3"], "item": ["i1", "i2", "i1", "i2", "i1"]})
+    for k, want in ((1, [0, 0.25, 0, 0.25]), (2, [0, 0.5, 0, 0.125])):
+        res = tk.evaluate(reco.drop(columns="relevance"), [f"serendipity@{k}"], score="s", item="item", qrels=truth,
+                          history=prev, catalog=["i1", "i2", "i3", "i4"])
+        got = _per_query(res, f"serendipity@{k}")
+        assert [got[u] for u in ("u1", "u2", "u3", "u4")] == pytest.approx(want)
+
+
+def test_rectools_partial_auc_and_pap_docstrings():
+    """rectools/metrics/auc.py, PartialAUC and PAP docstrings: [1, 1, 0] at k=1, [1, 1, 1/3] at k=3."""
+    reco = _ranked({1: [1, 2], 2: [3, 1, 2], 3: [3, 2]})
+    truth = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": [1, 2, 1, 3, 1, 2], "relevance": 1})
+    for k, want in ((1, [1, 1, 0]), (3, [1, 1, 1 / 3])):
+        res = tk.evaluate(reco.drop(columns="relevance"), [f"pauc@{k}", f"pap@{k}"], score="s", item="item",
+                          qrels=truth)
+        for name in (f"pauc@{k}", f"pap@{k}"):
+            got = _per_query(res, name)
+            assert [got[u] for u in (1, 2, 3)] == pytest.approx(want), name
+
+
+REPLAY_RECS = {1: [3, 7, 10, 11, 2], 2: [5, 8, 11, 1, 3], 3: [4, 9, 2]}
+REPLAY_TRAIN = pd.DataFrame({"query": [1] * 5 + [2] * 5 + [3] * 3,
+                             "item": [5, 6, 8, 9, 2, 5, 8, 11, 1, 3, 4, 9, 2]})
+
+
+def test_replay_novelty_docstring():
+    """replay/metrics/novelty.py, Novelty docstring: Novelty(2) per user {1: 1.0, 2: 0.0, 3: 0.0}."""
+    res = tk.evaluate(_ranked(REPLAY_RECS), ["novelty(variant=replay)@2"], score="s", item="item",
+                      history=REPLAY_TRAIN, empty_queries="keep")
+    assert _per_query(res, "novelty(variant=replay)@2") == {1: 1.0, 2: 0.0, 3: 0.0}
+
+
+def test_replay_categorical_diversity_docstring():
+    """replay/metrics/categorical_diversity.py: CategoricalDiversity([3, 5]) per user {1: 1, 2: 1, 3: 1}
+    at 3 and {1: 1, 2: 1, 3: 0.6} at 5 (the lists of categories, each its own item here)."""
+    res = tk.evaluate(_ranked(REPLAY_RECS), ["category_diversity@3", "category_diversity@5"], score="s",
+                      item="item", categories={i: i for i in range(12)}, empty_queries="keep")
+    assert _per_query(res, "category_diversity@3") == {1: 1.0, 2: 1.0, 3: 1.0}
+    assert _per_query(res, "category_diversity@5") == pytest.approx({1: 1.0, 2: 1.0, 3: 0.6})
+
+
+def test_replay_unexpectedness_docstring():
+    """replay/metrics/unexpectedness.py: Unexpectedness([2, 4]) per user {1: 0.5, 2: 0, 3: 0} at 2 and
+    {1: 0.5, 2: 0.5, 3: 0.5} at 4; base_rec holds tied ratings (user 1: items 3 and 7 at 0.5)."""
+    recs = _ranked(REPLAY_RECS).assign(run="model").rename(columns={"s": "score"})
+    base = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3], "item": [3, 7, 2, 5, 8, 3, 4, 9],
+                         "score": [0.5, 0.5, 0.7, 0.6, 0.6, 0.3, 1.0, 0.5], "run": "base"})
+    runs = pd.concat([recs.drop(columns="relevance"), base], ignore_index=True)
+    judged = pd.DataFrame({"query": [1, 2, 3], "item": [3, 5, 4], "relevance": 1})
+    res = tk.evaluate(runs, ["unexpectedness@2", "unexpectedness@4"], score="score", item="item", model="run",
+                      qrels=judged, baseline="base")
+    mine = res.per_query[res.per_query["model"] == "model"].set_index("query")
+    assert mine["unexpectedness@2"].to_dict() == {1: 0.5, 2: 0.0, 3: 0.0}
+    assert mine["unexpectedness@4"].to_dict() == {1: 0.5, 2: 0.5, 3: 0.5}
+
+
+def test_evidently_personalization_test_case():
+    """evidently tests/metrics/recsys/test_personalisation.py: 0.16666666 at k=4."""
+    log = _ranked({1: [1, 2, 3, 4], 2: [1, 2, 3, 4], 3: [1, 3, 2, 5]}, {1: {1}, 2: {1}, 3: {1}})
+    res = tk.evaluate(log, ["recall@4"], score="s", item="item")
+    assert res.beyond_accuracy(metrics=["personalization@4"]).loc["s", "personalization@4"] == pytest.approx(1 / 6)
+
+
+def test_evidently_serendipity_test_case():
+    """evidently tests/metrics/recsys/test_serendipity.py: 0.8632630527478137 at k=3, items' features
+    (item_f1, item_f2), train 1b: 10a, 2b: 2a, 3b: 5a; 3b has no relevant item and is left out."""
+    log = _ranked({"1b": ["0a", "1a", "5a", "6a"], "2b": ["0a", "1a", "5a", "6a"], "3b": ["0a", "4a", "6a", "10a"]},
+                  {"1b": {"5a"}, "2b": {"0a"}})
+    features = {"0a": [1, 0], "1a": [1, 0.1], "5a": [1, 1], "6a": [-0.1, 0.9], "4a": [1, 0.9], "10a": [-1, 0],
+                "2a": [1, 0.2]}
+    train = pd.DataFrame({"query": ["1b", "2b", "3b"], "item": ["10a", "2a", "5a"]})
+    res = tk.evaluate(log, ["serendipity(variant=evidently)@3"], score="s", item="item", features=features,
+                      history=train, ties="first", empty_queries="keep")
+    assert res.summary.loc["s", "serendipity(variant=evidently)@3"] == pytest.approx(0.8632630527478137)
+    assert math.isnan(_per_query(res, "serendipity(variant=evidently)@3")["3b"])
+
+
+MS_TRAIN = pd.DataFrame({"query": [1, 1, 1, 2, 2, 3, 3, 3], "item": [1, 2, 4, 3, 4, 3, 4, 5]})
+MS_RECO = _ranked({1: [3, 5], 2: [2, 5], 3: [1, 2]}, {1: {3}, 2: {2, 5}, 3: {1}})
+MS_FEATURES = {1: [0, 1, 1, 0, 0], 2: [0, 1, 0, 1, 0], 3: [0, 0, 1, 1, 0], 4: [0, 0, 1, 0, 1], 5: [0, 0, 0, 1, 1]}
+
+
+def test_microsoft_recommenders_test_cases():
+    """recommenders tests/unit/recommenders/evaluation/test_python_evaluation.py (fixture
+    diversity_data in its conftest.py): user_serendipity with item_feature_vector [0.25, 0.625,
+    0.3333] (serendipity 0.4028), user_diversity [0.5, 0.5, 0.5], distributional_coverage 1.9183,
+    novelty 2.83333 (popularity: interactions of the item / all 8 interactions)."""
+    res = tk.evaluate(MS_RECO, ["serendipity(variant=recommenders)@2", "diversity@2"], score="s", item="item",
+                      features=MS_FEATURES, history=MS_TRAIN)
+    assert [_per_query(res, "serendipity(variant=recommenders)@2")[u] for u in (1, 2, 3)] == \
+        pytest.approx([0.25, 0.625, 1 / 3])
+    assert res.summary.loc["s", "serendipity(variant=recommenders)@2"] == pytest.approx(0.4028, abs=1e-4)
+    assert list(_per_query(res, "diversity@2").values()) == pytest.approx([0.5, 0.5, 0.5])
+    choice = {i: c / 8 for i, c in MS_TRAIN["item"].value_counts().items()}
+    table = res.beyond_accuracy(metrics=["entropy@2", "novelty@2"], popularity=choice)
+    assert table.loc["s", "entropy@2"] == pytest.approx(1.9183, abs=1e-4)
+    assert table.loc["s", "novelty@2"] == pytest.approx(2.83333, abs=1e-5)
+
+
+RECBOLE_ITEMS = [[5, 7, 3], [4, 5, 2], [2, 3, 5], [1, 4, 6], [5, 3, 7]]
+RECBOLE_COUNT = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5}
+
+
+def test_recbole_test_cases():
+    """RecBole tests/metrics/test_topk_metrics.py: item_matrix of 5 users x 3, num_items 8,
+    item_count {1: 0, ..., 6: 5} (item 7 has none). ItemCoverage 7/8; GiniIndex; ShannonEntropy (the
+    mean of p ln p over the 7 items shown); AveragePopularity in counts (here shares of the 5 users of
+    a history holding those counts, times 5); TailPercentage (tail_ratio 0.1: item 1 alone)."""
+    log = _ranked({u: items for u, items in enumerate(RECBOLE_ITEMS)}, {u: {items[0]} for u, items in
+                                                                       enumerate(RECBOLE_ITEMS)})
+    res = tk.evaluate(log, ["recall@3"], score="s", item="item")
+    table = res.beyond_accuracy(metrics=["coverage@3", "gini@3", "ShannonEntropy@3"], catalog=8)
+    assert table.loc["s", "coverage@3"] == 7 / 8
+    x = [0, 1, 1, 2, 2, 2, 3, 4]  # exposures of the 8 items, ascending
+    assert table.loc["s", "gini@3"] == pytest.approx(sum((2 * j - 9) * v for j, v in enumerate(x, 1)) / (8 * 15))
+    shares = [1 / 15, 2 / 15, 3 / 15, 2 / 15, 4 / 15, 1 / 15, 2 / 15]
+    assert table.loc["s", "ShannonEntropy@3"] == pytest.approx(-np.mean([p * np.log(p) for p in shares]))
+    history = pd.DataFrame([(f"h{u}", i) for i, c in RECBOLE_COUNT.items() for u in range(c)],
+                           columns=["query", "item"])
+    arp = {k: _per_query(res.with_beyond([f"popularity@{k}"], history=history), f"popularity@{k}") for k in (1, 2, 3)}
+    want = [[4, 4 / 2, 6 / 3], [3, 7 / 2, 8 / 3], [1, 3 / 2, 7 / 3], [0, 3 / 2, 8 / 3], [4, 6 / 2, 6 / 3]]
+    for u, row in enumerate(want):
+        assert [5 * arp[k][u] for k in (1, 2, 3)] == pytest.approx(row)
+    # count 0 (item 1) as a tiny share; item 7, absent from RecBole's counts, never tail: a large one
+    popularity = {i: max(c, 1e-6) / 5 for i, c in RECBOLE_COUNT.items()} | {7: 1.0}
+    tail = {k: _per_query(res.with_beyond([f"tail@{k}"], popularity=popularity), f"tail@{k}") for k in (1, 2, 3)}
+    want = [[0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 1 / 2, 1 / 3], [0, 0, 0]]
+    for u, row in enumerate(want):
+        assert [tail[k][u] for k in (1, 2, 3)] == pytest.approx(row)
+
+
+def test_lenskit_rbp_normalized_and_mean_pop_rank():
+    """lenskit tests/eval/test_rank_rbp.py: a perfect list normalised is 1 (test_rbp_perfect_k_norm);
+    recs [1, 2] of truth {1, 2, 3}, patience 0.5: (1 + 0.5) / (1 + 0.5) = 1; recs [4, 1]: 0.5 / 1.5.
+    tests/eval/test_rank_popularity.py: the mean of the average ascending ranks of the counts over
+    their number (test_mpr_random's formula), 1 for the most popular (test_mpr_single_max)."""
+    truth = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2], "item": [1, 2, 3, 1, 2, 3], "relevance": 1})
+    run = _ranked({1: [1, 2], 2: [4, 1]}).drop(columns="relevance")
+    res = tk.evaluate(run, ["rbp_norm(p=0.5)@2", "rbp_norm@5"], score="s", item="item", qrels=truth)
+    assert _per_query(res, "rbp_norm(p=0.5)@2") == pytest.approx({1: 1.0, 2: 0.5 / 1.5})
+    assert _per_query(res, "rbp_norm@5")[1] == pytest.approx(1.0)
+    popularity = {"a": 0.5, "b": 0.25, "c": 0.25, "d": 0.1}
+    log = _ranked({1: ["a", "d"], 2: ["a"], 3: ["b", "c"]}, {1: {"a"}, 2: {"a"}, 3: {"b"}})
+    got = _per_query(tk.evaluate(log, ["mean_pop_rank@2"], score="s", item="item", popularity=popularity),
+                     "mean_pop_rank@2")
+    assert got == pytest.approx({1: (1 + 0.25) / 2, 2: 1.0, 3: 0.625})
