@@ -442,17 +442,18 @@ def test_replay_categorical_diversity_docstring():
 
 def test_replay_unexpectedness_docstring():
     """replay/metrics/unexpectedness.py: Unexpectedness([2, 4]) per user {1: 0.5, 2: 0, 3: 0} at 2 and
-    {1: 0.5, 2: 0.5, 3: 0.5} at 4; base_rec holds tied ratings (user 1: items 3 and 7 at 0.5)."""
-    recs = _ranked(REPLAY_RECS).assign(run="model").rename(columns={"s": "score"})
+    {1: 0.5, 2: 0.5, 3: 0.5} at 4; base_rec holds tied ratings (user 1: items 3 and 7 at 0.5). User 4,
+    whom the base lacks, scores 0 (RePlay: ``if not base_recs or not recs: 0.0``)."""
+    recs = _ranked(REPLAY_RECS | {4: [1, 2]}).assign(run="model").rename(columns={"s": "score"})
     base = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3], "item": [3, 7, 2, 5, 8, 3, 4, 9],
                          "score": [0.5, 0.5, 0.7, 0.6, 0.6, 0.3, 1.0, 0.5], "run": "base"})
     runs = pd.concat([recs.drop(columns="relevance"), base], ignore_index=True)
-    judged = pd.DataFrame({"query": [1, 2, 3], "item": [3, 5, 4], "relevance": 1})
+    judged = pd.DataFrame({"query": [1, 2, 3, 4], "item": [3, 5, 4, 1], "relevance": 1})
     res = tk.evaluate(runs, ["unexpectedness@2", "unexpectedness@4"], score="score", item="item", model="run",
                       qrels=judged, baseline="base")
     mine = res.per_query[res.per_query["model"] == "model"].set_index("query")
-    assert mine["unexpectedness@2"].to_dict() == {1: 0.5, 2: 0.0, 3: 0.0}
-    assert mine["unexpectedness@4"].to_dict() == {1: 0.5, 2: 0.5, 3: 0.5}
+    assert mine["unexpectedness@2"].to_dict() == {1: 0.5, 2: 0.0, 3: 0.0, 4: 0.0}
+    assert mine["unexpectedness@4"].to_dict() == {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.0}
 
 
 def test_evidently_personalization_test_case():
@@ -545,3 +546,62 @@ def test_lenskit_rbp_normalized_and_mean_pop_rank():
     got = _per_query(tk.evaluate(log, ["mean_pop_rank@2"], score="s", item="item", popularity=popularity),
                      "mean_pop_rank@2")
     assert got == pytest.approx({1: (1 + 0.25) / 2, 2: 1.0, 3: 0.625})
+
+
+def test_categories_and_pap_within_a_tie_group_by_hand():
+    """One query, three candidates tied, two slots (k = 2): two of category x, one of y. x is surely
+    shown (C(1, 2) = 0 ways to miss both), y with chance 1 - C(2, 2) / C(3, 2) = 2/3: 5/3 distinct
+    categories, over k. Relevant: two of the three, R = 2; pap@1 over the 6 orders: the first
+    relevant candidate beats the one non-relevant candidate in 4 of them (2/3); pauc@1: 6 of the
+    12 (relevant, order) pairs (1/2). A group of 4 (3 relevant) at k = 2: the enumeration
+    (tests/reference.py) against the hypergeometric places."""
+    log = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "relevance": [1, 1, 0], "s": [1.0, 1.0, 1.0]})
+    res = tk.evaluate(log, ["category_diversity@2", "pap@1", "pauc@1"], score="s", item="item",
+                      categories={"a": "x", "b": "y", "c": "x"})
+    row = res.per_query.iloc[0]
+    assert row["category_diversity@2"] == pytest.approx(5 / 3 / 2)
+    assert row["pap@1"] == pytest.approx(2 / 3) and row["pauc@1"] == pytest.approx(1 / 2)
+    rows = [{"query": "q", "item": i, "grade": g, "a": 1.0, "b": 0.0} for i, g in enumerate([1, 1, 0, 1, 0])]
+    rows[4]["a"] = 2.0  # a non-relevant candidate above the tie group of four
+    conv = {"ties": "expected", "empty_queries": "skip", "undefined": 0.0, "threshold": None}
+    for log in (rows, rows[:4]):  # after one non-relevant candidate, and at the top
+        for k in (1, 2, 3):
+            res = _evaluate(log, conv).with_beyond([f"pap@{k}", f"pauc@{k}"])
+            ref = beyond_lists_reference(log, ["a"], conv, [(f"pap@{k}", "pap", k, {}), (f"pauc@{k}", "pauc", k, {})])
+            got = res.per_query[res.per_query["model"] == "a"].iloc[0]
+            for name, want in ref["a"][0]["q"].items():
+                assert got[name] == pytest.approx(want), (k, name)
+
+
+@pytest.mark.parametrize("ties", ["expected", "first"])
+def test_the_short_path_ranks_as_the_main_kernel_s_sort(monkeypatch, ties):
+    """Queries of at most kernels.beyond.SHORT candidates are ranked by an insertion sort, the others
+    by cpu._sort_path (the main kernel's): both give every row the same p, g, e and b, on queries
+    short and long, with heavy ties, a score threshold and a depth."""
+    from topkeval.engine.rules import comparable_scores, tie_rule
+    from topkeval.kernels import beyond as kb
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 130, 40)
+    frame = pd.DataFrame({"query": np.repeat(np.arange(40), sizes), "item": np.arange(sizes.sum()),
+                          "rel": rng.integers(0, 2, sizes.sum()), "s": rng.integers(0, 6, sizes.sum()) / 2})
+    res = tk.evaluate(frame, ["recall@5"], relevance="rel", score="s", item="item", ties=ties)
+    [(log, _)] = list(res.evaluation.sources())
+    scores = comparable_scores(log.scores["s"], res.conventions)
+    tie, items = tie_rule(log, res.conventions, scores)
+    for k, thr, depth in ((5, -np.inf, 5), (17, 0.5, 17), (3, -np.inf, 40)):
+        args = (log.offsets, scores, log.relevant(res.conventions), log.grades.astype(float), items, thr, tie, k,
+                np.full(log.n_queries, depth, np.int64), 0, log.n_queries)
+        keep = np.ones(log.n_queries, bool)
+        got = {}
+        for short in (0, 10**9):
+            monkeypatch.setattr(kb, "SHORT", short)
+            out = [np.zeros(len(scores)), *(np.zeros(len(scores), np.int64) for _ in range(3)),
+                   np.zeros(log.n_queries, np.int64)]
+            kb.top_rows.py_func(*args[:9], keep, *args[9:], *out)
+            got[short] = out
+        for x, y in zip(*got.values()):
+            np.testing.assert_array_equal(x, y)
+        compiled = kb.ranked_rows(*args[:9])
+        for x, y in zip(compiled, got[0]):
+            np.testing.assert_array_equal(x, y)

@@ -590,10 +590,20 @@ class Results:
         query, as RecTools counts a cold item, and its popularity is 0. Novelty, popularity and
         diversity are means over the queries whose list is not empty (NaN when there are none).
 
+        With ``metrics=``, any beyond-accuracy metrics instead (each name with its cutoff): the
+        means over queries of the per-query ones (:meth:`with_beyond` lists them) and the
+        catalogue-level ones, which have no per-query value: ``coverage@k``, ``gini@k``,
+        ``entropy@k`` (Shannon entropy in bits of the items' shares of the top-k slots, Microsoft
+        Recommenders' ``distributional_coverage``; ``entropy(variant=recbole)@k``, RecBole's
+        ``ShannonEntropy``: in nats, over the number of items shown) and ``personalization@k``
+        (Evidently: 1 - the mean overlap of two queries' top k, over k). Definitions and sources:
+        docs/conventions.md, "Beyond accuracy".
+
         Parameters
         ----------
         k : int
-            The length of the lists looked at.
+            The length of the lists looked at (of the default columns; names in ``metrics`` carry
+            their own).
         popularity : mapping or pandas.Series, optional
             Item -> share in (0, 1] (for example from the training interactions), for every item
             shown; by default from the relevant candidates of the log.
@@ -606,12 +616,18 @@ class Results:
         catalog : int or collection, optional
             The catalogue: its number of items, or its items. By default the distinct items of
             the log (every model's candidates).
+        metrics : str or list of str, optional
+            Beyond-accuracy metric names (default: the five columns below).
+        categories, history, baseline : optional
+            As in :meth:`with_beyond` (``category_diversity``, ``novelty(variant=replay)`` and
+            serendipity's variants, ``unexpectedness``).
 
         Returns
         -------
         pandas.DataFrame
             One row per model (the index, ``model``); columns ``coverage@k``, ``novelty@k``,
-            ``popularity@k``, ``gini@k`` and, with ``features`` or ``similarity``, ``diversity@k``.
+            ``popularity@k``, ``gini@k`` and, with ``features`` or ``similarity``, ``diversity@k``;
+            with ``metrics``, one column per name, as written.
 
         Raises
         ------

@@ -225,7 +225,8 @@ class _Lists:
     def __init__(self, evaluation, owner: str):
         conv = evaluation.conventions
         sources = evaluation.sources
-        if conv is None or sources is None or not hasattr(evaluation.backend, "exposure"):
+        # the backends that can rank a query's rows again (query_ranking: side_by_side's) keep them
+        if conv is None or sources is None or not hasattr(evaluation.backend, "query_ranking"):
             raise ParameterError(f"{owner} reads each model's top k again, which these results do not keep "
                                  "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or "
                                  "per-query values given to Results.from_per_query): evaluate the log as a table in "
@@ -241,6 +242,7 @@ class _Lists:
         self.inputs_baseline: str | None = None
         self.parts: dict[tuple[str, int], list[_Part]] = {}
         self.ids: pd.Index = pd.Index([], dtype=object)
+        self._space: dict[int, pd.Index] = {}
 
     def read(self, ks) -> None:
         """Rank every model at every cutoff of ``ks``, then give every shown item a global code."""
@@ -254,6 +256,7 @@ class _Lists:
             R = log.per_query_sum(rel) if R is None else np.asarray(R)
             keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
             grades = log.grades.astype(np.float64, copy=False)
+            codes = self._local_codes(index)
             for model in self.models:
                 if model not in log.scores:
                     continue
@@ -261,47 +264,57 @@ class _Lists:
                 tie, items = tie_rule(log, conv, scores)
                 n_kept = log.per_query_sum(scores >= thr)
                 for k in ks:
-                    p, g, e, b = ranked_rows(log.offsets, scores, rel, grades, items, thr, tie, k,
-                                             np.full(log.n_queries, k, np.int64))
-                    rows = np.flatnonzero(p > 0)
-                    qix = np.searchsorted(log.offsets, rows, side="right") - 1
-                    mine = keep[qix]
-                    rows, qix = rows[mine], qix[mine]
-                    soff = np.zeros(log.n_queries + 1, np.int64)
-                    np.cumsum(np.bincount(qix, minlength=log.n_queries), out=soff[1:])
-                    part = _Part(index, rows, qix, p[rows], g[rows], e[rows], b[rows], rel[rows],
-                                 np.minimum(k, n_kept).astype(np.int64), keep, R, soff)
+                    soff, rows, qix, ps, gs, es, bs, rels, its = ranked_rows(
+                        log.offsets, scores, rel, grades, items, thr, tie, k, np.full(log.n_queries, k, np.int64),
+                        keep, codes)
+                    part = _Part(index, rows, qix, ps, gs, es, bs, rels, np.minimum(k, n_kept).astype(np.int64),
+                                 keep, R, soff, its)
                     self.parts.setdefault((model, k), []).append(part)
         self._codes()
 
+    def _local_codes(self, index: int) -> np.ndarray:
+        """Per row of log ``index``: a code of its item in the log's own table of ids
+        (``self._space[index]``): the log's codes when they are dense (text ids, or small
+        non-negative integers), else a factorization of them."""
+        log = self.logs[index][0]
+        raw = log.items
+        if log.item_labels is not None:
+            self._space[index] = pd.Index(log.item_labels, dtype=object)
+            return raw
+        top = int(raw.max()) if len(raw) else -1
+        if len(raw) and int(raw.min()) >= 0 and top < 4 * len(raw) + 1024:
+            self._space[index] = pd.Index(np.arange(top + 1), dtype=object)
+            return raw
+        local, uniques = pd.factorize(raw)
+        self._space[index] = pd.Index(log.item_ids(uniques), dtype=object)
+        return local.astype(np.int64)
+
     def _codes(self) -> None:
-        """Global item codes: every item shown by some model at some cutoff, ids of all logs in one index."""
+        """Global item codes: the items shown by some model at some cutoff, numbered 0..n-1 (ids of
+        every log in one index)."""
         per_log: list[list[_Part]] = [[] for _ in self.logs]
         for parts in self.parts.values():
             for part in parts:
                 per_log[part.log_index].append(part)
-        ids_of_log = []
-        local_of_log = []
+        kept = []
         for index, parts in enumerate(per_log):
-            log = self.logs[index][0]
-            raw = np.concatenate([log.items[part.rows] for part in parts]) if parts else np.zeros(0, np.int64)
-            local, uniques = pd.factorize(raw)
-            ids_of_log.append(pd.Index(log.item_ids(uniques), dtype=object) if len(uniques) else
-                              pd.Index([], dtype=object))
-            local_of_log.append((parts, local))
-        if len(ids_of_log) == 1:
-            self.ids = ids_of_log[0]
-            maps = [np.arange(len(self.ids))]
-        else:
-            every = pd.Index(np.concatenate([i.to_numpy(object) for i in ids_of_log]) if ids_of_log else [],
-                             dtype=object).unique()
-            self.ids = every
-            maps = [every.get_indexer(i) for i in ids_of_log]
-        for (parts, local), to_global in zip(local_of_log, maps):
-            start = 0
+            space = self._space.get(index, pd.Index([], dtype=object))
+            used = np.zeros(len(space), bool)
             for part in parts:
-                part.item = to_global[local[start:start + len(part.rows)]].astype(np.int64)
-                start += len(part.rows)
+                used[part.item] = True
+            remap = np.cumsum(used) - 1
+            for part in parts:
+                part.item = remap[part.item]
+            kept.append(space[used])
+        if len(kept) == 1:
+            self.ids = kept[0]
+            return
+        every = pd.Index(np.concatenate([i.to_numpy(object) for i in kept]) if kept else [], dtype=object).unique()
+        self.ids = every
+        for index, parts in enumerate(per_log):
+            to_global = every.get_indexer(kept[index])
+            for part in parts:
+                part.item = to_global[part.item]
 
     def query_ids(self, model: str, k: int) -> np.ndarray:
         """The evaluated query ids of ``model``, in the order of its logs."""

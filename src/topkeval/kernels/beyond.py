@@ -26,27 +26,69 @@ import math
 
 import numpy as np
 
-from .cpu import TIE_EXPECTED, _scratch, _sort_path, _split
+from .cpu import TIE_EXPECTED, TIE_FIRST, _scratch, _sort_path, _split
 from .jit import kernel
 from .sort import stable_argsort
 from .threads import default_threads, run_parallel
 
+#: Queries of at most this many candidates are ranked by an insertion sort into one scratch array
+#: (no allocation per query) under ``ties="expected"`` and ``"first"``; the others by the main
+#: kernel's selection and sort (:func:`topkeval.kernels.cpu._sort_path`), which applies every tie rule.
+SHORT = 64
 
-@kernel(outputs=("p", "g", "e", "b"))
-def top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, q0, q1, p, g, e, b):
-    """For the queries q0..q1: each row's ``p``, ``g``, ``e`` and ``b`` (see the module docstring);
-    rows below ``thr`` or beyond the first ``depth[q]`` ranks (their whole tie group) keep
-    ``p = 0`` and ``e = 0``."""
+
+@kernel(outputs=("p", "g", "e", "b", "count"))
+def top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, keep, q0, q1, p, g, e, b, count):
+    """For the kept queries of q0..q1: each row's ``p``, ``g``, ``e`` and ``b`` (see the module
+    docstring), and per query ``count``, its rows with ``p > 0``; rows below ``thr`` or beyond the
+    first ``depth[q]`` ranks (their whole tie group), and those of queries not kept, keep ``p = 0``
+    and ``e = 0``."""
     gs, es, rs, bs, ws = _scratch(offsets, q0, q1)
+    order = np.empty(gs.shape[0], np.int64)  # the longest query of the range: enough for any short one
     for q in range(q0, q1):
         lo = offsets[q]
         hi = offsets[q + 1]
-        if hi == lo:
+        count[q] = 0
+        if hi == lo or not keep[q]:
+            continue
+        limit = max(depth[q], 1)
+        if hi - lo <= SHORT and (tie == TIE_EXPECTED or tie == TIE_FIRST):
+            m = 0
+            for j in range(lo, hi):  # insertion by score, descending; equal scores in row order
+                s = scores[j]
+                if s >= thr:
+                    t = m
+                    while t > 0 and scores[order[t - 1]] < s:
+                        order[t] = order[t - 1]
+                        t -= 1
+                    order[t] = j
+                    m += 1
+            a = 0
+            while a < m and a < limit:
+                z = a + 1
+                s = scores[order[a]]
+                while z < m and scores[order[z]] == s:
+                    z += 1
+                size = z - a
+                x = (k - a) / size
+                share = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
+                for t in range(a, z):
+                    row = order[t]
+                    g[row] = a
+                    e[row] = size
+                    b[row] = t - a
+                    if tie == TIE_EXPECTED:
+                        p[row] = share
+                    else:
+                        p[row] = 1.0 if t + 1 <= k else 0.0
+                    if p[row] > 0.0:
+                        count[q] += 1
+                a = z
             continue
         every = np.ones(hi - lo, np.bool_)
         gr = grade[lo:hi] if grade.shape[0] else grade
         it = items[lo:hi] if items.shape[0] else items
-        m = _sort_path(scores[lo:hi], rel[lo:hi], every, gr, it, lo, thr, tie, gs, es, rs, bs, ws, max(depth[q], 1))
+        m = _sort_path(scores[lo:hi], rel[lo:hi], every, gr, it, lo, thr, tie, gs, es, rs, bs, ws, limit)
         for t in range(m):
             row = ws[t]
             g[row] = gs[t]
@@ -57,20 +99,57 @@ def top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, q0, q1, p, 
                 p[row] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
             else:
                 p[row] = 1.0 if gs[t] + bs[t] + 1 <= k else 0.0
+            if p[row] > 0.0:
+                count[q] += 1
 
 
-def ranked_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, threads=None):
-    """:func:`top_rows` over every query, the queries split over threads: ``(p, g, e, b)``."""
+@kernel(outputs=("rows", "qix", "ps", "gs", "es", "bs", "rels", "its"))
+def shown_rows(offsets, p, g, e, b, rel, items, soff, q0, q1, rows, qix, ps, gs, es, bs, rels, its):
+    """The rows with ``p > 0`` of the queries q0..q1, compacted in row order (query q's at
+    ``soff[q]:soff[q + 1]``): their row, query, p, g, e, b, relevance and item code."""
+    for q in range(q0, q1):
+        if soff[q + 1] == soff[q]:
+            continue
+        t = soff[q]
+        for j in range(offsets[q], offsets[q + 1]):
+            if p[j] > 0.0:
+                rows[t] = j
+                qix[t] = q
+                ps[t] = p[j]
+                gs[t] = g[j]
+                es[t] = e[j]
+                bs[t] = b[j]
+                rels[t] = rel[j]
+                its[t] = items[j]
+                t += 1
+
+
+def ranked_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, keep=None, codes=None, threads=None):
+    """:func:`top_rows` over every query, the queries split over threads: ``(p, g, e, b)`` per row;
+    with ``keep`` and ``codes`` (an item code per row), the rows shown instead, compacted by
+    :func:`shown_rows`: ``(soff, rows, qix, p, g, e, b, rel, item)``."""
     n = scores.shape[0]
+    n_q = offsets.shape[0] - 1
     p = np.zeros(n, np.float64)
     g = np.zeros(n, np.int64)
     e = np.zeros(n, np.int64)
     b = np.zeros(n, np.int64)
+    count = np.zeros(n_q, np.int64)
+    kept = np.ones(n_q, np.bool_) if keep is None else keep
     threads = threads or default_threads()
     ranges = _split(offsets, threads if n >= 200_000 else 1)
-    run_parallel(lambda r: top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, r[0], r[1], p, g, e, b),
-                 ranges, workers=len(ranges))
-    return p, g, e, b
+    run_parallel(lambda r: top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, kept, r[0], r[1],
+                                    p, g, e, b, count), ranges, workers=len(ranges))
+    if codes is None:
+        return p, g, e, b
+    soff = np.zeros(n_q + 1, np.int64)
+    np.cumsum(count, out=soff[1:])
+    m = int(soff[-1])
+    out = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m), np.empty(m, np.int64), np.empty(m, np.int64),
+           np.empty(m, np.int64), np.empty(m, np.bool_), np.empty(m, np.int64))
+    run_parallel(lambda r: shown_rows(offsets, p, g, e, b, rel, codes, soff, r[0], r[1], *out), ranges,
+                 workers=len(ranges))
+    return (soff, *out)
 
 
 @kernel
