@@ -605,3 +605,90 @@ def test_the_short_path_ranks_as_the_main_kernel_s_sort(monkeypatch, ties):
         compiled = kb.ranked_rows(*args[:9])
         for x, y in zip(compiled, got[0]):
             np.testing.assert_array_equal(x, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# per-query beyond-accuracy values are metric columns like any other
+
+
+def _segmented():
+    return pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": ["x", "y", "x", "z", "y", "z"],
+                         "relevance": [1, 0, 0, 1, 1, 0], "a": [0.9, 0.1, 0.9, 0.1, 0.5, 0.4],
+                         "b": [0.1, 0.9, 0.1, 0.9, 0.4, 0.5], "device": ["m", "m", "d", "d", "m", "m"],
+                         "w": [1.0, 1.0, 3.0, 3.0, 2.0, 2.0]})
+
+
+def test_beyond_columns_flow_through_means_weights_segments_compare_and_curves():
+    popularity = {"x": 0.5, "y": 0.25, "z": 0.125}  # novelty of the top 1: x 1, y 2, z 3 bits
+    res = tk.evaluate(_segmented(), ["recall@1", "novelty@1"], score=["a", "b"], item="item", by="device", weight="w",
+                      popularity=popularity)
+    pq = res.per_query.set_index(["model", "query"])["novelty@1"]
+    assert pq.to_dict() == {("a", 1): 1.0, ("a", 2): 1.0, ("a", 3): 2.0, ("b", 1): 2.0, ("b", 2): 3.0, ("b", 3): 3.0}
+    assert res.summary.loc["a", "novelty@1"] == pytest.approx((1 * 1 + 1 * 3 + 2 * 2) / 6)  # weighted by w
+    assert res.segments.loc[("d", "b"), "novelty@1"] == 3.0
+    compared = res.compare("a", metrics=["novelty@1"], n_resamples=200).set_index("device")
+    assert compared.loc["(all)", "delta"] == pytest.approx(((2 - 1) * 1 + (3 - 1) * 3 + (3 - 2) * 2) / 6)
+    ci = res.summary_ci(n_resamples=200)
+    assert set(ci["metric"]) == {"recall@1", "novelty@1"}
+    assert res.info["metric_names"]["novelty@1"] == "novelty@1" and res.metrics == ["recall@1", "novelty@1"]
+    curves = res.curves(["novelty"], ks=[1, 2]).set_index(["model", "k"])["value"]
+    assert curves.loc[("a", 1)] == pytest.approx(res.summary.loc["a", "novelty@1"])
+    again = tk.Results.from_per_query(res.per_query.drop(columns=["device", "w"]))  # the names round-trip
+    assert again.summary.loc["b", "novelty@1"] == pytest.approx(8 / 3)
+
+
+def test_beyond_metrics_alone_leave_out_the_engine_s_stand_in():
+    res = tk.evaluate(_segmented(), ["pauc@1", "novelty@1"], score=["a", "b"], item="item")
+    assert res.metrics == ["pauc@1", "novelty@1"] and list(res.summary.columns) == ["pauc@1", "novelty@1"]
+    assert "tp@1" not in res.per_query.columns and res.info["metrics"] == ["pauc@1", "novelty@1"]
+    assert list(res.curves(ks=[1, 2])["metric"].unique()) == ["pauc", "novelty"]
+    more = res.with_beyond(["popularity@1"])
+    assert more.metrics == ["pauc@1", "novelty@1", "popularity@1"]
+
+
+BEYOND_ERRORS = [
+    (lambda r: r.with_beyond(["recall@1"]), "not a beyond-accuracy metric"),
+    (lambda r: r.with_beyond(["coverage@2"]), r"Ask Results.beyond_accuracy\(metrics=\['coverage@2'\]\)"),
+    (lambda r: r.with_beyond(["recall@1".replace("recall", "novelty")]).with_beyond(["miuf@1"]), "evaluated already"),
+    (lambda r: r.with_beyond(["diversity@2"]), "pass features="),
+    (lambda r: r.with_beyond(["category_diversity@2"]), "pass categories="),
+    (lambda r: r.with_beyond(["category_diversity@2"], categories={"x": 1}),
+     r"2 items shown in a top k have no category \(for example 'y', 'z'\)"),
+    (lambda r: r.with_beyond(["unexpectedness@2"]), "pass baseline="),
+    (lambda r: r.with_beyond(["unexpectedness@2"], baseline="c"), "baseline 'c' is not a model"),
+    (lambda r: r.with_beyond(["novelty(variant=replay)@2"]), "pass history="),
+    (lambda r: r.with_beyond(["serendipity(variant=evidently)@2"], features={}, history={1: ["x"]}),
+     "not computed exactly under ties='expected'"),
+    (lambda r: r.with_beyond(["novelty@2"], history=pd.DataFrame({"user": [1], "item": ["x"]})),
+     "the query column 'query'"),
+    (lambda r: r.with_beyond(["novelty@2"], history={1: "x"}), "maps each query to a list of items"),
+    (lambda r: r.with_beyond(["novelty@2"], history=[(1, "x")]), "must be a DataFrame of"),
+    (lambda r: r.with_beyond(["novelty@2"], categories=["x"]), "must be a mapping or a pandas Series"),
+    (lambda r: r.with_beyond(["novelty(variant=rectool)@2"]), "variant must be one of rectools, replay"),
+    (lambda r: r.beyond_accuracy(metrics=["recall@2"]), "not a beyond-accuracy metric"),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), BEYOND_ERRORS)
+def test_with_beyond_errors(call, message):
+    res = tk.evaluate(_segmented(), ["recall@1"], score=["a", "b"], item="item")
+    with pytest.raises(tk.TopkevalError, match=message):
+        call(res)
+
+
+def test_evaluate_beyond_errors():
+    log = _segmented()
+    with pytest.raises(tk.ParameterError, match="popularity= is read by the beyond-accuracy metrics"):
+        tk.evaluate(log, ["recall@1"], score="a", item="item", popularity={"x": 1.0})
+    with pytest.raises(tk.ParameterError, match="has no per-query value"):
+        tk.evaluate(log, ["gini@1"], score="a", item="item")
+    with pytest.raises(tk.ParameterError, match="pass item="):
+        tk.evaluate(log, ["novelty@1"], score="a")
+    with pytest.raises(tk.ParameterError, match="not estimated under inverse propensity weights"):
+        tk.evaluate(log.assign(pos=[1, 2, 1, 2, 1, 2]), ["novelty@1"], score="a", item="item", position="pos",
+                    propensity={1: 1.0, 2: 0.5})
+    matrix = tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["recall@1"])
+    with pytest.raises(tk.ParameterError, match="do not keep"):
+        matrix.with_beyond(["novelty@1"])
+    with pytest.raises(tk.ParameterError, match="beyond-accuracy metric"):
+        tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["novelty@1"])
