@@ -562,7 +562,7 @@ class _Given:
                 raise ParameterError(f"history must hold two columns, the query column {query!r} (as in per_query) "
                                      f"and the item column; it has {', '.join(map(repr, map(str, given.columns)))}.")
             other = next(c for c in given.columns if c != query)
-            frame = pd.DataFrame({"q": given[query].to_numpy(object), "i": given[other].to_numpy(object)})
+            frame = pd.DataFrame({"q": given[query].to_numpy(), "i": given[other].to_numpy()})
         elif isinstance(given, Mapping):
             qs, its = [], []
             for q, items in given.items():
@@ -572,7 +572,8 @@ class _Given:
                 for i in items:
                     qs.append(q)
                     its.append(i)
-            frame = pd.DataFrame({"q": pd.Series(qs, dtype=object), "i": pd.Series(its, dtype=object)})
+            frame = pd.DataFrame({"q": pd.Series(qs, dtype=object).infer_objects(),
+                                  "i": pd.Series(its, dtype=object).infer_objects()})
         else:
             raise ParameterError(f"The 'history' parameter of {self.owner} must be a DataFrame of (query, item) rows or a "
                                  f"mapping query -> items. Got {type(given).__name__} instead.")
@@ -582,12 +583,31 @@ class _Given:
             frame = frame.drop_duplicates()
         except TypeError as exc:
             raise ParameterError(f"history ids must be hashable values (text or numbers): {exc}.") from None
-        return frame["q"].to_numpy(object), frame["i"].to_numpy(object)
+        return frame["q"].to_numpy(), frame["i"].to_numpy()
 
     def needs_history(self, label: str) -> None:
         if self.inputs.history is None:
             raise ParameterError(f"{label} compares each list with the query's past interactions: pass history= (a "
                                  f"DataFrame with the query column and an item column, or a mapping query -> items).")
+
+
+def _find(keys, wanted) -> np.ndarray:
+    """The position in ``keys`` (ids) of each of ``wanted`` (-1 where absent). Ids match by value,
+    as pandas' object indexes match them; integers on both sides by an int64 hash (10x faster on
+    the millions of pairs of a history)."""
+    keys, wanted = pd.Index(keys), pd.Index(wanted)
+    if _integers(keys) and _integers(wanted):
+        try:
+            return pd.Index(keys.to_numpy(np.int64)).get_indexer(wanted.to_numpy(np.int64))
+        except (OverflowError, ValueError):  # beyond int64
+            pass
+    return pd.Index(keys, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
+
+
+def _integers(index: pd.Index) -> bool:
+    if index.dtype.kind == "i":
+        return True
+    return index.dtype == object and index.inferred_type == "integer"
 
 
 def _on(series: pd.Series, ids: pd.Index) -> np.ndarray:
@@ -803,8 +823,8 @@ def _seen(part: _Part, log, lists: _Lists, given: _Given) -> tuple[np.ndarray, n
     """(per shown row: 1.0 if the query's history holds the item, per query of the log: whether the
     query has a history)."""
     hq, hi = given.history_pairs()
-    qpos = pd.Index(log.queries).get_indexer(pd.Index(hq, dtype=object))
-    ipos = lists.ids.get_indexer(pd.Index(hi, dtype=object)) if len(lists.ids) else np.full(len(hi), -1)
+    qpos = _find(log.queries, hq)
+    ipos = _find(lists.ids, hi) if len(lists.ids) else np.full(len(hi), -1)
     in_history = np.zeros(log.n_queries, bool)
     in_history[qpos[qpos >= 0]] = True
     ok = (qpos >= 0) & (ipos >= 0)
@@ -817,14 +837,17 @@ def _seen(part: _Part, log, lists: _Lists, given: _Given) -> tuple[np.ndarray, n
 
 
 def _history_sums(part: _Part, log, given: _Given) -> tuple[np.ndarray, np.ndarray]:
-    """Per query of the log: the sum of its history items' unit vectors, and their number."""
+    """Per query of the log: the sum of its history items' unit vectors, and their number (once per log)."""
+    return given.once(("history sums", part.log_index), lambda: _sums_of_history(log, given))
+
+
+def _sums_of_history(log, given: _Given) -> tuple[np.ndarray, np.ndarray]:
     from ..kernels.beyond import add_rows
 
     hq, hi = given.history_pairs()
-    qpos = pd.Index(log.queries).get_indexer(pd.Index(hq, dtype=object))
+    qpos = _find(log.queries, hq)
     ok = qpos >= 0
-    items = pd.Index(hi[ok], dtype=object)
-    codes, uniques = pd.factorize(items)
+    codes, uniques = pd.factorize(hi[ok])
     units = given.units(pd.Index(uniques, dtype=object), "items in history") if len(uniques) else np.zeros((0, 1))
     d = given.shown_units().shape[1] if len(given.lists.ids) else units.shape[1]
     if units.shape[1] != d and len(units) and len(given.lists.ids):
@@ -877,7 +900,7 @@ def _history_sims_by_function(part: _Part, log, lists: _Lists, given: _Given):
     """Per shown relevant row: the sum of ``similarity(history item, item)`` over its query's history
     (the function called pair by pair); and per query of the log, its history's size."""
     hq, hi = given.history_pairs()
-    qpos = pd.Index(log.queries).get_indexer(pd.Index(hq, dtype=object))
+    qpos = _find(log.queries, hq)
     by_query: dict = {}
     for q, i in zip(qpos, hi):
         if q >= 0:
