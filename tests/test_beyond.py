@@ -576,8 +576,8 @@ def test_categories_and_pap_within_a_tie_group_by_hand():
 @pytest.mark.parametrize("ties", ["expected", "first"])
 def test_the_short_path_ranks_as_the_main_kernel_s_sort(monkeypatch, ties):
     """Queries of at most kernels.beyond.SHORT candidates are ranked by an insertion sort, the others
-    by cpu._sort_path (the main kernel's): both give every row the same p, g, e and b, on queries
-    short and long, with heavy ties, a score threshold and a depth."""
+    by cpu._sort_path (the main kernel's): both give the same rows shown, in the same order, with the
+    same p, g, e and b, on queries short and long, with heavy ties, a score threshold and a depth."""
     from topkeval.engine.rules import comparable_scores, tie_rule
     from topkeval.kernels import beyond as kb
 
@@ -589,22 +589,26 @@ def test_the_short_path_ranks_as_the_main_kernel_s_sort(monkeypatch, ties):
     [(log, _)] = list(res.evaluation.sources())
     scores = comparable_scores(log.scores["s"], res.conventions)
     tie, items = tie_rule(log, res.conventions, scores)
-    for k, thr, depth in ((5, -np.inf, 5), (17, 0.5, 17), (3, -np.inf, 40)):
-        args = (log.offsets, scores, log.relevant(res.conventions), log.grades.astype(float), items, thr, tie, k,
-                np.full(log.n_queries, depth, np.int64), 0, log.n_queries)
-        keep = np.ones(log.n_queries, bool)
+    n, n_q = len(scores), log.n_queries
+    keep = np.arange(n_q) % 7 != 3  # some queries left out
+    for k, thr in ((5, -np.inf), (17, 0.5), (3, -np.inf)):
+        args = (log.offsets, scores, log.relevant(res.conventions), log.grades.astype(float), items, log.items, thr,
+                tie, k, np.full(n_q, k, np.int64), keep)
         got = {}
         for short in (0, 10**9):
             monkeypatch.setattr(kb, "SHORT", short)
-            out = [np.zeros(len(scores)), *(np.zeros(len(scores), np.int64) for _ in range(3)),
-                   np.zeros(log.n_queries, np.int64)]
-            kb.top_rows.py_func(*args[:9], keep, *args[9:], *out)
-            got[short] = out
+            out = [np.zeros(n, np.int64), np.zeros(n), *(np.zeros(n, np.int32) for _ in range(3)), np.zeros(n, bool),
+                   np.zeros(n, np.int64), np.zeros(n_q, np.int64)]
+            kb.top_rows.py_func(*args, 0, n_q, *out)
+            count = out[-1]
+            got[short] = [np.concatenate([x[log.offsets[q]:log.offsets[q] + count[q]] for q in range(n_q)])
+                          for x in out[:-1]] + [count]
         for x, y in zip(*got.values()):
             np.testing.assert_array_equal(x, y)
-        compiled = kb.ranked_rows(*args[:9])
-        for x, y in zip(compiled, got[0]):
+        soff, rows, qix, p, g, e, b, rel, item = kb.ranked_rows(*args)  # compiled, threads, packed
+        for x, y in zip((rows, p, g, e, b, rel, item, np.diff(soff)), got[0]):
             np.testing.assert_array_equal(x, y)
+        assert (p > 0).all() and np.array_equal(qix, np.repeat(np.arange(n_q), np.diff(soff)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -205,7 +205,7 @@ class _Part:
     """One model's top k within one log: its shown rows (``p > 0``) and per-query counts."""
 
     log_index: int
-    rows: np.ndarray  # the rows shown, ascending (grouped by query)
+    rows: np.ndarray  # the rows shown, grouped by query, each query's in rank order
     qix: np.ndarray  # their query (index into the log's queries)
     p: np.ndarray
     g: np.ndarray
@@ -265,8 +265,8 @@ class _Lists:
                 n_kept = log.per_query_sum(scores >= thr)
                 for k in ks:
                     soff, rows, qix, ps, gs, es, bs, rels, its = ranked_rows(
-                        log.offsets, scores, rel, grades, items, thr, tie, k, np.full(log.n_queries, k, np.int64),
-                        keep, codes)
+                        log.offsets, scores, rel, grades, items, codes, thr, tie, k,
+                        np.full(log.n_queries, k, np.int64), keep)
                     part = _Part(index, rows, qix, ps, gs, es, bs, rels, np.minimum(k, n_kept).astype(np.int64),
                                  keep, R, soff, its)
                     self.parts.setdefault((model, k), []).append(part)
@@ -961,10 +961,9 @@ def _unexpectedness(part: _Part, model: str, k: int, lists: _Lists) -> np.ndarra
     same = [b for b in theirs if b.log_index == part.log_index]
     if same:  # the same rows (one score column per model): match rows
         other = same[0]
-        at = np.searchsorted(other.rows, part.rows)
-        hit = (at < len(other.rows)) & (other.rows[np.minimum(at, len(other.rows) - 1)] == part.rows) \
-            if len(other.rows) else np.zeros(len(part.rows), bool)
-        overlap = np.bincount(part.qix[hit], weights=part.p[hit] * other.p[at[hit]], minlength=n_q)
+        theirs_p = np.zeros(log.n_rows)
+        theirs_p[other.rows] = other.p
+        overlap = np.bincount(part.qix, weights=part.p * theirs_p[part.rows], minlength=n_q)
         base_L = other.L
     else:  # runs kept apart: match (query id, item id)
         mine = pd.Index(log.queries)

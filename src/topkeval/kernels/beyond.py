@@ -37,12 +37,14 @@ from .threads import default_threads, run_parallel
 SHORT = 64
 
 
-@kernel(outputs=("p", "g", "e", "b", "count"))
-def top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, keep, q0, q1, p, g, e, b, count):
-    """For the kept queries of q0..q1: each row's ``p``, ``g``, ``e`` and ``b`` (see the module
-    docstring), and per query ``count``, its rows with ``p > 0``; rows below ``thr`` or beyond the
-    first ``depth[q]`` ranks (their whole tie group), and those of queries not kept, keep ``p = 0``
-    and ``e = 0``."""
+@kernel(outputs=("rows", "p", "g", "e", "b", "rels", "its", "count"))
+def top_rows(offsets, scores, rel, grade, items, codes, thr, tie, k, depth, keep, q0, q1,
+             rows, p, g, e, b, rels, its, count):
+    """For the kept queries of q0..q1: the rows shown (``p > 0``), in rank order, at
+    ``offsets[q]:offsets[q] + count[q]``: each one's row, ``p``, ``g``, ``e``, ``b`` (see the module
+    docstring), relevance and item code (``codes``). The rows shown are the first ranks of a query
+    (its tie groups that start within the top k), so they fill the start of its slice; rows below
+    ``thr``, groups beyond the first ``depth[q]`` ranks and queries not kept are left out."""
     gs, es, rs, bs, ws = _scratch(offsets, q0, q1)
     order = np.empty(gs.shape[0], np.int64)  # the longest query of the range: enough for any short one
     for q in range(q0, q1):
@@ -64,25 +66,27 @@ def top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, keep, q0, q
                     order[t] = j
                     m += 1
             a = 0
-            while a < m and a < limit:
+            while a < m and a < limit and a < k:
                 z = a + 1
                 s = scores[order[a]]
                 while z < m and scores[order[z]] == s:
                     z += 1
                 size = z - a
                 x = (k - a) / size
-                share = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
+                share = 1.0 if x >= 1.0 else x
                 for t in range(a, z):
+                    if tie != TIE_EXPECTED and t >= k:
+                        break
                     row = order[t]
-                    g[row] = a
-                    e[row] = size
-                    b[row] = t - a
-                    if tie == TIE_EXPECTED:
-                        p[row] = share
-                    else:
-                        p[row] = 1.0 if t + 1 <= k else 0.0
-                    if p[row] > 0.0:
-                        count[q] += 1
+                    at = lo + t
+                    rows[at] = row
+                    p[at] = share if tie == TIE_EXPECTED else 1.0
+                    g[at] = a
+                    e[at] = size
+                    b[at] = t - a
+                    rels[at] = rel[row]
+                    its[at] = codes[row]
+                    count[q] += 1
                 a = z
             continue
         every = np.ones(hi - lo, np.bool_)
@@ -90,66 +94,61 @@ def top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, keep, q0, q
         it = items[lo:hi] if items.shape[0] else items
         m = _sort_path(scores[lo:hi], rel[lo:hi], every, gr, it, lo, thr, tie, gs, es, rs, bs, ws, limit)
         for t in range(m):
-            row = ws[t]
-            g[row] = gs[t]
-            e[row] = es[t]
-            b[row] = bs[t]
             if tie == TIE_EXPECTED:
                 x = (k - gs[t]) / es[t]
-                p[row] = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
+                share = 1.0 if x >= 1.0 else (x if x > 0.0 else 0.0)
             else:
-                p[row] = 1.0 if gs[t] + bs[t] + 1 <= k else 0.0
-            if p[row] > 0.0:
-                count[q] += 1
+                share = 1.0 if gs[t] + bs[t] + 1 <= k else 0.0
+            if share <= 0.0:
+                break  # rank order: every later row is below the top k too
+            row = ws[t]
+            at = lo + count[q]
+            rows[at] = row
+            p[at] = share
+            g[at] = gs[t]
+            e[at] = es[t]
+            b[at] = bs[t]
+            rels[at] = rel[row]
+            its[at] = codes[row]
+            count[q] += 1
 
 
-@kernel(outputs=("rows", "qix", "ps", "gs", "es", "bs", "rels", "its"))
-def shown_rows(offsets, p, g, e, b, rel, items, soff, q0, q1, rows, qix, ps, gs, es, bs, rels, its):
-    """The rows with ``p > 0`` of the queries q0..q1, compacted in row order (query q's at
-    ``soff[q]:soff[q + 1]``): their row, query, p, g, e, b, relevance and item code."""
+@kernel(outputs=("out",))
+def _pack(offsets, soff, source, q0, q1, out):
+    """``out[soff[q] + t] = source[offsets[q] + t]`` for the ``soff[q + 1] - soff[q]`` first rows of each
+    query of q0..q1: the slices of :func:`top_rows` made contiguous."""
     for q in range(q0, q1):
-        if soff[q + 1] == soff[q]:
-            continue
-        t = soff[q]
-        for j in range(offsets[q], offsets[q + 1]):
-            if p[j] > 0.0:
-                rows[t] = j
-                qix[t] = q
-                ps[t] = p[j]
-                gs[t] = g[j]
-                es[t] = e[j]
-                bs[t] = b[j]
-                rels[t] = rel[j]
-                its[t] = items[j]
-                t += 1
+        lo = offsets[q]
+        start = soff[q]
+        for t in range(soff[q + 1] - start):
+            out[start + t] = source[lo + t]
 
 
-def ranked_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, keep=None, codes=None, threads=None):
-    """:func:`top_rows` over every query, the queries split over threads: ``(p, g, e, b)`` per row;
-    with ``keep`` and ``codes`` (an item code per row), the rows shown instead, compacted by
-    :func:`shown_rows`: ``(soff, rows, qix, p, g, e, b, rel, item)``."""
+def ranked_rows(offsets, scores, rel, grade, items, codes, thr, tie, k, depth, keep, threads=None):
+    """:func:`top_rows` over every query, the queries split over threads, then the rows shown made
+    contiguous: ``(soff, rows, qix, p, g, e, b, rel, item)``, query q's at ``soff[q]:soff[q + 1]``,
+    in rank order."""
     n = scores.shape[0]
     n_q = offsets.shape[0] - 1
-    p = np.zeros(n, np.float64)
-    g = np.zeros(n, np.int64)
-    e = np.zeros(n, np.int64)
-    b = np.zeros(n, np.int64)
+    out = (np.empty(n, np.int64), np.empty(n), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
+           np.empty(n, np.bool_), np.empty(n, np.int64))
     count = np.zeros(n_q, np.int64)
-    kept = np.ones(n_q, np.bool_) if keep is None else keep
     threads = threads or default_threads()
     ranges = _split(offsets, threads if n >= 200_000 else 1)
-    run_parallel(lambda r: top_rows(offsets, scores, rel, grade, items, thr, tie, k, depth, kept, r[0], r[1],
-                                    p, g, e, b, count), ranges, workers=len(ranges))
-    if codes is None:
-        return p, g, e, b
+    run_parallel(lambda r: top_rows(offsets, scores, rel, grade, items, codes, thr, tie, k, depth, keep, r[0], r[1],
+                                    *out, count), ranges, workers=len(ranges))
     soff = np.zeros(n_q + 1, np.int64)
     np.cumsum(count, out=soff[1:])
-    m = int(soff[-1])
-    out = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m), np.empty(m, np.int64), np.empty(m, np.int64),
-           np.empty(m, np.int64), np.empty(m, np.bool_), np.empty(m, np.int64))
-    run_parallel(lambda r: shown_rows(offsets, p, g, e, b, rel, codes, soff, r[0], r[1], *out), ranges,
-                 workers=len(ranges))
-    return (soff, *out)
+    total = int(soff[-1])
+    if total < n:  # gaps: the rows below the top k, and queries left out
+        packed = tuple(np.empty(total, a.dtype) for a in out)
+        for source, target in zip(out, packed):
+            run_parallel(lambda r, s=source, t=target: _pack(offsets, soff, s, r[0], r[1], t), ranges,
+                         workers=len(ranges))
+        out = packed
+    qix = np.repeat(np.arange(n_q), count)
+    rows, p, g, e, b, rel_, item = out
+    return soff, rows, qix, p, g, e, b, rel_, item
 
 
 @kernel
