@@ -597,6 +597,8 @@ _LIST: list[Mutation] = [
     M("kernels/beyond.py", "                            if ra < k:\n                                sum_ap += k - f",
       "                            if ra <= k:\n                                sum_ap += k - f",
       f"{BEYOND}::test_every_family_equals_its_definition"),
+    M("metrics/names.py", "        if word not in p.choices:\n", "        if word not in p.choices + (\"rectool\",):\n",
+      f"{BEYOND}::test_with_beyond_errors"),
     # --- beyond accuracy: analysis/beyond.py (popularity, the means over lists, the catalogue) ------
     M("analysis/beyond.py", "return float(((2 * i - size - 1) * x).sum() / (float(size) * total))",
       "return float(((2 * i - size - 1) * x).sum() / (float(size - 1) * total))",
