@@ -489,3 +489,211 @@ def beyond_reference(rows, models, conv, k, popularity=None, similarity=None, ca
                       "gini": gini,
                       "diversity": sum(ild) / len(ild) if ild else math.nan}
     return out
+
+
+def _popularity_reference(rows, conv, popularity=None, history=None):
+    """(item -> share, the share of a cold item for novelty): given, from ``history`` (users of the
+    item / users of history), or from the relevant rows (queries where the item is relevant /
+    queries with a relevant row)."""
+    if popularity is not None:
+        return dict(popularity), math.nan
+    if history is not None:
+        users = {q for q, _ in history}
+        counts = {}
+        for _, i in set(history):
+            counts[i] = counts.get(i, 0) + 1
+        return {i: c / len(users) for i, c in counts.items()}, (1 / len(users) if users else math.nan)
+    pairs = {(r["query"], r["item"]) for r in rows if _is_rel(r["grade"], conv)}
+    n = len({q for q, _ in pairs})
+    counts = {}
+    for _, i in pairs:
+        counts[i] = counts.get(i, 0) + 1
+    return {i: c / n for i, c in counts.items()}, (1 / n if n else math.nan)
+
+
+def beyond_lists_reference(rows, models, conv, metrics, *, popularity=None, similarity=None, catalog=None,
+                           categories=None, history=None, baseline=None):
+    """Every beyond-accuracy family from explicit lists, by its peer's definition written out.
+
+    ``metrics``: (label, family, k, params dict). Each evaluated query's top k is taken from every
+    equally likely order of its candidates (:func:`ranked_orders`); a per-query value is the plain
+    mean over those orders (over the pairs of orders of the model and the baseline for
+    unexpectedness). Catalogue-level values: exposures are the mean counts over the orders;
+    personalization is the mean over every combination of one order per query (at most 4,000 of
+    them; otherwise by the independence of the queries' orders, ``E[c^2] = E[c]^2 + sum_q p(1-p)``).
+    ``history``: a list of (query, item) pairs.
+
+    Returns {model: ({query: {label: value}}, {label: value})}.
+    """
+    by_query = OrderedDict()
+    for r in rows:
+        by_query.setdefault(r["query"], []).append(r)
+    pop, cold = _popularity_reference(rows, conv, popularity, history)
+    hist = {}
+    for q, i in set(history or []):
+        hist.setdefault(q, set()).add(i)
+    size = (len({r["item"] for r in rows}) if catalog is None
+            else (catalog if isinstance(catalog, int) else len(set(catalog))))
+    shares = sorted(pop.items(), key=lambda kv: (kv[1], kv[0]))
+    by_share = sorted(set(pop.values()), reverse=True)
+    dense = {i: by_share.index(s) + 1 for i, s in pop.items()}
+    ascending = sorted(pop.values())
+    quantile = {i: (sum(1 for v in ascending if v < s) + (sum(1 for v in ascending if v == s) + 1) / 2) / len(pop)
+                for i, s in pop.items()}
+
+    def tops(cands, model, k):
+        rel = [_is_rel(c["grade"], conv) for c in cands]
+        orders = ranked_orders([c[model] for c in cands], rel, [c["item"] for c in cands], conv,
+                               [c["grade"] for c in cands])
+        return orders, rel
+
+    def value(family, k, params, cands, order, rel, base_order, q):
+        top = order[:k]
+        items = [cands[i]["item"] for i in top]
+        L = len(top)
+        R = sum(rel)
+        undefined = conv["undefined"]
+        if family == "novelty":
+            if params.get("variant") == "replay":
+                if q not in hist:
+                    return math.nan
+                return 1.0 if L == 0 else 1 - len(set(items) & hist[q]) / L
+            return sum(-math.log2(pop.get(i, cold)) for i in items) / L if L else math.nan
+        if family == "popularity":
+            return sum(pop.get(i, 0.0) for i in items) / L if L else math.nan
+        if family == "tail":
+            cut = max(int(len(shares) * params.get("share", 0.1)), 1)
+            tail = {i for i, _ in shares[:cut]}
+            return sum(i in tail for i in items) / L if L else math.nan
+        if family == "mean_pop_rank":
+            return sum(quantile.get(i, 0.0) for i in items) / L if L else math.nan
+        if family == "diversity":
+            if L < 2:
+                return math.nan
+            pairs = list(itertools.combinations(items, 2))
+            return sum(1 - similarity(a, b) for a, b in pairs) / len(pairs)
+        if family == "category_diversity":
+            return len({categories[i] for i in items}) / k if L else math.nan
+        if family == "unexpectedness":
+            base = [cands[i]["item"] for i in base_order[:k]]
+            if not base or not items:
+                return 0.0
+            return 1 - len(set(items) & set(base)) / k
+        if family == "serendipity":
+            variant = params.get("variant", "rectools")
+            if variant == "rectools":
+                if not L:
+                    return math.nan
+                total = 0.0
+                for r, i in enumerate(top, start=1):
+                    item = cands[i]["item"]
+                    pu = (size + 1 - dense[item]) / size if item in dense else 0.0
+                    total += rel[i] * max((size + 1 - r) / size - pu, 0.0)
+                return total / L
+            if q not in hist:
+                return math.nan
+            h = sorted(hist[q])
+            if variant == "recommenders":
+                if not L:
+                    return math.nan
+                return sum(rel[i] * (1 - sum(similarity(x, cands[i]["item"]) for x in h) / len(h)) for i in top) / L
+            shown = [cands[i]["item"] for i in top if rel[i]]
+            if not shown:
+                return math.nan
+            return 1 - sum(similarity(x, j) for x in h for j in shown) / len(h)
+        if family in ("pauc", "pap"):
+            if R == 0:
+                return undefined
+            f = 0
+            seen = 0
+            total = 0.0
+            for i in order:
+                if rel[i]:
+                    if f < k and (family == "pauc" or seen < k):
+                        total += k - f
+                    seen += 1
+                else:
+                    f += 1
+            return total / (k * R) if family == "pauc" else total / (k * min(R, k))
+        if family == "rbp_norm":
+            p = params.get("p", 0.85)
+            best = min(R, L)
+            if R == 0 or best == 0:
+                return undefined
+            return sum(p ** r for r, i in enumerate(top) if rel[i]) / sum(p ** r for r in range(best))
+        raise ValueError(family)
+
+    out = {}
+    for model in models:
+        per_query = {}
+        lists_of_query = []
+        for q, cands in by_query.items():
+            orders, rel = tops(cands, model, 10**9)
+            if sum(rel) == 0 and conv["empty_queries"] == "skip":
+                continue
+            base_orders = tops(cands, baseline, 10**9)[0] if baseline is not None else [[]]
+            values = {}
+            for label, family, k, params in metrics:
+                if family in ("coverage", "gini", "entropy", "personalization"):
+                    continue
+                if family == "unexpectedness":
+                    got = [value(family, k, params, cands, o, rel, b, q) for o in orders for b in base_orders]
+                else:
+                    got = [value(family, k, params, cands, o, rel, None, q) for o in orders]
+                values[label] = sum(got) / len(got)
+            per_query[q] = values
+            lists_of_query.append((cands, orders))
+        catalog_values = {}
+        for label, family, k, params in metrics:
+            if family not in ("coverage", "gini", "entropy", "personalization"):
+                continue
+            tops_of_query = [[[cands[i]["item"] for i in o[:k]] for o in orders] for cands, orders in lists_of_query]
+            exposure = {}
+            for tq in tops_of_query:
+                for t in tq:
+                    for i in t:
+                        exposure[i] = exposure.get(i, 0.0) + 1 / len(tq)
+            total = sum(exposure.values())
+            if family == "entropy":
+                s = [x / total for x in exposure.values() if x > 0] if total else []
+                if not s:
+                    catalog_values[label] = math.nan
+                elif params.get("variant") == "recbole":
+                    catalog_values[label] = -sum(x * math.log(x) for x in s) / len(s)
+                else:
+                    catalog_values[label] = -sum(x * math.log2(x) for x in s)
+            elif family == "gini":
+                x = sorted(list(exposure.values()) + [0.0] * (size - len(exposure)))
+                catalog_values[label] = (sum((2 * j - size - 1) * v for j, v in enumerate(x, 1)) / (size * total)
+                                         if total > 0 else math.nan)
+            elif family == "coverage":
+                covered = 0.0
+                for i in exposure:
+                    missed = 1.0
+                    for tq in tops_of_query:
+                        missed *= sum(i not in t for t in tq) / len(tq)
+                    covered += 1 - missed
+                catalog_values[label] = covered / size
+            else:  # personalization, Evidently's formula on each combination of one order per query
+                nonempty = [tq for tq in tops_of_query if tq[0]]
+                U = len(nonempty)
+                if U < 2:
+                    catalog_values[label] = math.nan
+                    continue
+                if math.prod(len(tq) for tq in nonempty) <= 4000:
+                    got = []
+                    for choice in itertools.product(*nonempty):
+                        counts = {}
+                        for t in choice:
+                            for i in t:
+                                counts[i] = counts.get(i, 0) + 1
+                        got.append(1 - (sum(c * c for c in counts.values()) - U * k) / (k * U * (U - 1)))
+                    catalog_values[label] = sum(got) / len(got)
+                else:
+                    squares = 0.0
+                    for i in exposure:
+                        ps = [sum(i in t for t in tq) / len(tq) for tq in nonempty]
+                        squares += sum(ps) ** 2 + sum(p * (1 - p) for p in ps)
+                    catalog_values[label] = 1 - (squares - U * k) / (k * U * (U - 1))
+        out[model] = (per_query, catalog_values)
+    return out

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import topkeval as tk
-from reference import beyond_reference
+from reference import beyond_lists_reference, beyond_reference
 from strategies import conventions, logs
 from topkeval.kernels import cpu
 
@@ -266,11 +266,9 @@ def test_results_without_item_ids_or_rows_refuse():
         by_hand.beyond_accuracy()
 
 
-def test_cosine_diversity_in_chunks_equals_the_pairwise_loop(monkeypatch):
-    """Features take the vectorised path (every pair of a query at once, queries in chunks); a
-    similarity function the pairwise loop: the same values, chunk boundaries anywhere, ties."""
-    from topkeval.analysis import beyond
-
+def test_cosine_diversity_kernel_equals_the_pairwise_loop():
+    """Features take the kernel (no pairs: |sum p u|^2, the straddling group's pairs corrected); a
+    similarity function the pairwise loop: the same values, with ties and without."""
     rng = np.random.default_rng(3)
     n = 3000
     df = pd.DataFrame({"query": rng.integers(0, 150, n), "item": rng.integers(0, 80, n), "grade": rng.integers(0, 2, n),
@@ -280,8 +278,421 @@ def test_cosine_diversity_in_chunks_equals_the_pairwise_loop(monkeypatch):
         res = tk.evaluate(df, metrics=["recall@3"], query="query", relevance="grade", score=["a", "b"], item="item",
                           ties=ties)
         loop = res.beyond_accuracy(k=5, similarity=lambda x, y: _cosine(x % 14, y % 14))["diversity@5"]
-        for chunk in (7, 1000, beyond.PAIRS_AT_ONCE):
-            monkeypatch.setattr(beyond, "PAIRS_AT_ONCE", chunk)
-            got = res.beyond_accuracy(k=5, features=features)["diversity@5"]
-            np.testing.assert_allclose(got.to_numpy(), loop.to_numpy(), rtol=1e-12)
-            assert got.notna().all()
+        got = res.beyond_accuracy(k=5, features=features)["diversity@5"]
+        np.testing.assert_allclose(got.to_numpy(), loop.to_numpy(), rtol=1e-12)
+        assert got.notna().all()
+
+
+# ---------------------------------------------------------------------------------------------
+# every family against its written-out definition (tests/reference.py: beyond_lists_reference)
+
+PER_QUERY = [("novelty", {}), ("novelty", {"variant": "replay"}), ("popularity", {}), ("tail", {}),
+             ("tail", {"share": 0.5}), ("mean_pop_rank", {}), ("diversity", {}), ("category_diversity", {}),
+             ("unexpectedness", {}), ("serendipity", {}), ("serendipity", {"variant": "recommenders"}),
+             ("serendipity", {"variant": "evidently"}), ("pauc", {}), ("pap", {}), ("rbp_norm", {}),
+             ("rbp_norm", {"p": 0.5})]
+CATALOG = [("coverage", {}), ("gini", {}), ("entropy", {}), ("entropy", {"variant": "recbole"}),
+           ("personalization", {})]
+
+
+def _name(family, params, k):
+    inside = ",".join(f"{n}={v}" for n, v in params.items())
+    return f"{family}({inside})@{k}" if inside else f"{family}@{k}"
+
+
+def _specs(families, k, ties):
+    out = []
+    for family, params in families:
+        if family == "serendipity" and params.get("variant") == "evidently" and ties == "expected":
+            continue  # refused: the order of tied candidates decides whether the query counts
+        out.append((_name(family, params, k), family, k, params))
+    return out
+
+
+HISTORY = st.lists(st.tuples(st.sampled_from(["q0", "q1", "q2", "q3", "q9"]), st.integers(0, 15)), min_size=1,
+                   max_size=12)
+
+
+@given(rows=logs(max_queries=4, max_len=6), conv=conventions(), k=st.integers(1, 7), history=HISTORY,
+       given_pop=st.booleans(), shares=st.lists(st.sampled_from([0.01, 0.2, 0.5, 1.0]), min_size=16, max_size=16))
+def test_every_family_equals_its_definition(rows, conv, k, history, given_pop, shares):
+    res = _evaluate(rows, conv)
+    popularity = dict(enumerate(shares)) if given_pop else None
+    inputs = dict(popularity=popularity, features={i: _vector(i) for i in range(16)},
+                  categories={i: i % 3 for i in range(16)},
+                  history=pd.DataFrame({"query": [q for q, _ in history], "item": [i for _, i in history]}),
+                  baseline="b")
+    specs = _specs(PER_QUERY, k, conv["ties"])
+    got = res.with_beyond([s[0] for s in specs], **inputs)
+    ref = beyond_lists_reference(rows, ["a", "b"], conv, specs + _specs(CATALOG, k, conv["ties"]),
+                                 popularity=popularity, similarity=_cosine, categories=inputs["categories"],
+                                 history=history, baseline="b")
+    pq = {(r["model"], r["query"]): r for r in got.per_query.to_dict("records")}
+    for model in ("a", "b"):
+        per_query, _ = ref[model]
+        assert sorted(q for m, q in pq if m == model) == sorted(per_query)
+        for q, values in per_query.items():
+            for label, want in values.items():
+                assert _close(float(pq[model, q][label]), want), (model, q, label, pq[model, q][label], want)
+    catalog = res.beyond_accuracy(metrics=[s[0] for s in _specs(CATALOG, k, conv["ties"])],
+                                  popularity=popularity, history=inputs["history"])
+    for model in ("a", "b"):
+        for label, want in ref[model][1].items():
+            assert _close(float(catalog.loc[model, label]), want), (model, label, catalog.loc[model, label], want)
+
+
+def test_interpreted_kernels_equal_compiled_ones():
+    """The beyond kernels give the same numbers interpreted (small inputs) and compiled, on a log
+    with heavy ties, under every tie rule."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = r"""
+import json, numpy as np, pandas as pd, topkeval as tk
+rng = np.random.default_rng(5)
+n = 1500
+df = pd.DataFrame({"query": rng.integers(0, 60, n), "item": rng.integers(0, 90, n), "grade": rng.integers(0, 3, n),
+                   "a": rng.integers(0, 4, n) / 2, "b": rng.random(n)}).drop_duplicates(["query", "item"])
+hist = pd.DataFrame({"query": rng.integers(0, 60, 300), "item": rng.integers(0, 90, 300)})
+names = ["novelty@5", "novelty(variant=replay)@5", "popularity@5", "tail@5", "mean_pop_rank@5", "diversity@5",
+         "category_diversity@5", "unexpectedness@5", "serendipity@5", "serendipity(variant=recommenders)@5",
+         "pauc@3", "pap@3", "rbp_norm@5"]
+out = {}
+for ties in ("expected", "first", "optimistic", "pessimistic", "item_desc"):
+    res = tk.evaluate(df, ["recall@5"], relevance="grade", score=["a", "b"], item="item", ties=ties)
+    res = res.with_beyond(names, features={i: [np.cos(i), np.sin(i), 1.0] for i in range(90)},
+                          categories={i: i % 7 for i in range(90)}, history=hist, baseline="b")
+    out[ties] = res.per_query[names].to_numpy().tolist()
+print(json.dumps(out))
+"""
+    got = {}
+    for mode in ("0", "1"):
+        env = {**os.environ, "TOPKEVAL_JIT": mode}
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+        got[mode] = json.loads(proc.stdout.replace("NaN", "null"))
+    for ties, values in got["1"].items():
+        np.testing.assert_allclose(np.array(got["0"][ties], dtype=float), np.array(values, dtype=float), rtol=0,
+                                   atol=1e-12, err_msg=ties)
+
+
+# ---------------------------------------------------------------------------------------------
+# the peers' own published examples, transcribed (each file at the commit of docs/conventions.md)
+
+
+def _ranked(lists: dict, relevant: dict | None = None, model: str = "s") -> pd.DataFrame:
+    """A log from ranked lists {query: [item, ...]} (score: minus the rank), relevance from
+    ``relevant`` {query: {item, ...}}."""
+    rows = [(q, i, -float(r), int(i in (relevant or {}).get(q, ()))) for q, items in lists.items()
+            for r, i in enumerate(items, 1)]
+    return pd.DataFrame(rows, columns=["query", "item", model, "relevance"])
+
+
+def _per_query(res, label):
+    return res.per_query.set_index("query")[label].to_dict()
+
+
+def test_rectools_serendipity_docstring():
+    """rectools/metrics/serendipity.py, Serendipity docstring: [0, 0.25, 0, 0.25] at k=1 and
+    [0, 0.5, 0, 0.125] at k=2 (catalogue i1..i4, popularity ranks from prev_interactions)."""
+    reco = _ranked({"u1": ["i1", "i2"], "u2": ["i2", "i3"], "u3": ["i3"], "u4": ["i2", "i3"]})
+    truth = pd.DataFrame({"query": ["u1", "u1", "u2", "u2", "u3", "u4"], "item": ["i1", "i2", "i2", "i3", "i2", "i2"],
+                          "relevance": 1})
+    prev = pd.DataFrame({"query": ["u1", "u1", "u2", "u2", "u3"], "item": ["i1", "i2", "i1", "i2", "i1"]})
+    for k, want in ((1, [0, 0.25, 0, 0.25]), (2, [0, 0.5, 0, 0.125])):
+        res = tk.evaluate(reco.drop(columns="relevance"), [f"serendipity@{k}"], score="s", item="item", qrels=truth,
+                          history=prev, catalog=["i1", "i2", "i3", "i4"])
+        got = _per_query(res, f"serendipity@{k}")
+        assert [got[u] for u in ("u1", "u2", "u3", "u4")] == pytest.approx(want)
+
+
+def test_rectools_partial_auc_and_pap_docstrings():
+    """rectools/metrics/auc.py, PartialAUC and PAP docstrings: [1, 1, 0] at k=1, [1, 1, 1/3] at k=3."""
+    reco = _ranked({1: [1, 2], 2: [3, 1, 2], 3: [3, 2]})
+    truth = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": [1, 2, 1, 3, 1, 2], "relevance": 1})
+    for k, want in ((1, [1, 1, 0]), (3, [1, 1, 1 / 3])):
+        res = tk.evaluate(reco.drop(columns="relevance"), [f"pauc@{k}", f"pap@{k}"], score="s", item="item",
+                          qrels=truth)
+        for name in (f"pauc@{k}", f"pap@{k}"):
+            got = _per_query(res, name)
+            assert [got[u] for u in (1, 2, 3)] == pytest.approx(want), name
+
+
+REPLAY_RECS = {1: [3, 7, 10, 11, 2], 2: [5, 8, 11, 1, 3], 3: [4, 9, 2]}
+REPLAY_TRAIN = pd.DataFrame({"query": [1] * 5 + [2] * 5 + [3] * 3,
+                             "item": [5, 6, 8, 9, 2, 5, 8, 11, 1, 3, 4, 9, 2]})
+
+
+def test_replay_novelty_docstring():
+    """replay/metrics/novelty.py, Novelty docstring: Novelty(2) per user {1: 1.0, 2: 0.0, 3: 0.0}."""
+    res = tk.evaluate(_ranked(REPLAY_RECS), ["novelty(variant=replay)@2"], score="s", item="item",
+                      history=REPLAY_TRAIN, empty_queries="keep")
+    assert _per_query(res, "novelty(variant=replay)@2") == {1: 1.0, 2: 0.0, 3: 0.0}
+
+
+def test_replay_categorical_diversity_docstring():
+    """replay/metrics/categorical_diversity.py: CategoricalDiversity([3, 5]) per user {1: 1, 2: 1, 3: 1}
+    at 3 and {1: 1, 2: 1, 3: 0.6} at 5 (the lists of categories, each its own item here)."""
+    res = tk.evaluate(_ranked(REPLAY_RECS), ["category_diversity@3", "category_diversity@5"], score="s",
+                      item="item", categories={i: i for i in range(12)}, empty_queries="keep")
+    assert _per_query(res, "category_diversity@3") == {1: 1.0, 2: 1.0, 3: 1.0}
+    assert _per_query(res, "category_diversity@5") == pytest.approx({1: 1.0, 2: 1.0, 3: 0.6})
+
+
+def test_replay_unexpectedness_docstring():
+    """replay/metrics/unexpectedness.py: Unexpectedness([2, 4]) per user {1: 0.5, 2: 0, 3: 0} at 2 and
+    {1: 0.5, 2: 0.5, 3: 0.5} at 4; base_rec holds tied ratings (user 1: items 3 and 7 at 0.5). User 4,
+    whom the base lacks, scores 0 (RePlay: ``if not base_recs or not recs: 0.0``)."""
+    recs = _ranked(REPLAY_RECS | {4: [1, 2]}).assign(run="model").rename(columns={"s": "score"})
+    base = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3], "item": [3, 7, 2, 5, 8, 3, 4, 9],
+                         "score": [0.5, 0.5, 0.7, 0.6, 0.6, 0.3, 1.0, 0.5], "run": "base"})
+    runs = pd.concat([recs.drop(columns="relevance"), base], ignore_index=True)
+    judged = pd.DataFrame({"query": [1, 2, 3, 4], "item": [3, 5, 4, 1], "relevance": 1})
+    res = tk.evaluate(runs, ["unexpectedness@2", "unexpectedness@4"], score="score", item="item", model="run",
+                      qrels=judged, baseline="base")
+    mine = res.per_query[res.per_query["model"] == "model"].set_index("query")
+    assert mine["unexpectedness@2"].to_dict() == {1: 0.5, 2: 0.0, 3: 0.0, 4: 0.0}
+    assert mine["unexpectedness@4"].to_dict() == {1: 0.5, 2: 0.5, 3: 0.5, 4: 0.0}
+
+
+def test_evidently_personalization_test_case():
+    """evidently tests/metrics/recsys/test_personalisation.py: 0.16666666 at k=4."""
+    log = _ranked({1: [1, 2, 3, 4], 2: [1, 2, 3, 4], 3: [1, 3, 2, 5]}, {1: {1}, 2: {1}, 3: {1}})
+    res = tk.evaluate(log, ["recall@4"], score="s", item="item")
+    assert res.beyond_accuracy(metrics=["personalization@4"]).loc["s", "personalization@4"] == pytest.approx(1 / 6)
+
+
+def test_evidently_serendipity_test_case():
+    """evidently tests/metrics/recsys/test_serendipity.py: 0.8632630527478137 at k=3, items' features
+    (item_f1, item_f2), train 1b: 10a, 2b: 2a, 3b: 5a; 3b has no relevant item and is left out."""
+    log = _ranked({"1b": ["0a", "1a", "5a", "6a"], "2b": ["0a", "1a", "5a", "6a"], "3b": ["0a", "4a", "6a", "10a"]},
+                  {"1b": {"5a"}, "2b": {"0a"}})
+    features = {"0a": [1, 0], "1a": [1, 0.1], "5a": [1, 1], "6a": [-0.1, 0.9], "4a": [1, 0.9], "10a": [-1, 0],
+                "2a": [1, 0.2]}
+    train = pd.DataFrame({"query": ["1b", "2b", "3b"], "item": ["10a", "2a", "5a"]})
+    res = tk.evaluate(log, ["serendipity(variant=evidently)@3"], score="s", item="item", features=features,
+                      history=train, ties="first", empty_queries="keep")
+    assert res.summary.loc["s", "serendipity(variant=evidently)@3"] == pytest.approx(0.8632630527478137)
+    assert math.isnan(_per_query(res, "serendipity(variant=evidently)@3")["3b"])
+
+
+MS_TRAIN = pd.DataFrame({"query": [1, 1, 1, 2, 2, 3, 3, 3], "item": [1, 2, 4, 3, 4, 3, 4, 5]})
+MS_RECO = _ranked({1: [3, 5], 2: [2, 5], 3: [1, 2]}, {1: {3}, 2: {2, 5}, 3: {1}})
+MS_FEATURES = {1: [0, 1, 1, 0, 0], 2: [0, 1, 0, 1, 0], 3: [0, 0, 1, 1, 0], 4: [0, 0, 1, 0, 1], 5: [0, 0, 0, 1, 1]}
+
+
+def test_microsoft_recommenders_test_cases():
+    """recommenders tests/unit/recommenders/evaluation/test_python_evaluation.py (fixture
+    diversity_data in its conftest.py): user_serendipity with item_feature_vector [0.25, 0.625,
+    0.3333] (serendipity 0.4028), user_diversity [0.5, 0.5, 0.5], distributional_coverage 1.9183,
+    novelty 2.83333 (popularity: interactions of the item / all 8 interactions)."""
+    res = tk.evaluate(MS_RECO, ["serendipity(variant=recommenders)@2", "diversity@2"], score="s", item="item",
+                      features=MS_FEATURES, history=MS_TRAIN)
+    assert [_per_query(res, "serendipity(variant=recommenders)@2")[u] for u in (1, 2, 3)] == \
+        pytest.approx([0.25, 0.625, 1 / 3])
+    assert res.summary.loc["s", "serendipity(variant=recommenders)@2"] == pytest.approx(0.4028, abs=1e-4)
+    assert list(_per_query(res, "diversity@2").values()) == pytest.approx([0.5, 0.5, 0.5])
+    choice = {i: c / 8 for i, c in MS_TRAIN["item"].value_counts().items()}
+    table = res.beyond_accuracy(metrics=["entropy@2", "novelty@2"], popularity=choice)
+    assert table.loc["s", "entropy@2"] == pytest.approx(1.9183, abs=1e-4)
+    assert table.loc["s", "novelty@2"] == pytest.approx(2.83333, abs=1e-5)
+
+
+RECBOLE_ITEMS = [[5, 7, 3], [4, 5, 2], [2, 3, 5], [1, 4, 6], [5, 3, 7]]
+RECBOLE_COUNT = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5}
+
+
+def test_recbole_test_cases():
+    """RecBole tests/metrics/test_topk_metrics.py: item_matrix of 5 users x 3, num_items 8,
+    item_count {1: 0, ..., 6: 5} (item 7 has none). ItemCoverage 7/8; GiniIndex; ShannonEntropy (the
+    mean of p ln p over the 7 items shown); AveragePopularity in counts (here shares of the 5 users of
+    a history holding those counts, times 5); TailPercentage (tail_ratio 0.1: item 1 alone)."""
+    log = _ranked({u: items for u, items in enumerate(RECBOLE_ITEMS)}, {u: {items[0]} for u, items in
+                                                                       enumerate(RECBOLE_ITEMS)})
+    res = tk.evaluate(log, ["recall@3"], score="s", item="item")
+    table = res.beyond_accuracy(metrics=["coverage@3", "gini@3", "ShannonEntropy@3"], catalog=8)
+    assert table.loc["s", "coverage@3"] == 7 / 8
+    x = [0, 1, 1, 2, 2, 2, 3, 4]  # exposures of the 8 items, ascending
+    assert table.loc["s", "gini@3"] == pytest.approx(sum((2 * j - 9) * v for j, v in enumerate(x, 1)) / (8 * 15))
+    shares = [1 / 15, 2 / 15, 3 / 15, 2 / 15, 4 / 15, 1 / 15, 2 / 15]
+    assert table.loc["s", "ShannonEntropy@3"] == pytest.approx(-np.mean([p * np.log(p) for p in shares]))
+    history = pd.DataFrame([(f"h{u}", i) for i, c in RECBOLE_COUNT.items() for u in range(c)],
+                           columns=["query", "item"])
+    arp = {k: _per_query(res.with_beyond([f"popularity@{k}"], history=history), f"popularity@{k}") for k in (1, 2, 3)}
+    want = [[4, 4 / 2, 6 / 3], [3, 7 / 2, 8 / 3], [1, 3 / 2, 7 / 3], [0, 3 / 2, 8 / 3], [4, 6 / 2, 6 / 3]]
+    for u, row in enumerate(want):
+        assert [5 * arp[k][u] for k in (1, 2, 3)] == pytest.approx(row)
+    # count 0 (item 1) as a tiny share; item 7, absent from RecBole's counts, never tail: a large one
+    popularity = {i: max(c, 1e-6) / 5 for i, c in RECBOLE_COUNT.items()} | {7: 1.0}
+    tail = {k: _per_query(res.with_beyond([f"tail@{k}"], popularity=popularity), f"tail@{k}") for k in (1, 2, 3)}
+    want = [[0, 0, 0], [0, 0, 0], [0, 0, 0], [1, 1 / 2, 1 / 3], [0, 0, 0]]
+    for u, row in enumerate(want):
+        assert [tail[k][u] for k in (1, 2, 3)] == pytest.approx(row)
+
+
+def test_lenskit_rbp_normalized_and_mean_pop_rank():
+    """lenskit tests/eval/test_rank_rbp.py: a perfect list normalised is 1 (test_rbp_perfect_k_norm);
+    recs [1, 2] of truth {1, 2, 3}, patience 0.5: (1 + 0.5) / (1 + 0.5) = 1; recs [4, 1]: 0.5 / 1.5.
+    tests/eval/test_rank_popularity.py: the mean of the average ascending ranks of the counts over
+    their number (test_mpr_random's formula), 1 for the most popular (test_mpr_single_max)."""
+    truth = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2], "item": [1, 2, 3, 1, 2, 3], "relevance": 1})
+    run = _ranked({1: [1, 2], 2: [4, 1]}).drop(columns="relevance")
+    res = tk.evaluate(run, ["rbp_norm(p=0.5)@2", "rbp_norm@5"], score="s", item="item", qrels=truth)
+    assert _per_query(res, "rbp_norm(p=0.5)@2") == pytest.approx({1: 1.0, 2: 0.5 / 1.5})
+    assert _per_query(res, "rbp_norm@5")[1] == pytest.approx(1.0)
+    popularity = {"a": 0.5, "b": 0.25, "c": 0.25, "d": 0.1}
+    log = _ranked({1: ["a", "d"], 2: ["a"], 3: ["b", "c"]}, {1: {"a"}, 2: {"a"}, 3: {"b"}})
+    got = _per_query(tk.evaluate(log, ["mean_pop_rank@2"], score="s", item="item", popularity=popularity),
+                     "mean_pop_rank@2")
+    assert got == pytest.approx({1: (1 + 0.25) / 2, 2: 1.0, 3: 0.625})
+
+
+def test_categories_and_pap_within_a_tie_group_by_hand():
+    """One query, three candidates tied, two slots (k = 2): two of category x, one of y. x is surely
+    shown (C(1, 2) = 0 ways to miss both), y with chance 1 - C(2, 2) / C(3, 2) = 2/3: 5/3 distinct
+    categories, over k. Relevant: two of the three, R = 2; pap@1 over the 6 orders: the first
+    relevant candidate beats the one non-relevant candidate in 4 of them (2/3); pauc@1: 6 of the
+    12 (relevant, order) pairs (1/2). A group of 4 (3 relevant) at k = 2: the enumeration
+    (tests/reference.py) against the hypergeometric places."""
+    log = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "relevance": [1, 1, 0], "s": [1.0, 1.0, 1.0]})
+    res = tk.evaluate(log, ["category_diversity@2", "pap@1", "pauc@1"], score="s", item="item",
+                      categories={"a": "x", "b": "y", "c": "x"})
+    row = res.per_query.iloc[0]
+    assert row["category_diversity@2"] == pytest.approx(5 / 3 / 2)
+    assert row["pap@1"] == pytest.approx(2 / 3) and row["pauc@1"] == pytest.approx(1 / 2)
+    rows = [{"query": "q", "item": i, "grade": g, "a": 1.0, "b": 0.0} for i, g in enumerate([1, 1, 0, 1, 0])]
+    rows[4]["a"] = 2.0  # a non-relevant candidate above the tie group of four
+    conv = {"ties": "expected", "empty_queries": "skip", "undefined": 0.0, "threshold": None}
+    for log in (rows, rows[:4]):  # after one non-relevant candidate, and at the top
+        for k in (1, 2, 3):
+            res = _evaluate(log, conv).with_beyond([f"pap@{k}", f"pauc@{k}"])
+            ref = beyond_lists_reference(log, ["a"], conv, [(f"pap@{k}", "pap", k, {}), (f"pauc@{k}", "pauc", k, {})])
+            got = res.per_query[res.per_query["model"] == "a"].iloc[0]
+            for name, want in ref["a"][0]["q"].items():
+                assert got[name] == pytest.approx(want), (k, name)
+
+
+@pytest.mark.parametrize("ties", ["expected", "first"])
+def test_the_short_path_ranks_as_the_main_kernel_s_sort(monkeypatch, ties):
+    """Queries of at most kernels.beyond.SHORT candidates are ranked by an insertion sort, the others
+    by cpu._sort_path (the main kernel's): both give the same rows shown, in the same order, with the
+    same p, g, e and b, on queries short and long, with heavy ties, a score threshold and a depth."""
+    from topkeval.engine.rules import comparable_scores, tie_rule
+    from topkeval.kernels import beyond as kb
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 130, 40)
+    frame = pd.DataFrame({"query": np.repeat(np.arange(40), sizes), "item": np.arange(sizes.sum()),
+                          "rel": rng.integers(0, 2, sizes.sum()), "s": rng.integers(0, 6, sizes.sum()) / 2})
+    res = tk.evaluate(frame, ["recall@5"], relevance="rel", score="s", item="item", ties=ties)
+    [(log, _)] = list(res.evaluation.sources())
+    scores = comparable_scores(log.scores["s"], res.conventions)
+    tie, items = tie_rule(log, res.conventions, scores)
+    n, n_q = len(scores), log.n_queries
+    keep = np.arange(n_q) % 7 != 3  # some queries left out
+    for k, thr in ((5, -np.inf), (17, 0.5), (3, -np.inf)):
+        args = (log.offsets, scores, log.relevant(res.conventions), log.grades.astype(float), items, log.items, thr,
+                tie, k, np.full(n_q, k, np.int64), keep)
+        got = {}
+        for short in (0, 10**9):
+            monkeypatch.setattr(kb, "SHORT", short)
+            out = [np.zeros(n, np.int64), np.zeros(n), *(np.zeros(n, np.int32) for _ in range(3)), np.zeros(n, bool),
+                   np.zeros(n, np.int64), np.zeros(n_q, np.int64)]
+            kb.top_rows.py_func(*args, 0, n_q, *out)
+            count = out[-1]
+            got[short] = [np.concatenate([x[log.offsets[q]:log.offsets[q] + count[q]] for q in range(n_q)])
+                          for x in out[:-1]] + [count]
+        for x, y in zip(*got.values()):
+            np.testing.assert_array_equal(x, y)
+        soff, rows, qix, p, g, e, b, rel, item = kb.ranked_rows(*args)  # compiled, threads, packed
+        for x, y in zip((rows, p, g, e, b, rel, item, np.diff(soff)), got[0]):
+            np.testing.assert_array_equal(x, y)
+        assert (p > 0).all() and np.array_equal(qix, np.repeat(np.arange(n_q), np.diff(soff)))
+
+
+# ---------------------------------------------------------------------------------------------
+# per-query beyond-accuracy values are metric columns like any other
+
+
+def _segmented():
+    return pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": ["x", "y", "x", "z", "y", "z"],
+                         "relevance": [1, 0, 0, 1, 1, 0], "a": [0.9, 0.1, 0.9, 0.1, 0.5, 0.4],
+                         "b": [0.1, 0.9, 0.1, 0.9, 0.4, 0.5], "device": ["m", "m", "d", "d", "m", "m"],
+                         "w": [1.0, 1.0, 3.0, 3.0, 2.0, 2.0]})
+
+
+def test_beyond_columns_flow_through_means_weights_segments_compare_and_curves():
+    popularity = {"x": 0.5, "y": 0.25, "z": 0.125}  # novelty of the top 1: x 1, y 2, z 3 bits
+    res = tk.evaluate(_segmented(), ["recall@1", "novelty@1"], score=["a", "b"], item="item", by="device", weight="w",
+                      popularity=popularity)
+    pq = res.per_query.set_index(["model", "query"])["novelty@1"]
+    assert pq.to_dict() == {("a", 1): 1.0, ("a", 2): 1.0, ("a", 3): 2.0, ("b", 1): 2.0, ("b", 2): 3.0, ("b", 3): 3.0}
+    assert res.summary.loc["a", "novelty@1"] == pytest.approx((1 * 1 + 1 * 3 + 2 * 2) / 6)  # weighted by w
+    assert res.segments.loc[("d", "b"), "novelty@1"] == 3.0
+    compared = res.compare("a", metrics=["novelty@1"], n_resamples=200).set_index("device")
+    assert compared.loc["(all)", "delta"] == pytest.approx(((2 - 1) * 1 + (3 - 1) * 3 + (3 - 2) * 2) / 6)
+    ci = res.summary_ci(n_resamples=200)
+    assert set(ci["metric"]) == {"recall@1", "novelty@1"}
+    assert res.info["metric_names"]["novelty@1"] == "novelty@1" and res.metrics == ["recall@1", "novelty@1"]
+    curves = res.curves(["novelty"], ks=[1, 2]).set_index(["model", "k"])["value"]
+    assert curves.loc[("a", 1)] == pytest.approx(res.summary.loc["a", "novelty@1"])
+    again = tk.Results.from_per_query(res.per_query.drop(columns=["device", "w"]))  # the names round-trip
+    assert again.summary.loc["b", "novelty@1"] == pytest.approx(8 / 3)
+
+
+def test_beyond_metrics_alone_leave_out_the_engine_s_stand_in():
+    res = tk.evaluate(_segmented(), ["pauc@1", "novelty@1"], score=["a", "b"], item="item")
+    assert res.metrics == ["pauc@1", "novelty@1"] and list(res.summary.columns) == ["pauc@1", "novelty@1"]
+    assert "tp@1" not in res.per_query.columns and res.info["metrics"] == ["pauc@1", "novelty@1"]
+    assert list(res.curves(ks=[1, 2])["metric"].unique()) == ["pauc", "novelty"]
+    more = res.with_beyond(["popularity@1"])
+    assert more.metrics == ["pauc@1", "novelty@1", "popularity@1"]
+
+
+BEYOND_ERRORS = [
+    (lambda r: r.with_beyond(["recall@1"]), "not a beyond-accuracy metric"),
+    (lambda r: r.with_beyond(["coverage@2"]), r"Ask Results.beyond_accuracy\(metrics=\['coverage@2'\]\)"),
+    (lambda r: r.with_beyond(["recall@1".replace("recall", "novelty")]).with_beyond(["miuf@1"]), "evaluated already"),
+    (lambda r: r.with_beyond(["diversity@2"]), "pass features="),
+    (lambda r: r.with_beyond(["category_diversity@2"]), "pass categories="),
+    (lambda r: r.with_beyond(["category_diversity@2"], categories={"x": 1}),
+     r"2 items shown in a top k have no category \(for example 'y', 'z'\)"),
+    (lambda r: r.with_beyond(["unexpectedness@2"]), "pass baseline="),
+    (lambda r: r.with_beyond(["unexpectedness@2"], baseline="c"), "baseline 'c' is not a model"),
+    (lambda r: r.with_beyond(["novelty(variant=replay)@2"]), "pass history="),
+    (lambda r: r.with_beyond(["serendipity(variant=evidently)@2"], features={}, history={1: ["x"]}),
+     "not computed exactly under ties='expected'"),
+    (lambda r: r.with_beyond(["novelty@2"], history=pd.DataFrame({"user": [1], "item": ["x"]})),
+     "the query column 'query'"),
+    (lambda r: r.with_beyond(["novelty@2"], history={1: "x"}), "maps each query to a list of items"),
+    (lambda r: r.with_beyond(["novelty@2"], history=[(1, "x")]), "must be a DataFrame of"),
+    (lambda r: r.with_beyond(["novelty@2"], categories=["x"]), "must be a mapping or a pandas Series"),
+    (lambda r: r.with_beyond(["novelty(variant=rectool)@2"]), "variant must be one of rectools, replay"),
+    (lambda r: r.beyond_accuracy(metrics=["recall@2"]), "not a beyond-accuracy metric"),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), BEYOND_ERRORS)
+def test_with_beyond_errors(call, message):
+    res = tk.evaluate(_segmented(), ["recall@1"], score=["a", "b"], item="item")
+    with pytest.raises(tk.TopkevalError, match=message):
+        call(res)
+
+
+def test_evaluate_beyond_errors():
+    log = _segmented()
+    with pytest.raises(tk.ParameterError, match="popularity= is read by the beyond-accuracy metrics"):
+        tk.evaluate(log, ["recall@1"], score="a", item="item", popularity={"x": 1.0})
+    with pytest.raises(tk.ParameterError, match="has no per-query value"):
+        tk.evaluate(log, ["gini@1"], score="a", item="item")
+    with pytest.raises(tk.ParameterError, match="pass item="):
+        tk.evaluate(log, ["novelty@1"], score="a")
+    with pytest.raises(tk.ParameterError, match="not estimated under inverse propensity weights"):
+        tk.evaluate(log.assign(pos=[1, 2, 1, 2, 1, 2]), ["novelty@1"], score="a", item="item", position="pos",
+                    propensity={1: 1.0, 2: 0.5})
+    matrix = tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["recall@1"])
+    with pytest.raises(tk.ParameterError, match="do not keep"):
+        matrix.with_beyond(["novelty@1"])
+    with pytest.raises(tk.ParameterError, match="beyond-accuracy metric"):
+        tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["novelty@1"])

@@ -13,7 +13,7 @@ import topkeval as tk
 from strategies import conventions, logs
 from topkeval.metrics.names import FAMILIES
 
-ALL_METRICS = [m for fam in FAMILIES.values() for m in fam.examples()] + [
+ALL_METRICS = [m for fam in FAMILIES.values() if not fam.beyond for m in fam.examples()] + [
     "precision@1", "recall@10", "hit_rate@2"]
 
 

@@ -13,7 +13,8 @@ import topkeval as tk
 from strategies import conventions
 from topkeval.metrics.names import FAMILIES
 
-METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not any(p.required for p in fam.params)] + [
+METRICS = [f"{name}@3" for name, fam in FAMILIES.items() if fam.cutoff != "none" and not fam.beyond
+           and not any(p.required for p in fam.params)] + [
     "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
 UNCUT = ["ap", "rr", "ndcg", "bpref", "auc", "err"]
 

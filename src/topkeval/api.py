@@ -41,9 +41,10 @@ from .params import (
     Metrics,
     Options,
     Real,
+    Text,
     validate_params,
 )
-from .results import Results
+from .results import CATALOG, CATEGORIES, FEATURES, HISTORY, POPULARITY, Results
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 
 
 _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth", "judged_only", "chunk_rows",
+                      "popularity", "features", "similarity", "catalog", "categories", "history", "baseline",
                       "progress", "keep_per_query", "threads", "ascending")
 
 
@@ -64,7 +66,8 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
     ascending=Bool(), by=[Columns(), None], weight=[Column(), None], position=[Column(), None],
     propensity=[Given("a column, a mapping position -> probability, or estimate_position_bias's or "
                       "popularity_propensity's result: checked by topkeval.engine.unbiased"), None],
-    clip=[Real(1.0), None], settings=SETTINGS,
+    clip=[Real(1.0), None], popularity=POPULARITY, features=FEATURES, similarity=[Function(), None], catalog=CATALOG,
+    categories=CATEGORIES, history=HISTORY, baseline=[Text(empty=False), None], settings=SETTINGS,
 )
 def evaluate(
     data,
@@ -90,6 +93,13 @@ def evaluate(
     position: str | None = None,
     propensity=None,
     clip: float | None = None,
+    popularity=None,
+    features=None,
+    similarity=None,
+    catalog=None,
+    categories=None,
+    history=None,
+    baseline: str | None = None,
     **settings: Unpack[ConventionSettings],
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -197,6 +207,10 @@ def evaluate(
         :meth:`Results.bounds` puts the naive numbers (clicks as relevance) beside them.
     clip : float, optional
         The largest weight a click may take (``>= 1``; lowers the variance, adds bias).
+    popularity, features, similarity, catalog, categories, history, baseline : optional
+        What the beyond-accuracy metrics among ``metrics`` read besides the lists (``novelty@10``,
+        ``diversity@10``, ``serendipity@10``...; they need ``item``): see
+        :meth:`Results.with_beyond`, which this calls, and :meth:`Results.beyond_accuracy`.
     **settings
         The conventions of :class:`~topkeval.conventions.Conventions`: ``ties``,
         ``empty_queries``, ``undefined``, ``short_lists``, ``threshold``, ``score_threshold``,
@@ -241,8 +255,11 @@ def evaluate(
     model
     score      0.25
     """
+    from .analysis import beyond as _beyond
     from .progress import shown
 
+    inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline, owner="evaluate")
+    labels, wanted_beyond, metrics = _beyond_split(metrics, inputs, propensity)
     with shown(progress is True):
         if isinstance(progress, bool):
             progress = _rows_read(data) if progress else None
@@ -252,11 +269,47 @@ def evaluate(
                            ascending=ascending, by=by, weight=weight, position=position, propensity=propensity,
                            clip=clip, **settings)
         evaluation = _dispatch(request)
+    if wanted_beyond:
+        evaluation = _beyond.with_beyond(replace(evaluation, rerun=evaluation.rerun or _rerun_of(request)),
+                                         wanted_beyond, inputs)
+        evaluation = _beyond.ordered(evaluation, labels)
 
+    return Results(replace(evaluation, rerun=evaluation.rerun or _rerun_of(request), ascending=bool(ascending)))
+
+
+def _rerun_of(request: _Request):
     def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
         return _dispatch(replace(request, plan=engine.make_plan(names, request.plan.conv), progress=None))
 
-    return Results(replace(evaluation, rerun=evaluation.rerun or rerun, ascending=bool(ascending)))
+    return rerun
+
+
+def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[str], object]:
+    """(every label as requested, the beyond-accuracy ones, what the engine evaluates): the engine
+    needs one metric of its own when only beyond-accuracy ones are asked for (left out after)."""
+    from .analysis.beyond import STAND_IN
+    from .metrics.names import labelled_metrics
+
+    given = [name for name in ("popularity", "features", "similarity", "catalog", "categories", "history", "baseline")
+             if getattr(inputs, name) is not None]
+    if isinstance(metrics, (str, list, tuple)) or hasattr(metrics, "family"):
+        try:
+            labels, parsed = labelled_metrics(metrics)
+        except Exception:  # an unknown or bad name: the engine's plan says what is wrong with it
+            return (), [], metrics
+    else:
+        return (), [], metrics
+    beyond = [label for label, m in zip(labels, parsed) if m.info.beyond]
+    if given and not beyond:
+        raise ParameterError(f"{given[0]}= is read by the beyond-accuracy metrics (novelty@10, diversity@10, ...), none "
+                             "of which is among metrics: add one, or drop it.")
+    if not beyond:
+        return labels, [], metrics
+    if propensity is not None:
+        raise ParameterError(f"{beyond[0]} is not estimated under inverse propensity weights: evaluate it without "
+                             "propensity= (on the clicks as they are), or leave it out.")
+    rest = [label for label, m in zip(labels, parsed) if not m.info.beyond]
+    return labels, beyond, rest or [STAND_IN]
 
 
 def _rows_read(data):

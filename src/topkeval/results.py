@@ -49,6 +49,13 @@ from .progress import shown
 #: cutoffs of one curve: enough for any plot, few enough to evaluate at once
 MAX_CURVE_POINTS = 10_000
 
+#: the beyond-accuracy inputs, each checked where it is read (topkeval.analysis.beyond)
+POPULARITY = [Given("item -> share, checked by analysis/beyond.py"), None]
+FEATURES = [Given("item -> vector, checked by analysis/beyond.py"), None]
+CATALOG = [Int(1), Ids(), None]
+CATEGORIES = [Given("item -> category, checked by analysis/beyond.py"), None]
+HISTORY = [Given("(query, item) rows or query -> items, checked by analysis/beyond.py"), None]
+
 
 def _copy(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame the caller may change without changing the results: a lazy copy under pandas'
@@ -535,11 +542,12 @@ class Results:
         """
         return _views.curves(self._evaluation, metrics, ks)
 
-    @validate_params(k=Int(1, MAX_CUTOFF), popularity=[Given("item -> share, checked by beyond.py"), None],
-                     features=[Given("item -> vector, checked by beyond.py"), None], similarity=[Function(), None],
-                     catalog=[Int(1), Ids(), None])
+    @validate_params(k=Int(1, MAX_CUTOFF), popularity=POPULARITY, features=FEATURES, similarity=[Function(), None],
+                     catalog=CATALOG, metrics=[Metrics(empty=False), None], categories=CATEGORIES, history=HISTORY,
+                     baseline=[Model(), None])
     def beyond_accuracy(self, k: int = 10, popularity=None, features=None, similarity=None,
-                        catalog=None) -> pd.DataFrame:
+                        catalog=None, *, metrics=None, categories=None, history=None,
+                        baseline: str | None = None) -> pd.DataFrame:
         r"""Coverage, novelty, popularity bias and diversity of each model's top ``k`` over all queries.
 
         The recommender teams' view (RecTools, Evidently, RePlay): not whether the top k holds
@@ -582,10 +590,20 @@ class Results:
         query, as RecTools counts a cold item, and its popularity is 0. Novelty, popularity and
         diversity are means over the queries whose list is not empty (NaN when there are none).
 
+        With ``metrics=``, any beyond-accuracy metrics instead (each name with its cutoff): the
+        means over queries of the per-query ones (:meth:`with_beyond` lists them) and the
+        catalogue-level ones, which have no per-query value: ``coverage@k``, ``gini@k``,
+        ``entropy@k`` (Shannon entropy in bits of the items' shares of the top-k slots, Microsoft
+        Recommenders' ``distributional_coverage``; ``entropy(variant=recbole)@k``, RecBole's
+        ``ShannonEntropy``: in nats, over the number of items shown) and ``personalization@k``
+        (Evidently: 1 - the mean overlap of two queries' top k, over k). Definitions and sources:
+        docs/conventions.md, "Beyond accuracy".
+
         Parameters
         ----------
         k : int
-            The length of the lists looked at.
+            The length of the lists looked at (of the default columns; names in ``metrics`` carry
+            their own).
         popularity : mapping or pandas.Series, optional
             Item -> share in (0, 1] (for example from the training interactions), for every item
             shown; by default from the relevant candidates of the log.
@@ -598,12 +616,18 @@ class Results:
         catalog : int or collection, optional
             The catalogue: its number of items, or its items. By default the distinct items of
             the log (every model's candidates).
+        metrics : str or list of str, optional
+            Beyond-accuracy metric names (default: the five columns below).
+        categories, history, baseline : optional
+            As in :meth:`with_beyond` (``category_diversity``, ``novelty(variant=replay)`` and
+            serendipity's variants, ``unexpectedness``).
 
         Returns
         -------
         pandas.DataFrame
             One row per model (the index, ``model``); columns ``coverage@k``, ``novelty@k``,
-            ``popularity@k``, ``gini@k`` and, with ``features`` or ``similarity``, ``diversity@k``.
+            ``popularity@k``, ``gini@k`` and, with ``features`` or ``similarity``, ``diversity@k``;
+            with ``metrics``, one column per name, as written.
 
         Raises
         ------
@@ -637,7 +661,75 @@ class Results:
         -log2(2/3), (-log2(2/3) - log2(1/3)) / 2 and -log2(2/3). Popularity: the mean of 2/3, 1/2
         and 2/3. Gini of the exposures (0, 0.5, 2.5): (-2 * 0 + 0 * 0.5 + 2 * 2.5) / (3 * 3).
         """
-        return _beyond.beyond_accuracy(self._evaluation, k, popularity, features, similarity, catalog)
+        inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline)
+        return _beyond.beyond_accuracy(self._evaluation, k, inputs, metrics)
+
+    @validate_params(metrics=Metrics(empty=False), popularity=POPULARITY, features=FEATURES,
+                     similarity=[Function(), None], catalog=CATALOG, categories=CATEGORIES, history=HISTORY,
+                     baseline=[Model(), None])
+    def with_beyond(self, metrics, *, popularity=None, features=None, similarity=None, catalog=None,
+                    categories=None, history=None, baseline: str | None = None) -> Results:
+        """These results with beyond-accuracy metrics as more metric columns: one value per query.
+
+        ``res.with_beyond(["novelty@10", "diversity@10"], features=vectors)`` adds the columns to
+        :attr:`summary` (the means, weighted with ``weight=``) and :attr:`per_query`, so that
+        :meth:`compare`, :meth:`summary_ci`, :attr:`segments`, :meth:`curves` and :meth:`report`
+        treat them as any metric. ``tk.evaluate(..., metrics=["recall@10", "novelty@10"])`` does
+        the same in one call. The metrics that describe a model's lists all together (coverage,
+        gini, entropy, personalization) have no per-query value: :meth:`beyond_accuracy` gives them.
+
+        Per query (definitions and sources: docs/conventions.md, "Beyond accuracy"): ``novelty``
+        (``variant=replay``: the share of the list the query's ``history`` lacks), ``popularity``,
+        ``tail(share=0.1)``, ``mean_pop_rank``, ``diversity`` (``features`` or ``similarity``),
+        ``category_diversity`` (``categories``), ``unexpectedness`` (against ``baseline``),
+        ``serendipity`` (RecTools; ``variant=evidently`` and ``variant=recommenders`` need
+        ``history`` and ``features`` or ``similarity``), ``pauc``, ``pap`` and
+        ``rbp_norm(p=0.85)``. Under ``ties="expected"`` each value is its exact mean over the
+        orders of tied candidates.
+
+        Parameters
+        ----------
+        metrics : str or list of str
+            Beyond-accuracy metric names with their cutoffs (``"novelty@10"``).
+        popularity, features, similarity, catalog
+            As in :meth:`beyond_accuracy`.
+        categories : mapping or pandas.Series, optional
+            Item -> category, for every item shown (``category_diversity``).
+        history : pandas.DataFrame or mapping, optional
+            The queries' past interactions (training data): a DataFrame with the query column (named
+            as in :attr:`per_query`) and one item column, or a mapping query -> items. Popularity is
+            then, unless given, the share of the queries of ``history`` that hold each item
+            (RecTools' MeanInvUserFreq).
+        baseline : str, optional
+            The model whose top k ``unexpectedness`` compares each model's with.
+
+        Returns
+        -------
+        Results
+
+        Raises
+        ------
+        ParameterError
+            A name that is no beyond-accuracy metric, or one without per-query values; results
+            without the rows or without item ids; a missing input (``features`` for diversity...).
+
+        Examples
+        --------
+        >>> import topkeval as tk
+        >>> log = {"query": [1, 1, 2, 2], "item": ["x", "y", "x", "z"], "relevance": [1, 0, 0, 1],
+        ...        "a": [0.9, 0.1, 0.9, 0.1], "b": [0.1, 0.9, 0.1, 0.9]}
+        >>> res = tk.evaluate(log, ["precision@1"], score=["a", "b"], item="item")
+        >>> res = res.with_beyond(["novelty@1"], popularity={"x": 0.5, "y": 0.25, "z": 0.125})
+        >>> res.per_query[["model", "query", "novelty@1"]]
+          model  query  novelty@1
+        0     a      1        1.0
+        1     a      2        1.0
+        2     b      1        2.0
+        3     b      2        3.0
+        """
+        inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline,
+                                owner="with_beyond")
+        return Results(_beyond.with_beyond(self._evaluation, metrics, inputs))
 
     @validate_params(metric=Text(empty=False), ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None],
                      ax=[Axes(), None])

@@ -1,172 +1,655 @@
-"""Beyond accuracy: what each model shows in its top k over all evaluated queries.
+"""Beyond accuracy: what each model shows in its top k, per query and over all of them.
 
-Coverage, novelty, average popularity, the Gini index of exposures and intra-list diversity: the
-recommender teams' view of a model (RecTools, Evidently, RePlay). Every number is read off the
-rows again through ``Results._sources`` and the kernel's own ranking
-(:func:`topkeval.kernels.cpu.exposure`), under the conventions of the evaluation.
+The recommender teams' view of a model (RecTools, RePlay, RecBole, Evidently, Microsoft
+Recommenders, LensKit): novelty, popularity, diversity, serendipity... Every number is read off
+the rows again through ``Evaluation.sources``, ranked as the kernel ranks them
+(:func:`topkeval.kernels.beyond.ranked_rows`), under the conventions of the evaluation.
 
 Which candidates are "in the top k" of a query: those of the evaluated queries (queries skipped as
 empty are left out, as in ``per_query``) that survive ``score_threshold`` and rank within the
-first k under the tie rule. Under ``ties="expected"`` each candidate is in the top k with its
-probability ``p`` (the exact share of the orders of its tie group that put it there), and every
-value below is the exact mean over all orders of the tied candidates, except ``gini@k``, which is
-the Gini index of the expected exposures. Under a deterministic tie rule ``p`` is 0 or 1.
+first k under the tie rule; a list holds ``L = min(k, n)`` of them. Under ``ties="expected"`` each
+candidate is in the top k with its probability ``p`` (the exact share of the orders of its tie
+group that put it there), and every per-query value is the exact mean over all orders of the tied
+candidates; the catalogue-level values (coverage, Gini, entropy, personalization) are those of
+the expected exposures, except coverage and personalization, which are exact expectations too.
+
+Two entry points: :func:`with_beyond` adds the per-query families (registry entries with
+``beyond="query"``, :mod:`topkeval.metrics.beyond`) to an evaluation as metric columns, so that
+means, compare, summary_ci, segments, weights and the report treat them as any metric;
+:func:`beyond_accuracy` gives one row of means per model, the catalogue-level families included
+(they have no per-query value). Everything runs on arrays: one ranking kernel per model and cutoff,
+then per-query sums (``np.bincount``) and small kernels (:mod:`topkeval.kernels.beyond`); only a
+``similarity=`` function is called pair by pair, in Python.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from ..errors import ParameterError, check_int, show, warn
+from ..errors import ParameterError, show, warn
 
 _WHO = "beyond_accuracy"
 
+#: the columns of beyond_accuracy without metrics=: as before issue 25
+DEFAULT_COLUMNS = ("coverage", "novelty", "popularity", "gini")
 
-def beyond_accuracy(results, k: int = 10, popularity=None, features=None,
-                    similarity: Callable | None = None, catalog=None) -> pd.DataFrame:
-    """Coverage, novelty, popularity, Gini and diversity of each model's top k (see
-    :meth:`topkeval.Results.beyond_accuracy` for the definitions)."""
-    if results.weight or results.by:
+
+@dataclass
+class Inputs:
+    """What the caller gave besides the lists (each checked where it is read, below)."""
+
+    popularity: object = None
+    features: object = None
+    similarity: Callable | None = None
+    catalog: object = None
+    categories: object = None
+    history: object = None
+    baseline: str | None = None
+    owner: str = _WHO
+
+
+# ------------------------------------------------------------------------------------------------
+# entry points
+
+
+def with_beyond(evaluation, metrics, inputs: Inputs):
+    """``evaluation`` with the per-query beyond-accuracy metrics ``metrics`` as more columns: its
+    summary (weighted with ``weight=``), per-query table, ``info["metrics"]`` and
+    ``info["metric_names"]``; and a ``rerun`` that evaluates them at other cutoffs too (curves)."""
+    from ..engine.aggregate import weighted_summary
+    from ..metrics.names import labelled_metrics
+
+    labels, parsed = labelled_metrics(metrics)
+    for label, m in zip(labels, parsed):
+        beyond = m.info.beyond
+        if beyond is None:
+            raise ParameterError(f"{label} is not a beyond-accuracy metric: evaluate it with tk.evaluate (with_beyond "
+                                 "adds metrics that read each top k's items, such as novelty@10).")
+        if beyond == "catalog":
+            raise ParameterError(f"{label} describes a model's lists all together, not each query: it has no per-query "
+                                 f"value. Ask Results.beyond_accuracy(metrics=[{label!r}]) for it.")
+        if label in evaluation.metrics:
+            raise ParameterError(f"{label} is evaluated already: ask for it once.")
+    taken = [label for label, m in zip(labels, parsed)
+             if str(m) in (evaluation.info.get("metric_names") or {}).values()]
+    if taken:
+        raise ParameterError(f"{taken[0]} is evaluated already (under another name): ask for it once.")
+    evaluation.require_rows(inputs.owner)
+    values = compute(evaluation, list(zip(labels, parsed)), inputs)
+    base = evaluation.per_query
+    table = base.copy(deep=False)
+    models = table["model"].to_numpy(object)
+    queries = table[evaluation.query_name].to_numpy(object)
+    for label, _ in zip(labels, parsed):
+        column = np.full(len(table), np.nan)
+        for model, (ids, per) in values.items():
+            at = np.flatnonzero(models == model)
+            if not len(at):
+                continue
+            column[at] = _aligned(ids, per[label], queries[at])
+        table[label] = column
+    summary = pd.concat([evaluation.summary,
+                         weighted_summary(table, evaluation.models, list(labels), evaluation.weight)], axis=1)
+    summary.index.name = "model"
+    info = dict(evaluation.info)
+    info["metrics"] = [*evaluation.metrics, *labels]
+    info["metric_names"] = {**(info.get("metric_names") or {}), **{label: str(m) for label, m in zip(labels, parsed)}}
+    rerun = evaluation.rerun
+
+    def again(names):  # the same evaluation at other metrics (curves): the beyond ones here, with the same inputs
+        lab, met = labelled_metrics(names)
+        mine = [n for n, m in zip(lab, met) if m.info.beyond]
+        rest = [n for n, m in zip(lab, met) if not m.info.beyond]
+        first = rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
+        out = with_beyond(first, mine, inputs) if mine else first
+        return out if rest else without(out, [STAND_IN])
+
+    return replace(evaluation, summary=summary, info=info, _per_query=[table],
+                   rerun=again if rerun is not None else None)
+
+
+#: what the engine evaluates when only beyond-accuracy metrics are asked for (it needs one metric;
+#: its column is left out of the results)
+STAND_IN = "tp@1"
+
+
+def ordered(evaluation, labels):
+    """``evaluation`` with exactly the metric columns ``labels``, in that order (the stand-in the engine
+    evaluated for beyond-accuracy metrics alone left out)."""
+    out = without(evaluation, [n for n in evaluation.metrics if n not in labels])
+    info = dict(out.info)
+    info["metrics"] = list(labels)
+    per_query = out.per_query
+    others = [c for c in per_query.columns if c not in labels]
+    return replace(out, summary=out.summary[list(labels)], info=info, _per_query=[per_query[others + list(labels)]])
+
+
+def without(evaluation, labels):
+    """``evaluation`` without the metric columns ``labels``."""
+    keep = [n for n in evaluation.metrics if n not in labels]
+    info = dict(evaluation.info)
+    info["metrics"] = keep
+    info["metric_names"] = {n: c for n, c in (info.get("metric_names") or {}).items() if n in keep}
+    per_query = evaluation.per_query.drop(columns=[n for n in labels if n in evaluation.per_query.columns])
+    return replace(evaluation, summary=evaluation.summary[keep], info=info, _per_query=[per_query])
+
+
+def beyond_accuracy(evaluation, k: int = 10, inputs: Inputs | None = None, metrics=None) -> pd.DataFrame:
+    """One row per model: the mean over queries of each per-query family and each catalogue-level
+    value (see :meth:`topkeval.Results.beyond_accuracy` for the definitions)."""
+    from ..metrics.names import labelled_metrics, parse_metric
+
+    inputs = inputs or Inputs()
+    if evaluation.weight or evaluation.by:
         warn("beyond_accuracy counts every evaluated query once, over all of them: it ignores weight= and "
-                      "by= (evaluate each segment's rows on their own for a breakdown).")
-    k = check_int(k, "k", _WHO, low=1)
-    conv = results.conventions
-    sources = results.sources
-    if conv is None or sources is None or not hasattr(results.backend, "exposure"):
-        raise ParameterError("beyond_accuracy reads each model's top k again, which these results do not keep "
-                             "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or per-query values "
-                             "given to Results.from_per_query): "
-                             "evaluate the log as a table in memory, with item='<column>'.")
-    if features is not None and similarity is not None:
-        raise ParameterError("beyond_accuracy takes features= or similarity=, not both.")
-    if similarity is not None and not callable(similarity):
-        raise ParameterError(f"similarity must be a function (item, item) -> float, got {type(similarity).__name__}.")
-    logs = list(sources())
-    for log, _ in logs:
-        if not log.has_items:
-            raise ParameterError("beyond_accuracy counts items, but these results were evaluated without item ids: "
-                                 "pass item='<column>' to evaluate.")
-    shown = {model: _shown(results.backend, logs, conv, model, k) for model in results.models}
-    every_shown = pd.unique(np.concatenate([s["item"].to_numpy(object) for s in shown.values()] or [np.zeros(0, object)]))
-    size = _catalog_size(logs, catalog, every_shown)
-    pop, cold = _popularity(logs, conv, popularity, every_shown)
-    sim = None
-    if features is not None:
-        sim = _cosine(features, every_shown)
-    elif similarity is not None:
-        sim = similarity
+             "by= (Results.with_beyond gives per-query values, which segments and weights apply to).")
+    if metrics is None:
+        names = [f"{n}@{k}" for n in DEFAULT_COLUMNS]
+        if inputs.features is not None or inputs.similarity is not None:
+            names.append(f"diversity@{k}")
+        labels, parsed = tuple(names), tuple(parse_metric(n) for n in names)
+    else:
+        labels, parsed = labelled_metrics(metrics)
+        for label, m in zip(labels, parsed):
+            if m.info.beyond is None:
+                raise ParameterError(f"{label} is not a beyond-accuracy metric: its means are in Results.summary "
+                                     "(tk.evaluate(..., metrics=[...])).")
+    per_query = [(label, m) for label, m in zip(labels, parsed) if m.info.beyond == "query"]
+    catalog = [(label, m) for label, m in zip(labels, parsed) if m.info.beyond == "catalog"]
+    values = compute(evaluation, per_query + catalog, inputs)
     rows = {}
-    for model in results.models:
-        s = shown[model]
-        row = {f"coverage@{k}": _coverage(s, size),
-               f"novelty@{k}": _list_mean(s, -np.log2(s["item"].map(pop).fillna(cold).to_numpy(float))),
-               f"popularity@{k}": _list_mean(s, s["item"].map(pop).fillna(0.0).to_numpy(float)),
-               f"gini@{k}": _gini(s.groupby("item", sort=False)["p"].sum().to_numpy(float), size)}
-        if sim is not None:
-            row[f"diversity@{k}"] = _diversity(s, sim, conv.ties == "expected")
+    for model in evaluation.models:
+        ids, per = values.get(model, (np.zeros(0, object), {}))
+        row = {}
+        for label, m in zip(labels, parsed):
+            v = per.get(label)
+            if m.info.beyond == "catalog":
+                row[label] = float(v) if v is not None else float("nan")
+            else:
+                row[label] = _nanmean(v) if v is not None else float("nan")
         rows[model] = row
-    out = pd.DataFrame.from_dict(rows, orient="index")
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=list(labels))
     out.index.name = "model"
     return out
 
 
-def _shown(backend, logs, conv, model: str, k: int) -> pd.DataFrame:
-    """The candidates of ``model`` that may be in the top k of an evaluated query: one row each, with
-    ``query`` (a number per query), ``item``, ``p`` (the chance it is in the top k), its tie group
-    ``g``, ``e``, and ``L`` = min(k, candidates of the query above score_threshold): the backend's
-    :meth:`~topkeval.backends.cpu.CpuBackend.exposure` of each log, queries numbered across logs."""
-    parts = []
-    base = 0
-    for log, R in logs:
-        if model not in log.scores:
-            continue
-        part = backend.exposure(log, R, conv, model, k)
-        parts.append(part.assign(query=part["query"] + base))
-        base += log.n_queries
-    if not parts:
-        return pd.DataFrame({"query": np.zeros(0, np.int64), "item": pd.Series([], dtype=object),
-                             "p": np.zeros(0), "g": np.zeros(0, np.int64), "e": np.zeros(0, np.int64),
-                             "L": np.zeros(0, np.int64)})
-    return pd.concat(parts, ignore_index=True)
+def _nanmean(v: np.ndarray) -> float:
+    ok = ~np.isnan(v)
+    return float(v[ok].mean()) if ok.any() else float("nan")
 
 
-def _catalog_size(logs, catalog, every_shown) -> int:
-    """The number of items in the catalogue: given, the length of a given collection, or the distinct
-    items of the log (every model's candidates)."""
-    if catalog is None:
-        ids = [pd.unique(pd.Series(log.item_ids(np.unique(log.items)), dtype=object)) for log, _ in logs]
-        return len(pd.unique(np.concatenate(ids))) if ids else 0
-    if isinstance(catalog, (int, np.integer)) and not isinstance(catalog, bool):
-        size = check_int(catalog, "catalog", _WHO, low=1)
-        if size < len(every_shown):
-            raise ParameterError(f"catalog={size}, but the models show {len(every_shown)} distinct items in their top k: "
-                                 "pass the catalogue size (at least that), or the catalogue's items.")
-        return size
-    if isinstance(catalog, (str, bytes)) or not hasattr(catalog, "__iter__"):
-        raise ParameterError(f"The 'catalog' parameter of {_WHO} must be a number of items or a collection of item "
-                             f"ids. Got {catalog!r} instead.")
-    try:
-        known = set(catalog)
-    except TypeError as exc:
-        raise ParameterError(f"The 'catalog' parameter of {_WHO} must be a number of items or a collection of item "
-                             f"ids (strings or numbers): {exc}.") from None
-    missing = [i for i in every_shown if i not in known]
-    if missing:
-        raise ParameterError(f"{len(missing)} items shown in a top k are not in catalog (for example "
-                             f"{', '.join(show(i) for i in missing[:5])}).")
-    return len(known)
+def _aligned(ids: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values`` (one per query id of ``ids``) in the order of ``wanted``; NaN for a query not
+    in ``ids`` (a judged query a run lacks, scored by missing_queries="zero": it shows nothing)."""
+    if len(ids) == len(wanted) and (ids is wanted or np.array_equal(ids, wanted)):
+        return values
+    at = pd.Index(ids).get_indexer(pd.Index(wanted))
+    out = np.full(len(wanted), np.nan)
+    found = at >= 0
+    out[found] = values[at[found]]
+    return out
 
 
-def _popularity(logs, conv, popularity, every_shown) -> tuple[pd.Series, float]:
-    """(share of each item, the share given to items never relevant for novelty).
+# ------------------------------------------------------------------------------------------------
+# the lists
 
-    By default, RecTools' MeanInvUserFreq: the share of the queries with a relevant candidate in
-    which the item is relevant; an item relevant nowhere counts as relevant in one query.
-    """
-    if popularity is None:
-        pairs = []
-        for log, _ in logs:
-            rows = np.flatnonzero(log.relevant(conv))
-            q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-            pairs.append(pd.DataFrame({"query": pd.Series(log.queries[q_of_row[rows]], dtype=object),
-                                       "item": pd.Series(log.item_ids(log.items[rows]), dtype=object)}))
-        both = pd.concat(pairs, ignore_index=True).drop_duplicates() if pairs else pd.DataFrame({"query": [], "item": []})
-        n_queries = both["query"].nunique()
-        if n_queries == 0:
-            return pd.Series(dtype=float), np.nan  # nothing relevant anywhere: novelty undefined, popularity 0
-        return both["item"].value_counts(sort=False) / n_queries, 1.0 / n_queries
-    if isinstance(popularity, pd.Series):
-        pop = popularity
-    elif isinstance(popularity, Mapping):
-        pop = pd.Series(list(popularity.values()), index=pd.Index(list(popularity.keys()), dtype=object),
-                        dtype=object)
-    else:
-        raise ParameterError(f"The 'popularity' parameter of {_WHO} must be a mapping or a pandas Series item -> "
-                             f"share of queries. Got {type(popularity).__name__} instead.")
-    pop = pd.Series(_numbers(pop.to_numpy(), "popularity", pop.index), index=pd.Index(pop.index, dtype=object))
-    if pop.index.has_duplicates:
-        twice = pop.index[pop.index.duplicated()][0]
-        raise ParameterError(f"popularity gives item {show(twice)} more than one share; give each item one.")
-    missing = [i for i in every_shown if i not in pop.index]
-    if missing:
-        raise ParameterError(f"{len(missing)} items shown in a top k have no popularity (for example "
-                             f"{', '.join(show(i) for i in missing[:5])}): give every item a share in (0, 1].")
-    bad = pop[~((pop > 0) & (pop <= 1))]
-    if len(bad):
-        raise ParameterError(f"popularity must be a share in (0, 1] for every item (novelty takes -log2 of it); "
-                             f"item {show(bad.index[0])} has {show(bad.iloc[0])}. Give items never seen a small share "
-                             "(RecTools counts them as seen once).")
-    return pop, np.nan
+
+@dataclass
+class _Part:
+    """One model's top k within one log: its shown rows (``p > 0``) and per-query counts."""
+
+    log_index: int
+    rows: np.ndarray  # the rows shown, grouped by query, each query's in rank order
+    qix: np.ndarray  # their query (index into the log's queries)
+    p: np.ndarray
+    g: np.ndarray
+    e: np.ndarray
+    b: np.ndarray
+    rel: np.ndarray  # relevant rows among them
+    L: np.ndarray  # per query of the log: min(k, candidates at or above score_threshold)
+    keep: np.ndarray  # per query of the log: evaluated (not skipped as empty)
+    R: np.ndarray  # per query of the log: relevant items
+    soff: np.ndarray  # shown rows of query q: soff[q]:soff[q + 1]
+    item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # global item codes
+
+
+class _Lists:
+    """Each model's top k at each cutoff, over every log of the evaluation, read once."""
+
+    def __init__(self, evaluation, owner: str):
+        conv = evaluation.conventions
+        sources = evaluation.sources
+        # the backends that can rank a query's rows again (query_ranking: side_by_side's) keep them
+        if conv is None or sources is None or not hasattr(evaluation.backend, "query_ranking"):
+            raise ParameterError(f"{owner} reads each model's top k again, which these results do not keep "
+                                 "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or "
+                                 "per-query values given to Results.from_per_query): evaluate the log as a table in "
+                                 "memory, with item='<column>'.")
+        self.conv = conv
+        self.owner = owner
+        self.logs = list(sources())
+        for log, _ in self.logs:
+            if not log.has_items:
+                raise ParameterError(f"{owner} counts the items of each top k, which these results do not have: "
+                                     "pass item='<column>' to evaluate.")
+        self.models = list(evaluation.models)
+        self.inputs_baseline: str | None = None
+        self.parts: dict[tuple[str, int], list[_Part]] = {}
+        self.ids: pd.Index = pd.Index([], dtype=object)
+        self._space: dict[int, pd.Index] = {}
+
+    def read(self, ks) -> None:
+        """Rank every model at every cutoff of ``ks``, then give every shown item a global code."""
+        from ..engine.rules import comparable_scores, threshold, tie_rule
+        from ..kernels.beyond import ranked_rows
+
+        conv = self.conv
+        thr = threshold(conv)
+        for index, (log, R) in enumerate(self.logs):
+            rel = log.relevant(conv)
+            R = log.per_query_sum(rel) if R is None else np.asarray(R)
+            keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
+            grades = log.grades.astype(np.float64, copy=False)
+            codes = self._local_codes(index)
+            for model in self.models:
+                if model not in log.scores:
+                    continue
+                scores = comparable_scores(log.scores[model], conv)
+                tie, items = tie_rule(log, conv, scores)
+                n_kept = log.per_query_sum(scores >= thr)
+                for k in ks:
+                    soff, rows, qix, ps, gs, es, bs, rels, its = ranked_rows(
+                        log.offsets, scores, rel, grades, items, codes, thr, tie, k,
+                        np.full(log.n_queries, k, np.int64), keep)
+                    part = _Part(index, rows, qix, ps, gs, es, bs, rels, np.minimum(k, n_kept).astype(np.int64),
+                                 keep, R, soff, its)
+                    self.parts.setdefault((model, k), []).append(part)
+        self._codes()
+
+    def _local_codes(self, index: int) -> np.ndarray:
+        """Per row of log ``index``: a code of its item in the log's own table of ids
+        (``self._space[index]``): the log's codes when they are dense (text ids, or small
+        non-negative integers), else a factorization of them."""
+        log = self.logs[index][0]
+        raw = log.items
+        if log.item_labels is not None:
+            self._space[index] = pd.Index(log.item_labels, dtype=object)
+            return raw
+        top = int(raw.max()) if len(raw) else -1
+        if len(raw) and int(raw.min()) >= 0 and top < 4 * len(raw) + 1024:
+            self._space[index] = pd.Index(np.arange(top + 1), dtype=object)
+            return raw
+        local, uniques = pd.factorize(raw)
+        self._space[index] = pd.Index(log.item_ids(uniques), dtype=object)
+        return local.astype(np.int64)
+
+    def _codes(self) -> None:
+        """Global item codes: the items shown by some model at some cutoff, numbered 0..n-1 (ids of
+        every log in one index)."""
+        per_log: list[list[_Part]] = [[] for _ in self.logs]
+        for parts in self.parts.values():
+            for part in parts:
+                per_log[part.log_index].append(part)
+        kept = []
+        for index, parts in enumerate(per_log):
+            space = self._space.get(index, pd.Index([], dtype=object))
+            used = np.zeros(len(space), bool)
+            for part in parts:
+                used[part.item] = True
+            remap = np.cumsum(used) - 1
+            for part in parts:
+                part.item = remap[part.item]
+            kept.append(space[used])
+        if len(kept) == 1:
+            self.ids = kept[0]
+            return
+        every = pd.Index(np.concatenate([i.to_numpy(object) for i in kept]) if kept else [], dtype=object).unique()
+        self.ids = every
+        for index, parts in enumerate(per_log):
+            to_global = every.get_indexer(kept[index])
+            for part in parts:
+                part.item = to_global[part.item]
+
+    def query_ids(self, model: str, k: int) -> np.ndarray:
+        """The evaluated query ids of ``model``, in the order of its logs."""
+        ids = [self.logs[part.log_index][0].queries[part.keep] for part in self.parts.get((model, k), [])]
+        return np.concatenate(ids) if ids else np.zeros(0, object)
+
+
+# ------------------------------------------------------------------------------------------------
+# what the caller gave: popularity, catalogue, features, categories, history
+
+
+class _Given:
+    """The caller's inputs made into arrays over the global item codes (built when first needed)."""
+
+    def __init__(self, lists: _Lists, inputs: Inputs, query: str):
+        self.lists = lists
+        self.inputs = inputs
+        self.query = query
+        self.owner = inputs.owner
+        if inputs.features is not None and inputs.similarity is not None:
+            raise ParameterError(f"{self.owner} takes features= or similarity=, not both.")
+        if inputs.similarity is not None and not callable(inputs.similarity):
+            raise ParameterError(f"similarity must be a function (item, item) -> float, got "
+                                 f"{type(inputs.similarity).__name__}.")
+        self._cache: dict = {}
+
+    def once(self, key, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    # popularity ----------------------------------------------------------------------------------
+
+    def popularity(self) -> tuple[pd.Series, float, str]:
+        """(share of each item with one, the share a cold item counts as for novelty, where from)."""
+        return self.once("pop", self._popularity)
+
+    def _popularity(self):
+        given = self.inputs.popularity
+        if given is None and self.inputs.history is not None:
+            hq, hi = self.history_pairs()
+            n = len(pd.unique(hq))
+            if n == 0:
+                return pd.Series(dtype=float), math.nan, "history"
+            counts = pd.Series(hi).value_counts(sort=False)
+            return pd.Series(counts.to_numpy() / n, index=pd.Index(counts.index, dtype=object)), 1.0 / n, "history"
+        if given is None:
+            return (*_log_popularity(self.lists), "relevant candidates")
+        if isinstance(given, pd.Series):
+            pop = given
+        elif isinstance(given, Mapping):
+            pop = pd.Series(list(given.values()), index=pd.Index(list(given.keys()), dtype=object), dtype=object)
+        else:
+            raise ParameterError(f"The 'popularity' parameter of {self.owner} must be a mapping or a pandas Series "
+                                 f"item -> share of queries. Got {type(given).__name__} instead.")
+        pop = pd.Series(_numbers(pop.to_numpy(), "popularity", pop.index), index=pd.Index(pop.index, dtype=object))
+        if pop.index.has_duplicates:
+            twice = pop.index[pop.index.duplicated()][0]
+            raise ParameterError(f"popularity gives item {show(twice)} more than one share; give each item one.")
+        bad = pop[~((pop > 0) & (pop <= 1))]
+        if len(bad):
+            raise ParameterError(f"popularity must be a share in (0, 1] for every item (novelty takes -log2 of it); "
+                                 f"item {show(bad.index[0])} has {show(bad.iloc[0])}. Give items never seen a small "
+                                 "share (RecTools counts them as seen once).")
+        missing = np.flatnonzero(pop.index.get_indexer(self.lists.ids) < 0) if len(self.lists.ids) else \
+            np.zeros(0, np.int64)
+        if len(missing):
+            raise ParameterError(f"{len(missing)} items shown in a top k have no popularity (for example "
+                                 f"{', '.join(show(self.lists.ids[i]) for i in missing[:5])}): give every item a "
+                                 "share in (0, 1].")
+        return pop, math.nan, "given"
+
+    def shares(self) -> np.ndarray:
+        """Per global item: its share (NaN without one)."""
+        return self.once("shares", lambda: _on(self.popularity()[0], self.lists.ids))
+
+    def novelty_values(self) -> np.ndarray:
+        """Per global item: -log2 of its share, a cold item counted at the cold share."""
+        def build():
+            share = self.shares()
+            cold = self.popularity()[1]
+            with np.errstate(divide="ignore"):
+                return -np.log2(np.where(np.isnan(share), cold, share))
+        return self.once("novelty", build)
+
+    def tail(self, cut: float) -> np.ndarray:
+        """Per global item: 1 if it is among the least popular ``max(floor(cut n), 1)`` of the n items
+        with a popularity (ties at the cut: the smaller item id first; RecBole TailPercentage)."""
+        def build():
+            pop = self.popularity()[0]
+            if not len(pop):
+                return np.zeros(len(self.lists.ids))
+            try:
+                pop = pop.sort_index(kind="stable")
+            except TypeError:  # ids of mixed kinds: their order as given
+                pass
+            order = np.argsort(pop.to_numpy(np.float64), kind="stable")
+            size = max(int(len(pop) * cut), 1)
+            tail = pd.Index(pop.index[order[:size]], dtype=object)
+            return (tail.get_indexer(self.lists.ids) >= 0).astype(np.float64)
+        return self.once(("tail", cut), build)
+
+    def quantiles(self) -> np.ndarray:
+        """Per global item: LensKit's popularity quantile, the average ascending rank of its share among
+        the items with one over their number (1: the most popular), 0 without one."""
+        def build():
+            pop = self.popularity()[0]
+            ranks = pop.rank(method="average") / len(pop) if len(pop) else pop
+            out = _on(ranks, self.lists.ids)
+            return np.where(np.isnan(out), 0.0, out)
+        return self.once("quantiles", build)
+
+    def any_user_chance(self, n_items: int) -> np.ndarray:
+        """Per global item: RecTools' ``(N + 1 - popularity rank) / N`` (dense ranks of the shares,
+        1 the most popular), 0 for an item without popularity (cold)."""
+        def build():
+            pop = self.popularity()[0]
+            rank = pop.rank(method="dense", ascending=False)
+            out = (n_items + 1 - _on(rank, self.lists.ids)) / n_items
+            return np.where(np.isnan(out), 0.0, out)
+        return self.once(("pu", n_items), build)
+
+    # catalogue -------------------------------------------------------------------------------------
+
+    def catalog_size(self) -> int:
+        return self.once("catalog", self._catalog_size)
+
+    def _catalog_size(self) -> int:
+        catalog = self.inputs.catalog
+        shown = self.lists.ids
+        if catalog is None:
+            ids = [pd.unique(pd.Series(log.item_ids(pd.unique(log.items)), dtype=object)) for log, _ in self.lists.logs]
+            return len(pd.unique(np.concatenate(ids))) if ids else 0
+        if isinstance(catalog, (int, np.integer)) and not isinstance(catalog, bool):
+            size = int(catalog)
+            if size < len(shown):
+                raise ParameterError(f"catalog={size}, but the models show {len(shown)} distinct items in their top k: "
+                                     "pass the catalogue size (at least that), or the catalogue's items.")
+            return size
+        if isinstance(catalog, (str, bytes)) or not hasattr(catalog, "__iter__"):
+            raise ParameterError(f"The 'catalog' parameter of {self.owner} must be a number of items or a collection "
+                                 f"of item ids. Got {catalog!r} instead.")
+        try:
+            known = pd.Index(list(set(catalog)), dtype=object)
+        except TypeError as exc:
+            raise ParameterError(f"The 'catalog' parameter of {self.owner} must be a number of items or a collection "
+                                 f"of item ids (strings or numbers): {exc}.") from None
+        missing = np.flatnonzero(known.get_indexer(shown) < 0) if len(shown) else np.zeros(0, np.int64)
+        if len(missing):
+            raise ParameterError(f"{len(missing)} items shown in a top k are not in catalog (for example "
+                                 f"{', '.join(show(shown[i]) for i in missing[:5])}).")
+        return len(known)
+
+    # features and similarity ---------------------------------------------------------------------------
+
+    def units(self, ids: pd.Index, what: str = "items shown in a top k") -> np.ndarray:
+        """Unit feature vectors of ``ids`` (one row each), scale-safely."""
+        features = self.inputs.features
+        if isinstance(features, (pd.DataFrame, pd.Series)) and features.index.has_duplicates:
+            twice = features.index[features.index.duplicated()][0]
+            raise ParameterError(f"features list item {show(twice)} more than once; give each item one vector.")
+        if isinstance(features, pd.DataFrame):
+            at = pd.Index(features.index, dtype=object).get_indexer(ids)
+            missing = np.flatnonzero(at < 0)
+            if len(missing):
+                raise ParameterError(f"{len(missing)} {what} have no features (for example "
+                                     f"{', '.join(show(ids[i]) for i in missing[:5])}).")
+            try:
+                block = features.to_numpy()[at] if len(at) else np.zeros((0, features.shape[1]))
+                matrix = _matrix(block, ids)
+            except ParameterError:
+                raise
+            return _unit_rows(matrix, ids)
+        if isinstance(features, (Mapping, pd.Series)):
+            keys = pd.Index(list(features.keys()), dtype=object)
+            at = keys.get_indexer(ids)
+            missing = np.flatnonzero(at < 0)
+            if len(missing):
+                raise ParameterError(f"{len(missing)} {what} have no features (for example "
+                                     f"{', '.join(show(ids[i]) for i in missing[:5])}).")
+            values = list(features.values()) if isinstance(features, Mapping) else list(features.to_numpy())
+            vectors = [_vector(values[j], ids[i]) for i, j in enumerate(at)]
+            lengths = sorted({len(v) for v in vectors})
+            if len(lengths) > 1:
+                raise ParameterError(f"features must all have one length; got lengths {lengths}.")
+            matrix = np.stack(vectors) if vectors else np.zeros((0, 1))
+            return _unit_rows(matrix, ids)
+        raise ParameterError(f"The 'features' parameter of {self.owner} must be a mapping item -> vector or a "
+                             f"DataFrame indexed by item. Got {type(features).__name__} instead.")
+
+    def shown_units(self) -> np.ndarray:
+        return self.once("units", lambda: self.units(self.lists.ids))
+
+    def needs_similarity(self, label: str) -> None:
+        if self.inputs.features is None and self.inputs.similarity is None:
+            raise ParameterError(f"{label} compares items: pass features= (item -> vector, for the cosine similarity) "
+                                 "or similarity= (a function (item, item) -> float in [-1, 1]).")
+
+    # categories ----------------------------------------------------------------------------------------
+
+    def categories(self, label: str) -> np.ndarray:
+        """Per global item: a category code."""
+        def build():
+            given = self.inputs.categories
+            if given is None:
+                raise ParameterError(f"{label} counts categories: pass categories= (a mapping or a pandas Series "
+                                     "item -> category).")
+            if isinstance(given, pd.Series):
+                series = given
+            elif isinstance(given, Mapping):
+                series = pd.Series(list(given.values()), index=pd.Index(list(given.keys()), dtype=object),
+                                   dtype=object)
+            else:
+                raise ParameterError(f"The 'categories' parameter of {self.owner} must be a mapping or a pandas Series "
+                                     f"item -> category. Got {type(given).__name__} instead.")
+            if series.index.has_duplicates:
+                twice = series.index[series.index.duplicated()][0]
+                raise ParameterError(f"categories give item {show(twice)} more than one category; give each item one.")
+            if series.isna().any():
+                raise ParameterError(f"categories give item {show(series.index[series.isna().to_numpy()][0])} no "
+                                     "category (None or NaN): give every item one.")
+            at = pd.Index(series.index, dtype=object).get_indexer(self.lists.ids)
+            missing = np.flatnonzero(at < 0)
+            if len(missing):
+                raise ParameterError(f"{len(missing)} items shown in a top k have no category (for example "
+                                     f"{', '.join(show(self.lists.ids[i]) for i in missing[:5])}).")
+            try:
+                codes, _ = pd.factorize(series.to_numpy(object))
+            except TypeError as exc:
+                raise ParameterError(f"categories must be hashable values (text or numbers): {exc}.") from None
+            return codes[at].astype(np.int64)
+        return self.once("categories", build)
+
+    # history -------------------------------------------------------------------------------------------
+
+    def history_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(query ids, item ids) of the queries' past interactions, each pair once."""
+        return self.once("history", self._history_pairs)
+
+    def _history_pairs(self):
+        given = self.inputs.history
+        query = self.query
+        if isinstance(given, pd.DataFrame):
+            if query not in given.columns or len(given.columns) != 2:
+                raise ParameterError(f"history must hold two columns, the query column {query!r} (as in per_query) "
+                                     f"and the item column; it has {', '.join(map(repr, map(str, given.columns)))}.")
+            other = next(c for c in given.columns if c != query)
+            frame = pd.DataFrame({"q": given[query].to_numpy(), "i": given[other].to_numpy()})
+        elif isinstance(given, Mapping):
+            qs, its = [], []
+            for q, items in given.items():
+                if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+                    raise ParameterError(f"history maps each query to a list of items; query {show(q)} has "
+                                         f"{show(items)}.")
+                for i in items:
+                    qs.append(q)
+                    its.append(i)
+            frame = pd.DataFrame({"q": pd.Series(qs, dtype=object).infer_objects(),
+                                  "i": pd.Series(its, dtype=object).infer_objects()})
+        else:
+            raise ParameterError(f"The 'history' parameter of {self.owner} must be a DataFrame of (query, item) rows or a "
+                                 f"mapping query -> items. Got {type(given).__name__} instead.")
+        if frame.isna().to_numpy().any():
+            raise ParameterError("history has a missing query or item id (None or NaN): every row needs both.")
+        try:
+            frame = frame.drop_duplicates()
+        except TypeError as exc:
+            raise ParameterError(f"history ids must be hashable values (text or numbers): {exc}.") from None
+        return frame["q"].to_numpy(), frame["i"].to_numpy()
+
+    def needs_history(self, label: str) -> None:
+        if self.inputs.history is None:
+            raise ParameterError(f"{label} compares each list with the query's past interactions: pass history= (a "
+                                 f"DataFrame with the query column and an item column, or a mapping query -> items).")
+
+
+def _find(keys, wanted) -> np.ndarray:
+    """The position in ``keys`` (ids) of each of ``wanted`` (-1 where absent). Ids match by value,
+    as pandas' object indexes match them; integers on both sides by an int64 hash (10x faster on
+    the millions of pairs of a history)."""
+    keys, wanted = pd.Index(keys), pd.Index(wanted)
+    if _integers(keys) and _integers(wanted):
+        try:
+            return pd.Index(keys.to_numpy(np.int64)).get_indexer(wanted.to_numpy(np.int64))
+        except (OverflowError, ValueError):  # beyond int64
+            pass
+    return pd.Index(keys, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
+
+
+def _integers(index: pd.Index) -> bool:
+    if index.dtype.kind == "i":
+        return True
+    return index.dtype == object and index.inferred_type == "integer"
+
+
+def _on(series: pd.Series, ids: pd.Index) -> np.ndarray:
+    """``series`` (indexed by item id) at ``ids``, NaN where it has no value."""
+    if not len(ids):
+        return np.zeros(0)
+    at = pd.Index(series.index, dtype=object).get_indexer(ids)
+    out = np.full(len(ids), np.nan)
+    found = at >= 0
+    out[found] = series.to_numpy(np.float64)[at[found]]
+    return out
+
+
+def _log_popularity(lists: _Lists) -> tuple[pd.Series, float]:
+    """By default, RecTools' MeanInvUserFreq over the log's relevant candidates: the share of the
+    queries with a relevant candidate in which the item is relevant; a cold item counts once."""
+    conv = lists.conv
+    if len(lists.logs) == 1:  # (query, item) pairs are unique within a log: count item codes
+        log = lists.logs[0][0]
+        rows = np.flatnonzero(log.relevant(conv))
+        if not len(rows):
+            return pd.Series(dtype=float), math.nan
+        n_queries = int(np.count_nonzero(log.per_query_sum(log.relevant(conv))))
+        codes, counts = np.unique(log.items[rows], return_counts=True)
+        return pd.Series(counts / n_queries, index=pd.Index(log.item_ids(codes), dtype=object)), 1.0 / n_queries
+    pairs = []
+    for log, _ in lists.logs:
+        rows = np.flatnonzero(log.relevant(conv))
+        q_of_row = np.searchsorted(log.offsets, rows, side="right") - 1
+        pairs.append(pd.DataFrame({"query": pd.Series(log.queries[q_of_row], dtype=object),
+                                   "item": pd.Series(log.item_ids(log.items[rows]), dtype=object)}))
+    both = pd.concat(pairs, ignore_index=True).drop_duplicates() if pairs else pd.DataFrame({"query": [], "item": []})
+    n_queries = both["query"].nunique()
+    if n_queries == 0:
+        return pd.Series(dtype=float), math.nan
+    counts = both["item"].value_counts(sort=False)
+    return pd.Series(counts.to_numpy() / n_queries, index=pd.Index(counts.index, dtype=object)), 1.0 / n_queries
 
 
 def _numbers(values: np.ndarray, what: str, labels) -> np.ndarray:
     """``values`` as float64, refusing text (even "0.5"), booleans and anything else that is not a
     real number, naming the item."""
-    import numbers
-
     values = np.asarray(values)
     if values.dtype.kind in "iuf":
         return values.astype(np.float64)
@@ -177,101 +660,45 @@ def _numbers(values: np.ndarray, what: str, labels) -> np.ndarray:
     return values.astype(np.float64)
 
 
-def _list_mean(s: pd.DataFrame, value: np.ndarray) -> float:
-    """Mean over queries with a list of ``sum(p * value) / L``: the expected mean of ``value`` over the
-    L items shown (sum(p) = L)."""
-    if not len(s):
-        return float("nan")
-    codes, _ = pd.factorize(s["query"])
-    per = np.bincount(codes, weights=s["p"].to_numpy() * value)  # a NaN value (no popularity) stays NaN
-    L = np.zeros(len(per))
-    L[codes] = s["L"].to_numpy()
-    return float(np.mean(per / L))
-
-
-def _coverage(s: pd.DataFrame, size: int) -> float:
-    """Expected number of distinct items in some top k, over the catalogue size: each item counts
-    ``1 - prod_q (1 - p_iq)`` (the queries' orders are independent)."""
-    if size == 0:
-        return float("nan")
-    missed = (1.0 - s["p"]).groupby(s["item"], sort=False).prod()
-    return float((1.0 - missed).sum() / size)
-
-
-def _gini(exposures: np.ndarray, size: int) -> float:
-    """Gini index of the exposures of the ``size`` items of the catalogue (items never shown: 0):
-    ``sum_i (2i - n - 1) x_(i) / (n sum x)`` over the exposures sorted ascending, i = 1..n."""
-    total = exposures.sum()
-    if size == 0 or total <= 0:
-        return float("nan")
-    # the items never shown take the first size - m places with x = 0: only the m shown are summed
-    # (a catalogue of 10**12 items is never materialised)
-    x = np.sort(exposures)
-    i = np.arange(size - len(x) + 1, size + 1, dtype=np.float64)
-    return float(((2 * i - size - 1) * x).sum() / (float(size) * total))
-
-
-def _cosine(features, every_shown) -> Callable:
-    """A cosine similarity over ``features`` (item -> vector) for the items shown."""
-    if isinstance(features, (pd.DataFrame, pd.Series)) and features.index.has_duplicates:
-        twice = features.index[features.index.duplicated()][0]
-        raise ParameterError(f"features list item {show(twice)} more than once; give each item one vector.")
-    if isinstance(features, pd.DataFrame):
-        shown = set(every_shown)
-        known = set(features.index)
-        rows = [i for i in features.index if i in shown]
-        table = {i: features.loc[i].to_numpy() for i in rows}
-    elif isinstance(features, (Mapping, pd.Series)):
-        known = set(features.keys())
-        table = {i: features[i] for i in every_shown if i in known}
-    else:
-        raise ParameterError(f"The 'features' parameter of {_WHO} must be a mapping item -> vector or a DataFrame "
-                             f"indexed by item. Got {type(features).__name__} instead.")
-    missing = [i for i in every_shown if i not in known]
-    if missing:
-        raise ParameterError(f"{len(missing)} items shown in a top k have no features (for example "
-                             f"{', '.join(show(i) for i in missing[:5])}).")
-    unit = {}
-    for i, raw in table.items():
-        unit[i] = _unit(raw, i)
-    dims = {v.shape for v in unit.values()}
-    if len(dims) > 1:
-        raise ParameterError(f"features must all have one length; got lengths {sorted(d[0] for d in dims)}.")
-
-    def cosine(a, b) -> float:
-        return float(unit[a] @ unit[b])
-
-    cosine.unit = unit  # type: ignore[attr-defined]  # the unit vectors: _diversity uses them a query at a time
-    return cosine
-
-
-def _unit(raw, item) -> np.ndarray:
-    """The feature vector of ``item`` scaled to norm 1, scale-safely: divided by its largest absolute
-    value first, so that vectors of 1e-170 (whose squares underflow to a norm of 0) or of 1e200
-    (whose norm overflows) have the direction they have."""
-    import numbers
-
+def _vector(raw, item) -> np.ndarray:
     try:
         v = np.asarray(raw)
         if v.dtype.kind not in "biuf" and not all(isinstance(x, numbers.Real) for x in v.ravel()):
             raise TypeError("text or other values")
-        v = v.astype(np.float64).ravel()
+        if v.dtype.kind == "b" or any(isinstance(x, (bool, np.bool_)) for x in v.ravel()):
+            raise TypeError("booleans")
+        return v.astype(np.float64).ravel()
     except (TypeError, ValueError) as exc:
         raise ParameterError(f"features of item {show(item)} are not a vector of numbers ({exc}).") from None
-    if v.dtype.kind == "b" or not np.isfinite(v).all():
-        raise ParameterError(f"features of item {show(item)} hold NaN or infinite values: the cosine similarity "
-                             "is undefined.")
-    top = float(np.abs(v).max()) if v.size else 0.0
-    if top == 0:
-        raise ParameterError(f"features of item {show(item)} are all 0 (norm 0.0): the cosine similarity is undefined.")
-    v = v / top
-    return v / float(np.linalg.norm(v))
+
+
+def _matrix(block: np.ndarray, ids) -> np.ndarray:
+    if block.dtype.kind in "iuf":
+        return block.astype(np.float64)
+    return np.stack([_vector(row, ids[i]) for i, row in enumerate(block)]) if len(block) else block.astype(float)
+
+
+def _unit_rows(matrix: np.ndarray, ids) -> np.ndarray:
+    """Each row scaled to norm 1, scale-safely: divided by its largest absolute value first, so that
+    vectors of 1e-170 (whose squares underflow to a norm of 0) or of 1e200 (whose norm overflows)
+    have the direction they have."""
+    if not len(matrix):
+        return np.zeros((0, matrix.shape[1] if matrix.ndim == 2 else 1))
+    bad = ~np.isfinite(matrix).all(axis=1)
+    if bad.any():
+        raise ParameterError(f"features of item {show(ids[int(np.argmax(bad))])} hold NaN or infinite values: the "
+                             "cosine similarity is undefined.")
+    top = np.abs(matrix).max(axis=1) if matrix.shape[1] else np.zeros(len(matrix))
+    zero = top == 0
+    if zero.any():
+        raise ParameterError(f"features of item {show(ids[int(np.argmax(zero))])} are all 0 (norm 0.0): the cosine "
+                             "similarity is undefined.")
+    scaled = matrix / top[:, None]
+    return scaled / np.linalg.norm(scaled, axis=1)[:, None]
 
 
 def _similarity(sim: Callable, a, b) -> float:
-    """``sim(a, b)`` as a finite real number; anything else is refused, naming the pair."""
-    import numbers
-
+    """``sim(a, b)`` as a finite real number in [-1, 1]; anything else is refused, naming the pair."""
     try:
         value = sim(a, b)
     except Exception as exc:  # the user's function: its error, with the pair that raised it
@@ -286,69 +713,365 @@ def _similarity(sim: Callable, a, b) -> float:
     return number
 
 
-def _diversity(s: pd.DataFrame, sim: Callable, expected: bool) -> float:
-    """Mean over queries with at least two items shown of the expected mean pairwise ``1 - sim``.
+# ------------------------------------------------------------------------------------------------
+# the values
 
-    Two candidates are both in the top k with probability ``p_i p_j``, or, in one tie group of
-    ``e`` members that takes ``s`` slots under ``ties="expected"``, ``s (s - 1) / (e (e - 1))``."""
-    unit = getattr(sim, "unit", None)
-    if unit is not None:
-        return _cosine_diversity(s, unit, expected)
-    values = []
-    for _, part in s.groupby("query", sort=False):
-        L = int(part["L"].iloc[0])
-        if L < 2:
-            continue
-        items = part["item"].tolist()
-        p = part["p"].to_numpy()
-        g = part["g"].to_numpy()
-        e = part["e"].to_numpy()
+
+def compute(evaluation, metrics, inputs: Inputs) -> dict:
+    """``{model: (query ids, {label: per-query values or, for a catalogue-level family, one value})}``."""
+    lists = _Lists(evaluation, inputs.owner)
+    given = _Given(lists, inputs, evaluation.query_name)
+    conv = lists.conv
+    if inputs.baseline is not None and inputs.baseline not in lists.models:
+        from ..errors import did_you_mean
+
+        raise ParameterError(f"baseline {inputs.baseline!r} is not a model of these results."
+                             f"{did_you_mean(str(inputs.baseline), lists.models)}")
+    for label, m in metrics:
+        variant = m.param("variant") if any(p.name == "variant" for p in m.info.params) else None
+        if m.family == "serendipity" and variant == "evidently" and conv.ties == "expected":
+            raise ParameterError(f"{label} is not computed exactly under ties='expected' (Evidently leaves out a "
+                                 "query whose top k holds no relevant item, which the order of tied candidates "
+                                 "decides): pass ties='first' or another deterministic rule.")
+        if m.family == "unexpectedness" and inputs.baseline is None:
+            raise ParameterError(f"{label} compares each top k with a baseline model's: pass baseline='<model>'.")
+    lists.read(sorted({m.k for _, m in metrics}))
+    lists.inputs_baseline = inputs.baseline
+    # what was given is checked whatever the metrics read of it
+    if inputs.popularity is not None or inputs.history is not None:
+        given.popularity()
+    if inputs.features is not None:
+        given.shown_units()
+    if inputs.categories is not None:
+        given.categories("categories")
+    if inputs.catalog is not None:
+        given.catalog_size()
+    out: dict = {}
+    for model in lists.models:
+        per: dict = {}
+        ids = None
+        for label, m in metrics:
+            parts = lists.parts.get((model, m.k), [])
+            if ids is None:
+                ids = lists.query_ids(model, m.k)
+            if m.info.beyond == "catalog":
+                per[label] = _catalog_value(m, parts, lists, given)
+            else:
+                per[label] = np.concatenate([_query_values(label, m, part, model, lists, given) for part in parts]) \
+                    if parts else np.zeros(0)
+        out[model] = (ids if ids is not None else np.zeros(0, object), per)
+    return out
+
+
+def _mean_over_list(part: _Part, value: np.ndarray, empty: float = np.nan) -> np.ndarray:
+    """Per evaluated query: ``sum(p value) / L`` over its shown rows (``empty`` when L = 0)."""
+    n_q = len(part.L)
+    total = np.bincount(part.qix, weights=part.p * value, minlength=n_q)
+    L = part.L.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(L > 0, total / np.where(L > 0, L, 1.0), empty)
+    return out[part.keep]
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, undefined: float) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), undefined)
+
+
+def _query_values(label: str, m, part: _Part, model: str, lists: _Lists, given: _Given) -> np.ndarray:
+    """One family's values for the evaluated queries of one part (one model, one log, one cutoff)."""
+    conv = lists.conv
+    fam = m.family
+    k = m.k
+    log, _ = lists.logs[part.log_index]
+    if fam == "novelty":
+        if m.param("variant") == "replay":
+            given.needs_history(label)
+            seen, in_history = _seen(part, log, lists, given)
+            out = _mean_over_list(part, 1.0 - seen, empty=1.0)
+            return np.where(in_history[part.keep], out, np.nan)
+        return _mean_over_list(part, given.novelty_values()[part.item])
+    if fam == "popularity":
+        share = given.shares()[part.item]
+        return _mean_over_list(part, np.where(np.isnan(share), 0.0, share))
+    if fam == "tail":
+        return _mean_over_list(part, given.tail(m.param("share"))[part.item])
+    if fam == "mean_pop_rank":
+        return _mean_over_list(part, given.quantiles()[part.item])
+    if fam == "diversity":
+        given.needs_similarity(label)
+        return _diversity(part, log, lists, given)
+    if fam == "category_diversity":
+        from ..kernels.beyond import distinct_categories
+
+        cats = given.categories(label)[part.item]
+        count = np.zeros(len(part.L))
+        distinct_categories(part.soff, part.p, part.e, cats, count)
+        return np.where(part.L > 0, count / k, np.nan)[part.keep]
+    if fam == "unexpectedness":
+        return _unexpectedness(part, model, k, lists)
+    if fam == "serendipity":
+        return _serendipity(label, m, part, log, lists, given)
+    if fam in ("pauc", "pap"):
+        return _auc(fam, part, log, lists, model, k)
+    if fam == "rbp_norm":
+        return _rbp_norm(m, part, conv)
+    raise ParameterError(f"{label}: no such beyond-accuracy family here.")  # pragma: no cover - registry and code agree
+
+
+def _seen(part: _Part, log, lists: _Lists, given: _Given) -> tuple[np.ndarray, np.ndarray]:
+    """(per shown row: 1.0 if the query's history holds the item, per query of the log: whether the
+    query has a history)."""
+    hq, hi = given.history_pairs()
+    qpos = _find(log.queries, hq)
+    ipos = _find(lists.ids, hi) if len(lists.ids) else np.full(len(hi), -1)
+    in_history = np.zeros(log.n_queries, bool)
+    in_history[qpos[qpos >= 0]] = True
+    ok = (qpos >= 0) & (ipos >= 0)
+    n_items = max(len(lists.ids), 1)
+    keys = np.sort(qpos[ok].astype(np.int64) * n_items + ipos[ok])
+    shown = part.qix.astype(np.int64) * n_items + part.item
+    at = np.searchsorted(keys, shown)
+    seen = (at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == shown) if len(keys) else np.zeros(len(shown), bool)
+    return seen.astype(np.float64), in_history
+
+
+def _history_sums(part: _Part, log, given: _Given) -> tuple[np.ndarray, np.ndarray]:
+    """Per query of the log: the sum of its history items' unit vectors, and their number (once per log)."""
+    return given.once(("history sums", part.log_index), lambda: _sums_of_history(log, given))
+
+
+def _sums_of_history(log, given: _Given) -> tuple[np.ndarray, np.ndarray]:
+    from ..kernels.beyond import add_rows
+
+    hq, hi = given.history_pairs()
+    qpos = _find(log.queries, hq)
+    ok = qpos >= 0
+    codes, uniques = pd.factorize(hi[ok])
+    units = given.units(pd.Index(uniques, dtype=object), "items in history") if len(uniques) else np.zeros((0, 1))
+    d = given.shown_units().shape[1] if len(given.lists.ids) else units.shape[1]
+    if units.shape[1] != d and len(units) and len(given.lists.ids):
+        raise ParameterError(f"features must all have one length; got lengths {sorted({units.shape[1], d})}.")
+    sums = np.zeros((log.n_queries, units.shape[1] if len(units) else d))
+    add_rows(qpos[ok].astype(np.int64), codes.astype(np.int64), units, sums)
+    count = np.bincount(qpos[ok], minlength=log.n_queries).astype(np.float64)
+    return sums, count
+
+
+def _serendipity(label: str, m, part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
+    variant = m.param("variant")
+    expected = lists.conv.ties == "expected"
+    if variant == "rectools":
+        from ..kernels.beyond import serendipity_terms
+
+        n_items = given.catalog_size()
+        pu = given.any_user_chance(n_items)[part.item]
+        terms = serendipity_terms(part.g, part.e, part.b, expected, m.k, float(n_items), pu) * part.rel
+        total = np.bincount(part.qix, weights=terms, minlength=len(part.L))
+        return _ratio(total, part.L.astype(np.float64), np.nan)[part.keep]
+    given.needs_history(label)
+    given.needs_similarity(label)
+    n_q = len(part.L)
+    if given.inputs.features is not None:
+        from ..kernels.beyond import row_dots
+
+        hist, count = _history_sums(part, log, given)
+        relevant = np.flatnonzero(part.rel)
+        dots = np.zeros(len(relevant))
+        row_dots(part.qix[relevant], part.item[relevant], given.shown_units(), hist, dots)
+        sims = np.zeros(len(part.qix))
+        sims[relevant] = dots
+    else:
+        sims, count = _history_sims_by_function(part, log, lists, given)
+    if variant == "recommenders":  # mean over the list of rel (1 - mean similarity to the history)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = np.where(part.rel, 1.0 - sims / np.where(count[part.qix] > 0, count[part.qix], 1.0), 0.0)
+        out = _ratio(np.bincount(part.qix, weights=part.p * value, minlength=n_q), part.L.astype(np.float64), np.nan)
+        return np.where(count > 0, out, np.nan)[part.keep]
+    # evidently: 1 - (sum over history items and relevant items shown of the similarity) / |history|
+    total = np.bincount(part.qix, weights=part.p * part.rel * sims, minlength=n_q)
+    hits = np.bincount(part.qix, weights=part.p * part.rel, minlength=n_q)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where((count > 0) & (hits > 0), 1.0 - total / np.where(count > 0, count, 1.0), np.nan)
+    return out[part.keep]
+
+
+def _history_sims_by_function(part: _Part, log, lists: _Lists, given: _Given):
+    """Per shown relevant row: the sum of ``similarity(history item, item)`` over its query's history
+    (the function called pair by pair); and per query of the log, its history's size."""
+    hq, hi = given.history_pairs()
+    qpos = _find(log.queries, hq)
+    by_query: dict = {}
+    for q, i in zip(qpos, hi):
+        if q >= 0:
+            by_query.setdefault(int(q), []).append(i)
+    count = np.zeros(log.n_queries)
+    for q, items in by_query.items():
+        count[q] = len(items)
+    sims = np.zeros(len(part.qix))
+    sim = given.inputs.similarity
+    assert sim is not None  # needs_similarity: features or similarity
+    for j in np.flatnonzero(part.rel):
+        item = lists.ids[part.item[j]]
+        sims[j] = sum((_similarity(sim, h, item) for h in by_query.get(int(part.qix[j]), [])), 0.0)
+    return sims, count
+
+
+def _diversity(part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
+    n_q = len(part.L)
+    out = np.full(n_q, np.nan)
+    if given.inputs.features is not None:
+        from ..kernels.beyond import cosine_diversity
+
+        cosine_diversity(part.soff, part.p, part.e, part.item, given.shown_units(), part.L, out)
+        return out[part.keep]
+    sim = given.inputs.similarity
+    assert sim is not None  # needs_similarity: features or similarity
+    expected = lists.conv.ties == "expected"
+    ids = lists.ids
+    for q in np.flatnonzero(part.keep & (part.L >= 2)):
+        a, z = part.soff[q], part.soff[q + 1]
+        items = [ids[c] for c in part.item[a:z]]
+        p, g, e = part.p[a:z], part.g[a:z], part.e[a:z]
         total = 0.0
-        for a in range(len(items)):
-            for b in range(a + 1, len(items)):
-                if expected and g[a] == g[b]:
-                    slots = round(p[a] * e[a])
-                    both = slots * (slots - 1) / (e[a] * (e[a] - 1))
+        for x in range(len(items)):
+            for y in range(x + 1, len(items)):
+                if expected and g[x] == g[y]:
+                    slots = round(p[x] * e[x])
+                    both = slots * (slots - 1) / (e[x] * (e[x] - 1))
                 else:
-                    both = p[a] * p[b]
+                    both = p[x] * p[y]
                 if both > 0:
-                    total += both * (1.0 - _similarity(sim, items[a], items[b]))
-        values.append(total / (L * (L - 1) / 2))
-    return float(np.mean(values)) if values else float("nan")
+                    total += both * (1.0 - _similarity(sim, items[x], items[y]))
+        L = int(part.L[q])
+        out[q] = total / (L * (L - 1) / 2)
+    return out[part.keep]
 
 
-#: Pairs of shown candidates handled at once by :func:`_cosine_diversity`.
-PAIRS_AT_ONCE = 1 << 21
+def _unexpectedness(part: _Part, model: str, k: int, lists: _Lists) -> np.ndarray:
+    """RePlay: ``1 - |top k ∩ baseline's top k| / k`` (expected overlap: the two models' orders of
+    tied candidates are independent), 0 when either list is empty."""
+    log, _ = lists.logs[part.log_index]
+    baseline = lists.inputs_baseline
+    assert baseline is not None  # compute() refuses unexpectedness without one
+    n_q = len(part.L)
+    overlap: np.ndarray = np.zeros(n_q)
+    base_L = np.zeros(n_q, np.int64)
+    theirs = [b for b in lists.parts.get((baseline, k), [])]
+    same = [b for b in theirs if b.log_index == part.log_index]
+    if same:  # the same rows (one score column per model): match rows
+        other = same[0]
+        theirs_p = np.zeros(log.n_rows)
+        theirs_p[other.rows] = other.p
+        overlap = np.bincount(part.qix, weights=part.p * theirs_p[part.rows], minlength=n_q)
+        base_L = other.L
+    else:  # runs kept apart: match (query id, item id)
+        mine = pd.Index(log.queries)
+        n_items = max(len(lists.ids), 1)
+        key = part.qix.astype(np.int64) * n_items + part.item
+        order = np.argsort(key)
+        for other in theirs:
+            olog = lists.logs[other.log_index][0]
+            qpos = mine.get_indexer(pd.Index(olog.queries))
+            oq = qpos[other.qix]
+            ok = oq >= 0
+            okey = oq[ok].astype(np.int64) * n_items + other.item[ok]
+            at = np.searchsorted(key, okey, sorter=order)
+            at = np.minimum(at, max(len(key) - 1, 0))
+            hit = (key[order[at]] == okey) if len(key) else np.zeros(len(okey), bool)
+            rows = order[at[hit]]
+            overlap += np.bincount(part.qix[rows], weights=part.p[rows] * other.p[ok][hit], minlength=n_q)
+            found = qpos >= 0
+            base_L[qpos[found]] = other.L[found]
+    value = np.where((part.L > 0) & (base_L > 0), 1.0 - overlap / k, 0.0)
+    return value[part.keep]
 
 
-def _cosine_diversity(s: pd.DataFrame, unit: dict, expected: bool) -> float:
-    """:func:`_diversity` for the cosine over feature vectors: every pair of candidates of a query
-    at once, queries in chunks (``s`` holds each query's rows together, queries ascending)."""
-    s = s[s["L"].to_numpy() >= 2]
-    if not len(s):
+def _auc(fam: str, part: _Part, log, lists: _Lists, model: str, k: int) -> np.ndarray:
+    from ..engine.rules import comparable_scores, threshold, tie_rule
+    from ..kernels.beyond import auc_numerators
+
+    conv = lists.conv
+    key = (model, part.log_index, k)
+    cache = lists.__dict__.setdefault("_auc", {})
+    if key not in cache:
+        scores = comparable_scores(log.scores[model], conv)
+        tie, items = tie_rule(log, conv, scores)
+        thr = threshold(conv)
+        rel = log.relevant(conv)
+        depth = log.per_query_sum(rel & (scores >= thr)).astype(np.int64) + k
+        cache[key] = auc_numerators(log.offsets, scores, rel, log.grades.astype(np.float64, copy=False), items, thr,
+                                    tie, k, depth)
+    pauc, pap = cache[key]
+    R = part.R.astype(np.float64)
+    if fam == "pauc":
+        return _ratio(pauc, k * R, conv.undefined)[part.keep]
+    return _ratio(pap, k * np.minimum(R, k), conv.undefined)[part.keep]
+
+
+def _rbp_norm(m, part: _Part, conv) -> np.ndarray:
+    """LensKit's RBP with normalize=True: the discounted relevant ranks of the top k over the best
+    the query's R relevant items allow in a list of L: ``sum p^(rank-1) / sum_{i <= min(R, L)} p^(i-1)``."""
+    patience = m.param("p")
+    k = m.k
+    if conv.ties == "expected":  # the mean of p^(r - 1) over the group's ranks r <= k
+        top = np.minimum(part.g + part.e, k)
+        terms = (patience ** part.g - patience ** top) / (1.0 - patience) / part.e
+    else:
+        terms = patience ** (part.g + part.b)
+    num = np.bincount(part.qix, weights=terms * part.rel, minlength=len(part.L))
+    best = np.minimum(part.R, part.L)
+    den = (1.0 - patience ** best) / (1.0 - patience)
+    return _ratio(num, np.where(part.R > 0, den, 0.0), conv.undefined)[part.keep]
+
+
+def _catalog_value(m, parts: list[_Part], lists: _Lists, given: _Given) -> float:
+    """One model's catalogue-level value over all its lists."""
+    n_items = len(lists.ids)
+    if parts:
+        item = np.concatenate([p.item for p in parts])
+        p = np.concatenate([x.p for x in parts])
+    else:
+        item, p = np.zeros(0, np.int64), np.zeros(0)
+    exposure = np.bincount(item, weights=p, minlength=n_items)
+    fam = m.family
+    if fam == "coverage":
+        size = given.catalog_size()
+        if size == 0:
+            return float("nan")
+        sure = np.bincount(item[p >= 1.0], minlength=n_items) > 0
+        frac = p < 1.0  # shown with a chance: missed by every query with prod (1 - p)
+        missed = np.exp(np.bincount(item[frac], weights=np.log1p(-p[frac]), minlength=n_items))
+        covered = np.where(sure, 1.0, np.where(exposure > 0, 1.0 - missed, 0.0))
+        return float(covered.sum() / size)
+    if fam == "gini":
+        return _gini(exposure[exposure > 0], given.catalog_size())
+    if fam == "entropy":
+        total = exposure.sum()
+        if total <= 0:
+            return float("nan")
+        s = exposure[exposure > 0] / total
+        if m.param("variant") == "recbole":
+            return float(-(s * np.log(s)).sum() / len(s))
+        return float(-(s * np.log2(s)).sum())
+    if fam == "personalization":
+        k = m.k
+        U = sum(int(np.count_nonzero(x.L[x.keep] > 0)) for x in parts)
+        if U < 2:
+            return float("nan")
+        squares = float((exposure ** 2).sum() + (p * (1.0 - p)).sum())
+        return float(1.0 - (squares - U * k) / (k * U * (U - 1)))
+    raise ParameterError(f"{m}: no such catalogue-level family here.")  # pragma: no cover
+
+
+def _gini(exposures: np.ndarray, size: int) -> float:
+    """Gini index of the exposures of the ``size`` items of the catalogue (items never shown: 0):
+    ``sum_i (2i - n - 1) x_(i) / (n sum x)`` over the exposures sorted ascending, i = 1..n."""
+    total = exposures.sum()
+    if size == 0 or total <= 0:
         return float("nan")
-    q = s["query"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-    ends = np.r_[starts[1:], len(q)]
-    L = s["L"].to_numpy()[starts].astype(np.float64)
-    V = np.stack([unit[i] for i in s["item"]])
-    p, g, e = s["p"].to_numpy(), s["g"].to_numpy(), s["e"].to_numpy()
-    filled = np.round(p * e)
-    within = filled * (filled - 1) / np.where(e > 1, e * (e - 1), 1)  # both in one tie group's slots
-    query_of = np.repeat(np.arange(len(starts)), ends - starts)
-    partners = np.repeat(ends, ends - starts) - np.arange(len(q)) - 1  # later rows of the same query
-    totals = np.zeros(len(starts))
-    lo = 0
-    while lo < len(q):  # rows lo..hi: about PAIRS_AT_ONCE pairs
-        hi = lo + 1 + int(np.searchsorted(np.cumsum(partners[lo:]), PAIRS_AT_ONCE))
-        hi = min(hi, len(q))
-        count = partners[lo:hi]
-        ia = np.repeat(np.arange(lo, hi), count)
-        ib = ia + 1 + np.arange(len(ia)) - np.repeat(np.cumsum(count) - count, count)
-        pair = p[ia] * p[ib]
-        if expected:
-            pair = np.where(g[ia] == g[ib], within[ia], pair)
-        dis = 1.0 - np.einsum("ij,ij->i", V[ia], V[ib])
-        totals += np.bincount(query_of[ia], weights=pair * dis, minlength=len(starts))
-        lo = hi
-    return float(np.mean(totals / (L * (L - 1) / 2)))
+    # the items never shown take the first size - m places with x = 0: only the m shown are summed
+    # (a catalogue of 10**12 items is never materialised)
+    x = np.sort(exposures)
+    i = np.arange(size - len(x) + 1, size + 1, dtype=np.float64)
+    return float(((2 * i - size - 1) * x).sum() / (float(size) * total))

@@ -127,31 +127,6 @@ class CpuBackend:
         p = cpu.inclusion(offsets, scores, rel, grades, items, thr, tie, np.array([k], np.int64))
         return rank, scores, rel, p, rq
 
-    def exposure(self, log: GroupedLog, R, conv: Conventions, model: str, k: int) -> pd.DataFrame:
-        """The candidates of ``model`` that may be in the top k of an evaluated query of ``log``
-        (:meth:`~topkeval.Results.beyond_accuracy`): ``query`` (its position in the log), ``item``,
-        ``p`` (the chance it is in the top k), its tie group's ``g`` (candidates above) and ``e``
-        (size), and ``L`` = min(k, candidates of the query at or above ``score_threshold``)."""
-        from ..kernels import cpu
-
-        if log.items is None:
-            raise ParameterError("beyond_accuracy counts items, but these results were evaluated without item ids: "
-                                 "pass item='<column>' to evaluate.")
-        rel = log.relevant(conv)
-        if R is None:
-            R = log.per_query_sum(rel)
-        keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
-        scores = comparable_scores(log.scores[model], conv)
-        grades = log.grades.astype(np.float64, copy=False)
-        tie, items = tie_rule(log, conv, scores)
-        thr = threshold(conv)
-        p, g, e = cpu.exposure(log.offsets, scores, rel, grades, items, thr, tie, np.full(log.n_queries, k, np.int64))
-        q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-        n_kept = log.per_query_sum((scores >= thr).astype(np.int64))
-        rows = np.flatnonzero((p > 0) & keep[q_of_row])
-        return pd.DataFrame({"query": q_of_row[rows], "item": pd.Series(log.item_ids(log.items[rows]), dtype=object),
-                             "p": p[rows], "g": g[rows], "e": e[rows], "L": np.minimum(k, n_kept[q_of_row[rows]])})
-
     def items_changed(self, evaluation, baseline: str, model: str, metric: str):
         """``(gained, lost)``: per query, the relevant items whose chance of being in the top k rose /
         fell from ``baseline`` to ``model`` (k = R for r_precision); None when the evaluation keeps no

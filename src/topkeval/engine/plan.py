@@ -113,6 +113,10 @@ def make_plan(metrics, conv: Conventions) -> Plan:
 def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[str, ...] = ()) -> Plan:
     mets = tuple(mets)
     for m in mets:
+        if FAMILIES[m.family].beyond:
+            raise ParameterError(f"{m} is a beyond-accuracy metric: it reads the items of each top k again, which this "
+                                 "evaluation cannot. Evaluate a table in memory with item='<column>' (tk.evaluate), or "
+                                 "add it to such results with res.with_beyond([...]).")
         allowed = FAMILIES[m.family].ties
         if allowed is not None and conv.ties not in allowed:
             raise ParameterError(

@@ -7,11 +7,13 @@ in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that de
 ``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp) and
 ``judged`` (judged@k, bpref, iprec, iprec_avg, auc, err) and ``trec`` (trec_eval's other measures:
 set_map, utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret).
+``beyond`` registers the beyond-accuracy families (novelty, diversity, coverage...), which read
+each top k's items again instead (:mod:`topkeval.analysis.beyond`).
 """
 
 import numpy as np
 
-from . import judged, rankbased, setbased, trec  # noqa: F401  (each registers its families)
+from . import beyond, judged, rankbased, setbased, trec  # noqa: F401  (each registers its families)
 from .registry import FAMILIES, DcgSpec, Family, Param
 
 

@@ -210,6 +210,11 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
         return _gain_value(text, full, fam)
     if p.kind == "levels":
         return _levels_value(p, text, full, fam)
+    if p.kind == "choice":
+        word = text.strip().lower()
+        if word not in p.choices:
+            raise _bad(full, fam, f"{p.name} must be one of {', '.join(p.choices)}")
+        return word
     value = _number(text.strip())
     if p.kind == "real" and value is None:
         raise _bad(full, fam, f"{p.name} must be a finite number")

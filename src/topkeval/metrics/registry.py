@@ -53,8 +53,9 @@ class Param:
 
     ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)),
     ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade), ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``),
-    ``"real"`` (any finite number) or ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept
-    ascending). A parameter with
+    ``"real"`` (any finite number), ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept
+    ascending) or ``"choice"`` (one of the words of ``choices``: which peer's definition,
+    ``variant=replay``). A parameter with
     a ``default`` may be left out, and is left out of the canonical name when it has that value.
     """
 
@@ -62,6 +63,7 @@ class Param:
     kind: str
     default: object = None
     required: bool = True
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,8 @@ class Family:
     trec_params: Callable | None = None  # trec_eval's "name.x,y" text -> the parameters ("p=v,...") of each metric
     mults: Callable | None = None  # metric -> multipliers of R, for families that need "h_mult"
     walk: Callable | None = None  # (metric, conventions) -> the DcgSpec of the gains, for families that need "gain_walk"
+    beyond: str | None = None  # a beyond-accuracy family, read off each model's top k items again (not from the
+    # kernel's statistics, see topkeval.metrics.beyond): "query" (a value per query), "catalog" (one per model)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -139,7 +143,8 @@ class Family:
                 out.append(f"{self.name}({p.name}=exp){cut}")
                 out.append(f"{self.name}({p.name}={{1:3,2:7}}){cut}")
             elif not p.required:
-                out.append(f"{self.name}({p.name}={_EXAMPLE[p.kind]}){cut}")
+                value = next(c for c in p.choices if c != p.default) if p.kind == "choice" else _EXAMPLE[p.kind]
+                out.append(f"{self.name}({p.name}={value}){cut}")
         return out
 
 
@@ -160,11 +165,12 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
              undefined: str = "never", ips: str | None = None, geometric: bool = False,
-             trec_params: Callable | None = None, mults: Callable | None = None, walk: Callable | None = None):
+             trec_params: Callable | None = None, mults: Callable | None = None, walk: Callable | None = None,
+             beyond: str | None = None):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
-            or ips not in (None, "ips", "snips")):
+            or ips not in (None, "ips", "snips") or beyond not in (None, "query", "catalog")):
         raise ValueError(f"bad registry entry {name!r}")  # a programming error, not a user's
 
     def wrap(function):
@@ -172,7 +178,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips, geometric, trec_params, mults, walk)
+                                undefined, ips, geometric, trec_params, mults, walk, beyond)
         return function
 
     return wrap
