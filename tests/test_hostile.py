@@ -499,7 +499,9 @@ def _cli(*args):
 def test_cli_pipe_closed_early_is_not_an_error():
     proc = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m topkeval demo --queries 50 | head -1"],
                           capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout.startswith("Example log") and proc.stderr == ""
+    # nothing on stderr but, on a slow or loaded machine, the notice that the kernels compile (or load slowly)
+    other = [line for line in proc.stderr.splitlines() if not line.startswith("topkeval: compiling its kernels")]
+    assert proc.returncode == 0 and proc.stdout.startswith("Example log") and other == [], proc.stderr
 
 
 def test_cli_version_and_help():
