@@ -16,10 +16,11 @@ import pandas as pd
 
 from ..conventions import Conventions
 from ..engine.plan import Plan
-from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, threshold, tie_rule
+from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, gains_of, threshold, tie_rule
 from ..errors import ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
+from ..metrics.registry import CWL_DEPTH
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class CpuBackend:
                                              minlength=log.n_queries)
         if plan.ranked:
             _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
+        st.seq = np.zeros((0, log.n_queries))
+        if plan.seq_specs:
+            _sequence_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, longest)
         return st
 
     def expected_in_top(self, log: GroupedLog, conv: Conventions, model: str, k: int, rows: np.ndarray,
@@ -184,6 +188,34 @@ def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgme
     st.judged, st.bpref_sum, st.iprec, st.auc_sum, st.err = out.judged, out.bpref, out.iprec, out.auc, out.err
     st.infap_sum = out.infap
     st.iprec_levels, st.err_grades = plan.iprec_levels, plan.err_grades
+
+
+def _sequence_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
+                    rel: np.ndarray, grade: np.ndarray, tie: int, items: np.ndarray, thr: float, longest: int) -> None:
+    """The statistics of each list in rank order (:mod:`topkeval.kernels.sequence`), into ``st``:
+    the rows ranked once by the tie rule (deterministic: the plan refuses ``ties="expected"``)."""
+    from ..kernels import cpu, sequence
+    from ..metrics import DcgSpec
+
+    kept = scores >= thr
+    rank = cpu.ranks(log.offsets, np.where(kept, scores, -np.inf), rel, grade, items, tie, max(longest, 1))
+    rank[~kept] = 0
+    out = np.empty((len(plan.seq_specs), log.n_queries))
+    for v, spec in enumerate(plan.seq_specs):
+        if spec[0] == "cwl":
+            _, kind, k, param, gain = spec
+            gains = gains_of(log.grades, DcgSpec(gain))
+            judged = log.judged_rows()
+            if not judged.all():  # a candidate without a judgment gains nothing (cwl_eval's worst case)
+                gains[~judged] = 0.0
+            out[v] = sequence.cwl(log.offsets, rank, gains, kind, k, param, CWL_DEPTH)
+        elif spec[0] == "compat":
+            out[v] = sequence.compat(log.offsets, rank, rel, log.grades, judgments.R, judgments.offsets,
+                                     judgments.grades, plan.conv.is_relevant(np.asarray(judgments.grades)), spec[1],
+                                     spec[2])
+        else:  # accuracy
+            out[v] = sequence.accuracy(log.offsets, rank, rel, spec[1])
+    st.seq, st.seq_specs = out, plan.seq_specs
 
 
 def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:

@@ -697,14 +697,14 @@ class MatrixBackend:
 
 def counted_on_device(plan) -> bool:
     """Whether :mod:`topkeval.kernels.torch_counts` gives every statistic of ``plan``: not the
-    second pass (judged, bpref, ...), not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
+    second pass (judged, bpref, ...) nor the statistics of lists in rank order, not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
     ordered as text), not ``ties="ranx"`` (its order depends on the whole row), and no grade-0 cell
     relevant or with a gain (then every cell would count)."""
     from ..engine.rules import UNJUDGED_GAINS, gains_of
 
     conv = plan.conv
     zero = np.zeros(1)
-    if plan.ranked or conv.is_relevant(zero)[0] or conv.ties == "ranx":
+    if plan.ranked or plan.seq_specs or conv.is_relevant(zero)[0] or conv.ties == "ranx":
         return False
     if conv.ties in ("item_desc", "item_asc") and conv.item_order == "text":
         return False

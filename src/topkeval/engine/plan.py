@@ -42,6 +42,8 @@ class Plan:
         The recall levels of interpolated precision needed, ascending.
     err_grades : tuple of float
         The maximum grades of the expected reciprocal ranks needed.
+    seq_specs : tuple
+        The sequence statistics needed (the registry's ``seq``: one spec per distinct one).
     labels : tuple of str
         Each metric's column label: the name as the user wrote it, blanks removed
         (:func:`topkeval.metrics.names.labelled_metrics`); by default its canonical name.
@@ -58,6 +60,7 @@ class Plan:
     iprec_levels: tuple[float, ...] = ()
     err_grades: tuple[float, ...] = ()
     labels: tuple[str, ...] = ()
+    seq_specs: tuple = ()
 
     def parts(self) -> list[Plan]:
         """The plans whose statistics one kernel pass gives: this plan, or, under
@@ -127,12 +130,15 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[st
                 specs.append(spec)
     levels: set[float] = set()
     grades: set[float] = set()
+    sequences: list = []
     for m in mets:
         fam = FAMILIES[m.family]
         if fam.levels is not None:
             levels.update(fam.levels(m))
         if fam.err is not None:
             grades.add(fam.err(m))
+        if fam.seq is not None and fam.seq(m) not in sequences:
+            sequences.append(fam.seq(m))
     return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
                 tuple(specs), positive_hits, frozenset(needs & RANKED_STATISTICS), tuple(sorted(levels)),
-                tuple(sorted(grades)), labels)
+                tuple(sorted(grades)), labels, tuple(sequences))

@@ -206,7 +206,14 @@ def _int_if_whole(x: float):
 def _param_value(p: Param, text: str, full: str, fam: Family):
     if p.kind == "gain":
         return _gain_value(text, full, fam)
-    value = _number(text.strip())
+    if p.kind == "bool":
+        flag = text.strip().strip("'\"").lower()
+        if flag not in ("true", "false", "1", "0"):
+            raise _bad(full, fam, f"{p.name} must be true or false")
+        return flag in ("true", "1")
+    value = _number(text.strip().strip("'\""))
+    if p.kind == "number" and value is None:
+        raise _bad(full, fam, f"{p.name} must be a finite number")
     if p.kind in ("positive", "grade") and (value is None or value <= 0):
         raise _bad(full, fam, f"{p.name} must be a positive finite number")
     if p.kind == "unit" and (value is None or not is_unit(value)):
@@ -221,18 +228,18 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
     if params is not None:
         if not fam.params:
             raise _bad(full, fam, f"{fam.name} takes no parameters")
-        by_name = {p.name: p for p in fam.params}
+        by_name = {p.name.lower(): p for p in fam.params}
         for part in _split_top(params):
             name, sep, value = part.partition("=")
             name = name.strip().lower()
             if name == "gains":  # ir_measures' spelling
                 name = "gain"
             if not sep or name.startswith("{"):  # a lone value: the family's first parameter
-                name, value = fam.params[0].name, part
+                name, value = fam.params[0].name.lower(), part
             if name not in by_name:
                 raise _bad(full, fam, f"{fam.name} has no parameter {name!r}; it takes "
                                       + ", ".join(p.name for p in fam.params))
-            values[name] = _param_value(by_name[name], value, full, fam)
+            values[by_name[name].name] = _param_value(by_name[name], value, full, fam)
     out = []
     for p in fam.params:
         if p.name not in values:
@@ -241,6 +248,9 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
             continue
         if values[p.name] != p.default:
             out.append((p.name, values[p.name]))
+    low, high = dict(out).get("min_rel", 0.0), dict(out).get("max_rel")
+    if high is not None and not low < high:
+        raise _bad(full, fam, f"max_rel ({format_value(high)}) must be above min_rel ({format_value(low)})")
     return tuple(out)
 
 

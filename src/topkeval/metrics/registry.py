@@ -23,7 +23,10 @@ A second pass over the whole order of each list (:mod:`topkeval.kernels.ranked`)
 (judged candidates in the top k), ``bpref`` (trec_eval's bpref sum), ``iprec`` (interpolated
 precision at the recall levels the metrics declare), ``auc`` (correctly ordered pairs), ``err``
 (expected reciprocal rank under the maximum grades the metrics declare) and ``infap`` (trec_eval's
-inferred AP sum).
+inferred AP sum). ``seq`` is one value per query for each sequence the metrics declare (``seq=``: a
+metric -> a hashable spec), computed from each list in rank order (:mod:`topkeval.kernels.sequence`):
+the C/W/L measures whose user model adapts to the gains seen, Clarke et al.'s compatibility,
+ir_measures' Accuracy.
 
 A family that is exact only under some tie rules lists them in ``ties``; the plan refuses the
 others with a :class:`~topkeval.errors.ParameterError` rather than give an inexact number.
@@ -36,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 #: The statistics a family may ask of the kernel (besides the counts every kernel returns).
-STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err", "infap"})
+STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err", "infap", "seq"})
 
 #: The statistics of the second pass (:mod:`topkeval.kernels.ranked`).
 RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err", "infap"})
@@ -47,7 +50,9 @@ class Param:
     """A parameter of a family: ``fbeta(beta=0.5)``, ``ndcg(gain=exp)``, ``rbp(p=0.8)``.
 
     ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)),
-    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade) or ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``). A parameter with
+    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade),
+    ``"number"`` (any finite number), ``"bool"`` (true or false) or ``"gain"`` (``linear``, ``exp``,
+    ``binary`` or a map of grades to gains, ``{1:3,2:7}``). A parameter with
     a ``default`` may be left out, and is left out of the canonical name when it has that value.
     """
 
@@ -69,12 +74,29 @@ class DcgSpec:
     ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
     (p ** (rank - 1)). ``signed`` (``negative_grades="gain"``): a negative grade gains its own,
     negative, value (linear, unlisted in a map; ``2**grade - 1`` under exp), and the ideal DCG
-    ranks every judged item's gain, zero and negative ones included (torchmetrics).
+    ranks every judged item's gain, zero and negative ones included (torchmetrics). A
+    :class:`ScaledGain` is cwl_eval's gain (the grade clipped to a range and scaled to [0, 1]);
+    ``("cwl", kind, param)`` a discount of cwl_eval's measures (:func:`topkeval.engine.rules.discounts`).
     """
 
     gain: object = "linear"
     discount: object = "log2"
     signed: bool = False
+
+
+#: The depth cwl_eval evaluates every list to (its ``max_n``): gains are padded with 0 to it, ranks
+#: beyond it are cut, and the measures that continue past a list normalise over it.
+CWL_DEPTH = 1000
+
+
+@dataclass(frozen=True)
+class ScaledGain:
+    """cwl_eval's gain of a judged candidate (as ir_measures passes grades to it): the grade (negative
+    grades 0) clipped to ``[low, high]`` and scaled to [0, 1], ``(min(max(max(grade, 0), low), high) -
+    low) / (high - low)``; 0 for a candidate without a judgment."""
+
+    low: float
+    high: float
 
 
 @dataclass(frozen=True)
@@ -106,6 +128,8 @@ class Family:
     undefined: str = "never"  # when a query's value is undefined (conventions' ``undefined`` is given instead)
     ips: str | None = None  # under inverse propensity weights: "ips" (a sum of per-item terms: unbiased),
     # "snips" (a ratio of such sums: self-normalised, consistent), None (no such estimator: refused)
+    seq: Callable | None = None  # metric -> the spec of its sequence statistic, for families that need "seq"
+    uncut: str | None = None  # the family a name of this one without a cutoff means (precision -> set_precision)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -122,16 +146,19 @@ class Family:
         out = [base + "@3"] if self.cutoff != "none" else [base]
         if self.cutoff == "optional":
             out.append(base)
+        required = "".join(f",{p.name}={_EXAMPLE[p.kind]}" for p in self.params if p.required)
         for p in self.params:
             if not p.required and p.kind == "gain":
-                out.append(f"{self.name}({p.name}=exp)@3")
-                out.append(f"{self.name}({p.name}={{1:3,2:7}})@3")
+                out.append(f"{self.name}({p.name}=exp{required})@3")
+                out.append(f"{self.name}({p.name}={{1:3,2:7}}{required})@3")
             elif not p.required:
-                out.append(f"{self.name}({p.name}={_EXAMPLE[p.kind]})" + ("@3" if self.cutoff != "none" else ""))
+                out.append(f"{self.name}({p.name}={_EXAMPLE[p.kind]}{required})"
+                           + ("@3" if self.cutoff != "none" else ""))
         return out
 
 
-_EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp"}
+_EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp", "number": "1",
+            "bool": "false"}
 
 FAMILIES: dict[str, Family] = {}
 
@@ -146,7 +173,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
-             undefined: str = "never", ips: str | None = None):
+             undefined: str = "never", ips: str | None = None, seq: Callable | None = None, uncut: str | None = None):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
@@ -158,7 +185,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips)
+                                undefined, ips, seq, uncut)
         return function
 
     return wrap
@@ -168,6 +195,8 @@ def format_value(value) -> str:
     """A parameter value in a canonical name: ``0.5``, ``2``, ``exp``, ``{1:3,2:7}``."""
     if isinstance(value, tuple):
         return "{" + ",".join(f"{format_value(g)}:{format_value(v)}" for g, v in value) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
