@@ -10,6 +10,7 @@ float32 before they are compared (``score_precision="float32"``), item ids compa
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import struct
@@ -198,6 +199,20 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
             total += stop * decay / (p + 1)
             decay *= 1 - stop
         return total
+    if family in CWL:  # beta carries the parameters
+        return _cwl(family, k, beta, triples)
+    if family == "compat":
+        return _compat(triples, R, conv, judged, beta["p"], beta["normalize"], und)
+    if family == "accuracy":  # ir_measures' AccuracyEvaluator, transcribed
+        nonrels = [0]
+        for relevant in ranked[: len(ranked) if k is None else k]:
+            if relevant:
+                nonrels.append(nonrels[-1])
+            else:
+                nonrels[-1] += 1
+        if len(nonrels) < 2 or nonrels[-1] == 0:
+            return und
+        return 1.0 - sum(nonrels[:-1]) / (float(nonrels[-1]) * (len(nonrels) - 1))
     if family in COUNTS_FOUND and conv.get("nonpositive_scores") == "miss":
         found = [bool(r) and s > 0 for r, _, s, _ in triples]  # torchmetrics: kept in place, never found
     else:
@@ -248,6 +263,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "set_f":
         b2 = (beta if beta is not None else 1.0) ** 2
         return _div((1 + b2) * hits_all, b2 * R + n, und)
+    if family == "set_ap":
+        return _div(hits_all * hits_all, n * R, und)
     if family == "set_relative_precision":
         return _div(hits_all, min(n, R), und)
     N = n - hits_all
@@ -282,6 +299,79 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "tn":
         return N - (kk - h)
     raise ValueError(family)
+
+
+#: cwl_eval's measures: each list padded with gain 0 to, and cut at, this many ranks.
+CWL_DEPTH = 1000
+CWL = {"insq", "sdcg", "bpm", "inst", "nerr8", "nerr9", "nerr10", "nerr11"}
+
+
+def _cwl(family, k, params, triples):
+    """cwl_eval's expected utility per item: the gains (clipped, scaled, 0 without a judgment) padded
+    to 1000 ranks, the continuation probabilities C of each measure (cwl/ruler/measures), then
+    W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j and sum_i W_i g_i, term by term."""
+    low, high = params.get("min_rel", 0.0), params["max_rel"]
+    gains = [(min(max(max(g, 0), low), high) - low) / (high - low) if j else 0.0 for _, g, _, j in triples]
+    return _cwl_of_gains(family, k, params.get("T", 1.0), params.get("p", 0.9), tuple(gains))
+
+
+@functools.lru_cache(maxsize=100_000)  # the orders of a tie group often give the same gains
+def _cwl_of_gains(family, k, T, p, gains):
+    gains = (list(gains) + [0.0] * CWL_DEPTH)[:CWL_DEPTH]
+    cont, seen = [], 0.0
+    for i, g in enumerate(gains, start=1):
+        seen += g
+        if family == "insq":
+            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2
+        elif family == "sdcg":
+            c = math.log2(i + 1) / math.log2(i + 2) if i < k else 0.0
+        elif family == "bpm":
+            c = 1.0 if seen < T and i < k else 0.0
+        elif family == "inst":
+            t_i = T - seen
+            c = ((i + T + t_i - 1) / (i + T + t_i)) ** 2
+        elif family == "nerr8":
+            c = 1 - g if i < k else 0.0
+        elif family == "nerr9":
+            c = i / (i + 1) * (1 - g) if i < k else 0.0
+        elif family == "nerr10":
+            c = p * (1 - g)
+        else:  # nerr11
+            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2 * (1 - g)
+        cont.append(c)
+    reach, total, value = 1.0, 0.0, 0.0
+    for i, g in enumerate(gains):
+        total += reach
+        value += reach * g
+        reach *= cont[i]
+    return value / total
+
+
+def _compat(triples, R, conv, judged, p, normalize, und):
+    """Clarke et al.'s compatibility as rank-biased overlap (ir_measures' compat_provider): the ideal
+    ranks the relevant items by grade, equal grades in the list's order, the items the list misses
+    after those it has; the overlap of each pair of prefixes is counted item by item."""
+    if R == 0:
+        return und
+    listed = [(("listed", i), g) for i, (r, g, _, _) in enumerate(triples) if r]
+    missed = sorted(judged_grade for judged_grade in judged if _is_rel(judged_grade, conv))
+    for _, g in listed:
+        missed.remove(g)
+    entries = [(-g, 0, i, item) for i, (item, g) in enumerate(listed)]
+    entries += [(-g, 1, i, ("missed", i)) for i, g in enumerate(missed)]
+    ideal = [item for *_, item in sorted(entries)]
+    ranking = [("listed", i) for i in range(len(triples))]
+
+    def rbo(a, b):
+        depth = max(len(ranking), len(ideal))
+        score = norm = 0.0
+        for d in range(1, depth + 1):
+            score += p ** (d - 1) * len(set(a[:d]) & set(b[:d])) / d
+            norm += p ** (d - 1)
+        return score / norm
+
+    value = rbo(ranking, ideal)
+    return value / rbo(ideal, ideal) if normalize else value
 
 
 def _is_rel(grade, conv) -> bool:

@@ -59,6 +59,33 @@ def conventions(draw):
     }
 
 
+#: the families of tests/reference.py's ``_cwl`` (cwl_eval's C/W/L measures) and their parameters
+CWL = {"insq": ("T",), "sdcg": (), "bpm": ("T",), "inst": ("T",), "nerr8": (), "nerr9": (), "nerr10": ("p",),
+       "nerr11": ("T",)}
+
+
+def sequence_params(draw, fam):
+    """``(text, params)`` of a family with parameters drawn: the text as the canonical name writes it
+    (defaults left out, so that no metric is drawn under two names), the params for tests/reference.py."""
+    if fam in CWL:
+        low, high = draw(st.sampled_from([(0, 1), (0, 3), (1, 3), (-1, 2)]))
+        params = {"min_rel": low, "max_rel": high}
+        if "T" in CWL[fam]:
+            params["T"] = draw(st.sampled_from([1.0, 2.0, 0.5]))
+        if "p" in CWL[fam]:
+            params["p"] = draw(st.sampled_from([0.9, 0.5]))
+        defaults = {"T": 1.0, "p": 0.9, "min_rel": 0}
+        order = [n for n in ("T", "p", "min_rel", "max_rel") if n in params]
+        text = ",".join(f"{n}={params[n]:g}" for n in order if defaults.get(n) != params[n])
+        return text, params
+    if fam == "compat":
+        params = {"p": draw(st.sampled_from([0.95, 0.5])), "normalize": draw(st.booleans())}
+        text = ",".join(([f"p={params['p']:g}"] if params["p"] != 0.95 else [])
+                        + ([] if params["normalize"] else ["normalize=false"]))
+        return text, params
+    return "", None
+
+
 @st.composite
 def metric_specs(draw):
     """(name, family, k, beta) tuples, with the canonical name the engine must print."""
@@ -80,13 +107,16 @@ def metric_specs(draw):
             params.append("gain=exp")
         elif gain is not None:
             params.append("gain={" + ",".join(f"{g}:{v}" for g, v in gain) + "}")
+        if fam in CWL or fam == "compat":
+            text, beta = sequence_params(draw, fam)
+            params += [text] if text else []
         if fam == "iprec":
             params.append(f"recall={beta:g}")
         elif fam == "err":
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
         elif fam == "rbp_resid":
             params += [f"p={beta:g}"] if beta != 0.9 else []  # 0.9 is the default
-        elif beta is not None:
+        elif beta is not None and not isinstance(beta, dict):
             params.append(f"p={beta:g}" if fam in ("rbp", "rbp_residual") else f"beta={beta:g}")
         name = fam + (f"({','.join(params)})" if params else "") + (f"@{k}" if k else "")
         out.append((name, fam, k, beta, gain))
@@ -95,6 +125,9 @@ def metric_specs(draw):
         k = draw(st.integers(1, 8))
         beta = draw(st.sampled_from([0.5, 2.0])) if fam == "fbeta" else None
         name = f"fbeta(beta={beta:g})@{k}" if fam == "fbeta" else f"{fam}@{k}"
+        if fam in CWL:
+            text, beta = sequence_params(draw, fam)
+            name = f"{fam}({text})@{k}"
         if name not in [o[0] for o in out]:
             out.append((name, fam, k, beta))
     return out

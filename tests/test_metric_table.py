@@ -48,7 +48,8 @@ LOG = pd.DataFrame({"query": [1, 1, 1, 2, 2, 3, 3, 3, 3], "item": list("abcabcde
 ON_LOG = {"R = 0": {1}, "R = 0 (shrink: min(R, n) = 0)": {1}, "R = 0, or an empty list": {1}, "min(n, R) = 0": {1},
           "ideal DCG = 0": {1}, "N = 0": {2}, "no relevant or no non-relevant candidate retrieved": {1, 2},
           "never": set(), "shrink and n = 0": set(), "shrink, n = 0 and R = 0": set(), "n = 0": set(),
-          "n = 0 and R = 0": set()}
+          "n = 0 and R = 0": set(), "R = 0 or n = 0": {1},
+          "no relevant or no non-relevant candidate in the top k": {1, 2}}
 
 
 def test_each_family_is_undefined_where_its_registry_entry_says():

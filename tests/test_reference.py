@@ -82,7 +82,19 @@ EVERY_FAMILY = [
     ("bpref", "bpref", None, None, None), ("auc", "auc", None, None, None),
     ("iprec(recall=0.5)", "iprec", None, 0.5, None), ("iprec(recall=0.3)", "iprec", None, 0.3, None),
     ("iprec_avg", "iprec_avg", None, None, None), ("infap", "infap", None, None, None),
-    ("unj@2", "unj", 2, None), ("rbp_resid", "rbp_resid", None, 0.9, None),
+    ("unj@2", "unj", 2, None), ("rbp_resid", "rbp_resid", None, 0.9, None), ("set_ap", "set_ap", None, None, None),
+    ("insq(T=2,max_rel=3)", "insq", None, {"T": 2.0, "max_rel": 3}, None),
+    ("sdcg(min_rel=1,max_rel=3)@2", "sdcg", 2, {"min_rel": 1, "max_rel": 3}),
+    ("bpm(max_rel=2)@3", "bpm", 3, {"max_rel": 2}), ("bpm(T=0.5,min_rel=-1,max_rel=2)@9", "bpm", 9,
+                                                        {"T": 0.5, "min_rel": -1, "max_rel": 2}),
+    ("inst(T=2,max_rel=2)", "inst", None, {"T": 2.0, "max_rel": 2}, None),
+    ("nerr8(max_rel=3)@2", "nerr8", 2, {"max_rel": 3}), ("nerr9(min_rel=-1,max_rel=2)@3", "nerr9", 3,
+                                                         {"min_rel": -1, "max_rel": 2}),
+    ("nerr10(p=0.5,max_rel=3)", "nerr10", None, {"p": 0.5, "max_rel": 3}, None),
+    ("nerr11(T=2,max_rel=1)", "nerr11", None, {"T": 2.0, "max_rel": 1}, None),
+    ("compat", "compat", None, {"p": 0.95, "normalize": True}, None),
+    ("compat(p=0.5,normalize=false)", "compat", None, {"p": 0.5, "normalize": False}, None),
+    ("accuracy", "accuracy", None, None, None), ("accuracy@3", "accuracy", 3, None),
 ]
 
 

@@ -20,6 +20,7 @@ set_precision           r / n  (trec_eval set_P)                    n = 0
 set_recall              r / R  (trec_eval set_recall)               R = 0
 set_f(beta=b)           (1 + b^2) r / (b^2 R + n)  (set_F)           R + n = 0
 set_relative_precision  r / min(n, R)  (set_relative_P)             min(n, R) = 0
+set_ap                  r^2 / (n R)  (set_map, ir_measures SetAP)   n = 0 or R = 0
 num_ret, num_rel        n, R                                        never
 num_rel_ret             r                                           never
 ======================  ==========================================  ==========================
@@ -188,6 +189,15 @@ def set_f(st, m, conv):
           formula="num_rel_ret / min(n, R)")
 def set_relative_precision(st, m, conv):
     return ratio(st.rel_ret, np.minimum(st.n, st.R), conv.undefined)
+
+
+@register("set_ap", undefined="R = 0 or n = 0", needs_all_relevant=True, cutoff="none", aliases=("setap",),
+          trec_uncut="set_map",
+          summary="unranked average precision of the whole list: set_precision x set_recall (trec_eval set_map, "
+                  "ir_measures SetAP)",
+          formula="num_rel_ret^2 / (n R)")
+def set_ap(st, m, conv):
+    return ratio(st.rel_ret.astype(np.float64) ** 2, st.n.astype(np.float64) * st.R, conv.undefined)
 
 
 @register("num_ret", undefined="never", cutoff="none", aliases=("numret",), bounded=False, trec_uncut="num_ret", summed=True,
