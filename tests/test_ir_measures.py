@@ -209,7 +209,9 @@ def test_cwl_measures_equal_cwl_eval(seed, tmp_path, monkeypatch):
                 SDCG(max_rel=2) @ 2000: "sdcg(max_rel=2)@2000", NERR8(max_rel=3) @ 10: "nerr8(max_rel=3)@10",
                 NERR9(max_rel=3) @ 5: "nerr9(max_rel=3)@5", NERR10(p=0.8, max_rel=3): "nerr10(p=0.8,max_rel=3)",
                 NERR11(T=2, max_rel=3): "nerr11(T=2,max_rel=3)", INST(T=0.5, min_rel=1, max_rel=2):
-                "inst(T=0.5,min_rel=1,max_rel=2)"}
+                "inst(T=0.5,min_rel=1,max_rel=2)",
+                # min_rel below 0: a judged grade 0 (or -1) gains 1/3, an item without a judgment 0
+                INSQ(min_rel=-1, max_rel=2): "insq(min_rel=-1,max_rel=2)"}
     theirs = _theirs(ir_measures.cwl_eval, list(measures), run, qrels)
     res = tk.evaluate(run, qrels=qrels, item="item", metrics=list(measures.values()), ties="first",
                       empty_queries="keep", missing_queries="zero")

@@ -58,6 +58,7 @@ BEYOND = "tests/test_beyond.py"
 COMPARE = "tests/test_compare.py"
 TREC = "tests/test_trec.py"
 GAIN_MAPS = "tests/test_reference.py::test_gain_maps_on_a_score_matrix"  # grade-0 cells of a matrix in the ideal DCG
+IRM = "tests/test_ir_measures.py"  # ir_measures' measures: its own test cases, and random runs against it
 LAYERS = "tests/test_layers.py"  # the parameter layer, the safe writer, the CLI's lines, result column names
 OUTPUTS = "tests/test_outputs.py"  # the safe writer
 OWNED = ("tests/test_hostile_data.py::test_results_do_not_see_the_input_changed_in_place "
@@ -750,6 +751,42 @@ _LIST: list[Mutation] = [
       "ratio = (num0[qs] + num_gain * within) / (den0[qs] + den_gain)", f"{UNB}::test_bounds_by_hand"),
     M("analysis/clicks.py", "row[\"lower\"], row[\"upper\"] = (lo, hi) if family in _TOP_UP else (hi, lo)",
       "row[\"lower\"], row[\"upper\"] = (lo, hi)", f"{UNB}::test_bounds_contain_the_truth"),
+    # --- ir_measures' SetAP, Compat, Accuracy; cwl_eval's C/W/L measures (kernels/sequence.py, metrics/sequence.py)
+    M("metrics/setbased.py", "return ratio(st.rel_ret.astype(np.float64) ** 2, st.n.astype(np.float64) * st.R,",
+      "return ratio(st.rel_ret.astype(np.float64), st.n.astype(np.float64) * st.R,", f"{IRM}::test_set_ap_test_case"),
+    M("engine/rules.py", "return (np.clip(np.maximum(grades, 0.0), low, high) - low) / (high - low)",
+      "return (np.clip(grades, low, high) - low) / (high - low)", f"{IRM}::test_cwl_measures_equal_cwl_eval[0]"),
+    M("engine/rules.py", "d[CWL_DEPTH:] = 0.0", "d[CWL_DEPTH + 1:] = 0.0", f"{IRM}::test_cwl_measures_equal_cwl_eval[0]"),
+    M("engine/rules.py", "d = 1.0 / (ranks + 2.0 * spec.discount[2] - 1.0) ** 2 if",
+      "d = 1.0 / (ranks + 2.0 * spec.discount[2]) ** 2 if", f"{IRM}::test_cwl_by_hand"),
+    M("metrics/sequence.py", "return float((1.0 / (i + 2.0 * T - 1.0) ** 2).sum())",
+      "return float((1.0 / (i + 2.0 * T) ** 2).sum())", f"{IRM}::test_cwl_by_hand"),
+    M("metrics/sequence.py", "np.arange(2, min(k, CWL_DEPTH) + 2, dtype=np.float64)",
+      "np.arange(2, min(k, CWL_DEPTH) + 1, dtype=np.float64)", f"{IRM}::test_cwl_by_hand"),
+    M("kernels/sequence.py", "c = ((np.cumsum(g, axis=1) < param) & (i < k)).astype(np.float64)",
+      "c = ((np.cumsum(g, axis=1) <= param) & (i < k)).astype(np.float64)", f"{IRM}::test_cwl_by_hand"),
+    M("kernels/sequence.py", "c = ((i + param + t_i - 1.0) / (i + param + t_i)) ** 2",
+      "c = ((i + param + t_i - 1.0) / (i + param + t_i))", f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "c = np.where(i < k, 1.0 - g, 0.0)", "c = np.where(i < k - 1, 1.0 - g, 0.0)",
+      f"{IRM}::test_cwl_measures_equal_cwl_eval[0]"),
+    M("kernels/sequence.py", "c = np.where(i < k, i / (i + 1.0) * (1.0 - g), 0.0)",
+      "c = np.where(i < k, (1.0 - g), 0.0)", f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "c = param * (1.0 - g)", "c = param * (1.0 - g) + (1.0 - param) * g",
+      f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2 * (1.0 - g)",
+      "c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2", f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "np.cumprod(c[:, :-1], axis=1, out=reach[:, 1:])", "np.cumprod(c[:, 1:], axis=1, out=reach[:, 1:])",
+      f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "both = np.maximum(place, r)", "both = np.minimum(place, r)",
+      f"{IRM}::test_compat_test_case"),
+    M("kernels/sequence.py", "order = np.lexsort((kind, -gs, qs))", "order = np.lexsort((-kind, -gs, qs))",
+      f"{IRM}::test_compat_equals_ir_measures[0]"),
+    M("kernels/sequence.py", "best = R * head[D] - cum_head[R]", "best = R * head[D] - cum_head[R - 1]",
+      f"{IRM}::test_compat_test_case"),
+    M("kernels/sequence.py", "D = np.maximum(n, R)", "D = n", f"{IRM}::test_compat_equals_ir_measures[0]"),
+    M("kernels/sequence.py", "wrong = np.bincount(rq, weights=rpos - rel_above, minlength=Q)",
+      "wrong = np.bincount(rq, weights=rpos, minlength=Q)", f"{IRM}::test_accuracy_test_case"),
+    M("kernels/sequence.py", "pairs = r * (n - r)", "pairs = r * n", f"{IRM}::test_accuracy_test_case"),
 ]
 
 
