@@ -17,7 +17,7 @@ import struct
 from collections import OrderedDict
 
 #: Families that count the relevant candidates they find (``nonpositive_scores="miss"`` applies).
-COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped"}
+COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped", "ap_found"}
 
 
 def as_float32(x: float) -> float:
@@ -222,15 +222,22 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "rr":
         first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
-    if family in ("ap", "ap_capped"):
+    if family in ("ap", "ap_capped", "ap_found"):
         total, seen = 0.0, 0
         for p, r in enumerate(found[:cut]):
             if r:
                 seen += 1
                 total += seen / (p + 1)
-        return _div(total, R if family == "ap" else min(R, k), und)
-    if family == "rbp":  # beta carries p
-        return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+        return _div(total, R if family == "ap" else seen if family == "ap_found" else min(R, k), und)
+    signed = conv.get("negative_grades") == "gain"
+
+    def gain_of(grade):  # a judged item's gain: binary (the relevance threshold), or graded
+        return (1.0 if _is_rel(grade, conv) else 0.0) if gain == "binary" else _gain(grade, gain, signed)
+
+    if family == "rbp":  # beta carries p; binary by default, graded with a gain
+        if gain in (None, "binary"):
+            return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+        return (1 - beta) * sum(beta**p * (gain_of(g) if j else 0.0) for p, (_, g, _, j) in enumerate(triples[:cut]))
     if family == "rbp_resid":  # trec_eval's m_rbp_resid.c: no judgment or a negative grade; 0 if none is
         unknown = [not t[3] or t[1] < 0 for t in triples]
         if not any(unknown):
@@ -241,12 +248,11 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
     if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
-        signed = conv.get("negative_grades") == "gain"
-        value = _dcg([_gain(g, gain, signed) if j else 0.0 for _, g, _, j in triples], cut, conv)
+        value = _dcg([gain_of(g) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
             return value
         # the ideal ranks the positive gains (trec_eval), or every judged item's gain (torchmetrics)
-        best = sorted((x for x in (_gain(g, gain, signed) for g in judged) if x > 0 or signed), reverse=True)
+        best = sorted((x for x in (gain_of(g) for g in judged) if x > 0 or signed), reverse=True)
         ideal = _dcg(best, len(best) if k is None else k, conv)
         return _div(value, ideal, und)
     hits_all = sum(ranked)  # relevant among the n: the set measures

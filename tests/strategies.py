@@ -22,7 +22,7 @@ UNCUT = [name for name, f in BUILT_IN.items() if f.cutoff != "required" and name
 OPTIONAL_K = {name for name, f in BUILT_IN.items() if f.cutoff == "optional"}
 #: Families computed under deterministic tie rules only (refused under ties="expected").
 DETERMINISTIC_ONLY = {name for name, f in BUILT_IN.items() if f.ties is not None}
-GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
+GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5)), "binary"]
 
 
 @st.composite
@@ -93,6 +93,8 @@ def metric_specs(draw):
     for fam in draw(st.lists(st.sampled_from(UNCUT), max_size=3, unique=True)):
         k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in OPTIONAL_K else None
         gain = draw(st.sampled_from(GAINS)) if fam in ("ndcg", "dcg") else None
+        if fam == "rbp":
+            gain = draw(st.sampled_from([None, "linear", "exp", ((1, 3), (2, 7))]))  # binary by default
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
@@ -103,8 +105,8 @@ def metric_specs(draw):
         if fam == "err":
             beta = draw(st.sampled_from([3.0, 4.0, 6.5]))  # the largest grade
         params = []
-        if gain == "exp":
-            params.append("gain=exp")
+        if gain in ("exp", "binary", "linear"):
+            params.append(f"gain={gain}")
         elif gain is not None:
             params.append("gain={" + ",".join(f"{g}:{v}" for g, v in gain) + "}")
         if fam in CWL or fam == "compat":
@@ -116,8 +118,10 @@ def metric_specs(draw):
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
         elif fam == "rbp_resid":
             params += [f"p={beta:g}"] if beta != 0.9 else []  # 0.9 is the default
+        elif fam == "rbp":  # p first, as the canonical name writes it
+            params.insert(0, f"p={beta:g}")
         elif beta is not None and not isinstance(beta, dict):
-            params.append(f"p={beta:g}" if fam in ("rbp", "rbp_residual") else f"beta={beta:g}")
+            params.append(f"p={beta:g}" if fam == "rbp_residual" else f"beta={beta:g}")
         name = fam + (f"({','.join(params)})" if params else "") + (f"@{k}" if k else "")
         out.append((name, fam, k, beta, gain))
     for _ in range(draw(st.integers(1, 4))):

@@ -95,6 +95,8 @@ EVERY_FAMILY = [
     ("compat", "compat", None, {"p": 0.95, "normalize": True}, None),
     ("compat(p=0.5,normalize=false)", "compat", None, {"p": 0.5, "normalize": False}, None),
     ("accuracy", "accuracy", None, None, None), ("accuracy@3", "accuracy", 3, None),
+    ("ap_found", "ap_found", None, None, None), ("ap_found@3", "ap_found", 3, None),
+    ("rbp(p=0.5,gain=linear)@3", "rbp", 3, 0.5, "linear"), ("ndcg(gain=binary)@3", "ndcg", 3, None, "binary"),
 ]
 
 

@@ -149,9 +149,11 @@ class CpuBackend:
         rows or no item ids."""
         if evaluation.sources is None or evaluation.conventions is None:
             return None
+        from ..engine.plan import conventions_of
         from ..metrics.names import parse_metric
 
-        return items_changed(evaluation.sources, evaluation.conventions, baseline, model, parse_metric(metric))
+        m = parse_metric(metric)  # under its own relevance threshold (rel=) when it has one
+        return items_changed(evaluation.sources, conventions_of(m, evaluation.conventions), baseline, model, m)
 
 
 def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,

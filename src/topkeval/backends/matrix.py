@@ -480,7 +480,7 @@ class MatrixBatch:
         self.n_items = int(next(iter(scores.values())).shape[1])
         self.selected = 0  # candidates the backend handed to the kernel, for info
         self.depth = 0
-        self.candidates: dict = {}  # model -> (depth, selected log, n, rel_ret), kept for the batch's plan parts
+        self.candidates: dict = {}  # (model, threshold) -> (depth, selected log, n, rel_ret), for the plan's parts
 
     @property
     def models(self) -> list[str]:
@@ -534,9 +534,10 @@ class MatrixBackend:
             return self._device_stats(batch, model, plan, judgments, depth)
         if not on_device and IN_PLACE_DEPTH and depth * IN_PLACE_DEPTH >= I and counted_on_device(plan):
             return self._rows_in_place(batch, model, plan, judgments, depth, threads)
-        kept = batch.candidates.get(model)
-        if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
-            kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
+        key = (model, plan.conv.threshold)  # the parts of one plan share it (their relevant counts: per threshold)
+        kept = batch.candidates.get(key)
+        if kept is None or kept[0] < depth:
+            kept = batch.candidates[key] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
         _, log, n, rel_ret = kept
         st = self.cpu.compute(log, model, plan, judgments, threads)
         st.n, st.rel_ret = n, rel_ret  # the rows beyond the selection, counted without them

@@ -129,7 +129,6 @@ class Family:
     ips: str | None = None  # under inverse propensity weights: "ips" (a sum of per-item terms: unbiased),
     # "snips" (a ratio of such sums: self-normalised, consistent), None (no such estimator: refused)
     seq: Callable | None = None  # metric -> the spec of its sequence statistic, for families that need "seq"
-    uncut: str | None = None  # the family a name of this one without a cutoff means (precision -> set_precision)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -173,7 +172,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              dcg: Callable | None = None, variants: dict | None = None, counts_found: bool = False,
              levels: Callable | None = None, err: Callable | None = None, ties: tuple[str, ...] | None = None,
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
-             undefined: str = "never", ips: str | None = None, seq: Callable | None = None, uncut: str | None = None):
+             undefined: str = "never", ips: str | None = None, seq: Callable | None = None):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
@@ -185,7 +184,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips, seq, uncut)
+                                undefined, ips, seq)
         return function
 
     return wrap
