@@ -59,6 +59,7 @@ COMPARE = "tests/test_compare.py"
 TREC = "tests/test_trec.py"
 GAIN_MAPS = "tests/test_reference.py::test_gain_maps_on_a_score_matrix"  # grade-0 cells of a matrix in the ideal DCG
 IRM = "tests/test_ir_measures.py"  # ir_measures' measures: its own test cases, and random runs against it
+SPELL = "tests/test_spellings.py"  # other tools' names, against the tools
 LAYERS = "tests/test_layers.py"  # the parameter layer, the safe writer, the CLI's lines, result column names
 OUTPUTS = "tests/test_outputs.py"  # the safe writer
 OWNED = ("tests/test_hostile_data.py::test_results_do_not_see_the_input_changed_in_place "
@@ -787,6 +788,35 @@ _LIST: list[Mutation] = [
     M("kernels/sequence.py", "wrong = np.bincount(rq, weights=rpos - rel_above, minlength=Q)",
       "wrong = np.bincount(rq, weights=rpos, minlength=Q)", f"{IRM}::test_accuracy_test_case"),
     M("kernels/sequence.py", "pairs = r * (n - r)", "pairs = r * n", f"{IRM}::test_accuracy_test_case"),
+    # --- other tools' spellings: a metric's own rel= and judged_only, ap_found, graded rbp, tool prefixes
+    M("engine/plan.py", "return conv if rel is None or rel == conv.threshold else replace(conv, threshold=float(rel))",
+      "return conv", f"{SPELL}::test_rel_leaves_the_empty_queries_to_the_evaluation"),
+    M("engine/evaluate.py", "else batch.judgments(part.conv) if own else judgments.under(part.conv) for part in parts]",
+      "else batch.judgments(part.conv) if own else judgments for part in parts]",
+      f"{SPELL}::test_rel_equals_the_evaluation_at_that_threshold[runs]"),
+    M("inputs/grouped.py", "return Judgments(count_per_group(self.offsets, conv.is_relevant(np.asarray(self.grades))), self.offsets,",
+      "return Judgments(count_per_group(self.offsets, np.asarray(self.grades) > 0), self.offsets,",
+      f"{SPELL}::test_rel_equals_the_evaluation_at_that_threshold[runs]"),
+    M("backends/matrix.py", "key = (model, plan.conv.threshold)", "key = model",
+      f"{SPELL}::test_rel_equals_the_evaluation_at_that_threshold[matrix]"),
+    M("backends/local.py", "parts = [engine.evaluate_log(run.judged_only(log), plan.select(own), backend=backend,",
+      "parts = [engine.evaluate_log(log, plan.select(own), backend=backend,",
+      f"{SPELL}::test_judged_only_per_metric_equals_the_evaluation_with_judged_only"),
+    M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], st.h[:, st.column(m.k)], conv.undefined)",
+      "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)", f"{SPELL}::test_torchmetrics_spellings_equal_torchmetrics"),
+    M("metrics/rankbased.py", 'return DcgSpec(gain, ("rbp", m.param("p")), gain != "binary" and conv.negative_grades == "gain")',
+      'return DcgSpec("binary", ("rbp", m.param("p")))', f"{SPELL}::test_ir_measures_rbp_object_is_graded_without_rel"),
+    M("metrics/names.py", 'preset = ",".join((["p=0.8"] if "p" not in given else []) + (["gain=linear"] if "rel" not in given else []))',
+      'preset = ",".join((["p=0.8"] if "p" not in given else []))', f"{SPELL}::test_ir_measures_rbp_object_is_graded_without_rel"),
+    M("metrics/names.py", 'rest.append("gain=" + ("exp" if value.lower() == "exp-log2" else "linear"))',
+      'rest.append("gain=" + ("linear" if value.lower() == "exp-log2" else "exp"))',
+      f"{SPELL}::test_ir_measures_objects_through_every_provider"),
+    M("metrics/names.py", 'fam = FAMILIES["num_rel_ret"]  # ir_measures\' NumRet(rel=r)', 'fam = FAMILIES["num_ret"]  # ir_measures\' NumRet(rel=r)',
+      f"{SPELL}::test_ir_measures_strings_and_objects_equal_pytrec_eval[0]"),
+    M("metrics/names.py", '"recbole": {"map": ("ap_capped", ""), "ndcg": ("ndcg", "gain=binary")},',
+      '"recbole": {"map": ("ap", ""), "ndcg": ("ndcg", "gain=binary")},', f"{SPELL}::test_recbole_and_replay_spellings_by_their_formulas"),
+    M("metrics/names.py", "if value in (\"binary\", \"bin\"):", "if value in (\"bin\",):",
+      f"{SPELL}::test_recbole_and_replay_spellings_by_their_formulas"),
 ]
 
 
