@@ -62,6 +62,8 @@ TREC_HAND = "tests/test_reference.py::test_trec_eval_measures_by_hand"  # trec_e
 TREC_TIES = "tests/test_reference.py::test_trec_eval_measures_under_expected_ties_by_hand"
 TREC_PEER = "tests/test_peers.py::test_pytrec_eval_other_trec_eval_measures"  # pytrec_eval on random runs
 TREC_MATRIX = "tests/test_matrix.py::test_trec_measures_on_a_matrix_equal_the_long_format"
+IRM = "tests/test_ir_measures.py"  # ir_measures' measures: its own test cases, and random runs against it
+SPELL = "tests/test_spellings.py"  # other tools' names, against the tools
 LAYERS = "tests/test_layers.py"  # the parameter layer, the safe writer, the CLI's lines, result column names
 OUTPUTS = "tests/test_outputs.py"  # the safe writer
 OWNED = ("tests/test_hostile_data.py::test_results_do_not_see_the_input_changed_in_place "
@@ -312,8 +314,6 @@ _LIST: list[Mutation] = [
       REF),
 
     # --- metrics/trec.py: trec_eval's other measures -----------------------------------------------
-    M("metrics/trec.py", "return ratio(r * r, st.n.astype(np.float64)", "return ratio(r, st.n.astype(np.float64)",
-      f"{REF} {TREC_HAND}"),
     M("metrics/trec.py", "rest = (float(m.param(\"docs\")) + r) - n - R", "rest = (float(m.param(\"docs\")) + r) - n + R",
       f"{REF} {TREC_HAND}"),
     M("metrics/trec.py", "return a * r + b * (n - r) + c * (R - r) + d * rest",
@@ -900,6 +900,72 @@ _LIST: list[Mutation] = [
       "ratio = (num0[qs] + num_gain * within) / (den0[qs] + den_gain)", f"{UNB}::test_bounds_by_hand"),
     M("analysis/clicks.py", "row[\"lower\"], row[\"upper\"] = (lo, hi) if family in _TOP_UP else (hi, lo)",
       "row[\"lower\"], row[\"upper\"] = (lo, hi)", f"{UNB}::test_bounds_contain_the_truth"),
+    # --- ir_measures' SetAP, Compat, Accuracy; cwl_eval's C/W/L measures (kernels/sequence.py, metrics/sequence.py)
+    M("metrics/setbased.py", "return ratio(st.rel_ret.astype(np.float64) ** 2, st.n.astype(np.float64) * st.R,",
+      "return ratio(st.rel_ret.astype(np.float64), st.n.astype(np.float64) * st.R,",
+      f"{IRM}::test_set_ap_test_case {REF} {TREC_HAND}"),
+    M("engine/rules.py", "return (np.clip(np.maximum(grades, 0.0, dtype=np.float64), low, high) - low) / (high - low)",
+      "return (np.clip(grades, low, high) - low) / (high - low)", f"{IRM}::test_cwl_measures_equal_cwl_eval[0]"),
+    M("engine/rules.py", "d[CWL_DEPTH:] = 0.0", "d[CWL_DEPTH + 1:] = 0.0", f"{IRM}::test_cwl_measures_equal_cwl_eval[0]"),
+    M("engine/rules.py", "d = 1.0 / (ranks + 2.0 * spec.discount[2] - 1.0) ** 2 if",
+      "d = 1.0 / (ranks + 2.0 * spec.discount[2]) ** 2 if", f"{IRM}::test_cwl_by_hand"),
+    M("metrics/sequence.py", "return float((1.0 / (i + 2.0 * T - 1.0) ** 2).sum())",
+      "return float((1.0 / (i + 2.0 * T) ** 2).sum())", f"{IRM}::test_cwl_by_hand"),
+    M("metrics/sequence.py", "np.arange(2, min(k, CWL_DEPTH) + 2, dtype=np.float64)",
+      "np.arange(2, min(k, CWL_DEPTH) + 1, dtype=np.float64)", f"{IRM}::test_cwl_by_hand"),
+    M("kernels/sequence.py", "c = ((np.cumsum(g, axis=1) < param) & (i < k)).astype(np.float64)",
+      "c = ((np.cumsum(g, axis=1) <= param) & (i < k)).astype(np.float64)", f"{IRM}::test_cwl_by_hand"),
+    M("kernels/sequence.py", "c = ((i + param + t_i - 1.0) / (i + param + t_i)) ** 2",
+      "c = ((i + param + t_i - 1.0) / (i + param + t_i))", f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "c = np.where(i < k, 1.0 - g, 0.0)", "c = np.where(i < k - 1, 1.0 - g, 0.0)",
+      f"{IRM}::test_cwl_measures_equal_cwl_eval[0]"),
+    M("kernels/sequence.py", "c = np.where(i < k, i / (i + 1.0) * (1.0 - g), 0.0)",
+      "c = np.where(i < k, (1.0 - g), 0.0)", f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "c = param * (1.0 - g)", "c = param * (1.0 - g) + (1.0 - param) * g",
+      f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2 * (1.0 - g)",
+      "c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2", f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "np.cumprod(c[:, :-1], axis=1, out=reach[:, 1:])", "np.cumprod(c[:, 1:], axis=1, out=reach[:, 1:])",
+      f"{IRM}::test_cwl_eval_test_case"),
+    M("kernels/sequence.py", "both = np.maximum(place, r)", "both = np.minimum(place, r)",
+      f"{IRM}::test_compat_test_case"),
+    M("kernels/sequence.py", "order = np.lexsort((kind, -gs, qs))", "order = np.lexsort((-kind, -gs, qs))",
+      f"{IRM}::test_compat_equals_ir_measures[0]"),
+    M("kernels/sequence.py", "best = R * head[D] - cum_head[R]", "best = R * head[D] - cum_head[R - 1]",
+      f"{IRM}::test_compat_test_case"),
+    M("kernels/sequence.py", "D = np.maximum(n, R)", "D = n", f"{IRM}::test_compat_equals_ir_measures[0]"),
+    M("kernels/sequence.py", "wrong = np.bincount(rq, weights=rpos - rel_above, minlength=Q)",
+      "wrong = np.bincount(rq, weights=rpos, minlength=Q)", f"{IRM}::test_accuracy_test_case"),
+    M("kernels/sequence.py", "pairs = r * (n - r)", "pairs = r * n", f"{IRM}::test_accuracy_test_case"),
+    # --- other tools' spellings: a metric's own rel= and judged_only, ap_found, graded rbp, tool prefixes
+    M("engine/plan.py", "return conv if rel is None or rel == conv.threshold else replace(conv, threshold=float(rel))",
+      "return conv", f"{SPELL}::test_rel_leaves_the_empty_queries_to_the_evaluation"),
+    M("engine/evaluate.py", "else batch.judgments(part.conv) if own else judgments.under(part.conv) for part in parts]",
+      "else batch.judgments(part.conv) if own else judgments for part in parts]",
+      f"{SPELL}::test_rel_equals_the_evaluation_at_that_threshold[runs]"),
+    M("inputs/grouped.py", "return Judgments(count_per_group(self.offsets, conv.is_relevant(np.asarray(self.grades))), self.offsets,",
+      "return Judgments(count_per_group(self.offsets, np.asarray(self.grades) > 0), self.offsets,",
+      f"{SPELL}::test_rel_equals_the_evaluation_at_that_threshold[runs]"),
+    M("backends/matrix.py", "key = (model, plan.conv.threshold)", "key = model",
+      f"{SPELL}::test_rel_equals_the_evaluation_at_that_threshold[matrix]"),
+    M("backends/local.py", "parts = [engine.evaluate_log(run.judged_only(log), plan.select(own), backend=backend,",
+      "parts = [engine.evaluate_log(log, plan.select(own), backend=backend,",
+      f"{SPELL}::test_judged_only_per_metric_equals_the_evaluation_with_judged_only"),
+    M("metrics/rankbased.py", "return ratio(st.ap_sum[:, st.column(m.k)], st.h[:, st.column(m.k)], conv.undefined)",
+      "return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)", f"{SPELL}::test_torchmetrics_spellings_equal_torchmetrics"),
+    M("metrics/rankbased.py", 'return DcgSpec(gain, ("rbp", m.param("p")), gain != "binary" and conv.negative_grades == "gain")',
+      'return DcgSpec("binary", ("rbp", m.param("p")))', f"{SPELL}::test_ir_measures_rbp_object_is_graded_without_rel"),
+    M("metrics/names.py", 'preset = ",".join((["p=0.8"] if "p" not in given else []) + (["gain=linear"] if "rel" not in given else []))',
+      'preset = ",".join((["p=0.8"] if "p" not in given else []))', f"{SPELL}::test_ir_measures_rbp_object_is_graded_without_rel"),
+    M("metrics/names.py", 'rest.append("gain=" + ("exp" if value.lower() == "exp-log2" else "linear"))',
+      'rest.append("gain=" + ("linear" if value.lower() == "exp-log2" else "exp"))',
+      f"{SPELL}::test_ir_measures_objects_through_every_provider"),
+    M("metrics/names.py", 'fam = FAMILIES["num_rel_ret"]  # ir_measures\' NumRet(rel=r)', 'fam = FAMILIES["num_ret"]  # ir_measures\' NumRet(rel=r)',
+      f"{SPELL}::test_ir_measures_strings_and_objects_equal_pytrec_eval[0]"),
+    M("metrics/names.py", '"recbole": {"map": ("ap_capped", ""), "ndcg": ("ndcg", "gain=binary")},',
+      '"recbole": {"map": ("ap", ""), "ndcg": ("ndcg", "gain=binary")},', f"{SPELL}::test_recbole_and_replay_spellings_by_their_formulas"),
+    M("metrics/names.py", "if value in (\"binary\", \"bin\"):", "if value in (\"bin\",):",
+      f"{SPELL}::test_recbole_and_replay_spellings_by_their_formulas"),
 ]
 
 
