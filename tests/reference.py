@@ -10,13 +10,15 @@ float32 before they are compared (``score_precision="float32"``), item ids compa
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import struct
 from collections import OrderedDict
 
 #: Families that count the relevant candidates they find (``nonpositive_scores="miss"`` applies).
-COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped", "gm_map"}
+COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped", "gm_map",
+                "ap_found"}
 
 
 def as_float32(x: float) -> float:
@@ -272,6 +274,20 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
             total += stop * decay / (p + 1)
             decay *= 1 - stop
         return total
+    if family in CWL:  # beta carries the parameters
+        return _cwl(family, k, beta, triples)
+    if family == "compat":
+        return _compat(triples, R, conv, judged, beta["p"], beta["normalize"], und)
+    if family == "accuracy":  # ir_measures' AccuracyEvaluator, transcribed
+        nonrels = [0]
+        for relevant in ranked[: len(ranked) if k is None else k]:
+            if relevant:
+                nonrels.append(nonrels[-1])
+            else:
+                nonrels[-1] += 1
+        if len(nonrels) < 2 or nonrels[-1] == 0:
+            return und
+        return 1.0 - sum(nonrels[:-1]) / (float(nonrels[-1]) * (len(nonrels) - 1))
     if family in COUNTS_FOUND and conv.get("nonpositive_scores") == "miss":
         found = [bool(r) and s > 0 for r, _, s, _ in triples]  # torchmetrics: kept in place, never found
     else:
@@ -281,7 +297,7 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "rr":
         first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
-    if family in ("ap", "ap_capped", "gm_map"):
+    if family in ("ap", "ap_capped", "gm_map", "ap_found"):
         total, seen = 0.0, 0
         for p, r in enumerate(found[:cut]):
             if r:
@@ -289,9 +305,16 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
                 total += seen / (p + 1)
         if family == "gm_map":
             return _log_floor(_div(total, R, und))
-        return _div(total, R if family == "ap" else min(R, k), und)
-    if family == "rbp":  # beta carries p
-        return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+        return _div(total, R if family == "ap" else seen if family == "ap_found" else min(R, k), und)
+    signed = conv.get("negative_grades") == "gain"
+
+    def gain_of(grade):  # a judged item's gain: binary (the relevance threshold), or graded
+        return (1.0 if _is_rel(grade, conv) else 0.0) if gain == "binary" else _gain(grade, gain, signed)
+
+    if family == "rbp":  # beta carries p; binary by default, graded with a gain
+        if gain in (None, "binary"):
+            return (1 - beta) * sum(beta**p for p, r in enumerate(ranked[:cut]) if r)
+        return (1 - beta) * sum(beta**p * (gain_of(g) if j else 0.0) for p, (_, g, _, j) in enumerate(triples[:cut]))
     if family == "rbp_resid":  # trec_eval's m_rbp_resid.c: no judgment or a negative grade; 0 if none is
         unknown = [not t[3] or t[1] < 0 for t in triples]
         if not any(unknown):
@@ -302,12 +325,11 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
     if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
-        signed = conv.get("negative_grades") == "gain"
-        value = _dcg([_gain(g, gain, signed) if j else 0.0 for _, g, _, j in triples], cut, conv)
+        value = _dcg([gain_of(g) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
             return value
         # the ideal ranks the positive gains (trec_eval), or every judged item's gain (torchmetrics)
-        best = sorted((x for x in (_gain(g, gain, signed) for g in judged) if x > 0 or signed), reverse=True)
+        best = sorted((x for x in (gain_of(g) for g in judged) if x > 0 or signed), reverse=True)
         ideal = _dcg(best, len(best) if k is None else k, conv)
         return _div(value, ideal, und)
     hits_all = sum(ranked)  # relevant among the n: the set measures
@@ -324,10 +346,10 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "set_f":
         b2 = (beta if beta is not None else 1.0) ** 2
         return _div((1 + b2) * hits_all, b2 * R + n, und)
+    if family == "set_ap":
+        return _div(hits_all * hits_all, n * R, und)
     if family == "set_relative_precision":
         return _div(hits_all, min(n, R), und)
-    if family == "set_map":
-        return _div(hits_all * hits_all, n * R, und)
     if family == "utility":  # beta carries (a, b, c, d, docs); trec_eval's default 1, -1, 0, 0
         a, b, c, d, docs = beta or (1.0, -1.0, 0.0, 0.0, 0.0)
         return a * hits_all + b * (n - hits_all) + c * (R - hits_all) + d * (docs - n - R + hits_all)
@@ -363,6 +385,79 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "tn":
         return N - (kk - h)
     raise ValueError(family)
+
+
+#: cwl_eval's measures: each list padded with gain 0 to, and cut at, this many ranks.
+CWL_DEPTH = 1000
+CWL = {"insq", "sdcg", "bpm", "inst", "nerr8", "nerr9", "nerr10", "nerr11"}
+
+
+def _cwl(family, k, params, triples):
+    """cwl_eval's expected utility per item: the gains (clipped, scaled, 0 without a judgment) padded
+    to 1000 ranks, the continuation probabilities C of each measure (cwl/ruler/measures), then
+    W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j and sum_i W_i g_i, term by term."""
+    low, high = params.get("min_rel", 0.0), params["max_rel"]
+    gains = [(min(max(max(g, 0), low), high) - low) / (high - low) if j else 0.0 for _, g, _, j in triples]
+    return _cwl_of_gains(family, k, params.get("T", 1.0), params.get("p", 0.9), tuple(gains))
+
+
+@functools.lru_cache(maxsize=100_000)  # the orders of a tie group often give the same gains
+def _cwl_of_gains(family, k, T, p, gains):
+    gains = (list(gains) + [0.0] * CWL_DEPTH)[:CWL_DEPTH]
+    cont, seen = [], 0.0
+    for i, g in enumerate(gains, start=1):
+        seen += g
+        if family == "insq":
+            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2
+        elif family == "sdcg":
+            c = math.log2(i + 1) / math.log2(i + 2) if i < k else 0.0
+        elif family == "bpm":
+            c = 1.0 if seen < T and i < k else 0.0
+        elif family == "inst":
+            t_i = T - seen
+            c = ((i + T + t_i - 1) / (i + T + t_i)) ** 2
+        elif family == "nerr8":
+            c = 1 - g if i < k else 0.0
+        elif family == "nerr9":
+            c = i / (i + 1) * (1 - g) if i < k else 0.0
+        elif family == "nerr10":
+            c = p * (1 - g)
+        else:  # nerr11
+            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2 * (1 - g)
+        cont.append(c)
+    reach, total, value = 1.0, 0.0, 0.0
+    for i, g in enumerate(gains):
+        total += reach
+        value += reach * g
+        reach *= cont[i]
+    return value / total
+
+
+def _compat(triples, R, conv, judged, p, normalize, und):
+    """Clarke et al.'s compatibility as rank-biased overlap (ir_measures' compat_provider): the ideal
+    ranks the relevant items by grade, equal grades in the list's order, the items the list misses
+    after those it has; the overlap of each pair of prefixes is counted item by item."""
+    if R == 0:
+        return und
+    listed = [(("listed", i), g) for i, (r, g, _, _) in enumerate(triples) if r]
+    missed = sorted(judged_grade for judged_grade in judged if _is_rel(judged_grade, conv))
+    for _, g in listed:
+        missed.remove(g)
+    entries = [(-g, 0, i, item) for i, (item, g) in enumerate(listed)]
+    entries += [(-g, 1, i, ("missed", i)) for i, g in enumerate(missed)]
+    ideal = [item for *_, item in sorted(entries)]
+    ranking = [("listed", i) for i in range(len(triples))]
+
+    def rbo(a, b):
+        depth = max(len(ranking), len(ideal))
+        score = norm = 0.0
+        for d in range(1, depth + 1):
+            score += p ** (d - 1) * len(set(a[:d]) & set(b[:d])) / d
+            norm += p ** (d - 1)
+        return score / norm
+
+    value = rbo(ranking, ideal)
+    return value / rbo(ideal, ideal) if normalize else value
 
 
 def _is_rel(grade, conv) -> bool:

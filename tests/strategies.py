@@ -23,7 +23,10 @@ UNCUT = [name for name, f in BUILT_IN.items() if f.cutoff != "required" and name
 OPTIONAL_K = {name for name, f in BUILT_IN.items() if f.cutoff == "optional"}
 #: Families computed under deterministic tie rules only (refused under ties="expected").
 DETERMINISTIC_ONLY = {name for name, f in BUILT_IN.items() if f.ties is not None}
-GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
+#: the gains drawn for the gained families (None: linear): trec_eval's
+TREC_GAINS = [None, "exp", ((1, 3), (2, 7)), ((0, 1), (1, 4)), ((-1, 2), (0, -1), (2, 5))]
+#: ndcg's and dcg's gains: trec_eval's, and ir_measures' binary
+GAINS = TREC_GAINS + ["binary"]
 #: utility's coefficients a, b, c, d and docs (None: trec_eval's 1, -1, 0, 0)
 UTILITIES = [None, (2.0, -1.0, 0.0, 0.0, 0.0), (0.5, -0.25, -1.0, 0.5, 40.0)]
 #: 11pt_avg's recall levels (None: the eleven)
@@ -66,13 +69,42 @@ def conventions(draw):
     }
 
 
+#: the families of tests/reference.py's ``_cwl`` (cwl_eval's C/W/L measures) and their parameters
+CWL = {"insq": ("T",), "sdcg": (), "bpm": ("T",), "inst": ("T",), "nerr8": (), "nerr9": (), "nerr10": ("p",),
+       "nerr11": ("T",)}
+
+
+def sequence_params(draw, fam):
+    """``(text, params)`` of a family with parameters drawn: the text as the canonical name writes it
+    (defaults left out, so that no metric is drawn under two names), the params for tests/reference.py."""
+    if fam in CWL:
+        low, high = draw(st.sampled_from([(0, 1), (0, 3), (1, 3), (-1, 2)]))
+        params = {"min_rel": low, "max_rel": high}
+        if "T" in CWL[fam]:
+            params["T"] = draw(st.sampled_from([1.0, 2.0, 0.5]))
+        if "p" in CWL[fam]:
+            params["p"] = draw(st.sampled_from([0.9, 0.5]))
+        defaults = {"T": 1.0, "p": 0.9, "min_rel": 0}
+        order = [n for n in ("T", "p", "min_rel", "max_rel") if n in params]
+        text = ",".join(f"{n}={params[n]:g}" for n in order if defaults.get(n) != params[n])
+        return text, params
+    if fam == "compat":
+        params = {"p": draw(st.sampled_from([0.95, 0.5])), "normalize": draw(st.booleans())}
+        text = ",".join(([f"p={params['p']:g}"] if params["p"] != 0.95 else [])
+                        + ([] if params["normalize"] else ["normalize=false"]))
+        return text, params
+    return "", None
+
+
 @st.composite
 def metric_specs(draw):
     """(name, family, k, beta) tuples, with the canonical name the engine must print."""
     out = [("r_precision", "r_precision", None, None)] if draw(st.booleans()) else []
     for fam in draw(st.lists(st.sampled_from(UNCUT), max_size=3, unique=True)):
         k = draw(st.sampled_from([None, 1, 2, 3, 5, 9])) if fam in OPTIONAL_K else None
-        gain = draw(st.sampled_from(GAINS)) if fam in GAINED else None
+        gain = draw(st.sampled_from(GAINS if fam in ("ndcg", "dcg") else TREC_GAINS)) if fam in GAINED else None
+        if fam == "rbp":
+            gain = draw(st.sampled_from([None, "linear", "exp", ((1, 3), (2, 7))]))  # binary by default
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
@@ -89,10 +121,13 @@ def metric_specs(draw):
         if fam == "r_precision_mult":
             beta = draw(st.sampled_from([0.05, 0.2, 0.35, 1.0, 1.5, 2.0]))  # the multiplier of R
         params = []
-        if gain == "exp":
-            params.append("gain=exp")
+        if gain in ("exp", "binary", "linear"):
+            params.append(f"gain={gain}")
         elif gain is not None:
             params.append("gain={" + ",".join(f"{g}:{v}" for g, v in gain) + "}")
+        if fam in CWL or fam == "compat":
+            text, beta = sequence_params(draw, fam)
+            params += [text] if text else []
         if fam == "utility" and beta is not None:
             # the canonical name: the coefficients that differ from their defaults
             params.append(",".join(f"{p}={v:g}" for p, v, default in zip(("a", "b", "c", "d", "docs"), beta,
@@ -107,8 +142,10 @@ def metric_specs(draw):
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
         elif fam == "rbp_resid":
             params += [f"p={beta:g}"] if beta != 0.9 else []  # 0.9 is the default
-        elif beta is not None:
-            params.append(f"p={beta:g}" if fam in ("rbp", "rbp_residual") else f"beta={beta:g}")
+        elif fam == "rbp":  # p first, as the canonical name writes it
+            params.insert(0, f"p={beta:g}")
+        elif beta is not None and not isinstance(beta, dict):
+            params.append(f"p={beta:g}" if fam == "rbp_residual" else f"beta={beta:g}")
         name = fam + (f"({','.join(params)})" if params else "") + (f"@{k}" if k else "")
         out.append((name, fam, k, beta, gain))
     for _ in range(draw(st.integers(1, 4))):
@@ -116,6 +153,9 @@ def metric_specs(draw):
         k = draw(st.integers(1, 8))
         beta = draw(st.sampled_from([0.5, 2.0])) if fam == "fbeta" else None
         name = f"fbeta(beta={beta:g})@{k}" if fam == "fbeta" else f"{fam}@{k}"
+        if fam in CWL:
+            text, beta = sequence_params(draw, fam)
+            name = f"{fam}({text})@{k}"
         if name not in [o[0] for o in out]:
             out.append((name, fam, k, beta))
     return out

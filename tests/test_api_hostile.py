@@ -191,6 +191,7 @@ def valid_calls(files) -> dict:
         "evaluate_matrix": (tk.evaluate_matrix, dict(scores=SCORES, relevant=TRUTH, metrics=["recall@1"],
                                                      exclude=None, conventions=None, batch_size=None, threads=None)),
         "parse_metric": (tk.parse_metric, dict(text="P@5")),
+        "explain_metric": (tk.explain_metric, dict(name="MAP@10")),
         "define_metric": (tk.define_metric, dict(name="hostile_share", function=lambda c: c.h / c.listed,
                                                  cutoff="required", ranks=False, summary="s", formula="h / listed",
                                                  higher_is_better=True, bounded=True, needs_all_relevant=False,

@@ -106,7 +106,8 @@ def test_values_in_range(rows, conv):
             assert (v <= 1e-12).all() and (v >= np.log(1e-5) - 1e-12).all(), name
         elif fam.name != "utility":  # utility weighs its counts with coefficients of any sign
             assert (v >= -1e-12).all(), name
-        if fam.bounded:
+        binary_rbp = fam.name == "rbp" and tk.parse_metric(name).param("gain") == "binary"  # graded rbp is not bounded
+        if fam.bounded or binary_rbp:
             assert (v <= 1 + 1e-12).all(), name
     pq = res.per_query
     und = conv["undefined"]

@@ -51,7 +51,9 @@ ON_LOG = {"R = 0": {1}, "R = 0 (shrink: min(R, n) = 0)": {1}, "R = 0, or an empt
           "ideal DCG = 0": {1}, "N = 0": {2}, "no relevant or no non-relevant candidate retrieved": {1, 2},
           "never": set(), "shrink and n = 0": set(), "shrink, n = 0 and R = 0": set(), "n = 0": set(),
           "n = 0 and R = 0": set(), "no judged item has a positive gain": {1},
-          "R = 0, or no judged item has a positive gain": {1}, "floor(mult R + 0.9) = 0 (shrink: or n = 0)": {1}}
+          "R = 0, or no judged item has a positive gain": {1}, "floor(mult R + 0.9) = 0 (shrink: or n = 0)": {1},
+          "no relevant or no non-relevant candidate in the top k": {1, 2},
+          "no relevant candidate in the top k": {1}}
 
 
 def test_each_family_is_undefined_where_its_registry_entry_says():

@@ -361,7 +361,8 @@ CLI_REFUSED = [
     (["report", "{log}", "--score", "a", "-o", "{tmp}/r.html", "--title", "x" * 2000], "at most 1,000"),
     (["demo", "--queries", "0"], "--queries must be an integer from 1 to 100,000"),
     (["demo", "--queries", "1000000000000"], "--queries must be an integer from 1 to 100,000"),  # fixed: MemoryError
-    (["metrics", "extra"], "unrecognized arguments"),
+    (["metrics", "extra", "more"], "unrecognized arguments"),
+    (["metrics", "extra"], "Unknown metric 'extra'"),
 ]
 
 

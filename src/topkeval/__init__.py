@@ -36,7 +36,7 @@ from .evaluator import MatrixEvaluator
 from .inputs import read_qrels, read_run, read_runs, write_run
 from .metrics.define import define_metric
 from .metrics.names import FAMILIES as _FAMILIES
-from .metrics.names import Metric, parse_metric
+from .metrics.names import Metric, explain_metric, parse_metric
 from .results import Results
 from .version import __version__ as __version__
 
@@ -49,6 +49,6 @@ __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "ItemPropensity",
     "MatrixEvaluator", "PositionBias",
     "Metric", "OutputFileError", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
-    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "f1_at_k", "fbeta_at_k", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
+    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "explain_metric", "f1_at_k", "fbeta_at_k", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

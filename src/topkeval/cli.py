@@ -294,8 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (ev, cmp, rep, dif, demo, bias):
         _add_progress(command)
 
-    sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
-                   description="List every metric family with its formula and the names other tools use.")
+    listing = sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
+                             description="List every metric family with its formula and the names other tools use; "
+                                         "with a NAME, what that name means here and in other tools.")
+    listing.add_argument("name", nargs="?", help="a metric name to explain (such as 'MAP@10' or 'recbole:MAP@10')")
     sub.add_parser("conventions", help="list the conventions and the presets that reproduce other tools",
                    description="List every convention (the settings that change a number) and every preset.")
     return parser
@@ -698,6 +700,12 @@ def verdict_line(res, baseline: str, model: str, metric: str) -> str:
 def _list_metrics(args, out) -> int:
     from .metrics import FAMILIES
     from .metrics.names import trec_name
+
+    if getattr(args, "name", None):
+        from .metrics.names import explain_metric
+
+        print(explain_metric(args.name), file=out)
+        return 0
 
     for fam in FAMILIES.values():
         trec = [t for t in (fam.trec, fam.trec_uncut) if t]

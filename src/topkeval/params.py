@@ -72,7 +72,10 @@ def _is_int(value) -> bool:
 
 
 def _is_metric(value) -> bool:
-    """A parsed metric (:class:`topkeval.metrics.names.Metric`, which lives above this module)."""
+    """A parsed metric (:class:`topkeval.metrics.names.Metric`, which lives above this module), or an
+    ir_measures measure object (``ir_measures.nDCG@10``, read by its ``str()``)."""
+    if type(value).__module__.split(".")[0] == "ir_measures" and hasattr(value, "NAME"):
+        return True
     return type(value).__name__ == "Metric" and hasattr(value, "family") and hasattr(value, "k")
 
 
@@ -387,7 +390,8 @@ class IntList(Constraint):
 
 
 class Metrics(Constraint):
-    """A metric name, a :class:`~topkeval.metrics.names.Metric`, or a list of them: the type only; the names
+    """A metric name, a :class:`~topkeval.metrics.names.Metric` (or an ir_measures measure), or a list of
+    them: the type only; the names
     themselves (an empty one, an unknown one) are refused by the metric parser, which suggests the
     closest known names."""
 

@@ -16,10 +16,20 @@ import pandas as pd
 
 from ..conventions import Conventions
 from ..engine.plan import Plan
-from ..engine.rules import _EMPTY_F, comparable_scores, dcg_columns, err_gains, threshold, tie_rule, walk_columns
+from ..engine.rules import (
+    _EMPTY_F,
+    comparable_scores,
+    dcg_columns,
+    err_gains,
+    gains_of,
+    threshold,
+    tie_rule,
+    walk_columns,
+)
 from ..errors import ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
+from ..metrics.registry import CWL_DEPTH
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class CpuBackend:
             shared = None  # the relevant rows, and so the gains, depend on the model's scores
         # what depends on the log and the plan, not on the model: computed for its first model only
         common = shared.get("columns") if shared is not None else None
+        longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
         if common is None or common[0] is not log or common[1] is not judgments:
             if conv.ties == "ranx":  # the key depends on the scores
                 tie_key = None
@@ -49,7 +60,6 @@ class CpuBackend:
                 tie_key = tie_rule(log, conv, scores)
             grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") \
                 else _EMPTY_F
-            longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
             judged_rel = (rel if judgments.grades is log.grades else conv.is_relevant(judgments.grades)) \
                 if plan.dcg_specs else None
             rw = log.rows.get("ips_weight")  # inverse propensity weights (evaluate(position=, propensity=))
@@ -80,6 +90,9 @@ class CpuBackend:
                                              minlength=log.n_queries)
         if plan.ranked:
             _ranked_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, threads)
+        st.seq = np.zeros((0, log.n_queries))
+        if plan.seq_specs:
+            _sequence_stats(st, log, plan, judgments, scores, rel, grade, tie, items, thr, longest)
         return st
 
     def expected_in_top(self, log: GroupedLog, conv: Conventions, model: str, k: int, rows: np.ndarray,
@@ -133,9 +146,11 @@ class CpuBackend:
         rows or no item ids."""
         if evaluation.sources is None or evaluation.conventions is None:
             return None
+        from ..engine.plan import conventions_of
         from ..metrics.names import parse_metric
 
-        return items_changed(evaluation.sources, evaluation.conventions, baseline, model, parse_metric(metric))
+        m = parse_metric(metric)  # under its own relevance threshold (rel=) when it has one
+        return items_changed(evaluation.sources, conventions_of(m, evaluation.conventions), baseline, model, m)
 
 
 def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
@@ -181,6 +196,34 @@ def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgme
     st.iprec_levels, st.err_grades, st.mults, st.walk_specs = plan.iprec_levels, plan.err_grades, plan.mults, plan.walk_specs
     if "nonrel_judged" in need:  # retrieved: at or above score_threshold
         st.nonrel_judged = log.per_query_sum(jnr & (scores >= thr)).astype(np.float64)
+
+
+def _sequence_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,
+                    rel: np.ndarray, grade: np.ndarray, tie: int, items: np.ndarray, thr: float, longest: int) -> None:
+    """The statistics of each list in rank order (:mod:`topkeval.kernels.sequence`), into ``st``:
+    the rows ranked once by the tie rule (deterministic: the plan refuses ``ties="expected"``)."""
+    from ..kernels import cpu, sequence
+    from ..metrics import DcgSpec
+
+    kept = scores >= thr
+    rank = cpu.ranks(log.offsets, np.where(kept, scores, -np.inf), rel, grade, items, tie, max(longest, 1))
+    rank[~kept] = 0
+    out = np.empty((len(plan.seq_specs), log.n_queries))
+    for v, spec in enumerate(plan.seq_specs):
+        if spec[0] == "cwl":
+            _, kind, k, param, gain = spec
+            gains = gains_of(log.grades, DcgSpec(gain))
+            judged = log.judged_rows()
+            if not judged.all():  # a candidate without a judgment gains nothing (cwl_eval's worst case)
+                gains[~judged] = 0.0
+            out[v] = sequence.cwl(log.offsets, rank, gains, kind, k, param, CWL_DEPTH)
+        elif spec[0] == "compat":
+            out[v] = sequence.compat(log.offsets, rank, rel, log.grades, judgments.R, judgments.offsets,
+                                     judgments.grades, plan.conv.is_relevant(np.asarray(judgments.grades)), spec[1],
+                                     spec[2])
+        else:  # accuracy
+            out[v] = sequence.accuracy(log.offsets, rank, rel, spec[1])
+    st.seq, st.seq_specs = out, plan.seq_specs
 
 
 def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:

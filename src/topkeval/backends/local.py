@@ -27,15 +27,29 @@ def evaluate_run(run: RunApart, plan: engine.Plan, *, backend, depth: int | None
         log = engine.truncate(log, run.name, depth, plan.conv)
     if judged_only:
         log = run.judged_only(log)
-    batch = engine.evaluate_log(log, plan, backend=backend, judgments=run.judgments, threads=threads, rows=run.rows)
-    return batch, log
+    return evaluate_matched(run, log, plan, backend=backend, judged_only=judged_only, threads=threads), log
+
+
+def evaluate_matched(run: RunApart, log, plan: engine.Plan, *, backend, judged_only: bool, threads: int | None):
+    """The metrics of ``plan`` on one matched run's ``log``; those with ``judged_only=true`` (ir_measures'
+    ``AP(judged_only=True)``) on it without its unjudged items, unless ``judged_only`` dropped them already."""
+    own = [bool(m.param("judged_only")) for m in plan.metrics]
+    if judged_only or not any(own):
+        return engine.evaluate_log(log, plan, backend=backend, judgments=run.judgments, threads=threads, rows=run.rows,
+                                   judged_only=judged_only)
+    parts = [engine.evaluate_log(run.judged_only(log), plan.select(own), backend=backend, judgments=run.judgments,
+                                 threads=threads, rows=run.rows, judged_only=True)]
+    if not all(own):
+        parts.append(engine.evaluate_log(log, plan.select([not o for o in own]), backend=backend,
+                                         judgments=run.judgments, threads=threads, rows=run.rows))
+    return engine.merge_evaluated(parts, plan.names)
 
 
 def run_batches(data, qrels, plan: engine.Plan, *, backend, depth: int | None = None, judged_only: bool = False,
                 threads: int | None = None, warn: bool = True, kept: list | None = None, **reading):
     """The engine's batches of runs with judgments apart (one per run), the ``(log, R)`` of each, and
     the counts for ``info`` (``reading``: the options of :func:`~topkeval.inputs.judgments.read_runs`).
-    ``kept``, when given, receives each run's ``(log, judgments, rows)``, to evaluate again at other
+    ``kept``, when given, receives each run's ``(run, log, judged_only)``, to evaluate again at other
     metrics."""
     runs, info = read_runs(data, qrels, plan.conv, warn=warn, **reading)
     if warn:
@@ -46,7 +60,7 @@ def run_batches(data, qrels, plan: engine.Plan, *, backend, depth: int | None = 
         batches.append(batch)
         logs.append((log, run.judgments.R))
         if kept is not None:
-            kept.append((log, run.judgments, run.rows))
+            kept.append((run, log, judged_only))
     return batches, logs, info
 
 
@@ -69,8 +83,8 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, backend, by=Non
 
     def rerun(names):  # the same runs and judgments, at other metrics (Results.curves)
         again = engine.make_plan(names, plan.conv)
-        return results(again, [engine.evaluate_log(log, again, backend=backend, judgments=judgments, threads=threads,
-                                                   rows=rows) for log, judgments, rows in kept])
+        return results(again, [evaluate_matched(run, log, again, backend=backend, judged_only=judged_only,
+                                                threads=threads) for run, log, judged_only in kept])
 
     return replace(results(plan, batches), rerun=rerun)
 

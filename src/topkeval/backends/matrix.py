@@ -480,7 +480,7 @@ class MatrixBatch:
         self.n_items = int(next(iter(scores.values())).shape[1])
         self.selected = 0  # candidates the backend handed to the kernel, for info
         self.depth = 0
-        self.candidates: dict = {}  # model -> (depth, selected log, n, rel_ret), kept for the batch's plan parts
+        self.candidates: dict = {}  # (model, threshold) -> (depth, selected log, n, rel_ret), for the plan's parts
 
     @property
     def models(self) -> list[str]:
@@ -534,9 +534,10 @@ class MatrixBackend:
             return self._device_stats(batch, model, plan, judgments, depth)
         if not on_device and IN_PLACE_DEPTH and depth * IN_PLACE_DEPTH >= I and counted_on_device(plan):
             return self._rows_in_place(batch, model, plan, judgments, depth, threads)
-        kept = batch.candidates.get(model)
-        if kept is None or kept[0] < depth:  # the parts of one plan (nonpositive_scores="miss") share it
-            kept = batch.candidates[model] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
+        key = (model, plan.conv.threshold)  # the parts of one plan share it (their relevant counts: per threshold)
+        kept = batch.candidates.get(key)
+        if kept is None or kept[0] < depth:
+            kept = batch.candidates[key] = (depth, *self._select(batch, model, plan.conv, judgments, depth))
         _, log, n, rel_ret = kept
         st = self.cpu.compute(log, model, plan, judgments, threads, shared=shared)
         st.n, st.rel_ret = n, rel_ret  # the rows beyond the selection, counted without them
@@ -697,14 +698,14 @@ class MatrixBackend:
 
 def counted_on_device(plan) -> bool:
     """Whether :mod:`topkeval.kernels.torch_counts` gives every statistic of ``plan``: not the
-    second pass (judged, bpref, ...), not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
+    second pass (judged, bpref, ...) nor the statistics of lists in rank order, not RBP's residual (nor trec_eval's rbp_resid and unj), not ``item_order="text"`` (columns
     ordered as text), not ``ties="ranx"`` (its order depends on the whole row), and no grade-0 cell
     relevant or with a gain (then every cell would count)."""
     from ..engine.rules import UNJUDGED_GAINS, gains_of
 
     conv = plan.conv
     zero = np.zeros(1)
-    if plan.ranked or conv.is_relevant(zero)[0] or conv.ties == "ranx":
+    if plan.ranked or plan.seq_specs or conv.is_relevant(zero)[0] or conv.ties == "ranx":
         return False
     if conv.ties in ("item_desc", "item_asc") and conv.item_order == "text":
         return False

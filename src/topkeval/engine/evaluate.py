@@ -14,7 +14,7 @@ from ..errors import EmptyQueryError, ParameterError, ShortListError, plural, sh
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
 from ..metrics import FAMILIES, metric_values
-from .plan import Plan
+from .plan import Plan, judged_only_metrics
 from .rules import Backend, Queries, comparable_scores, tie_rule
 
 
@@ -50,17 +50,31 @@ class Evaluated:
 
 
 def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Judgments | None = None,
-                 threads: int | None = None, rows: int | None = None) -> Evaluated:
+                 threads: int | None = None, rows: int | None = None, judged_only: bool = False) -> Evaluated:
     """Evaluate every model of a batch of queries with ``backend`` (the CPU kernel for a grouped log:
     :data:`topkeval.backends.cpu.CPU`; the backend that :func:`topkeval.backends.select` chose).
 
     ``judgments`` (R and the judged grades per query) come from judgments kept apart from the
     candidates (TREC qrels); by default from the batch itself. ``rows``: the rows of the input
-    this batch stands for (by default its own).
+    this batch stands for (by default its own). ``judged_only``: the batch is a run without its
+    unjudged items (the metrics with ``judged_only=true`` may be computed on it).
+
+    A metric with its own relevance threshold (``rel=``) is computed with R and the relevant
+    candidates under it; which queries are empty (``empty_queries``) is decided under the
+    evaluation's threshold, so every metric has the same queries.
     """
     conv = plan.conv
+    if not judged_only and judged_only_metrics(plan):
+        raise ParameterError(f"{judged_only_metrics(plan)[0]} is computed on the run without its unjudged items "
+                             "(trec_eval -J), which needs judgments apart from the run: pass qrels= (a table or a TREC "
+                             "qrels file), or drop judged_only.")
+    own = judgments is None
     if judgments is None:
         judgments = batch.judgments(conv)
+    parts = list(plan.parts())
+    # R under each part's threshold (a metric's own rel=): recounted from the judgments, or by the batch
+    part_judgments = [judgments if part.conv.threshold == conv.threshold
+                      else batch.judgments(part.conv) if own else judgments.under(part.conv) for part in parts]
     R = judgments.R
     empty = R == 0
     if conv.empty_queries == "error" and empty.any():
@@ -74,12 +88,11 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
     queries = batch.queries[keep] if not keep.all() else batch.queries
     models = batch.models
     out = []
-    parts = list(plan.parts())
     shared: list[dict] = [{} for _ in parts]  # per part, what the backend computes once for every model
     for model in models:
         values, ties = {}, np.zeros(int(keep.sum()), bool)
-        for part, common in zip(parts, shared):
-            st = backend.compute(batch, model, part, judgments, threads, shared=common)
+        for part, part_judged, common in zip(parts, part_judgments, shared):
+            st = backend.compute(batch, model, part, part_judged, threads, shared=common)
             if not keep.all():
                 st = st.take(keep)
             if conv.short_lists == "error":
@@ -90,6 +103,21 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
         out.append(ModelValues(model, queries, values, int(ties.sum()), batch.n_rows if rows is None else rows,
                                int(keep.sum())))
     return Evaluated(out, len(R), int((~keep).sum()), int(R.sum()))
+
+
+def merge_evaluated(parts: list[Evaluated], names: list[str]) -> Evaluated:
+    """Batches of the same queries and models, each with some of the metrics, as one with every
+    metric in the order of ``names`` (the metrics with ``judged_only=true`` are computed on the run
+    without its unjudged items, the others on the run)."""
+    first = parts[0]
+    models = []
+    for i, mv in enumerate(first.models):
+        values: dict[str, np.ndarray] = {}
+        for part in parts:
+            values.update(part.models[i].values)
+        models.append(ModelValues(mv.model, mv.queries, {n: values[n] for n in names},
+                                  max(p.models[i].ties for p in parts), mv.rows, mv.evaluated))
+    return Evaluated(models, first.queries, first.skipped_empty, first.relevant)
 
 
 def evaluate_grouped(log: GroupedLog, plan: Plan, *, backend: Backend, depth: int | None = None,

@@ -3,7 +3,7 @@ depth an evaluation needs. Everything here is read from the metric registry."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,6 +46,8 @@ class Plan:
         The multipliers of R of trec_eval's Rprec_mult needed, ascending.
     walk_specs : tuple of DcgSpec
         The gain variants of trec_eval's G, Rndcg and ndcg_rel needed (the second pass's walk).
+    seq_specs : tuple
+        The sequence statistics needed (the registry's ``seq``: one spec per distinct one).
     labels : tuple of str
         Each metric's column label: the name as the user wrote it, blanks removed
         (:func:`topkeval.metrics.names.labelled_metrics`); by default its canonical name.
@@ -64,18 +66,28 @@ class Plan:
     labels: tuple[str, ...] = ()
     mults: tuple[float, ...] = ()
     walk_specs: tuple[DcgSpec, ...] = ()
+    seq_specs: tuple = ()
 
     def parts(self) -> list[Plan]:
-        """The plans whose statistics one kernel pass gives: this plan, or, under
-        ``nonpositive_scores="miss"``, one for the metrics that count what they find (with
-        ``positive_hits``) and one for the others."""
-        if self.conv.nonpositive_scores != "miss":
+        """The plans whose statistics one kernel pass gives: this plan, or one per relevance
+        threshold of the metrics (a metric's own ``rel=``, :func:`conventions_of`) and, under
+        ``nonpositive_scores="miss"``, per kind: the metrics that count what they find (with
+        ``positive_hits``) and the others."""
+        miss = self.conv.nonpositive_scores == "miss"
+        keys = [(m.param("rel"), miss and FAMILIES[m.family].counts_found) for m in self.metrics]
+        if all(key == (None, False) for key in keys):
             return [self]
-        labelled = list(zip(self.names, self.metrics))
-        found = [(n, m) for n, m in labelled if FAMILIES[m.family].counts_found]
-        rest = [(n, m) for n, m in labelled if not FAMILIES[m.family].counts_found]
-        return [_plan([m for _, m in part], self.conv, positive_hits=hits, labels=tuple(n for n, _ in part))
-                for part, hits in ((found, True), (rest, False)) if part]
+        out = []
+        for key in dict.fromkeys(keys):
+            part = [(n, m) for n, m, k in zip(self.names, self.metrics, keys) if k == key]
+            out.append(_plan([m for _, m in part], conventions_of(part[0][1], self.conv), positive_hits=key[1],
+                             labels=tuple(n for n, _ in part)))
+        return out
+
+    def select(self, keep: list[bool]) -> Plan:
+        """The plan of some of its metrics (``keep``: one flag per metric), labels kept."""
+        return _plan([m for m, k in zip(self.metrics, keep) if k], self.conv, self.positive_hits,
+                     tuple(n for n, k in zip(self.names, keep) if k))
 
     @property
     def names(self) -> list[str]:
@@ -101,6 +113,18 @@ class Plan:
             elif fam.depth == "list":
                 return n_max
         return min(deepest, n_max)
+
+
+def conventions_of(metric: Metric, conv: Conventions) -> Conventions:
+    """The conventions one metric is computed under: ``conv``, with the metric's own relevance
+    threshold when it has one (ir_measures' ``P(rel=2)@5``: a grade >= 2 is relevant)."""
+    rel = metric.param("rel")
+    return conv if rel is None or rel == conv.threshold else replace(conv, threshold=float(rel))
+
+
+def judged_only_metrics(plan: Plan) -> list[Metric]:
+    """The metrics of ``plan`` computed on the run without its unjudged items (``judged_only=true``)."""
+    return [m for m in plan.metrics if m.param("judged_only")]
 
 
 def make_plan(metrics, conv: Conventions) -> Plan:
@@ -139,6 +163,7 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[st
     grades: set[float] = set()
     mults: set[float] = set()
     walks: list[DcgSpec] = []
+    sequences: list = []
     for m in mets:
         fam = FAMILIES[m.family]
         if fam.levels is not None:
@@ -149,6 +174,8 @@ def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[st
             mults.update(fam.mults(m))
         if fam.walk is not None and fam.walk(m, conv) not in walks:
             walks.append(fam.walk(m, conv))
+        if fam.seq is not None and fam.seq(m) not in sequences:
+            sequences.append(fam.seq(m))
     return Plan(mets, conv, np.asarray(sorted(ks) or [1], dtype=np.int64), "h_at_r" in needs, "rank" in needs,
                 tuple(specs), positive_hits, frozenset(needs & RANKED_STATISTICS), tuple(sorted(levels)),
-                tuple(sorted(grades)), labels, tuple(sorted(mults)), tuple(walks))
+                tuple(sorted(grades)), labels, tuple(sorted(mults)), tuple(walks), tuple(sequences))

@@ -26,6 +26,7 @@ from ..errors import DataError, ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
 from ..metrics import DcgSpec
+from ..metrics.registry import CWL_DEPTH, ScaledGain
 from .plan import Plan
 
 
@@ -78,6 +79,9 @@ def gains_of(grades: np.ndarray, spec: DcgSpec, rel: np.ndarray | None = None) -
     if spec.gain == "binary":
         return (rel if rel is not None else np.asarray(grades) > 0).astype(np.float64)
     grades = np.asarray(grades)
+    if isinstance(spec.gain, ScaledGain):  # cwl_eval: clipped to [low, high], scaled to [0, 1]
+        low, high = spec.gain.low, spec.gain.high
+        return (np.clip(np.maximum(grades, 0.0, dtype=np.float64), low, high) - low) / (high - low)
     # one pass: the grade as float64, 0 for grades <= 0 (NaN cannot occur); signed: the grade itself
     gains = grades.astype(np.float64) if spec.signed else np.maximum(grades, 0.0, dtype=np.float64)
     if spec.gain == "exp":
@@ -101,6 +105,9 @@ def discounts(spec: DcgSpec, longest: int) -> tuple[np.ndarray, np.ndarray]:
         d = 1.0 / np.log2(np.maximum(ranks, 2.0))
     elif isinstance(spec.discount, tuple) and spec.discount[0] == "rbp":
         d = spec.discount[1] ** (ranks - 1.0)
+    elif isinstance(spec.discount, tuple) and spec.discount[0] == "cwl":  # cwl_eval's weights, 0 past its depth
+        d = 1.0 / (ranks + 2.0 * spec.discount[2] - 1.0) ** 2 if spec.discount[1] == "insq" else 1.0 / np.log2(ranks + 1.0)
+        d[CWL_DEPTH:] = 0.0
     else:
         d = 1.0 / np.log2(ranks + 1.0)
     disc = np.concatenate([[0.0], d])

@@ -27,6 +27,16 @@ class Judgments:
     nonrelevant: np.ndarray | None = None  # judged non-relevant items per query, when not all are in grades
     zeros: np.ndarray | None = None  # judged items of grade 0 per query not listed in grades (a score matrix's cells)
 
+    def under(self, conv) -> Judgments:
+        """These judgments under ``conv``'s relevance threshold (a metric's own ``rel=``): R counted
+        again from the judged grades, which list every judged item."""
+        from ..kernels.grouping import count_per_group
+
+        if self.nonrelevant is not None or self.zeros is not None:  # a score matrix's: its batch recounts them
+            raise ValueError("judgments that do not list every judged item cannot be recounted")
+        return Judgments(count_per_group(self.offsets, conv.is_relevant(np.asarray(self.grades))), self.offsets,
+                         self.grades)
+
     def judged_nonrelevant(self, conv) -> np.ndarray:
         """Judged non-relevant items of each query: a judgment with a grade >= 0 that is not relevant
         (trec_eval: a negative grade means in the pool but not judged)."""

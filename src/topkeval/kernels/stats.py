@@ -74,10 +74,14 @@ class QueryStats:
         under deterministic tie rules only.
     nonrel_judged : ndarray of float64, shape (Q,), or (0,)
         Judged non-relevant candidates retrieved (a judgment of grade >= 0, not relevant).
+    seq : ndarray of float64, shape (S, Q)
+        One value per query for each spec of ``seq_specs``: a statistic of the list in rank order
+        (:mod:`topkeval.kernels.sequence`; deterministic tie rules only).
     iprec_levels : tuple of float
     err_grades : tuple of float
     mults : tuple of float
     walk_specs : tuple of DcgSpec
+    seq_specs : tuple
     relevant_weight : ndarray of float64, shape (Q,), or None
         Under inverse propensity weights (:mod:`topkeval.engine.unbiased`), the weight of each
         query's relevant items (h, h(R), the AP sums and DCG are weighted sums then); None without.
@@ -105,6 +109,8 @@ class QueryStats:
     infap_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
     iprec_levels: tuple = ()
     err_grades: tuple = ()
+    seq: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    seq_specs: tuple = ()
     relevant_weight: np.ndarray | None = None
     h_mult: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     bin_g_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -115,7 +121,7 @@ class QueryStats:
 
     _PER_QUERY = ("h", "hit", "h_at_r", "n", "rel_ret", "R", "tie_at_cutoff", "rr", "ap_sum", "judged", "bpref_sum",
                   "iprec", "auc_sum", "infap_sum", "relevant_weight", "h_mult", "bin_g_sum", "nonrel_judged")
-    _PER_VARIANT = ("dcg", "ideal_dcg", "err")
+    _PER_VARIANT = ("dcg", "ideal_dcg", "err", "seq")
 
     @property
     def n_queries(self) -> int:
@@ -172,6 +178,10 @@ class QueryStats:
         """Expected reciprocal rank with maximum grade ``max_grade`` at cutoff ``k``."""
         return self.err[self.err_grades.index(max_grade), :, self.column(k)]
 
+    def seq_at(self, spec) -> np.ndarray:
+        """The per-query values of the sequence statistic ``spec`` (a spec of ``seq_specs``)."""
+        return self.seq[self.seq_specs.index(spec)]
+
     def take(self, rows: np.ndarray) -> QueryStats:
         """The statistics of a subset of queries (a boolean mask or indices)."""
         out: dict[str, Any] = {}
@@ -180,7 +190,7 @@ class QueryStats:
             if f.name in self._PER_QUERY:
                 v = v[rows] if v is not None and len(v) else v
             elif f.name in self._PER_VARIANT:
-                v = v[:, rows]
+                v = v[:, rows] if v.shape[0] or f.name != "seq" else v  # no sequence: nothing to take
             elif f.name == "walk":
                 v = v[:, :, rows] if v.shape[1] else v
             out[f.name] = v

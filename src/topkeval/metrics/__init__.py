@@ -4,16 +4,17 @@ Nothing here reads data or ranks candidates: each function takes a
 :class:`~topkeval.kernels.stats.QueryStats`, a :class:`~topkeval.metrics.names.Metric` and the
 :class:`~topkeval.conventions.Conventions`, and returns one value per query. Each is registered
 in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that defines it:
-``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp) and
-``judged`` (judged@k, bpref, iprec, iprec_avg, auc, err) and ``trec`` (trec_eval's other measures:
-set_map, utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret).
+``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp),
+``judged`` (judged@k, bpref, iprec, iprec_avg, auc, err), ``trec`` (trec_eval's other measures:
+utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret)
+and ``sequence`` (cwl_eval's C/W/L measures, compat, accuracy).
 ``beyond`` registers the beyond-accuracy families (novelty, diversity, coverage...), which read
 each top k's items again instead (:mod:`topkeval.analysis.beyond`).
 """
 
 import numpy as np
 
-from . import beyond, judged, rankbased, setbased, trec  # noqa: F401  (each registers its families)
+from . import beyond, judged, rankbased, sequence, setbased, trec  # noqa: F401  (each registers its families)
 from .registry import FAMILIES, DcgSpec, Family, Param
 
 

@@ -121,7 +121,7 @@ def iprec_avg(st, m, conv):
     return _per_r(total / len(levels), st, conv, empty)
 
 
-@register("auc", undefined="no relevant or no non-relevant candidate retrieved", needs_all_relevant=True, cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc"),
+@register("auc", undefined="no relevant or no non-relevant candidate retrieved", needs_all_relevant=True, cutoff="none", needs=("auc",), depth="list", aliases=("auroc", "roc_auc", "gauc", "retrievalauroc"),
           summary="area under the ROC curve of a query's candidates (torchmetrics binary AUROC per query)",
           formula="pairs (relevant, non-relevant) ranked in that order / (r N); a tie counts 1/2 (expected ties)")
 def auc(st, m, conv):

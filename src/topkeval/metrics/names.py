@@ -4,8 +4,14 @@ A metric is a value: ``Metric("recall", k=10)`` prints as ``"recall@10"`` and
 ``parse_metric("recall@10")`` gives it back. Aliases used by other tools are accepted and
 canonicalised (``P@10``, ``R@10``, ``P_10``, ``P.10``, ``Rprec``, ``success@10``, ``hits@10``,
 ``ndcg_burges@10``, ``SetP``, ``set_F.0.5``; ``fbeta(beta=1)@5`` is ``f1@5``). Every family, alias
-and parameter comes from the registry (:data:`topkeval.metrics.FAMILIES`); nothing here keeps a
-list of its own.
+and parameter comes from the registry (:data:`topkeval.metrics.FAMILIES`).
+
+ir_measures' forms are read with its meaning: ``rel=`` (a grade >= rel is relevant, for that
+metric) and ``judged_only=`` (trec_eval -J, for that metric) on any family, ``cutoff=`` (and
+torchmetrics' ``top_k=``) as the cutoff, ``dcg='exp-log2'``, ``IPrec@0.5``, ``SetP(relative=True)``,
+``NumRet(rel=1)``; its measure objects are read through their ``str()``. A name prefixed by a
+tool (``recbole:MAP@10``) has that tool's meaning where it differs from topkeval's
+(:data:`TOOL_MEANINGS`); :func:`explain_metric` says what a name means here and elsewhere.
 """
 
 from __future__ import annotations
@@ -56,6 +62,26 @@ def refresh() -> None:
 #: trec_eval's set_F, whose parameter is beta squared).
 _SQUARED_BETA = frozenset({"setf"})
 
+#: Parameters every family takes (ir_measures' ``P(rel=2)@5``, ``AP(judged_only=True)``): ``rel``, this
+#: metric's relevance threshold (a grade >= rel is relevant; the evaluation's ``threshold=`` otherwise),
+#: and ``judged_only``, this metric on the run without its unjudged items (trec_eval -J).
+GENERIC = (Param("rel", "number", None, False), Param("judged_only", "bool", False, False))
+
+#: Names of the cutoff among the parameters: ir_measures' ``cutoff=``, torchmetrics' ``top_k=``, ``k=``.
+_CUTOFF_NAMES = ("cutoff", "top_k", "k")
+
+#: Tools whose names may prefix a metric (``recbole:MAP@10``), and, per tool and name, the topkeval
+#: metric it stands for where that differs from the name's meaning here: ``(family, preset parameters)``.
+TOOL_MEANINGS: dict[str, dict[str, tuple[str, str]]] = {
+    "trec_eval": {}, "pytrec_eval": {}, "ranx": {}, "torchmetrics": {}, "sklearn": {},
+    "ir_measures": {},  # RBP: see _in_tool
+    "recbole": {"map": ("ap_capped", ""), "ndcg": ("ndcg", "gain=binary")},
+    "replay": {"map": ("ap_capped", ""), "ndcg": ("ndcg", "gain=binary")},
+    "lenskit": {"recall": ("recall_capped", "")},
+    "spark": {"map": ("ap_capped", ""), "meanaverageprecisionat": ("ap_capped", "")},
+}
+_TOOL = re.compile(r"^\s*(?P<tool>[A-Za-z][A-Za-z_]*)\s*:\s*(?P<rest>.*)$")
+
 _GRAMMAR = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
@@ -97,7 +123,7 @@ class Metric:
         for n, v in self.params:
             if n == name:
                 return v
-        for p in self.info.params:
+        for p in self.info.params + GENERIC:
             if p.name == name:
                 return p.default
         raise KeyError(name)
@@ -187,13 +213,15 @@ def _gain_value(text: str, full: str, fam: Family):
         return "linear"
     if value in ("exp", "exponential", "burges"):
         return "exp"
+    if value in ("binary", "bin"):  # 1 for a relevant item (the relevance threshold), 0 otherwise
+        return "binary"
     body = value[1:-1] if value.startswith("{") and value.endswith("}") else value
     pairs = {}
     for item in _split_top(body):
         grade, sep, gain = item.replace("=", ":").partition(":")
         g, v = _number(grade), _number(gain)
         if not sep or g is None or v is None:
-            raise _bad(full, fam, "gain must be 'linear', 'exp' or a map of grades to gains such as "
+            raise _bad(full, fam, "gain must be 'linear', 'exp', 'binary' or a map of grades to gains such as "
                                   f"'{fam.name}(gain={{1:3,2:7}})@10'")
         pairs[g] = v
     if not pairs:
@@ -215,8 +243,13 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
         if word not in p.choices:
             raise _bad(full, fam, f"{p.name} must be one of {', '.join(p.choices)}")
         return word
-    value = _number(text.strip())
-    if p.kind == "real" and value is None:
+    if p.kind == "bool":
+        flag = text.strip().strip("'\"").lower()
+        if flag not in ("true", "false", "1", "0"):
+            raise _bad(full, fam, f"{p.name} must be true or false")
+        return flag in ("true", "1")
+    value = _number(text.strip().strip("'\""))
+    if p.kind in ("real", "number") and value is None:
         raise _bad(full, fam, f"{p.name} must be a finite number")
     if p.kind in ("positive", "grade") and (value is None or value <= 0):
         raise _bad(full, fam, f"{p.name} must be a positive finite number")
@@ -242,28 +275,31 @@ def _levels_value(p: Param, text: str, full: str, fam: Family) -> tuple:
 def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> tuple:
     values = dict(preset)
     if params is not None:
-        if not fam.params:
-            raise _bad(full, fam, f"{fam.name} takes no parameters")
-        by_name = {p.name: p for p in fam.params}
+        by_name = {p.name.lower(): p for p in GENERIC} | {p.name.lower(): p for p in fam.params}
         for part in _split_top(params):
             name, sep, value = part.partition("=")
             name = name.strip().lower()
             if name == "gains":  # ir_measures' spelling
                 name = "gain"
             if not sep or name.startswith("{"):  # a lone value: the family's first parameter
-                name, value = fam.params[0].name, part
+                if not fam.params:
+                    raise _bad(full, fam, f"{fam.name} takes no parameters but rel= and judged_only=")
+                name, value = fam.params[0].name.lower(), part
             if name not in by_name:
                 raise _bad(full, fam, f"{fam.name} has no parameter {name!r}; it takes "
-                                      + ", ".join(p.name for p in fam.params))
-            values[name] = _param_value(by_name[name], value, full, fam)
+                                      + ", ".join(p.name for p in fam.params + GENERIC))
+            values[by_name[name].name] = _param_value(by_name[name], value, full, fam)
     out = []
-    for p in fam.params:
+    for p in fam.params + GENERIC:
         if p.name not in values:
             if p.required:
                 raise _bad(full, fam, f"{fam.name} needs a parameter")
             continue
         if values[p.name] != p.default:
             out.append((p.name, values[p.name]))
+    low, high = dict(out).get("min_rel", 0.0), dict(out).get("max_rel")
+    if high is not None and not low < high:
+        raise _bad(full, fam, f"max_rel ({format_value(high)}) must be above min_rel ({format_value(low)})")
     return tuple(out)
 
 
@@ -338,8 +374,13 @@ def parse_metric(text: str | Metric) -> Metric:
     """
     if isinstance(text, Metric):
         return text
+    if is_ir_measure(text):  # an ir_measures measure object: its own spelling, with its meaning
+        return parse_metric("ir_measures:" + str(text))
     if not isinstance(text, str):
         raise UnknownMetricError(f"A metric name must be a string such as 'recall@10'. Got {text!r}.")
+    tool = _TOOL.match(text)
+    if tool:
+        return _in_tool(tool.group("tool"), tool.group("rest"), text)
     fraction = _TREC_FRACTION.match(text.strip())
     if fraction:  # trec_eval's printed names of a level: iprec_at_recall_0.50
         for fam in FAMILIES.values():
@@ -375,15 +416,77 @@ def parse_metric(text: str | Metric) -> Metric:
         raise _unknown(text, f"no metric is called {name!r}")
     family, preset = _ALIASES[key]
     fam = FAMILIES[family]
+    fam, params, k_text = _ir_measures_forms(fam, params, k_text, text)
     parsed = _parse_params(fam, params, preset, text)
     if key in _SQUARED_BETA:
         parsed = tuple((n, math.sqrt(v) if n == "beta" else v) for n, v in parsed)
     return _finish(fam, k_text, parsed, text)
 
 
+def _ir_measures_forms(fam: Family, params: str | None, k_text: str | None, text: str):
+    """ir_measures' and torchmetrics' forms, read as theirs: the cutoff as ``cutoff=`` or ``top_k=``,
+    ``IPrec@0.5`` (the recall level after the @), ``dcg='log2'`` / ``'exp-log2'`` (linear /
+    exponential gains), ``SetP(relative=True)`` (set_relative_precision), ``NumRet(rel=1)`` (the
+    relevant retrieved: num_rel_ret). Returns the family, the other parameters and the cutoff."""
+    rest: list[str] = []
+    for part in _split_top(params) if params is not None else []:
+        name, sep, value = (x.strip() for x in part.partition("="))
+        name, value = name.lower(), value.strip("'\"")
+        own = any(p.name.lower() == name for p in fam.params)
+        if sep and name in _CUTOFF_NAMES and not own:
+            if k_text is not None and k_text.strip() != value:
+                raise _bad(text, fam, f"the cutoff is given twice ({k_text} and {value})")
+            k_text = value
+        elif sep and name == "dcg" and not own:
+            if value.lower() not in ("log2", "exp-log2"):
+                raise _bad(text, fam, f"dcg must be 'log2' or 'exp-log2' (ir_measures), got {value!r}")
+            if any(p.kind == "gain" for p in fam.params):
+                rest.append("gain=" + ("exp" if value.lower() == "exp-log2" else "linear"))
+            elif value.lower() != "log2":
+                raise _bad(text, fam, f"{fam.name} has linear gains only (dcg='log2')")
+        elif sep and name == "relative" and fam.name == "set_precision":
+            if _param_value(Param("relative", "bool"), value, text, fam):
+                fam = FAMILIES["set_relative_precision"]
+        else:
+            rest.append(part)
+    if fam.name == "num_ret" and any(p.partition("=")[0].strip().lower() == "rel" for p in rest):
+        fam = FAMILIES["num_rel_ret"]  # ir_measures' NumRet(rel=r): the retrieved items of grade >= r
+    first = fam.params[0] if fam.params else None
+    if k_text and fam.cutoff == "none" and first is not None and first.kind == "fraction" and _number(k_text) is not None:
+        rest.append(f"{first.name}={k_text}")  # ir_measures' IPrec@0.5
+        k_text = None
+    return fam, ",".join(rest) if rest else None, k_text
+
+
+def _in_tool(tool: str, rest: str, text: str) -> Metric:
+    """A name prefixed by its tool (``recbole:MAP@10``): the tool's meaning (:data:`TOOL_MEANINGS`)."""
+    meanings = TOOL_MEANINGS.get(tool.lower())
+    if meanings is None:
+        raise UnknownMetricError(f"Unknown tool {tool!r} in metric name {text!r}: a name may be prefixed by one of "
+                                 f"{', '.join(sorted(TOOL_MEANINGS))} (as in 'recbole:MAP@10'), for that tool's "
+                                 "meaning of the name.")
+    m = _GRAMMAR.match(rest)
+    if m is None:
+        return parse_metric(rest)
+    name, params, k_text = m.group("name"), m.group("params"), m.group("k")
+    given = [p.partition("=")[0].strip().lower() for p in _split_top(params)] if params else []
+    family, preset = meanings.get(name.lower(), (name, ""))
+    if tool.lower() == "ir_measures" and _ALIASES.get(name.lower(), ("",))[0] == "rbp":
+        # ir_measures' RBP: p = 0.8 by default; without rel= the grade is the gain (trectools)
+        preset = ",".join((["p=0.8"] if "p" not in given else []) + (["gain=linear"] if "rel" not in given else []))
+    inside = ",".join(x for x in (preset, params) if x)
+    return parse_metric(family + (f"({inside})" if inside else "") + (f"@{k_text}" if k_text is not None else ""))
+
+
+def is_ir_measure(value) -> bool:
+    """Whether ``value`` is an ir_measures measure object (``ir_measures.nDCG@10``), without importing it."""
+    return type(value).__module__.split(".")[0] == "ir_measures" and hasattr(value, "NAME")
+
+
 def _finish(fam: Family, k_text: str | None, params: tuple, text: str) -> Metric:
     if fam.cutoff == "required" and (k_text is None or k_text == ""):
-        raise _bad(text, fam, f"{fam.name} needs a cutoff")
+        raise _bad(text, fam, f"{fam.name} needs a cutoff (written @k, or cutoff=k, top_k=k as ir_measures and "
+                              "torchmetrics take it)")
     if fam.cutoff == "none" and k_text is not None:
         why = ("its cutoff is each query's R" if fam.depth == "R" else "it counts the whole list")
         raise _bad(text, fam, f"{fam.name} takes no cutoff ({why})")
@@ -395,7 +498,7 @@ def _finish(fam: Family, k_text: str | None, params: tuple, text: str) -> Metric
             raise _bad(text, fam, f"the cutoff must be at most {MAX_CUTOFF}, got {k_text}")
         k = int(k_text)
     if fam.name == "fbeta" and dict(params).get("beta") == 1.0:
-        return Metric("f1", k)
+        return Metric("f1", k, tuple((n, v) for n, v in params if n != "beta"))
     return Metric(fam.name, k, params)
 
 
@@ -451,7 +554,7 @@ def label_of(name: str | Metric) -> str:
 
 
 def _items(metrics) -> list:
-    if isinstance(metrics, (str, Metric)):
+    if isinstance(metrics, (str, Metric)) or is_ir_measure(metrics):
         metrics = [metrics]
     try:
         items = list(metrics)
@@ -475,7 +578,7 @@ def _expand(item) -> list[tuple[str, Metric]]:
         if t and "," in t.group("value") and all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(",")):
             return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
                     for v in t.group("value").split(",")]
-    return [(label_of(item) if isinstance(item, (str, Metric)) else str(item), parse_metric(item))]
+    return [(label_of(item) if isinstance(item, (str, Metric)) else label_of(str(item)), parse_metric(item))]
 
 
 def split_names(text: str) -> list[str]:
@@ -515,6 +618,8 @@ def trec_name(metric: Metric | str) -> str:
     """
     m = parse_metric(metric)
     fam = m.info
+    if m.param("rel") is not None or m.param("judged_only"):
+        return str(m)  # trec_eval sets these for a whole run (-l, -J), not per measure
     if fam.trec_format is not None:
         return fam.trec_format(m)
     if m.k is None and fam.name == "set_f" and m.params:  # trec_eval's parameter is beta squared
@@ -545,3 +650,76 @@ def is_geometric(metric: Metric | str) -> bool:
 def higher_is_better(metric: Metric | str) -> bool:
     """Whether a larger value of this metric is better (False for fp, fn and fallout)."""
     return parse_metric(metric).info.higher_is_better
+
+
+#: What a family's names mean in other tools where that differs from topkeval's meaning ("{at}" is the
+#: cutoff asked for): :func:`explain_metric` shows it, docs/conventions.md says the same.
+NOTES: dict[str, str] = {
+    "ap": "trec_eval, ranx and ir_measures divide by R, as here; RecBole, RePlay, Spark and Microsoft Recommenders "
+          "divide MAP@k by min(R, k): ap_capped{at} (recbole:MAP{at}); torchmetrics' RetrievalMAP divides by the "
+          "relevant candidates found in the top k: ap_found{at} (RetrievalMAP{at}).",
+    "ap_capped": "trec_eval, ranx and ir_measures divide MAP@k by R: ap{at}; torchmetrics by the relevant candidates "
+                 "found in the top k: ap_found{at}.",
+    "ap_found": "trec_eval, ranx and ir_measures divide by R: ap{at}; RecBole and RePlay by min(R, k): ap_capped{at}.",
+    "recall": "LensKit's Recall@k divides by min(R, k): recall_capped{at} (lenskit:Recall{at}); torchmetrics divides "
+              "by the relevant candidates of the query's list (R when every relevant item is a candidate); some "
+              "papers call the hit rate recall@k: hit_rate{at}.",
+    "recall_capped": "trec_eval, ranx, ir_measures, RecBole and torchmetrics divide recall@k by R: recall{at}.",
+    "tp": "hits@k is a count here, as in ranx; RecBole's Hit@k, RePlay's HitRate@k, torchmetrics' RetrievalHitRate "
+          "and trec_eval's success_k are 1 if any relevant item is in the top k: hit_rate{at}.",
+    "hit_rate": "ranx's hits@k counts the relevant items of the top k: tp{at} (hits{at}); some papers call this "
+                "rate recall@k.",
+    "ndcg": "RecBole's and RePlay's NDCG use binary relevance: ndcg(gain=binary){at} (recbole:NDCG{at}); ranx's "
+            "ndcg_burges and ir_measures' nDCG(dcg='exp-log2') use 2^grade - 1: ndcg(gain=exp){at}; torchmetrics "
+            "and scikit-learn take a negative grade as a negative gain (negative_grades='gain').",
+    "auc": "RecBole's GAUC averages this per-user AUC weighted by each user's positives, over the users with a "
+           "positive and a negative: evaluate(..., weight=<a column of each user's positives>, undefined='nan') "
+           "gives it.",
+    "rbp": "binary relevance by default (cwl_eval; ir_measures' RBP(rel=1)); ranx's rbp and ir_measures' RBP "
+           "without rel= (trectools) weigh a rank by its grade: rbp(p=...,gain=linear){at} (ir_measures:RBP).",
+    "precision": "torchmetrics with adaptive_k, LensKit, Evidently and Surprise divide by min(k, n) for a shorter "
+                 "list: short_lists='shrink'.",
+    "set_f": "trec_eval's set_F.x and ir_measures' SetF(beta=x) read x as beta squared.",
+    "judged": "ir_measures' Judged@k divides by min(k, n): short_lists='shrink'.",
+    "iprec": "trec_eval 9 (pytrec_eval) counts int(x R + 0.9) relevant items at level x; trec_eval 10, as here, "
+             "lround(x R).",
+    "err": "gdeval (ir_measures' ERR@k) takes 4 as the largest grade, the default here.",
+}
+
+
+@validate_params(name=MetricName())
+def explain_metric(name) -> str:
+    """What a metric name means here, and what the same name means in other tools where that differs.
+
+    Parameters
+    ----------
+    name : str, Metric or an ir_measures measure
+        Any name :func:`parse_metric` reads (``"MAP@10"``, ``"recbole:MAP@10"``, ``"P(rel=2)@5"``).
+
+    Returns
+    -------
+    str
+        The canonical name, the definition, when the value is undefined, the tie rules it is computed
+        under, and the notes on other tools' meanings of the name.
+
+    Examples
+    --------
+    >>> print(explain_metric("MAP@10").splitlines()[0])
+    'MAP@10' is ap@10: average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)
+    """
+    m = parse_metric(name)
+    fam = m.info
+    shown = name if isinstance(name, str) else str(name)
+    lines = [f"{shown!r} is {m}: {fam.summary}", f"  value: {fam.formula}",
+             f"  undefined when: {fam.undefined} (the query gets the 'undefined' convention's value)"
+             if fam.undefined != "never" else "  undefined: never"]
+    if m.param("rel") is not None:
+        lines.append(f"  relevant: a grade >= {format_value(m.param('rel'))} (this metric's own threshold)")
+    if m.param("judged_only"):
+        lines.append("  on the run without its unjudged items (trec_eval -J; needs qrels=)")
+    lines.append("  ties: exact under every tie rule" if fam.ties is None else
+                 f"  ties: computed under {', '.join(fam.ties)} only (refused under 'expected')")
+    note = NOTES.get(fam.name)
+    if note:
+        lines.append("  elsewhere: " + note.format(at=f"@{m.k}" if m.k is not None else ""))
+    return "\n".join(lines)

@@ -6,6 +6,7 @@ metric             value                                                 undefin
 rr@k               1 / rank of the first relevant candidate, 0 beyond k  never
 ap@k               sum over relevant ranks <= k of precision@rank, / R   R = 0
 ap_capped@k        the same sum / min(R, k)  (Spark, RecBole, MS Recs)   R = 0
+ap_found@k         the same sum / h(k)  (torchmetrics RetrievalMAP)      h(k) = 0
 dcg@k              sum over ranks <= k of gain x discount(rank)          never
 ndcg@k             dcg@k / ideal dcg@k                                   ideal dcg is 0
 rbp(p=p)@k         (1 - p) sum over relevant ranks i <= k of p^(i - 1)   never
@@ -36,11 +37,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..conventions import TIES
 from .registry import DcgSpec, Param, register
 from .setbased import ratio
 
+#: The tie rules under which a ratio of counts over the top k is exact: every one but "expected".
+DETERMINISTIC = tuple(t for t in TIES if t != "expected")
 
-@register("rr", undefined="never", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank"),
+
+@register("rr", undefined="never", counts_found=True, cutoff="optional", needs=("rank",), depth="list", aliases=("mrr", "recip_rank", "reciprocal_rank", "retrievalmrr"),
           trec_uncut="recip_rank",
           summary="reciprocal rank of the first relevant candidate (0 beyond k)", formula="1 / rank of the first relevant")
 def rr(st, m, conv):
@@ -60,6 +65,15 @@ def ap(st, m, conv):
           formula="sum(precision@rank of each relevant rank <= k) / min(R, k)")
 def ap_capped(st, m, conv):
     return ratio(st.ap_sum[:, st.column(m.k)], np.minimum(st.R, float(m.k)), conv.undefined)
+
+
+@register("ap_found", undefined="no relevant candidate in the top k", counts_found=True, cutoff="optional",
+          needs=("rank", "h"), depth="list", aliases=("retrievalmap",), ties=DETERMINISTIC,
+          summary="the precisions at the relevant ranks <= k averaged over the relevant candidates found in the top "
+                  "k (torchmetrics RetrievalMAP)",
+          formula="sum(precision@rank of each relevant rank <= k) / h(k)")
+def ap_found(st, m, conv):
+    return ratio(st.ap_sum[:, st.column(m.k)], st.h[:, st.column(m.k)], conv.undefined)
 
 
 def _graded(m, conv) -> DcgSpec:
@@ -82,7 +96,7 @@ def dcg(st, m, conv):
 
 
 @register("ndcg", ips="snips", undefined="ideal DCG = 0", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, dcg=_graded,
-          aliases=("ndcg_cut",), trec="ndcg_cut", trec_uncut="ndcg", variants={"ndcg_burges": {"gain": "exp"}},
+          aliases=("ndcg_cut", "retrievalnormalizeddcg"), trec="ndcg_cut", trec_uncut="ndcg", variants={"ndcg_burges": {"gain": "exp"}},
           summary="normalised discounted cumulative gain, graded gains",
           formula="DCG@k / ideal DCG@k, DCG = sum(gain / log2(rank + 1))")
 def ndcg(st, m, conv):
@@ -90,12 +104,15 @@ def ndcg(st, m, conv):
 
 
 def _rbp(m, conv) -> DcgSpec:
-    return DcgSpec("binary", ("rbp", m.param("p")))
+    gain = m.param("gain")
+    return DcgSpec(gain, ("rbp", m.param("p")), gain != "binary" and conv.negative_grades == "gain")
 
 
-@register("rbp", ips="ips", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=(Param("p", "unit"),), dcg=_rbp,
-          summary="rank-biased precision (Moffat & Zobel 2008): a user reads on from each rank with probability p",
-          formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)")
+@register("rbp", ips="ips", undefined="never", cutoff="optional", needs=("dcg",), depth="list", bounded=False,  # graded
+          params=(Param("p", "unit"), Param("gain", "gain", "binary", False)), dcg=_rbp,
+          summary="rank-biased precision (Moffat & Zobel 2008): a user reads on from each rank with probability p; "
+                  "gain=linear weighs a rank by its grade (ranx, ir_measures' RBP without rel=)",
+          formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)  (gain=linear: of grade x p^(i - 1))")
 def rbp(st, m, conv):
     return (1.0 - m.param("p")) * st.dcg_at(_rbp(m, conv), m.k)
 

@@ -26,7 +26,10 @@ precision at the recall levels the metrics declare), ``auc`` (correctly ordered 
 inferred AP sum), ``h_mult`` (relevant in the top floor(mult R + 0.9): trec_eval's Rprec_mult),
 ``bin_g`` (trec_eval's binG sum), ``gain_walk`` (trec_eval's G, Rndcg and ndcg_rel under the gain
 variants the metrics declare: a walk over the ranked gains beside the ideal ones) and
-``nonrel_judged`` (judged non-relevant candidates retrieved).
+``nonrel_judged`` (judged non-relevant candidates retrieved). ``seq`` is one value per query for each
+sequence the metrics declare (``seq=``: a metric -> a hashable spec), computed from each list in rank
+order (:mod:`topkeval.kernels.sequence`): the C/W/L measures whose user model adapts to the gains
+seen, Clarke et al.'s compatibility, ir_measures' Accuracy.
 
 A family that is exact only under some tie rules lists them in ``ties``; the plan refuses the
 others with a :class:`~topkeval.errors.ParameterError` rather than give an inexact number.
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 
 #: The statistics a family may ask of the kernel (besides the counts every kernel returns).
 STATISTICS = frozenset({"h", "hit", "h_at_r", "rank", "dcg", "judged", "bpref", "iprec", "auc", "err", "infap",
-                        "h_mult", "bin_g", "gain_walk", "nonrel_judged"})
+                        "h_mult", "bin_g", "gain_walk", "nonrel_judged", "seq"})
 
 #: The statistics of the second pass (:mod:`topkeval.kernels.ranked`).
 RANKED_STATISTICS = frozenset({"judged", "bpref", "iprec", "auc", "err", "infap", "h_mult", "bin_g", "gain_walk",
@@ -52,10 +55,11 @@ class Param:
     """A parameter of a family: ``fbeta(beta=0.5)``, ``ndcg(gain=exp)``, ``rbp(p=0.8)``.
 
     ``kind`` is ``"positive"`` (a finite number > 0), ``"unit"`` (a number in (0, 1)),
-    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade), ``"gain"`` (``linear``, ``exp`` or a map of grades to gains, ``{1:3,2:7}``),
-    ``"real"`` (any finite number), ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept
-    ascending) or ``"choice"`` (one of the words of ``choices``: which peer's definition,
-    ``variant=replay``). A parameter with
+    ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade), ``"gain"`` (``linear``,
+    ``exp``, ``binary`` or a map of grades to gains, ``{1:3,2:7}``), ``"real"`` (any finite number: trec_eval's
+    parameters), ``"number"`` (any finite number, or unset when its default is None: ir_measures' ``rel=``),
+    ``"bool"`` (true or false), ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept ascending) or
+    ``"choice"`` (one of the words of ``choices``: which peer's definition, ``variant=replay``). A parameter with
     a ``default`` may be left out, and is left out of the canonical name when it has that value.
     """
 
@@ -78,12 +82,29 @@ class DcgSpec:
     ``"log2"`` (1 / log2(rank + 1)), ``"lenskit"`` (1 / log2(max(rank, 2))) or ``("rbp", p)``
     (p ** (rank - 1)). ``signed`` (``negative_grades="gain"``): a negative grade gains its own,
     negative, value (linear, unlisted in a map; ``2**grade - 1`` under exp), and the ideal DCG
-    ranks every judged item's gain, zero and negative ones included (torchmetrics).
+    ranks every judged item's gain, zero and negative ones included (torchmetrics). A
+    :class:`ScaledGain` is cwl_eval's gain (the grade clipped to a range and scaled to [0, 1]);
+    ``("cwl", kind, param)`` a discount of cwl_eval's measures (:func:`topkeval.engine.rules.discounts`).
     """
 
     gain: object = "linear"
     discount: object = "log2"
     signed: bool = False
+
+
+#: The depth cwl_eval evaluates every list to (its ``max_n``): gains are padded with 0 to it, ranks
+#: beyond it are cut, and the measures that continue past a list normalise over it.
+CWL_DEPTH = 1000
+
+
+@dataclass(frozen=True)
+class ScaledGain:
+    """cwl_eval's gain of a judged candidate (as ir_measures passes grades to it): the grade (negative
+    grades 0) clipped to ``[low, high]`` and scaled to [0, 1], ``(min(max(max(grade, 0), low), high) -
+    low) / (high - low)``; 0 for a candidate without a judgment."""
+
+    low: float
+    high: float
 
 
 @dataclass(frozen=True)
@@ -121,6 +142,7 @@ class Family:
     walk: Callable | None = None  # (metric, conventions) -> the DcgSpec of the gains, for families that need "gain_walk"
     beyond: str | None = None  # a beyond-accuracy family, read off each model's top k items again (not from the
     # kernel's statistics, see topkeval.metrics.beyond): "query" (a value per query), "catalog" (one per model)
+    seq: Callable | None = None  # metric -> the spec of its sequence statistic, for families that need "seq"
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -138,18 +160,23 @@ class Family:
         if self.cutoff == "optional":
             out.append(base)
         cut = "@3" if self.cutoff != "none" else ""
+        required = "".join(f",{p.name}={_example_value(p)}" for p in self.params if p.required)
         for p in self.params:
             if not p.required and p.kind == "gain":
-                out.append(f"{self.name}({p.name}=exp){cut}")
-                out.append(f"{self.name}({p.name}={{1:3,2:7}}){cut}")
+                out.append(f"{self.name}({p.name}=exp{required}){cut}")
+                out.append(f"{self.name}({p.name}={{1:3,2:7}}{required}){cut}")
             elif not p.required:
-                value = next(c for c in p.choices if c != p.default) if p.kind == "choice" else _EXAMPLE[p.kind]
-                out.append(f"{self.name}({p.name}={value}){cut}")
+                out.append(f"{self.name}({p.name}={_example_value(p)}{required}){cut}")
         return out
 
 
 _EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp", "real": "-0.5",
-            "levels": "{0.2,0.5,0.8}"}
+            "levels": "{0.2,0.5,0.8}", "number": "1", "bool": "false"}
+
+
+def _example_value(p: Param) -> str:
+    """A value of parameter ``p`` other than its default, for :meth:`Family.examples`."""
+    return next(c for c in p.choices if c != p.default) if p.kind == "choice" else _EXAMPLE[p.kind]
 
 FAMILIES: dict[str, Family] = {}
 
@@ -166,7 +193,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
              undefined: str = "never", ips: str | None = None, geometric: bool = False,
              trec_params: Callable | None = None, mults: Callable | None = None, walk: Callable | None = None,
-             beyond: str | None = None):
+             beyond: str | None = None, seq: Callable | None = None):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
@@ -178,7 +205,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips, geometric, trec_params, mults, walk, beyond)
+                                undefined, ips, geometric, trec_params, mults, walk, beyond, seq)
         return function
 
     return wrap
@@ -190,6 +217,8 @@ def format_value(value) -> str:
         return "{" + ",".join(format_value(x) for x in value) + "}"
     if isinstance(value, tuple):
         return "{" + ",".join(f"{format_value(g)}:{format_value(v)}" for g, v in value) + "}"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text

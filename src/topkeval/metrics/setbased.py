@@ -20,6 +20,7 @@ set_precision           r / n  (trec_eval set_P)                    n = 0
 set_recall              r / R  (trec_eval set_recall)               R = 0
 set_f(beta=b)           (1 + b^2) r / (b^2 R + n)  (set_F)           R + n = 0
 set_relative_precision  r / min(n, R)  (set_relative_P)             min(n, R) = 0
+set_ap                  r^2 / (n R)  (set_map, ir_measures SetAP)   min(n, R) = 0
 num_ret, num_rel        n, R                                        never
 num_rel_ret             r                                           never
 ======================  ==========================================  ==========================
@@ -73,13 +74,13 @@ def f_measure(hits, R, listed, beta: float, undefined: float) -> np.ndarray:
     return ratio((1.0 + b2) * np.asarray(hits, np.float64), b2 * np.asarray(R, np.float64) + listed, undefined)
 
 
-@register("precision", ips="ips", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k"), trec="P",
+@register("precision", ips="ips", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k", "retrievalprecision"), trec="P",
           summary="relevant share of the top k", formula="h(k) / k  (shrink: h(k) / min(k, n))")
 def precision(st, m, conv):
     return ratio(_h(st, m), _k_den(st, m, conv), conv.undefined)
 
 
-@register("recall", ips="snips", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k"), trec="recall",
+@register("recall", ips="snips", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k", "retrievalrecall"), trec="recall",
           summary="share of the relevant items found in the top k", formula="h(k) / R")
 def recall(st, m, conv):
     return ratio(_h(st, m), st.Rw, conv.undefined)
@@ -120,13 +121,13 @@ def specificity(st, m, conv):
     return ratio(st.N - (_kk(st, m) - _h(st, m)), st.N, conv.undefined)
 
 
-@register("fallout", undefined="N = 0", cutoff="required", needs=("h",), aliases=("fpr",), higher_is_better=False,
+@register("fallout", undefined="N = 0", cutoff="required", needs=("h",), aliases=("fpr", "retrievalfallout"), higher_is_better=False,
           summary="non-relevant candidates let into the top k", formula="(min(k, n) - h(k)) / N")
 def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
 
 
-@register("r_precision", ips="snips", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision"),
+@register("r_precision", ips="snips", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision", "retrievalrprecision"),
           trec_uncut="Rprec", summary="precision at rank R (TREC Rprec)", formula="h(R) / R")
 def r_precision(st, m, conv):
     den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R
@@ -135,7 +136,7 @@ def r_precision(st, m, conv):
     return ratio(st.h_at_r, den, conv.undefined)
 
 
-@register("hit_rate", undefined="never", cutoff="required", needs=("hit",), aliases=("success", "hit", "hitrate", "hr"), trec="success",
+@register("hit_rate", undefined="never", cutoff="required", needs=("hit",), aliases=("success", "hit", "hitrate", "hr", "retrievalhitrate"), trec="success",
           summary="1 if any relevant item is in the top k (TREC success@k)", formula="1 if h(k) >= 1 else 0")
 def hit_rate(st, m, conv):
     return st.hit[:, st.column(m.k)].copy()
@@ -185,11 +186,20 @@ def set_f(st, m, conv):
     return f_measure(st.rel_ret, st.R, st.n, m.param("beta"), conv.undefined)
 
 
-@register("set_relative_precision", undefined="min(n, R) = 0", needs_all_relevant=True, cutoff="none", aliases=("set_relative_p",), trec_uncut="set_relative_P",
+@register("set_relative_precision", undefined="min(n, R) = 0", needs_all_relevant=True, cutoff="none", aliases=("set_relative_p", "setrelp"), trec_uncut="set_relative_P",
           summary="num_rel_ret over the most it could be (trec_eval set_relative_P)",
           formula="num_rel_ret / min(n, R)")
 def set_relative_precision(st, m, conv):
     return ratio(st.rel_ret, np.minimum(st.n, st.R), conv.undefined)
+
+
+@register("set_ap", undefined="min(n, R) = 0", needs_all_relevant=True, cutoff="none", aliases=("setap", "set_map"),
+          trec_uncut="set_map",
+          summary="unranked average precision of the whole list: set_precision x set_recall (trec_eval set_map, "
+                  "ir_measures SetAP)",
+          formula="num_rel_ret^2 / (n R)")
+def set_ap(st, m, conv):
+    return ratio(st.rel_ret.astype(np.float64) ** 2, st.n.astype(np.float64) * st.R, conv.undefined)
 
 
 @register("num_ret", undefined="never", cutoff="none", aliases=("numret",), bounded=False, trec_uncut="num_ret", summed=True,

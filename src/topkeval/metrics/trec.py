@@ -1,5 +1,6 @@
-"""trec_eval's other measures: set_map, utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg,
-ndcg_rel and num_nonrel_judged_ret, each defined as trec_eval 10 computes it (its ``m_*.c`` files).
+"""trec_eval's other measures: utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel and
+num_nonrel_judged_ret, each defined as trec_eval 10 computes it (its ``m_*.c`` files). trec_eval's
+set_map is :mod:`~topkeval.metrics.setbased`'s ``set_ap`` (ir_measures' SetAP; ``set_map`` is its alias).
 
 With R relevant items, n candidates of which r are relevant, gains as nDCG's (the grade by
 default; ``gain=exp``, a map), the ideal gains the positive gains of the query's judged items in
@@ -8,7 +9,6 @@ decreasing order (P of them):
 =========================  ================================================================  ===========================
 metric                     value                                                             undefined when
 =========================  ================================================================  ===========================
-set_map                    r^2 / (n R): set precision times set recall                        min(n, R) = 0
 utility(a,b,c,d,docs)      a r + b (n - r) + c (R - r) + d (docs - n - R + r)                 never
 gm_map, gm_bpref           ln(max(AP, 1e-5)), ln(max(bpref, 1e-5)): their mean is the log     R = 0
                            of the geometric mean (the TREC output prints exp of the mean)
@@ -44,14 +44,6 @@ MIN_GEO_MEAN = 0.00001
 def log_floor(values) -> np.ndarray:
     """``ln(max(value, 0.00001))`` (NaN stays NaN): trec_eval's per-query value of a geometric mean."""
     return np.log(np.maximum(np.asarray(values, np.float64), MIN_GEO_MEAN))
-
-
-@register("set_map", undefined="min(n, R) = 0", needs_all_relevant=True, cutoff="none", trec_uncut="set_map",
-          summary="trec_eval's set_map: set precision times set recall (an unranked average precision)",
-          formula="num_rel_ret^2 / (n R)")
-def set_map(st, m, conv):
-    r = st.rel_ret.astype(np.float64)
-    return ratio(r * r, st.n.astype(np.float64) * st.R.astype(np.float64), conv.undefined)
 
 
 _UTILITY = (Param("a", "real", 1.0, False), Param("b", "real", -1.0, False), Param("c", "real", 0.0, False),

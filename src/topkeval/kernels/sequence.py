@@ -1,0 +1,170 @@
+"""Statistics of each list read in rank order: one value per query, under a deterministic tie rule.
+
+The metrics here depend on the order of a whole list in a way that no sum of per-rank terms
+captures: a C/W/L user who stops once enough gain is seen, the overlap of each prefix of the list
+with the prefix of an ideal ranking, the non-relevant candidates above each relevant one in the
+top k. Each takes ``rank`` (per row: its rank from 1 in its query, 0 for a row not ranked:
+:func:`topkeval.kernels.cpu.ranks`) and is vectorised over queries with numpy (no compiled kernel).
+
+* :func:`cwl`: the expected utility per item of cwl_eval's C/W/L measures (Moffat et al. 2013;
+  Azzopardi, Thomas & Moffat 2019), from the continuation probabilities ``C_i`` of rank i:
+  ``sum_i W_i g_i`` with ``W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j`` over the ranks
+  ``1..D`` (cwl_eval pads every list with gain 0 to ``D = 1000`` and cuts it there).
+* :func:`compat`: Clarke, Vtyurina & Smucker's compatibility (2021): the rank-biased overlap of the
+  list with the ideal ranking of the judged relevant items (by grade, ties in the list's order,
+  the items the list misses last), normalised by that of the ideal with itself.
+* :func:`accuracy`: the share of (relevant, non-relevant) pairs of the top k ranked in that order
+  (ir_measures' Accuracy).
+
+A value is NaN where the metric is undefined (the metric function gives the ``undefined``
+convention there).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Dense blocks of (queries x ranks) hold at most this many values at a time.
+BLOCK = 1 << 22
+
+
+def _ranked_rows(offsets: np.ndarray, rank: np.ndarray, depth: int | None = None):
+    """The ranked rows (rank > 0, and <= ``depth``): their indices, queries and positions (rank - 1)."""
+    keep = rank > 0 if depth is None else (rank > 0) & (rank <= depth)
+    rows = np.flatnonzero(keep)
+    q = np.searchsorted(offsets, rows, side="right") - 1
+    return rows, q, rank[rows] - 1
+
+
+def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: int, param: float,
+        depth: int) -> np.ndarray:
+    """cwl_eval's expected utility per item of each query (see the module docstring).
+
+    ``gains``: per row, in [0, 1]. ``kind`` and its continuation probability at rank i (from 1),
+    with ``G_i`` the gain summed over ranks 1..i:
+
+    ========  ==============================================================================
+    bpm       1 while ``G_i < T`` and ``i < K`` (K = ``k``), else 0 (Zhang et al. 2017, static)
+    inst      ``((i + T + T_i - 1) / (i + T + T_i))^2``, ``T_i = T - G_i`` (Moffat et al. 2015)
+    nerr8     ``1 - g_i`` for i < k, else 0 (Azzopardi, Mackenzie & Moffat 2021, eq. 8)
+    nerr9     ``i / (i + 1) (1 - g_i)`` for i < k, else 0 (eq. 9)
+    nerr10    ``p (1 - g_i)`` (eq. 10)
+    nerr11    ``((i + 2T - 1) / (i + 2T))^2 (1 - g_i)`` (eq. 11)
+    ========  ==============================================================================
+
+    ``param`` is T (bpm, inst, nerr11) or p (nerr10); ``depth`` the ranks every list is padded
+    or cut to (cwl_eval's 1000).
+    """
+    Q = len(offsets) - 1
+    D = depth if k <= 0 else min(k, depth)
+    rows, q, pos = _ranked_rows(offsets, rank, D)
+    out = np.zeros(Q)
+    step = max(1, BLOCK // D)
+    i = np.arange(1, D + 1, dtype=np.float64)
+    starts = np.searchsorted(q, np.arange(0, Q + step, step))
+    for a in range(0, Q, step):
+        b = min(a + step, Q)
+        lo, hi = starts[a // step], starts[a // step + 1]
+        g = np.zeros((b - a, D))
+        g[q[lo:hi] - a, pos[lo:hi]] = gains[rows[lo:hi]]
+        if kind == "bpm":
+            c = ((np.cumsum(g, axis=1) < param) & (i < k)).astype(np.float64)
+        elif kind == "inst":
+            t_i = param - np.cumsum(g, axis=1)
+            c = ((i + param + t_i - 1.0) / (i + param + t_i)) ** 2
+        elif kind == "nerr8":
+            c = np.where(i < k, 1.0 - g, 0.0)
+        elif kind == "nerr9":
+            c = np.where(i < k, i / (i + 1.0) * (1.0 - g), 0.0)
+        elif kind == "nerr10":
+            c = param * (1.0 - g)
+        elif kind == "nerr11":
+            c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2 * (1.0 - g)
+        else:
+            raise ValueError(kind)
+        reach = np.ones((b - a, D))  # the chance to examine rank i: the product of C_j over j < i
+        np.cumprod(c[:, :-1], axis=1, out=reach[:, 1:])
+        out[a:b] = (reach * g).sum(axis=1) / reach.sum(axis=1)
+    return out
+
+
+def compat(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, grades: np.ndarray, R: np.ndarray,
+           judged_offsets: np.ndarray, judged_grades: np.ndarray, judged_rel: np.ndarray, p: float,
+           normalize: bool) -> np.ndarray:
+    """Compatibility of each query's list with its ideal ranking (see the module docstring).
+
+    With D = max(n, R), the overlap at depth d is the number of items in both the top d of the list
+    and the top d of the ideal; rank-biased overlap sums ``p^(d-1) overlap(d) / d`` over
+    d = 1..D, divided by ``sum p^(d-1)`` (or, with ``normalize``, by the same sum for the ideal
+    with itself, which is ``min(d, R)`` at depth d). An item at rank r of the list and place i of
+    the ideal is in both from depth max(r, i) on. NaN where R = 0.
+    """
+    Q = len(offsets) - 1
+    n = np.bincount(np.searchsorted(offsets, np.flatnonzero(rank > 0), side="right") - 1, minlength=Q)
+    R = np.asarray(R, dtype=np.int64)
+    D = np.maximum(n, R)
+    top = int(D.max()) if Q else 0
+    d = np.arange(1, top + 1, dtype=np.float64)
+    weight = np.concatenate([[1.0], np.cumprod(np.full(max(top - 1, 0), p))])
+    head = np.concatenate([[0.0], np.cumsum(weight / d)])  # head[m]: the sum over depths 1..m
+    rows = np.flatnonzero((rank > 0) & rel)
+    q = np.searchsorted(offsets, rows, side="right") - 1
+    g = np.asarray(grades, dtype=np.float64)[rows]
+    r = rank[rows]
+    # place in the ideal: judged relevant items of a higher grade, then those of the list with its
+    # grade ranked above it, then itself
+    jrows = np.flatnonzero(judged_rel)
+    jq = np.searchsorted(judged_offsets, jrows, side="right") - 1
+    jg = np.asarray(judged_grades, dtype=np.float64)[jrows]
+    qs = np.concatenate([jq, q])
+    gs = np.concatenate([jg, g])
+    kind = np.concatenate([np.ones(len(jq), np.int64), np.zeros(len(q), np.int64)])
+    order = np.lexsort((kind, -gs, qs))  # per query by grade descending, the list's items before equal judged ones
+    judged_before = np.cumsum(kind[order]) - kind[order]
+    first = np.ones(len(order), bool)
+    first[1:] = qs[order][1:] != qs[order][:-1]
+    base = np.maximum.accumulate(np.where(first, judged_before, 0)) if len(order) else judged_before
+    higher = np.empty(len(order), np.int64)
+    higher[order] = judged_before - base
+    higher = higher[len(jq):]
+    mine = np.lexsort((r, -g, q))
+    new = np.ones(len(mine), bool)  # the first of its (query, grade) group
+    new[1:] = (q[mine][1:] != q[mine][:-1]) | (g[mine][1:] != g[mine][:-1])
+    at = np.arange(len(mine))
+    above = np.empty(len(mine), np.int64)
+    above[mine] = at - np.maximum.accumulate(np.where(new, at, 0)) if len(mine) else at
+    place = higher + above + 1
+    both = np.maximum(place, r)
+    walk = np.lexsort((r, q))  # each query's terms added in rank order, whatever the order of its rows
+    score = np.bincount(q[walk], weights=(head[D[q]] - head[both - 1])[walk], minlength=Q)
+    if normalize:
+        # the ideal with itself: the item at place i counts from depth i: sum over i <= R of head[D] - head[i - 1]
+        cum_head = np.concatenate([[0.0], np.cumsum(head)])
+        best = R * head[D] - cum_head[R]
+        den = np.where(best > 0, best, np.concatenate([[0.0], np.cumsum(weight)])[D])
+    else:
+        den = np.concatenate([[0.0], np.cumsum(weight)])[D]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = score / den
+    out[R == 0] = np.nan
+    return out
+
+
+def accuracy(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, k: int) -> np.ndarray:
+    """Per query: 1 - (pairs of the top k with a non-relevant candidate above a relevant one) / (r N),
+    r and N the relevant and non-relevant candidates of the top k (the whole list when ``k`` is 0);
+    NaN where r = 0 or N = 0."""
+    Q = len(offsets) - 1
+    rows, q, pos = _ranked_rows(offsets, rank, k if k > 0 else None)
+    n = np.bincount(q, minlength=Q)
+    is_rel = rel[rows]
+    rq, rpos = q[is_rel], pos[is_rel]
+    r = np.bincount(rq, minlength=Q)
+    order = np.lexsort((rpos, rq))
+    start = np.concatenate([[0], np.cumsum(r)[:-1]])
+    rel_above = np.empty(len(order), np.int64)
+    rel_above[order] = np.arange(len(order)) - start[rq[order]]
+    wrong = np.bincount(rq, weights=rpos - rel_above, minlength=Q)  # non-relevant above each relevant one
+    pairs = r * (n - r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pairs > 0, 1.0 - wrong / np.where(pairs > 0, pairs, 1), np.nan)

@@ -1,0 +1,149 @@
+"""Metrics of a list read in rank order: cwl_eval's C/W/L measures, compatibility, accuracy.
+
+The C/W/L measures (Moffat et al. 2013; cwl_eval, Azzopardi, Thomas & Moffat 2019) give the
+expected utility per item a user gains: with ``C_i`` the chance to go on from rank i to rank i + 1,
+``W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j`` and the value ``sum_i W_i g_i``. Gains are
+cwl_eval's as ir_measures passes grades to it: ``g = (min(max(max(grade, 0), min_rel), max_rel) -
+min_rel) / (max_rel - min_rel)`` for a judged candidate, 0 for one without a judgment. cwl_eval
+pads every list with gain 0 to 1000 ranks and cuts it there (:data:`~topkeval.metrics.registry.CWL_DEPTH`);
+the measures whose user may go on past a list's end normalise over those 1000 ranks.
+
+=========================  ================================================================  ===========
+metric                     C_i (rank i from 1; G_i the gain of ranks 1..i)                    ties
+=========================  ================================================================  ===========
+insq(T, max_rel)           ``((i + 2T - 1) / (i + 2T))^2``: W_i ~ 1 / (i + 2T - 1)^2          every rule
+sdcg(max_rel)@k            ``log2(i + 1) / log2(i + 2)`` for i < k: W_i ~ 1 / log2(i + 1)     every rule
+bpm(T, max_rel)@K          1 while G_i < T and i < K                                          deterministic
+inst(T, max_rel)           ``((i + T + T_i - 1) / (i + T + T_i))^2``, T_i = T - G_i           deterministic
+nerr8(max_rel)@k           ``1 - g_i`` for i < k                                              deterministic
+nerr9(max_rel)@k           ``i / (i + 1) (1 - g_i)`` for i < k                                deterministic
+nerr10(p, max_rel)         ``p (1 - g_i)``                                                    deterministic
+nerr11(T, max_rel)         ``((i + 2T - 1) / (i + 2T))^2 (1 - g_i)``                         deterministic
+=========================  ================================================================  ===========
+
+INSQ and SDCG weigh each rank by a fixed weight: they are discounted gains (the ``dcg``
+statistic) and exact under ``ties="expected"`` too. The others adapt to the gains seen, and the
+mean over the orders of tied candidates has no closed form here: deterministic tie rules only
+(:mod:`topkeval.kernels.sequence`).
+
+``compat(p=0.95)``: Clarke, Vtyurina & Smucker (2021), ir_measures' Compat: the rank-biased overlap
+of the list with the ideal ranking of the query's relevant items (by grade, equal grades in the
+list's order, those the list misses last), over depths 1..max(n, R), divided by that of the ideal
+with itself (``normalize=true``, the default) or by ``sum p^(d-1)`` (``normalize=false``).
+``accuracy@k``: ir_measures' Accuracy, the share of (relevant, non-relevant) pairs of the top k
+ranked in that order (the whole list without k; ``auc`` is the whole list's under
+``ties="expected"``). Both need a deterministic tie rule.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .judged import DETERMINISTIC
+from .registry import CWL_DEPTH, DcgSpec, Param, ScaledGain, register
+
+_MIN = Param("min_rel", "number", 0.0, False)
+_MAX = Param("max_rel", "grade")
+_T = Param("T", "positive", 1.0, False)
+
+
+def _gain(m) -> ScaledGain:
+    return ScaledGain(float(m.param("min_rel")), float(m.param("max_rel")))
+
+
+def _values(values, conv) -> np.ndarray:
+    """NaN (undefined) -> the ``undefined`` convention."""
+    return np.where(np.isnan(values), conv.undefined, values)
+
+
+def _cwl(kind: str, param: str | None = None):
+    """The sequence spec of a C/W/L measure: ("cwl", kind, k or 0, T or p, gain)."""
+    return lambda m: ("cwl", kind, m.k or 0, float(m.param(param)) if param else 0.0, _gain(m))
+
+
+def _insq(m, conv) -> DcgSpec:
+    return DcgSpec(_gain(m), ("cwl", "insq", float(m.param("T"))))
+
+
+@functools.lru_cache(maxsize=64)
+def _insq_total(T: float) -> float:
+    i = np.arange(1, CWL_DEPTH + 1, dtype=np.float64)
+    return float((1.0 / (i + 2.0 * T - 1.0) ** 2).sum())
+
+
+@register("insq", undefined="never", cutoff="none", needs=("dcg",), depth="list", params=(_T, _MIN, _MAX), dcg=_insq,
+          summary="INSQ (Moffat, Scholer & Thomas 2012; cwl_eval, ir_measures INSQ): a user who wants T of gain "
+                  "goes on from rank i with probability ((i + 2T - 1) / (i + 2T))^2",
+          formula="sum over ranks i <= 1000 of g_i / (i + 2T - 1)^2, / sum over i <= 1000 of 1 / (i + 2T - 1)^2")
+def insq(st, m, conv):
+    return st.dcg_at(_insq(m, conv), None) / _insq_total(float(m.param("T")))
+
+
+def _sdcg(m, conv) -> DcgSpec:
+    return DcgSpec(_gain(m), ("cwl", "log2", 0.0))
+
+
+@functools.lru_cache(maxsize=64)
+def _sdcg_total(k: int) -> float:
+    return float((1.0 / np.log2(np.arange(2, min(k, CWL_DEPTH) + 2, dtype=np.float64))).sum())
+
+
+@register("sdcg", undefined="never", cutoff="required", needs=("dcg",), params=(_MIN, _MAX), dcg=_sdcg,
+          summary="scaled DCG (cwl_eval's NDCG-k, ir_measures SDCG): DCG@k over that of k items of the "
+                  "largest gain, as if k relevant items existed",
+          formula="sum over ranks i <= k of g_i / log2(i + 1), / sum over i <= k of 1 / log2(i + 1)")
+def sdcg(st, m, conv):
+    return st.dcg_at(_sdcg(m, conv), m.k) / _sdcg_total(m.k)
+
+
+def _cwl_value(st, m, conv):
+    return st.seq_at(m.info.seq(m)).copy()
+
+
+register("bpm", undefined="never", cutoff="required", needs=("seq",), params=(_T, _MIN, _MAX), seq=_cwl("bpm", "T"),
+         ties=DETERMINISTIC,
+         summary="Bejeweled Player Model, static (Zhang et al. 2017; cwl_eval, ir_measures BPM): a user stops "
+                 "once T of gain is seen, or at rank K",
+         formula="G(s) / s, s = min(K, 1000, the first rank where the gain summed reaches T)")(_cwl_value)
+register("inst", undefined="never", cutoff="none", needs=("seq",), depth="list", params=(_T, _MIN, _MAX),
+         seq=_cwl("inst", "T"), ties=DETERMINISTIC,
+         summary="INST (Moffat et al. 2015; cwl_eval, ir_measures INST): INSQ whose goal shrinks by the gain seen",
+         formula="C/W/L with C_i = ((i + T + T_i - 1) / (i + T + T_i))^2, T_i = T - gain of ranks 1..i")(_cwl_value)
+register("nerr8", undefined="never", cutoff="required", needs=("seq",), params=(_MIN, _MAX), seq=_cwl("nerr8"),
+         ties=DETERMINISTIC,
+         summary="not (but nearly) ERR, eq. 8 (Azzopardi, Mackenzie & Moffat 2021; ir_measures NERR8)",
+         formula="C/W/L with C_i = 1 - g_i for i < k, 0 at k")(_cwl_value)
+register("nerr9", undefined="never", cutoff="required", needs=("seq",), params=(_MIN, _MAX), seq=_cwl("nerr9"),
+         ties=DETERMINISTIC,
+         summary="not (but nearly) ERR, eq. 9 (Azzopardi, Mackenzie & Moffat 2021; ir_measures NERR9)",
+         formula="C/W/L with C_i = i / (i + 1) (1 - g_i) for i < k, 0 at k")(_cwl_value)
+register("nerr10", undefined="never", cutoff="none", needs=("seq",), depth="list",
+         params=(Param("p", "unit", 0.9, False), _MIN, _MAX), seq=_cwl("nerr10", "p"), ties=DETERMINISTIC,
+         summary="not (but nearly) ERR, eq. 10 (Azzopardi, Mackenzie & Moffat 2021; ir_measures NERR10)",
+         formula="C/W/L with C_i = p (1 - g_i)")(_cwl_value)
+register("nerr11", undefined="never", cutoff="none", needs=("seq",), depth="list", params=(_T, _MIN, _MAX),
+         seq=_cwl("nerr11", "T"), ties=DETERMINISTIC,
+         summary="not (but nearly) ERR, eq. 11 (Azzopardi, Mackenzie & Moffat 2021; ir_measures NERR11)",
+         formula="C/W/L with C_i = ((i + 2T - 1) / (i + 2T))^2 (1 - g_i)")(_cwl_value)
+
+
+@register("compat", undefined="R = 0", needs_all_relevant=True, cutoff="none", needs=("seq",), depth="list",
+          params=(Param("p", "unit", 0.95, False), Param("normalize", "bool", True, False)),
+          seq=lambda m: ("compat", float(m.param("p")), bool(m.param("normalize"))), ties=DETERMINISTIC,
+          summary="compatibility (Clarke, Vtyurina & Smucker 2021; ir_measures Compat): rank-biased overlap with "
+                  "the ideal ranking",
+          formula="sum over depths d <= max(n, R) of p^(d-1) |top d of the list and of the ideal| / d, over the "
+                  "same sum for the ideal with itself")
+def compat(st, m, conv):
+    return _values(st.seq_at(m.info.seq(m)), conv)
+
+
+@register("accuracy", undefined="no relevant or no non-relevant candidate in the top k", cutoff="optional",
+          needs=("seq",), depth="list", seq=lambda m: ("accuracy", m.k or 0), ties=DETERMINISTIC,
+          summary="share of the (relevant, non-relevant) pairs of the top k ranked in that order (ir_measures "
+                  "Accuracy)",
+          formula="1 - sum over relevant ranks of the non-relevant above / (r N), r and N of the top k")
+def accuracy(st, m, conv):
+    return _values(st.seq_at(m.info.seq(m)), conv)
