@@ -2,7 +2,7 @@
 
     python benchmarks/beyond_bench.py                        # 1,000,000 queries of 20 candidates, k = 20
     python benchmarks/beyond_bench.py --queries 100000 --old-queries 100000 --peers
-    python benchmarks/beyond_bench.py --old main             # the former implementation from git (a rev)
+    python benchmarks/beyond_bench.py --old 57a7ea0          # the former implementation from git (a rev)
 
 A synthetic log: ``--queries`` queries of ``--candidates`` candidates (items of a 50,000-item
 catalogue, a few very popular), 10% relevant, two score columns (``model`` and ``base``, the
@@ -15,7 +15,7 @@ item features, 50 categories. Times are wall seconds, best of ``--repeat``, afte
    per-query sums; the catalogue-level ones through ``beyond_accuracy(metrics=[...])``), then all of
    them in one call;
 3. the former ``beyond_accuracy`` (means only, per-query loops in pandas; ``--old REV`` reads it from
-   git, default ``HEAD~N`` is not guessed: give the revision, e.g. ``main``) on ``--old-queries``
+   git: give the revision, 57a7ea0 is the last before per-query values) on ``--old-queries``
    queries, with and without features (diversity);
 4. with ``--peers`` (the peers installed in this interpreter) or ``--peer-python PATH`` (another
    interpreter that has them: RecTools, RePlay and Evidently pin numpy < 2 or pandas < 3), each
@@ -74,8 +74,35 @@ def old_module(rev: str):
     spec = importlib.util.spec_from_loader("topkeval.analysis._former_beyond", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "topkeval.analysis"
+    sys.modules[spec.name] = module
     exec(compile(source, "former_beyond.py", "exec"), module.__dict__)
     return module
+
+
+class FormerBackend:
+    """The CPU backend with the method the former beyond_accuracy read its lists with (removed with it):
+    each row of a model's top k, ``query`` (its position in the log), ``item``, ``p``, ``g``, ``e``, ``L``."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def exposure(self, log, R, conv, model: str, k: int) -> pd.DataFrame:
+        from topkeval.engine.rules import comparable_scores, threshold, tie_rule
+        from topkeval.kernels import cpu
+
+        rel = log.relevant(conv)
+        R = log.per_query_sum(rel) if R is None else R
+        keep = R > 0 if conv.empty_queries == "skip" else np.ones(log.n_queries, bool)
+        scores = comparable_scores(log.scores[model], conv)
+        tie, items = tie_rule(log, conv, scores)
+        thr = threshold(conv)
+        p, g, e = cpu.exposure(log.offsets, scores, rel, log.grades.astype(np.float64), items, thr, tie,
+                               np.full(log.n_queries, k, np.int64))
+        q_of_row = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
+        n_kept = log.per_query_sum(scores >= thr)
+        rows = np.flatnonzero((p > 0) & keep[q_of_row])
+        return pd.DataFrame({"query": q_of_row[rows], "item": pd.Series(log.item_ids(log.items[rows]), dtype=object),
+                             "p": p[rows], "g": g[rows], "e": e[rows], "L": np.minimum(k, n_kept[q_of_row[rows]])})
 
 
 def main() -> None:
@@ -146,7 +173,9 @@ def ours(args, k: int) -> None:
         n = small["query"].nunique()
         print(f"\nformer beyond_accuracy ({args.old}) on {n:,} queries, and the new one on the same:")
         print("| call | former s | new s |\n|---|---:|---:|")
-        ev = res_small.evaluation
+        from dataclasses import replace
+
+        ev = replace(res_small.evaluation, backend=FormerBackend(res_small.evaluation.backend))
         popd = pop.to_dict()
         t_old = best(lambda: former.beyond_accuracy(ev, k, popd, None, None, None), 1)
         t_new = best(lambda: res_small.beyond_accuracy(k=k, popularity=popd), args.repeat)
