@@ -76,19 +76,19 @@ class Step:
         self._task = None if display is None else display.progress.add_task(description, total=total)
 
     def advance(self, amount: float = 1) -> None:
-        if self._task is not None:
+        if self._task is not None and self._display is not None:
             self._display.progress.advance(self._task, amount)
 
     def describe(self, description: str) -> None:
         """Say what the step is doing now."""
-        if self._task is not None:
+        if self._task is not None and self._display is not None:
             self._display.progress.update(self._task, description=description)
 
     def __enter__(self) -> Step:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._task is not None:
+        if self._task is not None and self._display is not None:
             self._display.progress.remove_task(self._task)
             self._task = None
 

@@ -410,7 +410,8 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
         with np.errstate(invalid="ignore", divide="ignore"):
             means = s[:, 0] / (len(block) if weights is None else s[:, 1])
         lo, hi = np.nanquantile(means, [alpha / 2, 1 - alpha / 2])
-        out[i] = tuple(unscale([lo, hi], shift))
+        low, high = unscale([lo, hi], shift)
+        out[i] = (float(low), float(high))
     return out
 
 

@@ -140,7 +140,7 @@ def anova(results, metric: str) -> pd.DataFrame:
         if shift and table is not None:  # the sums of squares scaled back: inf beyond the largest float
             for column in ("sum_sq", "mean_sq"):
                 table[column] = unscale(table[column], 2 * shift)
-        table = table.reset_index() if not reason else pd.DataFrame(
+        table = table.reset_index() if table is not None else pd.DataFrame(
             {"source": ["models", "queries", "residual", "total"], "sum_sq": math.nan, "df": math.nan,
              "mean_sq": math.nan, "F": math.nan, "p_value": math.nan})
         for i, (name, value) in enumerate(key.items()):
