@@ -140,7 +140,7 @@ def test_values_in_range(rows, conv):
     same("set_f(beta=0.5)", _div(1.25 * r, 0.25 * R + n, und))
     same("set_relative_precision", _div(r, np.minimum(n, R), und))
     same("auc", pq["auc"].where(r * N > 0, und))
-    same("set_map", _div(r * r, n * R, und))
+    same("set_ap", _div(r * r, n * R, und))  # trec_eval set_map
     same("utility", r - (n - r))
     same("utility(a=-0.5)", -0.5 * r - (n - r))
     same("utility(d=-0.5)", r - (n - r) - 0.5 * (r - n - R))  # docs 0: trec_eval's default
