@@ -404,3 +404,13 @@ def test_an_interval_depends_neither_on_the_other_metrics_nor_on_the_order_of_th
     for other in (alone, shuffled):
         got = other.summary_ci().set_index(["model", "metric"]).loc[("b", "ndcg@5"), ["ci_low", "ci_high"]]
         assert got.tolist() == want.tolist()
+
+
+def test_a_block_key_gives_the_same_seeds_whatever_the_type_of_its_values():
+    """A segment value 3 read by pandas (numpy int64) or by Spark (a Python int) seeds alike."""
+    from topkeval.kernels.resample import resampled_sums
+
+    x = _mixed(n_light=50)[:, None]
+    a = resampled_sums([x], 2000, np.random.default_rng(4), "bootstrap", [((("seg", np.int64(3)),), "m", "ndcg@5")])
+    b = resampled_sums([x], 2000, np.random.default_rng(4), "bootstrap", [((("seg", 3),), "m", "ndcg@5")])
+    assert np.array_equal(a[0], b[0])

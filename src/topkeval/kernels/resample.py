@@ -199,6 +199,14 @@ def _split(X: np.ndarray, heavy_from: int):
     return np.ascontiguousarray(values[heavy]), counts[heavy], light
 
 
+def _key_text(key) -> str:
+    """A block's key as text, each value by its str(): 3 and numpy's int64(3) (a segment from pandas
+    or from Spark) give the same seeds, whatever numpy's repr."""
+    if isinstance(key, (tuple, list)):
+        return "(" + "\x1f".join(_key_text(k) for k in key) + ")"
+    return str(key)
+
+
 def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str, keys=None) -> list:
     """For each block (an n x c array, its own n), ``n_resamples`` resampled column sums (n_resamples x c).
 
@@ -242,7 +250,7 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
     base = int(rng.integers(0, 2**63 - 1))
     seeds = np.empty((len(tasks), 2), dtype=np.int64)
     for t, (i, _, _, _, _, a, _) in enumerate(tasks):
-        key = i if keys is None else zlib.crc32(repr(keys[i]).encode())
+        key = i if keys is None else zlib.crc32(_key_text(keys[i]).encode())
         seeds[t] = np.random.SeedSequence([base, key, a]).generate_state(2, np.uint64) >> np.uint64(1)
 
     def one(t):
