@@ -171,7 +171,7 @@ ranx = pytest.importorskip("ranx", reason="ranx is a test extra")
 # ranx's kernels cast uint64 to int64 in their own code; numba says so when it compiles them (a cold
 # numba cache, as in CI; which of ranx's modules numba names varies with what compiled first): nothing
 # about the input, nothing topkeval can change. Only in this test, which calls ranx alone.
-@pytest.mark.filterwarnings("ignore:unsafe cast from uint64 to int64:numba.core.errors.NumbaTypeSafetyWarning")
+@pytest.mark.filterwarnings(r"ignore:.*unsafe cast from uint64 to int64:numba.core.errors.NumbaTypeSafetyWarning")  # numba wraps the text in ANSI bold codes
 def test_ranx_hits_and_ndcg_burges():
     rng = np.random.default_rng(7)
     run_rows, qrel_rows = [], []
