@@ -282,13 +282,18 @@ def _mixed(n_heavy=900, n_light=100, seed=3):
     return rng.permutation(np.concatenate([shared, rng.normal(0.2, 1.0, n_light)]))
 
 
-@pytest.mark.parametrize("n_light", [0, 5, 100, 1000])
-def test_resampled_sums_are_the_bootstrap_in_distribution(n_light):
+@pytest.mark.parametrize("n_light,narrow", [(0, True), (5, True), (100, True), (1000, True), (1000, False)])
+def test_resampled_sums_are_the_bootstrap_in_distribution(n_light, narrow, monkeypatch):
     """The grouped draw (multinomial over shared values, uniform indices for the rest) against
     drawing every query: the two samples of resampled sums agree (two-sample KS, and the exact
-    first two moments n mean and n variance within Monte Carlo error)."""
+    first two moments n mean and n variance within Monte Carlo error). Rare values are drawn three
+    21-bit indices per random word up to ``NARROW`` of them (narrow), two 32-bit ones beyond (not
+    narrow: ``NARROW`` lowered so that 1000 rare values take that path)."""
+    from topkeval.kernels import resample
     from topkeval.kernels.resample import resampled_sums
 
+    if not narrow:
+        monkeypatch.setattr(resample, "NARROW", 10)
     x = _mixed(n_light=n_light)
     n, R = len(x), 20_000
     [sums] = resampled_sums([x[:, None]], R, np.random.default_rng(0), "bootstrap")
@@ -299,7 +304,7 @@ def test_resampled_sums_are_the_bootstrap_in_distribution(n_light):
     assert sums[:, 0].std() == pytest.approx(sd, rel=0.03)
 
 
-@pytest.mark.parametrize("n_light", [0, 100, 1000])
+@pytest.mark.parametrize("n_light", [0, 1, 3, 67, 100, 1000])
 def test_resampled_sign_flips_are_the_permutation_distribution(n_light):
     """Sign flips with the queries of one |value| counted as a binomial: against flipping each query."""
     from topkeval.kernels.resample import resampled_sums

@@ -124,6 +124,50 @@ def light_bootstrap_sums(seed, values, counts, out):
             out[r, 1] += a1 + b1
 
 
+#: Up to this many rare values, :func:`narrow_bootstrap_sums` takes three 21-bit indices from each
+#: random word (rejecting fewer than 1 in 8); more, :func:`light_bootstrap_sums` two 32-bit ones.
+NARROW = 1 << 18
+
+
+@njit(cache=True, nogil=True)
+def narrow_bootstrap_sums(seed, values, counts, out):
+    """:func:`light_bootstrap_sums` for one column of at most :data:`NARROW` values: three unbiased
+    21-bit bounded integers per SplitMix64 output (Lemire's multiply-shift with rejection), three
+    running sums."""
+    L = values.shape[0]
+    state = uint64(seed)
+    bound = uint64(L)
+    bits = uint64(21)
+    mask = uint64((1 << 21) - 1)
+    threshold = (uint64(1 << 21) - bound) % bound
+    twice = uint64(42)
+    for r in range(out.shape[0]):
+        need = counts[r]
+        a = b = c = 0.0
+        while need >= 3:
+            state += _GOLDEN
+            z = _mix(state)
+            m1 = (z & mask) * bound
+            m2 = ((z >> bits) & mask) * bound
+            m3 = ((z >> twice) & mask) * bound
+            if (m1 & mask) >= threshold:
+                a += values[m1 >> bits, 0]
+                need -= 1
+            if (m2 & mask) >= threshold:
+                b += values[m2 >> bits, 0]
+                need -= 1
+            if (m3 & mask) >= threshold:
+                c += values[m3 >> bits, 0]
+                need -= 1
+        while need > 0:
+            state += _GOLDEN
+            m1 = (_mix(state) & mask) * bound
+            if (m1 & mask) >= threshold:
+                a += values[m1 >> bits, 0]
+                need -= 1
+        out[r, 0] += (a + b) + c
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _popcount(x):
     x = x - ((x >> uint64(1)) & uint64(0x5555555555555555))
@@ -133,14 +177,18 @@ def _popcount(x):
 
 
 @njit(cache=True, nogil=True)
-def sign_sums(seed, heavy, counts, light, out):
+def sign_sums(seed, heavy, counts, table, total, out):
     """Add to ``out[r]`` the sum of every query's value with an independent fair sign: ``counts[k]``
     queries of value ``heavy[k]`` (their positive signs counted as the ones among ``counts[k]``
-    random bits, a binomial draw exactly) and one query of each value of ``light``."""
+    random bits, a binomial draw exactly) and one query of each rarer value, these in groups of
+    four: ``table[g, s]`` is the sum of the values of group g whose bit is set in the nibble s
+    (:func:`subset_sums`), so that four signs cost one lookup, and ``sum(s v) = 2 sum(v: s = +1) -
+    total`` (``total``: the sum of these values)."""
     H = heavy.shape[0]
-    L = light.shape[0]
+    G = table.shape[0]
     state = uint64(seed)
     one = uint64(1)
+    nibble = uint64(15)
     for r in range(out.shape[0]):
         acc = 0.0
         buffer = uint64(0)
@@ -163,25 +211,37 @@ def sign_sums(seed, heavy, counts, light, out):
                 left -= take
                 need -= take
             acc += (2.0 * positive - counts[k]) * heavy[k]
-        # four running sums, so that the additions do not wait on each other
+        # 16 groups (64 signs) per random word; four running sums, so that the additions do not wait on each other
         s0 = s1 = s2 = s3 = 0.0
-        i = 0
-        while i + 64 <= L:
+        g = 0
+        while g + 16 <= G:
             state += _GOLDEN
             bits = _mix(state)
-            for j in range(0, 64, 4):
-                s0 += (2.0 * float((bits >> uint64(j)) & one) - 1.0) * light[i + j]
-                s1 += (2.0 * float((bits >> uint64(j + 1)) & one) - 1.0) * light[i + j + 1]
-                s2 += (2.0 * float((bits >> uint64(j + 2)) & one) - 1.0) * light[i + j + 2]
-                s3 += (2.0 * float((bits >> uint64(j + 3)) & one) - 1.0) * light[i + j + 3]
-            i += 64
-        if i < L:
+            for j in range(0, 16, 4):
+                s0 += table[g + j, (bits >> uint64(4 * j)) & nibble]
+                s1 += table[g + j + 1, (bits >> uint64(4 * j + 4)) & nibble]
+                s2 += table[g + j + 2, (bits >> uint64(4 * j + 8)) & nibble]
+                s3 += table[g + j + 3, (bits >> uint64(4 * j + 12)) & nibble]
+            g += 16
+        if g < G:
             state += _GOLDEN
             bits = _mix(state)
-            for j in range(L - i):
-                s = float((bits >> uint64(j)) & one)
-                acc += (2.0 * s - 1.0) * light[i + j]
-        out[r] += acc + ((s0 + s1) + (s2 + s3))
+            for j in range(G - g):
+                s0 += table[g + j, (bits >> uint64(4 * j)) & nibble]
+        if G:
+            acc += 2.0 * ((s0 + s1) + (s2 + s3)) - total
+        out[r] += acc
+
+
+_NIBBLES = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(np.float64)  # 16 x 4: the bits of 0..15
+
+
+def subset_sums(values: np.ndarray) -> np.ndarray:
+    """The values in groups of four (the last padded with 0) and, for each group g and nibble s,
+    the sum of the group's values whose bit is set in s: a (ceil(len / 4), 16) table."""
+    groups = np.zeros(-(-len(values) // 4) * 4)
+    groups[:len(values)] = values
+    return np.ascontiguousarray(groups.reshape(-1, 4) @ _NIBBLES.T)
 
 
 def _split(X: np.ndarray, heavy_from: int):
@@ -239,6 +299,8 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
             X = X[X[:, 0] != 0]
         values, counts, light = _split(X, HEAVY_SIGNS if kind == "signs" else HEAVY)
         work = len(counts) * HEAVY + len(light)  # per resample, in uniform draws
+        if kind == "signs":  # the rare values as the subset sums of their groups of four, and their sum
+            light = (subset_sums(light[:, 0]), float(light[:, 0].sum()))
         # the chunks depend on the sizes only (never on the threads): a seed gives the same numbers everywhere
         chunks = max(1, min(16, n_resamples * work // 2_000_000))
         edges = np.linspace(0, n_resamples, chunks + 1).astype(int)
@@ -265,10 +327,11 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
             if len(counts):
                 part += drawn[:, :-1] @ values
             if len(light):
-                light_bootstrap_sums(int(s2), light, drawn[:, -1].astype(np.int64), part)
+                draws = narrow_bootstrap_sums if light.shape[1] == 1 and len(light) <= NARROW else light_bootstrap_sums
+                draws(int(s2), light, drawn[:, -1].astype(np.int64), part)
         else:
-            sign_sums(int(s2), np.ascontiguousarray(values[:, 0]), counts.astype(np.int64),
-                      np.ascontiguousarray(light[:, 0]), part[:, 0])
+            table, total = light
+            sign_sums(int(s2), np.ascontiguousarray(values[:, 0]), counts.astype(np.int64), table, total, part[:, 0])
 
     with step("bootstrap resamples" if kind == "bootstrap" else "sign-flip resamples", total=len(tasks)) as bar:
         def counted(t):
