@@ -304,6 +304,20 @@ def test_resampled_sums_are_the_bootstrap_in_distribution(n_light, narrow, monke
     assert sums[:, 0].std() == pytest.approx(sd, rel=0.03)
 
 
+def test_resampled_sums_draw_shared_and_rare_values_in_their_shares():
+    """A few rare values beside two values that many queries share: the rare ones are drawn as
+    often as their share of the queries (the multinomial's last category), so the mean of the
+    resampled sums is n times the mean, and their spread the bootstrap's."""
+    from topkeval.kernels.resample import HEAVY, resampled_sums
+
+    x = np.concatenate([np.zeros(HEAVY + 20), np.ones(HEAVY + 20), [10.0, 11.0, 12.0]])
+    R = 20_000
+    [sums] = resampled_sums([x[:, None]], R, np.random.default_rng(0), "bootstrap")
+    sd = math.sqrt(len(x) * x.var())
+    assert abs(sums[:, 0].mean() - x.sum()) < 5 * sd / math.sqrt(R)
+    assert sums[:, 0].std() == pytest.approx(sd, rel=0.03)
+
+
 @pytest.mark.parametrize("L", [1, 3, 200_000])
 def test_narrow_bootstrap_draws_exactly_the_count_asked(L):
     """Each resample adds exactly ``counts[r]`` draws: values of 1 sum to the count, whatever the

@@ -230,7 +230,7 @@ _LIST: list[Mutation] = [
 
     # --- kernels/resample.py: grouped bootstrap sums and sign flips ---------------------------
     M("kernels/resample.py", "p = np.append(counts, len(light)) / n", "p = np.append(counts, len(light)) / (n + 1)",
-      f"{COMPARE}::test_resampled_sums_are_the_bootstrap_in_distribution"),
+      f"{COMPARE}::test_resampled_sums_draw_shared_and_rare_values_in_their_shares"),
     M("kernels/resample.py", "part += drawn[:, :-1] @ values", "part += drawn[:, 1:] @ values",
       f"{COMPARE}::test_resampled_sums_are_the_bootstrap_in_distribution"),
     M("kernels/resample.py", "                k = m2 >> shift", "                k = (m2 >> shift) // uint64(2)",
