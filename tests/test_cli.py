@@ -89,6 +89,34 @@ def test_demo_runs_in_a_subprocess():
     assert "new_ranker" in proc.stdout and "Verdict" in proc.stdout
 
 
+@pytest.mark.parametrize("name", ["log.parquet", "log.csv", "log.tsv"])
+def test_demo_saves_its_log_and_the_printed_command_gives_the_demo_numbers(name, tmp_path, capsys, monkeypatch):
+    """``demo --save``: the example log as a file, and the command printed evaluates it to the
+    demo's own numbers (every score read back to the same float)."""
+    monkeypatch.chdir(tmp_path)
+    code, demo_csv, err = run(["demo", "--queries", "120", "--format", "csv", "--save", name], capsys)
+    assert code == 0, err
+    assert f"to {name}; evaluate it with:" in err  # not on stdout: the csv there stays machine-readable
+    command = shlex.split(err.strip().splitlines()[-1])
+    assert command[:3] == ["topkeval", "evaluate", name]
+    code, again, err = run(command[1:] + ["--format", "csv"], capsys)
+    assert code == 0, err
+    assert again == demo_csv
+    code, _, err = run(["demo", "--queries", "120", "--save", name], capsys)
+    assert code == 2 and "already exists" in err and "--force" in err
+    assert run(["demo", "--queries", "120", "--save", name, "--force"], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("target,message", [("log.txt", "give a file ending in .parquet, .csv or .tsv"),
+                                            ("-", "not to standard output"), ("", "--save is empty"),
+                                            ("no/such/folder/log.csv", "does not exist")])
+def test_demo_save_refuses_what_it_cannot_write(target, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(["demo", "--queries", "50", "--save", target], capsys)
+    assert code == 2 and message in err and out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_metrics_listing(capsys):
     code, out, _ = run(["metrics"], capsys)
     assert code == 0 and "r_precision" in out and "fbeta(beta=0.5)@10" in out

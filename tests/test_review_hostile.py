@@ -236,6 +236,12 @@ def test_output_paths(tmp_path, writer, kind):
     (["report", "{log}", "--score", "a", "-o", "{tmp}/no/r.html"], "does not exist"),
     (["demo", "--queries", "20", "--report", "{tmp}"], "is a directory"),
     (["demo", "--queries", "20", "--report", ""], "--report is empty"),
+    (["demo", "--queries", "20", "--save", "-"], "--save is '-'"),
+    (["demo", "--queries", "20", "--save", "/dev/null"], "give a file ending in .parquet, .csv or .tsv"),
+    (["demo", "--queries", "20", "--save", "{tmp}"], "give a file ending in .parquet, .csv or .tsv"),
+    (["demo", "--queries", "20", "--save", "{tmp}/x.csv/"], "ends with a folder separator"),
+    (["demo", "--queries", "20", "--save", "log.parquet"], "already exists"),
+    (["demo", "--queries", "20", "--save", "{tmp}/no/log.csv"], "does not exist"),
 ])
 def test_cli_output_paths(tmp_path, capsys, monkeypatch, argv, fragment):
     monkeypatch.chdir(tmp_path)

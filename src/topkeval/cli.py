@@ -11,7 +11,9 @@ import contextlib
 import errno
 import os
 import re
+import shlex
 import sys
+from pathlib import Path
 
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError
@@ -107,7 +109,7 @@ _NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the 
               ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
               ("position", "--position", "a column name"), ("propensity", "--propensity", "a column or a curve"),
               ("baseline", "--baseline", "a model name"), ("output", "-o/--output", "the path of a file"),
-              ("report", "--report", "the path of a file"))
+              ("report", "--report", "the path of a file"), ("save", "--save", "the path of a file"))
 
 
 def _check_values(args) -> None:
@@ -121,6 +123,9 @@ def _check_values(args) -> None:
         if getattr(args, dest, None) == "-":  # the usual "standard output" would be a file named '-' here
             raise _UsageError(f"{flag} is '-': the HTML report is written to a file, not to standard output; give its "
                               "path, such as report.html (./- for a file named '-')")
+    if getattr(args, "save", None) == "-":
+        raise _UsageError("--save is '-': the example log is written to a file, not to standard output; give its path, "
+                          "such as demo.parquet or demo.csv (./- for a file named '-')")
 
 
 def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
@@ -271,7 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"number of queries, 1 to {DEMO_MAX_QUERIES:,} (default: 3000)")
     demo.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
     demo.add_argument("--report", metavar="HTML", help="also write the HTML report of the demo to this file")
-    demo.add_argument("--force", action="store_true", help="replace the --report file if it exists")
+    demo.add_argument("--save", metavar="FILE", help="also write the example log to this file (.parquet, .csv or .tsv), "
+                      "to evaluate it yourself: the command to do so is printed")
+    demo.add_argument("--force", action="store_true", help="replace the --report or --save file if it exists")
 
     bias = sub.add_parser("bias", help="estimate the examination probability of each position from a click log",
                           description="Estimate the examination probability of each position (position 1 = 1) from "
@@ -656,6 +663,10 @@ def _compare_all(args, out) -> int:
     return 0
 
 
+#: The metrics of ``topkeval demo``.
+DEMO_METRICS = ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision", "recall@5", "precision@5"]
+
+
 def _demo(args, out) -> int:
     from .api import evaluate
     from .demo import example_log
@@ -663,13 +674,15 @@ def _demo(args, out) -> int:
     if not 1 <= args.queries <= DEMO_MAX_QUERIES:  # the log is built in memory: 20 to 60 rows per query
         raise _UsageError(f"--queries must be an integer from 1 to {DEMO_MAX_QUERIES:,} (the demo log has 20 to 60 "
                           f"candidates per query, built in memory), got {args.queries}")
-    if args.report is not None:
-        from .files import check_output_path
+    from .files import check_output_path
 
+    if args.report is not None:
         check_output_path(args.report, overwrite=args.force, owner="report")  # before the evaluation
+    if args.save is not None:
+        save_as = _demo_format(args.save)
+        check_output_path(args.save, overwrite=args.force, param="--save", owner="demo")
     log = example_log(args.queries)
-    metrics = ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision", "recall@5", "precision@5"]
-    res = evaluate(log, metrics=metrics, query="query", relevance="click", score=["old_ranker", "new_ranker"],
+    res = evaluate(log, metrics=DEMO_METRICS, query="query", relevance="click", score=["old_ranker", "new_ranker"],
                    item="image")
     if args.format == "table":
         print(f"Example log: {len(log):,} candidate images for {args.queries:,} image search queries; "
@@ -680,7 +693,39 @@ def _demo(args, out) -> int:
     if args.report is not None:
         path = res.report(args.report, baseline="old_ranker", overwrite=args.force, title="topkeval demo: image search")
         print(f"wrote {path}", file=sys.stderr if args.format != "table" else out)
+    if args.save is not None:
+        path = _save_demo(log, args.save, save_as, args.force)
+        print(f"wrote the example log ({len(log):,} rows) to {path}; evaluate it with:\n  topkeval evaluate "
+              f"{shlex.quote(str(path))} --relevance click --item image --score old_ranker --score new_ranker "
+              f"{' '.join('-m ' + m for m in DEMO_METRICS)}", file=sys.stderr if args.format != "table" else out)
     return 0
+
+
+#: Formats of ``topkeval demo --save``, by the file's suffix.
+_DEMO_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": ",", ".tsv": "\t"}
+
+
+def _demo_format(path: str) -> str:
+    """The format of a ``--save`` file from its suffix, or a usage error naming the suffixes read."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _DEMO_SUFFIXES:
+        raise _UsageError(f"--save {path!r}: give a file ending in .parquet, .csv or .tsv (the formats that topkeval "
+                          "evaluate reads), such as demo.parquet")
+    return _DEMO_SUFFIXES[suffix]
+
+
+def _save_demo(log, path: str, kind: str, overwrite: bool) -> str:
+    """Write the demo's log with the one safe writer (:mod:`topkeval.files`)."""
+    from .files import write_parquet, write_text
+
+    if kind == "parquet":
+        import pyarrow as pa
+
+        return write_parquet(path, pa.Table.from_pandas(log, preserve_index=False), overwrite=overwrite,
+                             param="--save", owner="demo")
+    # scores as Python writes them (repr: the shortest text that reads back to the same float)
+    return write_text(path, log.to_csv(sep=kind, index=False, float_format=None), overwrite=overwrite,
+                      param="--save", owner="demo")
 
 
 def verdict_line(res, baseline: str, model: str, metric: str) -> str:
