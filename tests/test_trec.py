@@ -272,3 +272,17 @@ def test_arrow_ids_in_runs_encoded_like_every_row():
     codes, labels = _arrow_encode(values)
     want = pc.dictionary_encode(values.combine_chunks())
     assert codes.tolist() == want.indices.to_pylist() and labels.tolist() == want.dictionary.to_pylist() == ["b", "a", "c"]
+
+
+def test_default_metrics_leave_out_specificity_with_judgments_apart():
+    """Top-N lists against the true interactions (qrels=): each list holds only what the model
+    retrieved, so specificity@20 of a list of 20 or fewer is 0 for every query; the defaults
+    leave it out there (named, it is computed: 0 here), and keep it for a log of every candidate."""
+    top = pd.DataFrame({"query": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "a", "d"], "score": [3, 2, 1, 2, 1]})
+    truth = pd.DataFrame({"query": [1, 2, 2], "item": ["b", "x", "d"], "relevance": [1, 1, 1]})
+    res = tk.evaluate(top, qrels=truth, item="item")
+    assert list(res.summary.columns) == ["recall@20", "precision@20", "f1@20", "r_precision"]
+    named = tk.evaluate(top, ["recall@20", "specificity@20"], qrels=truth, item="item")
+    assert named.summary["specificity@20"].tolist() == [0.0]
+    log = top.assign(relevance=[0, 1, 0, 0, 1])
+    assert "specificity@20" in tk.evaluate(log, item="item").summary.columns

@@ -121,7 +121,11 @@ def evaluate(
         contiguous.
     metrics : str or list of str
         Metric names such as ``"recall@20"``, ``"fbeta(beta=0.5)@10"``, ``"r_precision"``;
-        aliases (``P@10``, ``Rprec``, ``success@5``) are accepted.
+        aliases (``P@10``, ``Rprec``, ``success@5``) are accepted. The defaults are recall@20,
+        precision@20, f1@20, specificity@20 and r_precision, less specificity with ``qrels=``
+        (the rows are then each model's retrieved list, without the candidates it left out, so
+        specificity would count only the negatives it retrieved: 0 for a list of 20 or fewer; name
+        it to have it) or with ``propensity=``.
     query : str
         Column name of the query id. The query column appears in the results beside other
         columns, so it may not be called ``model``, ``baseline``, ``delta``, ``gained``, ``lost``
@@ -369,11 +373,16 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position=None,
              propensity=None, clip=None, **settings) -> _Request:
     """Every check that involves more than one of evaluate()'s parameters, in one place."""
-    if propensity is not None and not isinstance(metrics, str) and list(metrics) == list(DEFAULT_METRICS):
+    defaults = not isinstance(metrics, str) and list(metrics) == list(DEFAULT_METRICS)
+    if propensity is not None and defaults:
         # the defaults, less those without an inverse propensity estimator (specificity)
         from .metrics.names import parse_metric
 
         metrics = [m for m in metrics if FAMILIES[parse_metric(m).family].ips]
+    elif qrels is not None and defaults:
+        # judgments apart: the rows are each model's retrieved list (top-N recommendations, a run), without the
+        # candidates it left out, so specificity would count only the negatives it retrieved (0 for a list of k or less)
+        metrics = [m for m in metrics if not m.startswith("specificity")]
     if propensity is not None and conventions is None:
         # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased);
         # a self-normalised ratio is undefined there (it enters no mean)

@@ -144,7 +144,7 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "matched to the judgments, without, each model's rows are evaluated as its own log (the file is "
                    "read whole)")
     p.add_argument("-m", "--metric", action="append", help="metric such as recall@20; repeat, or separate by "
-                   "commas (default: recall@20, precision@20, f1@20, specificity@20, r_precision; "
+                   "commas (default: recall@20, precision@20, f1@20, specificity@20 (not with --qrels), r_precision; "
                    "list them with: topkeval metrics)")
     p.add_argument("--missing-queries", choices=["skip", "zero"], help="with --qrels: judged queries a run lacks "
                    "are left out (default, trec_eval) or score 0 (trec_eval -c)")
