@@ -16,7 +16,8 @@ import pytest
 
 pty = pytest.importorskip("pty", reason="pseudo-terminals are a POSIX facility")
 
-BAR_WORDS = ("bootstrap resamples", "sign-flip resamples", "report: ", "reading ")
+# summary_ci's bootstrap; compare's bootstrap and sign flips (one pass); the report's steps; a file read
+BAR_WORDS = ("bootstrap resamples", "bootstrap and sign-flip resamples", "report: ", "reading ")
 
 
 def _run(argv: list[str], *, terminal: bool, delay: str = "0", cwd=None) -> tuple[int, str, str]:
@@ -58,7 +59,7 @@ CLI = [sys.executable, "-m", "topkeval"]
 def test_cli_shows_bars_on_a_terminal(tmp_path):
     code, out, err = _run(CLI + ["demo", "--queries", "2000", "--report", str(tmp_path / "r.html")], terminal=True)
     assert code == 0, err
-    assert {"bootstrap resamples", "sign-flip resamples", "report: "} <= set(_bars(err))
+    assert {"bootstrap resamples", "bootstrap and sign-flip resamples", "report: "} <= set(_bars(err))
     assert "\x1b[" in err  # drawn in place, with terminal control sequences
     assert "\x1b[" not in out and "old_ranker" in out  # stdout (a pipe) holds the table only
 
@@ -91,7 +92,7 @@ def test_python_progress_true_shows_bars_and_the_default_does_not(tmp_path):
         "print('done')\n")
     code, out, err = _run([sys.executable, str(script), "on"], terminal=True, cwd=tmp_path)
     assert code == 0 and "done" in out, err
-    assert {"reading ", "bootstrap resamples", "sign-flip resamples"} <= set(_bars(err))
+    assert {"reading ", "bootstrap and sign-flip resamples"} <= set(_bars(err))
     code, out, err = _run([sys.executable, str(script), "off"], terminal=True, cwd=tmp_path)
     assert code == 0 and "done" in out, err
     assert _bars(err) == [] and "\x1b[" not in err

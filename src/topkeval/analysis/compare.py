@@ -319,14 +319,17 @@ def _resamples(rows: list[dict], weighted: bool, test: str, n_resamples: int, rn
               for i in live]
     # each row's resamples keyed by what it compares: the same whichever other rows the call holds
     keys = {i: (tuple(rows[i]["key"].items()), rows[i]["model"], rows[i]["metric"]) for i in live}
-    sums = _resampled(blocks, n_resamples, rng, "bootstrap", [keys[i] for i in live])
     boot: dict = {}
     perm: dict = {}
     flipped = [i for i in live if test == "permutation" and not (len(diffs[i]) <= _EXACT_MAX_N
                                                                 and 2 ** len(diffs[i]) <= n_resamples)]
     at = {i: j for j, i in enumerate(live)}
-    flips = _resampled([blocks[at[i]][:, :1] for i in flipped], n_resamples, rng, "signs",
-                       [keys[i] for i in flipped])
+    # the bootstrap and the sign flips in one parallel pass (as if one after the other, with rng)
+    from ..kernels.resample import resampled_passes
+
+    sums, flips = resampled_passes([(blocks, "bootstrap", [keys[i] for i in live]),
+                                    ([blocks[at[i]][:, :1] for i in flipped], "signs", [keys[i] for i in flipped])],
+                                   n_resamples, rng)
     for j, i in enumerate(live):
         n = len(diffs[i])
         if weighted:

@@ -304,11 +304,38 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
     metric; by default its place in ``blocks``) and its place: the output depends on the seed and
     the key only, never on the number of threads nor, with keys, on the other blocks of the call.
     """
+    return resampled_passes([(blocks, kind, keys)], n_resamples, rng)[0]
+
+
+def resampled_passes(passes: list, n_resamples: int, rng: np.random.Generator) -> list:
+    """:func:`resampled_sums` of each ``(blocks, kind, keys)`` of ``passes``, in one parallel pass
+    (the longest chunks first, so that no thread waits at the end of one kind for the next): the
+    same numbers as calling it for each in turn with ``rng``."""
     from ..progress import step
     from .threads import run_parallel
 
+    outs, tasks, kinds = [], [], []
+    for blocks, kind, keys in passes:
+        out, planned = _planned(blocks, n_resamples, rng, kind, keys)
+        outs.append(out)
+        tasks += planned
+        if planned:
+            kinds.append("bootstrap" if kind == "bootstrap" else "sign-flip")
+    tasks.sort(key=lambda t: -t[-1])  # by work, the largest first
+    with step(" and ".join(dict.fromkeys(kinds)) + " resamples", total=len(tasks)) as bar:
+        def counted(task):
+            _resample(*task[:-1])
+            bar.advance()
+
+        run_parallel(counted, tasks)
+    return outs
+
+
+def _planned(blocks: list, n_resamples: int, rng: np.random.Generator, kind: str, keys) -> tuple[list, list]:
+    """The output arrays of :func:`resampled_sums` and its chunks: ``(kind, part of the output,
+    values, counts, light, n, seed of the multinomial, seed of the kernel, work)`` each."""
     out = [np.zeros((n_resamples, b.shape[1])) for b in blocks]
-    tasks = []
+    chunks_of = []
     for i, X in enumerate(blocks):
         X = np.ascontiguousarray(X, dtype=np.float64)
         n = X.shape[0]
@@ -326,37 +353,29 @@ def resampled_sums(blocks: list, n_resamples: int, rng: np.random.Generator, kin
         edges = np.linspace(0, n_resamples, chunks + 1).astype(int)
         for a, b in zip(edges[:-1], edges[1:]):
             if b > a:
-                tasks.append((i, n, values, counts, light, a, b))
+                chunks_of.append((i, n, values, counts, light, a, b, work * (b - a)))
     # each chunk's seeds from the caller's generator, the block's key and the chunk's place: a block's
     # resamples do not depend on the other blocks of the call (which metrics, models or segments, in what order)
     base = int(rng.integers(0, 2**63 - 1))
-    seeds = np.empty((len(tasks), 2), dtype=np.int64)
-    for t, (i, _, _, _, _, a, _) in enumerate(tasks):
+    tasks = []
+    for i, n, values, counts, light, a, b, work in chunks_of:
         key = i if keys is None else zlib.crc32(_key_text(keys[i]).encode())
-        seeds[t] = np.random.SeedSequence([base, key, a]).generate_state(2, np.uint64) >> np.uint64(1)
+        s1, s2 = (int(x) for x in np.random.SeedSequence([base, key, a]).generate_state(2, np.uint64) >> np.uint64(1))
+        tasks.append((kind, out[i][a:b], values, counts, light, n, s1, s2, work))
+    return out, tasks
 
-    def one(t):
-        (i, n, values, counts, light, a, b), (s1, s2) = tasks[t], seeds[t]
-        gen = np.random.default_rng(int(s1))
-        rows = b - a
-        part = out[i][a:b]
-        if kind == "bootstrap":
-            # the light rows as one last category: its count is how many draws fall among them
-            p = np.append(counts, len(light)) / n
-            drawn = gen.multinomial(n, p, size=rows)
-            if len(counts):
-                part += drawn[:, :-1] @ values
-            if len(light):
-                draws = narrow_bootstrap_sums if light.shape[1] == 1 and len(light) <= NARROW else light_bootstrap_sums
-                draws(int(s2), light, drawn[:, -1].astype(np.int64), part)
-        else:
-            table, total = light
-            sign_sums(int(s2), np.ascontiguousarray(values[:, 0]), counts.astype(np.int64), table, total, part[:, 0])
 
-    with step("bootstrap resamples" if kind == "bootstrap" else "sign-flip resamples", total=len(tasks)) as bar:
-        def counted(t):
-            one(t)
-            bar.advance()
-
-        run_parallel(counted, range(len(tasks)))
-    return out
+def _resample(kind: str, part: np.ndarray, values, counts, light, n: int, s1: int, s2: int) -> None:
+    """Add one chunk's resampled sums to ``part`` (its rows of the output)."""
+    if kind == "bootstrap":
+        # the light rows as one last category: its count is how many draws fall among them
+        p = np.append(counts, len(light)) / n
+        drawn = np.random.default_rng(s1).multinomial(n, p, size=len(part))
+        if len(counts):
+            part += drawn[:, :-1] @ values
+        if len(light):
+            draws = narrow_bootstrap_sums if light.shape[1] == 1 and len(light) <= NARROW else light_bootstrap_sums
+            draws(s2, light, drawn[:, -1].astype(np.int64), part)
+    else:
+        table, total = light
+        sign_sums(s2, np.ascontiguousarray(values[:, 0]), counts.astype(np.int64), table, total, part[:, 0])
