@@ -344,10 +344,16 @@ def test_resampled_sign_flips_are_the_permutation_distribution(n_light):
     assert sums[:, 0].std() == pytest.approx(math.sqrt((x**2).sum()), rel=0.03)
 
 
-def test_resampled_sums_keep_the_rows_of_a_block_together():
+@pytest.mark.parametrize("narrow", [True, False])
+def test_resampled_sums_keep_the_rows_of_a_block_together(narrow, monkeypatch):
     """A block's columns (a weighted mean's numerator and denominator) are drawn jointly: a column
-    that copies another resamples to the same sums, and the ratio's distribution is the direct one."""
+    that copies another resamples to the same sums, and the ratio's distribution is the direct one
+    (rare rows by 21-bit indices, or by 32-bit ones past ``NARROW`` rows)."""
+    from topkeval.kernels import resample
     from topkeval.kernels.resample import resampled_sums
+
+    if not narrow:
+        monkeypatch.setattr(resample, "NARROW", 10)
 
     rng = np.random.default_rng(5)
     v = _mixed(seed=6)
@@ -357,6 +363,18 @@ def test_resampled_sums_keep_the_rows_of_a_block_together():
     idx = np.random.default_rng(1).integers(0, len(v), (20_000, len(v)))
     direct = (v * w)[idx].sum(axis=1) / w[idx].sum(axis=1)
     assert stats.ks_2samp(both[:, 0] / both[:, 1], direct).pvalue > 1e-3
+
+
+def test_a_column_of_ones_leaves_the_sums_of_the_first_as_they_were():
+    """The rows drawn do not depend on the number of columns: a weighted mean with weights of one
+    resamples exactly as the plain mean (``evaluate(weight=)`` with a column of ones changes no
+    interval)."""
+    from topkeval.kernels.resample import resampled_sums
+
+    x = _mixed(n_light=3000)
+    [plain] = resampled_sums([x[:, None]], 3000, np.random.default_rng(6), "bootstrap")
+    [both] = resampled_sums([np.column_stack([x, np.ones_like(x)])], 3000, np.random.default_rng(6), "bootstrap")
+    assert np.array_equal(plain[:, 0], both[:, 0]) and (both[:, 1] == len(x)).all()
 
 
 def test_resampled_sums_depend_on_the_seed_only(monkeypatch):

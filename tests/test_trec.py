@@ -286,3 +286,24 @@ def test_default_metrics_leave_out_specificity_with_judgments_apart():
     assert named.summary["specificity@20"].tolist() == [0.0]
     log = top.assign(relevance=[0, 1, 0, 0, 1])
     assert "specificity@20" in tk.evaluate(log, item="item").summary.columns
+
+
+def test_models_missing_different_judged_queries_say_so():
+    """Under missing_queries='skip' a model that lists a few users only is averaged over those: the
+    results say how many queries each model was evaluated on, and that such means do not compare
+    (found by the new-user trial: a model with one user right came out best)."""
+    from topkeval.outputs.text import info_lines
+
+    recs = pd.DataFrame({"user": ["u1"] * 3 + ["u2"] * 3 + ["u1"] * 3, "item": list("abcadebcx"),
+                         "score": [3, 2, 1] * 3, "model": ["pop"] * 6 + ["cold"] * 3})
+    truth = pd.DataFrame({"user": ["u1", "u1", "u2"], "item": ["b", "c", "d"], "relevance": 1})
+    res = tk.evaluate(recs, ["recall@3"], query="user", item="item", model="model", qrels=truth)
+    lines = info_lines(res.info)
+    assert lines[0] == "queries evaluated (of 2): pop 2, cold 1"
+    assert "the means do not compare" in lines[1] and "missing_queries='zero'" in lines[1]
+    assert "pop 2, cold 1" in repr(res)
+    zero = tk.evaluate(recs, ["recall@3"], query="user", item="item", model="model", qrels=truth,
+                       missing_queries="zero")
+    assert zero.summary["recall@3"].tolist() == [1.0, 0.5]
+    assert info_lines(zero.info)[0] == "2 of 2 queries evaluated"
+    assert not any("do not compare" in line for line in info_lines(zero.info))

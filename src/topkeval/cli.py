@@ -723,9 +723,11 @@ def _save_demo(log, path: str, kind: str, overwrite: bool) -> str:
 
         return write_parquet(path, pa.Table.from_pandas(log, preserve_index=False), overwrite=overwrite,
                              param="--save", owner="demo")
-    # scores as Python writes them (repr: the shortest text that reads back to the same float)
-    return write_text(path, log.to_csv(sep=kind, index=False, float_format=None), overwrite=overwrite,
-                      param="--save", owner="demo")
+    import io
+
+    buf = io.StringIO()  # the text first, then the file through the safe writer
+    log.to_csv(buf, sep=kind, index=False)  # scores as repr writes them: each reads back to the same float
+    return write_text(path, buf.getvalue(), overwrite=overwrite, param="--save", owner="demo")
 
 
 def verdict_line(res, baseline: str, model: str, metric: str) -> str:

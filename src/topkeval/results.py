@@ -1044,6 +1044,8 @@ class Results:
 
     def __repr__(self) -> str:
         info = self._evaluation.info
-        head = (f"Results: {len(self.models)} model(s), {info['evaluated']} of {info['queries']} queries "
-                f"evaluated ({info['skipped_empty']} skipped as empty)")
+        from .outputs.text import evaluated_text
+
+        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)} ({info['skipped_empty']} skipped "
+                "as empty)")
         return head + "\n" + self._evaluation.summary.to_string()

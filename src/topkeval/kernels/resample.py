@@ -128,8 +128,8 @@ def light_bootstrap_sums(seed, values, counts, out):
             out[r, 1] += a1 + b1
 
 
-#: Up to this many rare values, :func:`narrow_bootstrap_sums` takes three 21-bit indices from each
-#: random word (rejecting fewer than 1 in 8); more, :func:`light_bootstrap_sums` two 32-bit ones.
+#: Up to this many rare values (rows), :func:`narrow_bootstrap_sums` takes three 21-bit indices from
+#: each random word (rejecting fewer than 1 in 8); more, :func:`light_bootstrap_sums` two 32-bit ones.
 NARROW = 1 << 18
 
 
@@ -139,15 +139,18 @@ _BLOCK = 64
 
 @njit(cache=True, nogil=True)
 def narrow_bootstrap_sums(seed, values, counts, out):
-    """:func:`light_bootstrap_sums` for one column of at most :data:`NARROW` values: three unbiased
-    21-bit bounded integers per SplitMix64 output (Lemire's multiply-shift with rejection). While a
-    resample needs at least 3 x 64 more draws, they go by blocks of 64 random words without a branch
-    (a rejected index points at a 0 appended to the values, and is not counted; the words of a block
+    """:func:`light_bootstrap_sums` for at most :data:`NARROW` rows: three unbiased 21-bit bounded
+    integers per SplitMix64 output (Lemire's multiply-shift with rejection). While a resample needs
+    at least 3 x 64 more draws, they go by blocks of 64 random words without a branch (a rejected
+    index points at a row of 0 appended to the values, and is not counted; the words of a block
     computed from the counter, independently of each other: the compiler runs them side by side),
-    then one at a time until the count is reached."""
-    L = values.shape[0]
-    padded = np.zeros(L + 1)
-    padded[:L] = values[:, 0]
+    then one at a time until the count is reached. The rows drawn depend on the seed and the counts
+    only, not on the number of columns: a second column of ones (a weighted mean with weights of
+    one) leaves the first one's sums as they were."""
+    L, C = values.shape
+    padded = np.zeros((L + 1, C))
+    padded[:L] = values
+    column = padded[:, 0].copy()
     state = uint64(seed)
     bound = uint64(L)
     bits = uint64(21)
@@ -155,9 +158,10 @@ def narrow_bootstrap_sums(seed, values, counts, out):
     threshold = (uint64(1 << 21) - bound) % bound
     twice = uint64(42)
     index = np.empty(3 * _BLOCK, np.uint64)
+    acc = np.empty((4, C))
     for r in range(out.shape[0]):
         need = counts[r]
-        a = b = c = d = 0.0
+        acc[:] = 0.0
         while need >= 3 * _BLOCK:
             accepted = 0
             for k in range(_BLOCK):
@@ -173,19 +177,47 @@ def narrow_bootstrap_sums(seed, values, counts, out):
                 index[3 * k + 2] = (m3 >> bits) if ok3 else bound
                 accepted += ok1 + ok2 + ok3
             state += uint64(_BLOCK) * _GOLDEN
-            for k in range(0, 3 * _BLOCK, 4):  # four running sums, so that the additions do not wait on each other
-                a += padded[index[k]]
-                b += padded[index[k + 1]]
-                c += padded[index[k + 2]]
-                d += padded[index[k + 3]]
+            # four running sums per column, so that the additions do not wait on each other
+            if C == 1:  # the common case, in registers (the same sums as the loop below)
+                a = acc[0, 0]
+                b = acc[1, 0]
+                c = acc[2, 0]
+                d = acc[3, 0]
+                for k in range(0, 3 * _BLOCK, 4):
+                    a += column[index[k]]
+                    b += column[index[k + 1]]
+                    c += column[index[k + 2]]
+                    d += column[index[k + 3]]
+                acc[0, 0] = a
+                acc[1, 0] = b
+                acc[2, 0] = c
+                acc[3, 0] = d
+                need -= accepted
+                continue
+            for j in range(C):
+                a = acc[0, j]
+                b = acc[1, j]
+                c = acc[2, j]
+                d = acc[3, j]
+                for k in range(0, 3 * _BLOCK, 4):
+                    a += padded[index[k], j]
+                    b += padded[index[k + 1], j]
+                    c += padded[index[k + 2], j]
+                    d += padded[index[k + 3], j]
+                acc[0, j] = a
+                acc[1, j] = b
+                acc[2, j] = c
+                acc[3, j] = d
             need -= accepted
         while need > 0:
             state += _GOLDEN
             m = (_mix(state) & mask) * bound
             if (m & mask) >= threshold:
-                a += padded[m >> bits]
+                for j in range(C):
+                    acc[0, j] += padded[m >> bits, j]
                 need -= 1
-        out[r, 0] += (a + b) + (c + d)
+        for j in range(C):
+            out[r, j] += (acc[0, j] + acc[1, j]) + (acc[2, j] + acc[3, j])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -374,7 +406,7 @@ def _resample(kind: str, part: np.ndarray, values, counts, light, n: int, s1: in
         if len(counts):
             part += drawn[:, :-1] @ values
         if len(light):
-            draws = narrow_bootstrap_sums if light.shape[1] == 1 and len(light) <= NARROW else light_bootstrap_sums
+            draws = narrow_bootstrap_sums if len(light) <= NARROW else light_bootstrap_sums
             draws(s2, light, drawn[:, -1].astype(np.int64), part)
     else:
         table, total = light

@@ -584,7 +584,9 @@ def _page(res, o: ReportOptions, sections: list, notes: list[str]) -> str:
     body = "".join(f'<section id="{sid}"><h2>{heading}</h2>{content}</section>' for sid, heading, content in sections)
     note_html = "".join(f'<p class="note">{esc(n)}</p>' for n in notes)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lead = (f"{len(res.models)} model(s), {info['evaluated']:,} of {info['queries']:,} queries evaluated, "
+    from .text import evaluated_text
+
+    lead = (f"{len(res.models)} model(s), {evaluated_text(info)}, "
             f"{info['rows']:,} rows. topkeval {esc(__version__)}, {when}.")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -228,10 +228,37 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
     return table
 
 
+def uneven(info: dict) -> bool:
+    """Whether the models were evaluated on different numbers of queries because runs miss different
+    judged queries (``missing_queries='skip'``): their means are then over different queries."""
+    missing = info.get("missing_from_run") or {}
+    per_model = info.get("evaluated_per_model") or {}
+    return info.get("missing_queries", "skip") == "skip" and len(set(missing.values())) > 1 \
+        and len(set(per_model.values())) > 1
+
+
+def evaluated_text(info: dict) -> str:
+    """"68 of 80 queries evaluated", or each model's count when they differ (runs missing different
+    judged queries).
+
+    Examples
+    --------
+    >>> evaluated_text({"evaluated": 4, "queries": 5})
+    '4 of 5 queries evaluated'
+    >>> evaluated_text({"evaluated": 4, "queries": 5, "missing_from_run": {"a": 1, "b": 4},
+    ...                 "evaluated_per_model": {"a": 4, "b": 1}})
+    'queries evaluated (of 5): a 4, b 1'
+    """
+    if uneven(info):
+        return (f"queries evaluated (of {info['queries']:,}): "
+                + ", ".join(f"{visible(str(m))} {c:,}" for m, c in info["evaluated_per_model"].items()))
+    return f"{info['evaluated']:,} of {plural(info['queries'], 'query', 'queries')} evaluated"
+
+
 def info_lines(info: dict) -> list[str]:
     """What a user might not expect, in sentences: skipped queries, queries without judgments or
     missing from a run, ties at a cutoff."""
-    lines = [f"{info['evaluated']:,} of {plural(info['queries'], 'query', 'queries')} evaluated"
+    lines = [evaluated_text(info)
              + (f"; {info['skipped_empty']:,} without a relevant item skipped (empty_queries='skip')"
                 if info["skipped_empty"] else "")]
     unjudged = {m: c for m, c in (info.get("run_queries_without_judgments") or {}).items() if c}
@@ -245,7 +272,10 @@ def info_lines(info: dict) -> list[str]:
         lines.append("judged queries missing from a run ("
                      + ("scored as empty lists, missing_queries='zero'" if rule == "zero" else
                         "left out, missing_queries='skip'") + "): "
-                     + ", ".join(f"{visible(str(m))}: {c:,}" for m, c in missing.items()))
+                     + ", ".join(f"{visible(str(m))}: {c:,}" for m, c in missing.items())
+                     + ("; so each model's mean is over other queries, and the means do not compare: "
+                        "missing_queries='zero' counts every judged query (a missing list scores 0), and "
+                        "compare() pairs the queries both models have" if uneven(info) else ""))
     ties = {m: c for m, c in info.get("ties_at_cutoff", {}).items() if c}
     if ties:
         rule = info["conventions"]["ties"]
