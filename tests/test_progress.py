@@ -121,3 +121,23 @@ def test_progress_asked_for_on_a_pipe_writes_nothing_there():
     assert code == 0 and _bars(err) == [] and "\x1b[" not in err
     assert all(line.strip() for line in err.splitlines()), repr(err)  # (the kernels' first compile may speak)
     assert out == _run(CLI + ["demo", "--queries", "2000", "--no-progress"], terminal=False)[1]
+
+
+def test_a_file_read_whole_shows_no_reading_bar_and_a_streamed_one_leaves_none_behind(tmp_path):
+    """A parquet file small enough to be read whole is not streamed: no "reading" bar that would stand at
+    0/N for the whole command; a streamed file's bar goes once the file is read (not left under compare)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 3000 * 20
+    pd.DataFrame({"query": np.repeat(np.arange(3000), 20), "click": (rng.random(n) < 0.2).astype(int),
+                  "a": rng.random(n), "b": rng.random(n)}).to_parquet(tmp_path / "log.parquet")
+    code, out, err = _run(CLI + ["compare", str(tmp_path / "log.parquet"), "--relevance", "click", "--baseline", "a",
+                                 "--score", "b"], terminal=True)
+    assert code == 0, err
+    assert "sign-flip resamples" in err and "reading " not in err
+    code, out, err = _run(CLI + ["compare", str(tmp_path / "log.parquet"), "--relevance", "click", "--baseline", "a",
+                                 "--score", "b", "--chunk-rows", "20000"], terminal=True)
+    assert code == 0, err
+    assert "reading " not in err[err.index("sign-flip resamples"):]  # gone before the resampling

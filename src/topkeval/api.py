@@ -265,14 +265,19 @@ def evaluate(
     inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline, owner="evaluate")
     labels, wanted_beyond, metrics = _beyond_split(metrics, inputs, propensity)
     with shown(progress is True):
+        reading = None
         if isinstance(progress, bool):
-            progress = _rows_read(data) if progress else None
+            progress = reading = _rows_read(data) if progress else None
         request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels,
                            model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
                            chunk_rows=chunk_rows, progress=progress, keep_per_query=keep_per_query, threads=threads,
                            ascending=ascending, by=by, weight=weight, position=position, propensity=propensity,
                            clip=clip, **settings)
-        evaluation = _dispatch(request)
+        try:
+            evaluation = _dispatch(request)
+        finally:
+            if reading is not None:
+                reading.done()  # the file is read: its bar goes (compare, report... come after)
     if wanted_beyond:
         evaluation = _beyond.with_beyond(replace(evaluation, rerun=evaluation.rerun or _rerun_of(request)),
                                          wanted_beyond, inputs)

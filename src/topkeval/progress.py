@@ -120,7 +120,21 @@ def shown(enabled: bool | None):
 
 def rows_read(name: str, total: int | None):
     """A function that advances a "reading NAME" step by the rows of each streamed batch (``total``
-    rows in all, None if unknown), or None without an open display."""
+    rows in all, None if unknown), or None without an open display. The step appears with the first
+    batch (a file read whole is not streamed: no bar standing at 0 for the whole command), and its
+    ``done()`` removes it once the file is read (no bar left on screen under the steps that follow)."""
     if _current.get() is None:
         return None
-    return step(f"reading {name}", total=total).advance
+    opened: list[Step] = []
+
+    def advance(rows: float) -> None:
+        if not opened:
+            opened.append(step(f"reading {name}", total=total))
+        opened[0].advance(rows)
+
+    def done() -> None:
+        while opened:
+            opened.pop().__exit__(None, None, None)
+
+    advance.done = done  # type: ignore[attr-defined]
+    return advance
