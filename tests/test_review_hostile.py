@@ -242,6 +242,9 @@ def test_output_paths(tmp_path, writer, kind):
     (["demo", "--queries", "20", "--save", "{tmp}/x.csv/"], "ends with a folder separator"),
     (["demo", "--queries", "20", "--save", "log.parquet"], "already exists"),
     (["demo", "--queries", "20", "--save", "{tmp}/no/log.csv"], "does not exist"),
+    # fixed: the report was written, then the log refused over it (or, with --force, written over it)
+    (["demo", "--queries", "20", "--save", "same.csv", "--report", "same.csv"], "the same file"),
+    (["demo", "--queries", "20", "--save", "{tmp}/same.csv", "--report", "./same.csv", "--force"], "the same file"),
 ])
 def test_cli_output_paths(tmp_path, capsys, monkeypatch, argv, fragment):
     monkeypatch.chdir(tmp_path)
@@ -250,6 +253,25 @@ def test_cli_output_paths(tmp_path, capsys, monkeypatch, argv, fragment):
     code, _, err = _run(argv, capsys)
     _one_error_line(code, err, fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.parquet"]
+
+
+@pytest.mark.parametrize("name", ["-log.csv", "a b's \"x\" $(touch pwned).tsv", "ünï cödé.parquet", "DEMO.CSV",
+                                  "log.Parquet", "new\nline.csv"])
+def test_demo_save_prints_a_command_a_shell_runs_to_the_same_numbers(tmp_path, capsys, monkeypatch, name):
+    """``demo --save NAME``: the printed command, split as a shell splits it, evaluates the file
+    saved to the demo's own numbers (fixed: a name starting with '-' was printed bare, and read back
+    as an unknown option)."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    code, demo_csv, err = _run(["demo", "--queries", "40", "--format", "csv", f"--save={name}"], capsys)
+    assert code == 0, err
+    command = shlex.split(err.split("evaluate it with:")[1])
+    assert command[:2] == ["topkeval", "evaluate"] and os.path.samefile(command[2], tmp_path / name)
+    code, again, err = _run(command[1:] + ["--format", "csv"], capsys)
+    assert code == 0, err
+    assert again == demo_csv
+    assert not (tmp_path / "pwned").exists()
 
 
 # ---------------------------------------------------------------------------------------------

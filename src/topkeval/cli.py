@@ -680,6 +680,9 @@ def _demo(args, out) -> int:
         check_output_path(args.report, overwrite=args.force, owner="report")  # before the evaluation
     if args.save is not None:
         save_as = _demo_format(args.save)
+        if args.report is not None and _same_file(args.save, args.report):
+            raise _UsageError(f"--save {args.save!r} and --report {args.report!r} are the same file: the example log "
+                              "would replace the report. Give each its own path, such as demo.csv and demo.html")
         check_output_path(args.save, overwrite=args.force, param="--save", owner="demo")
     log = example_log(args.queries)
     res = evaluate(log, metrics=DEMO_METRICS, query="query", relevance="click", score=["old_ranker", "new_ranker"],
@@ -696,9 +699,26 @@ def _demo(args, out) -> int:
     if args.save is not None:
         path = _save_demo(log, args.save, save_as, args.force)
         print(f"wrote the example log ({len(log):,} rows) to {path}; evaluate it with:\n  topkeval evaluate "
-              f"{shlex.quote(str(path))} --relevance click --item image --score old_ranker --score new_ranker "
+              f"{_shell_path(path)} --relevance click --item image --score old_ranker --score new_ranker "
               f"{' '.join('-m ' + m for m in DEMO_METRICS)}", file=sys.stderr if args.format != "table" else out)
     return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two output paths name one file (``x.csv``, ``./x.csv``, its absolute path, a folder
+    reached through a link): their folders resolved, their names compared."""
+    def where(path: str) -> tuple[str, str]:
+        folder, name = os.path.split(os.path.abspath(path))
+        return os.path.normcase(os.path.realpath(folder)), os.path.normcase(name)
+
+    return where(a) == where(b)
+
+
+def _shell_path(path: str) -> str:
+    """A path as a shell argument: quoted (spaces, quotes, ``$(...)``), and a relative name starting
+    with '-' written ./-name, so that the command reads it as a file rather than an option."""
+    path = str(path)
+    return shlex.quote("./" + path if path.startswith("-") else path)
 
 
 #: Formats of ``topkeval demo --save``, by the file's suffix.
