@@ -274,6 +274,25 @@ def test_demo_save_prints_a_command_a_shell_runs_to_the_same_numbers(tmp_path, c
     assert not (tmp_path / "pwned").exists()
 
 
+@pytest.mark.parametrize("metrics,columns", [
+    ([], ["recall@20", "precision@20", "f1@20", "r_precision"]),  # the defaults, less specificity (judgments apart)
+    # fixed: named with -m, specificity@20 was left out as if unsaid (the same list as the defaults)
+    (["-m", "recall@20,precision@20,f1@20,specificity@20,r_precision"],
+     ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision"]),
+    (["-m", "recall@20", "-m", "precision@20", "-m", "f1@20", "-m", "specificity@20", "-m", "r_precision"],
+     ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision"]),
+])
+def test_cli_trec_run_and_qrels_default_metrics(tmp_path, capsys, metrics, columns):
+    (tmp_path / "run.txt").write_text("1 Q0 a 0 3 sys\n1 Q0 b 1 2 sys\n1 Q0 c 2 1 sys\n2 Q0 a 0 2 sys\n2 Q0 d 1 1 sys\n")
+    (tmp_path / "qrels.txt").write_text("1 0 b 1\n2 0 x 1\n2 0 d 1\n")
+    code, out, err = _run(["evaluate", "--run", tmp_path / "run.txt", "--qrels", tmp_path / "qrels.txt", *metrics,
+                           "--format", "csv"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns) == ["model", *columns]
+    assert table["recall@20"].tolist() == [0.75]  # q1: b of {b}; q2: d of {x, d}
+
+
 # ---------------------------------------------------------------------------------------------
 # write_run: a file read_run and trec_eval read back as written, or an error
 

@@ -286,3 +286,16 @@ def test_default_metrics_leave_out_specificity_with_judgments_apart():
     assert named.summary["specificity@20"].tolist() == [0.0]
     log = top.assign(relevance=[0, 1, 0, 0, 1])
     assert "specificity@20" in tk.evaluate(log, item="item").summary.columns
+
+
+@pytest.mark.parametrize("named", [["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision"],
+                                   ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")],
+                         ids=["list", "tuple"])
+def test_the_default_metrics_named_one_by_one_keep_specificity_with_judgments_apart(named):
+    """Fixed: the five default metrics named by hand (the same list as the defaults) lost
+    specificity@20 with qrels=, silently, though named; only the defaults left unsaid leave it out."""
+    top = pd.DataFrame({"query": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "a", "d"], "score": [3, 2, 1, 2, 1]})
+    truth = pd.DataFrame({"query": [1, 2, 2], "item": ["b", "x", "d"], "relevance": [1, 1, 1]})
+    res = tk.evaluate(top, named, qrels=truth, item="item")
+    assert list(res.summary.columns) == list(named)
+    assert res.summary["specificity@20"].tolist() == [0.0]

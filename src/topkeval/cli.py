@@ -430,7 +430,7 @@ def _curve_file(path: str) -> dict:
 def _evaluate(args, out) -> int:
     from .api import DEFAULT_METRICS
 
-    metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
     res = _load(args, metrics, scores=args.score or ["score"],
@@ -452,7 +452,7 @@ def _load_models(args, required: bool):
     """Evaluate a baseline and the models of --score (or every --run), keeping per-query values."""
     from .api import DEFAULT_METRICS
 
-    metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.run or args.model:
         res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True)
         kind = "runs" if args.run else f"models of the --model column {args.model!r}"
