@@ -256,7 +256,7 @@ def test_cli_output_paths(tmp_path, capsys, monkeypatch, argv, fragment):
 
 
 @pytest.mark.parametrize("name", ["-log.csv", "a b's \"x\" $(touch pwned).tsv", "ünï cödé.parquet", "DEMO.CSV",
-                                  "log.Parquet", "new\nline.csv"])
+                                  "log.Parquet"])
 def test_demo_save_prints_a_command_a_shell_runs_to_the_same_numbers(tmp_path, capsys, monkeypatch, name):
     """``demo --save NAME``: the printed command, split as a shell splits it, evaluates the file
     saved to the demo's own numbers (fixed: a name starting with '-' was printed bare, and read back
@@ -272,6 +272,28 @@ def test_demo_save_prints_a_command_a_shell_runs_to_the_same_numbers(tmp_path, c
     assert code == 0, err
     assert again == demo_csv
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("name", [b"\xff\xfe.csv", b"new\nline.csv", b"red\x1b[31m.tsv",
+                                  "t\tab ü.csv".encode()], ids=["not utf-8", "newline", "escape", "tab"])
+def test_demo_save_prints_a_name_of_any_bytes_as_one_line_a_shell_reads_back(tmp_path, name):
+    """Fixed: a name that is not UTF-8 was printed to standard error as '\\udcff...' (Python's
+    backslashreplace), which names another file; a newline or an escape code went to the terminal
+    as it is. Such names are printed $'...' with \\xHH escapes: one line of printable ASCII, read
+    back by bash as the very bytes of the name."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(os.path.dirname(__file__)), "src")}
+    proc = subprocess.run([sys.executable, "-m", "topkeval", "demo", "--queries", "5", "--format", "json",
+                           b"--save=" + name], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)  # the message is on standard error: standard output stays JSON
+    line = proc.stderr.split(b"evaluate it with:\n")[1].rstrip(b"\n")
+    assert b"\n" not in line and all(32 <= c < 127 for c in line), line
+    assert b"\x1b" not in proc.stderr and proc.stderr.count(b"\n") == 2, proc.stderr  # nothing raw on the terminal
+    path = line.split(b"topkeval evaluate ")[1].split(b" --relevance")[0]
+    read = subprocess.run(["bash", "-c", b"printf %s " + path], capture_output=True, check=True).stdout
+    assert read == name and (tmp_path / os.fsdecode(name)).is_file()
 
 
 @pytest.mark.parametrize("metrics,columns", [

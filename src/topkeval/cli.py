@@ -698,7 +698,8 @@ def _demo(args, out) -> int:
         print(f"wrote {path}", file=sys.stderr if args.format != "table" else out)
     if args.save is not None:
         path = _save_demo(log, args.save, save_as, args.force)
-        print(f"wrote the example log ({len(log):,} rows) to {path}; evaluate it with:\n  topkeval evaluate "
+        shown = path if str(path).isprintable() else _shell_path(path)  # no escape code to the terminal
+        print(f"wrote the example log ({len(log):,} rows) to {shown}; evaluate it with:\n  topkeval evaluate "
               f"{_shell_path(path)} --relevance click --item image --score old_ranker --score new_ranker "
               f"{' '.join('-m ' + m for m in DEMO_METRICS)}", file=sys.stderr if args.format != "table" else out)
     return 0
@@ -716,9 +717,17 @@ def _same_file(a: str, b: str) -> bool:
 
 def _shell_path(path: str) -> str:
     """A path as a shell argument: quoted (spaces, quotes, ``$(...)``), and a relative name starting
-    with '-' written ./-name, so that the command reads it as a file rather than an option."""
+    with '-' written ./-name, so that the command reads it as a file rather than an option. A name
+    with a character that does not print (a newline, an escape code, a byte that is not UTF-8, which
+    standard error would print as '\\udcff') is written $'...' with its bytes as \\xHH: one line of
+    printable ASCII that bash and zsh read back as the very bytes of the name."""
     path = str(path)
-    return shlex.quote("./" + path if path.startswith("-") else path)
+    if path.startswith("-"):
+        path = "./" + path
+    if path.isprintable():
+        return shlex.quote(path)
+    return "$'" + "".join(chr(b) if 32 <= b < 127 and b not in b"\\'" else f"\\x{b:02x}"
+                          for b in os.fsencode(path)) + "'"
 
 
 #: Formats of ``topkeval demo --save``, by the file's suffix.
