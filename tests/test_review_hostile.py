@@ -242,6 +242,9 @@ def test_output_paths(tmp_path, writer, kind):
     (["demo", "--queries", "20", "--save", "{tmp}/x.csv/"], "ends with a folder separator"),
     (["demo", "--queries", "20", "--save", "log.parquet"], "already exists"),
     (["demo", "--queries", "20", "--save", "{tmp}/no/log.csv"], "does not exist"),
+    # fixed: the report was written, then the log refused over it (or, with --force, written over it)
+    (["demo", "--queries", "20", "--save", "same.csv", "--report", "same.csv"], "the same file"),
+    (["demo", "--queries", "20", "--save", "{tmp}/same.csv", "--report", "./same.csv", "--force"], "the same file"),
 ])
 def test_cli_output_paths(tmp_path, capsys, monkeypatch, argv, fragment):
     monkeypatch.chdir(tmp_path)
@@ -250,6 +253,66 @@ def test_cli_output_paths(tmp_path, capsys, monkeypatch, argv, fragment):
     code, _, err = _run(argv, capsys)
     _one_error_line(code, err, fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.parquet"]
+
+
+@pytest.mark.parametrize("name", ["-log.csv", "a b's \"x\" $(touch pwned).tsv", "ünï cödé.parquet", "DEMO.CSV",
+                                  "log.Parquet"])
+def test_demo_save_prints_a_command_a_shell_runs_to_the_same_numbers(tmp_path, capsys, monkeypatch, name):
+    """``demo --save NAME``: the printed command, split as a shell splits it, evaluates the file
+    saved to the demo's own numbers (fixed: a name starting with '-' was printed bare, and read back
+    as an unknown option)."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    code, demo_csv, err = _run(["demo", "--queries", "40", "--format", "csv", f"--save={name}"], capsys)
+    assert code == 0, err
+    command = shlex.split(err.split("evaluate it with:")[1])
+    assert command[:2] == ["topkeval", "evaluate"] and os.path.samefile(command[2], tmp_path / name)
+    code, again, err = _run(command[1:] + ["--format", "csv"], capsys)
+    assert code == 0, err
+    assert again == demo_csv
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("name", [b"\xff\xfe.csv", b"new\nline.csv", b"red\x1b[31m.tsv",
+                                  "t\tab ü.csv".encode()], ids=["not utf-8", "newline", "escape", "tab"])
+def test_demo_save_prints_a_name_of_any_bytes_as_one_line_a_shell_reads_back(tmp_path, name):
+    """Fixed: a name that is not UTF-8 was printed to standard error as '\\udcff...' (Python's
+    backslashreplace), which names another file; a newline or an escape code went to the terminal
+    as it is. Such names are printed $'...' with \\xHH escapes: one line of printable ASCII, read
+    back by bash as the very bytes of the name."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(os.path.dirname(__file__)), "src")}
+    proc = subprocess.run([sys.executable, "-m", "topkeval", "demo", "--queries", "5", "--format", "json",
+                           b"--save=" + name], cwd=tmp_path, env=env, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)  # the message is on standard error: standard output stays JSON
+    line = proc.stderr.split(b"evaluate it with:\n")[1].rstrip(b"\n")
+    assert b"\n" not in line and all(32 <= c < 127 for c in line), line
+    assert b"\x1b" not in proc.stderr and proc.stderr.count(b"\n") == 2, proc.stderr  # nothing raw on the terminal
+    path = line.split(b"topkeval evaluate ")[1].split(b" --relevance")[0]
+    read = subprocess.run(["bash", "-c", b"printf %s " + path], capture_output=True, check=True).stdout
+    assert read == name and (tmp_path / os.fsdecode(name)).is_file()
+
+
+@pytest.mark.parametrize("metrics,columns", [
+    ([], ["recall@20", "precision@20", "f1@20", "r_precision"]),  # the defaults, less specificity (judgments apart)
+    # fixed: named with -m, specificity@20 was left out as if unsaid (the same list as the defaults)
+    (["-m", "recall@20,precision@20,f1@20,specificity@20,r_precision"],
+     ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision"]),
+    (["-m", "recall@20", "-m", "precision@20", "-m", "f1@20", "-m", "specificity@20", "-m", "r_precision"],
+     ["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision"]),
+])
+def test_cli_trec_run_and_qrels_default_metrics(tmp_path, capsys, metrics, columns):
+    (tmp_path / "run.txt").write_text("1 Q0 a 0 3 sys\n1 Q0 b 1 2 sys\n1 Q0 c 2 1 sys\n2 Q0 a 0 2 sys\n2 Q0 d 1 1 sys\n")
+    (tmp_path / "qrels.txt").write_text("1 0 b 1\n2 0 x 1\n2 0 d 1\n")
+    code, out, err = _run(["evaluate", "--run", tmp_path / "run.txt", "--qrels", tmp_path / "qrels.txt", *metrics,
+                           "--format", "csv"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns) == ["model", *columns]
+    assert table["recall@20"].tolist() == [0.75]  # q1: b of {b}; q2: d of {x, d}
 
 
 # ---------------------------------------------------------------------------------------------

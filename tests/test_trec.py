@@ -307,3 +307,16 @@ def test_models_missing_different_judged_queries_say_so():
     assert zero.summary["recall@3"].tolist() == [1.0, 0.5]
     assert info_lines(zero.info)[0] == "2 of 2 queries evaluated"
     assert not any("do not compare" in line for line in info_lines(zero.info))
+
+
+@pytest.mark.parametrize("named", [["recall@20", "precision@20", "f1@20", "specificity@20", "r_precision"],
+                                   ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")],
+                         ids=["list", "tuple"])
+def test_the_default_metrics_named_one_by_one_keep_specificity_with_judgments_apart(named):
+    """Fixed: the five default metrics named by hand (the same list as the defaults) lost
+    specificity@20 with qrels=, silently, though named; only the defaults left unsaid leave it out."""
+    top = pd.DataFrame({"query": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "a", "d"], "score": [3, 2, 1, 2, 1]})
+    truth = pd.DataFrame({"query": [1, 2, 2], "item": ["b", "x", "d"], "relevance": [1, 1, 1]})
+    res = tk.evaluate(top, named, qrels=truth, item="item")
+    assert list(res.summary.columns) == list(named)
+    assert res.summary["specificity@20"].tolist() == [0.0]

@@ -378,7 +378,8 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
              judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position=None,
              propensity=None, clip=None, **settings) -> _Request:
     """Every check that involves more than one of evaluate()'s parameters, in one place."""
-    defaults = not isinstance(metrics, str) and list(metrics) == list(DEFAULT_METRICS)
+    # the defaults left unsaid (the very object), not the same names given one by one: what is named is computed
+    defaults = metrics is DEFAULT_METRICS
     if propensity is not None and defaults:
         # the defaults, less those without an inverse propensity estimator (specificity)
         from .metrics.names import parse_metric

@@ -430,7 +430,7 @@ def _curve_file(path: str) -> dict:
 def _evaluate(args, out) -> int:
     from .api import DEFAULT_METRICS
 
-    metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
     res = _load(args, metrics, scores=args.score or ["score"],
@@ -452,7 +452,7 @@ def _load_models(args, required: bool):
     """Evaluate a baseline and the models of --score (or every --run), keeping per-query values."""
     from .api import DEFAULT_METRICS
 
-    metrics = _metrics(args.metric) or list(DEFAULT_METRICS)
+    metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.run or args.model:
         res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True)
         kind = "runs" if args.run else f"models of the --model column {args.model!r}"
@@ -680,6 +680,9 @@ def _demo(args, out) -> int:
         check_output_path(args.report, overwrite=args.force, owner="report")  # before the evaluation
     if args.save is not None:
         save_as = _demo_format(args.save)
+        if args.report is not None and _same_file(args.save, args.report):
+            raise _UsageError(f"--save {args.save!r} and --report {args.report!r} are the same file: the example log "
+                              "would replace the report. Give each its own path, such as demo.csv and demo.html")
         check_output_path(args.save, overwrite=args.force, param="--save", owner="demo")
     log = example_log(args.queries)
     res = evaluate(log, metrics=DEMO_METRICS, query="query", relevance="click", score=["old_ranker", "new_ranker"],
@@ -695,10 +698,36 @@ def _demo(args, out) -> int:
         print(f"wrote {path}", file=sys.stderr if args.format != "table" else out)
     if args.save is not None:
         path = _save_demo(log, args.save, save_as, args.force)
-        print(f"wrote the example log ({len(log):,} rows) to {path}; evaluate it with:\n  topkeval evaluate "
-              f"{shlex.quote(str(path))} --relevance click --item image --score old_ranker --score new_ranker "
+        shown = path if str(path).isprintable() else _shell_path(path)  # no escape code to the terminal
+        print(f"wrote the example log ({len(log):,} rows) to {shown}; evaluate it with:\n  topkeval evaluate "
+              f"{_shell_path(path)} --relevance click --item image --score old_ranker --score new_ranker "
               f"{' '.join('-m ' + m for m in DEMO_METRICS)}", file=sys.stderr if args.format != "table" else out)
     return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two output paths name one file (``x.csv``, ``./x.csv``, its absolute path, a folder
+    reached through a link): their folders resolved, their names compared."""
+    def where(path: str) -> tuple[str, str]:
+        folder, name = os.path.split(os.path.abspath(path))
+        return os.path.normcase(os.path.realpath(folder)), os.path.normcase(name)
+
+    return where(a) == where(b)
+
+
+def _shell_path(path: str) -> str:
+    """A path as a shell argument: quoted (spaces, quotes, ``$(...)``), and a relative name starting
+    with '-' written ./-name, so that the command reads it as a file rather than an option. A name
+    with a character that does not print (a newline, an escape code, a byte that is not UTF-8, which
+    standard error would print as '\\udcff') is written $'...' with its bytes as \\xHH: one line of
+    printable ASCII that bash and zsh read back as the very bytes of the name."""
+    path = str(path)
+    if path.startswith("-"):
+        path = "./" + path
+    if path.isprintable():
+        return shlex.quote(path)
+    return "$'" + "".join(chr(b) if 32 <= b < 127 and b not in b"\\'" else f"\\x{b:02x}"
+                          for b in os.fsencode(path)) + "'"
 
 
 #: Formats of ``topkeval demo --save``, by the file's suffix.
