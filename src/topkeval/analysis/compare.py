@@ -7,8 +7,8 @@ evaluated on:
 
 * ``delta = mean(d)``, ``relative_delta = delta / mean(B)``;
 * ``ci_low, ci_high``: a paired bootstrap percentile interval of ``delta`` (queries resampled with
-  replacement; the same resamples for every model and metric of a call, so intervals are
-  comparable);
+  replacement; each row's resamples seeded by the call's seed and what the row compares, its
+  segment, model and metric, so a row's interval does not depend on which other rows the call holds);
 * ``p_value`` of H0 "no difference", two-sided, by the chosen test:
 
   - ``"permutation"``: sign-flip randomisation of the ``d_i`` (Fisher's paired randomisation test),
