@@ -250,3 +250,33 @@ def test_interpreted_matrix_kernels_compare_float32_scores_with_the_threshold_in
         assert got["0.7 recall@2"] == [0.0, 1.0, 0.0] and got["0.7 ap"] == [0.0, 1.0, 0.0], (mode, got)
         # 0.3: it is kept, second of two candidates: recall@2 = 1, AP = 1/2
         assert got["0.3 recall@2"] == [1.0, 2.0, 1.0] and got["0.3 ap"] == [0.5, 2.0, 1.0], (mode, got)
+
+
+def test_first_calls_of_other_compiled_kernels_give_the_compiling_notice(monkeypatch, caplog):
+    """The resampling kernels compile on first use outside :class:`Kernel`: a first call that takes
+    long says it compiles (once per process); a kernel already compiled says nothing."""
+    import logging
+    import threading
+    import time
+
+    from numba import njit
+
+    from topkeval.kernels import jit
+
+    monkeypatch.setattr(jit, "NOTICE_AFTER", 0.01)
+    monkeypatch.setattr(jit, "_noticed", threading.Event())
+    fresh = njit(lambda x: x + 1)
+    done = njit(lambda x: x + 2)
+    done(1)
+    with caplog.at_level(logging.WARNING, logger="topkeval"):
+        with jit.first_calls(done):
+            time.sleep(0.2)
+        assert not caplog.records
+        with jit.first_calls(fresh):
+            time.sleep(0.2)
+        assert [r.getMessage() for r in caplog.records] == [
+            "topkeval: compiling its kernels for this machine (each the first time it is used after installation: "
+            "seconds, more on a busy machine; cached for every later run)..."]
+        with jit.first_calls(njit(lambda x: x + 3)):  # once per process
+            time.sleep(0.2)
+        assert len(caplog.records) == 1

@@ -245,6 +245,7 @@ def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamp
         ranges.sort()
         count = len(ranges) - np.searchsorted(ranges, observed - 1e-12, side="left")
         return count / total, np.full(len(observed), float(np.quantile(ranges, confidence)))
+    from ..kernels.jit import first_calls
     from ..kernels.resample import permuted_ranges
     from ..kernels.threads import run_parallel
     from ..progress import step
@@ -255,7 +256,7 @@ def _randomized(X: np.ndarray, observed: np.ndarray, confidence: float, n_resamp
     seeds = rng.integers(1, 2**63 - 1, size=chunks)
     parts = [np.empty(s) for s in sizes]
     Xc = np.ascontiguousarray(Xc)
-    with step("randomized Tukey resamples", total=chunks) as bar:
+    with step("randomized Tukey resamples", total=chunks) as bar, first_calls(permuted_ranges):
         def one(c):
             permuted_ranges(Xc, int(seeds[c]), parts[c])
             bar.advance()

@@ -65,8 +65,29 @@ def _notice() -> None:
         import logging
 
         logging.getLogger("topkeval").warning(
-            "topkeval: compiling its kernels for this machine (once after installation, a few seconds; "
-            "cached for every later run)...")
+            "topkeval: compiling its kernels for this machine (each the first time it is used after "
+            "installation: seconds, more on a busy machine; cached for every later run)...")
+
+
+class first_calls:
+    """Around the first calls of numba dispatchers outside :class:`Kernel` (the resampling kernels,
+    compiled on first use): the same notice once they take :data:`NOTICE_AFTER` seconds, when one
+    of them has not been compiled or loaded in this process yet."""
+
+    def __init__(self, *dispatchers):
+        self._timer = None
+        if not _noticed.is_set() and any(not d.signatures for d in dispatchers):
+            self._timer = threading.Timer(NOTICE_AFTER, _notice)
+            self._timer.daemon = True
+
+    def __enter__(self):
+        if self._timer is not None:
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 _KERNELS: list[Kernel] = []
 _LOCK = threading.Lock()

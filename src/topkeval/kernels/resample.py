@@ -354,7 +354,11 @@ def resampled_passes(passes: list, n_resamples: int, rng: np.random.Generator) -
         if planned:
             kinds.append("bootstrap" if kind == "bootstrap" else "sign-flip")
     tasks.sort(key=lambda t: -t[-1])  # by work, the largest first
-    with step(" and ".join(dict.fromkeys(kinds)) + " resamples", total=len(tasks)) as bar:
+    from .jit import first_calls
+
+    used = {sign_sums if t[0] == "signs" else narrow_bootstrap_sums if len(t[4]) <= NARROW else light_bootstrap_sums
+            for t in tasks if t[0] == "signs" or len(t[4])}
+    with step(" and ".join(dict.fromkeys(kinds)) + " resamples", total=len(tasks)) as bar, first_calls(*used):
         def counted(task):
             _resample(*task[:-1])
             bar.advance()
