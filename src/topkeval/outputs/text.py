@@ -13,6 +13,7 @@ import io
 import json
 import math
 import re
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -228,7 +229,7 @@ def rich_table(frame: pd.DataFrame, title: str | None = None, digits: int = 4, f
     return table
 
 
-def uneven(info: dict) -> bool:
+def uneven(info: Mapping) -> bool:
     """Whether the models were evaluated on different numbers of queries because runs miss different
     judged queries (``missing_queries='skip'``): their means are then over different queries."""
     missing = info.get("missing_from_run") or {}
@@ -237,7 +238,7 @@ def uneven(info: dict) -> bool:
         and len(set(per_model.values())) > 1
 
 
-def evaluated_text(info: dict) -> str:
+def evaluated_text(info: Mapping) -> str:
     """"68 of 80 queries evaluated", or each model's count when they differ (runs missing different
     judged queries).
 
