@@ -259,7 +259,10 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
     if count:
         q = int(np.searchsorted(j_offsets, row, side="right")) - 1
         raise DataError(f"The judgments list query {show(qlabels[judged_q[q]])}, item {show(ilabels[j_items[row]])} "
-                        "twice; keep one grade per pair.")
+                        "twice; keep one grade per pair (interactions with repeats, such as a user who bought "
+                        "an item twice: deduplicate them first, for a pandas DataFrame "
+                        "truth.drop_duplicates(['query', 'item']) with your column names, keeping the grade you "
+                        "mean).")
     csum = np.concatenate([[0], np.cumsum(conv.is_relevant(j_grades), dtype=np.int64)])
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
     runs: list[tuple[str, np.ndarray | None, str]]
