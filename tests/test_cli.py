@@ -117,6 +117,26 @@ def test_demo_save_refuses_what_it_cannot_write(target, message, tmp_path, capsy
     assert list(tmp_path.iterdir()) == []
 
 
+def test_all_relevant_reads_a_truth_table_of_pairs(tmp_path, capsys):
+    """--all-relevant: a --qrels table of (user, item) interactions without a relevance column, a
+    repeat purchase counted once; refused without --qrels and beside --relevance."""
+    recs = pd.DataFrame({"user": [1, 1, 1, 2, 2, 2], "item": list("abcade"), "score": [3, 2, 1, 3, 2, 1]})
+    truth = pd.DataFrame({"user": [1, 1, 1, 2], "item": ["b", "z", "b", "d"]})
+    recs.to_csv(tmp_path / "recs.csv", index=False)
+    truth.to_csv(tmp_path / "truth.csv", index=False)
+    base = ["evaluate", str(tmp_path / "recs.csv"), "--query", "user", "--item", "item", "--score", "score",
+            "-m", "recall@3,precision@3", "--format", "csv"]
+    code, out, err = run(base + ["--qrels", str(tmp_path / "truth.csv"), "--all-relevant"], capsys)
+    assert code == 0, err
+    assert out.splitlines()[1].split(",")[1:] == [str(0.75), str(1 / 3)]
+    code, out, err = run(base + ["--qrels", str(tmp_path / "truth.csv")], capsys)
+    assert code == 2 and "--all-relevant" in err
+    code, out, err = run(base + ["--all-relevant"], capsys)
+    assert code == 2 and "give --qrels" in err
+    code, out, err = run(base + ["--qrels", str(tmp_path / "truth.csv"), "--all-relevant", "--relevance", "r"], capsys)
+    assert code == 2 and "one or the other" in err
+
+
 def test_metrics_listing(capsys):
     code, out, _ = run(["metrics"], capsys)
     assert code == 0 and "r_precision" in out and "fbeta(beta=0.5)@10" in out

@@ -85,6 +85,22 @@ def test_spark_with_judgments_apart_equals_trec_eval_numbers(spark):
         assert on_spark.info["missing_from_run"] == local.info["missing_from_run"]
 
 
+def test_spark_reads_a_table_of_relevant_pairs_as_the_local_engine(spark):
+    """relevance=None: judgments that list the relevant (query, item) pairs only, a pair twice
+    counted once: on Spark as on this machine."""
+    rng = np.random.default_rng(8)
+    run = pd.DataFrame({"query": rng.integers(0, 40, 1500), "item": rng.integers(0, 200, 1500).astype(str),
+                        "score": rng.random(1500)}).drop_duplicates(["query", "item"])
+    pairs = pd.DataFrame({"query": rng.integers(0, 45, 500), "item": rng.integers(0, 200, 500).astype(str)})
+    assert pairs.duplicated().any()  # repeat interactions
+    metrics = ["recall@10", "precision@10", "ndcg@10", "r_precision"]
+    local = tk.evaluate(run, metrics, item="item", qrels=pairs, relevance=None)
+    on_spark = tk.evaluate(_sdf(spark, run), metrics, item="item", qrels=_sdf(spark, pairs, 2), relevance=None)
+    _same(on_spark, local)
+    ones = tk.evaluate(run, metrics, item="item", qrels=pairs.drop_duplicates().assign(relevance=1))
+    pd.testing.assert_frame_equal(local.summary, ones.summary)
+
+
 def test_compare_summary_ci_diff_and_report_on_spark(spark, tmp_path):
     rng = np.random.default_rng(1)
     n = 1500

@@ -320,3 +320,47 @@ def test_the_default_metrics_named_one_by_one_keep_specificity_with_judgments_ap
     res = tk.evaluate(top, named, qrels=truth, item="item")
     assert list(res.summary.columns) == list(named)
     assert res.summary["specificity@20"].tolist() == [0.0]
+
+
+def _pairs_case():
+    recs = pd.DataFrame({"user": [1, 1, 1, 2, 2, 2, 3], "item": ["a", "b", "c", "a", "d", "e", "f"],
+                         "score": [3, 2, 1, 3, 2, 1, 1]})
+    # interactions: user 1 bought b twice, and z (never recommended); user 2 bought d
+    truth = pd.DataFrame({"user": [1, 1, 1, 2], "item": ["b", "z", "b", "d"]})
+    return recs, truth
+
+
+@pytest.mark.parametrize("form", ["pandas", "arrow", "dict", "parquet", "csv"])
+def test_relevance_none_reads_a_table_of_relevant_pairs(form, tmp_path):
+    """relevance=None with a qrels table of (query, item) pairs: each pair relevant with grade 1, a
+    pair listed twice counted once; the numbers by hand (user 1: b of {b, z} in the top 3; user 2:
+    d of {d}; user 3 has no interaction: not judged, left out), and equal to a column of ones."""
+    import pyarrow as pa
+
+    recs, truth = _pairs_case()
+    given = {"pandas": truth, "arrow": pa.Table.from_pandas(truth), "dict": truth.to_dict("list")}.get(form)
+    if form == "parquet":
+        given = tmp_path / "t.parquet"
+        truth.to_parquet(given)
+    elif form == "csv":
+        given = tmp_path / "t.csv"
+        truth.to_csv(given, index=False)
+    metrics = ["recall@3", "precision@3", "r_precision", "hit_rate@1"]
+    res = tk.evaluate(recs, metrics, query="user", item="item", qrels=given, relevance=None)
+    assert res.summary.iloc[0].tolist() == pytest.approx([(1 / 2 + 1) / 2, (1 / 3 + 1 / 3) / 2, (1 / 2 + 0) / 2, 0.0])
+    ones = tk.evaluate(recs, metrics, query="user", item="item",
+                       qrels=truth.drop_duplicates().assign(relevance=1))
+    pd.testing.assert_frame_equal(res.summary, ones.summary)
+    assert res.info["judged_queries"] == 2 and res.info["run_queries_without_judgments"] == {"score": 1}
+
+
+def test_relevance_none_needs_a_qrels_table(tmp_path):
+    recs, truth = _pairs_case()
+    with pytest.raises(tk.ParameterError, match="needs judgments apart"):
+        tk.evaluate(recs.assign(relevance=1), ["recall@3"], query="user", item="item", relevance=None)
+    qrels = tmp_path / "pairs.qrels"
+    qrels.write_text("1 0 b 1\n")
+    with pytest.raises(tk.ParameterError, match="TREC qrels file has its own grades"):
+        tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=qrels, relevance=None)
+    with pytest.raises(tk.ColumnError, match="relevance=None"):  # the hint of a missing relevance column
+        tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=truth)

@@ -59,7 +59,7 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
 
 @validate_params(
     data=Given("read by topkeval.inputs (tables, files, TREC runs) or topkeval.backends.spark"),
-    metrics=Metrics(), query=Column(), relevance=Column(), score=Columns(), item=[Column(), None],
+    metrics=Metrics(), query=Column(), relevance=[Column(), None], score=Columns(), item=[Column(), None],
     conventions=CONVENTIONS, qrels=[Given("read as judgments by topkeval.inputs.judgments"), None], model=[Column(), None],
     missing_queries=Options("skip", "zero"), depth=[Int(1, MAX_CUTOFF), None], judged_only=Bool(),
     chunk_rows=[Int(1), None], progress=[Function(), Bool(), None], keep_per_query=Bool(), threads=THREADS,
@@ -130,8 +130,10 @@ def evaluate(
         Column name of the query id. The query column appears in the results beside other
         columns, so it may not be called ``model``, ``baseline``, ``delta``, ``gained``, ``lost``
         or like a metric (``recall@10``): rename such a column.
-    relevance : str
-        Column name of the relevance grade.
+    relevance : str or None
+        Column name of the relevance grade. None, with a qrels table: the table lists the relevant
+        (query, item) pairs only (interactions: a user's purchases, clicks, ratings kept), and each
+        is relevant with grade 1; a pair listed twice (a repeat purchase) counts once.
     score : str or list of str
         One score column per model (higher is better unless ``ascending``); the column name is the
         model name.
@@ -404,6 +406,16 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
     from .inputs import input_paths, segments
 
     data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
+    if relevance is None:
+        from .inputs import is_trec_path
+
+        if qrels is None:
+            raise ParameterError("relevance=None says that every (query, item) pair the judgments list is relevant, "
+                                 "which needs judgments apart: pass qrels= (a table of the relevant pairs), or name "
+                                 "the relevance column of data (relevance='<column>').")
+        if is_trec_path(qrels):
+            raise ParameterError("relevance=None reads a qrels table of relevant pairs; a TREC qrels file has its own "
+                                 "grades (its fourth field, 0 for a document judged not relevant): drop relevance=None.")
     runs = _run_paths(data)
     if runs is not None:
         from .inputs.judgments import trec_runs

@@ -137,6 +137,9 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "(default: query)")
     p.add_argument("--relevance", default="relevance", help="relevance grade column, of FILE or of a --qrels table "
                    "(default: relevance)")
+    p.add_argument("--all-relevant", action="store_true", help="the --qrels table lists the relevant (query, item) "
+                   "pairs only, without a relevance column (interactions: purchases, clicks): each is relevant, a pair "
+                   "listed twice counts once")
     p.add_argument("--item", help="item id column, of FILE and of a --qrels table: duplicate check, item tie rules, "
                    "--qrels matching (default: none; item with --run)")
     p.add_argument("--model", metavar="COLUMN", help="a stacked table (one row per model, query and candidate): the "
@@ -344,6 +347,14 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
         extra["judged_only"] = True
     if args.ascending:
         extra["ascending"] = True
+    if args.all_relevant:
+        if not args.qrels:
+            raise _UsageError("--all-relevant says that every pair of a --qrels table is relevant: give --qrels (a table "
+                              "of the relevant query and item pairs), or drop --all-relevant")
+        if args.relevance != "relevance":
+            raise _UsageError("--all-relevant reads a --qrels table without a relevance column; --relevance names one: "
+                              "give one or the other")
+        args.relevance = None
     if args.run:
         if args.file or not args.qrels:
             raise _UsageError("--run needs --qrels and no positional FILE")
@@ -828,6 +839,7 @@ def cli_words(message: str) -> str:
     'Use --empty-queries skip or pass --qrels. The --resamples option of compare must be'
     """
     message = message.replace("pass overwrite=True to replace it", "pass --force to replace it")
+    message = message.replace("relevance=None", "--all-relevant")
     names = "|".join(sorted(_PARAMS, key=len, reverse=True))
     message = re.sub(rf"\b({names})=(?:'([^']*)'|\"([^\"]*)\"|([\w+-](?:[\w.+-]*\w)?))",
                      lambda m: f"{_PARAMS[m.group(1)]} {m.group(2) or m.group(3) or m.group(4)}", message)

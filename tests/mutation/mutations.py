@@ -228,6 +228,14 @@ _LIST: list[Mutation] = [
     M("kernels/torch_counts.py", "return r, place + unjudged * (crel | (cgr > 0))", "return r, place + unjudged * crel",
       f"{HAND}::test_device_counts_pessimistic_ties_put_unjudged_cells_before_graded_ones"),
 
+    # --- inputs/judgments.py: judgments of relevant pairs (relevance=None) ----------------------
+    M("inputs/judgments.py", "keep = np.sort(order[np.concatenate([[True], ~again])])",
+      "keep = np.sort(order[np.concatenate([[True], again | ~again])])",
+      "tests/test_trec.py::test_relevance_none_reads_a_table_of_relevant_pairs"),
+    M("inputs/judgments.py", "ALL_RELEVANT: np.ones(len(pairs[query]), np.int8)}",
+      "ALL_RELEVANT: np.arange(len(pairs[query])).astype(np.int8) % 2}",
+      "tests/test_trec.py::test_relevance_none_reads_a_table_of_relevant_pairs"),
+
     # --- kernels/resample.py: grouped bootstrap sums and sign flips ---------------------------
     M("kernels/resample.py", "p = np.append(counts, len(light)) / n", "p = np.append(counts, len(light)) / (n + 1)",
       f"{COMPARE}::test_resampled_sums_draw_shared_and_rare_values_in_their_shares"),

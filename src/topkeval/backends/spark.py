@@ -132,7 +132,7 @@ def is_spark(data) -> bool:
     return select(data) == "spark"
 
 
-def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
+def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str | None, scores: list[str], item: str | None,
                    depth: int | None, ascending: bool, qrels=None, model: str | None = None,
                    missing_queries: str = "skip", judged_only: bool = False, partitions: int | None = None):
     """Evaluate a Spark DataFrame (see the module docstring)."""
@@ -150,10 +150,17 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str, scores:
             from ..errors import ParameterError
 
             raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
-        _check_columns(qrels, [query, item, relevance], "the judgments (qrels=)",
-                       {query: "query", item: "item", relevance: "relevance"})
         runs = df.select(query, item, *scores, *([model] if model else []))
-        judged = qrels.select(query, item, relevance)
+        if relevance is None:  # a table of the relevant pairs: grade 1 each, a pair listed twice once
+            from ..inputs.judgments import ALL_RELEVANT
+
+            _check_columns(qrels, [query, item], "the judgments (qrels=)", {query: "query", item: "item"})
+            relevance = ALL_RELEVANT
+            judged = qrels.select(query, item).dropDuplicates().withColumn(relevance, F.lit(1))
+        else:
+            _check_columns(qrels, [query, item, relevance], "the judgments (qrels=)",
+                           {query: "query", item: "item", relevance: "relevance"})
+            judged = qrels.select(query, item, relevance)
         # one table: the run's rows and the judgments' rows, told apart by a marker, partitioned
         # together by query
         both = runs.withColumn(_KIND, F.lit("run")).unionByName(judged.withColumn(_KIND, F.lit("qrels")),

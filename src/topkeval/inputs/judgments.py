@@ -28,15 +28,22 @@ from . import is_trec_path, read_columns, read_qrels
 from .grouped import GroupedLog, Judgments
 from .ids import arrow_codes_together, arrow_text, check_ids, encode, single_value, sorted_codes
 
+#: The grade column of judgments read with ``relevance=None`` (every listed pair relevant, grade 1).
+ALL_RELEVANT = "_topkeval_relevance"
 
-def _read_judgments(qrels, query: str, item: str, relevance: str, allow_empty: bool = False) -> dict:
+
+def _read_judgments(qrels, query: str, item: str, relevance: str | None, allow_empty: bool = False) -> dict:
+    if relevance is None:  # a table of the relevant pairs (interactions): grade 1 each
+        pairs = read_columns(qrels, [query, item], id_columns=[query, item], roles={query: "query", item: "item"},
+                             where="the judgments (qrels=)", allow_empty=allow_empty)
+        return {query: pairs[query], item: pairs[item], ALL_RELEVANT: np.ones(len(pairs[query]), np.int8)}
     if is_trec_path(qrels):
         qrels = read_qrels(qrels).rename(columns={"query": query, "item": item, "relevance": relevance})
     return read_columns(qrels, [query, item, relevance], id_columns=[query, item],
                         roles={query: "query", item: "item", relevance: "relevance"},
                         where="the judgments (qrels=)", allow_empty=allow_empty,
-                        hint={relevance: " If every pair the judgments list is relevant, give them a column of ones "
-                                         "(for a pandas DataFrame: truth['relevance'] = 1)."})
+                        hint={relevance: " If every pair the judgments list is relevant (interactions), pass "
+                                         "relevance=None."})
 
 
 def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, str, str, str, str]:
@@ -214,7 +221,7 @@ class RunApart:
         return log.keep_rows(found & (grades >= 0))
 
 
-def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str], item: str | None,
+def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: list[str], item: str | None,
               model: str | None, missing_queries: str, ascending: bool = False, warn: bool = True,
               all_runs: list | None = None, by: list[str] | None = None,
               weight: str | None = None) -> tuple[list[RunApart], dict]:
@@ -239,10 +246,16 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
                         | ({model: "model"} if model else {}) | {c: "by" for c in by or []}
                         | ({weight: "weight"} if weight else {}), where="the run", allow_empty=not warn)
     judg = _read_judgments(qrels, query, item, relevance, allow_empty=not warn)
-    grades_j = logmod.numeric_column(judg[relevance], relevance, "grade")
+    grade = ALL_RELEVANT if relevance is None else relevance
+    grades_j = logmod.numeric_column(judg[grade], grade, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
     jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
     jic, ric, ilabels = codes_together(judg[item], cols[item], item, "item", ordered=False)
+    if relevance is None and len(jqc) > 1:  # relevant pairs: one listed twice (a repeat purchase) counts once
+        order = np.lexsort((jic, jqc))
+        again = (jqc[order][1:] == jqc[order][:-1]) & (jic[order][1:] == jic[order][:-1])
+        keep = np.sort(order[np.concatenate([[True], ~again])])
+        jqc, jic, grades_j = jqc[keep], jic[keep], grades_j[keep]
     attrs = None
     if attributes:  # query-level columns of the run, keyed by the same query codes as the results
         from .segments import attributes_by_code
@@ -260,9 +273,8 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str, scores: list[str
         q = int(np.searchsorted(j_offsets, row, side="right")) - 1
         raise DataError(f"The judgments list query {show(qlabels[judged_q[q]])}, item {show(ilabels[j_items[row]])} "
                         "twice; keep one grade per pair (interactions with repeats, such as a user who bought "
-                        "an item twice: deduplicate them first, for a pandas DataFrame "
-                        "truth.drop_duplicates(['query', 'item']) with your column names, keeping the grade you "
-                        "mean).")
+                        "an item twice: with relevance=None every listed pair is relevant and one listed twice "
+                        "counts once; or deduplicate them first, keeping the grade you mean).")
     csum = np.concatenate([[0], np.cumsum(conv.is_relevant(j_grades), dtype=np.int64)])
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
     runs: list[tuple[str, np.ndarray | None, str]]
