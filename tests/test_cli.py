@@ -135,6 +135,10 @@ def test_all_relevant_reads_a_truth_table_of_pairs(tmp_path, capsys):
     assert code == 2 and "give --qrels" in err
     code, out, err = run(base + ["--qrels", str(tmp_path / "truth.csv"), "--all-relevant", "--relevance", "r"], capsys)
     assert code == 2 and "one or the other" in err
+    # --relevance given its default name is still a relevance column named: refused as well, not ignored
+    code, out, err = run(base + ["--qrels", str(tmp_path / "truth.csv"), "--all-relevant", "--relevance", "relevance"],
+                         capsys)
+    assert code == 2 and "one or the other" in err
 
 
 def test_metrics_listing(capsys):

@@ -364,3 +364,19 @@ def test_relevance_none_needs_a_qrels_table(tmp_path):
         tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=qrels, relevance=None)
     with pytest.raises(tk.ColumnError, match="relevance=None"):  # the hint of a missing relevance column
         tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=truth)
+
+
+@pytest.mark.parametrize("role", ["query", "item"])
+def test_relevance_none_with_an_id_column_named_like_the_inner_grade_column(role):
+    """relevance=None reads the pairs' grade 1 into a column of its own: a query or item column that
+    happens to be called ``_topkeval_relevance`` keeps its ids (it was overwritten by the ones, and
+    every number came out 0 or wrong)."""
+    recs, truth = _pairs_case()
+    name = "_topkeval_relevance"
+    query, item = (name, "item") if role == "query" else ("user", name)
+    metrics = ["recall@3", "precision@3", "r_precision", "hit_rate@1"]
+    old = "user" if role == "query" else "item"
+    res = tk.evaluate(recs.rename(columns={old: name}), metrics, query=query, item=item,
+                      qrels=truth.rename(columns={old: name}), relevance=None)
+    assert res.summary.iloc[0].tolist() == pytest.approx([(1 / 2 + 1) / 2, (1 / 3 + 1 / 3) / 2, (1 / 2 + 0) / 2, 0.0])
+    assert res.info["judged_queries"] == 2

@@ -135,7 +135,7 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
     p.add_argument("--run", action="append", help="a TREC run file (repeat for several); needs --qrels")
     p.add_argument("--query", default="query", help="query id column, of FILE and of a --qrels table "
                    "(default: query)")
-    p.add_argument("--relevance", default="relevance", help="relevance grade column, of FILE or of a --qrels table "
+    p.add_argument("--relevance", default=None, help="relevance grade column, of FILE or of a --qrels table "
                    "(default: relevance)")
     p.add_argument("--all-relevant", action="store_true", help="the --qrels table lists the relevant (query, item) "
                    "pairs only, without a relevance column (interactions: purchases, clicks): each is relevant, a pair "
@@ -351,10 +351,11 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
         if not args.qrels:
             raise _UsageError("--all-relevant says that every pair of a --qrels table is relevant: give --qrels (a table "
                               "of the relevant query and item pairs), or drop --all-relevant")
-        if args.relevance != "relevance":
+        if args.relevance is not None:  # given, even as its default name
             raise _UsageError("--all-relevant reads a --qrels table without a relevance column; --relevance names one: "
                               "give one or the other")
-        args.relevance = None
+    elif args.relevance is None:
+        args.relevance = "relevance"  # the default, told apart from --relevance relevance given
     if args.run:
         if args.file or not args.qrels:
             raise _UsageError("--run needs --qrels and no positional FILE")

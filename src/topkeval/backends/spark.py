@@ -152,10 +152,10 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str | None, 
             raise ParameterError("Judgments are matched to the run by item id: pass item='<column>' with qrels=.")
         runs = df.select(query, item, *scores, *([model] if model else []))
         if relevance is None:  # a table of the relevant pairs: grade 1 each, a pair listed twice once
-            from ..inputs.judgments import ALL_RELEVANT
+            from ..inputs.judgments import all_relevant_column
 
             _check_columns(qrels, [query, item], "the judgments (qrels=)", {query: "query", item: "item"})
-            relevance = ALL_RELEVANT
+            relevance = all_relevant_column(query, item, *scores, model)  # a column of no other role
             judged = qrels.select(query, item).dropDuplicates().withColumn(relevance, F.lit(1))
         else:
             _check_columns(qrels, [query, item, relevance], "the judgments (qrels=)",

@@ -32,11 +32,21 @@ from .ids import arrow_codes_together, arrow_text, check_ids, encode, single_val
 ALL_RELEVANT = "_topkeval_relevance"
 
 
+def all_relevant_column(*taken) -> str:
+    """The name of the grade column of ``relevance=None``: ``ALL_RELEVANT``, lengthened by
+    underscores while another column (``taken``: the query, item, score and model columns) has it."""
+    name = ALL_RELEVANT
+    while name in taken:
+        name += "_"
+    return name
+
+
 def _read_judgments(qrels, query: str, item: str, relevance: str | None, allow_empty: bool = False) -> dict:
     if relevance is None:  # a table of the relevant pairs (interactions): grade 1 each
         pairs = read_columns(qrels, [query, item], id_columns=[query, item], roles={query: "query", item: "item"},
                              where="the judgments (qrels=)", allow_empty=allow_empty)
-        return {query: pairs[query], item: pairs[item], ALL_RELEVANT: np.ones(len(pairs[query]), np.int8)}
+        return {query: pairs[query], item: pairs[item],
+                all_relevant_column(query, item): np.ones(len(pairs[query]), np.int8)}
     if is_trec_path(qrels):
         qrels = read_qrels(qrels).rename(columns={"query": query, "item": item, "relevance": relevance})
     return read_columns(qrels, [query, item, relevance], id_columns=[query, item],
@@ -246,7 +256,7 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: l
                         | ({model: "model"} if model else {}) | {c: "by" for c in by or []}
                         | ({weight: "weight"} if weight else {}), where="the run", allow_empty=not warn)
     judg = _read_judgments(qrels, query, item, relevance, allow_empty=not warn)
-    grade = ALL_RELEVANT if relevance is None else relevance
+    grade = all_relevant_column(query, item) if relevance is None else relevance
     grades_j = logmod.numeric_column(judg[grade], grade, "grade")
     # query codes over judgments and run together; evaluated queries = judged ones, sorted by id
     jqc, rqc, qlabels = codes_together(judg[query], cols[query], query, "query", ordered=True)
