@@ -380,3 +380,13 @@ def test_relevance_none_with_an_id_column_named_like_the_inner_grade_column(role
                       qrels=truth.rename(columns={old: name}), relevance=None)
     assert res.summary.iloc[0].tolist() == pytest.approx([(1 / 2 + 1) / 2, (1 / 3 + 1 / 3) / 2, (1 / 2 + 0) / 2, 0.0])
     assert res.info["judged_queries"] == 2
+
+
+@pytest.mark.parametrize("column", ["relevance", "grade", "Click"])
+def test_relevance_none_refuses_judgments_with_a_grade_column(column):
+    """A qrels table with a column of grades (some may be 0) read with relevance=None would count
+    its pairs graded 0 as relevant: refused, with the two ways out."""
+    recs, truth = _pairs_case()
+    graded = truth.assign(**{column: [1, 0, 1, 1]})
+    with pytest.raises(tk.ParameterError, match=f"column '{column}' that looks like grades.*relevance='{column}'"):
+        tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=graded, relevance=None)

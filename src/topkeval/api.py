@@ -416,6 +416,14 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
         if is_trec_path(qrels):
             raise ParameterError("relevance=None reads a qrels table of relevant pairs; a TREC qrels file has its own "
                                  "grades (its fourth field, 0 for a document judged not relevant): drop relevance=None.")
+        from .inputs.tables import ROLE_NAMES, column_names
+
+        graded = [c for c in column_names(qrels) if c.lower() in ("relevance", *ROLE_NAMES["relevance"])]
+        if graded:  # grades that may say "not relevant" would be read as relevant: the user says which
+            raise ParameterError(f"relevance=None counts every pair the judgments list as relevant, but they have a "
+                                 f"column {graded[0]!r} that looks like grades (a pair graded 0 would count as "
+                                 f"relevant): name it (relevance={graded[0]!r}) to use its grades, or leave it out of "
+                                 "the table if every listed pair is relevant.")
     runs = _run_paths(data)
     if runs is not None:
         from .inputs.judgments import trec_runs

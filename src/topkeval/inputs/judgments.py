@@ -283,8 +283,9 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: l
         q = int(np.searchsorted(j_offsets, row, side="right")) - 1
         raise DataError(f"The judgments list query {show(qlabels[judged_q[q]])}, item {show(ilabels[j_items[row]])} "
                         "twice; keep one grade per pair (interactions with repeats, such as a user who bought "
-                        "an item twice: with relevance=None every listed pair is relevant and one listed twice "
-                        "counts once; or deduplicate them first, keeping the grade you mean).")
+                        "an item twice: if every listed pair is relevant, a table of the pairs alone with "
+                        "relevance=None counts a pair listed twice once; otherwise deduplicate them first, keeping "
+                        "the grade you mean).")
     csum = np.concatenate([[0], np.cumsum(conv.is_relevant(j_grades), dtype=np.int64)])
     R = csum[j_offsets[1:]] - csum[j_offsets[:-1]]
     runs: list[tuple[str, np.ndarray | None, str]]
