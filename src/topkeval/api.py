@@ -73,7 +73,7 @@ def evaluate(
     data,
     metrics=DEFAULT_METRICS,
     query: str = "query",
-    relevance: str = "relevance",
+    relevance: str | None = "relevance",
     score: str | Sequence[str] = "score",
     item: str | None = None,
     *,
