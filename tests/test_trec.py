@@ -390,3 +390,14 @@ def test_relevance_none_refuses_judgments_with_a_grade_column(column):
     graded = truth.assign(**{column: [1, 0, 1, 1]})
     with pytest.raises(tk.ParameterError, match=f"column '{column}' that looks like grades.*relevance='{column}'"):
         tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=graded, relevance=None)
+
+
+@pytest.mark.parametrize("options", [dict(conventions="surprise"), dict(threshold=2)])
+def test_relevance_none_refuses_a_threshold_above_its_grade_1(options):
+    """Every listed pair has grade 1: under a threshold above 1 (Surprise's 3.5) nothing would be
+    relevant, every query empty: refused, not evaluated to nothing."""
+    recs, truth = _pairs_case()
+    with pytest.raises(tk.ParameterError, match="below the relevance threshold"):
+        tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=truth, relevance=None, **options)
+    with pytest.raises(tk.ParameterError, match="below the relevance threshold 2"):
+        tk.evaluate(recs, ["ndcg(rel=2)@3"], query="user", item="item", qrels=truth, relevance=None)

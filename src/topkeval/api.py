@@ -418,6 +418,12 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
                                  "grades (its fourth field, 0 for a document judged not relevant): drop relevance=None.")
         from .inputs.tables import ROLE_NAMES, column_names
 
+        high = [t for t in [conv.threshold] + [part.conv.threshold for part in plan.parts()] if t is not None and t > 1]
+        if high:  # grade 1 below the threshold: nothing would be relevant
+            raise ParameterError(f"relevance=None gives every listed pair grade 1, below the relevance threshold "
+                                 f"{max(high):g} of these conventions or metrics (a grade >= {max(high):g} is "
+                                 "relevant), so nothing would be relevant: give the judgments a grade column and name "
+                                 "it (relevance='<column>'), or use a threshold of 1 or none.")
         graded = [c for c in column_names(qrels) if c.lower() in ("relevance", *ROLE_NAMES["relevance"])]
         if graded:  # grades that may say "not relevant" would be read as relevant: the user says which
             raise ParameterError(f"relevance=None counts every pair the judgments list as relevant, but they have a "
