@@ -232,8 +232,8 @@ _LIST: list[Mutation] = [
     M("inputs/judgments.py", "keep = np.sort(order[np.concatenate([[True], ~again])])",
       "keep = np.sort(order[np.concatenate([[True], again | ~again])])",
       "tests/test_trec.py::test_relevance_none_reads_a_table_of_relevant_pairs"),
-    M("inputs/judgments.py", "ALL_RELEVANT: np.ones(len(pairs[query]), np.int8)}",
-      "ALL_RELEVANT: np.arange(len(pairs[query])).astype(np.int8) % 2}",
+    M("inputs/judgments.py", "all_relevant_column(query, item): np.ones(len(pairs[query]), np.int8)}",
+      "all_relevant_column(query, item): np.arange(len(pairs[query])).astype(np.int8) % 2}",
       "tests/test_trec.py::test_relevance_none_reads_a_table_of_relevant_pairs"),
 
     # --- kernels/resample.py: grouped bootstrap sums and sign flips ---------------------------
