@@ -299,11 +299,14 @@ def subset_sums(values: np.ndarray) -> np.ndarray:
 def _split(X: np.ndarray, heavy_from: int):
     """The distinct rows of ``X`` (n x c) shared by at least ``heavy_from`` queries, their counts,
     and the rows of the other queries (each query once)."""
-    if X.shape[1] == 1:
-        values, inverse, counts = np.unique(X[:, 0], return_inverse=True, return_counts=True)
-        values = values[:, None]
-    else:
-        values, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    if X.shape[1] == 1:  # one sort: the runs of equal values are the distinct values, the rare ones in order
+        xs = np.sort(X[:, 0])
+        starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1]))) if len(xs) else np.zeros(0, np.int64)
+        counts = np.diff(np.append(starts, len(xs)))
+        heavy = counts >= heavy_from
+        light = xs[np.repeat(~heavy, counts)][:, None]
+        return np.ascontiguousarray(xs[starts[heavy]][:, None]), counts[heavy], np.ascontiguousarray(light)
+    values, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
     heavy = counts >= heavy_from
     light = X[~heavy[inverse.ravel()]]
     # in value order: the resamples do not depend on the order of the queries (nor of the rows that hold them)
