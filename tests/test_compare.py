@@ -274,6 +274,26 @@ def test_detectable_delta():
     assert row["detectable_delta"] == pytest.approx(nc * sd / math.sqrt(60), rel=1e-8)
 
 
+
+def test_detectable_delta_beyond_the_range():
+    """With 3 queries the t-test at 0.05 finds with power 0.8 only a difference larger than any
+    difference of a metric in [0, 1] (at most 1): compare says inf (none detectable), never 2.9.
+    An unbounded metric (dcg) keeps the number, whatever its size."""
+    from scipy import optimize
+
+    d = np.array([1.0, -0.5, 0.0])  # the model minus the baseline
+    frame = pd.DataFrame({"model": np.repeat(["a", "b"], 3), "query": np.tile(np.arange(3), 2),
+                          "ap": np.concatenate([[0.0, 0.5, 0.25], [1.0, 0.0, 0.25]]),
+                          "dcg": np.concatenate([[0.0, 0.5, 0.25], [1.0, 0.0, 0.25]])})
+    rows = tk.Results.from_per_query(frame).compare(baseline="a", n_resamples=200).set_index("metric")
+    crit = stats.t.ppf(0.975, 2)
+    # scipy's lower tail is NaN this far out, where it is below 1e-6
+    nc = optimize.brentq(lambda x: stats.nct.sf(crit, 2, x) + np.nan_to_num(stats.nct.cdf(-crit, 2, x)) - 0.8, 0, 10)
+    expected = nc * np.std(d, ddof=1) / math.sqrt(3)
+    assert expected > 1  # the test's premise
+    assert rows.loc["ap", "detectable_delta"] == math.inf
+    assert rows.loc["dcg", "detectable_delta"] == pytest.approx(expected, rel=1e-8)
+
 def _mixed(n_heavy=900, n_light=100, seed=3):
     """Values as metrics give them: a few shared by many queries (drawn as multinomial or binomial
     counts), the rest nearly unique (drawn one query at a time), zeros included."""

@@ -292,3 +292,16 @@ def test_huge_values_are_compared_as_their_scaled_down_selves(k):
     assert got[["F", "p_value", "df"]].equals(want[["F", "p_value", "df"]])
     squares = np.ldexp(want[["sum_sq", "mean_sq"]].to_numpy(), 2 * k) if 2 * k < 1024 else np.inf
     assert np.array_equal(got[["sum_sq", "mean_sq"]].to_numpy(), squares * np.ones((4, 2)))
+
+
+def test_queries_needed_detectable_beyond_the_range():
+    """Three queries of wide differences: the detectable difference of ap (a metric in [0, 1]) would
+    exceed 1, so none is (inf); dcg, unbounded, keeps the t-test's number."""
+    frame = pd.DataFrame({"model": np.repeat(["a", "b"], 3), "query": np.tile(np.arange(3), 2),
+                          "ap": [0.0, 0.5, 0.25, 1.0, 0.0, 0.25], "dcg": [0.0, 0.5, 0.25, 1.0, 0.0, 0.25]})
+    res = tk.Results.from_per_query(frame)
+    assert res.queries_needed("ap", delta=0.1).iloc[0]["detectable_delta"] == math.inf
+    dcg = res.queries_needed("dcg", delta=0.1).iloc[0]["detectable_delta"]
+    crit = stats.t.ppf(0.975, 2)
+    nc = math.sqrt(3) * dcg / np.std([1.0, -0.5, 0.0], ddof=1)
+    assert dcg > 1 and stats.nct.sf(crit, 2, nc) == pytest.approx(0.8, abs=1e-6)  # the lower tail is below 1e-9

@@ -26,7 +26,9 @@ evaluated on:
 * ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12);
 * ``detectable_delta``: detectable at this size: the smallest mean difference a two-sided paired
   t-test at ``1 - confidence`` finds with probability 0.8, given the spread of these ``d_i`` and their
-  number (noncentral t; :meth:`topkeval.Results.queries_needed` sizes a study); NaN with weights.
+  number (noncentral t; :meth:`topkeval.Results.queries_needed` sizes a study); NaN with weights;
+  ``inf`` for a metric in [0, 1] when that difference would exceed 1: with so few queries, no
+  difference the metric can take is detectable.
 
 With query weights (``evaluate(..., weight=)``), means are weighted, ``delta = sum(w d) / sum(w)``;
 the bootstrap resamples queries with replacement and takes the same weighted mean of each resample
@@ -47,6 +49,7 @@ import pandas as pd
 
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
+from ..metrics.names import is_bounded
 from .many import detectable_delta
 from .segments import groups
 
@@ -367,6 +370,8 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float) -> dict
     if r["shift"]:  # values divided by 2**shift: the means, differences and intervals scaled back
         base_mean, value, delta, lo, hi, detectable = unscale([base_mean, value, delta, lo, hi, detectable],
                                                               r["shift"])
+    if detectable > 1 and is_bounded(r["metric"]):  # beyond the largest difference of a metric in [0, 1]: none is
+        detectable = math.inf
     return {
         **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,
         "relative_delta": relative,

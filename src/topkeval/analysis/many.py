@@ -40,6 +40,7 @@ import pandas as pd
 
 from ..engine.aggregate import unscale, value_shift
 from ..errors import ParameterError, plural
+from ..metrics.names import is_bounded
 from .segments import groups
 
 ALL_TESTS = ("tukey", "randomized_tukey")
@@ -359,6 +360,8 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
         else:
             detectable = _smallest_delta(lambda d, f=power_at, v=variance, k=n: f(k, d, v, alpha), power,
                                          math.sqrt(variance))
+        if detectable > 1 and is_bounded(label):  # more than a metric in [0, 1] can differ: none is detectable
+            detectable = math.inf
         rows.append({**key, "metric": label, "test": test, "delta": delta, "power": power, "alpha": alpha,
                      "variance": variance, "queries_needed": needed, "queries_now": n,
                      "power_now": float(power_at(n, delta, variance, alpha)), "detectable_delta": detectable})

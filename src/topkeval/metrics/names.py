@@ -647,6 +647,15 @@ def is_geometric(metric: Metric | str) -> bool:
     return parse_metric(metric).info.geometric
 
 
+def is_bounded(label: str) -> bool:
+    """Whether a metric (by a column label: its name as requested) takes values in [0, 1], so that two
+    models' values differ by at most 1; False for a label that names no metric."""
+    try:
+        return bool(parse_metric(label).info.bounded)
+    except (ValueError, KeyError):  # UnknownMetricError is a ValueError
+        return False
+
+
 def higher_is_better(metric: Metric | str) -> bool:
     """Whether a larger value of this metric is better (False for fp, fn and fallout)."""
     return parse_metric(metric).info.higher_is_better
