@@ -242,3 +242,39 @@ def test_a_table_wider_than_the_terminal_keeps_its_numbers_and_words_whole():
         assert any(cell in line for line in lines), cell
     assert max(len(line) for line in lines) > 80
     assert len(render("table", Document([Block(frame)]), width=400).splitlines()) == 6  # wide enough: one line per row
+
+
+def test_a_cutoff_beyond_every_list_is_noted_on_every_path(tmp_path):
+    """precision@50 over lists of at most 9 candidates divides 9 ranks' hits by 50 (short_lists='pad'):
+    the notes say which cutoffs exceed the longest list, from memory, a streamed file and judgments
+    apart alike; a cutoff within some list, or lists not counted (per-query values from elsewhere),
+    give no such note."""
+    from topkeval.outputs.text import info_lines
+
+    rng = np.random.default_rng(0)
+    sizes = [5, 7, 9] * 10
+    rows = sum(sizes)
+    log = pd.DataFrame({"query": np.repeat(np.arange(30), sizes), "item": np.arange(rows),
+                        "relevance": (rng.random(rows) < 0.3).astype(int), "s": rng.random(rows)})
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    qrels = log[log["relevance"] > 0][["query", "item", "relevance"]]
+    for res in (tk.evaluate(log, ["P@50", "recall@5", "ndcg@10"], score="s"),
+                tk.evaluate(path, ["P@50", "recall@5", "ndcg@10"], score="s", chunk_rows=50),
+                tk.evaluate(log.drop(columns="relevance"), ["P@50", "recall@5", "ndcg@10"], score="s", item="item",
+                            qrels=qrels)):
+        assert res.info["longest_list"] == {"s": 9}
+        note = [line for line in info_lines(res.info) if line.startswith("cutoffs beyond")]
+        assert note == ["cutoffs beyond the longest list (9 candidates), so that these look at whole lists: P@50, "
+                        "ndcg@10; the ranks past a list's end count as not relevant (short_lists='pad': precision@k "
+                        "still divides by k; 'shrink' divides by the list's length)"]
+        assert res.summary.loc["s", "P@50"] == pytest.approx(
+            (log.groupby("query")["relevance"].sum()[lambda r: r > 0] / 50).mean())
+    shrink = tk.evaluate(log, ["P@50"], score="s", short_lists="shrink")
+    assert [line for line in info_lines(shrink.info) if line.startswith("cutoffs beyond")] == [
+        "cutoffs beyond the longest list (9 candidates), so that these look at whole lists: P@50"]
+    within = tk.evaluate(log, ["P@9", "recall@5"], score="s")
+    assert not any(line.startswith("cutoffs beyond") for line in info_lines(within.info))
+    elsewhere = tk.Results.from_per_query(within.per_query)
+    assert elsewhere.info["longest_list"] == {"s": None}
+    assert not any(line.startswith("cutoffs beyond") for line in info_lines(elsewhere.info))

@@ -401,3 +401,34 @@ def test_relevance_none_refuses_a_threshold_above_its_grade_1(options):
         tk.evaluate(recs, ["recall@3"], query="user", item="item", qrels=truth, relevance=None, **options)
     with pytest.raises(tk.ParameterError, match="below the relevance threshold 2"):
         tk.evaluate(recs, ["ndcg(rel=2)@3"], query="user", item="item", qrels=truth, relevance=None)
+
+
+def test_runs_written_rank_by_rank_skip_ranking_items_and_keep_every_value():
+    """A run whose scores strictly fall (or rise) within each query has no tie: the item tie rules
+    need no ranking of the item ids (skipped, the costliest step after reading a TREC run), and the
+    values are those of the same rows shuffled (which ranks them). A tie, anywhere, ranks them all."""
+    from topkeval.engine.rules import _distinct_in_order
+
+    offsets = np.array([0, 0, 3, 3, 5, 5])  # empty queries first, between and last
+    assert _distinct_in_order(offsets, np.array([3.0, 2.0, 1.0, 9.0, 8.0]))
+    assert _distinct_in_order(offsets, np.array([1.0, 2.0, 3.0, 0.0, 5.0]))
+    assert not _distinct_in_order(offsets, np.array([3.0, 2.0, 2.0, 9.0, 8.0]))  # a tie within a query
+    assert not _distinct_in_order(offsets, np.array([3.0, 2.0, 4.0, 9.0, 8.0]))  # neither falling nor rising
+    assert not _distinct_in_order(offsets, np.array([3.0, 2.0, 1.0, 8.0, 9.0]))  # falling, then rising
+    assert not _distinct_in_order(offsets, np.array([3.0, np.nan, 1.0, 9.0, 8.0]))
+    rng = np.random.default_rng(5)
+    rows = []
+    for q in range(40):
+        n = int(rng.integers(1, 30))
+        scores = np.sort(rng.choice(np.arange(60) / 4.0, n, replace=q % 3 != 0))[::-1]  # ties in 2 queries of 3
+        rows += [(f"q{q}", f"d{rng.integers(0, 50)}_{i}", s) for i, s in enumerate(scores)]
+    run = pd.DataFrame(rows, columns=["query", "item", "score"])
+    qrels = run.sample(frac=0.4, random_state=1).assign(relevance=lambda f: rng.integers(0, 3, len(f)))
+    metrics = ["P@5", "map", "ndcg@10", "rr", "rprec"]
+    for ties in ("item_desc", "item_asc"):
+        for part in (run[run["query"].isin([f"q{q}" for q in range(40) if q % 3 == 0])], run):  # no tie / ties
+            shuffled = part.sample(frac=1.0, random_state=2)
+            a = tk.evaluate(part, metrics, item="item", qrels=qrels[["query", "item", "relevance"]], ties=ties)
+            b = tk.evaluate(shuffled, metrics, item="item", qrels=qrels[["query", "item", "relevance"]], ties=ties)
+            pd.testing.assert_frame_equal(a.per_query.sort_values("query").reset_index(drop=True),
+                                          b.per_query.sort_values("query").reset_index(drop=True))

@@ -90,7 +90,9 @@ class Results:
         ``rows`` (rows read), ``evaluated_per_model`` and ``rows_per_model`` (they differ when runs
         retrieved for different queries), ``ties_at_cutoff`` (per model: queries where a tie group
         of relevant and non-relevant candidates straddles a requested cutoff, R included for
-        r_precision, so that the tie rule decides the value), ``models``, ``metrics`` and
+        r_precision, so that the tie rule decides the value), ``longest_list`` (per model: the
+        candidates of its longest evaluated list; None where not counted, as on Spark: a cutoff
+        beyond it is noted), ``models``, ``metrics`` and
         ``conventions``; judgments apart add ``judged_queries``, ``run_queries_without_judgments``
         and ``missing_from_run``, streamed files ``chunks``, score matrices ``matrix``.
     """

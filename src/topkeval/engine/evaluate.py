@@ -29,11 +29,12 @@ class ModelValues:
     rows: int
     evaluated: int
     sums: dict[str, tuple[float, int]] | None = None  # {metric: (sum, count of defined values)} once reduced
+    longest: int | None = None  # candidates in the longest list of an evaluated query (None: not counted)
 
     def reduce(self) -> ModelValues:
         """Keep only sums and counts (bounded memory for streamed files): no per-query values."""
         sums = {name: (float(np.nansum(v)), int(np.isfinite(v).sum())) for name, v in self.values.items()}
-        return ModelValues(self.model, self.queries[:0], {}, self.ties, self.rows, self.evaluated, sums)
+        return ModelValues(self.model, self.queries[:0], {}, self.ties, self.rows, self.evaluated, sums, self.longest)
 
 
 @dataclass
@@ -90,19 +91,26 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
     out = []
     shared: list[dict] = [{} for _ in parts]  # per part, what the backend computes once for every model
     for model in models:
-        values, ties = {}, np.zeros(int(keep.sum()), bool)
+        values, ties, longest = {}, np.zeros(int(keep.sum()), bool), 0
         for part, part_judged, common in zip(parts, part_judgments, shared):
             st = backend.compute(batch, model, part, part_judged, threads, shared=common)
             if not keep.all():
                 st = st.take(keep)
+            longest = max(longest, int(st.n.max()) if len(st.n) else 0)
             if conv.short_lists == "error":
                 _check_short(st, part.metrics, queries, model if len(models) > 1 else "")
             values.update({name: metric_values(st, m, conv) for name, m in zip(part.names, part.metrics)})
             ties |= st.tie_at_cutoff
         values = {name: values[name] for name in plan.names}
         out.append(ModelValues(model, queries, values, int(ties.sum()), batch.n_rows if rows is None else rows,
-                               int(keep.sum())))
+                               int(keep.sum()), longest=longest))
     return Evaluated(out, len(R), int((~keep).sum()), int(R.sum()))
+
+
+def longest_of(parts: list[ModelValues]) -> int | None:
+    """The longest list among parts of one model (None when a part did not count its lists)."""
+    lengths = [p.longest for p in parts]
+    return None if not lengths or None in lengths else max(lengths)
 
 
 def merge_evaluated(parts: list[Evaluated], names: list[str]) -> Evaluated:
@@ -116,7 +124,8 @@ def merge_evaluated(parts: list[Evaluated], names: list[str]) -> Evaluated:
         for part in parts:
             values.update(part.models[i].values)
         models.append(ModelValues(mv.model, mv.queries, {n: values[n] for n in names},
-                                  max(p.models[i].ties for p in parts), mv.rows, mv.evaluated))
+                                  max(p.models[i].ties for p in parts), mv.rows, mv.evaluated,
+                                  longest=longest_of([p.models[i] for p in parts])))
     return Evaluated(models, first.queries, first.skipped_empty, first.relevant)
 
 

@@ -334,12 +334,27 @@ def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray) -> tuple[in
     from ..kernels import cpu
 
     if conv.ties in ("item_desc", "item_asc"):
+        if log.items is not None and _distinct_in_order(log.offsets, scores):  # no tie to break: no item to rank
+            return cpu.TIE_CODES[conv.ties], np.zeros(len(scores), np.int64)
         return cpu.TIE_CODES[conv.ties], tie_items(log, conv)
     if conv.ties == "ranx":
         from ..kernels.sort import quicksort_positions
 
         return cpu.TIE_ITEM_ASC, quicksort_positions(log.offsets, np.asarray(scores, np.float64), threshold(conv))
     return cpu.TIE_CODES[conv.ties], _EMPTY_I
+
+
+def _distinct_in_order(offsets: np.ndarray, scores: np.ndarray) -> bool:
+    """Every query's scores strictly decrease (or strictly increase) row by row, as in a TREC run
+    written rank by rank: no two candidates of a query tie, whatever the tie rule."""
+    if len(scores) < 2:
+        return True
+    if not np.isfinite(scores).all():
+        return False
+    step = np.diff(scores)
+    cuts = offsets[1:-1]
+    step[cuts[(cuts > 0) & (cuts < len(scores))] - 1] = np.nan  # a query's last row to the next one's first
+    return bool((~(step >= 0)).all() or (~(step <= 0)).all())  # NaN (no step) passes both
 
 
 def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:

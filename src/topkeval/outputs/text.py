@@ -277,12 +277,40 @@ def info_lines(info: dict) -> list[str]:
                      + ("; so each model's mean is over other queries, and the means do not compare: "
                         "missing_queries='zero' counts every judged query (a missing list scores 0), and "
                         "compare() pairs the queries both models have" if uneven(info) else ""))
+    deep = beyond_lists(info)
+    if deep:
+        longest, names = deep
+        pad = (info.get("conventions") or {}).get("short_lists", "pad") == "pad"
+        lines.append(f"cutoffs beyond the longest list ({plural(longest, 'candidate')}), so that these look at whole "
+                     f"lists: {', '.join(visible(str(n)) for n in names)}"
+                     + ("; the ranks past a list's end count as not relevant (short_lists='pad': precision@k still "
+                        "divides by k; 'shrink' divides by the list's length)" if pad else ""))
     ties = {m: c for m, c in info.get("ties_at_cutoff", {}).items() if c}
     if ties:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
     return lines + click_lines(info)
+
+
+def beyond_lists(info: dict) -> tuple[int, list[str]] | None:
+    """``(longest list, the metric labels whose cutoff exceeds it)`` when some cutoff is deeper than
+    every evaluated list of every model (None otherwise, or where the lists were not counted)."""
+    from ..metrics.names import parse_metric
+
+    lengths = list((info.get("longest_list") or {}).values())
+    if not lengths or any(n is None for n in lengths):
+        return None
+    longest = max(lengths)
+    names = []
+    for label in info.get("metrics", []):
+        try:
+            k = parse_metric(label).k
+        except ValueError:  # a label that names no metric
+            continue
+        if k is not None and k > longest:
+            names.append(label)
+    return (longest, names) if names and longest > 0 else None
 
 
 def click_lines(info: dict) -> list[str]:
