@@ -432,3 +432,27 @@ def test_runs_written_rank_by_rank_skip_ranking_items_and_keep_every_value():
             b = tk.evaluate(shuffled, metrics, item="item", qrels=qrels[["query", "item", "relevance"]], ties=ties)
             pd.testing.assert_frame_equal(a.per_query.sort_values("query").reset_index(drop=True),
                                           b.per_query.sort_values("query").reset_index(drop=True))
+
+
+def test_a_model_without_ties_leaves_the_item_key_of_the_next_one_intact(tmp_path):
+    """Models of one call share what depends on the log only: the first model's scores never tie
+    (no item key needed) but the second one's do, and its ties are still broken by item id, in
+    memory and streamed, as when it is evaluated alone."""
+    rng = np.random.default_rng(8)
+    n = 12
+    log = pd.DataFrame({"query": np.repeat(np.arange(30), n), "item": np.tile([f"d{i}" for i in range(n)], 30),
+                        "relevance": rng.integers(0, 3, 30 * n)})
+    log = log.drop(index=[0, 13, 26])  # lists of 11 and 12 candidates (not a top-N log)
+    log["distinct"] = -np.arange(len(log), dtype=float)  # falling row by row: no tie
+    log["tied"] = rng.integers(0, 3, len(log)).astype(float)  # many ties across every cutoff
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    metrics = ["P@3", "ndcg@5", "map"]
+    for ties in ("item_desc", "item_asc"):
+        alone = tk.evaluate(log, metrics, score="tied", item="item", ties=ties).summary.loc["tied"]
+        assert alone.to_dict() != tk.evaluate(log, metrics, score="tied", item="item", ties="first").summary.loc[
+            "tied"].to_dict()  # the premise: the tie rule matters here
+        for data in (log, path):
+            both = tk.evaluate(data, metrics, score=["distinct", "tied"], item="item", ties=ties, chunk_rows=100) \
+                if data is path else tk.evaluate(data, metrics, score=["distinct", "tied"], item="item", ties=ties)
+            pd.testing.assert_series_equal(both.summary.loc["tied"], alone)

@@ -422,6 +422,8 @@ _LIST: list[Mutation] = [
       f"{HAND}::test_exact_permutation_p_value_by_hand"),
     M("analysis/compare.py", "sd = (0.0 if _all_equal(d) else float(d.std(ddof=1))) if len(d) > 1 else math.nan",
       "sd = (0.0 if _all_equal(d) else float(d.std(ddof=0))) if len(d) > 1 else math.nan", f"{HAND}::test_exact_permutation_p_value_by_hand"),
+    M("backends/cpu.py", 'if conv.ties in ("ranx", "item_desc", "item_asc"):', 'if conv.ties in ("ranx",):',
+      "tests/test_trec.py::test_a_model_without_ties_leaves_the_item_key_of_the_next_one_intact"),
     M("engine/rules.py", "return bool((~(step >= 0)).all() or (~(step <= 0)).all())", "return True",
       "tests/test_trec.py::test_runs_written_rank_by_rank_skip_ranking_items_and_keep_every_value"),
     M("engine/rules.py", "if log.items is not None and _distinct_in_order(log.offsets, scores):",

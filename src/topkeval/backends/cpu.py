@@ -23,6 +23,7 @@ from ..engine.rules import (
     err_gains,
     gains_of,
     threshold,
+    tie_items,
     tie_rule,
     walk_columns,
 )
@@ -54,8 +55,8 @@ class CpuBackend:
         common = shared.get("columns") if shared is not None else None
         longest = int(np.diff(log.offsets).max()) if log.n_queries else 0
         if common is None or common[0] is not log or common[1] is not judgments:
-            if conv.ties == "ranx":  # the key depends on the scores
-                tie_key = None
+            if conv.ties in ("ranx", "item_desc", "item_asc"):  # the key depends on the scores (item keys: on
+                tie_key = None                                  # whether they tie at all)
             else:
                 tie_key = tie_rule(log, conv, scores)
             grade = log.grades.astype(np.float64, copy=False) if conv.ties in ("optimistic", "pessimistic") \
@@ -73,7 +74,7 @@ class CpuBackend:
             if shared is not None:
                 shared["columns"] = common
         _, _, tie_key, grade, rw, (gains, disc, cum, ideal, shifts), active = common
-        tie, items = tie_key if tie_key is not None else tie_rule(log, conv, scores)
+        tie, items = tie_key if tie_key is not None else tie_rule(log, conv, scores, _items_once(log, conv, shared))
         cols = cpu.Columns(log.offsets, scores, rel, active, grade, items, judgments.R.astype(np.int64, copy=False),
                            gains, _EMPTY_F if rw is None else rw)
         thr = threshold(conv)
@@ -306,3 +307,15 @@ def items_changed(sources, conv, baseline: str, model: str, metric):
     elif not aligned:
         return None
     return gained, lost
+
+
+def _items_once(log: GroupedLog, conv, shared: dict | None):
+    """The item tie key of ``log`` (:func:`tie_items`), ranked once for every model of a call."""
+    def items() -> np.ndarray:
+        if shared is None:
+            return tie_items(log, conv)
+        memo = shared.get("tie_items")
+        if memo is None or memo[0] is not log:
+            memo = shared["tie_items"] = (log, tie_items(log, conv))
+        return memo[1]
+    return items

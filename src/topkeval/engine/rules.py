@@ -17,6 +17,7 @@ statistics equal :class:`~topkeval.backends.cpu.CpuBackend`'s on the long format
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -322,7 +323,8 @@ def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
     return scores.astype(np.float64, copy=False)
 
 
-def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray) -> tuple[int, np.ndarray]:
+def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray,
+             items: Callable[[], np.ndarray] | None = None) -> tuple[int, np.ndarray]:
     """The kernels' tie code for ``conv.ties`` and its per-row key (empty when the rule needs none).
 
     ``scores`` are the model's scores as compared (:func:`comparable_scores`), aligned with the
@@ -330,13 +332,16 @@ def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray) -> tuple[in
     ``ranx`` by each row's position in ranx's order of its query (numba's quicksort argsort of the
     negated scores of the rows at or above ``score_threshold``, in row order:
     :func:`topkeval.kernels.sort.quicksort_positions`), which the kernels read as ``item_asc``.
+    When no query of this model has two equal scores, no item key is needed (zeros); ``items``
+    gives the item key otherwise (:func:`tie_items` by default; a caller evaluating several models
+    of one log passes one that ranks the items once).
     """
     from ..kernels import cpu
 
     if conv.ties in ("item_desc", "item_asc"):
         if log.items is not None and _distinct_in_order(log.offsets, scores):  # no tie to break: no item to rank
             return cpu.TIE_CODES[conv.ties], np.zeros(len(scores), np.int64)
-        return cpu.TIE_CODES[conv.ties], tie_items(log, conv)
+        return cpu.TIE_CODES[conv.ties], items() if items is not None else tie_items(log, conv)
     if conv.ties == "ranx":
         from ..kernels.sort import quicksort_positions
 
