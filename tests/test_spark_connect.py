@@ -42,7 +42,7 @@ def test_the_spark_tests_pass_on_spark_connect():
     env = os.environ | {"TOPKEVAL_SPARK_CONNECT": "1", "PYSPARK_PYTHON": sys.executable,
                         "TOPKEVAL_SPARK_EXAMPLES": os.environ.get("TOPKEVAL_SPARK_EXAMPLES", "4"),
                         "PYTHONPATH": os.pathsep.join(str(Path(p).resolve()) for p in paths if p)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error", "-rfEs",
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-W", "error", "-rfEs",
                            str(TESTS / "test_spark.py")], cwd=TESTS.parent, env=env, capture_output=True, text=True,
                           timeout=1200)
     tail = proc.stdout[-6000:] + proc.stderr[-2000:]
