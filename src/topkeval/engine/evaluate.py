@@ -94,13 +94,16 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
         values, ties, longest = {}, np.zeros(int(keep.sum()), bool), 0
         for part, part_judged, common in zip(parts, part_judgments, shared):
             st = backend.compute(batch, model, part, part_judged, threads, shared=common)
-            if not keep.all():
+            if conv.short_lists == "error" and not keep.all():
                 st = st.take(keep)
-            longest = max(longest, int(st.n.max()) if len(st.n) else 0)
+            # the skipped queries' values computed and dropped: cheaper than a copy of every statistic
+            kept = slice(None) if keep.all() or conv.short_lists == "error" else keep
+            n = st.n[kept]
+            longest = max(longest, int(n.max()) if len(n) else 0)
             if conv.short_lists == "error":
                 _check_short(st, part.metrics, queries, model if len(models) > 1 else "")
-            values.update({name: metric_values(st, m, conv) for name, m in zip(part.names, part.metrics)})
-            ties |= st.tie_at_cutoff
+            values.update({name: metric_values(st, m, conv)[kept] for name, m in zip(part.names, part.metrics)})
+            ties |= st.tie_at_cutoff[kept]
         values = {name: values[name] for name in plan.names}
         out.append(ModelValues(model, queries, values, int(ties.sum()), batch.n_rows if rows is None else rows,
                                int(keep.sum()), longest=longest))
