@@ -484,3 +484,67 @@ def test_a_block_key_gives_the_same_seeds_whatever_the_type_of_its_values():
     a = resampled_sums([x], 2000, np.random.default_rng(4), "bootstrap", [((("seg", np.int64(3)),), "m", "ndcg@5")])
     b = resampled_sums([x], 2000, np.random.default_rng(4), "bootstrap", [((("seg", 3),), "m", "ndcg@5")])
     assert np.array_equal(a[0], b[0])
+
+
+def test_detectable_delta_stays_a_number_where_values_may_leave_0_1():
+    """Found by review: inf is said only of a metric whose values lie in [0, 1]. Precision estimated
+    by inverse propensity weighting (a query's unbiased sum exceeds 1), an nDCG with negative gains
+    (below 0) and a metric defined without bounded=False that counts hits (above 1) keep the t-test's
+    number, as an unbounded metric does; and large finite scores raise no overflow warning."""
+    from scipy import optimize
+
+    def expected(d):
+        d = np.asarray(d, float)
+        n = len(d)
+        crit = stats.t.ppf(0.975, n - 1)
+        nc = optimize.brentq(lambda x: stats.nct.sf(crit, n - 1, x)
+                             + np.nan_to_num(stats.nct.cdf(-crit, n - 1, x)) - 0.8, 0, 10)
+        return nc * np.std(d, ddof=1) / math.sqrt(n)
+
+    rng = np.random.default_rng(1)
+    rows = [(q, p, int(p > 5 and rng.random() < 0.3), rng.random(), rng.random()) for q in range(6) for p in range(1, 11)]
+    clicks = pd.DataFrame(rows, columns=["query", "position", "relevance", "a", "b"])
+    ips = tk.evaluate(clicks, ["precision@3"], score=["a", "b"], position="position",
+                      propensity={p: 1 / p for p in range(1, 11)})
+    per = ips.per_query.pivot(index="query", columns="model", values="precision@3")
+    assert per.to_numpy().max() > 1  # the premise
+    row = ips.compare("a", n_resamples=200).iloc[0]
+    assert row["detectable_delta"] == pytest.approx(expected(per["b"] - per["a"]), rel=1e-8)
+    assert ips.queries_needed("precision@3", 0.5).iloc[0]["detectable_delta"] == pytest.approx(row["detectable_delta"])
+
+    # an estimate never gets inf, even where every value happens to lie in [0, 1] (propensities of 1)
+    few = pd.DataFrame({"query": np.repeat([1, 2, 3], 3), "position": np.tile([1, 2, 3], 3),
+                        "relevance": [1, 0, 0, 0, 0, 1, 1, 0, 0], "a": np.tile([3.0, 2, 1], 3),
+                        "b": [1.0, 2, 3, 1, 2, 3, 3, 2, 1]})  # differences -1, 1 and 0
+    flat = tk.evaluate(few, ["precision@1"], score=["a", "b"], position="position",
+                       propensity={1: 1.0, 2: 1.0, 3: 1.0})
+    per = flat.per_query.pivot(index="query", columns="model", values="precision@1")
+    assert per.to_numpy().max() <= 1 and expected(per["b"] - per["a"]) > 1
+    assert flat.compare("a", n_resamples=200).iloc[0]["detectable_delta"] == pytest.approx(
+        expected(per["b"] - per["a"]), rel=1e-8)
+
+    grades = [2, -2, -2, -2, -2]
+    log = pd.DataFrame({"query": np.repeat(np.arange(4), 5), "item": np.tile(list("vwxyz"), 4),
+                        "relevance": grades * 4, "a": np.tile(np.arange(5, 0, -1.0), 4),
+                        "b": np.concatenate([np.arange(1.0, 6.0), np.arange(5, 0, -1.0), np.arange(1.0, 6.0),
+                                             [3, 5, 4, 1, 2.0]])})
+    signed = tk.evaluate(log, ["ndcg(gain={-2:-5,2:1})@3"], score=["a", "b"], item="item")
+    per = signed.per_query.pivot(index="query", columns="model", values="ndcg(gain={-2:-5,2:1})@3")
+    assert per.to_numpy().min() < 0
+    got = signed.compare("a", n_resamples=200).iloc[0]["detectable_delta"]
+    assert got == pytest.approx(expected(per["b"] - per["a"]), rel=1e-8) and got > 1
+
+    try:
+        tk.define_metric("hits_counted", lambda c: c.h.astype(float), summary="hits in the top k", formula="h(k)")
+        counts = tk.evaluate(clicks.drop(columns="position"), ["hits_counted@5", "tp@5"], score=["a", "b"])
+        table = counts.compare("a", n_resamples=200).set_index("metric")["detectable_delta"]
+        assert table["hits_counted@5"] == pytest.approx(table["tp@5"]) and table["tp@5"] > 1
+    finally:
+        from topkeval.metrics.define import forget_metric
+
+        forget_metric("hits_counted")
+
+    huge = pd.DataFrame({"query": [1, 1, 1], "item": list("xyz"), "relevance": [1, 0, 1],
+                         "score": [1.5e308, -1.5e308, -1.7e308]})
+    assert tk.evaluate(huge, ["P@1", "ap"], item="item", ties="item_desc").summary.iloc[0].tolist() == \
+        pytest.approx([1.0, 5 / 6])

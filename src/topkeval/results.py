@@ -412,7 +412,7 @@ class Results:
         and the worst (noncentral F, ``lambda = n delta^2 / (2 V_E)``). Also the power at the
         current number of queries and ``detectable_delta``: the smallest difference detected with
         that power at this size (``inf`` for a metric in [0, 1] when it would exceed 1: no
-        difference the metric can take).
+        difference the metric can take; see :func:`topkeval.analysis.many.unit_range`).
 
         Examples
         --------

@@ -27,7 +27,8 @@ evaluated on:
 * ``detectable_delta``: detectable at this size: the smallest mean difference a two-sided paired
   t-test at ``1 - confidence`` finds with probability 0.8, given the spread of these ``d_i`` and their
   number (noncentral t; :meth:`topkeval.Results.queries_needed` sizes a study); NaN with weights;
-  ``inf`` for a metric in [0, 1] when that difference would exceed 1: with so few queries, no
+  ``inf`` for a metric in [0, 1] (:func:`topkeval.analysis.many.unit_range`: not inverse propensity
+  weighted, every value in [0, 1]) when that difference would exceed 1: with so few queries, no
   difference the metric can take is detectable.
 
 With query weights (``evaluate(..., weight=)``), means are weighted, ``delta = sum(w d) / sum(w)``;
@@ -49,8 +50,7 @@ import pandas as pd
 
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
-from ..metrics.names import is_bounded
-from .many import detectable_delta
+from .many import detectable_delta, unit_range
 from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
@@ -308,7 +308,8 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
                 # values of 1e300 divided by a power of 2 (exact), the means and intervals scaled back
                 shift = value_shift(ma[ok], mb[ok])
                 # weights scaled by a power of 2 (exact): weights of 1e308 or 5e-324 neither overflow nor underflow
-                rows.append(dict(key=key, model=model, metric=metric, m=np.ldexp(ma[ok], -shift),
+                rows.append(dict(key=key, model=model, metric=metric, unit=unit_range(results.info, metric, ma[ok], mb[ok]),
+                                 m=np.ldexp(ma[ok], -shift),
                                  b=np.ldexp(mb[ok], -shift), shift=shift, left_out=left_out,
                                  w=None if w_all is None else scaled_weights(w_all[ok]),
                                  total=None if w_all is None else total_weight(w_all[ok])))
@@ -370,7 +371,7 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float) -> dict
     if r["shift"]:  # values divided by 2**shift: the means, differences and intervals scaled back
         base_mean, value, delta, lo, hi, detectable = unscale([base_mean, value, delta, lo, hi, detectable],
                                                               r["shift"])
-    if detectable > 1 and is_bounded(r["metric"]):  # beyond the largest difference of a metric in [0, 1]: none is
+    if detectable > 1 and r["unit"]:  # beyond the largest difference of a metric in [0, 1]: none is
         detectable = math.inf
     return {
         **r["key"], "model": r["model"], "metric": r["metric"], "baseline": base_mean, "value": value, "delta": delta,

@@ -360,12 +360,23 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
         else:
             detectable = _smallest_delta(lambda d, f=power_at, v=variance, k=n: f(k, d, v, alpha), power,
                                          math.sqrt(variance))
-        if detectable > 1 and is_bounded(label):  # more than a metric in [0, 1] can differ: none is detectable
+        if detectable > 1 and unit_range(results.info, label, X):  # more than such a metric can differ: none is
             detectable = math.inf
         rows.append({**key, "metric": label, "test": test, "delta": delta, "power": power, "alpha": alpha,
                      "variance": variance, "queries_needed": needed, "queries_now": n,
                      "power_now": float(power_at(n, delta, variance, alpha)), "detectable_delta": detectable})
     return pd.DataFrame(rows)
+
+
+def unit_range(info, label: str, *values: np.ndarray) -> bool:
+    """Whether the metric of a column takes its values in [0, 1] here, so that two models differ by at
+    most 1: its family says so (:func:`topkeval.metrics.names.is_bounded`; a metric defined with
+    ``define_metric`` unless ``bounded=False``), it is not estimated by inverse propensity weighting
+    (an unbiased sum may exceed 1), and every value given lies in [0, 1] (a gain map with negative
+    gains gives an nDCG below 0)."""
+    if not is_bounded(label) or (info or {}).get("ips"):
+        return False
+    return all(not len(v) or (np.nanmin(v) >= 0 and np.nanmax(v) <= 1) for v in values if not np.isnan(v).all())
 
 
 def _paired_t_power(n: int, delta: float, variance: float, alpha: float) -> float:

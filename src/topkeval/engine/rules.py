@@ -356,10 +356,11 @@ def _distinct_in_order(offsets: np.ndarray, scores: np.ndarray) -> bool:
         return True
     if not np.isfinite(scores).all():
         return False
-    step = np.diff(scores)
+    apart = np.zeros(len(scores) - 1, bool)  # a query's last row and the next one's first: not compared
     cuts = offsets[1:-1]
-    step[cuts[(cuts > 0) & (cuts < len(scores))] - 1] = np.nan  # a query's last row to the next one's first
-    return bool((~(step >= 0)).all() or (~(step <= 0)).all())  # NaN (no step) passes both
+    apart[cuts[(cuts > 0) & (cuts < len(scores))] - 1] = True
+    # neighbours compared, not subtracted (1e308 - -1e308 overflows)
+    return bool((apart | (scores[1:] < scores[:-1])).all() or (apart | (scores[1:] > scores[:-1])).all())
 
 
 def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
