@@ -165,6 +165,18 @@ def _bin_g_term(nonrel_above):
 
 
 @kernel
+def _group_end(g, t, m, grouped):
+    """The end of the tie group that starts at place ``t`` of a query's ``m`` candidates (``g``: each
+    one's group start, in rank order): one past its last member, or ``t + 1`` when ranks are not
+    grouped (a deterministic tie rule)."""
+    z = t + 1
+    if grouped:
+        while z < m and g[z] == g[t]:
+            z += 1
+    return z
+
+
+@kernel
 def _walk_values(eg, n, vals, cnts, disc):
     """trec_eval's G, Rndcg and ndcg_rel of one ranked list; NaN for each when no ideal gain is positive.
 
@@ -332,10 +344,8 @@ def ranked_range(cols, prm, q0, q1, out):
                 eg[p] = 0.0
             t = 0
             while t < m:
-                z = t + 1
+                z = _group_end(g, t, m, tie == TIE_EXPECTED)
                 if tie == TIE_EXPECTED:
-                    while z < m and g[z] == g[t]:
-                        z += 1
                     total = 0.0
                     for u in range(t, z):
                         total += gains[w[u]]
@@ -361,10 +371,7 @@ def ranked_range(cols, prm, q0, q1, out):
         gsum_bin = 0.0
         t = 0
         while t < m:
-            z = t + 1
-            if tie == TIE_EXPECTED:
-                while z < m and g[z] == g[t]:
-                    z += 1
+            z = _group_end(g, t, m, tie == TIE_EXPECTED)
             nj = 0
             nr = 0
             for u in range(t, z):
@@ -433,9 +440,7 @@ def ranked_range(cols, prm, q0, q1, out):
             decay = 1.0
             t = 0
             while t < m:
-                z = t + 1
-                while z < m and g[z] == g[t]:
-                    z += 1
+                z = _group_end(g, t, m, True)
                 if g[t] >= kmax:
                     break
                 na = 0
