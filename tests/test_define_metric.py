@@ -164,3 +164,21 @@ def test_a_function_without_a_readable_signature_called_wrongly_is_named():
         assert "Counts" not in str(caught.value)
     finally:
         forget_metric("inner_type_error")
+
+
+def test_a_defined_function_sees_the_evaluated_queries_only():
+    """Queries without a relevant item are skipped (empty_queries='skip'): a function of define_metric
+    is never called on them, so that h / R needs no guard against R = 0 (a warning is an error here)."""
+    seen = []
+
+    def share(c):
+        seen.append(len(c.R))
+        return c.h / c.R
+
+    tk.define_metric("share_found", share, summary="h / R", formula="h(k) / R", replace=True)
+    try:
+        res = tk.evaluate(LOG, ["share_found@2", "recall@2"], score="a")
+        assert (res.info["skipped_empty"], seen) == (1, [res.info["evaluated"]])
+        np.testing.assert_array_equal(res.per_query["share_found@2"], res.per_query["recall@2"])
+    finally:
+        forget_metric("share_found")

@@ -14,6 +14,7 @@ from ..errors import EmptyQueryError, ParameterError, ShortListError, plural, sh
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
 from ..metrics import FAMILIES, metric_values
+from ..metrics.registry import DEFINED
 from .plan import Plan, judged_only_metrics
 from .rules import Backend, Queries, comparable_scores, tie_rule
 
@@ -94,10 +95,13 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
         values, ties, longest = {}, np.zeros(int(keep.sum()), bool), 0
         for part, part_judged, common in zip(parts, part_judgments, shared):
             st = backend.compute(batch, model, part, part_judged, threads, shared=common)
-            if conv.short_lists == "error" and not keep.all():
+            # the skipped queries' values computed and dropped, cheaper than a copy of every statistic; but
+            # a function of define_metric sees the evaluated queries only, and so do the short-list checks
+            later = not keep.all() and conv.short_lists != "error" and not any(m.family in DEFINED
+                                                                             for m in part.metrics)
+            if not keep.all() and not later:
                 st = st.take(keep)
-            # the skipped queries' values computed and dropped: cheaper than a copy of every statistic
-            kept = slice(None) if keep.all() or conv.short_lists == "error" else keep
+            kept = keep if later else slice(None)
             n = st.n[kept]
             longest = max(longest, int(n.max()) if len(n) else 0)
             if conv.short_lists == "error":
