@@ -548,3 +548,22 @@ def test_detectable_delta_stays_a_number_where_values_may_leave_0_1():
                          "score": [1.5e308, -1.5e308, -1.7e308]})
     assert tk.evaluate(huge, ["P@1", "ap"], item="item", ties="item_desc").summary.iloc[0].tolist() == \
         pytest.approx([1.0, 5 / 6])
+
+
+def test_differences_equal_to_rounding_have_no_spread_to_size_from():
+    """Found by the hostile review: b finds one more relevant item in its top 10 than a on every query,
+    so each difference of P@10 is 0.1, but 0.2 - 0.1 and 0.7 - 0.6 differ in float64 by 1e-17. That
+    noise is no spread: detectable_delta is NaN (not 1e-16) and queries_needed refuses to size a
+    study from it, as with differences that are equal exactly."""
+    rows = [(q, i, int(i < n + 1), 12 - i) for q, n in [(1, 1), (2, 3), (3, 6)] for i in range(12)]
+    df = pd.DataFrame(rows, columns=["query", "item", "relevance", "b"])
+    df["a"] = df["b"]
+    for q, n in [(1, 1), (2, 3), (3, 6)]:
+        df.loc[(df["query"] == q) & (df["item"] == n), "a"] = -1
+    res = tk.evaluate(df, metrics=["P@10"], score=["a", "b"], item="item")
+    d = res.per_query.pivot(index="query", columns="model", values="P@10").pipe(lambda t: t["b"] - t["a"])
+    assert np.std(d, ddof=1) > 0 and np.allclose(d, 0.1, atol=1e-15)  # the premise: noise, not spread
+    row = res.compare(baseline="a", test="t").iloc[0]
+    assert math.isnan(row["detectable_delta"]) and row["delta"] == pytest.approx(0.1)
+    with pytest.raises(tk.ParameterError, match="does not vary"):
+        res.queries_needed("P@10", 0.05)

@@ -278,3 +278,24 @@ def test_a_cutoff_beyond_every_list_is_noted_on_every_path(tmp_path):
     elsewhere = tk.Results.from_per_query(within.per_query)
     assert elsewhere.info["longest_list"] == {"s": None}
     assert not any(line.startswith("cutoffs beyond") for line in info_lines(elsewhere.info))
+
+
+def test_the_cutoff_note_for_empty_lists_and_for_measures_without_relevance():
+    """Found by the hostile review: a score_threshold above every score empties every list (now noted,
+    in the notes and in repr), and novelty@10 beyond lists of 5 looks at whole lists without the
+    clause on relevance padding (it reads none: pad and shrink give it the same value)."""
+    from topkeval.outputs.text import info_lines
+
+    log = pd.DataFrame({"query": np.repeat([1, 2], 5), "item": np.tile(np.arange(5), 2),
+                        "relevance": [1, 0, 0, 1, 0, 0, 1, 0, 0, 0], "a": np.linspace(0.1, 0.5, 10)})
+    empty = tk.evaluate(log, ["P@3", "hit_rate@3"], score="a", score_threshold=0.99)
+    assert empty.info["longest_list"] == {"a": 0} and empty.summary.iloc[0].tolist() == [0.0, 0.0]
+    note = ("every list is empty (no candidate retrieved: a score_threshold above every score?), so that every "
+            "metric finds nothing")
+    assert note in info_lines(empty.info) and "note: " + note in repr(empty)
+    novel = tk.evaluate(log, ["P@3"], score="a", item="item").with_beyond(
+        ["novelty@10"], popularity=pd.Series([0.5, 0.4, 0.3, 0.2, 0.1], index=np.arange(5)))
+    assert [line for line in info_lines(novel.info) if line.startswith("cutoffs beyond")] == [
+        "cutoffs beyond the longest list (5 candidates), so that these look at whole lists: novelty@10"]
+    within = tk.evaluate(log, ["P@3"], score="a")
+    assert "note:" not in repr(within) and "(0 skipped as empty)" in repr(within)

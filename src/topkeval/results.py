@@ -1047,8 +1047,10 @@ class Results:
 
     def __repr__(self) -> str:
         info = self._evaluation.info
-        from .outputs.text import evaluated_text
+        from .outputs.text import evaluated_text, info_lines
 
-        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)} ({info['skipped_empty']} skipped "
+        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)} ({info['skipped_empty']:,} skipped "
                 "as empty)")
-        return head + "\n" + self._evaluation.summary.to_string()
+        # what the first line does not say: judged queries a run lacks, cutoffs beyond every list, ties, clicks
+        notes = "".join(f"\nnote: {line}" for line in info_lines(info)[1:])
+        return head + "\n" + self._evaluation.summary.to_string() + notes

@@ -50,15 +50,14 @@ import pandas as pd
 
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
-from .many import detectable_delta, unit_range
+from .many import TIE, detectable_delta, unit_range
+from .many import all_equal as _all_equal
 from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
 CORRECTIONS = ("holm", "bonferroni", "bh", "none", None)
 _EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
-#: Two per-query values closer than this are a tie (wins / ties / losses, and the plot of the deltas).
-TIE = 1e-12
 
 
 def adjust(p_values, method: str | None) -> np.ndarray:
@@ -153,12 +152,6 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
     # bootstrap: shift the resampled means to the null hypothesis (a resample without weight counts as extreme)
     shifted = np.abs(boot_stats - mean)
     return float((1 + np.sum(~(shifted < observed - tol))) / (1 + n_resamples))
-
-
-def _all_equal(d: np.ndarray) -> bool:
-    """Whether every difference is the same, to rounding (their spread is then no spread: sd 0)."""
-    mean = float(d.mean())
-    return bool(np.max(np.abs(d - mean)) <= TIE * max(1.0, abs(mean)))
 
 
 def _cohen_d(delta: float, sd: float) -> float:

@@ -351,7 +351,7 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                                      "test='paired_t'.")
             variance = float(anova_table(X).loc["residual", "mean_sq"])
             power_at = _anova_power(m)
-        if not variance > 0:
+        if not variance > 0 or (m == 2 and all_equal(X[:, 1] - X[:, 0])):  # equal differences, to rounding
             raise ParameterError(f"{label} does not vary between the models from query to query (variance 0): any "
                                  "difference is detected with 2 queries, and none can be sized.")
         needed = _fewest(lambda k, f=power_at, v=variance: f(k, delta, v, alpha), power)
@@ -413,12 +413,23 @@ def detectable_nc(df: int, alpha: float, power: float) -> float:
     return float(brentq(lambda nc: _t_power(df, nc, alpha) - power, 0.0, hi, xtol=1e-12))
 
 
+#: Two per-query values closer than this are a tie (wins / ties / losses, and the plot of the deltas).
+TIE = 1e-12
+
+
+def all_equal(d: np.ndarray) -> bool:
+    """Whether every difference is the same, to rounding (their spread is then no spread: sd 0;
+    0.1 - 0.2 + 0.2 is not 0.1 in float64)."""
+    mean = float(d.mean())
+    return bool(np.max(np.abs(d - mean)) <= TIE * max(1.0, abs(mean)))
+
+
 def detectable_delta(differences: np.ndarray, alpha: float, power: float = 0.8) -> float:
     """The smallest mean of paired ``differences`` that a two-sided paired t-test at ``alpha`` finds
     with probability ``power``, given their standard deviation and number (NaN below 2 or without
-    spread)."""
+    spread: equal to rounding, :func:`all_equal`)."""
     n = len(differences)
-    sd = float(np.std(differences, ddof=1)) if n > 1 else math.nan
+    sd = float(np.std(differences, ddof=1)) if n > 1 and not all_equal(differences) else math.nan
     if not sd > 0:
         return math.nan
     return detectable_nc(n - 1, float(alpha), float(power)) * sd / math.sqrt(n)

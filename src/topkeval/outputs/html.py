@@ -434,7 +434,7 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
            f"bootstrap intervals of the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better "
            f"or worse when its corrected p-value is below {1 - o.confidence:.2g}. Detectable: the smallest "
            f"difference a paired t-test at {1 - o.confidence:.2g} finds with probability 0.8 at this number of "
-           "queries (Results.queries_needed sizes a larger study).")
+           "queries (Results.queries_needed sizes a larger study); inf: none that a metric in [0, 1] can take.")
     return ("comparison", f"Comparison with {esc(o.baseline)}", _table(head, rows, "compare")
             + f'<p class="note">{how}</p>')
 

@@ -279,12 +279,16 @@ def info_lines(info: dict) -> list[str]:
                         "compare() pairs the queries both models have" if uneven(info) else ""))
     deep = beyond_lists(info)
     if deep:
-        longest, names = deep
+        longest, names, padded = deep
         pad = (info.get("conventions") or {}).get("short_lists", "pad") == "pad"
-        lines.append(f"cutoffs beyond the longest list ({plural(longest, 'candidate')}), so that these look at whole "
-                     f"lists: {', '.join(visible(str(n)) for n in names)}"
-                     + ("; the ranks past a list's end count as not relevant (short_lists='pad': precision@k still "
-                        "divides by k; 'shrink' divides by the list's length)" if pad else ""))
+        if longest == 0:
+            lines.append("every list is empty (no candidate retrieved: a score_threshold above every score?), so "
+                         "that every metric finds nothing")
+        else:
+            lines.append(f"cutoffs beyond the longest list ({plural(longest, 'candidate')}), so that these look at "
+                         f"whole lists: {', '.join(visible(str(n)) for n in names)}"
+                         + ("; the ranks past a list's end count as not relevant (short_lists='pad': precision@k still "
+                            "divides by k; 'shrink' divides by the list's length)" if pad and padded else ""))
     ties = {m: c for m, c in info.get("ties_at_cutoff", {}).items() if c}
     if ties:
         rule = info["conventions"]["ties"]
@@ -293,24 +297,26 @@ def info_lines(info: dict) -> list[str]:
     return lines + click_lines(info)
 
 
-def beyond_lists(info: dict) -> tuple[int, list[str]] | None:
-    """``(longest list, the metric labels whose cutoff exceeds it)`` when some cutoff is deeper than
-    every evaluated list of every model (None otherwise, or where the lists were not counted)."""
+def beyond_lists(info: dict) -> tuple[int, list[str], bool] | None:
+    """``(longest list, the metric labels whose cutoff exceeds it, whether one of them reads
+    relevance)`` when some cutoff is deeper than every evaluated list of every model, or every list
+    is empty (None otherwise, or where the lists were not counted)."""
     from ..metrics.names import parse_metric
 
     lengths = list((info.get("longest_list") or {}).values())
-    if not lengths or any(n is None for n in lengths):
+    if not lengths or any(n is None for n in lengths) or not info.get("evaluated"):
         return None
     longest = max(lengths)
-    names = []
+    names, padded = [], False
     for label in info.get("metrics", []):
         try:
-            k = parse_metric(label).k
+            metric = parse_metric(label)
         except ValueError:  # a label that names no metric
             continue
-        if k is not None and k > longest:
+        if metric.k is not None and metric.k > longest:
             names.append(label)
-    return (longest, names) if names and longest > 0 else None
+            padded |= not metric.info.beyond  # novelty and the like read no relevance: pad or shrink alike
+    return (longest, names, padded) if names or longest == 0 else None
 
 
 def click_lines(info: dict) -> list[str]:
