@@ -299,3 +299,29 @@ def test_the_cutoff_note_for_empty_lists_and_for_measures_without_relevance():
         "cutoffs beyond the longest list (5 candidates), so that these look at whole lists: novelty@10"]
     within = tk.evaluate(log, ["P@3"], score="a")
     assert "note:" not in repr(within) and "(0 skipped as empty)" in repr(within)
+
+
+def test_lists_shorter_than_k_are_counted_for_the_metrics_they_lower(tmp_path):
+    """Lists of 5 to 30 candidates at P@20 (short_lists='pad' divides their hits by 20 all the same):
+    the notes count the evaluated queries shorter than each k of a metric that divides by k
+    (precision, F1), not of one that does not (recall); streamed files count the same; shrink, which
+    divides by the list's length, needs no note."""
+    from topkeval.outputs.text import info_lines
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(5, 31, 400)
+    rows = int(sizes.sum())
+    log = pd.DataFrame({"query": np.repeat(np.arange(400), sizes), "relevance": (rng.random(rows) < 0.2).astype(int),
+                        "a": rng.random(rows)})
+    kept = log.groupby("query")["relevance"].sum() > 0
+    n = log.groupby("query").size()[kept]
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    for res in (tk.evaluate(log, ["P@20", "recall@20", "f1@10"], score="a"),
+                tk.evaluate(path, ["P@20", "recall@20", "f1@10"], score="a", chunk_rows=1000)):
+        assert res.info["shorter_than_k"] == {"a": {"P@20": int((n < 20).sum()), "f1@10": int((n < 10).sum())}}
+        assert (f"lists shorter than a cutoff, whose missing ranks count as not relevant (short_lists='pad'; 'shrink' "
+                f"divides by the list's length): P@20: {(n < 20).sum():,}; f1@10: {(n < 10).sum():,} of "
+                f"{int(kept.sum()):,} queries") in info_lines(res.info)
+    shrink = tk.evaluate(log, ["P@20"], score="a", short_lists="shrink")
+    assert not any(line.startswith("lists shorter") for line in info_lines(shrink.info))

@@ -31,11 +31,13 @@ class ModelValues:
     evaluated: int
     sums: dict[str, tuple[float, int]] | None = None  # {metric: (sum, count of defined values)} once reduced
     longest: int | None = None  # candidates in the longest list of an evaluated query (None: not counted)
+    short: dict[str, int] | None = None  # {metric that pads: evaluated queries with fewer candidates than its k}
 
     def reduce(self) -> ModelValues:
         """Keep only sums and counts (bounded memory for streamed files): no per-query values."""
         sums = {name: (float(np.nansum(v)), int(np.isfinite(v).sum())) for name, v in self.values.items()}
-        return ModelValues(self.model, self.queries[:0], {}, self.ties, self.rows, self.evaluated, sums, self.longest)
+        return ModelValues(self.model, self.queries[:0], {}, self.ties, self.rows, self.evaluated, sums, self.longest,
+                           self.short)
 
 
 @dataclass
@@ -92,7 +94,7 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
     out = []
     shared: list[dict] = [{} for _ in parts]  # per part, what the backend computes once for every model
     for model in models:
-        values, ties, longest = {}, np.zeros(int(keep.sum()), bool), 0
+        values, ties, longest, short = {}, np.zeros(int(keep.sum()), bool), 0, {}
         for part, part_judged, common in zip(parts, part_judgments, shared):
             st = backend.compute(batch, model, part, part_judged, threads, shared=common)
             # the skipped queries' values computed and dropped, cheaper than a copy of every statistic; but
@@ -104,13 +106,15 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
             kept = keep if later else slice(None)
             n = st.n[kept]
             longest = max(longest, int(n.max()) if len(n) else 0)
+            short.update({name: int((n < m.k).sum()) for name, m in zip(part.names, part.metrics)
+                          if m.k is not None and FAMILIES[m.family].pads})
             if conv.short_lists == "error":
                 _check_short(st, part.metrics, queries, model if len(models) > 1 else "")
             values.update({name: metric_values(st, m, conv)[kept] for name, m in zip(part.names, part.metrics)})
             ties |= st.tie_at_cutoff[kept]
         values = {name: values[name] for name in plan.names}
         out.append(ModelValues(model, queries, values, int(ties.sum()), batch.n_rows if rows is None else rows,
-                               int(keep.sum()), longest=longest))
+                               int(keep.sum()), longest=longest, short=short))
     return Evaluated(out, len(R), int((~keep).sum()), int(R.sum()))
 
 
@@ -118,6 +122,19 @@ def longest_of(parts: list[ModelValues]) -> int | None:
     """The longest list among parts of one model (None when a part did not count its lists)."""
     lengths = [p.longest for p in parts]
     return None if not lengths or None in lengths else max(lengths)
+
+
+def short_of(parts: list[ModelValues], union: bool = False) -> dict[str, int] | None:
+    """The short lists of one model's parts: summed over batches of other queries, or joined over
+    parts of the same queries with other metrics (``union``); None when a part did not count them."""
+    counts = [p.short for p in parts]
+    if not counts or any(c is None for c in counts):
+        return None
+    out: dict[str, int] = {}
+    for c in counts:
+        for name, count in c.items():
+            out[name] = count if union else out.get(name, 0) + count
+    return out
 
 
 def merge_evaluated(parts: list[Evaluated], names: list[str]) -> Evaluated:
@@ -132,7 +149,8 @@ def merge_evaluated(parts: list[Evaluated], names: list[str]) -> Evaluated:
             values.update(part.models[i].values)
         models.append(ModelValues(mv.model, mv.queries, {n: values[n] for n in names},
                                   max(p.models[i].ties for p in parts), mv.rows, mv.evaluated,
-                                  longest=longest_of([p.models[i] for p in parts])))
+                                  longest=longest_of([p.models[i] for p in parts]),
+                                  short=short_of([p.models[i] for p in parts], union=True)))
     return Evaluated(models, first.queries, first.skipped_empty, first.relevant)
 
 

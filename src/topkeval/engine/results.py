@@ -21,7 +21,7 @@ from ..conventions import Conventions
 from ..errors import DataError, ParameterError, TopkevalError, show
 from ..metrics.names import label_of, parse_metric
 from .aggregate import mean, total_weight, weighted_summary
-from .evaluate import Evaluated, LogSource, ModelValues, longest_of
+from .evaluate import Evaluated, LogSource, ModelValues, longest_of, short_of
 from .plan import Plan
 
 #: column names of the tables segments appear in (per_query, segments, compare, summary_ci): a
@@ -175,8 +175,10 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
     ``weight``), the per-query table lists each model's queries in batch order (with the segment and
     weight columns of ``attributes``), and ``info`` has the same keys on every path: ``queries``,
     ``evaluated``, ``skipped_empty``, ``rows`` (ints: totals), ``evaluated_per_model``,
-    ``rows_per_model``, ``ties_at_cutoff`` and ``longest_list`` (per model: the candidates of its
-    longest evaluated list, None where not counted), ``models``, ``metrics`` (the column labels:
+    ``rows_per_model``, ``ties_at_cutoff``, ``longest_list`` (per model: the candidates of its
+    longest evaluated list, None where not counted) and ``shorter_than_k`` (per model, for each
+    metric that pads a short list: the evaluated queries with fewer candidates than its k; None where
+    not counted), ``models``, ``metrics`` (the column labels:
     the names as requested), ``metric_names`` (each label -> the canonical name), ``conventions``,
     with ``weight`` and ``segments`` when given, and what the front door adds (``info``).
     ``per_query`` replaces the per-query table built from the batches (Spark collects its own).
@@ -211,6 +213,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
         "rows_per_model": rows,
         "ties_at_cutoff": {m: sum(p.ties for p in parts) for m, parts in by_model.items()},
         "longest_list": {m: longest_of(parts) for m, parts in by_model.items()},
+        "shorter_than_k": {m: short_of(parts) for m, parts in by_model.items()},
         "models": list(by_model),
         "metrics": names,
         "metric_names": plan.canonical,
@@ -328,7 +331,8 @@ def from_per_query(frame: pd.DataFrame, query: str = "query") -> Evaluation:
     evaluated = {m: int((table["model"] == m).sum()) for m in models}
     info = {"queries": int(table[query].nunique()), "evaluated": max(evaluated.values(), default=0),
             "skipped_empty": 0, "rows": 0, "evaluated_per_model": evaluated, "rows_per_model": {m: 0 for m in models},
-            "ties_at_cutoff": {m: 0 for m in models}, "longest_list": {m: None for m in models}, "models": models,
+            "ties_at_cutoff": {m: 0 for m in models}, "longest_list": {m: None for m in models},
+            "shorter_than_k": {m: None for m in models}, "models": models,
             "metrics": names, "metric_names": canonical}
     return Evaluation(summary, info, query, None, _per_query=[table])  # computed elsewhere: conventions unknown
 

@@ -50,7 +50,7 @@ ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 DETERMINISTIC = tuple(t for t in TIES if t != "expected")
 
 
-@register("judged", undefined="shrink and n = 0", cutoff="required", needs=("judged",),
+@register("judged", pads=True, undefined="shrink and n = 0", cutoff="required", needs=("judged",),
           summary="share of the top k that has a judgment, relevant or not (ir_measures Judged@k)",
           formula="judged candidates in the top k / k  (shrink: / min(k, n))")
 def judged(st, m, conv):
@@ -140,7 +140,7 @@ def _unknown_count(m, conv) -> DcgSpec:
     return DcgSpec("unknown", ("rbp", 1.0))  # a discount of 1 at every rank: the count in the top k
 
 
-@register("unj", undefined="shrink and n = 0", cutoff="required", needs=("dcg",), dcg=_unknown_count, trec="unj", higher_is_better=False,
+@register("unj", pads=True, undefined="shrink and n = 0", cutoff="required", needs=("dcg",), dcg=_unknown_count, trec="unj", higher_is_better=False,
           summary="trec_eval's unj_k: share of the top k without a judgment or with a negative grade",
           formula="unjudged candidates (no judgment, or a negative grade) in the top k / k  (shrink: / min(k, n))")
 def unj(st, m, conv):

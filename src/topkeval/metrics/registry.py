@@ -143,6 +143,7 @@ class Family:
     beyond: str | None = None  # a beyond-accuracy family, read off each model's top k items again (not from the
     # kernel's statistics, see topkeval.metrics.beyond): "query" (a value per query), "catalog" (one per model)
     seq: Callable | None = None  # metric -> the spec of its sequence statistic, for families that need "seq"
+    pads: bool = False  # divides by k (or R) under short_lists="pad", by min(k, n) under "shrink": a short list scores less
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -193,7 +194,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
              undefined: str = "never", ips: str | None = None, geometric: bool = False,
              trec_params: Callable | None = None, mults: Callable | None = None, walk: Callable | None = None,
-             beyond: str | None = None, seq: Callable | None = None):
+             beyond: str | None = None, seq: Callable | None = None, pads: bool = False):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
@@ -205,7 +206,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips, geometric, trec_params, mults, walk, beyond, seq)
+                                undefined, ips, geometric, trec_params, mults, walk, beyond, seq, pads)
         return function
 
     return wrap

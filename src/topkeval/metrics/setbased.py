@@ -74,7 +74,7 @@ def f_measure(hits, R, listed, beta: float, undefined: float) -> np.ndarray:
     return ratio((1.0 + b2) * np.asarray(hits, np.float64), b2 * np.asarray(R, np.float64) + listed, undefined)
 
 
-@register("precision", ips="ips", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k", "retrievalprecision"), trec="P",
+@register("precision", pads=True, ips="ips", undefined="shrink and n = 0", counts_found=True, cutoff="required", needs=("h",), aliases=("p", "prec", "p_k", "retrievalprecision"), trec="P",
           summary="relevant share of the top k", formula="h(k) / k  (shrink: h(k) / min(k, n))")
 def precision(st, m, conv):
     return ratio(_h(st, m), _k_den(st, m, conv), conv.undefined)
@@ -94,13 +94,13 @@ def recall_capped(st, m, conv):
     return ratio(_h(st, m), np.minimum(st.R, float(m.k)), conv.undefined)
 
 
-@register("f1", ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
+@register("f1", pads=True, ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
     return _snips_defined(st, f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), 1.0, conv.undefined), conv)
 
 
-@register("fbeta", ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
+@register("fbeta", pads=True, ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
     return _snips_defined(st, f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), m.param("beta"), conv.undefined),
@@ -127,7 +127,7 @@ def fallout(st, m, conv):
     return ratio(_kk(st, m) - _h(st, m), st.N, conv.undefined)
 
 
-@register("r_precision", ips="snips", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision", "retrievalrprecision"),
+@register("r_precision", pads=True, ips="snips", undefined="R = 0 (shrink: min(R, n) = 0)", needs_all_relevant=True, cutoff="none", needs=("h_at_r",), depth="R", aliases=("rprec", "r-precision", "rprecision", "retrievalrprecision"),
           trec_uncut="Rprec", summary="precision at rank R (TREC Rprec)", formula="h(R) / R")
 def r_precision(st, m, conv):
     den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R

@@ -103,7 +103,7 @@ def mult_cutoff(mult: float, R) -> np.ndarray:
     return np.floor(mult * np.asarray(R, np.float64) + 0.9)
 
 
-@register("r_precision_mult", undefined="floor(mult R + 0.9) = 0 (shrink: or n = 0)", needs_all_relevant=True,
+@register("r_precision_mult", pads=True, undefined="floor(mult R + 0.9) = 0 (shrink: or n = 0)", needs_all_relevant=True,
           cutoff="none", needs=("h_mult",), depth="list", params=(Param("mult", "positive"),),
           trec_uncut="Rprec_mult", trec_format=_mult_name, trec_params=lambda text: [f"mult={x}" for x in text.split(",")],
           mults=lambda m: (m.param("mult"),),

@@ -289,6 +289,13 @@ def info_lines(info: dict) -> list[str]:
                          f"whole lists: {', '.join(visible(str(n)) for n in names)}"
                          + ("; the ranks past a list's end count as not relevant (short_lists='pad': precision@k still "
                             "divides by k; 'shrink' divides by the list's length)" if pad and padded else ""))
+    short = shorter_lists(info, set(deep[1]) if deep else set())
+    if short:
+        lines.append("lists shorter than a cutoff, whose missing ranks count as not relevant (short_lists='pad'; "
+                     "'shrink' divides by the list's length): " + "; ".join(
+                         f"{visible(str(label))}: " + (f"{next(iter(counts.values())):,}" if len(set(counts.values())) == 1
+                                                       else ", ".join(f"{visible(str(m))} {c:,}" for m, c in counts.items()))
+                         for label, counts in short) + f" of {info.get('evaluated', 0):,} queries")
     ties = {m: c for m, c in info.get("ties_at_cutoff", {}).items() if c}
     if ties:
         rule = info["conventions"]["ties"]
@@ -317,6 +324,21 @@ def beyond_lists(info: dict) -> tuple[int, list[str], bool] | None:
             names.append(label)
             padded |= not metric.info.beyond  # novelty and the like read no relevance: pad or shrink alike
     return (longest, names, padded) if names or longest == 0 else None
+
+
+def shorter_lists(info: dict, noted: set) -> list[tuple[str, dict]]:
+    """Under ``short_lists="pad"``, each metric that divides by k (precision@k, F1@k...) with evaluated
+    queries shorter than k, and those queries' number per model; the metrics of ``noted`` (beyond
+    every list, said already) left out."""
+    if (info.get("conventions") or {}).get("short_lists", "pad") != "pad":
+        return []
+    per_model = {m: c for m, c in (info.get("shorter_than_k") or {}).items() if c is not None}
+    out = []
+    for label in info.get("metrics", []):
+        counts = {m: c.get(label, 0) for m, c in per_model.items()}
+        if label not in noted and any(counts.values()):
+            out.append((label, counts))
+    return out
 
 
 def click_lines(info: dict) -> list[str]:
