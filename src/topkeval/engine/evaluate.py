@@ -120,15 +120,15 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
 
 def longest_of(parts: list[ModelValues]) -> int | None:
     """The longest list among parts of one model (None when a part did not count its lists)."""
-    lengths = [p.longest for p in parts]
-    return None if not lengths or None in lengths else max(lengths)
+    lengths = [p.longest for p in parts if p.longest is not None]
+    return max(lengths) if lengths and len(lengths) == len(parts) else None
 
 
 def short_of(parts: list[ModelValues], union: bool = False) -> dict[str, int] | None:
     """The short lists of one model's parts: summed over batches of other queries, or joined over
     parts of the same queries with other metrics (``union``); None when a part did not count them."""
-    counts = [p.short for p in parts]
-    if not counts or any(c is None for c in counts):
+    counts = [p.short for p in parts if p.short is not None]
+    if not counts or len(counts) < len(parts):
         return None
     out: dict[str, int] = {}
     for c in counts:

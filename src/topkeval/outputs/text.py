@@ -256,7 +256,7 @@ def evaluated_text(info: Mapping) -> str:
     return f"{info['evaluated']:,} of {plural(info['queries'], 'query', 'queries')} evaluated"
 
 
-def info_lines(info: dict) -> list[str]:
+def info_lines(info: Mapping) -> list[str]:
     """What a user might not expect, in sentences: skipped queries, queries without judgments or
     missing from a run, ties at a cutoff."""
     lines = [evaluated_text(info)
@@ -304,7 +304,7 @@ def info_lines(info: dict) -> list[str]:
     return lines + click_lines(info)
 
 
-def beyond_lists(info: dict) -> tuple[int, list[str], bool] | None:
+def beyond_lists(info: Mapping) -> tuple[int, list[str], bool] | None:
     """``(longest list, the metric labels whose cutoff exceeds it, whether one of them reads
     relevance)`` when some cutoff is deeper than every evaluated list of every model, or every list
     is empty (None otherwise, or where the lists were not counted)."""
@@ -326,7 +326,7 @@ def beyond_lists(info: dict) -> tuple[int, list[str], bool] | None:
     return (longest, names, padded) if names or longest == 0 else None
 
 
-def shorter_lists(info: dict, noted: set) -> list[tuple[str, dict]]:
+def shorter_lists(info: Mapping, noted: set) -> list[tuple[str, dict]]:
     """Under ``short_lists="pad"``, each metric that divides by k (precision@k, F1@k...) with evaluated
     queries shorter than k, and those queries' number per model; the metrics of ``noted`` (beyond
     every list, said already) left out."""
@@ -341,7 +341,7 @@ def shorter_lists(info: dict, noted: set) -> list[tuple[str, dict]]:
     return out
 
 
-def click_lines(info: dict) -> list[str]:
+def click_lines(info: Mapping) -> list[str]:
     """A click log's notes: how the metrics were estimated, and how much of each model's top k the
     logging ranker never showed (what no click can say anything about)."""
     lines = []
