@@ -324,6 +324,24 @@ def test_resampled_sums_are_the_bootstrap_in_distribution(n_light, narrow, monke
     assert sums[:, 0].std() == pytest.approx(sd, rel=0.03)
 
 
+@pytest.mark.parametrize("n_light", [5, 100])
+def test_resampled_rows_of_two_columns_are_the_bootstrap_in_distribution(n_light):
+    """A weighted mean's block (the weighted values and the weights) is resampled row by row: the
+    first column's sums against drawing every query (two-sample KS, the first two moments), the
+    second column's (weights of 2) exactly twice the number of draws."""
+    from topkeval.kernels.resample import resampled_sums
+
+    x = _mixed(n_light=n_light)
+    n, R = len(x), 20_000
+    [sums] = resampled_sums([np.column_stack([2 * x, np.full(n, 2.0)])], R, np.random.default_rng(0), "bootstrap")
+    np.testing.assert_array_equal(sums[:, 1], 2.0 * n)
+    direct = 2 * x[np.random.default_rng(1).integers(0, n, (R, n))].sum(axis=1)
+    assert stats.ks_2samp(sums[:, 0], direct).pvalue > 1e-3
+    sd = 2 * math.sqrt(n * x.var())
+    assert abs(sums[:, 0].mean() - 2 * n * x.mean()) < 5 * sd / math.sqrt(R)
+    assert sums[:, 0].std() == pytest.approx(sd, rel=0.03)
+
+
 def test_resampled_sums_draw_shared_and_rare_values_in_their_shares():
     """A few rare values beside two values that many queries share: the rare ones are drawn as
     often as their share of the queries (the multinomial's last category), so the mean of the

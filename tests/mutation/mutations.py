@@ -270,9 +270,12 @@ _LIST: list[Mutation] = [
       f"{COMPARE}::test_narrow_bootstrap_draws_exactly_the_count_asked"),
     M("kernels/resample.py", "            state += uint64(_BLOCK) * _GOLDEN\n", "            state += uint64(_BLOCK // 2) * _GOLDEN\n",
       f"{COMPARE}::test_resampled_sums_are_the_bootstrap_in_distribution"),
+    M("kernels/resample.py", "light = xs[np.repeat(~heavy, counts)][:, None]",
+      "light = xs[np.repeat(~heavy, counts)][::2][:, None]",
+      f"{COMPARE}::test_resampled_sums_are_the_bootstrap_in_distribution"),
     M("kernels/resample.py", "light = X[~heavy[inverse.ravel()]]",
       "light = X[~heavy[inverse.ravel()]][::2]",
-      f"{COMPARE}::test_resampled_sums_are_the_bootstrap_in_distribution"),
+      f"{COMPARE}::test_resampled_rows_of_two_columns_are_the_bootstrap_in_distribution"),
 
     # --- kernels/stats.py: the statistics' accessors --------------------------------------------
     M("kernels/stats.py", "return int(np.searchsorted(self.cutoffs, NO_CUTOFF if k is None else k))",
