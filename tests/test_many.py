@@ -158,6 +158,9 @@ def test_segments_bad_input_and_weights():
     weighted = tk.evaluate(log, ["precision@2"], score=["a", "b", "c"], weight="w")
     with pytest.raises(ParameterError, match="no weighted form"):
         weighted.anova("precision@2")
+    # found by the hostile review: the paired t-test's sizing was refused with the ANOVA's reason
+    with pytest.raises(ParameterError, match=r"queries_needed has no weighted form \(its t-test and ANOVA count"):
+        weighted.queries_needed("precision@2", 0.1)
 
 
 def _raise_for_one_query():

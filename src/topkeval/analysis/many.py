@@ -66,9 +66,10 @@ def _blocks(results, metric: str, per_query: pd.DataFrame) -> tuple[np.ndarray, 
 def _check(results, models: list, what: str) -> None:
     """What no segment can fix: weights, fewer than two models."""
     if results.weight:
-        raise ParameterError(f"{what} has no weighted form (the ANOVA counts every query once): evaluate without "
-                             "weight=, or compare each model with a baseline (compare(); on the command line, "
-                             "without --all), which weighs queries.")
+        why = ("its t-test and ANOVA count every query once" if what == "queries_needed"
+               else "the ANOVA counts every query once")
+        raise ParameterError(f"{what} has no weighted form ({why}): evaluate without weight=, or compare each model "
+                             "with a baseline (compare(); on the command line, without --all), which weighs queries.")
     if len(models) < 2:
         raise ParameterError(f"{what} compares models: these results have {plural(len(models), 'model')}; evaluate "
                              "several score columns (score=[...]).")
