@@ -179,12 +179,9 @@ def _weighted_stats(d: np.ndarray, m: np.ndarray, b: np.ndarray, w: np.ndarray |
     return value, base, value - base, sd
 
 
-def _paired(per_query: pd.DataFrame, query: str, model: str, baseline: str, metrics, missing: str):
-    # the model column hashed once (comparing its text row by row costs more than the rest)
-    codes, names = pd.factorize(per_query["model"])
-    at = {name: i for i, name in enumerate(names)}
-    a = per_query[codes == at.get(model, -2)].set_index(query)[metrics]
-    b = per_query[codes == at.get(baseline, -2)].set_index(query)[metrics]
+def _paired(per_query: pd.DataFrame, rows_of, query: str, model: str, baseline: str, metrics, missing: str):
+    a = per_query[rows_of(model)].set_index(query)[metrics]
+    b = per_query[rows_of(baseline)].set_index(query)[metrics]
     if missing == "zero":
         queries = a.index.union(b.index, sort=False)
         a_has, b_has = queries.isin(a.index), queries.isin(b.index)
@@ -288,10 +285,17 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
     query_weights = results.attributes[weight] if weight else None
     rows = []
     for key, per_query in (groups(results) if results.by else [({}, results.per_query)]):
+        # the model column hashed once per table (comparing its text row by row costs more than the rest)
+        codes, names = pd.factorize(per_query["model"])
+        at = {name: i for i, name in enumerate(names)}
+
+        def rows_of(name, codes=codes, at=at):
+            return codes == at.get(name, -2)
+
         for model in results.models:
             if model == baseline:
                 continue
-            a, b, left_out = _paired(per_query, results.query_name, model, baseline, metrics, missing)
+            a, b, left_out = _paired(per_query, rows_of, results.query_name, model, baseline, metrics, missing)
             w_all = None if query_weights is None else query_weights.reindex(a.index).to_numpy(float)
             for metric in metrics:
                 ma, mb = a[metric].to_numpy(float), b[metric].to_numpy(float)
