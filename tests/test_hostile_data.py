@@ -250,6 +250,13 @@ def _mutate_pandas(frame):
     frame.loc[1, "item"] = 99
 
 
+def _mutate_polars(frame):
+    frame[0, "relevance"] = 0
+    frame[4, "relevance"] = 0
+    column = frame["a"]  # the caller's own Series of the table, changed in place
+    column[0] = -5.0
+
+
 def _mutate_torch(cols):
     cols["relevance"].mul_(0).add_(1)
     cols["a"].neg_()
@@ -258,6 +265,9 @@ def _mutate_torch(cols):
 INPUTS = {
     "numpy arrays": (lambda: _arrays(), _mutate_numpy),
     "pandas columns": (lambda: pd.DataFrame(_arrays()), _mutate_pandas),
+    "polars columns": (lambda: __import__("polars").DataFrame(_arrays()), lambda frame: _mutate_polars(frame)),
+    "pandas series in a dict": (lambda: {k: pd.Series(v) for k, v in _arrays().items()},
+                                lambda d: (d["relevance"].__setitem__(0, 0), d["a"].__setitem__(1, 5.0))),
     "dict of lists": (lambda: {k: v.tolist() for k, v in _arrays().items()},
                       lambda d: (d["relevance"].reverse(), d["a"].reverse())),
     "arrow from numpy": (lambda: (lambda cols: (cols, pa.table(cols)))(_arrays()), None),
@@ -269,6 +279,8 @@ INPUTS = {
 def test_results_do_not_see_the_input_changed_in_place(tmp_path, kind):
     if kind == "torch tensors":
         pytest.importorskip("torch")
+    if kind == "polars columns":
+        pytest.importorskip("polars")
     make, mutate = INPUTS[kind]
     data = make()
     if kind == "arrow from numpy":  # an Arrow table made from numpy arrays without a copy

@@ -866,7 +866,8 @@ _LIST: list[Mutation] = [
     M("api.py", "ascending=r.ascending,\n                    borrowed=cols.borrowed, rows=rows)",
       "ascending=r.ascending,\n                    borrowed=False, rows=rows)",
       OWNED),
-    M("inputs/tables.py", "return values is given or not values.flags.owndata", "return values is given", OWNED),
+    M("inputs/tables.py", "    return not _immutable(values)", "    return False", OWNED),
+    M("inputs/tables.py", "mine = column.copy(deep=False)", "mine = column", OWNED),
     M("inputs/judgments.py", "r_scores = logmod.owned(r_scores, borrowed)", "r_scores = logmod.owned(r_scores, ())",
       "tests/test_hostile_data.py::test_results_of_runs_and_judgments_do_not_see_them_changed"),
 

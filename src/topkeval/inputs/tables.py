@@ -172,11 +172,41 @@ def _check_columns(wanted: Sequence[str], available: Sequence, where: str, roles
     return found
 
 
+class _Held:
+    """The base of a read-only numpy view that also holds a pandas Series of the same memory, so that
+    the caller's in-place changes to its table or Series never reach the view: under copy-on-write
+    (pandas 3, or ``mode.copy_on_write``) a write to a block that another Series refers to copies the
+    block first. (Memory the caller shares with pandas on purpose, ``copy=False`` over a numpy array
+    it then changes, is outside this: see docs/conventions.md, "Files".)"""
+
+    def __init__(self, values: np.ndarray, column) -> None:
+        interface = dict(values.__array_interface__)
+        interface["data"] = (interface["data"][0], True)  # read-only
+        self.__array_interface__ = interface
+        self.column = column
+
+
+def _held(column) -> np.ndarray:
+    """A pandas Series' values as a read-only view that keeps a shallow copy of it alive (see
+    :class:`_Held`): no copy of the rows."""
+    mine = column.copy(deep=False)  # a reference pandas tracks: the caller's writes now copy first
+    values = mine.to_numpy()
+    if values.flags.owndata or not values.size:
+        return values
+    return np.asarray(_Held(values, mine))
+
+
+def _pandas_copy_on_write() -> bool:
+    import pandas as pd
+
+    return int(pd.__version__.split(".")[0]) >= 3 or pd.options.mode.copy_on_write is True
+
+
 def _to_numpy(col) -> np.ndarray:
     mod = _module(col)
     if mod == "pandas":
         if isinstance(col.dtype, np.dtype):
-            return col.to_numpy()
+            return _held(col) if _pandas_copy_on_write() else col.to_numpy()
         import pandas as pd
 
         # extension dtypes (nullable Int64 / Float64 / boolean, arrow): a missing number is NaN; without
@@ -349,7 +379,18 @@ def _borrowed(values, given) -> bool:
         return _borrowed(values.codes, None)
     if not isinstance(values, np.ndarray):
         return False  # Arrow strings: immutable
-    return values is given or not values.flags.owndata
+    if values is given or values.flags.owndata:
+        return values is given
+    return not _immutable(values)
+
+
+def _immutable(values: np.ndarray) -> bool:
+    """Whether the caller cannot change the memory of the view ``values``: :func:`_held` made it.
+    (Arrow and polars memory may be a numpy array's, shared without a copy: they are copied.)"""
+    base = values
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, _Held)
 
 
 def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
