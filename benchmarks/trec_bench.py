@@ -1,6 +1,7 @@
 """TREC files end to end: a run file and a qrels file on disk to the means, topkeval vs pytrec_eval.
 
     python benchmarks/trec_bench.py --lines 1e6 1e7
+    python benchmarks/trec_bench.py --lines 1e6 --decimals 6     # scores as real runs write them: ties
 
 Writes (once) a run of ``lines`` lines (queries of 1,000 documents, docnos as text, distinct
 scores) and qrels of about 1 judged document in 10 (a third of them relevant, some judged relevant
@@ -36,9 +37,12 @@ MEASURES = {"P_10": "P@10", "recall_100": "recall@100", "map": "map", "ndcg_cut_
             "Rprec": "Rprec"}
 
 
-def files(lines: int) -> tuple[Path, Path]:
+def files(lines: int, decimals: int | None = None) -> tuple[Path, Path]:
+    """The run and qrels files of ``lines`` lines, written once; ``decimals``: the scores written with
+    that many decimals (as Anserini, Terrier and most run writers do, which makes ties), else in full."""
     DATA.mkdir(exist_ok=True)
-    run, qrels = DATA / f"trec_{lines}.run", DATA / f"trec_{lines}.qrels"
+    tail = "" if decimals is None else f"_d{decimals}"
+    run, qrels = DATA / f"trec_{lines}{tail}.run", DATA / f"trec_{lines}{tail}.qrels"
     if run.exists() and qrels.exists():
         return run, qrels
     rng = np.random.default_rng(0)
@@ -52,7 +56,8 @@ def files(lines: int) -> tuple[Path, Path]:
             run_lines, qrel_lines = [], []
             for b, qid in enumerate(block):
                 for rank, j in enumerate(order[b]):
-                    run_lines.append(f"{qid} Q0 D{docs[b, j]} {rank + 1} {float(scores[b, j])!r} bench\n")
+                    value = repr(float(scores[b, j])) if decimals is None else f"{scores[b, j]:.{decimals}f}"
+                    run_lines.append(f"{qid} Q0 D{docs[b, j]} {rank + 1} {value} bench\n")
                 judged = rng.choice(DOCS, DOCS // 10, replace=False)
                 for j in judged:
                     qrel_lines.append(f"{qid} 0 D{docs[b, j]} {int(rng.random() < 0.3)}\n")
@@ -87,8 +92,8 @@ def run_pytrec_eval(run: Path, qrels: Path) -> dict:
     return {k: statistics.fmean(v[k] for v in res.values()) for k in MEASURES}
 
 
-def worker(tool: str, lines: int, repeat: int) -> dict:
-    run, qrels = files(lines)
+def worker(tool: str, lines: int, repeat: int, decimals: int | None) -> dict:
+    run, qrels = files(lines, decimals)
     fn = globals()[f"run_{tool}"]
     if tool == "topkeval":  # compile and load the kernels outside the timing
         import os
@@ -110,20 +115,22 @@ def main() -> None:
     p.add_argument("--lines", type=float, nargs="+", default=[1e6])
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--decimals", type=int, help="write the run's scores with this many decimals (ties), as real runs")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         tool, lines = args.worker.split(":")
-        print(json.dumps(worker(tool, int(lines), args.repeat)))
+        print(json.dumps(worker(tool, int(lines), args.repeat, args.decimals)))
         return
     for lines in map(int, args.lines):
-        files(lines)
+        files(lines, args.decimals)
         files(DOCS * 20)
         out: dict = {}
         for _ in range(args.rounds):
             for tool in ("topkeval", "pytrec_eval"):
+                extra = [] if args.decimals is None else ["--decimals", str(args.decimals)]
                 proc = subprocess.run([sys.executable, __file__, "--worker", f"{tool}:{lines}", "--repeat",
-                                       str(args.repeat)], capture_output=True, text=True)
+                                       str(args.repeat), *extra], capture_output=True, text=True)
                 if proc.returncode:
                     print(tool, "failed:", proc.stderr.strip().splitlines()[-1])
                     continue

@@ -403,35 +403,46 @@ def test_relevance_none_refuses_a_threshold_above_its_grade_1(options):
         tk.evaluate(recs, ["ndcg(rel=2)@3"], query="user", item="item", qrels=truth, relevance=None)
 
 
-def test_runs_written_rank_by_rank_skip_ranking_items_and_keep_every_value():
-    """A run whose scores strictly fall (or rise) within each query has no tie: the item tie rules
-    need no ranking of the item ids (skipped, the costliest step after reading a TREC run), and the
-    values are those of the same rows shuffled (which ranks them). A tie, anywhere, ranks them all."""
-    from topkeval.engine.rules import _distinct_in_order
+def test_runs_written_rank_by_rank_rank_only_their_tied_items_and_keep_every_value(tmp_path):
+    """A run whose scores fall (or rise) within each query has its equal scores side by side: the
+    item tie rules then rank the item ids of the tied rows alone (ranking every id was the costliest
+    step after reading a TREC run), and the values are those of the same rows shuffled (which ranks
+    every id), in memory and from a run file (ids as Arrow text)."""
+    from topkeval.engine.rules import _tied_in_order
 
     offsets = np.array([0, 0, 3, 3, 5, 5])  # empty queries first, between and last
-    assert _distinct_in_order(offsets, np.array([3.0, 2.0, 1.0, 9.0, 8.0]))
-    assert _distinct_in_order(offsets, np.array([1.0, 2.0, 3.0, 0.0, 5.0]))
-    assert not _distinct_in_order(offsets, np.array([3.0, 2.0, 2.0, 9.0, 8.0]))  # a tie within a query
-    assert not _distinct_in_order(offsets, np.array([3.0, 2.0, 4.0, 9.0, 8.0]))  # neither falling nor rising
-    assert not _distinct_in_order(offsets, np.array([3.0, 2.0, 1.0, 8.0, 9.0]))  # falling, then rising
-    assert not _distinct_in_order(offsets, np.array([3.0, np.nan, 1.0, 9.0, 8.0]))
+    assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 9.0, 8.0])).tolist() == [False] * 5
+    assert _tied_in_order(offsets, np.array([1.0, 2.0, 3.0, 0.0, 5.0])).tolist() == [False] * 5
+    assert _tied_in_order(offsets, np.array([3.0, 2.0, 2.0, 9.0, 9.0])).tolist() == [False, True, True, True, True]
+    assert _tied_in_order(offsets, np.array([3.0, 2.0, 2.0, 2.0, 1.0])).tolist() == [False, True, True, False, False]
+    assert _tied_in_order(offsets, np.array([3.0, 2.0, 4.0, 9.0, 8.0])) is None  # neither falling nor rising
+    assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 8.0, 9.0])) is None  # falling, then rising
+    assert _tied_in_order(offsets, np.array([3.0, np.nan, 1.0, 9.0, 8.0])) is None
     rng = np.random.default_rng(5)
     rows = []
     for q in range(40):
         n = int(rng.integers(1, 30))
         scores = np.sort(rng.choice(np.arange(60) / 4.0, n, replace=q % 3 != 0))[::-1]  # ties in 2 queries of 3
-        rows += [(f"q{q}", f"d{rng.integers(0, 50)}_{i}", s) for i, s in enumerate(scores)]
+        # ids whose text order is not their number's ("d9" > "d10"): a rank of codes would be wrong
+        rows += [(f"q{q}", f"d{rng.integers(0, 120)}_{i}", s) for i, s in enumerate(scores)]
     run = pd.DataFrame(rows, columns=["query", "item", "score"])
     qrels = run.sample(frac=0.4, random_state=1).assign(relevance=lambda f: rng.integers(0, 3, len(f)))
+    qrels = qrels[["query", "item", "relevance"]]
     metrics = ["P@5", "map", "ndcg@10", "rr", "rprec"]
+    path = tmp_path / "a.run"
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {float(s)!r} a\n" for i, (q, d, s) in enumerate(rows)))
     for ties in ("item_desc", "item_asc"):
         for part in (run[run["query"].isin([f"q{q}" for q in range(40) if q % 3 == 0])], run):  # no tie / ties
             shuffled = part.sample(frac=1.0, random_state=2)
-            a = tk.evaluate(part, metrics, item="item", qrels=qrels[["query", "item", "relevance"]], ties=ties)
-            b = tk.evaluate(shuffled, metrics, item="item", qrels=qrels[["query", "item", "relevance"]], ties=ties)
+            a = tk.evaluate(part, metrics, item="item", qrels=qrels, ties=ties)
+            b = tk.evaluate(shuffled, metrics, item="item", qrels=qrels, ties=ties)
             pd.testing.assert_frame_equal(a.per_query.sort_values("query").reset_index(drop=True),
                                           b.per_query.sort_values("query").reset_index(drop=True))
+        from_file = tk.evaluate(path, metrics, qrels=qrels, ties=ties)
+        whole = tk.evaluate(run.sample(frac=1.0, random_state=3), metrics, item="item", qrels=qrels, ties=ties)
+        per_query = [r.per_query.assign(query=r.per_query["query"].astype(str)).sort_values("query")[metrics]
+                     for r in (from_file, whole)]
+        assert per_query[0].to_numpy().tolist() == per_query[1].to_numpy().tolist()
 
 
 def test_a_model_without_ties_leaves_the_item_key_of_the_next_one_intact(tmp_path):

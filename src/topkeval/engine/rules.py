@@ -339,8 +339,12 @@ def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray,
     from ..kernels import cpu
 
     if conv.ties in ("item_desc", "item_asc"):
-        if log.items is not None and _distinct_in_order(log.offsets, scores):  # no tie to break: no item to rank
-            return cpu.TIE_CODES[conv.ties], np.zeros(len(scores), np.int64)
+        tied = _tied_in_order(log.offsets, scores) if log.has_items else None
+        if tied is not None:  # the kernels compare the keys of equal scores alone: rank only those rows' items
+            key = np.zeros(len(scores), np.int64)
+            if tied.any():
+                key[tied] = tie_items(log, conv, np.flatnonzero(tied))
+            return cpu.TIE_CODES[conv.ties], key
         return cpu.TIE_CODES[conv.ties], items() if items is not None else tie_items(log, conv)
     if conv.ties == "ranx":
         from ..kernels.sort import quicksort_positions
@@ -349,30 +353,47 @@ def tie_rule(log: GroupedLog, conv: Conventions, scores: np.ndarray,
     return cpu.TIE_CODES[conv.ties], _EMPTY_I
 
 
-def _distinct_in_order(offsets: np.ndarray, scores: np.ndarray) -> bool:
-    """Every query's scores strictly decrease (or strictly increase) row by row, as in a TREC run
-    written rank by rank: no two candidates of a query tie, whatever the tie rule."""
-    if len(scores) < 2:
-        return True
+def _tied_in_order(offsets: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """The rows that share their score with another row of their query, when every query's scores
+    fall (or rise) row by row, as in a TREC run written rank by rank (equal scores are then
+    neighbours); None otherwise (scores in another order, or not finite)."""
+    n = len(scores)
+    if n < 2:
+        return np.zeros(n, bool)
     if not np.isfinite(scores).all():
-        return False
-    apart = np.zeros(len(scores) - 1, bool)  # a query's last row and the next one's first: not compared
+        return None
+    apart = np.zeros(n - 1, bool)  # a query's last row and the next one's first: not compared
     cuts = offsets[1:-1]
-    apart[cuts[(cuts > 0) & (cuts < len(scores))] - 1] = True
+    apart[cuts[(cuts > 0) & (cuts < n)] - 1] = True
     # neighbours compared, not subtracted (1e308 - -1e308 overflows)
-    return bool((apart | (scores[1:] < scores[:-1])).all() or (apart | (scores[1:] > scores[:-1])).all())
+    if not ((apart | (scores[1:] <= scores[:-1])).all() or (apart | (scores[1:] >= scores[:-1])).all()):
+        return None
+    same = ~apart & (scores[1:] == scores[:-1])
+    tied = np.zeros(n, bool)
+    tied[1:] |= same
+    tied[:-1] |= same
+    return tied
 
 
-def tie_items(log: GroupedLog, conv: Conventions) -> np.ndarray:
-    """Per row, a key that orders item ids as the item tie rules compare them: as typed, or as text
-    (C's strcmp on UTF-8, which is the order of Python's and Arrow's string comparisons)."""
-    from ..inputs.ids import text_rank, typed_rank
+def tie_items(log: GroupedLog, conv: Conventions, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per row (of ``rows`` only, when given), a key that orders item ids as the item tie rules
+    compare them: as typed, or as text (C's strcmp on UTF-8, which is the order of Python's and
+    Arrow's string comparisons)."""
+    from ..inputs.ids import labels_of, text_rank, typed_rank
 
-    if log.items is None:
+    if not log.has_items:
         raise ParameterError(
             f"ties={conv.ties!r} orders tied candidates by item id, but no item ids were given: "
             "pass item='<column>' (or items= for one ranking), or choose another tie rule."
         )
-    if conv.item_order == "text":
-        return text_rank(log.items, log.item_labels)
-    return typed_rank(log.items, log.item_labels)
+    rank = text_rank if conv.item_order == "text" else typed_rank
+    if rows is None:
+        return rank(log.items, log.item_labels)
+    if log._items is None:  # Arrow text not yet encoded: the ids of these rows alone
+        labels, codes = np.unique(labels_of(log.item_text, rows), return_inverse=True)
+    elif log.item_labels is None:  # the codes are the ids
+        labels, codes = None, log.items[rows]
+    else:
+        used, codes = np.unique(log.items[rows], return_inverse=True)
+        labels = log.item_labels[used]
+    return rank(codes.astype(np.int64, copy=False), labels)
