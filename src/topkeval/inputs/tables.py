@@ -387,7 +387,7 @@ def _borrowed(values, given) -> bool:
 def _immutable(values: np.ndarray) -> bool:
     """Whether the caller cannot change the memory of the view ``values``: :func:`_held` made it.
     (Arrow and polars memory may be a numpy array's, shared without a copy: they are copied.)"""
-    base = values
+    base: object = values
     while isinstance(base, np.ndarray):
         base = base.base
     return isinstance(base, _Held)
