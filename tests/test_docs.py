@@ -8,6 +8,10 @@ A block that needs what a machine may lack says so on the line above its fence,
 session of tests/conftest.py); it is skipped without it, the page's other blocks still run, and the
 test then skips with the reason. Such a block must be a leaf: no later block may need its names.
 
+The command lines the pages and the README show (``topkeval ...`` in a ``bash`` block) are read by the
+command line's own parser, so a flag that does not exist fails; those of the command line's page and
+of the README's tour also run, on files made here (a slow test).
+
     python tests/test_docs.py --update [page.md ...]   # rewrite the output blocks from a run
 """
 
@@ -18,6 +22,7 @@ import importlib.util
 import io
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -161,6 +166,137 @@ def test_the_site_builds_strictly(tmp_path):
     assert 'id="topkeval.Results.compare"' in reference  # the API reference is generated from the docstrings
     assert ":meth:" not in reference  # Sphinx roles became links (docs/sphinx_roles.py)
     assert not list(site.rglob("*.py"))  # the scripts of docs/ are no pages
+
+
+@dataclass
+class Command:
+    page: str
+    line: int  # the line of the command (its first, when continued), 1-based
+    argv: list[str]  # the arguments after ``topkeval``
+    output: str | None  # the file its standard output is redirected to (``> file``), if any
+
+
+def command_lines(text: str, page: str) -> list[Command]:
+    """The topkeval commands of a page's ``bash`` blocks: continued lines (``\\``) joined, comments
+    dropped, and the commands of ``a && b``, ``a; b`` and ``a | b`` taken apart."""
+    found = []
+    for fence in FENCE.finditer(text):
+        if fence["lang"] != "bash":
+            continue
+        first = text.count("\n", 0, fence.start()) + 2  # the block's first line
+        pending, start = "", None
+        for offset, line in enumerate(fence["body"].splitlines()):
+            start = first + offset if start is None else start
+            if line.rstrip().endswith("\\"):
+                pending += line.rstrip()[:-1] + " "
+                continue
+            lexer = shlex.shlex(pending + line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split, lexer.commenters = True, "#"
+            command: list[str] = []
+            for token in [*lexer, ";"]:
+                if token not in (";", "&&", "||", "|"):
+                    command.append(token)
+                    continue
+                if command[:1] == ["topkeval"]:
+                    argv, output = command[1:], None
+                    if ">" in argv:
+                        at = argv.index(">")
+                        argv, output = argv[:at] + argv[at + 2:], argv[at + 1]
+                    found.append(Command(page, start, argv, output))
+                command = []
+            pending, start = "", None
+    return found
+
+
+#: every page of the site, and the README
+SHOWN = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def _shown_commands() -> list[Command]:
+    return [c for path in SHOWN for c in command_lines(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+
+
+def test_the_command_line_reader():
+    text = ("```bash\npip install . && topkeval demo --save log.parquet   # a comment\n"
+            "topkeval evaluate log.parquet --score a \\\n    -m recall@20   # the flags\n"
+            "topkeval metrics; topkeval bias arms.csv --format csv > curve.csv\n```\n"
+            "```python\ntopkeval = 1\n```\n")
+    found = command_lines(text, "page.md")
+    assert [(c.line, c.argv, c.output) for c in found] == [
+        (2, ["demo", "--save", "log.parquet"], None),
+        (3, ["evaluate", "log.parquet", "--score", "a", "-m", "recall@20"], None),
+        (5, ["metrics"], None), (5, ["bias", "arms.csv", "--format", "csv"], "curve.csv")]
+
+
+def test_every_command_line_shown_parses():
+    """Each ``topkeval ...`` of the README and the docs, through the command line's parser and its
+    checks of values: a flag that does not exist, or a value it refuses, fails here."""
+    from topkeval import cli
+
+    commands = _shown_commands()
+    pages = {c.page for c in commands}
+    assert {"README.md", "docs/guide/command-line.md"} <= pages, pages
+    for command in commands:
+        try:
+            cli._check_values(cli.build_parser().parse_args(command.argv))
+        except Exception as exc:  # the parser's one-line usage error
+            raise AssertionError(f"{command.page}:{command.line}: topkeval {shlex.join(command.argv)}: {exc}") from exc
+
+
+def _command_line_files(folder: Path) -> None:
+    """The files the command line's page and the README's tour run on, besides the demo's log (which
+    they write themselves, with ``topkeval demo --save``): TREC runs and their qrels, a table of top-N
+    recommendations beside its truth, and click logs."""
+    import numpy as np
+
+    import topkeval as tk
+    from topkeval.demo import click_log
+
+    rng = np.random.default_rng(0)
+    topics, docs = np.repeat(np.arange(1, 21), 50), np.tile(np.arange(50), 20)
+    grade = rng.choice([0, 1, 2], size=len(topics), p=[0.8, 0.15, 0.05])
+    run = pd.DataFrame({"query": topics.astype(str), "item": [f"D{t}-{d}" for t, d in zip(topics, docs)]})
+    for name, noise in (("bm25", 1.5), ("rerank", 0.7)):
+        tk.write_run(run.assign(score=grade + rng.normal(scale=noise, size=len(grade))), folder / f"{name}.run",
+                     run_name=name)
+    run.assign(iteration=0, grade=grade)[["query", "iteration", "item", "grade"]].to_csv(
+        folder / "qrels.txt", sep=" ", header=False, index=False)
+    users, items = np.repeat(np.arange(40), 10), rng.integers(0, 60, 400)
+    truth = pd.DataFrame({"user": users, "item": items, "grade": rng.integers(1, 3, 400)}).drop_duplicates(
+        ["user", "item"])
+    truth.to_csv(folder / "truth.csv", index=False)
+    truth[["user", "item"]].to_csv(folder / "bought.csv", index=False)
+    recs = [(model, u, i, float(s)) for model in ("popular", "mf") for u in range(40)
+            for s, i in enumerate(rng.permutation(60)[:10][::-1])]
+    pd.DataFrame(recs, columns=["model", "user", "item", "score"]).to_csv(folder / "recs.csv", index=False)
+    click_log(1500, arms=2).to_csv(folder / "arms.csv", index=False)
+    click_log(1500).to_parquet(folder / "clicks.parquet")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["README.md", "docs/guide/command-line.md"])
+def test_the_command_lines_of_the_command_line_page_and_the_readme_run(page, tmp_path, monkeypatch):
+    """Every command of docs/guide/command-line.md and of the README runs, in order, to exit code 0, and a
+    redirected output is written to its file for the next commands. The demo runs on 300 queries
+    (``--queries 300`` added where none is given), so that its report is quick; Spark's commands are
+    parsed only (above). Without matplotlib a report is written without its plots, and warns."""
+    from topkeval import cli
+
+    monkeypatch.chdir(tmp_path)
+    _command_line_files(tmp_path)
+    commands = [c for c in _shown_commands() if c.page == page]
+    assert len(commands) >= (20 if page.startswith("docs") else 4)
+    for command in commands:
+        if "--spark" in command.argv:  # tests/test_spark.py runs the CLI on Spark
+            continue
+        argv = command.argv + (["--queries", "300"] if command.argv[0] == "demo" and "--queries" not in command.argv
+                               else [])
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(argv)
+        assert code == 0, f"{command.page}:{command.line}: topkeval {shlex.join(argv)}: {err.getvalue()}"
+        if command.output is not None:
+            Path(command.output).write_text(out.getvalue(), encoding="utf-8")
 
 
 def _update(pages: list[Path]) -> None:
