@@ -12,7 +12,7 @@ The command lines the pages and the README show (``topkeval ...`` in a ``bash`` 
 command line's own parser, so a flag that does not exist fails; those of the command line's page and
 of the README's tour also run, on files made here (a slow test).
 
-    python tests/test_docs.py --update [page.md ...]   # rewrite the output blocks from a run
+    python tests/test_docs.py --update [page.md ...]   # rewrite the output blocks from a run (README.md too)
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ PAGES = [DOCS / "index.md", *sorted((DOCS / "tutorials").glob("*.md")), *sorted(
 
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)(?P<attrs>[^\n]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 REQUIRES = re.compile(r"<!--\s*requires:\s*(?P<names>[^>]*?)\s*-->\s*\n$")
+#: a block shown, not run (the README's calls on a reader's own files): ``<!-- not run: why -->`` above its fence;
+#: the docs' pages have none, their blocks all run
+NOT_RUN = re.compile(r"<!--\s*not run:[^>]*-->\s*\n$")
 OUTPUT_TITLE = 'title="Output"'
 # the width pandas prints at is the terminal's; the pages' outputs are made at this one, from pandas'
 # default precision (a page that sets its own is undone after it: the doctests print at the default)
@@ -55,6 +58,7 @@ class Block:
     requires: tuple[str, ...]
     output: str | None  # the output block that follows it, if any
     output_span: tuple[int, int] | None  # where that block's body lies in the page's text
+    shown_only: bool = False  # marked <!-- not run: ... -->
 
 
 def blocks(text: str) -> list[Block]:
@@ -66,12 +70,14 @@ def blocks(text: str) -> list[Block]:
             continue
         marker = REQUIRES.search(text, 0, fence.start())
         requires = tuple(marker["names"].split()) if marker and marker.end() == fence.start() else ()
+        shown = NOT_RUN.search(text, 0, fence.start())
         output = span = None
         after = fences[i + 1] if i + 1 < len(fences) else None
         if (after is not None and after["lang"] == "text" and OUTPUT_TITLE in after["attrs"]
                 and not text[fence.end():after.start()].strip()):
             output, span = after["body"], after.span("body")
-        found.append(Block(fence["body"], text.count("\n", 0, fence.start()) + 1, requires, output, span))
+        found.append(Block(fence["body"], text.count("\n", 0, fence.start()) + 1, requires, output, span,
+                           shown_only=bool(shown and shown.end() == fence.start())))
     return found
 
 
@@ -103,7 +109,7 @@ def normalised(text: str) -> str:
 
 
 def _page_id(page: Path) -> str:
-    return str(page.relative_to(DOCS))
+    return str(page.relative_to(DOCS if page.is_relative_to(DOCS) else ROOT))
 
 
 def test_the_pages_are_found():
@@ -113,19 +119,23 @@ def test_the_pages_are_found():
     assert {"index.md", "tutorials/image-search.md", "tutorials/recommender.md", "tutorials/trec.md",
             "how-to/compare.md", "how-to/presets.md", "guide/errors.md"} <= names
     for page in PAGES:
+        found = blocks(page.read_text(encoding="utf-8"))
         if not _page_id(page).startswith("guide/"):
-            assert blocks(page.read_text(encoding="utf-8")), f"{_page_id(page)} has no python block"
+            assert found, f"{_page_id(page)} has no python block"
+        assert not [b.line for b in found if b.shown_only], f"{_page_id(page)}: every python block of the docs runs"
 
 
 def test_the_block_reader():
     text = ("# t\n```python\nprint(1)\n```\n\n```text title=\"Output\"\n1\n```\n"
             "<!-- requires: torch java -->\n```python\nimport torch\n```\n```bash\nls\n```\n"
-            "```python\nx = 2\n```\n\nprose\n\n```text title=\"Output\"\nnot this block's\n```\n")
+            "```python\nx = 2\n```\n\nprose\n\n```text title=\"Output\"\nnot this block's\n```\n"
+            "<!-- not run: your files -->\n```python\ntk.evaluate(\"run.txt\")\n```\n")
     found = blocks(text)
-    assert [b.code for b in found] == ["print(1)\n", "import torch\n", "x = 2\n"]
-    assert [b.requires for b in found] == [(), ("torch", "java"), ()]
-    assert [b.output for b in found] == ["1\n", None, None]  # prose between: not an output block
-    assert [b.line for b in found] == [2, 10, 16]
+    assert [b.code for b in found] == ["print(1)\n", "import torch\n", "x = 2\n", "tk.evaluate(\"run.txt\")\n"]
+    assert [b.requires for b in found] == [(), ("torch", "java"), (), ()]
+    assert [b.output for b in found] == ["1\n", None, None, None]  # prose between: not an output block
+    assert [b.line for b in found] == [2, 10, 16, 23]
+    assert [b.shown_only for b in found] == [False, False, False, True]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
@@ -316,6 +326,8 @@ def _update(pages: list[Path]) -> None:
             os.chdir(tmp)  # contextlib.chdir is Python 3.11
             try:
                 for block in blocks(text):
+                    if block.shown_only:
+                        continue
                     if missing(block.requires):
                         print(f"  {_page_id(page)}:{block.line}: skipped ({', '.join(missing(block.requires))})")
                         continue
