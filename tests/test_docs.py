@@ -134,7 +134,7 @@ def test_the_block_reader():
     assert [b.code for b in found] == ["print(1)\n", "import torch\n", "x = 2\n", "tk.evaluate(\"run.txt\")\n"]
     assert [b.requires for b in found] == [(), ("torch", "java"), (), ()]
     assert [b.output for b in found] == ["1\n", None, None, None]  # prose between: not an output block
-    assert [b.line for b in found] == [2, 10, 16, 23]
+    assert [b.line for b in found] == [2, 10, 16, 26]
     assert [b.shown_only for b in found] == [False, False, False, True]
 
 
