@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_docs import DISPLAY, blocks, normalised, run
 
 import topkeval as tk
+from test_docs import DISPLAY, blocks, normalised, run
 from topkeval.metrics.define import forget_metric
 from topkeval.outputs import formats
 
