@@ -199,12 +199,18 @@ def test_results_are_built_in_one_place_and_touched_by_no_other_module():
         assert not lines, f"{path.name} touches the private state of Results (lines {lines})"
 
 
-def _readme_tree() -> dict[str, set[str]]:
-    """The files the README's Layout tree names under src/topkeval/, by package ("" for the top):
-    a package's entry is its ``  name/`` line and the lines indented under it."""
-    readme = (SRC.parent.parent / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
-    lines = block.split("src/topkeval/\n", 1)[1].split("\ntests/", 1)[0].splitlines()
+#: the page that holds the Layout tree (the README's front page links to it)
+LAYOUT_PAGE = SRC.parent.parent / "docs" / "contributing" / "layout.md"
+
+
+def _layout_tree() -> dict[str, set[str]]:
+    """The files the Layout tree of docs/contributing/layout.md names under src/topkeval/, by package
+    ("" for the top): a package's entry is its ``  name/`` line and the lines indented under it."""
+    page = LAYOUT_PAGE.read_text(encoding="utf-8")
+    fenced = page.split("## The tree", 1)[1].split("```")
+    trees = [block for block in fenced[1::2] if block.lstrip("\n").startswith("src/topkeval/\n")]
+    assert len(trees) == 1, f"{LAYOUT_PAGE.name} has {len(trees)} tree blocks under '## The tree'"
+    lines = trees[0].split("src/topkeval/\n", 1)[1].split("\ntests/", 1)[0].splitlines()
     named: dict[str, set[str]] = {}
     package = ""
     for line in lines:
@@ -215,13 +221,13 @@ def _readme_tree() -> dict[str, set[str]]:
     return named
 
 
-def test_the_readme_layout_names_every_module_and_no_other():
+def test_the_layout_page_names_every_module_and_no_other():
     on_disk: dict[str, set[str]] = {}
     for path in SRC.rglob("*.py"):
         parts = path.relative_to(SRC).parts
         on_disk.setdefault(parts[0] if len(parts) > 1 else "", set()).add(parts[-1])
-    named = _readme_tree()
+    named = _layout_tree()
     missing = {pkg: sorted(files - named.get(pkg, set())) for pkg, files in on_disk.items()}
     stale = {pkg: sorted(files - on_disk.get(pkg, set())) for pkg, files in named.items()}
-    assert not any(missing.values()), f"README.md's Layout does not name {missing}: add them to its tree"
-    assert not any(stale.values()), f"README.md's Layout names files that do not exist: {stale}"
+    assert not any(missing.values()), f"docs/contributing/layout.md does not name {missing}: add them to its tree"
+    assert not any(stale.values()), f"docs/contributing/layout.md names files that do not exist: {stale}"

@@ -1,6 +1,6 @@
 """Facts about a metric live in its registry entry, and what is derived from them stays true: the
-README's table of metrics is generated from the registry (and current), and each family's
-``undefined`` (when a query gets the ``undefined`` value instead of a number) is what the
+docs' table of metrics (docs/guide/metrics.md) is generated from the registry (and current), and
+each family's ``undefined`` (when a query gets the ``undefined`` value instead of a number) is what the
 evaluation does."""
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ ACCURACY = {name: family for name, family in FAMILIES.items() if not family.beyo
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_readme_table_of_metrics_is_the_registry_s():
+def test_the_docs_table_of_metrics_is_the_registry_s():
     spec = importlib.util.spec_from_file_location("metrics_table", ROOT / "docs" / "metrics_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert module.with_table(text) == text, "README.md's table of metrics is stale: run python docs/metrics_table.py"
+    text = (ROOT / "docs" / "guide" / "metrics.md").read_text(encoding="utf-8")
+    assert module.with_table(text) == text, ("docs/guide/metrics.md's table of metrics is stale: "
+                                             "run python docs/metrics_table.py")
     for family in FAMILIES.values():
         assert example_name(family) in text
 

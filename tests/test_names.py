@@ -149,3 +149,13 @@ def test_labels_on_the_other_paths(tmp_path):
     ev = tk.MatrixEvaluator(["MAP", "R@2"])
     ev.update(np.array([[0.9, 0.1, 0.5]]), np.array([[1, 0, 1]]))
     assert ev.metrics == ["MAP", "R@2"] and ev.compute().metrics == ["MAP", "R@2"]
+
+
+@pytest.mark.parametrize("text", ["ndcg(gain=1:3,2:7)@5", "ndcg(gain=exp,gain=linear)@5", "rbp(0.8,p=0.9)@10",
+                                  "fbeta(beta=0.5,beta=2)@10"])
+def test_a_parameter_given_twice_is_refused(text):
+    """A gain map written without its braces reads as two values of gain (the lone 2:7 is the first
+    parameter again): refused, not the last one kept."""
+    with pytest.raises(tk.UnknownMetricError, match="given twice"):
+        tk.parse_metric(text)
+    assert str(tk.parse_metric("ndcg(gain={1:3,2:7})@5")) == "ndcg(gain={1:3,2:7})@5"

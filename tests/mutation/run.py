@@ -31,7 +31,7 @@ Usage::
     python tests/mutation/run.py --check               # only that every snippet is found once
     python tests/mutation/run.py --list                # the mutations and their tests
 
-See the README's "Mutation check" section for adding mutations with new code.
+See docs/contributing/mutation.md (the docs' "For contributors" section) for adding mutations with new code.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ size of the data.
 pyspark is the ``[spark]`` extra; ``import topkeval`` never imports it. On a cluster, the executors
 need topkeval installed too (``pip install`` of its checkout or wheel on every node, or a packed environment shipped
 with ``spark-submit --archives``; not ``--py-files``, as numba caches its compiled kernels beside
-the installed package): see the README.
+the installed package): see the docs, docs/how-to/spark.md.
 """
 
 from __future__ import annotations

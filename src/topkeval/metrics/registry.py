@@ -243,8 +243,8 @@ def example_name(family: Family) -> str:
 
 
 def markdown_table() -> str:
-    """The table of every registered metric, as the README shows it (generated: ``python
-    docs/metrics_table.py`` writes it there, and a test checks that it is current)."""
+    """The table of every registered metric, as the docs' metrics page shows it (generated: ``python
+    docs/metrics_table.py`` writes it into docs/guide/metrics.md, and a test checks that it is current)."""
     rows = ["| name | what it is | value | undefined when |", "|---|---|---|---|"]
     for family in (f for f in FAMILIES.values() if f.name not in DEFINED):  # the built-in ones
         also = f" (also {', '.join(f'`{a}`' for a in family.aliases)})" if family.aliases else ""
