@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -387,13 +387,17 @@ def tie_items(log: GroupedLog, conv: Conventions, rows: np.ndarray | None = None
             "pass item='<column>' (or items= for one ranking), or choose another tie rule."
         )
     rank = text_rank if conv.item_order == "text" else typed_rank
-    if rows is None:
-        return rank(log.items, log.item_labels)
+    labels: np.ndarray | None
     if log._items is None:  # Arrow text not yet encoded: the ids of these rows alone
-        labels, codes = np.unique(labels_of(log.item_text, rows), return_inverse=True)
-    elif log.item_labels is None:  # the codes are the ids
-        labels, codes = None, log.items[rows]
+        if rows is not None:
+            labels, codes = np.unique(labels_of(log.item_text, rows), return_inverse=True)
+            return rank(codes.astype(np.int64, copy=False), labels)
+    items = cast(np.ndarray, log.items)  # has_items: the codes exist
+    if rows is None:
+        return rank(items, log.item_labels)
+    if log.item_labels is None:  # the codes are the ids
+        labels, codes = None, items[rows]
     else:
-        used, codes = np.unique(log.items[rows], return_inverse=True)
+        used, codes = np.unique(items[rows], return_inverse=True)
         labels = log.item_labels[used]
     return rank(codes.astype(np.int64, copy=False), labels)
