@@ -406,6 +406,10 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
     from .inputs import input_paths, segments
 
     data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
+    from .inputs.ecosystems import recognise
+
+    # ir_datasets' and ir_measures' rows, dicts of dicts, and their and PyTerrier's column names
+    data, qrels, query, relevance, item = recognise(data, qrels, query=query, relevance=relevance, item=item)
     if relevance is None:
         from .inputs import is_trec_path
 
