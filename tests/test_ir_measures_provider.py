@@ -61,7 +61,6 @@ from ir_measures import (  # noqa: E402
     nDCG,
 )
 
-from topkeval.integrations import ir_measures as tim  # noqa: E402
 from topkeval.integrations.ir_measures import PROVIDERS, TopkevalProvider, provider  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "ir_measures"
@@ -458,7 +457,7 @@ def _forms(measure) -> list:
 
 def test_supported_measures_are_derived_from_the_parser_and_the_default_pipeline():
     names = set()
-    for name, measure in ir_measures.measures.registry.items():
+    for measure in ir_measures.measures.registry.values():
         for form in _forms(measure):
             try:
                 form.validate_params()

@@ -24,13 +24,14 @@ says the same):
   PyTerrier                   qid        docno      label           score
   ==========================  =========  =========  ==============  =========
 
-  and then the roles that ``evaluate`` was not given a column for (``query``, ``relevance`` at
-  their defaults, ``item`` not given) are that tool's columns. A table with both tools' id columns
-  is refused as ambiguous. So is an ir_measures-shaped table that also has a ``query`` column
-  (which of ``query`` and ``query_id`` is the id?), and one with both ``relevance`` and the tool's
-  grade column; PyTerrier's result frames always carry ``query``, which PyTerrier defines as the
-  query's text: in its shape the id is ``qid``. Its ``rank`` column is ignored (the score ranks, as
-  in ir_measures and trec_eval), and so is ``docid`` (Terrier's internal number).
+  and then a role left at its default (``query="query"``, ``relevance="relevance"``, no ``item``)
+  whose default column the table lacks is read from that tool's column; a default column that the
+  table has is read as always. One exception: PyTerrier's frames carry a ``query`` column that
+  PyTerrier defines as the query's text, so in its shape the query id is ``qid`` (two queries with
+  the same text stay apart). A table with both tools' id columns is refused as ambiguous. PyTerrier's
+  ``rank`` column is ignored (the score ranks, as in ir_measures and trec_eval; ``ties="first"``
+  is the order PyTerrier's ``add_ranks`` gives tied documents), and so is ``docid`` (Terrier's
+  internal number).
 
   The judgments (``qrels=``) are matched column by column to the run's names; when they lack one
   of them and are in a tool's shape, that tool's column is read (ir_datasets' judgments with a
@@ -212,7 +213,7 @@ def recognise(data, qrels, *, query: str, relevance: str | None, item: str | Non
     Raises
     ------
     ColumnError
-        A table in two tools' shapes, or with two candidates for one role.
+        A table in two tools' shapes.
     DataError
         An iterator of other things than namedtuples, rows of mixed kinds, a dict of dicts as data
         without judgments.
@@ -223,27 +224,19 @@ def recognise(data, qrels, *, query: str, relevance: str | None, item: str | Non
     qrels = as_table(qrels, "qrels") if qrels is not None else None
     trec_run = is_trec_path(data) or (isinstance(data, (list, tuple)) and bool(data)
                                       and all(isinstance(p, (str, os.PathLike)) for p in data))
-    if not trec_run:
+    if not trec_run and (query == DEFAULT_QUERY or item is None or (qrels is None and relevance == DEFAULT_RELEVANCE)):
         columns = column_names(data)
         shape = _shape(columns, "The data")
         if shape is not None:
-            if query == DEFAULT_QUERY:
-                if DEFAULT_QUERY in columns and not shape.query_is_text:
-                    raise ColumnError(f"The data has both {DEFAULT_QUERY!r} and {shape.query!r} ({shape.tool}'s query "
-                                      f"id): which is the query id is ambiguous. Name it: query={shape.query!r} or "
-                                      f"query={DEFAULT_QUERY!r}.")
+            if query == DEFAULT_QUERY and (DEFAULT_QUERY not in columns or shape.query_is_text):
                 query = shape.query
             if item is None:
                 item = shape.item
-            if qrels is None and relevance == DEFAULT_RELEVANCE and shape.relevance != DEFAULT_RELEVANCE \
+            if qrels is None and relevance == DEFAULT_RELEVANCE and DEFAULT_RELEVANCE not in columns \
                     and shape.relevance in columns:
-                if DEFAULT_RELEVANCE in columns:
-                    raise ColumnError(f"The data has both {DEFAULT_RELEVANCE!r} and {shape.relevance!r} ({shape.tool}'s "
-                                      "grades): which holds the grades is ambiguous. Name it: "
-                                      f"relevance={shape.relevance!r} or relevance={DEFAULT_RELEVANCE!r}.")
                 relevance = shape.relevance
-    if qrels is not None and not is_trec_path(qrels):
-        own = column_names(qrels)
+    own = column_names(qrels) if qrels is not None and not is_trec_path(qrels) else []
+    if own and any(name is not None and name not in own for name in (query, item, relevance)):
         shape = _shape(own, "The judgments (qrels=)")
         if shape is not None:
             names = {}

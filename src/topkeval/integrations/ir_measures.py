@@ -43,8 +43,8 @@ polars tables. Unlike ir_measures, a document listed twice for a query is refuse
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
 from typing import Any
 
 from ..conventions import resolve
@@ -135,6 +135,7 @@ else:
             self.computed = computed
             self.qrels = qrels
 
+        @validate_params(run=Given("a run in a form topkeval.evaluate reads, checked where it is read"))
         def iter_calc(self, run):
             """Per-query records of the run: each judged query of the run, then the measure's DEFAULT for
             each judged query it misses (not for measures whose provider leaves them unreported)."""
@@ -146,7 +147,7 @@ else:
             for measure, query_id in sorted(expected, key=lambda x: (str(x[0]), str(x[1]))):
                 yield IrMetric(query_id=query_id, measure=measure, value=measure.DEFAULT)
 
-        def _iter_calc(self, run):
+        def _iter_calc(self, run) -> Iterator[Any]:
             from ..api import evaluate
             from ..inputs.ecosystems import as_table
 
@@ -196,14 +197,14 @@ else:
         ...        ir_measures.ScoredDoc("q2", "d3", 1.0)]
         >>> provider.supports(ir_measures.P@1), provider.follows(ir_measures.P@1)
         (True, 'pytrec_eval')
-        >>> provider.calc_aggregate([ir_measures.P@1, ir_measures.RR@1], qrels, run)  # doctest: +SKIP
+        >>> provider.calc_aggregate([ir_measures.P@1, ir_measures.RR@1], qrels, run)
         {P@1: 0.5, RR@1: 1.0}
 
         P@1 follows trec_eval (d2 before d1: id descending), RR@1 MS MARCO's script (d1 first), as in
         ir_measures' default pipeline. Under one rule for both:
 
         >>> from topkeval.integrations.ir_measures import TopkevalProvider
-        >>> TopkevalProvider(ties="expected").calc_aggregate([ir_measures.P@1, ir_measures.RR@1], qrels, run)  # doctest: +SKIP
+        >>> TopkevalProvider(ties="expected").calc_aggregate([ir_measures.P@1, ir_measures.RR@1], qrels, run)
         {P@1: 0.75, RR@1: 0.75}
         """
 
@@ -238,7 +239,15 @@ else:
         def _evaluator(self, measures, qrels):
             from ..inputs.ecosystems import as_table
 
-            measures = list(measures)
+            try:
+                measures = list(measures)
+            except TypeError:
+                raise ParameterError(f"measures must be a list of ir_measures measures such as [ir_measures.nDCG@10]. "
+                                     f"Got {type(measures).__name__}.") from None
+            odd = next((m for m in measures if not isinstance(m, ir_measures.Measure)), None)
+            if odd is not None:
+                raise ParameterError(f"measures must be ir_measures measures such as ir_measures.nDCG@10; {odd!r} is a "
+                                     f"{type(odd).__name__} (ir_measures.parse_measure reads a name).")
             computed = {}
             for measure in measures:
                 c = self._computed(measure)
@@ -255,12 +264,6 @@ else:
             if names != ("query_id", "doc_id", "relevance"):
                 table = _renamed(table, names)
             return TopkevalEvaluator(measures, computed, table, _distinct(table, "query_id"))
-
-        def run_inputs(self, measures):
-            return ["query_id", "doc_id", "score"]
-
-        def qrel_inputs(self, measures):
-            return ["query_id", "doc_id", "relevance"]
 
     def _canonical(measure) -> str | None:
         """The ir_measures provider the default pipeline gives ``measure`` to (declarations, not
@@ -325,7 +328,7 @@ else:
 
     provider = TopkevalProvider()
     ir_measures.providers.register(provider)
-    ir_measures.topkeval = provider  # beside ir_measures.pytrec_eval and the others
+    ir_measures.topkeval = provider  # type: ignore[attr-defined]  # beside ir_measures.pytrec_eval and the others
 
 
 def _is_empty(table) -> bool:
