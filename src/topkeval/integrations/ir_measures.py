@@ -43,8 +43,8 @@ polars tables. Unlike ir_measures, a document listed twice for a query is refuse
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..conventions import resolve
@@ -157,7 +157,7 @@ else:
             if _is_empty(table):
                 return
             query, item, score = _run_names(table)
-            if not (_distinct(table, query) & self.qrel_qids):
+            if not _distinct(table, query) & set(self.qrel_qids):
                 return  # no judged query in the run: every record is a DEFAULT
             groups: dict[tuple, list] = {}
             for measure in self.measures:
