@@ -240,6 +240,8 @@ def _ir_measures_calls() -> dict:
         "TopkevalProvider.supports": (provider.supports, dict(measure=ir_measures.P @ 1)),
         "TopkevalProvider.follows": (provider.follows, dict(measure=ir_measures.P @ 1)),
         "TopkevalEvaluator.iter_calc": (lambda run: list(evaluator.iter_calc(run)), dict(run=run)),
+        "TopkevalEvaluator.calc_aggregate": (evaluator.calc_aggregate, dict(run=run)),
+        "TopkevalEvaluator.calc": (evaluator.calc, dict(run=run)),
     }
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 from ..errors import ColumnError, DataError
 from .tables import column_names
@@ -92,12 +93,14 @@ def _may_be_rows(obj) -> bool:
 
 
 def _id_column(values: list):
-    """Ids as Arrow text when every one is a str (Arrow hashes them without Python objects), else the list."""
-    if values and all(type(v) is str for v in values):
-        import pyarrow as pa
+    """Ids as Arrow text when every one is text (Arrow hashes them without Python objects), else the list."""
+    import pyarrow as pa
 
-        return pa.array(values, type=pa.string())
-    return values
+    try:
+        column = pa.array(values, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # numbers, or ids of several kinds: read as typed
+        return values
+    return values if column.null_count else column  # a missing id: said where ids are read
 
 
 def _rows(obj, where: str) -> dict | None:
@@ -118,16 +121,27 @@ def _rows(obj, where: str) -> dict | None:
                             "or relevance. Give such rows, or a table.")
         rows = [first, *iterator]
     kind = type(rows[0])
-    odd = next((i for i, row in enumerate(rows) if type(row) is not kind), None)
-    if odd is not None:
+    if len(set(map(type, rows))) > 1:
+        odd = next(i for i, row in enumerate(rows) if type(row) is not kind)
         raise DataError(f"{where} mixes rows of two kinds: row 0 is a {kind.__name__}, row {odd} a "
                         f"{type(rows[odd]).__name__}; give rows of one namedtuple class.")
-    fields = kind._fields
-    columns = dict(zip(fields, (list(col) for col in zip(*rows))))
-    for name in ("query_id", "doc_id", "qid", "docno"):
-        if name in columns:
-            columns[name] = _id_column(columns[name])
+    columns = {name: list(map(itemgetter(i), rows)) for i, name in enumerate(kind._fields)}
+    for name, values in columns.items():
+        columns[name] = _id_column(values) if name in ("query_id", "doc_id", "qid", "docno") else _value_column(values)
     return columns
+
+
+def _value_column(values: list):
+    """Scores or grades as a numpy array when they are all floats or all ints; else the list (read as
+    typed where columns are read: numbers mixed with text, ints beyond 2**53 among floats)."""
+    import numpy as np
+
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return np.array(values, dtype=np.float64)
+    if kinds == {int}:
+        return np.asarray(values)  # int64, or objects beyond it (refused as grades where they are read)
+    return values
 
 
 _END = object()
@@ -155,7 +169,7 @@ def _dict_of_dicts(obj, value: str, where: str) -> dict | None:
         values.extend(inner_docs.values())
     if not queries:
         raise DataError(f"{where} is a dict of dicts without any (query, doc) pair: there is nothing to evaluate.")
-    return {"query_id": _id_column(queries), "doc_id": _id_column(docs), value: values}
+    return {"query_id": _id_column(queries), "doc_id": _id_column(docs), value: _value_column(values)}
 
 
 def as_table(obj, role: str):

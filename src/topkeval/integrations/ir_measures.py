@@ -120,6 +120,7 @@ class Computed:
 try:
     import ir_measures
     from ir_measures.providers.base import Evaluator, Provider
+    from ir_measures.util import CalcResults
     from ir_measures.util import Metric as IrMetric
 except ImportError:
     def __getattr__(name: str) -> Any:
@@ -139,15 +140,40 @@ else:
         def iter_calc(self, run):
             """Per-query records of the run: each judged query of the run, then the measure's DEFAULT for
             each judged query it misses (not for measures whose provider leaves them unreported)."""
-            filled = [m for m in self.measures if self.computed[m].fills_missing]
-            expected = {(m, q) for m in filled for q in self.qrel_qids}
-            for record in self._iter_calc(run):
-                expected.discard((record.measure, record.query_id))
-                yield record
-            for measure, query_id in sorted(expected, key=lambda x: (str(x[0]), str(x[1]))):
-                yield IrMetric(query_id=query_id, measure=measure, value=measure.DEFAULT)
+            return (record for _, record in self._numbered(run))
 
-        def _iter_calc(self, run) -> Iterator[Any]:
+        @validate_params(run=Given("a run in a form topkeval.evaluate reads, checked where it is read"))
+        def calc_aggregate(self, run):
+            """Each measure's aggregate (its own aggregator: the mean, the sum for counts) over the records."""
+            aggregators = [m.aggregator() for m in self.measures]
+            for i, record in self._numbered(run):
+                aggregators[i].add(record.value)
+            return {m: agg.result() for m, agg in zip(self.measures, aggregators)}
+
+        @validate_params(run=Given("a run in a form topkeval.evaluate reads, checked where it is read"))
+        def calc(self, run):
+            """The aggregates and the per-query records."""
+            aggregators = [m.aggregator() for m in self.measures]
+            records = []
+            for i, record in self._numbered(run):
+                aggregators[i].add(record.value)
+                records.append(record)
+            return CalcResults({m: agg.result() for m, agg in zip(self.measures, aggregators)}, records)
+
+        def _numbered(self, run) -> Iterator[tuple[int, Any]]:
+            """(position of the measure, record): the run's records, then the DEFAULTs (in ir_measures'
+            order: by measure, then query)."""
+            seen = set()
+            for i, record in self._records(run):
+                seen.add((i, record.query_id))
+                yield i, record
+            names = [str(m) for m in self.measures]
+            missing = [(names[i], str(q), i, q) for i, m in enumerate(self.measures) if self.computed[m].fills_missing
+                       for q in self.qrel_qids if (i, q) not in seen]
+            for _, _, i, q in sorted(missing, key=lambda x: x[:2]):
+                yield i, IrMetric(query_id=q, measure=self.measures[i], value=self.measures[i].DEFAULT)
+
+        def _records(self, run) -> Iterator[tuple[int, Any]]:
             from ..api import evaluate
             from ..inputs.ecosystems import as_table
 
@@ -159,22 +185,22 @@ else:
             query, item, score = _run_names(table)
             if not _distinct(table, query) & set(self.qrel_qids):
                 return  # no judged query in the run: every record is a DEFAULT
-            groups: dict[tuple, list] = {}
-            for measure in self.measures:
+            groups: dict[tuple, list[int]] = {}
+            for i, measure in enumerate(self.measures):
                 c = self.computed[measure]
-                groups.setdefault((c.follows, tuple(sorted(c.settings.items()))), []).append(measure)
-            for (_, settings), measures in groups.items():
-                metrics = list(dict.fromkeys(self.computed[m].metric for m in measures))
+                groups.setdefault((c.follows, tuple(sorted(c.settings.items()))), []).append(i)
+            for (_, settings), positions in groups.items():
+                metrics = list(dict.fromkeys(self.computed[self.measures[i]].metric for i in positions))
                 res = evaluate(table, metrics=metrics, query=query, item=item, score=score, qrels=self.qrels,
                                relevance="relevance", **dict(settings))
                 pq = res.per_query
                 ids = pq[query].tolist()
-                for measure in measures:
+                for i in positions:
+                    measure = self.measures[i]
                     c = self.computed[measure]
-                    values = pq[str(c.metric)].tolist()
-                    for qid, value in zip(ids, values):
+                    for qid, value in zip(ids, pq[str(c.metric)].tolist()):
                         if value == value:  # NaN: not reported (Accuracy where it is undefined)
-                            yield IrMetric(query_id=qid, measure=measure, value=float(value) * c.factor)
+                            yield i, IrMetric(query_id=qid, measure=measure, value=float(value) * c.factor)
 
     class TopkevalProvider(Provider):
         """topkeval as an ir_measures provider (see the module docstring).
@@ -248,6 +274,7 @@ else:
             if odd is not None:
                 raise ParameterError(f"measures must be ir_measures measures such as ir_measures.nDCG@10; {odd!r} is a "
                                      f"{type(odd).__name__} (ir_measures.parse_measure reads a name).")
+            measures = list(dict.fromkeys(measures))  # one record per measure and query, as ir_measures keeps them
             computed = {}
             for measure in measures:
                 c = self._computed(measure)
