@@ -76,6 +76,7 @@ def test_ir_datasets_iterators_as_their_trec_files(tmp_path):
     assert res.info["missing_from_run"] == {"score": 1}
 
 
+@pytest.mark.peers
 def test_ir_datasets_iterators_equal_pytrec_eval():
     """The same iterators against ir_measures' pytrec_eval provider (pytrec_eval's conventions)."""
     ir_measures = pytest.importorskip("ir_measures", reason="ir_measures is a test extra")
@@ -191,6 +192,7 @@ def test_mixed_shapes_are_matched_column_by_column():
     _same(tk.evaluate(run_df, qrels=pt_qrels, metrics=METRICS), want, "query_id")
 
 
+@pytest.mark.peers
 @pytest.mark.filterwarnings("ignore:The inplace keyword in")  # PyTerrier 1.1's add_ranks under pandas 3.1
 def test_pyterrier_itself():
     """PyTerrier's own frames (pt.Transformer.from_df, pt.model.add_ranks, pt.Experiment, which needs no

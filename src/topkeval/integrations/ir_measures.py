@@ -131,8 +131,9 @@ else:
     class TopkevalEvaluator(Evaluator):
         """The judgments read once, evaluated against each run given to ``iter_calc``."""
 
-        def __init__(self, measures, computed: dict, qrels, qrel_qids: set):
+        def __init__(self, measures: list, computed: dict, qrels, qrel_qids: set):
             super().__init__(measures, qrel_qids)
+            self.listed = list(measures)  # (ir_measures types its measures as an iterable)
             self.computed = computed
             self.qrels = qrels
 
@@ -167,11 +168,11 @@ else:
             for i, record in self._records(run):
                 seen.add((i, record.query_id))
                 yield i, record
-            names = [str(m) for m in self.measures]
-            missing = [(names[i], str(q), i, q) for i, m in enumerate(self.measures) if self.computed[m].fills_missing
+            names = [str(m) for m in self.listed]
+            missing = [(names[i], str(q), i, q) for i, m in enumerate(self.listed) if self.computed[m].fills_missing
                        for q in self.qrel_qids if (i, q) not in seen]
             for _, _, i, q in sorted(missing, key=lambda x: x[:2]):
-                yield i, IrMetric(query_id=q, measure=self.measures[i], value=self.measures[i].DEFAULT)
+                yield i, IrMetric(query_id=q, measure=self.listed[i], value=self.listed[i].DEFAULT)
 
         def _records(self, run) -> Iterator[tuple[int, Any]]:
             from ..api import evaluate
@@ -186,17 +187,17 @@ else:
             if not _distinct(table, query) & set(self.qrel_qids):
                 return  # no judged query in the run: every record is a DEFAULT
             groups: dict[tuple, list[int]] = {}
-            for i, measure in enumerate(self.measures):
+            for i, measure in enumerate(self.listed):
                 c = self.computed[measure]
                 groups.setdefault((c.follows, tuple(sorted(c.settings.items()))), []).append(i)
             for (_, settings), positions in groups.items():
-                metrics = list(dict.fromkeys(self.computed[self.measures[i]].metric for i in positions))
+                metrics = list(dict.fromkeys(self.computed[self.listed[i]].metric for i in positions))
                 res = evaluate(table, metrics=metrics, query=query, item=item, score=score, qrels=self.qrels,
                                relevance="relevance", **dict(settings))
                 pq = res.per_query
                 ids = pq[query].tolist()
                 for i in positions:
-                    measure = self.measures[i]
+                    measure = self.listed[i]
                     c = self.computed[measure]
                     for qid, value in zip(ids, pq[str(c.metric)].tolist()):
                         if value == value:  # NaN: not reported (Accuracy where it is undefined)
