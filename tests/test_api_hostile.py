@@ -73,13 +73,21 @@ def public_callables() -> dict[str, object]:
 
 def integrations() -> dict[str, object]:
     """The public callables of ``topkeval.integrations`` whose extra is installed: the methods
-    TopkMetrics defines (not those a torchmetrics Metric inherits from torch)."""
-    try:
-        from topkeval.integrations.torchmetrics import TopkMetrics
-    except tk.TopkevalError:  # torch and torchmetrics are not installed
-        return {}
-    return {f"TopkMetrics.{name}": member for name, member in vars(TopkMetrics).items()
-            if inspect.isfunction(member) and (name == "__init__" or not name.startswith("_"))}
+    TopkMetrics and the ir_measures provider define (not those they inherit from torch or ir_measures)."""
+    import topkeval.integrations.ir_measures as irm
+    import topkeval.integrations.torchmetrics as tm
+
+    found = {}
+    # (module, class, whether users build it: TopkevalEvaluator is returned by provider.evaluator)
+    for module, cls_name, built in ((tm, "TopkMetrics", True), (irm, "TopkevalProvider", True),
+                                    (irm, "TopkevalEvaluator", False)):
+        try:
+            cls = getattr(module, cls_name)
+        except tk.TopkevalError:  # the extra is not installed
+            continue
+        found.update({f"{cls_name}.{name}": member for name, member in vars(cls).items()
+                      if inspect.isfunction(member) and ((name == "__init__" and built) or not name.startswith("_"))})
+    return found
 
 
 PUBLIC = public_callables() | integrations()
@@ -214,6 +222,30 @@ def valid_calls(files) -> dict:
 
 
 def _integration_calls() -> dict:
+    return _torchmetrics_calls() | _ir_measures_calls()
+
+
+def _ir_measures_calls() -> dict:
+    if "TopkevalProvider.supports" not in PUBLIC:
+        return {}
+    import ir_measures
+
+    from topkeval.integrations.ir_measures import TopkevalProvider, provider
+
+    qrels = [ir_measures.Qrel("1", "a", 1), ir_measures.Qrel("1", "b", 0)]
+    run = [ir_measures.ScoredDoc("1", "a", 0.5), ir_measures.ScoredDoc("1", "b", 0.7)]
+    evaluator = provider.evaluator([ir_measures.P @ 1], qrels)
+    return {
+        "TopkevalProvider.__init__": (TopkevalProvider, dict(ties=None)),
+        "TopkevalProvider.supports": (provider.supports, dict(measure=ir_measures.P @ 1)),
+        "TopkevalProvider.follows": (provider.follows, dict(measure=ir_measures.P @ 1)),
+        "TopkevalEvaluator.iter_calc": (lambda run: list(evaluator.iter_calc(run)), dict(run=run)),
+        "TopkevalEvaluator.calc_aggregate": (evaluator.calc_aggregate, dict(run=run)),
+        "TopkevalEvaluator.calc": (evaluator.calc, dict(run=run)),
+    }
+
+
+def _torchmetrics_calls() -> dict:
     if "TopkMetrics.update" not in PUBLIC:
         return {}
     from topkeval.integrations.torchmetrics import TopkMetrics

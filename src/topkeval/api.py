@@ -118,7 +118,10 @@ def evaluate(
         .parquet file (or directory: its files are read in the schema of the folder, a value that
         does not fit it is an error) or a .csv / .tsv file (whose id columns are read as text), or
         a TREC run file, or a list of TREC run files (with ``qrels``). Rows of a query need not be
-        contiguous.
+        contiguous. ir_datasets' and ir_measures' rows (namedtuples, read once), dicts of dicts
+        ``{query: {doc: score}}`` (with ``qrels``) and tables in ir_measures' or PyTerrier's column
+        names (``query_id``/``doc_id``, ``qid``/``docno``) are read as those tools name them, for
+        the roles left at their defaults (:mod:`topkeval.inputs.ecosystems`); so are ``qrels``.
     metrics : str or list of str
         Metric names such as ``"recall@20"``, ``"fbeta(beta=0.5)@10"``, ``"r_precision"``;
         aliases (``P@10``, ``Rprec``, ``success@5``) are accepted. The defaults are recall@20,
@@ -406,6 +409,10 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
     from .inputs import input_paths, segments
 
     data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
+    from .inputs.ecosystems import recognise
+
+    # ir_datasets' and ir_measures' rows, dicts of dicts, and their and PyTerrier's column names
+    data, qrels, query, relevance, item = recognise(data, qrels, query=query, relevance=relevance, item=item)
     if relevance is None:
         from .inputs import is_trec_path
 
