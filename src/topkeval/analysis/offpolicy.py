@@ -877,7 +877,10 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     ess = _kish(w * b)
     weighted_clicks = w * c * b
     # position-wise intervals (normal, from the linearised values)
-    se = np.sqrt(np.nanvar(v, axis=0, ddof=1) / n) if n > 1 else np.full(K, np.nan)
+    se = np.full(K, np.nan)
+    finite = np.isfinite(theta)
+    if n > 1 and finite.any():
+        se[finite] = np.sqrt(v[:, finite].var(axis=0, ddof=1) / n)
     unsupported = never = None
     if policy is not None:
         mass = _per_round(policy.triples, np.ones(len(policy.triples.item)), n, K)

@@ -68,25 +68,27 @@ def _sets(n: int, depth: int):
 
 def _exact_block(w: np.ndarray, depth: int) -> np.ndarray:
     """Marginals of rounds with the same number n of candidates: ``w`` is (rounds, n); returns
-    (rounds, n, depth), the probability of each candidate at positions 1..depth (0 beyond n)."""
+    (rounds, n, depth), the probability of each candidate at positions 1..depth (0 beyond n).
+
+    With ``share(S) = P(S) / (W - w(S))``: ``P(S) = sum_{b in S} share(S - b) w_b`` and
+    ``pi(a at |S| + 1) = w_a sum_{S not holding a} share(S)``. Arrays are (sets, rounds): a gather of
+    sets copies whole rows."""
     rounds, n = w.shape
     out = np.zeros((rounds, n, depth))
-    total = w.sum(axis=1, keepdims=True)
-    prob = np.ones((rounds, 1))  # P(S) of the sets of the current level (level 0: the empty set)
-    taken = np.zeros((rounds, 1))  # w(S)
+    wt = np.ascontiguousarray(w.T)  # (n, rounds)
+    total = wt.sum(axis=0)
+    share = np.zeros((1, rounds))
     for m, (combos, parents, incidence) in enumerate(_sets(n, depth)):
         if m:
-            # P(S) = sum over its members b of P(S - b) * w_b / (W - w(S - b))
-            rest_before = np.maximum(total[:, :, None] - taken[:, parents], 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(rest_before > 0, w[:, combos] / rest_before, 0.0)
-            prob = (prob[:, parents] * step).sum(axis=2)
-            taken = w[:, combos].sum(axis=2)
-        rest = np.maximum(total - taken, 0.0)
+            prob = share[parents[:, 0]] * wt[combos[:, 0]]
+            for t in range(1, m):
+                prob += share[parents[:, t]] * wt[combos[:, t]]
+            rest = np.maximum(total[None, :] - incidence @ wt, 0.0)  # W - w(S)
+        else:
+            prob, rest = np.ones((1, rounds)), total[None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(rest > 0, prob / rest, 0.0)  # (rounds, sets)
-        # pi(a at m + 1) = w_a * sum over the sets S of size m without a of P(S) / (W - w(S))
-        out[:, :, m] = w * (share.sum(axis=1, keepdims=True) - share @ incidence)
+            share = np.where(rest > 0, prob / rest, 0.0)  # (sets, rounds)
+        out[:, :, m] = (wt * (share.sum(axis=0)[None, :] - incidence.T @ share)).T
     return np.clip(out, 0.0, 1.0)
 
 
