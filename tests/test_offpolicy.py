@@ -82,13 +82,11 @@ def brute_marginals(w: np.ndarray, depth: int) -> np.ndarray:
     """P(candidate a at position j) of Plackett-Luce with weights w (rounds, n), by every ordered prefix."""
     rounds, n = w.shape
     out = np.zeros((rounds, n, depth))
-    total = w.sum(axis=1)
     for prefix in itertools.permutations(range(n), depth):
         prob = np.ones(rounds)
-        rest = total.copy()
         for j, a in enumerate(prefix):
+            rest = w[:, [b for b in range(n) if b not in prefix[:j]]].sum(axis=1)  # what is left, summed
             prob = prob * w[:, a] / rest
-            rest = rest - w[:, a]
         for j, a in enumerate(prefix):
             out[:, a, j] += prob
     return out
@@ -302,3 +300,236 @@ def test_obp_itself_agrees():
     except (TypeError, AttributeError):
         return
     assert res.summary.loc["new (sips)", f"tp@{L}"] == pytest.approx(sips, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the policies' probabilities, by brute force
+
+
+def test_plackett_luce_marginals_equal_every_ordered_prefix():
+    from topkeval.analysis import plackett_luce as pl
+
+    rng = np.random.default_rng(3)
+    sizes = [1, 2, 4, 6, 7, 6]
+    scores = rng.normal(size=sum(sizes)) * 2
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    for T in (0.3, 1.0, 5.0):
+        got, how = pl.marginals(scores, offsets, T, 4)
+        assert how["exact"] == len(sizes)
+        for i, n in enumerate(sizes):
+            w = np.exp(scores[offsets[i]:offsets[i + 1]] / T)[None, :]
+            want = np.zeros((n, 4))
+            want[:, :min(n, 4)] = brute_marginals(w, min(n, 4))[0]
+            np.testing.assert_allclose(got[offsets[i]:offsets[i + 1]], want, atol=1e-13)
+    sampled, how = pl.marginals(scores, offsets, 1.0, 4, samples=40_000, seed=1)
+    exact, _ = pl.marginals(scores, offsets, 1.0, 4)
+    assert how["sampled"] == len(sizes) and how["samples"] == 40_000
+    assert np.abs(sampled - exact).max() < 5 * math.sqrt(0.25 / 40_000)  # within 5 standard errors
+
+
+def _tied_log():
+    """Two rounds of four candidates, ties in the new ranker's scores across positions 1..3."""
+    return pd.DataFrame({
+        "round": [0, 0, 0, 0, 1, 1, 1, 1],
+        "item": ["a", "b", "c", "d", "a", "b", "c", "d"],
+        "position": [1, 2, 3, None, 2, 1, None, 3],
+        "click": [1, 0, 1, 0, 1, 1, 0, 0],
+        "p_item": [0.5, 0.25, 0.2, None, 0.3, 0.4, None, 0.25],
+        "p_cascade": [0.5, 0.2, 0.1, None, 0.4 * 0.3, 0.4, None, 0.4 * 0.3 * 0.5],
+        "p_slate": [0.1, 0.1, 0.1, None, 0.06, 0.06, None, 0.06],
+        "new": [2.0, 1.0, 1.0, 1.0, 3.0, 3.0, 0.0, 3.0],
+    })
+
+
+def test_expected_ties_are_the_mean_over_every_order_of_the_tied_candidates():
+    log = _tied_log()
+    metrics = ["tp@3", "precision@2", "dcg@3"]
+    est = ["iips", "rips", "sips"]
+    expected = tk.off_policy(log, metrics, policy="new", query="round", pscore=PSCORES, estimator=est,
+                             ties="expected", min_clicks=0, on_policy=None).summary
+    # every order of each round's tied candidates, as a strict order (ties="first" on reordered rows)
+    groups = [[1, 2, 3], [4, 5, 7]]  # rows of the tied candidates of round 0 and round 1
+    runs = []
+    for first in itertools.permutations(groups[0]):
+        for second in itertools.permutations(groups[1]):
+            order = [0, *first, *second, 6]
+            res = tk.off_policy(log.iloc[order], metrics, policy="new", query="round", pscore=PSCORES, estimator=est,
+                                ties="first", min_clicks=0, on_policy=None)
+            runs.append(res.summary.to_numpy())
+    np.testing.assert_allclose(expected.to_numpy(), np.mean(runs, axis=0), rtol=1e-12, atol=1e-15)
+
+
+def test_item_tie_rules_order_ties_by_item_id():
+    log = _tied_log()
+    desc = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", ties="item_desc",
+                         min_clicks=0, on_policy=None).summary.iloc[0, 0]
+    # item_desc: round 0 ranks a, d, c, b; round 1 ranks d, b, a, c
+    ranked = {(0, "a"): 1, (0, "d"): 2, (0, "c"): 3, (1, "d"): 1, (1, "b"): 2, (1, "a"): 3}
+    shown = log.dropna(subset=["position"])
+    want = sum(c / p for r, i, j, c, p in zip(shown["round"], shown["item"], shown["position"], shown["click"],
+                                             shown["p_item"]) if ranked.get((r, i)) == j) / 2
+    assert desc == pytest.approx(want, rel=1e-12)
+
+
+def test_a_table_of_zeros_and_ones_is_the_same_ranker():
+    log = random_log(21, rounds=150)
+    L = 3
+    top = deterministic_policy(log, L)
+    table = pd.DataFrame([(r, i, k, 1.0) for (r, k), i in top.items()], columns=["round", "item", "position",
+                                                                                 "probability"])
+    for est in ("iips", "sniips", "dr"):
+        as_ranker = tk.off_policy(log, ["tp@3", "dcg@2"], policy="new", query="round", pscore="p_item", estimator=est,
+                                  min_clicks=0, on_policy=None)
+        as_table = tk.off_policy(log, ["tp@3", "dcg@2"], policy={"new": table}, query="round", pscore="p_item",
+                                 estimator=est, min_clicks=0, on_policy=None)
+        np.testing.assert_allclose(as_table.summary.to_numpy(), as_ranker.summary.to_numpy(), rtol=1e-12)
+        np.testing.assert_allclose(as_table.per_query["tp@3"], as_ranker.per_query["tp@3"], rtol=1e-12, atol=1e-15)
+
+
+def test_the_logger_row_is_its_own_click_rate_per_position():
+    log = random_log(5)
+    shown = log.dropna(subset=["position"])
+    rates = shown.groupby("position")["click"].mean()
+    res = tk.off_policy(log, ["precision@3", "tp@2", "dcg@3"], policy="new", query="round", pscore="p_item",
+                        min_clicks=0)
+    assert res.summary.loc["logger", "precision@3"] == pytest.approx(rates.sum() / 3, rel=1e-12)
+    assert res.summary.loc["logger", "tp@2"] == pytest.approx(rates[1.0] + rates[2.0], rel=1e-12)
+    assert res.summary.loc["logger", "dcg@3"] == pytest.approx(sum(rates[j] / math.log2(j + 1) for j in (1, 2, 3)),
+                                                               rel=1e-12)
+
+
+def test_each_rounds_value_averages_to_the_estimate():
+    log = random_log(8)
+    res = tk.off_policy(log, ["tp@3", "precision@1"], policy={"new": "new", "pl": tk.PlackettLuce("old", 2.0)},
+                        query="round", pscore="p_item", estimator=["iips", "sniips", "dr"], min_clicks=0)
+    means = res.per_query.groupby("model", sort=False)[["tp@3", "precision@1"]].mean()
+    np.testing.assert_allclose(means.loc[res.models].to_numpy(), res.summary.to_numpy(), rtol=1e-12)
+
+
+def test_results_do_not_depend_on_row_order_nor_on_the_other_policies():
+    log = random_log(9)
+    spec = dict(query="round", pscore=PSCORES, estimator=["iips", "snrips", "dr", "sips"], min_clicks=0)
+    both = tk.off_policy(log, ["tp@3"], policy={"a": "new", "b": tk.PlackettLuce("old", 0.5)}, **spec)
+    alone = tk.off_policy(log, ["tp@3"], policy={"b": tk.PlackettLuce("old", 0.5)}, **spec)
+    for e in spec["estimator"]:
+        assert both.summary.loc[f"b ({e})", "tp@3"] == alone.summary.loc[f"b ({e})", "tp@3"]
+    shuffled = tk.off_policy(log.sample(frac=1.0, random_state=1), ["tp@3"],
+                             policy={"a": "new", "b": tk.PlackettLuce("old", 0.5)}, **spec)
+    # the doubly robust folds follow the rounds' order of first appearance: the others are equal
+    keep = [m for m in both.models if "(dr)" not in m]
+    np.testing.assert_allclose(shuffled.summary.loc[keep].to_numpy(), both.summary.loc[keep].to_numpy(), rtol=1e-12)
+
+
+def test_results_pickle():
+    log = random_log(10)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator=["iips", "dr"],
+                        min_clicks=0)
+    again = pickle.loads(pickle.dumps(res))
+    pd.testing.assert_frame_equal(again.summary, res.summary)
+    pd.testing.assert_frame_equal(again.per_query, res.per_query)
+    assert again.info == res.info
+    assert pickle.loads(pickle.dumps(tk.PlackettLuce("s", 0.5))) == tk.PlackettLuce("s", 0.5)
+
+
+def test_clipping_caps_the_weights_and_estimates_its_bias():
+    log = random_log(12)
+    base = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=0, on_policy=None)
+    loose = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=0, on_policy=None,
+                          clip=1e9)
+    assert loose.summary.iloc[0, 0] == base.summary.iloc[0, 0]
+    with pytest.warns(tk.TopkevalWarning, match="biased low"):
+        tight = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=0,
+                              on_policy=None, clip=2.0)
+    shown = _flat(log)
+    top = deterministic_policy(log, 3)
+    w = np.array([float(top.get((r, int(p))) == i) for r, p, i in zip(shown["round"], shown["position"],
+                                                                        shown["item"])]) / shown["p_item"].to_numpy()
+    n = log["round"].nunique()
+    c = shown["click"].to_numpy()
+    assert tight.summary.iloc[0, 0] == pytest.approx((np.minimum(w, 2.0) * c).sum() / n, rel=1e-12)
+    bias = tight.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["clip_bias"]
+    assert bias == pytest.approx((np.maximum(w - 2.0, 0) * c).sum() / n, rel=1e-12)
+    assert base.summary.iloc[0, 0] == pytest.approx(tight.summary.iloc[0, 0] + bias, rel=1e-12)
+
+
+def test_too_few_effective_clicks_are_refused_with_a_warning():
+    log = random_log(13, rounds=60)
+    with pytest.warns(tk.TopkevalWarning, match="effective clicks"):
+        res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=1e6)
+    assert math.isnan(res.summary.loc["new", "tp@3"])
+    assert not math.isnan(res.summary.loc["logger", "tp@3"])  # the logger's own row is never refused
+    assert "effective clicks" in res.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["refused"]
+    assert res.per_query.loc[res.per_query["model"] == "new", "tp@3"].isna().all()
+
+
+def test_a_policy_where_the_logger_could_not_show_is_refused_with_bounds():
+    from offpolicy_simulation import simulate
+
+    log, support = simulate(800, seed=4, logger="shuffle")
+    with pytest.warns(tk.TopkevalWarning, match="cannot show"):
+        res = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item", support=support,
+                            estimator=["iips", "sniips", "dr"])
+    for e in ("iips", "sniips", "dr"):
+        m = res.info["off_policy"]["diagnostics"][f"new ({e})"]["metrics"]["precision@5"]
+        assert math.isnan(res.summary.loc[f"new ({e})", "precision@5"])
+        assert 0 < m["unsupported"] <= 1 and m["lower"] <= m["upper"]
+    # without support= the same log is estimated (support assumed), and its never-shown share is reported
+    assumed = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item", min_clicks=0)
+    assert assumed.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@5"]["never_shown"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: (change to the log or the arguments, error, message)
+
+
+def _small():
+    return pd.DataFrame({"round": [1, 1, 1, 2, 2, 2], "item": ["a", "b", "c", "a", "b", "c"],
+                         "position": [1, 2, None, 2, 1, None], "click": [1, 0, 0, 0, 1, 0],
+                         "pscore": [0.5, 0.5, None, 0.5, 0.5, None], "new": [0.3, 0.2, 0.1, 0.1, 0.2, 0.3]})
+
+
+BAD = [
+    (lambda f: f.assign(pscore=[0.0, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, r"in \(0, 1\]"),
+    (lambda f: f.assign(pscore=[1.5, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "at most 1"),
+    (lambda f: f.assign(pscore=[None, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "no pscore"),
+    (lambda f: f.assign(click=[1, 0, 1, 0, 1, 0]), {}, tk.DataError, "never showed"),
+    (lambda f: f.assign(click=[2, 0, 0, 0, 1, 0]), {}, tk.DataError, "clicks are 0 or 1"),
+    (lambda f: f.assign(position=[1, 1, None, 2, 1, None]), {}, tk.DataError, "two rows at position 1"),
+    (lambda f: f.assign(item=["a", "a", "c", "a", "b", "c"]), {}, tk.DataError, "twice"),
+    (lambda f: f.assign(position=[None] * 6), {}, tk.DataError, "No row of the log has a position"),
+    (lambda f: f.assign(new=[0.3, np.nan, 0.1, 0.1, 0.2, 0.3]), {}, tk.DataError, "finite"),
+    (lambda f: f, {"metrics": ["precision@3"]}, tk.ParameterError, "at most 2"),
+    (lambda f: f, {"metrics": ["recall@2"]}, tk.ParameterError, "no off-policy estimate"),
+    (lambda f: f, {"estimator": "ips"}, tk.ParameterError, "estimator"),
+    (lambda f: f, {"estimator": ["iips", "bogus"]}, tk.ParameterError, "Unknown estimator 'bogus'"),
+    (lambda f: f, {"estimator": ["iips", "rips"]}, tk.ParameterError, "different forms of pscore"),
+    (lambda f: f, {"pscore": {"cascade": "pscore"}, "estimator": "iips"}, tk.ParameterError, "item_position"),
+    (lambda f: f, {"ties": "optimistic"}, tk.ParameterError, "ties"),
+    (lambda f: f, {"policy": {"logger": "new"}}, tk.ParameterError, "on_policy"),
+    (lambda f: f, {"policy": None}, tk.ParameterError, "needs the policy"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a", "b"], "position": [1, 1],
+                                                 "probability": [0.7, 0.6]})}}, tk.DataError, "one position"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a", "a"], "position": [1, 2],
+                                                 "probability": [0.7, 0.6]})}}, tk.DataError, "item over the positions"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a"], "position": [1]})}}, tk.ColumnError, "probability"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": [1], "position": [1], "probability": [0.5]})}},
+     tk.DataError, "numbers"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a"], "position": [1], "probability": [0.5]})},
+                   "estimator": "rips", "pscore": {"cascade": "pscore"}}, tk.ParameterError, "prefix"),
+    (lambda f: f.assign(ps=[0.2, 0.3, None, 0.2, 0.2, None]), {"pscore": {"slate": "ps"}, "estimator": "sips"},
+     tk.DataError, "differs within round"),
+    (lambda f: f.assign(pc=[0.2, 0.3, None, 0.2, 0.1, None]), {"pscore": {"cascade": "pc"}, "estimator": "rips"},
+     tk.DataError, "rises"),
+    (lambda f: f.assign(position=[1, 3, None, 2, 1, None]), {"pscore": {"cascade": "pscore"}, "estimator": "rips",
+                                                              "metrics": ["tp@1"]}, tk.DataError, "gap"),
+    (lambda f: f, {"support": pd.DataFrame({"round": [7], "item": ["a"], "position": [1]})}, tk.DataError,
+     "round the log does not have"),
+]
+
+
+@pytest.mark.parametrize("change, kwargs, error, message", BAD)
+def test_bad_input_is_refused_with_a_clear_error(change, kwargs, error, message):
+    args = dict(metrics=["precision@2"], policy="new", query="round", pscore="pscore", min_clicks=0)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        tk.off_policy(change(_small()), **args)

@@ -567,10 +567,11 @@ def _plackett_luce(log: _Log, spec: _Spec, K: int, seed: int | None) -> _Policy:
     cols = min(K, log.width)
     at_logged[:, :cols] = np.where(log.logged[:, :cols], marg[rows[:, :cols], np.arange(cols)[None, :]], 0.0)
     w = _pl.weights(s, log.offsets, pl.temperature)
-    total = np.add.reduceat(w, log.offsets[:-1]) if log.rows else np.zeros(0)
-    total = np.where(np.diff(log.offsets) > 0, total, 0.0)
+    in_matrix = np.zeros(log.rows, bool)
+    in_matrix[log.at[log.logged]] = True
+    unshown = np.bincount(log.round_of[~in_matrix], weights=w[~in_matrix], minlength=log.n)
     shown_w = np.where(log.logged, w[rows], np.nan)
-    prefix = _pl.prefix_probabilities(shown_w, total)
+    prefix = _pl.prefix_probabilities(shown_w, unshown)
     nz = np.nonzero(marg > 0)
     triples = _Triples(log.round_of[nz[0]], log.item[nz[0]], nz[1].astype(np.int64), marg[nz])
     return _Policy(spec, at_logged, prefix, triples, how)
@@ -876,6 +877,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
         v = theta[None, :] + (a - theta[None, :] * den) / np.where(mean_den > 0, mean_den, np.nan)[None, :]
     ess = _kish(w * b)
     weighted_clicks = w * c * b
+    ess_clicks = _kish(weighted_clicks)
     # position-wise intervals (normal, from the linearised values)
     se = np.full(K, np.nan)
     finite = np.isfinite(theta)
@@ -900,7 +902,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
         z = 1.959963984540054 * se[j]
         positions.append({"position": j + 1, "estimate": float(theta[j]), "ci_low": float(theta[j] - z),
                           "ci_high": float(theta[j] + z), "rounds": int(n_j[j]),
-                          "effective_sample_size": float(ess[j]),
+                          "effective_sample_size": float(ess[j]), "effective_clicks": float(ess_clicks[j]),
                           **({"never_shown": float(never[j])} if never is not None else {}),
                           **({"unsupported": float(unsupported[j])} if unsupported is not None else {})})
     values: dict = {}
@@ -909,7 +911,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     for m in metrics:
         coef = m.coefs(K)
         used = coef > 0
-        vi = v @ coef
+        vi = v[:, used] @ coef[used]
         est_value = float(np.dot(theta[used], coef[used])) if np.isfinite(theta[used]).all() else math.nan
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(n_j > 0, n / np.where(n_j > 0, n_j, 1.0), 0.0)
@@ -1037,12 +1039,11 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
                            columns=labels)
     n = data.n
 
-    def per_query() -> pd.DataFrame:
-        frame = {"model": pd.Series(np.repeat(np.array(models, dtype=object), n), dtype=object),
-                 query: np.tile(data.labels, len(rows))}
-        for lab in labels:
-            frame[lab] = np.concatenate([r[2].values[lab] for r in rows])
-        return pd.DataFrame(frame)
+    frame = {"model": pd.Series(np.repeat(np.array(models, dtype=object), n), dtype=object),
+             query: np.tile(data.labels, len(rows))}
+    for lab in labels:
+        frame[lab] = np.concatenate([r[2].values[lab] for r in rows])
+    per_query = pd.DataFrame(frame)
 
     warnings_out: list[str] = []
     diagnostics = {}

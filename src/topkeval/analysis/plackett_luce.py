@@ -71,24 +71,23 @@ def _exact_block(w: np.ndarray, depth: int) -> np.ndarray:
     (rounds, n, depth), the probability of each candidate at positions 1..depth (0 beyond n).
 
     With ``share(S) = P(S) / (W - w(S))``: ``P(S) = sum_{b in S} share(S - b) w_b`` and
-    ``pi(a at |S| + 1) = w_a sum_{S not holding a} share(S)``. Arrays are (sets, rounds): a gather of
-    sets copies whole rows."""
+    ``pi(a at |S| + 1) = w_a sum_{S not holding a} share(S)`` (summed over those sets, not as a difference
+    of sums, which would cancel). Arrays are (sets, rounds): a gather of sets copies whole rows."""
     rounds, n = w.shape
     out = np.zeros((rounds, n, depth))
     wt = np.ascontiguousarray(w.T)  # (n, rounds)
-    total = wt.sum(axis=0)
     share = np.zeros((1, rounds))
     for m, (combos, parents, incidence) in enumerate(_sets(n, depth)):
         if m:
             prob = share[parents[:, 0]] * wt[combos[:, 0]]
             for t in range(1, m):
                 prob += share[parents[:, t]] * wt[combos[:, t]]
-            rest = np.maximum(total[None, :] - incidence @ wt, 0.0)  # W - w(S)
+            rest = (1.0 - incidence) @ wt  # W - w(S), summed over the candidates outside S (no cancellation)
         else:
-            prob, rest = np.ones((1, rounds)), total[None, :]
+            prob, rest = np.ones((1, rounds)), wt.sum(axis=0)[None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(rest > 0, prob / rest, 0.0)  # (sets, rounds)
-        out[:, :, m] = (wt * (share.sum(axis=0)[None, :] - incidence.T @ share)).T
+        out[:, :, m] = (wt * ((1.0 - incidence.T) @ share)).T  # the sets without a, summed directly
     return np.clip(out, 0.0, 1.0)
 
 
@@ -152,13 +151,14 @@ def marginals(scores: np.ndarray, offsets: np.ndarray, temperature: float, depth
     return out, how
 
 
-def prefix_probabilities(weight_of_shown: np.ndarray, total: np.ndarray) -> np.ndarray:
+def prefix_probabilities(weight_of_shown: np.ndarray, unshown: np.ndarray) -> np.ndarray:
     """``pi(a_1 .. a_j)`` for every logged prefix: ``weight_of_shown`` is (rounds, positions), the
-    weight of the item logged at each position (NaN where none), ``total`` each round's sum of
-    weights over its candidates. Exact (a product of draws); NaN after a position without an item."""
-    taken = np.cumsum(np.nan_to_num(weight_of_shown), axis=1) - np.nan_to_num(weight_of_shown)
-    rest = np.maximum(total[:, None] - taken, 0.0)
+    weight of the item logged at each position (NaN where none), ``unshown`` each round's sum of the
+    weights of its other candidates. Exact (a product of draws; the weight left before position j is
+    summed over what is left, never a difference); NaN after a position without an item."""
+    w = np.nan_to_num(weight_of_shown)
+    left = np.cumsum(w[:, ::-1], axis=1)[:, ::-1] + unshown[:, None]  # the weights of positions >= j and the rest
     with np.errstate(divide="ignore", invalid="ignore"):
-        step = np.where(rest > 0, weight_of_shown / rest, 0.0)
+        step = np.where(left > 0, weight_of_shown / left, 0.0)
     step = np.where(np.isnan(weight_of_shown), np.nan, step)
     return np.cumprod(step, axis=1)
