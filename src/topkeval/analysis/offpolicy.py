@@ -878,6 +878,8 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     ess = _kish(w * b)
     weighted_clicks = w * c * b
     ess_clicks = _kish(weighted_clicks)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_weight = np.where(n_j > 0, (w * b).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), np.nan)
     # position-wise intervals (normal, from the linearised values)
     se = np.full(K, np.nan)
     finite = np.isfinite(theta)
@@ -903,6 +905,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
         positions.append({"position": j + 1, "estimate": float(theta[j]), "ci_low": float(theta[j] - z),
                           "ci_high": float(theta[j] + z), "rounds": int(n_j[j]),
                           "effective_sample_size": float(ess[j]), "effective_clicks": float(ess_clicks[j]),
+                          "mean_weight": float(mean_weight[j]),
                           **({"never_shown": float(never[j])} if never is not None else {}),
                           **({"unsupported": float(unsupported[j])} if unsupported is not None else {})})
     values: dict = {}
