@@ -34,10 +34,10 @@ A, B = -2.0, 1.5
 TAU = 3.0
 
 
-@lru_cache(maxsize=4)
-def rank_marginals(n: int, L: int) -> np.ndarray:
+@lru_cache(maxsize=8)
+def rank_marginals(n: int, L: int, tau: float = TAU) -> np.ndarray:
     """P(the candidate of production rank r at position j) under the logger: (n, L), by brute force."""
-    w = np.exp(-np.arange(n) / TAU)
+    w = np.exp(-np.arange(n) / tau)
     prefixes = np.array(list(itertools.permutations(range(n), L)))
     prob = np.ones(len(prefixes))
     rest = np.full(len(prefixes), w.sum())
@@ -58,12 +58,12 @@ def _rounds(rng, rounds: int, n: int):
     return x, rel, logger_score, new_score
 
 
-def _logger_ranking(rng, logger_score, L: int, logger: str):
+def _logger_ranking(rng, logger_score, L: int, logger: str, tau: float = TAU):
     """Candidate indices at positions 1..L, and the production ranking (candidates by score)."""
     rounds, n = logger_score.shape
     production = np.argsort(-logger_score, axis=1)
     if logger == "plackett_luce":
-        keys = -np.arange(n)[None, :] / TAU + rng.gumbel(size=(rounds, n))  # over production ranks
+        keys = -np.arange(n)[None, :] / tau + rng.gumbel(size=(rounds, n))  # over production ranks
         ranks = np.argsort(-keys, axis=1)[:, :L]
         return np.take_along_axis(production, ranks, axis=1)
     top = production[:, :L]
@@ -93,22 +93,22 @@ def _expected(rel_ranked, clicks: str):
 
 
 def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = "plackett_luce", n: int = 20,
-             L: int = 5):
+             L: int = 5, tau: float = TAU):
     """The log (one row per candidate: round, item, position (NaN: not shown), click, the three pscores,
     the new ranker's score ``new``) and, for ``logger="shuffle"``, the support table (round, item,
     position) of what the logger could show."""
     rng = np.random.default_rng(seed)
     x, rel, logger_score, new_score = _rounds(rng, rounds, n)
-    ranking = _logger_ranking(rng, logger_score, L, logger)
+    ranking = _logger_ranking(rng, logger_score, L, logger, tau)
     rel_shown = np.take_along_axis(rel, ranking, axis=1)
     click_shown = _clicks(rng, rel_shown, clicks)
     if logger == "plackett_luce":
         rank_of = np.empty((rounds, n), np.int64)
         np.put_along_axis(rank_of, np.argsort(-logger_score, axis=1), np.arange(n)[None, :].repeat(rounds, 0), axis=1)
         shown_rank = np.take_along_axis(rank_of, ranking, axis=1)
-        p_item = rank_marginals(n, L)[shown_rank, np.arange(L)[None, :]]
-        w = np.exp(-shown_rank / TAU)
-        rest = np.exp(-np.arange(n) / TAU).sum() - np.concatenate([np.zeros((rounds, 1)), np.cumsum(w, axis=1)[:, :-1]],
+        p_item = rank_marginals(n, L, tau)[shown_rank, np.arange(L)[None, :]]
+        w = np.exp(-shown_rank / tau)
+        rest = np.exp(-np.arange(n) / tau).sum() - np.concatenate([np.zeros((rounds, 1)), np.cumsum(w, axis=1)[:, :-1]],
                                                                   axis=1)
         prefix = np.cumprod(w / rest, axis=1)
     else:
@@ -138,13 +138,13 @@ def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = 
 
 
 def truth(*, clicks: str, logger: str = "plackett_luce", n: int = 20, L: int = 5, rounds: int = 400_000,
-          seed: int = 12345) -> dict:
+          seed: int = 12345, tau: float = TAU) -> dict:
     """The population's click rate at each position 1..L: ``{"new": array, "logger": array}``."""
     rng = np.random.default_rng(seed)
     x, rel, logger_score, new_score = _rounds(rng, rounds, n)
     new_top = np.argsort(-new_score, axis=1)[:, :L]
     new = _expected(np.take_along_axis(rel, new_top, axis=1), clicks).mean(axis=0)
-    ranking = _logger_ranking(rng, logger_score, L, logger)
+    ranking = _logger_ranking(rng, logger_score, L, logger, tau)
     old = _expected(np.take_along_axis(rel, ranking, axis=1), clicks).mean(axis=0)
     return {"new": new, "logger": old}
 

@@ -374,7 +374,8 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
     item_codes, item_labels = sorted_codes(cols[item], item, "item")
     pos = read_positions(cols[position], position)
     clicks = numbers_or_missing(cols[click], click, "click=")
-    order = np.argsort(round_codes, kind="stable")
+    grouped = len(round_codes) < 2 or bool((round_codes[1:] >= round_codes[:-1]).all())  # codes by first appearance
+    order = np.arange(len(round_codes)) if grouped else np.argsort(round_codes, kind="stable")
     n = len(round_labels)
     counts = np.bincount(round_codes, minlength=n)
     offsets = np.zeros(n + 1, np.int64)
@@ -405,17 +406,15 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
                         "(a reward in [0, 1] at most); the bounds and estimates rest on it.")
     c = np.where(shown, c, 0.0)
     # duplicates: (round, position) among shown rows, (round, item) among all rows
-    sp = np.flatnonzero(shown)
-    o2 = sp[np.lexsort((p[sp], r[sp]))]
-    dup = (r[o2][1:] == r[o2][:-1]) & (p[o2][1:] == p[o2][:-1])
-    if dup.any():
-        at_ = o2[1:][dup][0]
+    from ..kernels.grouping import count_duplicates
+
+    keys = np.where(shown, np.nan_to_num(p), -1.0 - np.arange(len(p))).astype(np.int64)  # unshown rows: distinct
+    count, at_ = count_duplicates(offsets, keys)
+    if count:
         raise DataError(f"Round {show(round_labels[r[at_]])} has two rows at position {int(p[at_])}: one row per shown "
                         "(round, position). Check that the round column identifies one impression.")
-    o3 = np.lexsort((it, r))
-    dup_item = (r[o3][1:] == r[o3][:-1]) & (it[o3][1:] == it[o3][:-1])
-    if dup_item.any():
-        at_ = o3[1:][dup_item][0]
+    count, at_ = count_duplicates(offsets, it)
+    if count:
         raise DataError(f"Round {show(round_labels[r[at_]])} has item {show(item_labels[it[at_]])} twice: a round lists "
                         "each candidate once (shown at one position, or not shown).")
     L = int(np.nanmax(p))
@@ -515,29 +514,13 @@ class _Policy:
 
 
 def _ranker(log: _Log, spec: _Spec, K: int, ties: str) -> _Policy:
+    from ..kernels.offpolicy import rank_in_rounds
+
     s = log.columns[str(spec.column)]
     N = log.rows
     idx = np.arange(N)
     tiebreak = {"item_asc": log.item, "item_desc": -log.item}.get(ties, idx)
-    o = np.lexsort((tiebreak, -s, log.round_of))
-    ro = log.round_of[o]
-    rank_sorted = idx - log.offsets[ro]
-    if ties == "expected":
-        so = s[o]
-        new = np.ones(N, bool)
-        new[1:] = (ro[1:] != ro[:-1]) | (so[1:] != so[:-1])
-        starts = np.flatnonzero(new)
-        group = np.cumsum(new) - 1
-        sizes = np.diff(np.append(starts, N))
-        g_sorted = rank_sorted[starts][group]
-        e_sorted = sizes[group]
-    else:
-        g_sorted = rank_sorted
-        e_sorted = np.ones(N, np.int64)
-    g = np.empty(N, np.int64)
-    e = np.empty(N, np.int64)
-    g[o] = g_sorted
-    e[o] = e_sorted
+    g, e = rank_in_rounds(log.offsets, s, tiebreak, ties == "expected")
     width = log.width
     j1 = np.arange(1, width + 1)[None, :]  # positions 1..width
     rows = np.where(log.logged, log.at, 0)
@@ -775,7 +758,7 @@ class _Pairs:
         self.per_round = rounds is not None
         self.K = K
         self.span = int(items.max(initial=0)) + 1
-        self.keys = np.unique(self._key(rounds, items, pos))
+        self.keys = _distinct(self._key(rounds, items, pos))
 
     def _key(self, rounds, items, pos):
         base = items.astype(np.int64) * self.K + pos
@@ -786,6 +769,12 @@ class _Pairs:
         keys = self._key(rounds if self.per_round else None, np.where(inside, items, 0), pos)
         at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
         return inside & ((self.keys[at] == keys) if len(self.keys) else np.zeros(len(keys), bool))
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (by a sort: numpy's hashing unique is slow on large integer arrays)."""
+    out = np.sort(values)
+    return out[np.r_[True, out[1:] != out[:-1]]] if len(out) else out
 
 
 def _outside(policy: _Policy, pairs: _Pairs, n: int, K: int, values: np.ndarray | None = None) -> np.ndarray:
@@ -887,17 +876,22 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
         se[finite] = np.sqrt(v[:, finite].var(axis=0, ddof=1) / n)
     unsupported = never = None
     if policy is not None:
-        mass = _per_round(policy.triples, np.ones(len(policy.triples.item)), n, K)
-        outside = _outside(policy, shown_pairs, n, K)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            never = np.where(n_j > 0, (b * outside).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
-            massj = np.where(n_j > 0, (b * mass).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+        def mean_over_logged(values: np.ndarray) -> np.ndarray:  # per position, over the rounds logging it
+            return np.where(n_j > 0, (b * values).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+
+        # the policy's own shares, the same for each estimator: computed once per policy
+        cache = policy.how.setdefault("_shares", {})
+        if "never" not in cache:
+            cache["mass"] = mean_over_logged(_per_round(policy.triples, np.ones(len(policy.triples.item)), n, K))
+            cache["never"] = mean_over_logged(_outside(policy, shown_pairs, n, K))
+            if support is not None:
+                cache["unsupported"] = mean_over_logged(_outside(policy, support, n, K))
+        never, massj = cache["never"], cache["mass"]
         if support is not None:
-            out_sup = _outside(policy, support, n, K)
-            unsupported = np.where(n_j > 0, (b * out_sup).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+            unsupported = cache["unsupported"]
             if est is not None and est.doubly_robust and rates is not None:
                 q_out = _outside(policy, support, n, K, values=_entry_q(policy, rates))
-                diag["_dr_unsupported_q"] = np.where(n_j > 0, (b * q_out).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+                diag["_dr_unsupported_q"] = mean_over_logged(q_out)
         diag["_mass"] = massj
     positions = []
     for j in range(K):
@@ -1083,7 +1077,8 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
             "clip": clip, "min_clicks": min_clicks, "seed": seed,
             "diagnostics": diagnostics,
             "per_position": {name: res.positions for name, _, res in rows},
-            "plackett_luce": {p.spec.name: p.how for p in policies if p.spec.kind == "plackett_luce"},
+            "plackett_luce": {p.spec.name: {k: v for k, v in p.how.items() if not k.startswith("_")}
+                              for p in policies if p.spec.kind == "plackett_luce"},
         },
     }
     evaluation = Evaluation(summary, info, query, Conventions(ties=ties), _per_query=[per_query])
