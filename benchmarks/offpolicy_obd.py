@@ -85,12 +85,13 @@ def main() -> None:
     log = random.reset_index(drop=True).rename_axis("round").reset_index()
     estimators = ["iips", "sniips", "dr"]
     rows = []
-    for min_clicks in (tk.off_policy.__wrapped__.__kwdefaults__["min_clicks"], 0.0):
+    defaults = tk.off_policy.__wrapped__.__kwdefaults__
+    for min_clicks, min_ess in ((defaults["min_clicks"], defaults["min_ess"]), (0.0, 0.0)):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = tk.off_policy(log, ["precision@3"], policy={"bts": table}, query="round", item="item_id",
                                 position="position", click="click", pscore="propensity_score", estimator=estimators,
-                                min_clicks=min_clicks)
+                                min_clicks=min_clicks, min_ess=min_ess)
         ci = res.summary_ci(n_resamples=args.resamples).set_index("model")
         for model in res.models:
             d = res.info["off_policy"]["diagnostics"][model]["metrics"]["precision@3"]
@@ -103,7 +104,7 @@ def main() -> None:
     on_bts = bts["click"].mean()
     own = tk.off_policy(bts.reset_index(drop=True).rename_axis("round").reset_index(), ["precision@3"],
                         policy={"bts": table}, query="round", item="item_id", position="position", click="click",
-                        pscore="propensity_score", min_clicks=0.0)
+                        pscore="propensity_score", min_clicks=0.0, min_ess=0.0)
     own_ci = own.summary_ci(n_resamples=args.resamples).set_index("model").loc["logger"]
     on_policy = own.summary.loc["logger", "precision@3"]
     out["on_policy"] = on_policy

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 A, B = -2.0, 1.5
-TAU = 3.0
+TAU = 5.0
 
 
 @lru_cache(maxsize=8)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from .analysis.offpolicy import ESTIMATORS as OFF_POLICY_ESTIMATORS
+from .analysis.offpolicy import MIN_CLICKS, MIN_ESS
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError
 from .outputs import formats
@@ -337,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     off.add_argument("--clip", type=float, help="the largest importance weight (>= 1): less variance, biased low")
     off.add_argument("--min-clicks", type=float, default=None, help="the least number of effective clicks an "
                      "estimate may rest on (default: 10)")
+    off.add_argument("--min-ess", type=float, default=None, help="the least effective sample size of the weights at "
+                     "each position an estimate reads (default: 30)")
     off.add_argument("--ties", choices=["expected", "first", "item_asc", "item_desc"], default="expected",
                      help="a ranker's order among equal scores (default: expected)")
     off.add_argument("--seed", type=int, default=0, help="seed of the doubly robust folds and of a Plackett-Luce "
@@ -744,7 +747,8 @@ def _off_policy(args, out) -> int:
                      click=args.click, pscore=pscore, estimator=args.estimator or "iips",
                      on_policy=None if args.on_policy == "none" else args.on_policy,
                      support=_read_table(args.support, args) if args.support else None, clip=args.clip,
-                     min_clicks=10.0 if args.min_clicks is None else args.min_clicks, ties=args.ties, seed=args.seed)
+                     min_clicks=MIN_CLICKS if args.min_clicks is None else args.min_clicks,
+                     min_ess=MIN_ESS if args.min_ess is None else args.min_ess, ties=args.ties, seed=args.seed)
     document = formats.results_document(res, ci=args.ci)
     if args.positions:
         import pandas as pd

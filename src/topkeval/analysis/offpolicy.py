@@ -136,6 +136,8 @@ SMOOTHING = 1.0
 FOLDS = 2
 #: the default least number of effective clicks an estimate may rest on
 MIN_CLICKS = 10.0
+#: the default least effective sample size of the weights at each position an estimate reads
+MIN_ESS = 30.0
 
 
 class PlackettLuce:
@@ -817,7 +819,7 @@ def _kish(w: np.ndarray, axis=0):
 
 def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics: list[_Metric], K: int, *,
               clip: float | None, rates: _Rates | None, support: _Pairs | None, shown_pairs: _Pairs,
-              min_clicks: float) -> _Estimate:
+              min_clicks: float, min_ess: float = 0.0, cascade: dict | None = None) -> _Estimate:
     n = log.n
     b = log.logged[:, :K].astype(np.float64)
     c = log.click[:, :K]
@@ -943,6 +945,17 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
                                f"{lower + gap:.6g} whatever they are)")
             if never is not None:
                 info_m["never_shown"] = float(np.dot(never, coef) / max(np.dot(diag["_mass"], coef), 1e-300))
+            if (refused is None and cascade is not None and cascade.get("cascade_like") and est.pscore == "item_position"
+                    and used[1:].any()):
+                refused = (f"clicks below a click are rarer than below none ({cascade['below_click']:.3g} against "
+                           f"{cascade['below_no_click']:.3g}): the log looks like cascade clicks, which {est.name} "
+                           "assumes away (it would count clicks the policy's upper positions prevent). Use rips or "
+                           "snrips (cascade) or sips (no assumption)")
+            thin = [j + 1 for j in range(K) if used[j] and ess[j] < min_ess]
+            if refused is None and thin:
+                refused = (f"at position {thin[0]} the weights' effective sample size is {ess[thin[0] - 1]:.1f} rounds "
+                           f"(fewer than min_ess={min_ess:g}): the logger rarely did what the policy would there, and "
+                           "the estimate of that position rests on almost nothing (an interval of it would not hold)")
             if refused is None and eff_clicks < min_clicks:
                 refused = (f"it rests on {eff_clicks:.1f} effective clicks (fewer than min_clicks={min_clicks:g}): "
                            "too few for its interval to hold")
@@ -956,6 +969,30 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     diag = {k: v for k, v in diag.items() if not k.startswith("_")}
     diag["metrics"] = per_metric
     return _Estimate(values, summary, positions, diag)
+
+
+def _cascade_check(log: _Log, K: int) -> dict | None:
+    """Whether clicks look like cascade clicks: the click rate at positions 2..K in rounds with a click
+    above against rounds without one (a randomised logger puts independent items there, so under
+    item-position clicks the two are about equal; under a cascade a click above stops the user).
+    Cascade-like: at most half, and below by more than 3 standard errors. None without two positions."""
+    if K < 2:
+        return None
+    logged = log.logged[:, :K]
+    clicks = log.click[:, :K]
+    above = np.cumsum(clicks, axis=1) - clicks > 0  # a click at a position above j
+    cells = logged[:, 1:]
+    hit = cells & above[:, 1:]
+    miss = cells & ~above[:, 1:]
+    n1, n0 = int(hit.sum()), int(miss.sum())
+    if n1 == 0 or n0 == 0:
+        return None
+    p1, p0 = float(clicks[:, 1:][hit].mean()), float(clicks[:, 1:][miss].mean())
+    pooled = (p1 * n1 + p0 * n0) / (n1 + n0)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0)) if 0 < pooled < 1 else 0.0
+    z = (p1 - p0) / se if se > 0 else 0.0
+    return {"below_click": p1, "below_no_click": p0, "slots_below_click": n1, "slots_below_no_click": n0,
+            "z": z, "cascade_like": bool(p1 <= 0.5 * p0 and z < -3)}
 
 
 def _entry_q(policy: _Policy, rates: _Rates) -> np.ndarray:
@@ -972,7 +1009,7 @@ def _entry_q(policy: _Policy, rates: _Rates) -> np.ndarray:
 
 def off_policy(log, metrics, *, policy, query: str, item: str, position: str, click: str, pscore, estimator,
                on_policy: str | None, support, clip: float | None, min_clicks: float, ties: str,
-               seed: int | None) -> tuple[Evaluation, list[str]]:
+               seed: int | None, min_ess: float = 0.0) -> tuple[Evaluation, list[str]]:
     """See :func:`topkeval.off_policy`; returns the Evaluation and the warnings to give."""
     estimators = _estimator_names(estimator)
     specs = _specs(policy, on_policy)
@@ -1014,6 +1051,7 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
                                                what="the support table (support=)", probability=False)
         keep = (prob > 0) & (pos <= K)
         support_pairs = _Pairs(None if rounds is None else rounds[keep], items[keep], pos[keep] - 1, K)
+    cascade = _cascade_check(data, K)
     rows: list[tuple[str, str | None, _Estimate]] = []
     described: dict[str, str] = {}
     if on_policy is not None:
@@ -1026,7 +1064,8 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
             name = f"{pol.spec.name} ({e})" if several else pol.spec.name
             described[name] = pol.spec.describe()
             rows.append((name, e, _estimate(ESTIMATORS[e], data, pol, wanted, K, clip=clip, rates=rates,
-                                            support=support_pairs, shown_pairs=shown_pairs, min_clicks=min_clicks)))
+                                            support=support_pairs, shown_pairs=shown_pairs, min_clicks=min_clicks,
+                                            min_ess=min_ess, cascade=cascade)))
     models = [r[0] for r in rows]
     if len(set(models)) < len(models):
         raise ParameterError(f"two rows of the results would be named {next(m for m in models if models.count(m) > 1)!r}: "
@@ -1074,7 +1113,7 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
             "policies": described,
             "support": "checked against support=" if support is not None else
                        "assumed: the logger could show every candidate of a round at every logged position",
-            "clip": clip, "min_clicks": min_clicks, "seed": seed,
+            "clip": clip, "min_clicks": min_clicks, "min_ess": min_ess, "seed": seed, "clicks_below_a_click": cascade,
             "diagnostics": diagnostics,
             "per_position": {name: res.positions for name, _, res in rows},
             "plackett_luce": {p.spec.name: {k: v for k, v in p.how.items() if not k.startswith("_")}
