@@ -4,9 +4,10 @@
     python benchmarks/offpolicy_bench.py speed --rows 10000000   # topkeval beside a numpy transcription
 
 ``table``: ``--reps`` logs of 2,000 rounds per setting from tests/offpolicy_simulation.py (a
-Plackett-Luce logger over the production ranker's ranks, 20 candidates, 5 shown; the new ranker
-deterministic and better; position-based or cascade clicks; and a logger that only shuffles its top 5
-with support= given). For every estimator and metric: the mean bias (estimate minus the population's
+Plackett-Luce logger over the production ranker's ranks, weights ``exp(-rank / tau)``, 20 candidates,
+5 shown; the new ranker deterministic and better; position-based or cascade clicks; a logger that only
+shuffles its top 5, with support= given; and a sharply peaked logger, tau 2, where the chance that it
+shows the policy's item is often below 1%). For every estimator and metric: the mean bias (estimate minus the population's
 truth, in the estimator's standard deviations across logs), the coverage of the 95% interval
 (Results.summary_ci, 1,000 resamples), the wrong-way rate (compare(baseline="logger"), paired t-test:
 the truly better ranker declared significantly worse at 5%), and the share of logs where the estimate
@@ -36,10 +37,10 @@ METRICS = ["precision@5", "precision@1", "dcg@3"]
 PSCORES = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
 
 
-def one_log(sim, seed: int, clicks: str, logger: str, truth: dict) -> list[dict]:
+def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float) -> list[dict]:
     import topkeval as tk
 
-    log, support = sim.simulate(2000, seed=seed, clicks=clicks, logger=logger)
+    log, support = sim.simulate(2000, seed=seed, clicks=clicks, logger=logger, tau=tau)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tk.TopkevalWarning)
         res = tk.off_policy(log, METRICS, policy="new", query="round", pscore=PSCORES, estimator=ESTIMATORS,
@@ -63,18 +64,30 @@ def one_log(sim, seed: int, clicks: str, logger: str, truth: dict) -> list[dict]
     return rows
 
 
+def _reason(reasons: pd.Series) -> str:
+    """The most common reason of refusal, in a few words."""
+    if not len(reasons):
+        return ""
+    words = reasons.map(lambda r: "cascade-like clicks" if "cascade" in r else "effective sample size" if "sample size"
+                        in r else "effective clicks" if "effective clicks" in r else "support" if "cannot show" in r
+                        else "no estimate" if "no estimate" in r else r[:30])
+    return words.value_counts().index[0]
+
+
 def table(reps: int) -> None:
     import offpolicy_simulation as sim
 
-    settings = [("position", "plackett_luce"), ("cascade", "plackett_luce"), ("position", "shuffle")]
+    settings = [("position", "plackett_luce", 5.0), ("cascade", "plackett_luce", 5.0), ("position", "shuffle", 5.0),
+                ("position", "plackett_luce", 2.0)]
     out = []
     t0 = time.perf_counter()
-    for clicks, logger in settings:
-        truth = sim.truth(clicks=clicks, logger=logger)
+    for clicks, logger, tau in settings:
+        truth = sim.truth(clicks=clicks, logger=logger, tau=tau)
+        name = (f"{clicks} clicks, " + (f"Plackett-Luce logger (tau {tau:g})" if logger == "plackett_luce" else
+                                        "top-5 shuffle logger, support= given"))
         for rep in range(reps):
-            for row in one_log(sim, 10_000 + rep, clicks, logger, truth):
-                out.append(dict(setting=f"{clicks} clicks, {'Plackett-Luce' if logger == 'plackett_luce' else 'top-5 shuffle'}"
-                                        " logger", **row))
+            for row in one_log(sim, 10_000 + rep, clicks, logger, truth, tau):
+                out.append(dict(setting=name, **row))
     frame = pd.DataFrame(out)
 
     def summarise(f: pd.DataFrame) -> pd.Series:
@@ -88,6 +101,7 @@ def table(reps: int) -> None:
             "wrong way": (f["verdict"] == "worse").mean(),
             "bounds cover": ((bounded["lower"] <= bounded["truth"]) & (bounded["truth"] <= bounded["upper"])).mean()
             if len(bounded) else np.nan,
+            "why refused": _reason(f["refused"].dropna()),
         })
 
     summary = frame.groupby(["setting", "estimator", "metric"], sort=False).apply(summarise, include_groups=False)

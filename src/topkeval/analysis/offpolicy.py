@@ -134,6 +134,8 @@ TIES = ("expected", "first", "item_asc", "item_desc")
 SMOOTHING = 1.0
 #: folds of the doubly robust estimator's cross-fitting
 FOLDS = 2
+#: the 97.5% quantile of the normal distribution (the per-position intervals and the bounds are at 95%)
+Z95 = 1.959963984540054
 #: the default least number of effective clicks an estimate may rest on
 MIN_CLICKS = 10.0
 #: the default least effective sample size of the weights at each position an estimate reads
@@ -897,7 +899,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
         diag["_mass"] = massj
     positions = []
     for j in range(K):
-        z = 1.959963984540054 * se[j]
+        z = Z95 * se[j]
         positions.append({"position": j + 1, "estimate": float(theta[j]), "ci_low": float(theta[j] - z),
                           "ci_high": float(theta[j] + z), "rounds": int(n_j[j]),
                           "effective_sample_size": float(ess[j]), "effective_clicks": float(ess_clicks[j]),
@@ -929,20 +931,36 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
                 excess = np.maximum(raw - clip, 0.0) * c * b
                 info_m["clip_bias"] = float(np.dot(excess.sum(axis=0) / np.where(n_j > 0, n_j, 1.0), coef))
             if unsupported is not None:
-                gap = float(np.dot(unsupported, coef))
+                # the clicks the estimate cannot see: the mass on unsupported pairs; for the cascade and slate
+                # estimators, on prefixes (slates) holding one, at most the sum over the positions above
+                if est.pscore == "cascade":
+                    missing = np.minimum(np.cumsum(unsupported), 1.0)
+                elif est.pscore == "slate":
+                    whole = float(unsupported.sum()) if log.width <= K else math.inf  # deeper positions unchecked
+                    missing = np.full(K, min(whole, 1.0) if whole > 1e-12 else 0.0)
+                else:
+                    missing = unsupported
+                gap = float(np.dot(missing, coef))
                 info_m["unsupported"] = gap
                 if gap > 1e-12 and math.isfinite(est_value):
-                    if est.normalised:
-                        lower = float(np.dot(np.where(n_j > 0, (b * w * c).sum(axis=0) / np.where(n_j > 0, n_j, 1.0),
-                                                      0.0), coef))
+                    # the supported part's estimate and its per-round values; the truth lies between its
+                    # interval's low end and its high end plus the unsupported mass (clicks in [0, 1])
+                    if est.normalised:  # the IPS form of the same weights (SN rescales by the supported mass)
+                        with np.errstate(divide="ignore", invalid="ignore"):
+                            theta_ips = np.where(n_j > 0, (b * w * c).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+                            part = (theta_ips[None, :] + (b * w * c - theta_ips[None, :] * b)
+                                    / np.where(n_j > 0, n_j / n, np.nan)[None, :])[:, used] @ coef[used]
+                        point = float(np.dot(theta_ips, coef))
                     elif est.doubly_robust:
-                        lower = est_value - float(np.dot(diag["_dr_unsupported_q"], coef))
+                        point, part = est_value - float(np.dot(diag["_dr_unsupported_q"], coef)), vi
                     else:
-                        lower = est_value
-                    info_m["lower"], info_m["upper"] = lower, lower + gap
+                        point, part = est_value, vi
+                    half = Z95 * float(np.std(part, ddof=1)) / math.sqrt(n) if n > 1 else math.inf
+                    lower, upper = max(point - half, 0.0), point + gap + half
+                    info_m["lower"], info_m["upper"] = lower, upper
                     refused = (f"{gap:.1%} of the policy's weighted mass lies on (item, position) pairs the logger "
-                               f"cannot show: the estimate counts their clicks as 0 (between {lower:.6g} and "
-                               f"{lower + gap:.6g} whatever they are)")
+                               f"cannot show: the estimate counts their clicks as 0; whatever they are, the truth "
+                               f"lies in [{lower:.6g}, {upper:.6g}] (95%)")
             if never is not None:
                 info_m["never_shown"] = float(np.dot(never, coef) / max(np.dot(diag["_mass"], coef), 1e-300))
             if (refused is None and cascade is not None and cascade.get("cascade_like") and est.pscore == "item_position"
