@@ -205,7 +205,7 @@ def valid_calls(files) -> dict:
         "off_policy": (tk.off_policy, dict(log=OFF_POLICY_LOG, metrics=["precision@2"], policy="new", query="query",
                                            item="item", position="position", click="click", pscore="pscore",
                                            estimator="iips", on_policy="logger", support=None, clip=10.0,
-                                           min_clicks=0.0, min_ess=0.0, ties="expected", seed=0)),
+                                           min_clicks=0.0, min_ess=0.0, refuse=True, ties="expected", seed=0)),
         "PlackettLuce.__init__": (tk.PlackettLuce, dict(score="new", temperature=0.5, samples=None)),
         "MatrixEvaluator.__init__": (MatrixEvaluator, dict(metrics=["recall@1"], conventions=None, batch_size=None,
                                                            threads=None, sync_on_compute=True, process_group=None)),

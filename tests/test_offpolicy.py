@@ -21,10 +21,10 @@ are run on the same arrays too (``test_obp_itself_agrees``); otherwise that test
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 import math
 import pickle
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -174,7 +174,7 @@ def test_iips_rips_sips_equal_obp_formulas_for_a_ranker():
             "snsips": obp_slate_snsips(sid, r, flat["p_slate"].to_numpy(), slate),
         }
         res = tk.off_policy(log, [f"tp@{L}"], policy="new", query="round", pscore=PSCORES,
-                            estimator=list(expected), min_clicks=0, min_ess=0)
+                            estimator=list(expected), refuse=False)
         for name, value in expected.items():
             assert res.summary.loc[f"new ({name})", f"tp@{L}"] == pytest.approx(value, rel=1e-12, abs=1e-15), name
 
@@ -206,7 +206,7 @@ def test_estimators_equal_obp_formulas_for_a_plackett_luce_policy():
         "snsips": obp_slate_snsips(sid, r, flat["p_slate"].to_numpy(), e_slate),
     }
     res = tk.off_policy(log, [f"tp@{L}"], policy={"pl": tk.PlackettLuce("new", temperature=T)}, query="round",
-                        pscore=PSCORES, estimator=list(expected), min_clicks=0, min_ess=0)
+                        pscore=PSCORES, estimator=list(expected), refuse=False)
     for name, value in expected.items():
         assert res.summary.loc[f"pl ({name})", f"tp@{L}"] == pytest.approx(value, rel=1e-12, abs=1e-15), name
 
@@ -267,7 +267,7 @@ def test_dr_equals_obp_formula_with_the_documented_reward_model():
             value += obp_dr(rows["click"].to_numpy(), rows["item"].to_numpy().astype(int), np.full(len(rows), j),
                             rows["p_item"].to_numpy(), dist[rows["round"].to_numpy()], q_hat[rows["round"].to_numpy()])
         res = tk.off_policy(log, [f"tp@{L}"], policy=spec, query="round", pscore="p_item", estimator="dr", seed=5,
-                            min_clicks=0, min_ess=0)
+                            refuse=False)
         assert res.summary.iloc[1, 0] == pytest.approx(value, rel=1e-12, abs=1e-15), policy
 
 
@@ -284,7 +284,7 @@ def test_obp_itself_agrees():
     slate = flat.assign(m=match).groupby("round")["m"].transform("prod").to_numpy()
     sid, r, pos = flat["round"].to_numpy(), flat["click"].to_numpy(), (flat["position"].to_numpy() - 1).astype(int)
     res = tk.off_policy(log, [f"tp@{L}"], policy="new", query="round", pscore=PSCORES,
-                        estimator=["iips", "rips", "sips"], min_clicks=0, min_ess=0)
+                        estimator=["iips", "rips", "sips"], refuse=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         iips = obp_ope.SlateIndependentIPS(len_list=L).estimate_policy_value(
@@ -347,7 +347,7 @@ def test_expected_ties_are_the_mean_over_every_order_of_the_tied_candidates():
     metrics = ["tp@3", "precision@2", "dcg@3"]
     est = ["iips", "rips", "sips"]
     expected = tk.off_policy(log, metrics, policy="new", query="round", pscore=PSCORES, estimator=est,
-                             ties="expected", min_clicks=0, min_ess=0, on_policy=None).summary
+                             ties="expected", refuse=False, on_policy=None).summary
     # every order of each round's tied candidates, as a strict order (ties="first" on reordered rows)
     groups = [[1, 2, 3], [4, 5, 7]]  # rows of the tied candidates of round 0 and round 1
     runs = []
@@ -355,7 +355,7 @@ def test_expected_ties_are_the_mean_over_every_order_of_the_tied_candidates():
         for second in itertools.permutations(groups[1]):
             order = [0, *first, *second, 6]
             res = tk.off_policy(log.iloc[order], metrics, policy="new", query="round", pscore=PSCORES, estimator=est,
-                                ties="first", min_clicks=0, min_ess=0, on_policy=None)
+                                ties="first", refuse=False, on_policy=None)
             runs.append(res.summary.to_numpy())
     np.testing.assert_allclose(expected.to_numpy(), np.mean(runs, axis=0), rtol=1e-12, atol=1e-15)
 
@@ -363,7 +363,7 @@ def test_expected_ties_are_the_mean_over_every_order_of_the_tied_candidates():
 def test_item_tie_rules_order_ties_by_item_id():
     log = _tied_log()
     desc = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", ties="item_desc",
-                         min_clicks=0, min_ess=0, on_policy=None).summary.iloc[0, 0]
+                         refuse=False, on_policy=None).summary.iloc[0, 0]
     # item_desc: round 0 ranks a, d, c, b; round 1 ranks d, b, a, c
     ranked = {(0, "a"): 1, (0, "d"): 2, (0, "c"): 3, (1, "d"): 1, (1, "b"): 2, (1, "a"): 3}
     shown = log.dropna(subset=["position"])
@@ -380,9 +380,9 @@ def test_a_table_of_zeros_and_ones_is_the_same_ranker():
                                                                                  "probability"])
     for est in ("iips", "sniips", "dr"):
         as_ranker = tk.off_policy(log, ["tp@3", "dcg@2"], policy="new", query="round", pscore="p_item", estimator=est,
-                                  min_clicks=0, min_ess=0, on_policy=None)
+                                  refuse=False, on_policy=None)
         as_table = tk.off_policy(log, ["tp@3", "dcg@2"], policy={"new": table}, query="round", pscore="p_item",
-                                 estimator=est, min_clicks=0, min_ess=0, on_policy=None)
+                                 estimator=est, refuse=False, on_policy=None)
         np.testing.assert_allclose(as_table.summary.to_numpy(), as_ranker.summary.to_numpy(), rtol=1e-12)
         np.testing.assert_allclose(as_table.per_query["tp@3"], as_ranker.per_query["tp@3"], rtol=1e-12, atol=1e-15)
 
@@ -392,7 +392,7 @@ def test_the_logger_row_is_its_own_click_rate_per_position():
     shown = log.dropna(subset=["position"])
     rates = shown.groupby("position")["click"].mean()
     res = tk.off_policy(log, ["precision@3", "tp@2", "dcg@3"], policy="new", query="round", pscore="p_item",
-                        min_clicks=0, min_ess=0)
+                        refuse=False)
     assert res.summary.loc["logger", "precision@3"] == pytest.approx(rates.sum() / 3, rel=1e-12)
     assert res.summary.loc["logger", "tp@2"] == pytest.approx(rates[1.0] + rates[2.0], rel=1e-12)
     assert res.summary.loc["logger", "dcg@3"] == pytest.approx(sum(rates[j] / math.log2(j + 1) for j in (1, 2, 3)),
@@ -402,14 +402,14 @@ def test_the_logger_row_is_its_own_click_rate_per_position():
 def test_each_rounds_value_averages_to_the_estimate():
     log = random_log(8)
     res = tk.off_policy(log, ["tp@3", "precision@1"], policy={"new": "new", "pl": tk.PlackettLuce("old", 2.0)},
-                        query="round", pscore="p_item", estimator=["iips", "sniips", "dr"], min_clicks=0, min_ess=0)
+                        query="round", pscore="p_item", estimator=["iips", "sniips", "dr"], refuse=False)
     means = res.per_query.groupby("model", sort=False)[["tp@3", "precision@1"]].mean()
     np.testing.assert_allclose(means.loc[res.models].to_numpy(), res.summary.to_numpy(), rtol=1e-12)
 
 
 def test_results_do_not_depend_on_row_order_nor_on_the_other_policies():
     log = random_log(9)
-    spec = dict(query="round", pscore=PSCORES, estimator=["iips", "snrips", "dr", "sips"], min_clicks=0, min_ess=0)
+    spec = dict(query="round", pscore=PSCORES, estimator=["iips", "snrips", "dr", "sips"], refuse=False)
     both = tk.off_policy(log, ["tp@3"], policy={"a": "new", "b": tk.PlackettLuce("old", 0.5)}, **spec)
     alone = tk.off_policy(log, ["tp@3"], policy={"b": tk.PlackettLuce("old", 0.5)}, **spec)
     for e in spec["estimator"]:
@@ -424,7 +424,7 @@ def test_results_do_not_depend_on_row_order_nor_on_the_other_policies():
 def test_results_pickle():
     log = random_log(10)
     res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator=["iips", "dr"],
-                        min_clicks=0, min_ess=0)
+                        refuse=False)
     again = pickle.loads(pickle.dumps(res))
     pd.testing.assert_frame_equal(again.summary, res.summary)
     pd.testing.assert_frame_equal(again.per_query, res.per_query)
@@ -434,12 +434,12 @@ def test_results_pickle():
 
 def test_clipping_caps_the_weights_and_estimates_its_bias():
     log = random_log(12)
-    base = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=0, min_ess=0, on_policy=None)
-    loose = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=0, min_ess=0, on_policy=None,
+    base = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False, on_policy=None)
+    loose = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False, on_policy=None,
                           clip=1e9)
     assert loose.summary.iloc[0, 0] == base.summary.iloc[0, 0]
     with pytest.warns(tk.TopkevalWarning, match="biased low"):
-        tight = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=0, min_ess=0,
+        tight = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False,
                               on_policy=None, clip=2.0)
     shown = _flat(log)
     top = deterministic_policy(log, 3)
@@ -475,7 +475,7 @@ def test_a_policy_where_the_logger_could_not_show_is_refused_with_bounds():
         assert math.isnan(res.summary.loc[f"new ({e})", "precision@5"])
         assert 0 < m["unsupported"] <= 1 and m["lower"] <= m["upper"]
     # without support= the same log is estimated (support assumed), and its never-shown share is reported
-    assumed = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item", min_clicks=0, min_ess=0)
+    assumed = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item", refuse=False)
     assert assumed.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@5"]["never_shown"] > 0
 
 
@@ -530,7 +530,7 @@ BAD = [
 
 @pytest.mark.parametrize("change, kwargs, error, message", BAD)
 def test_bad_input_is_refused_with_a_clear_error(change, kwargs, error, message):
-    args = dict(metrics=["precision@2"], policy="new", query="round", pscore="pscore", min_clicks=0, min_ess=0)
+    args = dict(metrics=["precision@2"], policy="new", query="round", pscore="pscore", refuse=False)
     args.update(kwargs)
     with pytest.raises(error, match=message):
         tk.off_policy(change(_small()), **args)
@@ -552,16 +552,16 @@ def test_the_command_line_prints_what_the_function_returns(tmp_path, capsys):
     table.to_csv(tmp_path / "policy.csv", index=False)
     code = main(["off-policy", str(path), "--query", "round", "--pscore", "p_item", "--policy", "new",
                  "--plackett-luce", "old:0.5", "--policy-table", f"t={tmp_path / 'policy.csv'}", "--estimator", "iips",
-                 "--estimator", "dr", "-m", "tp@3", "--min-clicks", "0", "--min-ess", "0", "--format", "json", "--positions"])
+                 "--estimator", "dr", "-m", "tp@3", "--no-refuse", "--format", "json", "--positions"])
     out, err = capsys.readouterr()
     assert code == 0, err
     payload = json.loads(out)
     want = tk.off_policy(log, ["tp@3"], policy={"new": "new", "pl:old": tk.PlackettLuce("old", 0.5), "t": table},
-                         query="round", pscore="p_item", estimator=["iips", "dr"], min_clicks=0, min_ess=0)
+                         query="round", pscore="p_item", estimator=["iips", "dr"], refuse=False)
     for model in want.models:
         assert payload["summary"][model]["tp@3"] == pytest.approx(want.summary.loc[model, "tp@3"], rel=1e-12)
     code = main(["off-policy", str(path), "--query", "round", "--pscore", "p_item", "--policy", "new", "--ci",
-                 "--min-clicks", "0", "--min-ess", "0"])
+                 "--no-refuse"])
     out, err = capsys.readouterr()
     assert code == 0 and "95% CI" in out and "off-policy estimates from 300 rounds" in out
 
@@ -586,7 +586,7 @@ def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys, args, 
 def test_the_report_has_an_off_policy_section(tmp_path):
     log = random_log(16)
     res = tk.off_policy(log, ["tp@3", "precision@2"], policy="new", query="round", pscore="p_item",
-                        estimator=["iips", "dr"], min_clicks=0, min_ess=0)
+                        estimator=["iips", "dr"], refuse=False)
     page = Path(res.report(tmp_path / "r.html", n_resamples=200, curves=False)).read_text(encoding="utf-8")
     assert "Off-policy estimates" in page and "Click rate at each position" in page
     ci = res.summary_ci(n_resamples=200).set_index(["model", "metric"])
@@ -617,3 +617,17 @@ def test_cascade_clicks_refuse_the_item_position_estimators_below_the_first_posi
     position, _ = simulate(1500, seed=6, clicks="position")
     check = tk.off_policy(position, ["precision@5"], policy="new", query="round", pscore="p_item")
     assert not check.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+
+
+def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
+    from topkeval.demo import randomized_log
+
+    log = randomized_log(5000, seed=0)  # the logger explores its top 10 only: the new ranker leaves its support
+    with pytest.warns(tk.TopkevalWarning, match="weights average"):
+        res = tk.off_policy(log, ["precision@5"], policy="new", query="round", estimator=["iips", "sniips", "dr"])
+    assert math.isnan(res.summary.loc["new (iips)", "precision@5"])
+    d = res.info["off_policy"]["per_position"]["new (iips)"][1]
+    assert abs(d["mean_weight"] - 1) > 3 * d["mean_weight_se"]
+    kept = tk.off_policy(log, ["precision@5"], policy="new", query="round", estimator="iips", refuse=False)
+    assert "weights average" in kept.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@5"]["would_refuse"]
+    assert not math.isnan(kept.summary.loc["new", "precision@5"])

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from . import backends, engine
+from .analysis.offpolicy import ESTIMATORS, MIN_CLICKS, MIN_ESS
+from .analysis.offpolicy import TIES as OFF_POLICY_TIES
 from .backends.cpu import CPU
 from .conventions import Conventions, resolve
 from .errors import (
@@ -26,8 +28,6 @@ from .errors import (
 )
 from .inputs import is_trec_path, read_columns
 from .inputs.grouped import build_log
-from .analysis.offpolicy import ESTIMATORS, MIN_CLICKS, MIN_ESS
-from .analysis.offpolicy import TIES as OFF_POLICY_TIES
 from .metrics import FAMILIES
 from .metrics.names import DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
 from .params import (
@@ -802,12 +802,13 @@ def evaluate_matrix(scores, relevant, metrics=DEFAULT_MATRIX_METRICS, exclude=No
     estimator=[Options(*ESTIMATORS), Given("a list of estimator names: checked by topkeval.analysis.offpolicy")],
     on_policy=[Text(empty=False, max_length=1000), None],
     support=[Given("a table of (item, position) pairs: checked by topkeval.analysis.offpolicy"), None],
-    clip=[Real(1.0), None], min_clicks=Real(0), min_ess=Real(0), ties=Options(*OFF_POLICY_TIES), seed=SEED,
+    clip=[Real(1.0), None], min_clicks=Real(0), min_ess=Real(0), refuse=Bool(), ties=Options(*OFF_POLICY_TIES),
+    seed=SEED,
 )
 def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item", position: str = "position",
                click: str = "click", pscore="pscore", estimator="iips", on_policy: str | None = "logger",
                support=None, clip: float | None = None, min_clicks: float = MIN_CLICKS, min_ess: float = MIN_ESS,
-               ties: str = "expected", seed: int | None = 0) -> Results:
+               refuse: bool = True, ties: str = "expected", seed: int | None = 0) -> Results:
     """Estimate a new ranking policy's clicks from the log of a randomised logging policy.
 
     The log has one row per shown (round, position, item) with its click and ``pscore``, the
@@ -882,6 +883,15 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
         rounds) at each position a metric reads; below it the estimate is refused. Default 30: the
         cascade and slate estimators' deep positions, where the logger almost never showed the
         policy's whole prefix, fall below it in the simulations and their intervals do not cover.
+    refuse : bool
+        True (default): an estimate whose diagnostics say it cannot be trusted is NaN, its reason in
+        ``info`` and a warning. False keeps every number, the reason it would have been refused
+        beside it (``would_refuse``): to check formulas, or to look at a number at your own risk.
+        The checks besides ``min_clicks`` and ``min_ess``: mass where ``support=`` says the logger
+        could not show; cascade-like clicks for an estimator assuming item-position clicks; for the
+        unnormalised IPS forms (iips, rips, sips), weights whose mean at a position is more than 3
+        standard errors from the policy's mass there (it must equal it under full support: the
+        rounds under-represent the policy's choices).
     ties : {"expected", "first", "item_asc", "item_desc"}
         A ranker's order among equal scores: ``"expected"`` spreads a tie group uniformly over the
         ranks it spans (a stochastic policy), the others break ties by row order or item id.
@@ -912,8 +922,8 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
         An estimate refused (the policy's mass where the logger could not show, too few effective
         clicks or rounds, or cascade-like clicks for an estimator that assumes item-position clicks:
         clicks below a click at most half as frequent as below none, by more than 3 standard errors);
-        weights capped by ``clip``. The doc of the tiny example below sets ``min_clicks`` and
-        ``min_ess`` to 0 to show the arithmetic; a real log keeps the defaults.
+        weights capped by ``clip``. The tiny example below passes ``refuse=False`` to show the
+        arithmetic (4 rounds are far too few to trust); a real log keeps the default.
 
     Examples
     --------
@@ -927,7 +937,7 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
     ...        "click": [0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0],
     ...        "pscore": [1 / 3] * 12,
     ...        "new": [0.1, 0.5, 0.9] * 4}
-    >>> res = tk.off_policy(log, ["precision@2"], policy="new", query="round", min_clicks=0, min_ess=0)
+    >>> res = tk.off_policy(log, ["precision@2"], policy="new", query="round", refuse=False)
     >>> res.summary
             precision@2
     model
@@ -939,7 +949,7 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
     evaluation, messages = offpolicy.off_policy(
         log, metrics, policy=policy, query=query, item=item, position=position, click=click, pscore=pscore,
         estimator=estimator, on_policy=on_policy, support=support, clip=clip, min_clicks=min_clicks, ties=ties,
-        seed=seed, min_ess=min_ess)
+        seed=seed, min_ess=min_ess, refuse=refuse)
     offpolicy.give_warnings(messages)
     return Results(evaluation)
 

@@ -340,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "estimate may rest on (default: 10)")
     off.add_argument("--min-ess", type=float, default=None, help="the least effective sample size of the weights at "
                      "each position an estimate reads (default: 30)")
+    off.add_argument("--no-refuse", action="store_true", help="keep every estimate, even one its diagnostics say "
+                     "cannot be trusted (the reason is given beside it)")
     off.add_argument("--ties", choices=["expected", "first", "item_asc", "item_desc"], default="expected",
                      help="a ranker's order among equal scores (default: expected)")
     off.add_argument("--seed", type=int, default=0, help="seed of the doubly robust folds and of a Plackett-Luce "
@@ -748,7 +750,8 @@ def _off_policy(args, out) -> int:
                      on_policy=None if args.on_policy == "none" else args.on_policy,
                      support=_read_table(args.support, args) if args.support else None, clip=args.clip,
                      min_clicks=MIN_CLICKS if args.min_clicks is None else args.min_clicks,
-                     min_ess=MIN_ESS if args.min_ess is None else args.min_ess, ties=args.ties, seed=args.seed)
+                     min_ess=MIN_ESS if args.min_ess is None else args.min_ess, refuse=not args.no_refuse,
+                     ties=args.ties, seed=args.seed)
     document = formats.results_document(res, ci=args.ci)
     if args.positions:
         import pandas as pd

@@ -65,6 +65,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -140,6 +141,9 @@ Z95 = 1.959963984540054
 MIN_CLICKS = 10.0
 #: the default least effective sample size of the weights at each position an estimate reads
 MIN_ESS = 30.0
+#: standard errors by which the weights' mean may differ from the policy's mass before an unnormalised
+#: IPS estimate is refused
+WEIGHT_T = 3.0
 
 
 class PlackettLuce:
@@ -483,12 +487,12 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
                                 "choices down to that position).")
         out.pscore[kind] = matrix
     for name in scores:
-        v = numbers_or_missing(cols[name], name, "policy=")[order]
-        if not np.isfinite(v).all():
-            row = int(order[_first(~np.isfinite(v))])
-            raise DataError(f"Score column {name!r} (policy=) holds {float(v[_first(~np.isfinite(v))])} at row {row}: "
-                            "scores must be finite numbers on every candidate row.")
-        out.columns[name] = v
+        score = numbers_or_missing(cols[name], name, "policy=")[order]
+        if not np.isfinite(score).all():
+            row = int(order[_first(~np.isfinite(score))])
+            raise DataError(f"Score column {name!r} (policy=) holds {float(score[_first(~np.isfinite(score))])} at row "
+                            f"{row}: scores must be finite numbers on every candidate row.")
+        out.columns[name] = score
     del n_rows
     return out
 
@@ -821,7 +825,7 @@ def _kish(w: np.ndarray, axis=0):
 
 def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics: list[_Metric], K: int, *,
               clip: float | None, rates: _Rates | None, support: _Pairs | None, shown_pairs: _Pairs,
-              min_clicks: float, min_ess: float = 0.0, cascade: dict | None = None) -> _Estimate:
+              min_clicks: float, min_ess: float = 0.0, cascade: dict | None = None, refuse: bool = True) -> _Estimate:
     n = log.n
     b = log.logged[:, :K].astype(np.float64)
     c = log.click[:, :K]
@@ -873,6 +877,8 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     ess_clicks = _kish(weighted_clicks)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_weight = np.where(n_j > 0, (w * b).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), np.nan)
+        spread = np.where(n_j > 1, ((w - mean_weight[None, :]) ** 2 * b).sum(axis=0) / np.maximum(n_j - 1, 1), np.nan)
+        weight_se = np.sqrt(spread / np.where(n_j > 0, n_j, 1.0))
     # position-wise intervals (normal, from the linearised values)
     se = np.full(K, np.nan)
     finite = np.isfinite(theta)
@@ -903,7 +909,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
         positions.append({"position": j + 1, "estimate": float(theta[j]), "ci_low": float(theta[j] - z),
                           "ci_high": float(theta[j] + z), "rounds": int(n_j[j]),
                           "effective_sample_size": float(ess[j]), "effective_clicks": float(ess_clicks[j]),
-                          "mean_weight": float(mean_weight[j]),
+                          "mean_weight": float(mean_weight[j]), "mean_weight_se": float(weight_se[j]),
                           **({"never_shown": float(never[j])} if never is not None else {}),
                           **({"unsupported": float(unsupported[j])} if unsupported is not None else {})})
     values: dict = {}
@@ -918,7 +924,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
             scale = np.where(n_j > 0, n / np.where(n_j > 0, n_j, 1.0), 0.0)
         z_i = (weighted_clicks * (coef * scale)[None, :]).sum(axis=1)
         eff_clicks = float(_kish(z_i))
-        info_m = {"effective_clicks": eff_clicks,
+        info_m: dict = {"effective_clicks": eff_clicks,
                   "effective_sample_size": float(ess[used].min()) if used.any() else 0.0}
         refused = None
         if not math.isfinite(est_value):
@@ -974,13 +980,32 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
                 refused = (f"at position {thin[0]} the weights' effective sample size is {ess[thin[0] - 1]:.1f} rounds "
                            f"(fewer than min_ess={min_ess:g}): the logger rarely did what the policy would there, and "
                            "the estimate of that position rests on almost nothing (an interval of it would not hold)")
+            if refused is None and clip is None and not est.normalised and not est.doubly_robust:
+                # the weights average the policy's mass at each position (full support): far from it, the
+                # sample under-represents the policy's choices (rare large weights not drawn, or choices the
+                # logger cannot make) and the unnormalised estimate is off by as much, its interval too narrow
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t = (mean_weight - diag["_mass"]) / weight_se
+                off = [j for j in range(K) if used[j] and np.isfinite(t[j]) and abs(t[j]) > WEIGHT_T]
+                if off:
+                    j = off[0]
+                    refused = (f"at position {j + 1} the weights average {mean_weight[j]:.3g} where they should "
+                               f"average the policy's mass there, {diag['_mass'][j]:.3g} ({abs(t[j]):.1f} standard "
+                               "errors off): the rounds under-represent the policy's choices (rare large weights "
+                               "not drawn, or choices the logger cannot make), and this unnormalised estimate is off "
+                               "by as much. Use sniips or dr, or give support= to check what the logger could show")
             if refused is None and eff_clicks < min_clicks:
                 refused = (f"it rests on {eff_clicks:.1f} effective clicks (fewer than min_clicks={min_clicks:g}): "
                            "too few for its interval to hold")
         info_m["refused"] = refused
-        if refused is not None:
+        if refused is not None and not math.isfinite(est_value):
+            vi = np.full(n, np.nan)
+        elif refused is not None and refuse:
             vi = np.full(n, np.nan)
             est_value = math.nan
+        elif refused is not None:  # refuse=False: kept, the reason said beside it
+            info_m["refused"] = None
+            info_m["would_refuse"] = refused
         values[m.label] = vi
         summary[m.label] = est_value
         per_metric[m.label] = info_m
@@ -1027,7 +1052,7 @@ def _entry_q(policy: _Policy, rates: _Rates) -> np.ndarray:
 
 def off_policy(log, metrics, *, policy, query: str, item: str, position: str, click: str, pscore, estimator,
                on_policy: str | None, support, clip: float | None, min_clicks: float, ties: str,
-               seed: int | None, min_ess: float = 0.0) -> tuple[Evaluation, list[str]]:
+               seed: int | None, min_ess: float = 0.0, refuse: bool = True) -> tuple[Evaluation, list[str]]:
     """See :func:`topkeval.off_policy`; returns the Evaluation and the warnings to give."""
     estimators = _estimator_names(estimator)
     specs = _specs(policy, on_policy)
@@ -1083,7 +1108,7 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
             described[name] = pol.spec.describe()
             rows.append((name, e, _estimate(ESTIMATORS[e], data, pol, wanted, K, clip=clip, rates=rates,
                                             support=support_pairs, shown_pairs=shown_pairs, min_clicks=min_clicks,
-                                            min_ess=min_ess, cascade=cascade)))
+                                            min_ess=min_ess, cascade=cascade, refuse=refuse)))
     models = [r[0] for r in rows]
     if len(set(models)) < len(models):
         raise ParameterError(f"two rows of the results would be named {next(m for m in models if models.count(m) > 1)!r}: "
@@ -1100,18 +1125,19 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
     per_query = pd.DataFrame(frame)
 
     warnings_out: list[str] = []
+    conventions = Conventions(ties=cast(Any, ties))
     diagnostics = {}
-    for name, e, res in rows:
-        diagnostics[name] = {"estimator": e or "on-policy", **res.diagnostics}
-    refused = {(name, lab): res.diagnostics["metrics"][lab]["refused"] for name, e, res in rows for lab in labels
-               if e is not None and res.diagnostics["metrics"][lab]["refused"]}
+    for name, kind, res in rows:
+        diagnostics[name] = {"estimator": kind or "on-policy", **res.diagnostics}
+    refused = {(name, lab): res.diagnostics["metrics"][lab]["refused"] for name, kind, res in rows for lab in labels
+               if kind is not None and res.diagnostics["metrics"][lab]["refused"]}
     if refused:
         (name, lab), why = next(iter(refused.items()))
         more = len(refused) - 1
         warnings_out.append(f"off_policy: no estimate of {lab} for {name}: {why}" +
                             (f" (and {plural(more, 'more estimate')} refused: info['off_policy']['diagnostics'])"
                              if more else "") + ".")
-    clipped = {name: res.diagnostics.get("clipped", 0) for name, e, res in rows if e is not None}
+    clipped = {name: res.diagnostics.get("clipped", 0) for name, kind, res in rows if kind is not None}
     if clip is not None and any(clipped.values()):
         name = next(k for k, v in clipped.items() if v)
         warnings_out.append(f"off_policy: clip={clip:g} capped {plural(clipped[name], 'weight')} of {name}: the IPS and "
@@ -1123,22 +1149,22 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
         "ties_at_cutoff": {m: 0 for m in models}, "longest_list": {m: None for m in models},
         "shorter_than_k": {m: None for m in models}, "models": models, "metrics": labels,
         "metric_names": {m.label: m.canonical for m in wanted},
-        "conventions": Conventions(ties=ties).as_dict(),
+        "conventions": conventions.as_dict(),
         "off_policy": {
             "rounds": n, "positions": K, "slate_length": L,
             "estimands": {m.label: _ESTIMANDS[m.family].format(k=m.k) for m in wanted},
-            "estimators": {name: (e or "on-policy") for name, e, _ in rows},
+            "estimators": {name: (kind or "on-policy") for name, kind, _ in rows},
             "policies": described,
             "support": "checked against support=" if support is not None else
                        "assumed: the logger could show every candidate of a round at every logged position",
-            "clip": clip, "min_clicks": min_clicks, "min_ess": min_ess, "seed": seed, "clicks_below_a_click": cascade,
+            "clip": clip, "min_clicks": min_clicks, "min_ess": min_ess, "refuse": refuse, "seed": seed, "clicks_below_a_click": cascade,
             "diagnostics": diagnostics,
             "per_position": {name: res.positions for name, _, res in rows},
             "plackett_luce": {p.spec.name: {k: v for k, v in p.how.items() if not k.startswith("_")}
                               for p in policies if p.spec.kind == "plackett_luce"},
         },
     }
-    evaluation = Evaluation(summary, info, query, Conventions(ties=ties), _per_query=[per_query])
+    evaluation = Evaluation(summary, info, query, conventions, _per_query=[per_query])
     return evaluation, warnings_out
 
 
