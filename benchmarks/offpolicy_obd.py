@@ -85,26 +85,26 @@ def main() -> None:
     log = random.reset_index(drop=True).rename_axis("round").reset_index()
     estimators = ["iips", "sniips", "dr"]
     rows = []
-    defaults = tk.off_policy.__wrapped__.__kwdefaults__
-    for min_clicks, min_ess in ((defaults["min_clicks"], defaults["min_ess"]), (0.0, 0.0)):
+    for refuse in (True, False):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = tk.off_policy(log, ["precision@3"], policy={"bts": table}, query="round", item="item_id",
                                 position="position", click="click", pscore="propensity_score", estimator=estimators,
-                                min_clicks=min_clicks, min_ess=min_ess)
+                                refuse=refuse)
         ci = res.summary_ci(n_resamples=args.resamples).set_index("model")
         for model in res.models:
             d = res.info["off_policy"]["diagnostics"][model]["metrics"]["precision@3"]
-            rows.append(dict(min_clicks=min_clicks, model=model, estimate=res.summary.loc[model, "precision@3"],
+            rows.append(dict(refuse=refuse, model=model, estimate=res.summary.loc[model, "precision@3"],
                              ci_low=ci.loc[model, "ci_low"], ci_high=ci.loc[model, "ci_high"],
-                             effective_clicks=d["effective_clicks"], refused=d.get("refused")))
+                             effective_clicks=d["effective_clicks"],
+                             reason=d.get("refused") or d.get("would_refuse") or ""))
         if caught:
-            print(f"warnings (min_clicks={min_clicks:g}): " + " | ".join(str(w.message) for w in caught))
+            print(f"warnings (refuse={refuse}): " + " | ".join(str(w.message) for w in caught))
     out = pd.DataFrame(rows)
     on_bts = bts["click"].mean()
     own = tk.off_policy(bts.reset_index(drop=True).rename_axis("round").reset_index(), ["precision@3"],
                         policy={"bts": table}, query="round", item="item_id", position="position", click="click",
-                        pscore="propensity_score", min_clicks=0.0, min_ess=0.0)
+                        pscore="propensity_score", refuse=False)
     own_ci = own.summary_ci(n_resamples=args.resamples).set_index("model").loc["logger"]
     on_policy = own.summary.loc["logger", "precision@3"]
     out["on_policy"] = on_policy
@@ -118,8 +118,8 @@ def main() -> None:
     shown = out[out["model"] != "logger"].copy()
     shown["estimator"] = shown["model"].str.extract(r"\((\w+)\)")
     pd.set_option("display.width", 200)
-    print(shown[["min_clicks", "estimator", "estimate", "ci_low", "ci_high", "on_policy", "relative_error",
-                 "effective_clicks", "refused"]].to_markdown(index=False, floatfmt=".5f"))
+    print(shown[["refuse", "estimator", "estimate", "ci_low", "ci_high", "on_policy", "relative_error",
+                 "effective_clicks", "reason"]].to_markdown(index=False, floatfmt=".5f"))
 
 
 if __name__ == "__main__":

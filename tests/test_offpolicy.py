@@ -631,3 +631,63 @@ def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
     kept = tk.off_policy(log, ["precision@5"], policy="new", query="round", estimator="iips", refuse=False)
     assert "weights average" in kept.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@5"]["would_refuse"]
     assert not math.isnan(kept.summary.loc["new", "precision@5"])
+
+
+# ---------------------------------------------------------------------------------------------
+# simulation with known truth (the full table: benchmarks/offpolicy_bench.py table)
+
+
+@pytest.mark.slow
+def test_offered_estimates_cover_the_truth_and_never_go_the_wrong_way():
+    """Logs of 2,000 rounds (tests/offpolicy_simulation.py): a Plackett-Luce logger over 20 candidates
+    showing 5 and a better deterministic ranker, with position-based clicks (150 logs) then cascade
+    clicks (20); and a logger that only shuffles its top 5, with support= given (15). Every estimate
+    offered (not refused) covers the population's truth in >= 88% of the logs that offer it, pooled
+    over the metrics, and >= 85% for each metric alone: 150 logs measure a coverage to +-2% (the claim,
+    >= 90%, is the 300-log table of benchmarks/offpolicy_bench.py: 93-95%; on these 150 logs iips
+    covers 89-92%). None says the better ranker is significantly worse, what cascade clicks break is
+    refused (with cascade clicks and with the shuffling logger, the refusals are what is tested), and a
+    refused estimate's bounds hold the truth."""
+    import offpolicy_simulation as sim
+
+    metrics = ["precision@5", "precision@1", "dcg@3"]
+    estimators = ["iips", "sniips", "dr", "rips", "snrips", "sips"]
+    pscores = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
+    for clicks, logger, logs in (("position", "plackett_luce", 150), ("cascade", "plackett_luce", 20),
+                                 ("position", "shuffle", 15)):
+        truth = sim.truth(clicks=clicks, logger=logger, rounds=100_000)
+        hits: dict = {}
+        for rep in range(logs):
+            log, support = sim.simulate(2000, seed=500 + rep, clicks=clicks, logger=logger)
+            res = tk.off_policy(log, metrics, policy="new", query="round", pscore=pscores, estimator=estimators,
+                                support=support)
+            ci = res.summary_ci(n_resamples=1000, seed=rep).set_index(["model", "metric"])
+            cmp = res.compare(baseline="logger", test="t", correction=None, n_resamples=100).set_index(["model",
+                                                                                                           "metric"])
+            for model in res.models[1:]:
+                for metric in metrics:
+                    t = sim.metric_truth(truth["new"], metric)
+                    assert cmp.loc[(model, metric), "verdict"] != "worse", (clicks, logger, model, metric)
+                    m = res.info["off_policy"]["diagnostics"][model]["metrics"][metric]
+                    lo, hi = ci.loc[(model, metric), ["ci_low", "ci_high"]]
+                    got = hits.setdefault((model, metric), [])
+                    if math.isfinite(res.summary.loc[model, metric]):
+                        got.append(lo <= t <= hi)
+                    if m.get("lower") is not None:
+                        assert m["lower"] <= t <= m["upper"], (clicks, logger, model, metric)
+        pooled: dict = {}
+        for (model, metric), covered in hits.items():
+            if len(covered) >= 100:  # coverage measured where 100 logs or more offer the estimate
+                assert np.mean(covered) >= 0.85, (clicks, logger, model, metric, np.mean(covered))
+                pooled.setdefault(model, []).extend(covered)
+        for model, covered in pooled.items():
+            assert np.mean(covered) >= 0.88, (clicks, logger, model, np.mean(covered))
+        if clicks == "cascade":  # the item-position estimators are refused below the first position
+            for e in ("iips", "sniips", "dr"):
+                assert not hits[(f"new ({e})", "precision@5")], e
+            assert len(hits[("new (rips)", "precision@1")]) == logs
+        if logger == "shuffle":  # nothing is offered where the logger cannot show the ranker's choices
+            assert not any(hits.values())
+        if clicks == "position" and logger == "plackett_luce":
+            for e in ("sniips", "dr"):
+                assert len(hits[(f"new ({e})", "precision@5")]) == logs, e
