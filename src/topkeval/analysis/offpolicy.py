@@ -52,12 +52,16 @@ method's variance.
 Diagnostics, per policy and estimator (``info["off_policy"]``): the effective sample size of the
 weights per position (Kish: ``(sum w)^2 / sum w^2`` over the rounds logging j) and of the weighted
 clicks (``effective_clicks``: the same of the rounds' weighted clicks, the clicks the estimate
-effectively rests on), the weights clipped, the share of the policy's mass on (item, position) pairs
-this log never shows, and, with ``support=`` (what the logger could show), the share it could not
-show: IPS gives those pairs no click, so the truth lies between the estimate and the estimate plus
-that share (clicks are in [0, 1]): the estimate is then refused (NaN) and the bounds given. An
-estimate resting on fewer than ``min_clicks`` effective clicks is refused too (its interval would
-not cover).
+effectively rests on), the weights' mean per position (it equals the policy's mass there under full
+support), the weights clipped, the share of the policy's mass on (item, position) pairs this log never
+shows, and, with ``support=`` (what the logger could show), the share it could not show. An estimate is
+refused (NaN, its reason in ``info``, a warning; ``refuse=False`` keeps it) when the logger could not
+show part of the policy (its bounds are given instead: IPS counts those clicks as 0, and clicks are in
+[0, 1]); when clicks look like a cascade (below a click, at most half as many clicks as below none, by
+more than 3 standard errors) for an estimator that assumes item-position clicks; when a position it
+reads has an effective sample size below ``min_ess``; when an unnormalised IPS estimate's weights
+average more than 3 standard errors away from the policy's mass; or when it rests on fewer than
+``min_clicks`` effective clicks. The simulations that set these rules: docs/how-to/off-policy.md.
 """
 
 from __future__ import annotations
