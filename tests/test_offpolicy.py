@@ -691,3 +691,13 @@ def test_offered_estimates_cover_the_truth_and_never_go_the_wrong_way():
         if clicks == "position" and logger == "plackett_luce":
             for e in ("sniips", "dr"):
                 assert len(hits[(f"new ({e})", "precision@5")]) == logs, e
+
+
+def test_items_the_log_lacks_are_one_item_in_every_table():
+    log = _small()
+    policy = pd.DataFrame({"item": ["z", "a"], "position": [1, 2], "probability": [0.5, 0.5]})
+    support = pd.DataFrame({"item": ["y", "a", "b"], "position": [1, 2, 1]})  # 'y' is not 'z'
+    res = tk.off_policy(log, ["tp@2"], policy={"t": policy}, query="round", support=support, refuse=False)
+    m = res.info["off_policy"]["diagnostics"]["t"]["metrics"]["tp@2"]
+    assert m["unsupported"] == pytest.approx(0.5)  # 'z' at position 1 is outside the support
+    assert m["never_shown"] == pytest.approx(0.5)

@@ -360,6 +360,7 @@ class _Log:
     pscore: dict = field(default_factory=dict)  # kind -> (n, width), NaN where nothing is logged
     slate_pscore: np.ndarray | None = None  # (n,)
     columns: dict = field(default_factory=dict)  # other columns read, per sorted row
+    extra_items: dict = field(default_factory=dict)  # items of a policy or support table the log lacks -> code
 
     @property
     def rows(self) -> int:
@@ -611,10 +612,11 @@ def _read_pairs(table, *, log: _Log, query: str, item: str, position: str, what:
                         where=what)
     items = _id_codes(cols[item], item, log.item_labels, "item")
     unknown = items < 0
-    if unknown.any():  # an item the log never has: a code of its own beyond the log's items
-        fresh, _ = pd.factorize(pd.Series(_labels_at(cols[item], unknown), dtype=object))
+    if unknown.any():  # an item the log never has: a code of its own beyond the log's items, the same in every table
         items = items.copy()
-        items[unknown] = len(log.item_labels) + np.asarray(fresh, np.int64)
+        codes = [log.extra_items.setdefault(label, len(log.item_labels) + len(log.extra_items))
+                 for label in _labels_at(cols[item], unknown).tolist()]
+        items[unknown] = np.asarray(codes, np.int64)
     pos = read_positions(cols[position], position)
     if np.isnan(pos).any():
         row = _first(np.isnan(pos))
