@@ -130,6 +130,7 @@ MANY = tk.evaluate(LOG.assign(third=[0.3, 0.2, 0.6, 0.5, 0.4, 0.1, 0.8, 0.2]), m
 CLICK_RES = tk.evaluate(CLICKS, metrics=["recall@2", "precision@2"], score=["old", "new"], item="item",
                         position="position")
 TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
+OFF_POLICY_LOG = CLICKS.assign(click=LOG["relevance"], pscore=[0.5, 0.3, 0.2, 0.5, 0.3, 0.2, 0.5, 0.5])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -209,6 +210,11 @@ def valid_calls(files) -> dict:
         "read_runs": (tk.read_runs, dict(paths=[run])),
         "write_run": (tk.write_run, dict(frame=LOG[["query", "item", "old"]], path=lambda: _fresh(root, ".run"),
                                          query="query", item="item", score="old", run_name=None, overwrite=False)),
+        "off_policy": (tk.off_policy, dict(log=OFF_POLICY_LOG, metrics=["precision@2"], policy="new", query="query",
+                                           item="item", position="position", click="click", pscore="pscore",
+                                           estimator="iips", on_policy="logger", support=None, clip=10.0,
+                                           min_clicks=0.0, min_ess=0.0, refuse=True, ties="expected", seed=0)),
+        "PlackettLuce.__init__": (tk.PlackettLuce, dict(score="new", temperature=0.5, samples=None)),
         "MatrixEvaluator.__init__": (MatrixEvaluator, dict(metrics=["recall@1"], conventions=None, batch_size=None,
                                                            threads=None, sync_on_compute=True, process_group=None)),
         "MatrixEvaluator.update": (ev.update, dict(scores=SCORES, relevant=TRUTH, exclude=None, users=None,

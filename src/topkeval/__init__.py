@@ -8,11 +8,13 @@
 from types import MappingProxyType as _ReadOnly
 
 from .analysis.bias import ItemPropensity, PositionBias, estimate_position_bias, popularity_propensity
+from .analysis.offpolicy import PlackettLuce
 from .api import (
     evaluate,
     evaluate_matrix,
     f1_at_k,
     fbeta_at_k,
+    off_policy,
     precision_at_k,
     r_precision,
     recall_at_k,
@@ -48,7 +50,7 @@ PRESETS = _ReadOnly(_PRESETS)
 __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "ItemPropensity",
     "MatrixEvaluator", "PositionBias",
-    "Metric", "OutputFileError", "ParameterError", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
-    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "explain_metric", "f1_at_k", "fbeta_at_k", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
+    "Metric", "OutputFileError", "ParameterError", "PlackettLuce", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
+    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "explain_metric", "f1_at_k", "fbeta_at_k", "off_policy", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

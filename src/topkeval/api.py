@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from . import backends, engine
+from .analysis.offpolicy import ESTIMATORS, MIN_CLICKS, MIN_ESS
+from .analysis.offpolicy import TIES as OFF_POLICY_TIES
 from .backends.cpu import CPU
 from .conventions import Conventions, resolve
 from .errors import (
@@ -30,6 +32,7 @@ from .metrics import FAMILIES
 from .metrics.names import DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
 from .params import (
     CONVENTIONS,
+    SEED,
     SETTINGS,
     THREADS,
     Bool,
@@ -795,6 +798,167 @@ def evaluate_matrix(scores, relevant, metrics=DEFAULT_MATRIX_METRICS, exclude=No
 
     return Results(evaluate_scores(scores, relevant, engine.make_plan(metrics, conv), exclude, batch_size=batch_size,
                                    threads=threads))
+
+
+@validate_params(
+    log=Given("read by topkeval.inputs; checked by topkeval.analysis.offpolicy"), metrics=Metrics(empty=False),
+    policy=Given("score columns, or a mapping name -> column, table or PlackettLuce: checked by "
+                 "topkeval.analysis.offpolicy"),
+    query=Column(), item=Column(), position=Column(), click=Column(),
+    pscore=[Column(), Given("a mapping of pscore forms to columns: checked by topkeval.analysis.offpolicy")],
+    estimator=[Options(*ESTIMATORS), Given("a list of estimator names: checked by topkeval.analysis.offpolicy")],
+    on_policy=[Text(empty=False, max_length=1000), None],
+    support=[Given("a table of (item, position) pairs: checked by topkeval.analysis.offpolicy"), None],
+    clip=[Real(1.0), None], min_clicks=Real(0), min_ess=Real(0), refuse=Bool(), ties=Options(*OFF_POLICY_TIES),
+    seed=SEED,
+)
+def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item", position: str = "position",
+               click: str = "click", pscore="pscore", estimator="iips", on_policy: str | None = "logger",
+               support=None, clip: float | None = None, min_clicks: float = MIN_CLICKS, min_ess: float = MIN_ESS,
+               refuse: bool = True, ties: str = "expected", seed: int | None = 0) -> Results:
+    """Estimate a new ranking policy's clicks from the log of a randomised logging policy.
+
+    The log has one row per shown (round, position, item) with its click and ``pscore``, the
+    logging policy's probability of what it showed; a round may also list candidates it did not show
+    (no position), which a ranker or a Plackett-Luce policy may rank. For each policy the clicks it
+    would get at positions 1..k are estimated position by position, ``theta_j = E[click at j]``,
+    and each metric is a weighted sum ``sum_j coef_j theta_j``: ``precision@k`` is CTR@k
+    (``coef_j = 1/k``), ``tp@k`` the expected clicks in the top k (``coef_j = 1``), ``dcg@k`` the
+    clicks weighted by ``1 / log2(j + 1)``. With ``w_ij`` the importance weight of round i's click at
+    position j (``n_j`` rounds log position j):
+
+    * ``"iips"``: ``w = pi_e(a_ij at j) / pi_b(a_ij at j)``, ``theta_j = sum_i w_ij c_ij / n_j``
+      (unbiased when a click depends only on the round, the position and the item there);
+    * ``"rips"``: ``w = pi_e(a_i1..a_ij) / pi_b(a_i1..a_ij)`` (unbiased under cascade clicks: a click
+      at j depends only on the items at 1..j);
+    * ``"sips"``: ``w = pi_e(slate) / pi_b(slate)`` (unbiased, no assumption on clicks; needs the
+      logger to have shown the policy's whole slate);
+    * ``"sniips"``, ``"snrips"``, ``"snsips"``: ``theta_j = sum_i w_ij c_ij / sum_i w_ij``
+      (self-normalised over the rounds, as Open Bandit Pipeline does: consistent, not unbiased);
+    * ``"dr"``: ``theta_j = sum_i [sum_a pi_e(a at j) q(a, j) + w_ij (c_ij - q(a_ij, j))] / n_j``
+      with iips's weights and ``q`` each (item, position)'s smoothed click rate, cross-fitted over two
+      folds of rounds (see docs/conventions.md).
+
+    Every estimate assumes the logger could show whatever the policy shows (``pi_b > 0`` wherever
+    ``pi_e > 0``); with ``support=`` this is checked, and an estimate of a policy with mass where the
+    logger had none is refused (NaN) with its bounds in ``info``: IPS counts those clicks as 0, and
+    clicks are in [0, 1]. Definitions, assumptions and the simulations that validate the intervals:
+    docs/conventions.md ("Off-policy estimates") and docs/how-to/off-policy.md.
+
+    Parameters
+    ----------
+    log : pandas.DataFrame, polars.DataFrame, pyarrow.Table, dict of arrays, str or Path
+        One row per shown (round, position, item), and optionally per candidate not shown (its
+        position empty). Read as :func:`evaluate` reads its data.
+    metrics : str or list of str
+        ``precision@k``, ``tp@k`` or ``dcg@k`` (k at most the logged slate's length).
+    policy : str, list of str or mapping
+        The policies to evaluate: score columns of the log (deterministic rankers: each round's
+        candidates by score, ties under ``ties``), or a mapping from a name to a score column, a
+        :class:`~topkeval.PlackettLuce` policy, or a table of the policy's probability of each
+        (item, position): columns ``item``, ``position`` and ``probability`` (named as the log's
+        item and position columns), with the round column for a policy that differs per round.
+        At most 1 per position and per item.
+    query, item, position, click : str
+        The log's columns: the round id, the item id, the 1-based position at which the logger showed
+        the item (empty: not shown), the click (0 or 1).
+    pscore : str or mapping
+        The column of the logger's probabilities, in the form the estimators read:
+        ``item_position`` (the item at its position: iips, sniips, dr), ``cascade`` (the items at
+        positions 1..j: rips, snrips) or ``slate`` (the whole slate, the same on its rows: sips,
+        snsips). One column, or ``{"item_position": col, "cascade": col, ...}`` for estimators that
+        read different forms.
+    estimator : str or list of str
+        ``"iips"`` (default), ``"sniips"``, ``"rips"``, ``"snrips"``, ``"sips"``, ``"snsips"``,
+        ``"dr"``; with several, each policy's rows are named ``"policy (estimator)"``.
+    on_policy : str or None
+        The name of the row with the logger's own click rates (unweighted: its on-policy value,
+        what :meth:`Results.compare` compares the policies with); None leaves it out.
+    support : table, optional
+        What the logger could show: rows of (item, position), with the round column where it differs
+        per round and a ``probability`` column optionally (rows of probability 0 are left out). A
+        policy's mass outside it is reported and its estimate refused.
+    clip : float, optional
+        The largest weight (>= 1): lowers the variance; the IPS and DR estimates become biased low
+        (by about ``clip_bias`` in ``info``), the self-normalised ones biased towards the logger.
+    min_clicks : float
+        The least number of effective clicks an estimate may rest on (Kish's effective size of the
+        rounds' weighted clicks); below it the estimate is refused (NaN) with a warning. Default 10:
+        below it the simulations of docs/how-to/off-policy.md show intervals that do not cover.
+    min_ess : float
+        The least effective sample size of the weights (Kish: ``(sum w)^2 / sum w^2`` over the
+        rounds) at each position a metric reads; below it the estimate is refused. Default 30: the
+        cascade and slate estimators' deep positions, where the logger almost never showed the
+        policy's whole prefix, fall below it in the simulations and their intervals do not cover.
+    refuse : bool
+        True (default): an estimate whose diagnostics say it cannot be trusted is NaN, its reason in
+        ``info`` and a warning. False keeps every number, the reason it would have been refused
+        beside it (``would_refuse``): to check formulas, or to look at a number at your own risk.
+        The checks besides ``min_clicks`` and ``min_ess``: mass where ``support=`` says the logger
+        could not show; cascade-like clicks for an estimator assuming item-position clicks; for the
+        unnormalised IPS forms (iips, rips, sips), weights whose mean at a position is more than 3
+        standard errors from the policy's mass there (it must equal it under full support: the
+        rounds under-represent the policy's choices).
+    ties : {"expected", "first", "item_asc", "item_desc"}
+        A ranker's order among equal scores: ``"expected"`` spreads a tie group uniformly over the
+        ranks it spans (a stochastic policy), the others break ties by row order or item id.
+    seed : int or None
+        Of the doubly robust estimator's folds and of a Plackett-Luce policy's Monte Carlo.
+
+    Returns
+    -------
+    Results
+        One row per policy (and estimator), and the logger's row: ``summary`` holds the estimates,
+        ``per_query`` each round's term of them (see docs/conventions.md: its mean is the estimate,
+        and :meth:`Results.summary_ci` and :meth:`Results.compare` resample rounds), ``info["off_policy"]``
+        what each column estimates, per position the click rate with its interval, and per estimate
+        its diagnostics: ``effective_sample_size``, ``effective_clicks``, the weights clipped,
+        ``never_shown`` (the policy's mass on (item, position) pairs this log never shows),
+        ``unsupported`` and its bounds (with ``support=``), and why an estimate was refused.
+
+    Raises
+    ------
+    TopkevalError
+        A pscore outside (0, 1] or missing on a shown row, a click on a row without a position, two
+        rows at one (round, position), a policy whose probabilities sum above 1 at a position or for
+        an item, a slate pscore that differs within a round, k beyond the logged positions.
+
+    Warns
+    -----
+    TopkevalWarning
+        An estimate refused (the policy's mass where the logger could not show, too few effective
+        clicks or rounds, or cascade-like clicks for an estimator that assumes item-position clicks:
+        clicks below a click at most half as frequent as below none, by more than 3 standard errors);
+        weights capped by ``clip``. The tiny example below passes ``refuse=False`` to show the
+        arithmetic (4 rounds are far too few to trust); a real log keeps the default.
+
+    Examples
+    --------
+    A logger that shows two of three items in uniformly random order (each item at each position
+    with probability 1/3); the new ranker puts ``c`` first:
+
+    >>> import topkeval as tk
+    >>> log = {"round": [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4],
+    ...        "item": list("abc" * 4),
+    ...        "position": [1, 2, None, 2, None, 1, None, 1, 2, 1, None, 2],
+    ...        "click": [0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0],
+    ...        "pscore": [1 / 3] * 12,
+    ...        "new": [0.1, 0.5, 0.9] * 4}
+    >>> res = tk.off_policy(log, ["precision@2"], policy="new", query="round", refuse=False)
+    >>> res.summary
+            precision@2
+    model
+    logger        0.250
+    new           0.375
+    """
+    from .analysis import offpolicy
+
+    evaluation, messages = offpolicy.off_policy(
+        log, metrics, policy=policy, query=query, item=item, position=position, click=click, pscore=pscore,
+        estimator=estimator, on_policy=on_policy, support=support, clip=clip, min_clicks=min_clicks, ties=ties,
+        seed=seed, min_ess=min_ess, refuse=refuse)
+    offpolicy.give_warnings(messages)
+    return Results(evaluation)
 
 
 def _evaluate_stacked(r: _Request, cols) -> engine.Evaluation:

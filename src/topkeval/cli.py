@@ -15,6 +15,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from .analysis.offpolicy import ESTIMATORS as OFF_POLICY_ESTIMATORS
+from .analysis.offpolicy import MIN_CLICKS, MIN_ESS
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError
 from .outputs import formats
@@ -301,7 +303,54 @@ def build_parser() -> argparse.ArgumentParser:
     bias.add_argument("--resamples", type=int, default=200, help="bootstrap resamples over queries (default 200)")
     bias.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0)")
     bias.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
-    for command in (ev, cmp, rep, dif, demo, bias):
+    off = sub.add_parser("off-policy", help="estimate a new ranking policy's clicks from a randomised logger's log",
+                         description="Estimate the clicks a new ranking policy would get (CTR@k, expected clicks, "
+                         "DCG@k) from a log of a randomised logging policy: one row per shown (round, position, item) "
+                         "with its click and the logger's probability of showing it (pscore); rows without a position "
+                         "are candidates it did not show. Estimators, assumptions and diagnostics: "
+                         "docs/how-to/off-policy.md.")
+    off.add_argument("file", help="a .parquet or .csv log: one row per shown (round, position, item), and optionally "
+                     "per candidate not shown")
+    off.add_argument("--query", default="query", help="round (impression) id column (default: query)")
+    off.add_argument("--item", default="item", help="item id column (default: item)")
+    off.add_argument("--position", default="position", help="1-based position column, empty when not shown "
+                     "(default: position)")
+    off.add_argument("--click", default="click", help="click column, 0 or 1 (default: click)")
+    off.add_argument("--pscore", action="append", metavar="[FORM=]COLUMN", help="the logger's probability: a column "
+                     "(default: pscore), or FORM=COLUMN for estimators that read different forms: item_position, "
+                     "cascade, slate; repeat for several")
+    off.add_argument("--policy", action="append", metavar="COLUMN", help="a deterministic ranker to evaluate: its "
+                     "score column; repeat for several")
+    off.add_argument("--plackett-luce", action="append", metavar="COLUMN[:TEMPERATURE]", help="a Plackett-Luce "
+                     "policy over a score column (temperature default 1), named pl:COLUMN; repeat for several")
+    off.add_argument("--policy-table", action="append", metavar="NAME=FILE", help="a stochastic policy: a .csv or "
+                     ".parquet table of item, position and probability (and the round column when it differs per "
+                     "round); repeat for several")
+    off.add_argument("--estimator", action="append", choices=list(OFF_POLICY_ESTIMATORS),
+                     help="iips (default), sniips, rips, snrips, sips, snsips or dr; repeat for several")
+    off.add_argument("-m", "--metric", action="append", help="precision@k (CTR@k), tp@k (expected clicks) or dcg@k; "
+                     "repeat, or separate by commas (default: precision@K, K the longest logged slate)")
+    off.add_argument("--on-policy", default="logger", metavar="NAME", help="the name of the row with the logger's own "
+                     "clicks (default: logger); 'none' leaves it out")
+    off.add_argument("--support", metavar="FILE", help="what the logger could show: a .csv or .parquet table of item "
+                     "and position (and the round column when it differs per round): estimates of a policy with mass "
+                     "outside it are refused, with their bounds")
+    off.add_argument("--clip", type=float, help="the largest importance weight (>= 1): less variance, biased low")
+    off.add_argument("--min-clicks", type=float, default=None, help="the least number of effective clicks an "
+                     "estimate may rest on (default: 10)")
+    off.add_argument("--min-ess", type=float, default=None, help="the least effective sample size of the weights at "
+                     "each position an estimate reads (default: 30)")
+    off.add_argument("--no-refuse", action="store_true", help="keep every estimate, even one its diagnostics say "
+                     "cannot be trusted (the reason is given beside it)")
+    off.add_argument("--ties", choices=["expected", "first", "item_asc", "item_desc"], default="expected",
+                     help="a ranker's order among equal scores (default: expected)")
+    off.add_argument("--seed", type=int, default=0, help="seed of the doubly robust folds and of a Plackett-Luce "
+                     "Monte Carlo (default: 0)")
+    off.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
+                     help="each estimate with its bootstrap interval over rounds (default level 0.95)")
+    off.add_argument("--positions", action="store_true", help="also print each position's estimated click rate")
+    off.add_argument("--format", choices=formats.names(general_only=True), default="table", help="(default: table)")
+    for command in (ev, cmp, rep, dif, demo, bias, off):
         _add_progress(command)
 
     listing = sub.add_parser("metrics", help="list the metrics, their formulas and aliases",
@@ -648,6 +697,83 @@ def _bias(args, out) -> int:
     return 0
 
 
+def _off_policy(args, out) -> int:
+    from .api import off_policy
+    from .inputs.tables import column_names
+
+    pscore: str | dict = "pscore"
+    if args.pscore:
+        forms = [v.split("=", 1) for v in args.pscore]
+        if len(args.pscore) == 1 and len(forms[0]) == 1:
+            pscore = args.pscore[0]
+        elif all(len(f) == 2 for f in forms):
+            pscore = {f[0]: f[1] for f in forms}
+        else:
+            raise _UsageError("--pscore is one column, or FORM=COLUMN for each form (item_position, cascade, slate)")
+    policy: dict = {}
+    for column in args.policy or []:
+        policy[column] = column
+    for text in args.plackett_luce or []:
+        column, _, temperature = text.partition(":")
+        try:
+            value = float(temperature) if temperature else 1.0
+        except ValueError:
+            raise _UsageError(f"--plackett-luce {text!r}: the temperature after ':' must be a number") from None
+        from .analysis.offpolicy import PlackettLuce
+
+        policy[f"pl:{column}"] = PlackettLuce(column, temperature=value)
+    for text in args.policy_table or []:
+        name, eq, path = text.partition("=")
+        if not eq or not name or not path:
+            raise _UsageError(f"--policy-table {text!r}: write NAME=FILE")
+        policy[name] = path
+    if not policy:
+        raise _UsageError("name the policy to evaluate: --policy COLUMN (a ranker), --plackett-luce COLUMN or "
+                          "--policy-table NAME=FILE")
+    tables = {name: spec for name, spec in policy.items() if isinstance(spec, str) and name in
+              [t.partition("=")[0] for t in args.policy_table or []]}
+    for name, path in tables.items():  # a table file is read here: the API takes tables
+        policy[name] = _read_table(path, args)
+    metrics = _metrics(args.metric)
+    if metrics is None:
+        import numpy as np
+
+        from .inputs import read_columns
+
+        names = column_names(args.file)
+        if args.position not in names and names:
+            raise _UsageError(f"--position {args.position!r} is not a column of {args.file}")
+        positions = read_columns(args.file, [args.position], owner="off-policy")[args.position]
+        metrics = [f"precision@{int(np.nanmax(np.asarray(positions, dtype=float)))}"]
+    res = off_policy(args.file, metrics, policy=policy, query=args.query, item=args.item, position=args.position,
+                     click=args.click, pscore=pscore, estimator=args.estimator or "iips",
+                     on_policy=None if args.on_policy == "none" else args.on_policy,
+                     support=_read_table(args.support, args) if args.support else None, clip=args.clip,
+                     min_clicks=MIN_CLICKS if args.min_clicks is None else args.min_clicks,
+                     min_ess=MIN_ESS if args.min_ess is None else args.min_ess, refuse=not args.no_refuse,
+                     ties=args.ties, seed=args.seed)
+    document = formats.results_document(res, ci=args.ci)
+    if args.positions:
+        import pandas as pd
+
+        rows = [{"model": model, **p} for model, ps in res.info["off_policy"]["per_position"].items() for p in ps]
+        table = pd.DataFrame(rows)
+        document.blocks.append(formats.Block(table, title="click rate at each position (95% normal intervals)"))
+    _write(out, args.format, document)
+    return 0
+
+
+def _read_table(path: str, args) -> dict:
+    """A table file of the off-policy command (--policy-table, --support), read whole, its round and
+    item columns as the log's are (text in a CSV file)."""
+    from .inputs import read_columns
+    from .inputs.tables import column_names
+
+    names = column_names(path)
+    ids = [c for c in (args.query, args.item) if c in names]
+    return dict(read_columns(path, names or [args.item], owner="off-policy", id_columns=ids))
+
+
 def _compare_all(args, out) -> int:
     from .params import check_arguments
     from .results import Results
@@ -991,7 +1117,7 @@ def _run(parser, argv) -> int:
             return 0
         _check_values(args)
         handler = {"evaluate": _evaluate, "compare": _compare, "report": _report, "diff": _diff, "demo": _demo,
-                   "bias": _bias,
+                   "bias": _bias, "off-policy": _off_policy,
                    "metrics": _list_metrics, "conventions": _list_conventions}[args.command]
         from .progress import shown
 

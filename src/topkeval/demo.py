@@ -115,3 +115,58 @@ def _cascade(relevant: np.ndarray, order: np.ndarray, candidates: int, shown: in
     clicked[pages.ravel()] = clicks.ravel()
     examination[pages.ravel()] = chance.ravel()
     return clicked, examination
+
+
+def randomized_log(n_rounds: int = 5000, candidates: int = 20, shown: int = 5, explore: int = 10, *,
+                   seed: int = 0) -> pd.DataFrame:
+    """A simulated log of a randomised logger, for off-policy estimates (:func:`topkeval.off_policy`).
+
+    Each round has ``candidates`` items of latent quality ``x ~ N(0, 1)``; a shown item is clicked with
+    probability ``attractiveness / position``, ``attractiveness = 1 / (1 + exp(2 - 1.5 x))``
+    (position-based clicks). The production ranker scores ``old = x + N(0, 1)``; the logger explores
+    by showing ``shown`` of the production ranker's top ``explore`` in uniformly random order, so each
+    of those is at each position with probability ``1 / explore`` (and the others never are). A new
+    ranker scores ``new = x + N(0, 0.5)``.
+
+    Columns: ``round, item, position`` (1-based; NaN: not shown), ``click``, ``pscore`` (the logger's
+    probability of the item at its position), ``pscore_cascade`` (of the items at positions 1..j),
+    ``pscore_slate`` (of the whole slate), ``old_rank`` (the production ranker's rank), ``old``,
+    ``new`` and ``attractiveness`` (the truth, for checking an estimate).
+
+    Examples
+    --------
+    >>> log = randomized_log(3, seed=1)
+    >>> log.groupby("round")["position"].count().tolist(), float(log["pscore"].max())
+    ([5, 5, 5], 0.1)
+    """
+    rng = np.random.default_rng(seed)
+    n = n_rounds * candidates
+    x = rng.normal(size=(n_rounds, candidates))
+    attract = 1.0 / (1.0 + np.exp(2.0 - 1.5 * x))
+    old = x + rng.normal(size=x.shape)
+    new = x + 0.5 * rng.normal(size=x.shape)
+    by_old = np.argsort(-old, axis=1)
+    rank = np.empty_like(by_old)
+    np.put_along_axis(rank, by_old, np.arange(candidates)[None, :].repeat(n_rounds, axis=0), axis=1)
+    picks = np.argsort(rng.random((n_rounds, explore)), axis=1)[:, :shown]  # an ordered draw from the top
+    slate = np.take_along_axis(by_old[:, :explore], picks, axis=1)  # candidate at each position
+    position = np.full(x.shape, np.nan)
+    rows = np.arange(n_rounds)[:, None]
+    position[rows, slate] = np.arange(1, shown + 1)[None, :]
+    seen = ~np.isnan(position)
+    click = seen & (rng.random(x.shape) < attract / np.where(seen, position, 1.0))
+    prefix = np.cumprod(1.0 / (explore - np.arange(shown)))  # P(the items at 1..j)
+    j = np.where(seen, position, 1).astype(int) - 1
+    return pd.DataFrame({
+        "round": np.repeat(np.arange(n_rounds), candidates),
+        "item": np.arange(n),
+        "position": position.ravel(),
+        "click": click.ravel().astype(np.int8),
+        "pscore": np.where(seen, 1.0 / explore, np.nan).ravel(),
+        "pscore_cascade": np.where(seen, prefix[j], np.nan).ravel(),
+        "pscore_slate": np.where(seen, prefix[-1], np.nan).ravel(),
+        "old_rank": (rank + 1).ravel(),
+        "old": old.ravel(),
+        "new": new.ravel(),
+        "attractiveness": attract.ravel(),
+    })

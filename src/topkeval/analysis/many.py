@@ -373,9 +373,9 @@ def unit_range(info, label: str, *values: np.ndarray) -> bool:
     """Whether the metric of a column takes its values in [0, 1] here, so that two models differ by at
     most 1: its family says so (:func:`topkeval.metrics.names.is_bounded`; a metric defined with
     ``define_metric`` unless ``bounded=False``), it is not estimated by inverse propensity weighting
-    (an unbiased sum may exceed 1), and every value given lies in [0, 1] (a gain map with negative
+    (an unbiased sum may exceed 1; nor off-policy), and every value given lies in [0, 1] (a gain map with negative
     gains gives an nDCG below 0)."""
-    if not is_bounded(label) or (info or {}).get("ips"):
+    if not is_bounded(label) or (info or {}).get("ips") or (info or {}).get("off_policy"):
         return False
     return all(not len(v) or (np.nanmin(v) >= 0 and np.nanmax(v) <= 1) for v in values if not np.isnan(v).all())
 

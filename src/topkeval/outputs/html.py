@@ -278,6 +278,9 @@ def report_html(res, baseline: str | None = None, **options) -> str:
     clicks = timed("clicks", _clicks_section, res, o)
     if clicks is not None:
         sections.append(clicks)
+    off = timed("off-policy", _off_policy_section, res, o)
+    if off is not None:
+        sections.append(off)
     if res.by and has_rows:
         sections.append(timed("segments", _segments_section, res, o))
     diffs: dict = {}
@@ -387,6 +390,50 @@ def _clicks_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
             "their clicks, so with propensities the estimate may lie outside). Never shown: their mean share of each "
             "model's top k.")
     return ("clicks", "Clicks and what they cannot see", _table(head, rows, "clicks") + f'<p class="note">{note}</p>')
+
+
+def _off_policy_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
+    """An off-policy evaluation (``topkeval.off_policy``): each estimate with its estimator, its
+    diagnostics and, where refused, why (and its bounds); each position's click rate."""
+    op = res.info.get("off_policy")
+    if not op:
+        return None
+    head = ["model", "estimator", "metric", "#estimate", "#effective sample size", "#effective clicks",
+            "#never shown", "#unsupported", "#lower", "#upper", "refused"]
+    rows = []
+    for model, d in op["diagnostics"].items():
+        for metric, m in d["metrics"].items():
+            value = res.summary.loc[model, metric]
+            rows.append(f'<tr><td class="id">{esc(model)}</td><td>{esc(d["estimator"])}</td>'
+                        f'<td class="id">{esc(metric)}</td>' + _num(value, o.digits)
+                        + _num(m["effective_sample_size"], 1) + _num(m["effective_clicks"], 1)
+                        + "".join(_num(m.get(key, math.nan), o.digits) for key in ("never_shown", "unsupported",
+                                                                                     "lower", "upper"))
+                        + f"<td>{esc(m.get('refused') or '')}</td></tr>")
+    pos_head = ["model", "#position", "#click rate", "#ci low", "#ci high", "#rounds", "#effective sample size"]
+    pos_rows = [f'<tr><td class="id">{esc(model)}</td>' + _int(p["position"]) + _num(p["estimate"], o.digits)
+                + _num(p["ci_low"], o.digits) + _num(p["ci_high"], o.digits) + _int(p["rounds"])
+                + _num(p["effective_sample_size"], 1) + "</tr>"
+                for model, ps in op["per_position"].items() for p in ps]
+    from ..analysis.offpolicy import ESTIMATORS
+
+    used = sorted({d["estimator"] for d in op["diagnostics"].values()} - {"on-policy"})
+    assumptions = "; ".join(f"{esc(e)}: {esc(ESTIMATORS[e].title)}, assumes {esc(ESTIMATORS[e].assumption)}"
+                            for e in used)
+    estimands = "; ".join(f"{esc(m)} = {esc(t)}" for m, t in op["estimands"].items())
+    note = (f"Estimated from {op['rounds']:,} rounds of a randomised logger's log: {estimands}. {assumptions}. "
+            f"Support {esc(op['support'])}. Effective sample size: Kish's (sum w)^2 / sum w^2 of the weights at the "
+            "position with the fewest; effective clicks: the same of the rounds' weighted clicks (an estimate resting "
+            f"on fewer than {op['min_clicks']:g} is refused: its interval would not hold). Never shown: the policy's "
+            "mass on (item, position) pairs this log never shows; unsupported: where the logger could not show "
+            "(support=), with the interval of the truth whatever those clicks are (lower, upper). The intervals of "
+            "the summary resample rounds; a position's interval below is normal.")
+    if op.get("clip") is not None:
+        note += (f" Weights clipped at {op['clip']:g}: the IPS and DR estimates are biased low, the self-normalised "
+                 "ones towards the logger.")
+    body = (_table(head, rows, "offpolicy") + f'<p class="note">{note}</p>' + "<h3>Click rate at each position</h3>"
+            + _table(pos_head, pos_rows, "offpolicy-positions"))
+    return ("offpolicy", "Off-policy estimates", body)
 
 
 def _segments_section(res, o: ReportOptions) -> tuple[str, str, str]:

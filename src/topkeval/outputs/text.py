@@ -301,7 +301,7 @@ def info_lines(info: Mapping) -> list[str]:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
-    return lines + click_lines(info)
+    return lines + click_lines(info) + off_policy_lines(info)
 
 
 def beyond_lists(info: Mapping) -> tuple[int, list[str], bool] | None:
@@ -370,6 +370,38 @@ def click_lines(info: Mapping) -> list[str]:
                          "count as not relevant (no click can reach them; bounds() gives the range)"
                          + (f", on a sample of {clicks['never_shown_queries']:,} queries" if sampled else "") + ": "
                          + ", ".join(f"{visible(str(m))}: {v:.1%}" for m, v in unseen.items()))
+    return lines
+
+
+def off_policy_lines(info: Mapping) -> list[str]:
+    """An off-policy evaluation's notes (``topkeval.off_policy``): what each column estimates, each
+    estimate's estimator and diagnostics, and the estimates refused with their reason."""
+    op = info.get("off_policy")
+    if not op:
+        return []
+    lines = [f"off-policy estimates from {plural(op['rounds'], 'round')} of a randomised logger's log (queries are "
+             "rounds; each round's value is its term of the estimate): "
+             + "; ".join(f"{visible(str(m))} = {text}" for m, text in op["estimands"].items())]
+    for model, d in op["diagnostics"].items():
+        if d["estimator"] == "on-policy":
+            lines.append(f"{visible(str(model))}: the logger's own clicks (on-policy)")
+            continue
+        first = next(iter(d["metrics"].values()))
+        parts = [f"{d['estimator']}", f"effective sample size {first['effective_sample_size']:,.0f}",
+                 f"effective clicks {first['effective_clicks']:,.1f}"]
+        if d.get("clipped"):
+            parts.append(f"{d['clipped']:,} weights clipped at {op['clip']:g} (biased low by about "
+                         f"{first.get('clip_bias', float('nan')):.4g})" if "clip_bias" in first else
+                         f"{d['clipped']:,} weights clipped at {op['clip']:g} (biased towards the logger)")
+        if first.get("never_shown"):
+            parts.append(f"{first['never_shown']:.1%} of its mass on (item, position) pairs the log never shows")
+        if first.get("unsupported"):
+            parts.append(f"{first['unsupported']:.1%} where the logger could not show")
+        lines.append(f"{visible(str(model))}: " + ", ".join(parts))
+        for metric, m in d["metrics"].items():
+            if m.get("refused"):
+                lines.append(f"no estimate of {visible(str(metric))} for {visible(str(model))}: {m['refused']}")
+    lines.append(f"support {op['support']}")
     return lines
 
 

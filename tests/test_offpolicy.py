@@ -1,0 +1,703 @@
+"""Off-policy estimates (topkeval.off_policy): Open Bandit Pipeline's formulas, brute-force policies,
+bad input, invariances, and a simulation with known truth (slow).
+
+The formulas of Open Bandit Pipeline (OBP, st-tech/zr-obp) are transcribed below into plain numpy,
+function by function, from its source:
+
+* ``obp/ope/estimators_slate.py``: ``BaseSlateInverseProbabilityWeighting._estimate_round_rewards``
+  (``reward * evaluation_policy_pscore / behavior_policy_pscore``) with ``SlateStandardIPS``,
+  ``SlateIndependentIPS`` and ``SlateRewardInteractionIPS.estimate_policy_value`` (the sum over every
+  row divided by the number of slates); ``BaseSlateSelfNormalizedInverseProbabilityWeighting.
+  _estimate_round_rewards`` (per position: ``reward * iw / iw[position == p].mean()``) and
+  ``SelfNormalizedSlateStandardIPS._estimate_round_rewards`` (``reward * iw / iw.mean()`` over every
+  row), as of OBP 0.5.5;
+* ``obp/ope/estimators.py``: ``DoublyRobust._estimate_round_rewards`` (``np.average(q_hat_at_position,
+  weights=pi_e_at_position, axis=1) + iw * (reward - q_hat_factual)``, then the mean), as of 0.4.1.
+
+When OBP itself imports (0.4.1 installs with ``pip install --no-deps obp==0.4.1``), its own classes
+are run on the same arrays too (``test_obp_itself_agrees``); otherwise that test is skipped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import topkeval as tk
+
+pytestmark = pytest.mark.filterwarnings("ignore::topkeval.TopkevalWarning")
+
+
+# ---------------------------------------------------------------------------------------------
+# Open Bandit Pipeline's formulas, transcribed (see the module docstring)
+
+
+def obp_slate_ips(slate_id, reward, behavior_pscore, evaluation_pscore):
+    """SlateStandardIPS / SlateIndependentIPS / SlateRewardInteractionIPS.estimate_policy_value."""
+    iw = evaluation_pscore / behavior_pscore
+    return (reward * iw).sum() / np.unique(slate_id).shape[0]
+
+
+def obp_slate_snips_by_position(slate_id, reward, position, behavior_pscore, evaluation_pscore, len_list):
+    """SelfNormalizedSlateIndependentIPS / SelfNormalizedSlateRewardInteractionIPS (0.5.5): each
+    position's weights divided by their mean."""
+    estimated = np.zeros_like(behavior_pscore)
+    iw = np.zeros_like(behavior_pscore)
+    for pos_ in range(len_list):
+        idx = position == pos_
+        iw[idx] = evaluation_pscore[idx] / behavior_pscore[idx]
+        estimated[idx] = reward[idx] * iw[idx] / iw[idx].mean()
+    return estimated.sum() / np.unique(slate_id).shape[0]
+
+
+def obp_slate_snsips(slate_id, reward, behavior_pscore, evaluation_pscore):
+    """SelfNormalizedSlateStandardIPS (0.5.5): the weights divided by their mean over every row."""
+    iw = evaluation_pscore / behavior_pscore
+    return (reward * iw / iw.mean()).sum() / np.unique(slate_id).shape[0]
+
+
+def obp_dr(reward, action, position, pscore, action_dist, q_hat):
+    """DoublyRobust.estimate_policy_value: one row per (round, position) impression."""
+    n = action.shape[0]
+    iw = action_dist[np.arange(n), action, position] / pscore
+    q_at_position = q_hat[np.arange(n), :, position]
+    q_factual = q_hat[np.arange(n), action, position]
+    pi_at_position = action_dist[np.arange(n), :, position]
+    estimated = np.average(q_at_position, weights=pi_at_position, axis=1)
+    estimated += iw * (reward - q_factual)
+    return estimated.mean()
+
+
+# ---------------------------------------------------------------------------------------------
+# random logs of a Plackett-Luce logger, every probability by brute force
+
+
+def brute_marginals(w: np.ndarray, depth: int) -> np.ndarray:
+    """P(candidate a at position j) of Plackett-Luce with weights w (rounds, n), by every ordered prefix."""
+    rounds, n = w.shape
+    out = np.zeros((rounds, n, depth))
+    for prefix in itertools.permutations(range(n), depth):
+        prob = np.ones(rounds)
+        for j, a in enumerate(prefix):
+            rest = w[:, [b for b in range(n) if b not in prefix[:j]]].sum(axis=1)  # what is left, summed
+            prob = prob * w[:, a] / rest
+        for j, a in enumerate(prefix):
+            out[:, a, j] += prob
+    return out
+
+
+def prefix_probability(w: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """P(the logged items at 1..j) per round and j: (rounds, L)."""
+    rounds, L = shown.shape
+    out = np.ones((rounds, L))
+    rest = w.sum(axis=1)
+    prob = np.ones(rounds)
+    for j in range(L):
+        a = shown[:, j]
+        prob = prob * w[np.arange(rounds), a] / rest
+        rest = rest - w[np.arange(rounds), a]
+        out[:, j] = prob
+    return out
+
+
+def random_log(seed: int, rounds: int = 300, n: int = 5, L: int = 3, items: int = 8, unshown: bool = True):
+    """A Plackett-Luce logger over n candidates per round (drawn from ``items`` items) showing L; clicks
+    by item and position. Returns the log (a DataFrame), the logger's weights and the shown items."""
+    rng = np.random.default_rng(seed)
+    cand = np.stack([rng.choice(items, n, replace=False) for _ in range(rounds)])
+    logger_score = rng.normal(size=(rounds, n))
+    w = np.exp(logger_score)
+    keys = logger_score + rng.gumbel(size=(rounds, n))
+    ranking = np.argsort(-keys, axis=1)[:, :L]  # candidate index at each position
+    marg = brute_marginals(w, L)
+    pref = prefix_probability(w, ranking)
+    attract = rng.uniform(0.05, 0.6, size=items)
+    exam = 1.0 / np.arange(1, L + 1)
+    rows = []
+    new_score = rng.normal(size=(rounds, n))
+    for i in range(rounds):
+        pos_of = {int(ranking[i, j]): j for j in range(L)}
+        for c in range(n):
+            if c in pos_of:
+                j = pos_of[c]
+                click = float(rng.random() < attract[cand[i, c]] * exam[j])
+                rows.append((i, int(cand[i, c]), j + 1, click, marg[i, c, j], pref[i, j], pref[i, L - 1],
+                             new_score[i, c], logger_score[i, c]))
+            elif unshown:
+                rows.append((i, int(cand[i, c]), np.nan, 0.0, np.nan, np.nan, np.nan, new_score[i, c],
+                             logger_score[i, c]))
+    log = pd.DataFrame(rows, columns=["round", "item", "position", "click", "p_item", "p_cascade", "p_slate",
+                                      "new", "old"])
+    return log
+
+
+PSCORES = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
+
+
+def _flat(log: pd.DataFrame):
+    shown = log.dropna(subset=["position"]).sort_values(["round", "position"])
+    return shown.reset_index(drop=True)
+
+
+def deterministic_policy(log: pd.DataFrame, L: int):
+    """Per round, the new ranker's item at each position 1..L (no ties in random normal scores)."""
+    top = (log.sort_values(["round", "new"], ascending=[True, False]).groupby("round").head(L)
+           .assign(rank=lambda f: f.groupby("round").cumcount() + 1))
+    return {(r, int(k)): int(i) for r, i, k in zip(top["round"], top["item"], top["rank"])}
+
+
+def test_iips_rips_sips_equal_obp_formulas_for_a_ranker():
+    L = 3
+    for seed in range(3):
+        log = random_log(seed, unshown=seed != 1)
+        flat = _flat(log)
+        top = deterministic_policy(log, L)
+        match = np.array([top.get((r, int(p))) == i for r, p, i in zip(flat["round"], flat["position"], flat["item"])],
+                         float)
+        # pi_e of the prefix and of the slate: every position above matched too
+        prefix = flat.assign(m=match).groupby("round")["m"].cumprod().to_numpy()
+        slate = flat.assign(m=match).groupby("round")["m"].transform("prod").to_numpy()
+        sid, r, pos = flat["round"].to_numpy(), flat["click"].to_numpy(), flat["position"].to_numpy() - 1
+        expected = {
+            "iips": obp_slate_ips(sid, r, flat["p_item"].to_numpy(), match),
+            "rips": obp_slate_ips(sid, r, flat["p_cascade"].to_numpy(), prefix),
+            "sips": obp_slate_ips(sid, r, flat["p_slate"].to_numpy(), slate),
+            "sniips": obp_slate_snips_by_position(sid, r, pos, flat["p_item"].to_numpy(), match, L),
+            "snrips": obp_slate_snips_by_position(sid, r, pos, flat["p_cascade"].to_numpy(), prefix, L),
+            "snsips": obp_slate_snsips(sid, r, flat["p_slate"].to_numpy(), slate),
+        }
+        res = tk.off_policy(log, [f"tp@{L}"], policy="new", query="round", pscore=PSCORES,
+                            estimator=list(expected), refuse=False)
+        for name, value in expected.items():
+            assert res.summary.loc[f"new ({name})", f"tp@{L}"] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+
+
+def test_estimators_equal_obp_formulas_for_a_plackett_luce_policy():
+    L, T = 3, 0.7
+    log = random_log(7, rounds=200)
+    flat = _flat(log)
+    # the new policy's probabilities, by brute force over every ordered prefix of each round's candidates
+    by_round = {r: g for r, g in log.groupby("round")}
+    w_new = np.stack([np.exp(by_round[r]["new"].to_numpy() / T) for r in sorted(by_round)])
+    cands = np.stack([by_round[r]["item"].to_numpy() for r in sorted(by_round)])
+    marg = brute_marginals(w_new, L)
+    where = {(r, int(i)): c for r in sorted(by_round) for c, i in enumerate(cands[r])}
+    e_item = np.array([marg[r, where[(r, int(i))], int(p) - 1] for r, i, p in zip(flat["round"], flat["item"],
+                                                                                  flat["position"])])
+    shown_idx = np.array([[where[(r, int(i))] for i in g.sort_values("position")["item"]]
+                          for r, g in flat.groupby("round")])
+    pref = prefix_probability(w_new, shown_idx)
+    e_cascade = pref[flat["round"].to_numpy(), flat["position"].to_numpy().astype(int) - 1]
+    e_slate = pref[flat["round"].to_numpy(), L - 1]
+    sid, r, pos = flat["round"].to_numpy(), flat["click"].to_numpy(), flat["position"].to_numpy() - 1
+    expected = {
+        "iips": obp_slate_ips(sid, r, flat["p_item"].to_numpy(), e_item),
+        "rips": obp_slate_ips(sid, r, flat["p_cascade"].to_numpy(), e_cascade),
+        "sips": obp_slate_ips(sid, r, flat["p_slate"].to_numpy(), e_slate),
+        "sniips": obp_slate_snips_by_position(sid, r, pos, flat["p_item"].to_numpy(), e_item, L),
+        "snrips": obp_slate_snips_by_position(sid, r, pos, flat["p_cascade"].to_numpy(), e_cascade, L),
+        "snsips": obp_slate_snsips(sid, r, flat["p_slate"].to_numpy(), e_slate),
+    }
+    res = tk.off_policy(log, [f"tp@{L}"], policy={"pl": tk.PlackettLuce("new", temperature=T)}, query="round",
+                        pscore=PSCORES, estimator=list(expected), refuse=False)
+    for name, value in expected.items():
+        assert res.summary.loc[f"pl ({name})", f"tp@{L}"] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+
+
+def reference_rates(flat: pd.DataFrame, n_rounds: int, seed: int, K: int):
+    """The doubly robust estimator's click rates as docs/conventions.md defines them, by pandas:
+    folds ``default_rng(seed).permutation(n) % 2`` over the rounds (in order of first appearance),
+    ``q_f(a, j) = (C + mu_j) / (S + 1)`` counted outside fold f, mu_j the position's click rate there."""
+    fold = np.random.default_rng(seed).permutation(n_rounds) % 2
+    flat = flat.assign(fold=fold[flat["round"].to_numpy()], j=flat["position"].astype(int) - 1)
+    flat = flat[flat["j"] < K]
+    q = {}
+    for f in (0, 1):
+        other = flat[flat["fold"] != f]
+        mu = other.groupby("j")["click"].mean()
+        counts = other.groupby(["item", "j"])["click"].agg(["sum", "count"])
+        q[f] = (counts, mu)
+
+    def rate(f, a, j):
+        counts, mu = q[f]
+        m = mu.get(j, 0.0)
+        if (a, j) in counts.index:
+            c, s = counts.loc[(a, j)]
+            return (c + m) / (s + 1.0)
+        return m
+
+    return fold, rate
+
+
+def test_dr_equals_obp_formula_with_the_documented_reward_model():
+    L = 3
+    for seed, policy in ((3, "ranker"), (4, "table")):
+        log = random_log(seed, rounds=250, items=10)
+        flat = _flat(log)
+        n_rounds = log["round"].nunique()
+        fold, rate = reference_rates(flat, n_rounds, seed=5, K=L)
+        n_items = 10
+        if policy == "ranker":
+            top = deterministic_policy(log, L)
+            dist = np.zeros((n_rounds, n_items, L))
+            for (rr, k), it in top.items():
+                dist[rr, it, k - 1] = 1.0
+            spec = "new"
+        else:  # a context-free stochastic table: item a at position j with probability t[a, j]
+            rng = np.random.default_rng(seed)
+            t = rng.dirichlet(np.ones(n_items), size=L).T  # each position sums to 1 over the items
+            t = t / t.sum(axis=1, keepdims=True).clip(1, None)  # and each item to at most 1
+            t[:, :] = t / np.maximum(t.sum(axis=0, keepdims=True), 1)
+            dist = np.broadcast_to(t, (n_rounds, n_items, L)).copy()
+            spec = {"t": pd.DataFrame([(a, j + 1, t[a, j]) for a in range(n_items) for j in range(L)],
+                                      columns=["item", "position", "probability"])}
+            # OBP's np.average divides by the sum of the weights: the same when each position sums to 1
+            assert np.allclose(t.sum(axis=0), 1.0)
+        q_hat = np.array([[[rate(fold[rr], a, j) for j in range(L)] for a in range(n_items)] for rr in range(n_rounds)])
+        value = 0.0
+        for j in range(L):
+            rows = flat[flat["position"] == j + 1]
+            value += obp_dr(rows["click"].to_numpy(), rows["item"].to_numpy().astype(int), np.full(len(rows), j),
+                            rows["p_item"].to_numpy(), dist[rows["round"].to_numpy()], q_hat[rows["round"].to_numpy()])
+        res = tk.off_policy(log, [f"tp@{L}"], policy=spec, query="round", pscore="p_item", estimator="dr", seed=5,
+                            refuse=False)
+        assert res.summary.iloc[1, 0] == pytest.approx(value, rel=1e-12, abs=1e-15), policy
+
+
+def test_obp_itself_agrees():
+    obp_ope = pytest.importorskip("obp.ope", reason="Open Bandit Pipeline is not installed (pip install --no-deps "
+                                                    "obp==0.4.1): its formulas are checked by the transcription above")
+    L = 3
+    log = random_log(11, rounds=200)
+    flat = _flat(log)
+    top = deterministic_policy(log, L)
+    match = np.array([top.get((r, int(p))) == i for r, p, i in zip(flat["round"], flat["position"], flat["item"])],
+                     float)
+    prefix = flat.assign(m=match).groupby("round")["m"].cumprod().to_numpy()
+    slate = flat.assign(m=match).groupby("round")["m"].transform("prod").to_numpy()
+    sid, r, pos = flat["round"].to_numpy(), flat["click"].to_numpy(), (flat["position"].to_numpy() - 1).astype(int)
+    res = tk.off_policy(log, [f"tp@{L}"], policy="new", query="round", pscore=PSCORES,
+                        estimator=["iips", "rips", "sips"], refuse=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        iips = obp_ope.SlateIndependentIPS(len_list=L).estimate_policy_value(
+            slate_id=sid, reward=r, position=pos, pscore_item_position=flat["p_item"].to_numpy(),
+            evaluation_policy_pscore_item_position=match)
+        rips = obp_ope.SlateRewardInteractionIPS(len_list=L).estimate_policy_value(
+            slate_id=sid, reward=r, position=pos, pscore_cascade=flat["p_cascade"].to_numpy(),
+            evaluation_policy_pscore_cascade=prefix)
+    assert res.summary.loc["new (iips)", f"tp@{L}"] == pytest.approx(iips, rel=1e-12)
+    assert res.summary.loc["new (rips)", f"tp@{L}"] == pytest.approx(rips, rel=1e-12)
+    try:  # its input check runs a pandas groupby that newer pandas may refuse
+        sips = obp_ope.SlateStandardIPS(len_list=L).estimate_policy_value(
+            slate_id=sid, reward=r, position=pos, pscore=flat["p_slate"].to_numpy(), evaluation_policy_pscore=slate)
+    except (TypeError, AttributeError):
+        return
+    assert res.summary.loc["new (sips)", f"tp@{L}"] == pytest.approx(sips, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the policies' probabilities, by brute force
+
+
+def test_plackett_luce_marginals_equal_every_ordered_prefix():
+    from topkeval.analysis import plackett_luce as pl
+
+    rng = np.random.default_rng(3)
+    sizes = [1, 2, 4, 6, 7, 6]
+    scores = rng.normal(size=sum(sizes)) * 2
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    for T in (0.3, 1.0, 5.0):
+        got, how = pl.marginals(scores, offsets, T, 4)
+        assert how["exact"] == len(sizes)
+        for i, n in enumerate(sizes):
+            w = np.exp(scores[offsets[i]:offsets[i + 1]] / T)[None, :]
+            want = np.zeros((n, 4))
+            want[:, :min(n, 4)] = brute_marginals(w, min(n, 4))[0]
+            np.testing.assert_allclose(got[offsets[i]:offsets[i + 1]], want, atol=1e-13)
+    sampled, how = pl.marginals(scores, offsets, 1.0, 4, samples=40_000, seed=1)
+    exact, _ = pl.marginals(scores, offsets, 1.0, 4)
+    assert how["sampled"] == len(sizes) and how["samples"] == 40_000
+    assert np.abs(sampled - exact).max() < 5 * math.sqrt(0.25 / 40_000)  # within 5 standard errors
+
+
+def _tied_log():
+    """Two rounds of four candidates, ties in the new ranker's scores across positions 1..3."""
+    return pd.DataFrame({
+        "round": [0, 0, 0, 0, 1, 1, 1, 1],
+        "item": ["a", "b", "c", "d", "a", "b", "c", "d"],
+        "position": [1, 2, 3, None, 2, 1, None, 3],
+        "click": [1, 0, 1, 0, 1, 1, 0, 0],
+        "p_item": [0.5, 0.25, 0.2, None, 0.3, 0.4, None, 0.25],
+        "p_cascade": [0.5, 0.2, 0.1, None, 0.4 * 0.3, 0.4, None, 0.4 * 0.3 * 0.5],
+        "p_slate": [0.1, 0.1, 0.1, None, 0.06, 0.06, None, 0.06],
+        "new": [2.0, 1.0, 1.0, 1.0, 3.0, 3.0, 0.0, 3.0],
+    })
+
+
+def test_expected_ties_are_the_mean_over_every_order_of_the_tied_candidates():
+    log = _tied_log()
+    metrics = ["tp@3", "precision@2", "dcg@3"]
+    est = ["iips", "rips", "sips"]
+    expected = tk.off_policy(log, metrics, policy="new", query="round", pscore=PSCORES, estimator=est,
+                             ties="expected", refuse=False, on_policy=None).summary
+    # every order of each round's tied candidates, as a strict order (ties="first" on reordered rows)
+    groups = [[1, 2, 3], [4, 5, 7]]  # rows of the tied candidates of round 0 and round 1
+    runs = []
+    for first in itertools.permutations(groups[0]):
+        for second in itertools.permutations(groups[1]):
+            order = [0, *first, *second, 6]
+            res = tk.off_policy(log.iloc[order], metrics, policy="new", query="round", pscore=PSCORES, estimator=est,
+                                ties="first", refuse=False, on_policy=None)
+            runs.append(res.summary.to_numpy())
+    np.testing.assert_allclose(expected.to_numpy(), np.mean(runs, axis=0), rtol=1e-12, atol=1e-15)
+
+
+def test_item_tie_rules_order_ties_by_item_id():
+    log = _tied_log()
+    desc = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", ties="item_desc",
+                         refuse=False, on_policy=None).summary.iloc[0, 0]
+    # item_desc: round 0 ranks a, d, c, b; round 1 ranks d, b, a, c
+    ranked = {(0, "a"): 1, (0, "d"): 2, (0, "c"): 3, (1, "d"): 1, (1, "b"): 2, (1, "a"): 3}
+    shown = log.dropna(subset=["position"])
+    want = sum(c / p for r, i, j, c, p in zip(shown["round"], shown["item"], shown["position"], shown["click"],
+                                             shown["p_item"]) if ranked.get((r, i)) == j) / 2
+    assert desc == pytest.approx(want, rel=1e-12)
+
+
+def test_a_table_of_zeros_and_ones_is_the_same_ranker():
+    log = random_log(21, rounds=150)
+    L = 3
+    top = deterministic_policy(log, L)
+    table = pd.DataFrame([(r, i, k, 1.0) for (r, k), i in top.items()], columns=["round", "item", "position",
+                                                                                 "probability"])
+    for est in ("iips", "sniips", "dr"):
+        as_ranker = tk.off_policy(log, ["tp@3", "dcg@2"], policy="new", query="round", pscore="p_item", estimator=est,
+                                  refuse=False, on_policy=None)
+        as_table = tk.off_policy(log, ["tp@3", "dcg@2"], policy={"new": table}, query="round", pscore="p_item",
+                                 estimator=est, refuse=False, on_policy=None)
+        np.testing.assert_allclose(as_table.summary.to_numpy(), as_ranker.summary.to_numpy(), rtol=1e-12)
+        np.testing.assert_allclose(as_table.per_query["tp@3"], as_ranker.per_query["tp@3"], rtol=1e-12, atol=1e-15)
+
+
+def test_the_logger_row_is_its_own_click_rate_per_position():
+    log = random_log(5)
+    shown = log.dropna(subset=["position"])
+    rates = shown.groupby("position")["click"].mean()
+    res = tk.off_policy(log, ["precision@3", "tp@2", "dcg@3"], policy="new", query="round", pscore="p_item",
+                        refuse=False)
+    assert res.summary.loc["logger", "precision@3"] == pytest.approx(rates.sum() / 3, rel=1e-12)
+    assert res.summary.loc["logger", "tp@2"] == pytest.approx(rates[1.0] + rates[2.0], rel=1e-12)
+    assert res.summary.loc["logger", "dcg@3"] == pytest.approx(sum(rates[j] / math.log2(j + 1) for j in (1, 2, 3)),
+                                                               rel=1e-12)
+
+
+def test_each_rounds_value_averages_to_the_estimate():
+    log = random_log(8)
+    res = tk.off_policy(log, ["tp@3", "precision@1"], policy={"new": "new", "pl": tk.PlackettLuce("old", 2.0)},
+                        query="round", pscore="p_item", estimator=["iips", "sniips", "dr"], refuse=False)
+    means = res.per_query.groupby("model", sort=False)[["tp@3", "precision@1"]].mean()
+    np.testing.assert_allclose(means.loc[res.models].to_numpy(), res.summary.to_numpy(), rtol=1e-12)
+
+
+def test_results_do_not_depend_on_row_order_nor_on_the_other_policies():
+    log = random_log(9)
+    spec = dict(query="round", pscore=PSCORES, estimator=["iips", "snrips", "dr", "sips"], refuse=False)
+    both = tk.off_policy(log, ["tp@3"], policy={"a": "new", "b": tk.PlackettLuce("old", 0.5)}, **spec)
+    alone = tk.off_policy(log, ["tp@3"], policy={"b": tk.PlackettLuce("old", 0.5)}, **spec)
+    for e in spec["estimator"]:
+        assert both.summary.loc[f"b ({e})", "tp@3"] == alone.summary.loc[f"b ({e})", "tp@3"]
+    shuffled = tk.off_policy(log.sample(frac=1.0, random_state=1), ["tp@3"],
+                             policy={"a": "new", "b": tk.PlackettLuce("old", 0.5)}, **spec)
+    # the doubly robust folds follow the rounds' order of first appearance: the others are equal
+    keep = [m for m in both.models if "(dr)" not in m]
+    np.testing.assert_allclose(shuffled.summary.loc[keep].to_numpy(), both.summary.loc[keep].to_numpy(), rtol=1e-12)
+
+
+def test_results_pickle():
+    log = random_log(10)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator=["iips", "dr"],
+                        refuse=False)
+    again = pickle.loads(pickle.dumps(res))
+    pd.testing.assert_frame_equal(again.summary, res.summary)
+    pd.testing.assert_frame_equal(again.per_query, res.per_query)
+    assert again.info == res.info
+    assert pickle.loads(pickle.dumps(tk.PlackettLuce("s", 0.5))) == tk.PlackettLuce("s", 0.5)
+
+
+def test_clipping_caps_the_weights_and_estimates_its_bias():
+    log = random_log(12)
+    base = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False, on_policy=None)
+    loose = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False, on_policy=None,
+                          clip=1e9)
+    assert loose.summary.iloc[0, 0] == base.summary.iloc[0, 0]
+    with pytest.warns(tk.TopkevalWarning, match="biased low"):
+        tight = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False,
+                              on_policy=None, clip=2.0)
+    shown = _flat(log)
+    top = deterministic_policy(log, 3)
+    w = np.array([float(top.get((r, int(p))) == i) for r, p, i in zip(shown["round"], shown["position"],
+                                                                        shown["item"])]) / shown["p_item"].to_numpy()
+    n = log["round"].nunique()
+    c = shown["click"].to_numpy()
+    assert tight.summary.iloc[0, 0] == pytest.approx((np.minimum(w, 2.0) * c).sum() / n, rel=1e-12)
+    bias = tight.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["clip_bias"]
+    assert bias == pytest.approx((np.maximum(w - 2.0, 0) * c).sum() / n, rel=1e-12)
+    assert base.summary.iloc[0, 0] == pytest.approx(tight.summary.iloc[0, 0] + bias, rel=1e-12)
+
+
+def test_too_few_effective_clicks_are_refused_with_a_warning():
+    log = random_log(13, rounds=60)
+    with pytest.warns(tk.TopkevalWarning, match="effective clicks"):
+        res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=1e6, min_ess=0)
+    assert math.isnan(res.summary.loc["new", "tp@3"])
+    assert not math.isnan(res.summary.loc["logger", "tp@3"])  # the logger's own row is never refused
+    assert "effective clicks" in res.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["refused"]
+    assert res.per_query.loc[res.per_query["model"] == "new", "tp@3"].isna().all()
+
+
+def test_a_policy_where_the_logger_could_not_show_is_refused_with_bounds():
+    from offpolicy_simulation import simulate
+
+    log, support = simulate(800, seed=4, logger="shuffle")
+    with pytest.warns(tk.TopkevalWarning, match="cannot show"):
+        res = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item", support=support,
+                            estimator=["iips", "sniips", "dr"])
+    for e in ("iips", "sniips", "dr"):
+        m = res.info["off_policy"]["diagnostics"][f"new ({e})"]["metrics"]["precision@5"]
+        assert math.isnan(res.summary.loc[f"new ({e})", "precision@5"])
+        assert 0 < m["unsupported"] <= 1 and m["lower"] <= m["upper"]
+    # without support= the same log is estimated (support assumed), and its never-shown share is reported
+    assumed = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item", refuse=False)
+    assert assumed.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@5"]["never_shown"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: (change to the log or the arguments, error, message)
+
+
+def _small():
+    return pd.DataFrame({"round": [1, 1, 1, 2, 2, 2], "item": ["a", "b", "c", "a", "b", "c"],
+                         "position": [1, 2, None, 2, 1, None], "click": [1, 0, 0, 0, 1, 0],
+                         "pscore": [0.5, 0.5, None, 0.5, 0.5, None], "new": [0.3, 0.2, 0.1, 0.1, 0.2, 0.3]})
+
+
+BAD = [
+    (lambda f: f.assign(pscore=[0.0, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, r"in \(0, 1\]"),
+    (lambda f: f.assign(pscore=[1.5, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "at most 1"),
+    (lambda f: f.assign(pscore=[None, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "no pscore"),
+    (lambda f: f.assign(click=[1, 0, 1, 0, 1, 0]), {}, tk.DataError, "never showed"),
+    (lambda f: f.assign(click=[2, 0, 0, 0, 1, 0]), {}, tk.DataError, "clicks are 0 or 1"),
+    (lambda f: f.assign(position=[1, 1, None, 2, 1, None]), {}, tk.DataError, "two rows at position 1"),
+    (lambda f: f.assign(item=["a", "a", "c", "a", "b", "c"]), {}, tk.DataError, "twice"),
+    (lambda f: f.assign(position=[None] * 6), {}, tk.DataError, "No row of the log has a position"),
+    (lambda f: f.assign(new=[0.3, np.nan, 0.1, 0.1, 0.2, 0.3]), {}, tk.DataError, "finite"),
+    (lambda f: f, {"metrics": ["precision@3"]}, tk.ParameterError, "at most 2"),
+    (lambda f: f, {"metrics": ["recall@2"]}, tk.ParameterError, "no off-policy estimate"),
+    (lambda f: f, {"estimator": "ips"}, tk.ParameterError, "estimator"),
+    (lambda f: f, {"estimator": ["iips", "bogus"]}, tk.ParameterError, "Unknown estimator 'bogus'"),
+    (lambda f: f, {"estimator": ["iips", "rips"]}, tk.ParameterError, "different forms of pscore"),
+    (lambda f: f, {"pscore": {"cascade": "pscore"}, "estimator": "iips"}, tk.ParameterError, "item_position"),
+    (lambda f: f, {"ties": "optimistic"}, tk.ParameterError, "ties"),
+    (lambda f: f, {"policy": {"logger": "new"}}, tk.ParameterError, "on_policy"),
+    (lambda f: f, {"policy": None}, tk.ParameterError, "needs the policy"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a", "b"], "position": [1, 1],
+                                                 "probability": [0.7, 0.6]})}}, tk.DataError, "one position"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a", "a"], "position": [1, 2],
+                                                 "probability": [0.7, 0.6]})}}, tk.DataError, "item over the positions"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a"], "position": [1]})}}, tk.ColumnError, "probability"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": [1], "position": [1], "probability": [0.5]})}},
+     tk.DataError, "numbers"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a"], "position": [1], "probability": [0.5]})},
+                   "estimator": "rips", "pscore": {"cascade": "pscore"}}, tk.ParameterError, "prefix"),
+    (lambda f: f.assign(ps=[0.2, 0.3, None, 0.2, 0.2, None]), {"pscore": {"slate": "ps"}, "estimator": "sips"},
+     tk.DataError, "differs within round"),
+    (lambda f: f.assign(pc=[0.2, 0.3, None, 0.2, 0.1, None]), {"pscore": {"cascade": "pc"}, "estimator": "rips"},
+     tk.DataError, "rises"),
+    (lambda f: f.assign(position=[1, 3, None, 2, 1, None]), {"pscore": {"cascade": "pscore"}, "estimator": "rips",
+                                                              "metrics": ["tp@1"]}, tk.DataError, "gap"),
+    (lambda f: f, {"support": pd.DataFrame({"round": [7], "item": ["a"], "position": [1]})}, tk.DataError,
+     "round the log does not have"),
+]
+
+
+@pytest.mark.parametrize("change, kwargs, error, message", BAD)
+def test_bad_input_is_refused_with_a_clear_error(change, kwargs, error, message):
+    args = dict(metrics=["precision@2"], policy="new", query="round", pscore="pscore", refuse=False)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        tk.off_policy(change(_small()), **args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line and the report
+
+
+def test_the_command_line_prints_what_the_function_returns(tmp_path, capsys):
+    import json
+
+    from topkeval.cli import main
+
+    log = random_log(14)
+    path = tmp_path / "log.csv"
+    log.to_csv(path, index=False)
+    table = pd.DataFrame({"item": [0, 1, 2], "position": [1, 1, 2], "probability": [0.5, 0.5, 1.0]})
+    table.to_csv(tmp_path / "policy.csv", index=False)
+    code = main(["off-policy", str(path), "--query", "round", "--pscore", "p_item", "--policy", "new",
+                 "--plackett-luce", "old:0.5", "--policy-table", f"t={tmp_path / 'policy.csv'}", "--estimator", "iips",
+                 "--estimator", "dr", "-m", "tp@3", "--no-refuse", "--format", "json", "--positions"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    payload = json.loads(out)
+    want = tk.off_policy(log, ["tp@3"], policy={"new": "new", "pl:old": tk.PlackettLuce("old", 0.5), "t": table},
+                         query="round", pscore="p_item", estimator=["iips", "dr"], refuse=False)
+    for model in want.models:
+        assert payload["summary"][model]["tp@3"] == pytest.approx(want.summary.loc[model, "tp@3"], rel=1e-12)
+    code = main(["off-policy", str(path), "--query", "round", "--pscore", "p_item", "--policy", "new", "--ci",
+                 "--no-refuse"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "95% CI" in out and "off-policy estimates from 300 rounds" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--pscore", "nope", "--policy", "new"], "'nope'"),
+    (["--pscore", "p_item"], "name the policy"),
+    (["--pscore", "p_item", "--policy", "new", "--clip", "0.5"], "clip"),
+    (["--pscore", "p_item", "--policy", "new", "-m", "tp@9"], "at most 3"),
+    (["--pscore", "p_item", "--plackett-luce", "new:hot"], "temperature"),
+])
+def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys, args, message):
+    from topkeval.cli import main
+
+    path = tmp_path / "log.csv"
+    random_log(15, rounds=20).to_csv(path, index=False)
+    code = main(["off-policy", str(path), "--query", "round", *args])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_the_report_has_an_off_policy_section(tmp_path):
+    log = random_log(16)
+    res = tk.off_policy(log, ["tp@3", "precision@2"], policy="new", query="round", pscore="p_item",
+                        estimator=["iips", "dr"], refuse=False)
+    page = Path(res.report(tmp_path / "r.html", n_resamples=200, curves=False)).read_text(encoding="utf-8")
+    assert "Off-policy estimates" in page and "Click rate at each position" in page
+    ci = res.summary_ci(n_resamples=200).set_index(["model", "metric"])
+    low = ci.loc[("new (dr)", "tp@3"), "ci_low"]
+    assert f'data-low="{float(low)!r}"' in page  # the summary's intervals are summary_ci's
+    assert "item-position clicks" in page  # each estimator's assumption is stated
+
+
+def test_thin_positions_are_refused_by_their_effective_sample_size():
+    log = random_log(17, rounds=300)
+    res = tk.off_policy(log, ["tp@3", "precision@1"], policy="new", query="round", pscore=PSCORES,
+                        estimator=["sips", "iips"], min_clicks=0, min_ess=1e6)
+    assert res.summary.drop(index="logger").isna().all().all()
+    why = res.info["off_policy"]["diagnostics"]["new (sips)"]["metrics"]["tp@3"]["refused"]
+    assert "effective sample size" in why and "min_ess" in why
+
+
+def test_cascade_clicks_refuse_the_item_position_estimators_below_the_first_position():
+    from offpolicy_simulation import simulate
+
+    log, _ = simulate(1500, seed=6, clicks="cascade")
+    with pytest.warns(tk.TopkevalWarning, match="cascade"):
+        res = tk.off_policy(log, ["precision@5", "precision@1"], policy="new", query="round", pscore=PSCORES,
+                            estimator=["iips", "dr", "rips"])
+    assert res.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+    assert math.isnan(res.summary.loc["new (iips)", "precision@5"]) and math.isnan(res.summary.loc["new (dr)", "precision@5"])
+    assert not math.isnan(res.summary.loc["new (iips)", "precision@1"])  # position 1 has nothing above it
+    position, _ = simulate(1500, seed=6, clicks="position")
+    check = tk.off_policy(position, ["precision@5"], policy="new", query="round", pscore="p_item")
+    assert not check.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+
+
+def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
+    from topkeval.demo import randomized_log
+
+    log = randomized_log(5000, seed=0)  # the logger explores its top 10 only: the new ranker leaves its support
+    with pytest.warns(tk.TopkevalWarning, match="weights average"):
+        res = tk.off_policy(log, ["precision@5"], policy="new", query="round", estimator=["iips", "sniips", "dr"])
+    assert math.isnan(res.summary.loc["new (iips)", "precision@5"])
+    d = res.info["off_policy"]["per_position"]["new (iips)"][1]
+    assert abs(d["mean_weight"] - 1) > 3 * d["mean_weight_se"]
+    kept = tk.off_policy(log, ["precision@5"], policy="new", query="round", estimator="iips", refuse=False)
+    assert "weights average" in kept.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@5"]["would_refuse"]
+    assert not math.isnan(kept.summary.loc["new", "precision@5"])
+
+
+# ---------------------------------------------------------------------------------------------
+# simulation with known truth (the full table: benchmarks/offpolicy_bench.py table)
+
+
+@pytest.mark.slow
+def test_offered_estimates_cover_the_truth_and_never_go_the_wrong_way():
+    """Logs of 2,000 rounds (tests/offpolicy_simulation.py): a Plackett-Luce logger over 20 candidates
+    showing 5 and a better deterministic ranker, with position-based clicks (150 logs) then cascade
+    clicks (20); and a logger that only shuffles its top 5, with support= given (15). Every estimate
+    offered (not refused) covers the population's truth in >= 88% of the logs that offer it, pooled
+    over the metrics, and >= 85% for each metric alone: 150 logs measure a coverage to +-2% (the claim,
+    >= 90%, is the 300-log table of benchmarks/offpolicy_bench.py: 93-95%; on these 150 logs iips
+    covers 89-92%). None says the better ranker is significantly worse, what cascade clicks break is
+    refused (with cascade clicks and with the shuffling logger, the refusals are what is tested), and a
+    refused estimate's bounds hold the truth."""
+    import offpolicy_simulation as sim
+
+    metrics = ["precision@5", "precision@1", "dcg@3"]
+    estimators = ["iips", "sniips", "dr", "rips", "snrips", "sips"]
+    pscores = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
+    for clicks, logger, logs in (("position", "plackett_luce", 150), ("cascade", "plackett_luce", 20),
+                                 ("position", "shuffle", 15)):
+        truth = sim.truth(clicks=clicks, logger=logger, rounds=100_000)
+        hits: dict = {}
+        for rep in range(logs):
+            log, support = sim.simulate(2000, seed=500 + rep, clicks=clicks, logger=logger)
+            res = tk.off_policy(log, metrics, policy="new", query="round", pscore=pscores, estimator=estimators,
+                                support=support)
+            ci = res.summary_ci(n_resamples=1000, seed=rep).set_index(["model", "metric"])
+            cmp = res.compare(baseline="logger", test="t", correction=None, n_resamples=100).set_index(["model",
+                                                                                                           "metric"])
+            for model in res.models[1:]:
+                for metric in metrics:
+                    t = sim.metric_truth(truth["new"], metric)
+                    assert cmp.loc[(model, metric), "verdict"] != "worse", (clicks, logger, model, metric)
+                    m = res.info["off_policy"]["diagnostics"][model]["metrics"][metric]
+                    lo, hi = ci.loc[(model, metric), ["ci_low", "ci_high"]]
+                    got = hits.setdefault((model, metric), [])
+                    if math.isfinite(res.summary.loc[model, metric]):
+                        got.append(lo <= t <= hi)
+                    if m.get("lower") is not None:
+                        assert m["lower"] <= t <= m["upper"], (clicks, logger, model, metric)
+        pooled: dict = {}
+        for (model, metric), covered in hits.items():
+            if len(covered) >= 100:  # coverage measured where 100 logs or more offer the estimate
+                assert np.mean(covered) >= 0.85, (clicks, logger, model, metric, np.mean(covered))
+                pooled.setdefault(model, []).extend(covered)
+        for model, covered in pooled.items():
+            assert np.mean(covered) >= 0.88, (clicks, logger, model, np.mean(covered))
+        if clicks == "cascade":  # the item-position estimators are refused below the first position
+            for e in ("iips", "sniips", "dr"):
+                assert not hits[(f"new ({e})", "precision@5")], e
+            assert len(hits[("new (rips)", "precision@1")]) == logs
+        if logger == "shuffle":  # nothing is offered where the logger cannot show the ranker's choices
+            assert not any(hits.values())
+        if clicks == "position" and logger == "plackett_luce":
+            for e in ("sniips", "dr"):
+                assert len(hits[(f"new ({e})", "precision@5")]) == logs, e
+
+
+def test_items_the_log_lacks_are_one_item_in_every_table():
+    log = _small()
+    policy = pd.DataFrame({"item": ["z", "a"], "position": [1, 2], "probability": [0.5, 0.5]})
+    support = pd.DataFrame({"item": ["y", "a", "b"], "position": [1, 2, 1]})  # 'y' is not 'z'
+    res = tk.off_policy(log, ["tp@2"], policy={"t": policy}, query="round", support=support, refuse=False)
+    m = res.info["off_policy"]["diagnostics"]["t"]["metrics"]["tp@2"]
+    assert m["unsupported"] == pytest.approx(0.5)  # 'z' at position 1 is outside the support
+    assert m["never_shown"] == pytest.approx(0.5)
