@@ -548,7 +548,7 @@ def _dispatch(r: _Request) -> engine.Evaluation:
         return evaluate_runs(r.data, r.qrels, r.plan, query=r.query, relevance=r.relevance, scores=r.scores,
                              item=r.item, model=r.model, missing_queries=r.missing_queries, depth=r.depth,
                              judged_only=r.judged_only, threads=r.threads, ascending=r.ascending, by=r.by,
-                             weight=r.weight, backend=CPU)
+                             weight=r.weight, backend=CPU, own_rows=r.model is not None)
     if r.kind == "file":
         from .backends.local import evaluate_file
 
@@ -822,7 +822,7 @@ def _evaluate_stacked(r: _Request, cols) -> engine.Evaluation:
         skipped = {b.models[0].model: b.skipped_empty for b in batches}
         info = {"queries": distinct, "skipped_empty": max(skipped.values()), "skipped_empty_per_model": skipped}
         evaluation = engine.build_results(batches, current_plan, query_name=query, info=info,
-                                          sources=lambda: sources, backend=CPU)
+                                          sources=lambda: sources, backend=CPU, own_rows=True)
         return engine.attach(evaluation, attrs, r.by, r.weight) if attrs is not None else evaluation
 
     evaluation = run(r.plan)

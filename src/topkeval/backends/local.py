@@ -65,11 +65,13 @@ def run_batches(data, qrels, plan: engine.Plan, *, backend, depth: int | None = 
 
 
 def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, backend, by=None, weight=None, threads=None,
-                  **options) -> engine.Evaluation:
+                  own_rows: bool = True, **options) -> engine.Evaluation:
     """evaluate(run, qrels=...): see :mod:`topkeval.inputs.judgments`.
 
     The evaluation keeps each run's grouped log and judgments: :meth:`Results.curves` evaluates them
-    again at other metrics, never the caller's tables (which may have changed since)."""
+    again at other metrics, never the caller's tables (which may have changed since). ``own_rows``:
+    each run's rows are its own (stacked runs, TREC run files), not one table of candidates every
+    score column ranks (:attr:`~topkeval.engine.Evaluation.own_rows`)."""
     kept: list = []
     batches, logs, info = run_batches(data, qrels, plan, query=query, backend=backend, by=by, weight=weight,
                                       threads=threads, kept=kept, **options)
@@ -79,7 +81,7 @@ def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, backend, by=Non
 
     def results(current_plan, batches):
         return engine.build_results(batches, current_plan, query_name=query, info=dict(info), sources=lambda: logs,
-                                    backend=backend, attributes=attrs, by=by or [], weight=weight)
+                                    backend=backend, attributes=attrs, by=by or [], weight=weight, own_rows=own_rows)
 
     def rerun(names):  # the same runs and judgments, at other metrics (Results.curves)
         again = engine.make_plan(names, plan.conv)

@@ -66,6 +66,10 @@ class Evaluation:
     backend : object or None
         The backend that computed the results, asked again for what reads the rows (diff's items,
         side_by_side, beyond_accuracy: :class:`~topkeval.engine.rules.Backend`).
+    own_rows : bool
+        Each model's rows are its own (a stacked table, runs with judgments apart), not one table
+        of candidates every model ranks: what the rows say about the items (the catalogue, their
+        popularity) differs by model, and is no default of a model's beyond-accuracy numbers.
     """
 
     summary: pd.DataFrame
@@ -79,6 +83,7 @@ class Evaluation:
     sources: LogSource | None = None
     rerun: Callable[[list[str]], Evaluation] | None = None
     backend: object | None = None
+    own_rows: bool = False
     _per_query: list = field(default_factory=list, repr=False)  # [DataFrame or its builder], built once
 
     @property
@@ -168,7 +173,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
                   sources: LogSource | None = None, rerun: Callable[[list[str]], Evaluation] | None = None,
                   attributes: pd.DataFrame | None = None, by: Sequence[str] = (), weight: str | None = None,
                   ascending: bool = False, backend: object | None = None,
-                  per_query: Callable[[], pd.DataFrame] | None = None) -> Evaluation:
+                  per_query: Callable[[], pd.DataFrame] | None = None, own_rows: bool = False) -> Evaluation:
     """One :class:`Evaluation` from the batches of an evaluation, whatever the path.
 
     The summary is each model's mean over its evaluated queries (NaN values left out; weighted with
@@ -181,7 +186,8 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
     not counted), ``models``, ``metrics`` (the column labels:
     the names as requested), ``metric_names`` (each label -> the canonical name), ``conventions``,
     with ``weight`` and ``segments`` when given, and what the front door adds (``info``).
-    ``per_query`` replaces the per-query table built from the batches (Spark collects its own).
+    ``per_query`` replaces the per-query table built from the batches (Spark collects its own);
+    ``own_rows``: each model's rows are its own (:attr:`Evaluation.own_rows`).
     """
     names = plan.names
     by_model: dict[str, list[ModelValues]] = {}
@@ -238,7 +244,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
 
     table: Callable[[], pd.DataFrame] = per_query or from_batches
     evaluation = Evaluation(summary_df, base, query_name, plan.conv, ascending=bool(ascending), sources=sources,
-                            rerun=rerun, backend=backend, _per_query=[table])
+                            rerun=rerun, backend=backend, own_rows=own_rows, _per_query=[table])
     return attach(evaluation, attributes, by, weight) if attributes is not None else evaluation
 
 
