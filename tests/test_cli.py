@@ -888,3 +888,59 @@ def test_model_is_refused_with_trec_runs(trec_files, capsys):
     code, out, err = run(["evaluate", "--qrels", trec_files / "qrels.txt", "--run", trec_files / "a.run",
                           "--model", "run"], capsys)
     assert code == 2 and "with --run each run file is a model" in err
+
+
+def _counts(line: str, what: str) -> dict:
+    """``{model: count}`` from a notes line's ``what: a 24, b 20`` part."""
+    import re
+
+    part = re.search(re.escape(what) + r"[^:]*: ([^;_]*)", line)
+    return {} if part is None else {m: int(c.replace(",", "")) for m, c in
+                                     (x.rsplit(" ", 1) for x in part.group(1).split(", "))}
+
+
+def test_the_counts_of_a_stacked_table_add_up_per_model(tmp_path, capsys):
+    """'801 of 943 queries evaluated; 313 skipped' mixed two models' counts (the most any evaluated,
+    the most any skipped). Where the models' counts differ, each model's evaluated, skipped and
+    without-a-row counts are said, and they add up to the queries; where they agree, one count."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for model, share in (("a", 0.5), ("b", 0.2), ("c", 0.35)):
+        for q in range(40):
+            if model == "b" and q % 8 == 0:
+                continue  # b has no row for 5 queries
+            rows += [(model, q, i, int(rng.random() < share), rng.random()) for i in range(int(rng.integers(3, 7)))]
+    frame = pd.DataFrame(rows, columns=["model", "query", "item", "relevance", "score"])
+    path = tmp_path / "stacked.csv"
+    frame.to_csv(path, index=False)
+    code, out, err = run(["evaluate", path, "--item", "item", "--model", "model", "-m", "recall@2", "--format",
+                          "markdown"], capsys)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "queries evaluated" in x)
+    evaluated, skipped = _counts(line, "queries evaluated (of 40)"), _counts(line, "without a relevant item")
+    absent = _counts(line, "without a row of the model")
+    want = frame.groupby(["model", "query"])["relevance"].sum().gt(0).groupby("model")
+    assert evaluated == want.sum().to_dict() and skipped == (~want.obj).groupby("model").sum().to_dict()
+    assert absent == {"b": 5}
+    for model in "abc":
+        assert evaluated[model] + skipped[model] + absent.get(model, 0) == 40
+    # the same counts in the report's table, and in the Results' first line
+    import topkeval as tk
+
+    res = tk.evaluate(path, ["recall@2"], item="item", model="model")
+    assert "queries evaluated (of 40): a " in repr(res).splitlines()[0]
+    report = tmp_path / "r.html"
+    res.report(report, n_resamples=100)
+    html = report.read_text(encoding="utf-8")
+    assert "without a row of the model: <span class=\"id\">b</span>" in html
+    # one model, or models that agree: one count
+    code, out, err = run(["evaluate", path, "--item", "item", "--score", "score", "-m", "recall@2", "--format",
+                          "markdown"], capsys)
+    assert code == 2  # several rows per (query, item): a stacked table read as one is refused
+    one = frame[frame["model"] == "a"].drop(columns="model")
+    one.to_csv(path, index=False)
+    code, out, err = run(["evaluate", path, "--item", "item", "-m", "recall@2", "--format", "markdown"], capsys)
+    n = int(one.groupby("query")["relevance"].sum().gt(0).sum())
+    assert code == 0 and f"{n} of 40 queries evaluated; {40 - n} without a relevant item skipped" in out, out

@@ -1047,10 +1047,11 @@ class Results:
 
     def __repr__(self) -> str:
         info = self._evaluation.info
-        from .outputs.text import evaluated_text, info_lines
+        from .outputs.text import evaluated_text, info_lines, skipped_text
 
-        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)} ({info['skipped_empty']:,} skipped "
-                "as empty)")
+        skipped = skipped_text(info)
+        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)}"
+                + (f" ({skipped})" if skipped else " (0 skipped as empty)"))
         # what the first line does not say: judged queries a run lacks, cutoffs beyond every list, ties, clicks
         notes = "".join(f"\nnote: {line}" for line in info_lines(info)[1:])
         return head + "\n" + self._evaluation.summary.to_string() + notes

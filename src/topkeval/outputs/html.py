@@ -554,16 +554,24 @@ def _queries_section(res, o: ReportOptions, view_queries: list, anchors: dict) -
 
 def _conventions_section(res) -> tuple[str, str, str]:
     """The conventions the numbers were computed under, and the counts of ``info``."""
-    from .text import info_lines
+    from .text import counts_differ, info_lines, per_model_counts
 
     info = res.info
     conv_rows = [f'<tr><td><code>{esc(name)}</code></td><td class="id">{esc(value if isinstance(value, str) else repr(value))}'
                  "</td></tr>"
                  for name, value in info.get("conventions", {}).items()]
+    evaluated, skipped, absent = per_model_counts(info)
+    differ = counts_differ(info)
     count_rows = [f"<tr><td>{esc(label)}</td>{_int(info[key])}</tr>"
                   for key, label in (("queries", "queries"), ("evaluated", "evaluated"),
                                      ("skipped_empty", "skipped: no relevant item"), ("rows", "rows read"))
-                  if key in info]
+                  if key in info and not (differ and key in ("evaluated", "skipped_empty"))]
+    if differ:
+        # the models' counts differ (a stacked table, runs missing queries): each model's, which add up
+        for what, counts in (("evaluated", evaluated), ("skipped: no relevant item", skipped),
+                             ("without a row of the model", absent)):
+            count_rows += [f'<tr><td>{what}: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
+                           for m, c in counts.items() if c or what != "without a row of the model"]
     count_rows += [f'<tr><td>ties across a cutoff: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
                    for m, c in info.get("ties_at_cutoff", {}).items()]
     count_rows += [f"<tr><td>{esc(key)}</td>{_int(info[key])}</tr>"

@@ -238,9 +238,32 @@ def uneven(info: Mapping) -> bool:
         and len(set(per_model.values())) > 1
 
 
+def per_model_counts(info: Mapping) -> tuple[dict, dict, dict]:
+    """Each model's queries evaluated, skipped as empty, and without a row of its own (a stacked
+    table's model that lacks some queries; judged queries a run lacks are ``missing_from_run``,
+    said apart): for each model the three add up to ``info["queries"]``."""
+    evaluated = dict(info.get("evaluated_per_model") or {})
+    skipped = dict(info.get("skipped_empty_per_model") or {m: info.get("skipped_empty", 0) for m in evaluated})
+    absent = {}
+    if "missing_from_run" not in info and "skipped_empty_per_model" in info:
+        absent = {m: info["queries"] - evaluated.get(m, 0) - skipped.get(m, 0) for m in evaluated}
+    return evaluated, skipped, absent
+
+
+def _differ(counts: Mapping) -> bool:
+    return len(set(counts.values())) > 1
+
+
+def counts_differ(info: Mapping) -> bool:
+    """Whether the models' counts of queries evaluated, skipped or without a row differ (then each
+    model's are said: maxima of different models would not add up)."""
+    evaluated, skipped, absent = per_model_counts(info)
+    return uneven(info) or _differ(evaluated) or _differ(skipped) or _differ(absent)
+
+
 def evaluated_text(info: Mapping) -> str:
     """"68 of 80 queries evaluated", or each model's count when they differ (runs missing different
-    judged queries).
+    judged queries, a stacked table's models).
 
     Examples
     --------
@@ -250,18 +273,53 @@ def evaluated_text(info: Mapping) -> str:
     ...                 "evaluated_per_model": {"a": 4, "b": 1}})
     'queries evaluated (of 5): a 4, b 1'
     """
-    if uneven(info):
+    evaluated = per_model_counts(info)[0]
+    if counts_differ(info):
         return (f"queries evaluated (of {info['queries']:,}): "
-                + ", ".join(f"{visible(str(m))} {c:,}" for m, c in info["evaluated_per_model"].items()))
+                + ", ".join(f"{visible(str(m))} {c:,}" for m, c in evaluated.items()))
     return f"{info['evaluated']:,} of {plural(info['queries'], 'query', 'queries')} evaluated"
+
+
+def skipped_text(info: Mapping) -> str:
+    """The queries skipped as empty (""), each model's count when they differ, and, on a stacked
+    table, each model's queries without a row: with :func:`evaluated_text`, counts that add up.
+
+    Examples
+    --------
+    >>> skipped_text({"queries": 10, "evaluated": 8, "skipped_empty": 2, "evaluated_per_model": {"a": 8, "b": 8}})
+    "2 without a relevant item skipped (empty_queries='skip')"
+    >>> skipped_text({"queries": 10, "evaluated": 8, "skipped_empty": 3, "evaluated_per_model": {"a": 8, "b": 6},
+    ...               "skipped_empty_per_model": {"a": 2, "b": 3}})
+    "without a relevant item, skipped (empty_queries='skip'): a 2, b 3; without a row of the model: b 1"
+    """
+    skipped, absent = per_model_counts(info)[1:]
+    parts = []
+    if counts_differ(info) and any(skipped.values()):
+        parts.append("without a relevant item, skipped (empty_queries='skip'): "
+                     + ", ".join(f"{visible(str(m))} {c:,}" for m, c in skipped.items()))
+    elif info.get("skipped_empty"):
+        parts.append(f"{info['skipped_empty']:,} without a relevant item skipped (empty_queries='skip')")
+    if any(absent.values()):
+        parts.append("without a row of the model: " + ", ".join(f"{visible(str(m))} {c:,}"
+                                                                 for m, c in absent.items() if c))
+    return "; ".join(parts)
+
+
+def counts_text(info: Mapping) -> str:
+    """The first line of the notes: queries evaluated, skipped, and (stacked tables) without a row,
+    per model where they differ, so that each model's counts add up to the queries.
+
+    >>> counts_text({"queries": 5, "evaluated": 4, "skipped_empty": 1, "evaluated_per_model": {"a": 4}})
+    "4 of 5 queries evaluated; 1 without a relevant item skipped (empty_queries='skip')"
+    """
+    skipped = skipped_text(info)
+    return evaluated_text(info) + (f"; {skipped}" if skipped else "")
 
 
 def info_lines(info: Mapping) -> list[str]:
     """What a user might not expect, in sentences: skipped queries, queries without judgments or
     missing from a run, ties at a cutoff."""
-    lines = [evaluated_text(info)
-             + (f"; {info['skipped_empty']:,} without a relevant item skipped (empty_queries='skip')"
-                if info["skipped_empty"] else "")]
+    lines = [counts_text(info)]
     unjudged = {m: c for m, c in (info.get("run_queries_without_judgments") or {}).items() if c}
     if unjudged:
         lines.append("queries of a run without any judgment, left out (check that the query ids of the run and of the "
