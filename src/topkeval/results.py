@@ -57,6 +57,13 @@ CATEGORIES = [Given("item -> category, checked by analysis/beyond.py"), None]
 HISTORY = [Given("(query, item) rows or query -> items, checked by analysis/beyond.py"), None]
 
 
+def _unpickled(core, kept: bytes, dropped: dict) -> Results:
+    """Results from what :meth:`Results.__reduce_ex__` pickled."""
+    from .engine.results import restore
+
+    return Results(restore(core, kept, dropped))
+
+
 def _copy(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame the caller may change without changing the results: a lazy copy under pandas'
     copy-on-write (pandas 3: no data is copied until written), a copy otherwise."""
@@ -108,6 +115,32 @@ class Results:
         # statistics already computed, by their arguments (Results never change): a report after
         # compare() or summary_ci() with the same options reuses them instead of resampling again
         self._memo: dict = {}
+
+    # pickling and copying: users save results and send them to worker processes ------------------
+
+    def __reduce_ex__(self, protocol):
+        """Pickles with its per-query table built (a Spark evaluation's collected) and the rows and
+        re-evaluation it keeps (``evaluation.sources``, ``rerun``: grouped logs, file paths, score
+        matrices), as far as they pickle; what does not (a Spark DataFrame, a user's lambda among
+        the beyond-accuracy inputs) is dropped, and a method that needs it says so after unpickling."""
+        from .engine.results import portable
+
+        return (_unpickled, portable(self._evaluation, max(int(protocol), 2)))
+
+    def __copy__(self) -> Results:
+        return Results(self._evaluation)  # an Evaluation never changes: shared
+
+    def __deepcopy__(self, memo) -> Results:
+        """A copy whose tables and counts are its own; the rows and re-evaluation it reads (never
+        changed) are shared."""
+        from dataclasses import replace
+
+        ev = self._evaluation
+        held = ev._per_query[0]
+        out = replace(ev, summary=copy.deepcopy(ev.summary, memo), info=copy.deepcopy(dict(ev.info), memo),
+                      attributes=copy.deepcopy(ev.attributes, memo),
+                      _per_query=[held if callable(held) else copy.deepcopy(held, memo)])
+        return Results(out)
 
     def _memoized(self, key: tuple, compute) -> pd.DataFrame:
         """``compute()``, or a copy of the frame it gave for ``key`` before (a seed of None: always anew)."""

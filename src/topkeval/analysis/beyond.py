@@ -104,17 +104,27 @@ def with_beyond(evaluation, metrics, inputs: Inputs):
     if defaults:  # what was read in place of an input not given, said (outputs/text.py: default_lines)
         info["beyond_defaults"] = {**(info.get("beyond_defaults") or {}), **defaults}
     rerun = evaluation.rerun
+    return replace(evaluation, summary=summary, info=info, _per_query=[table],
+                   rerun=_Again(rerun, inputs) if rerun is not None else None)
 
-    def again(names):  # the same evaluation at other metrics (curves): the beyond ones here, with the same inputs
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _Again:
+    """The same evaluation at other metrics (curves): the beyond-accuracy ones here, with the same
+    inputs (an object holding them, so that the results pickle where the inputs do)."""
+
+    rerun: Callable
+    inputs: Inputs
+
+    def __call__(self, names):
+        from ..metrics.names import labelled_metrics
+
         lab, met = labelled_metrics(names)
         mine = [n for n, m in zip(lab, met) if m.info.beyond]
         rest = [n for n, m in zip(lab, met) if not m.info.beyond]
-        first = rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
-        out = with_beyond(first, mine, inputs) if mine else first
+        first = self.rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
+        out = with_beyond(first, mine, self.inputs) if mine else first
         return out if rest else without(out, [STAND_IN])
-
-    return replace(evaluation, summary=summary, info=info, _per_query=[table],
-                   rerun=again if rerun is not None else None)
 
 
 #: what the engine evaluates when only beyond-accuracy metrics are asked for (it needs one metric;

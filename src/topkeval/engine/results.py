@@ -35,6 +35,74 @@ RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relativ
 QUERY_TAKEN = ("model", "baseline", "delta", "gained", "lost")
 
 
+class Kept:
+    """A value handed back when called: ``Evaluation.sources`` of rows held in memory. A module-level
+    callable holding its value, so that an Evaluation pickles (a lambda does not)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __call__(self):
+        return self.value
+
+
+class Dropped:
+    """What an unpickled Evaluation has in place of a capability that could not be pickled (``sources``
+    or ``rerun`` reading a Spark DataFrame, a user's lambda among the inputs...): calling it says so."""
+
+    __slots__ = ("what", "why")
+
+    def __init__(self, what: str, why: str) -> None:
+        self.what = what
+        self.why = why
+
+    def __call__(self, *args, **kwargs):
+        uses = {"sources": "its rows (diff's items, side_by_side, beyond_accuracy, bounds, the report's side-by-side "
+                           "view)",
+                "rerun": "how to evaluate its data at other metrics (curves, the report's curves, with_beyond's "
+                         "curves)"}[self.what]
+        raise ParameterError(f"These results were unpickled without {uses}, which could not be pickled "
+                             f"({self.why}): evaluate the data again in this process for this, or use what the results "
+                             "hold (summary, per_query, info, compare, summary_ci, segments...).")
+
+    def __reduce__(self):
+        return (Dropped, (self.what, self.why))
+
+
+def portable(evaluation: Evaluation, protocol: int = 4) -> tuple:
+    """``evaluation`` in parts that pickle: the per-query table built (a Spark evaluation's collected),
+    and its capabilities (``sources``, ``rerun``, the backend) pickled together, or, those that cannot
+    be, dropped (:class:`Dropped`: the backend becomes None, as for results that never had one).
+    :func:`restore` puts them back together."""
+    import pickle
+
+    core = replace(evaluation, sources=None, rerun=None, backend=None, _per_query=[evaluation.per_query])
+    kept = {"sources": evaluation.sources, "rerun": evaluation.rerun, "backend": evaluation.backend}
+    try:  # together: a log that sources and rerun both hold is pickled once
+        return core, pickle.dumps(kept, protocol), {}
+    except Exception:  # each on its own: what cannot be pickled is dropped, and said when used
+        held, dropped = {}, {}
+        for name, value in kept.items():
+            try:
+                pickle.dumps(value, protocol)
+                held[name] = value
+            except Exception as exc:  # anything a pickler raises (PicklingError, TypeError, AttributeError...)
+                dropped[name] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        return core, pickle.dumps(held, protocol), dropped
+
+
+def restore(core: Evaluation, kept: bytes, dropped: dict) -> Evaluation:
+    """The Evaluation :func:`portable` took apart."""
+    import pickle
+
+    parts = pickle.loads(kept)
+    for name, why in dropped.items():
+        parts[name] = None if name == "backend" else Dropped(name, why)
+    return replace(core, **parts)
+
+
 @dataclass(frozen=True, eq=False)
 class Evaluation:
     """What an evaluation computed, as :func:`build_results` made it (read-only).
