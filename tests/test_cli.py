@@ -944,3 +944,99 @@ def test_the_counts_of_a_stacked_table_add_up_per_model(tmp_path, capsys):
     code, out, err = run(["evaluate", path, "--item", "item", "-m", "recall@2", "--format", "markdown"], capsys)
     n = int(one.groupby("query")["relevance"].sum().gt(0).sum())
     assert code == 0 and f"{n} of 40 queries evaluated; {40 - n} without a relevant item skipped" in out, out
+
+
+@pytest.fixture
+def click_files(tmp_path):
+    """A small click log, curve files good and bad, and a folder of parquet files of two schemas."""
+    pd.DataFrame({"query": [1, 1, 1, 2, 2], "item": list("abcab"), "relevance": [1, 0, 1, 0, 1],
+                  "score": [0.3, 0.2, 0.1, 0.5, 0.4], "position": [1, 2, 3, 1, 2]}).to_csv(tmp_path / "clicks.csv",
+                                                                                        index=False)
+    (tmp_path / "good.csv").write_text("position,propensity\n1,1\n2,0.5\n3,0.3\n")
+    (tmp_path / "empty.csv").write_text("position,propensity\n")
+    (tmp_path / "blank.csv").write_text("")
+    (tmp_path / "text.csv").write_text("position,propensity\n1,1\n2,abc\n3,0.3\n")
+    (tmp_path / "zero.csv").write_text("position,propensity\n1,1\n2,0\n")
+    (tmp_path / "mixed").mkdir()
+    pd.DataFrame({"query": [1, 1], "item": ["a", "b"], "position": [1, 2], "click": [1, 0]}).to_parquet(
+        tmp_path / "mixed" / "a.parquet")
+    pd.DataFrame({"query": ["x", "y"], "item": ["a", "b"], "position": [1, 2], "click": [1, 0]}).to_parquet(
+        tmp_path / "mixed" / "b.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("curve,pattern", [
+    ("absent.csv", r"--propensity '.*absent.csv': no such file \(a curve file"),
+    ("folder.csv", r"--propensity '.*folder.csv': a folder, not a file"),
+    ("empty.csv", r"--propensity '.*empty.csv' has no rows"),
+    ("blank.csv", r"--propensity '.*blank.csv' must have the columns position and propensity"),
+    ("text.csv", r"--propensity '.*text.csv': its propensities must be numbers above 0 .*position 2 has 'abc'"),
+    ("zero.csv", r"--propensity '.*zero.csv': its propensities must be numbers above 0 .*position 2 has 0"),
+])
+def test_propensity_files_are_read_or_refused_in_one_line(click_files, capsys, curve, pattern):
+    """A missing curve file was read as a column name, an empty one said 'got dict', one with text
+    propensities 'clicks at positions without a propensity': each is said for what it is."""
+    import re
+
+    (click_files / "folder.csv").mkdir(exist_ok=True)
+    code, out, err = run(["evaluate", click_files / "clicks.csv", "--item", "item", "--position", "position",
+                          "--propensity", click_files / curve, "-m", "recall@2"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert re.search(pattern, err), err
+
+
+def test_a_good_curve_file_and_a_column_named_like_a_file(click_files, capsys):
+    import topkeval as tk
+
+    code, out, err = run(["evaluate", click_files / "clicks.csv", "--item", "item", "--position", "position",
+                          "--propensity", click_files / "good.csv", "-m", "recall@2", "--format", "json"], capsys)
+    assert code == 0, err
+    want = tk.evaluate(str(click_files / "clicks.csv"), ["recall@2"], item="item", position="position",
+                       propensity={1: 1.0, 2: 0.5, 3: 0.3})
+    assert json.loads(out)["summary"]["score"]["recall@2"] == want.summary.iloc[0, 0]
+    frame = pd.read_csv(click_files / "clicks.csv").assign(**{"p.csv": [1.0, 0.5, 0.3, 1.0, 0.5]})
+    frame.to_csv(click_files / "named.csv", index=False)  # a column whose name ends in .csv: the column
+    code, out, err = run(["evaluate", click_files / "named.csv", "--item", "item", "--position", "position",
+                          "--propensity", "p.csv", "-m", "recall@2", "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["summary"]["score"]["recall@2"] == want.summary.iloc[0, 0]
+
+
+def test_a_folder_of_parquet_files_of_two_schemas_is_said_in_one_line(click_files, capsys):
+    """topkeval bias DIR passed pyarrow's 'Failed to parse string' through."""
+    code, out, err = run(["bias", click_files / "mixed"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "its parquet files do not share one schema: column 'query' is int64 in 'a.parquet' and" in err, err
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["evaluate", "{log}", "--show", "1"], r"--show is an option of topkeval report and topkeval diff, not of "
+                                           r"topkeval evaluate"),
+    (["evaluate", "{log}", "--worst", "3"], r"--worst is an option of topkeval report and topkeval diff, not of "
+                                            r"topkeval evaluate"),
+    (["evaluate", "{log}", "--scroe", "x"], r"Did you mean '--score'\?"),
+    (["compare", "{log}", "--score", "old", "--per-query"], r"--per-query is an option of topkeval evaluate"),
+    (["evaluate", "{log}", "--ci", "1.5"], r"--ci must be a confidence level between 0 and 1, such as 0.95 .*got 1.5"),
+    (["evaluate", "{log}", "--ci", "0"], r"--ci must be a confidence level between 0 and 1"),
+])
+def test_flags_of_another_command_and_bad_levels_are_said_for_what_they_are(log_file, capsys, argv, pattern):
+    """'evaluate --show 1' answered 'Did you mean --show?'; '--ci 1.5' named a --confidence option that
+    evaluate does not have."""
+    import re
+
+    code, out, err = run([str(log_file) if a == "{log}" else a for a in argv] + ["--query", "q", "--relevance", "rel"],
+                         capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert re.search(pattern, err) and "--confidence" not in err and "Did you mean '--show'" not in err, err
+
+
+def test_a_metric_list_splits_at_each_name(log_file, capsys):
+    """-m map,11pt_avg failed while -m 11pt_avg,map worked: the same metrics either way."""
+    base = ["evaluate", log_file, "--query", "q", "--relevance", "rel", "--score", "old", "--item", "item", "--ties",
+            "item_desc", "--format", "json"]
+    outs = []
+    for names in ("map,11pt_avg", "11pt_avg,map"):
+        code, out, err = run(base + ["-m", names], capsys)
+        assert code == 0, err
+        outs.append(json.loads(out)["summary"]["old"])
+    assert outs[0] == outs[1] and set(outs[0]) == {"map", "11pt_avg"}

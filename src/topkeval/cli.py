@@ -31,20 +31,46 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    #: the command line being parsed (argparse reports an unknown flag at the top, not in the command)
+    argv: list | None = None
+
     def error(self, message):  # one line, exit 2, no usage dump
         unknown = re.search(r"unrecognized arguments: (-\S+)", message)
-        if unknown:  # a misspelt flag: the closest flags of every command (argparse reports it at the top)
-            from .errors import closest
-
-            hits = closest(unknown.group(1).split("=")[0], self._every_option(), n=1)
-            message += f". Did you mean {hits[0]!r}?" if hits else ""
+        if unknown:  # a misspelt flag, or another command's
+            message += self._hint(unknown.group(1).split("=")[0])
         raise _UsageError(message)
+
+    def _hint(self, flag: str) -> str:
+        """What the unknown ``flag`` may be: another command's option (``evaluate --show``), or the
+        closest option of the command given (else of every command)."""
+        from .errors import closest
+
+        commands = self._commands()
+        given = next((a for a in (self.argv or []) if a in commands), None)
+        owners = [name for name, sub in commands.items() if flag in sub._every_option()]
+        if given is not None and given not in owners and owners:
+            return (f": {flag} is an option of {' and '.join(f'topkeval {o}' for o in owners)}, not of topkeval "
+                    f"{given} (topkeval {given} --help lists its options)")
+        if given is None:
+            hits = [h for h in closest(flag, self._every_option(), n=1) if h != flag]
+            return f". Did you mean {hits[0]!r}?" if hits else ""
+        hits = [h for h in closest(flag, commands[given]._every_option(), n=1) if h != flag]
+        if hits:
+            return f". Did you mean {hits[0]!r}?"
+        hits = [h for h in closest(flag, self._every_option(), n=1) if h != flag]  # another command's option
+        if not hits:
+            return ""
+        owners = [name for name, sub in commands.items() if hits[0] in sub._every_option()]
+        return f". Did you mean {hits[0]!r} (an option of {' and '.join(f'topkeval {o}' for o in owners)})?"
+
+    def _commands(self) -> dict:
+        return {name: sub for action in self._actions if isinstance(action, argparse._SubParsersAction)
+                for name, sub in action.choices.items()}
 
     def _every_option(self) -> list[str]:
         options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        for action in self._actions:
-            for sub in (getattr(action, "choices", None) or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
-                options += sub._every_option()
+        for sub in self._commands().values():
+            options += sub._every_option()
         return list(dict.fromkeys(options))
 
     def _print_message(self, message, file=None):  # argparse drops an error writing --help or --version
@@ -313,15 +339,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
+def _check_ci(fmt: str, per_query: bool, ci: float | None) -> None:
+    """--ci with the other options of evaluate (before the file is read)."""
     if fmt == "trec" and ci is not None:
         raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
     if ci is not None and per_query:
         raise _UsageError("--ci gives intervals of the means; drop it with --per-query")
-    if ci is not None:
-        from .errors import check_number
+    if ci is not None and not 0 < ci < 1:  # NaN too
+        raise _UsageError(f"--ci must be a confidence level between 0 and 1, such as 0.95 (or --ci alone); got {ci}")
 
-        ci = check_number(ci, "confidence", "evaluate", low=0, high=1, low_open=True, high_open=True)
+
+def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
+    _check_ci(fmt, per_query, ci)
     _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci))
 
 
@@ -342,7 +371,8 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
 
     extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
                                ("weight", args.weight), ("position", args.position),
-                               ("propensity", _propensity(args.propensity)), ("clip", args.clip)) if v is not None}
+                               ("propensity", _propensity(args.propensity, args.file)), ("clip", args.clip))
+             if v is not None}
     if args.judged_only:
         extra["judged_only"] = True
     if args.ascending:
@@ -391,8 +421,12 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
                     keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
-def _propensity(text: str | None):
-    """--propensity: a column name, positions ``1:1,2:0.6``, or ``power:ETA``."""
+#: the suffixes of a curve file (topkeval bias --format csv, or parquet)
+_CURVE_FILES = (".csv", ".tsv", ".parquet", ".pq")
+
+
+def _propensity(text: str | None, data=None):
+    """--propensity: a column name, positions ``1:1,2:0.6``, ``power:ETA``, or a curve file."""
     if text is None:
         return None
     if text.startswith("power:"):
@@ -403,8 +437,16 @@ def _propensity(text: str | None):
         if not (0 <= eta < 100):
             raise _UsageError(f"--propensity {text!r}: ETA must be a number in [0, 100)")
         return lambda positions: positions ** -eta
-    if text.endswith((".csv", ".parquet")) and os.path.isfile(text):  # a curve written by topkeval bias
-        return _curve_file(text)
+    if text.lower().endswith(_CURVE_FILES):
+        if os.path.isfile(text):  # a curve written by topkeval bias
+            return _curve_file(text)
+        from .inputs.tables import column_names
+
+        if not data or text not in column_names(data):  # a column of that name is read as the column
+            where = ("no such file" if not os.path.exists(text) else
+                     "a folder, not a file" if os.path.isdir(text) else "not a regular file")
+            raise _UsageError(f"--propensity {text!r}: {where} (a curve file, as topkeval bias --format csv writes "
+                              "it); check the path, or name a column of FILE")
     if ":" not in text:
         return text  # a column
     curve = {}
@@ -426,17 +468,31 @@ def _curve_file(path: str) -> dict:
     import pandas as pd
 
     try:
-        frame = pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+        frame = pd.read_parquet(path) if path.lower().endswith((".parquet", ".pq")) else \
+            pd.read_csv(path, sep="\t" if path.lower().endswith(".tsv") else ",")
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
     except Exception as exc:  # an unreadable file: said in one line
-        raise _UsageError(f"--propensity {path!r}: cannot read it as a curve ({type(exc).__name__}: {exc})") from None
-    if not {"position", "propensity"} <= set(frame.columns):
+        raise _UsageError(f"--propensity {path!r}: cannot read it as a curve ({type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())})") from None
+    if not {"position", "propensity"} <= set(map(str, frame.columns)):
         raise _UsageError(f"--propensity {path!r} must have the columns position and propensity (as topkeval bias "
                           f"--format csv writes); it has {list(map(str, frame.columns))}")
+    if frame.empty:
+        raise _UsageError(f"--propensity {path!r} has no rows: give a propensity for each position (write the curve "
+                          "with topkeval bias --format csv)")
     positions = pd.to_numeric(frame["position"], errors="coerce")
     if positions.isna().any() or (positions != positions.round()).any() or positions.duplicated().any():
         raise _UsageError(f"--propensity {path!r}: its positions must be distinct whole numbers")
-    return {int(k): min(float(v), 1.0) for k, v in zip(positions, pd.to_numeric(frame["propensity"],
-                                                                                 errors="coerce"))}
+    values = pd.to_numeric(frame["propensity"], errors="coerce")
+    bad = values.isna() | ~(values > 0)
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        value = frame["propensity"].iloc[row]
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise _UsageError(f"--propensity {path!r}: its propensities must be numbers above 0 (an examination "
+                          f"probability); position {int(positions.iloc[row])} has {shown}")
+    return {int(k): min(float(v), 1.0) for k, v in zip(positions, values)}
 
 
 def _evaluate(args, out) -> int:
@@ -445,6 +501,7 @@ def _evaluate(args, out) -> int:
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
+    _check_ci(args.format, args.per_query, args.ci)
     res = _load(args, metrics, scores=args.score or ["score"],
                 keep_per_query=args.per_query or args.ci is not None)
     if args.bounds:
@@ -981,6 +1038,7 @@ def _run(parser, argv) -> int:
     out = _Stdout(sys.stdout)
     try:
         try:
+            parser.argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help and --version print, then exit
             out.flush()
