@@ -723,10 +723,18 @@ def _compare_all(args, out) -> int:
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
                    "effect_size", "letters_a", "letters_b"]]
-    p_text = {"p_value": lambda p: report.p_value_text(p, args.resamples if test == "randomized_tukey" else None)}
+    floor = table.attrs.get("p_floor") if test == "tukey" else None
+
+    def p_text(p):
+        return report.p_value_text(p, args.resamples if test == "randomized_tukey" else None, floor=floor)
+
     title = (f"every pair: {test.replace('_', ' ')} HSD, {args.confidence:.0%} simultaneous intervals; models "
              "sharing a letter are not distinguishable")
-    _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
+    # a file (CSV) gets the numbers, and "< 1e-12" for a p too small to be told (JSON: the number, a bound)
+    frame = table.assign(p_value=[p_text(p) if floor and p <= floor else p for p in table["p_value"]]) \
+        if floor else table
+    _write(out, args.format, formats.Document([formats.Block(frame, title=title, formats={"p_value": p_text},
+                                                             shown=shown)],
                                               notes=report.info_lines(res.info),
                                               payload={"pairs": report.records(table), "info": res.info}))
     return 0

@@ -408,7 +408,9 @@ class Results:
         difference of means; exact when every order fits in ``n_resamples``).
 
         Each row: ``model_a, model_b, mean_a, mean_b, delta`` (a - b), its simultaneous interval
-        ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs), ``significant`` (p below
+        ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs; Tukey's below 1e-12, which scipy's
+        integral of the studentized range cannot tell apart, is given as 1e-12, an upper bound, in
+        ``attrs["p_floor"]``, and printed ``< 1e-12``), ``significant`` (p below
         ``1 - confidence``), ``effect_size`` (delta / sqrt(residual variance), Sakai's ES_E), and
         the compact letter display ``letters_a, letters_b`` (models sharing a letter are not
         distinguishable); per metric and segment. Definitions: :mod:`topkeval.analysis.many`.

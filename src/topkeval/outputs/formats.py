@@ -10,7 +10,9 @@ every Document, so a new format (one function and one :func:`register_format` li
 ``table``      a terminal table (rich), notes under it
 ``markdown``   GitHub markdown tables (every id escaped), notes in italics
 ``csv``        the first table, full precision (a file holds one table)
-``json``       the payload (NaN as null, infinities as "inf" / "-inf", ids as JSON values), or the first table's rows
+``json``       the payload (NaN as null, infinities as "inf" / "-inf", ids as JSON values; a Tukey p-value
+               below 1e-12 as 1e-12, an upper bound, where text formats print "< 1e-12"), or the first
+               table's rows
 ``trec``       trec_eval's lines (``name query value``): the evaluation's own text only
 =============  ===============================================================================
 """
@@ -235,6 +237,7 @@ def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
 _add("table", _table, "a terminal table, notes under it")
 _add("markdown", _markdown, "GitHub markdown tables, notes in italics")
 _add("csv", _csv, "the first table as CSV, full precision")
-_add("json", _json, "JSON: NaN as null, infinities as \"inf\" / \"-inf\", ids as JSON values")
+_add("json", _json, "JSON: NaN as null, infinities as \"inf\" / \"-inf\", ids as JSON values (a Tukey p-value "
+                    "below 1e-12 as 1e-12, a bound)")
 _add("trec", _trec, "trec_eval's lines: name, query, value", general=False)
 BUILT_IN = frozenset(FORMATS)

@@ -444,6 +444,8 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
     compact letter display."""
     if len(res.models) < 3 or res.weight:
         return None
+    from .text import p_value_text
+
     parts = []
     for metric_name in res.metrics:
         try:
@@ -451,6 +453,7 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
         except ParameterError as exc:  # fewer than 2 queries with every model's value: said, the others shown
             parts.append(f"<h3>{esc(metric_name)}</h3><p class=\"note\">{esc(str(exc))}</p>")
             continue
+        floor = rows.attrs.get("p_floor")  # Tukey's smallest p told apart: "< 1e-12" below
         if res.by:
             rows = rows[rows[res.by[0]] == ALL]
         means = {**dict(zip(rows["model_a"], rows["mean_a"])), **dict(zip(rows["model_b"], rows["mean_b"]))}
@@ -465,7 +468,8 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
             cells = "".join(
                 '<td class="num">-</td>' if a == b else
                 f'<td class="num{" best" if cell[(a, b)][2] else ""}">{cell[(a, b)][0]:+.{o.digits}f}'
-                f'<br><span class="ci">p {cell[(a, b)][1]:.3g}</span></td>' for b in order)
+                f'<br><span class="ci">p {esc(p_value_text(cell[(a, b)][1], floor=floor))}'
+                '</span></td>' for b in order)
             body.append(f'<tr><td class="id">{esc(a)}</td>{_num(means[a], o.digits)}'
                         f'<td class="id">{esc(letters[a])}</td>{cells}</tr>')
         head = ["model", "#mean", "letters"] + [f"#{esc(b)}" for b in order]

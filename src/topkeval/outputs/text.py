@@ -52,14 +52,23 @@ def visible(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
+def p_value_text(p, n_resamples: int | None = None, digits: int = 4, floor: float | None = None) -> str:
     """A p-value for people: ``< 1e-04`` at the smallest value the resampling can reach (never 0.0000).
+    ``floor``: the smallest p a computed test tells apart (Tukey's HSD: 1e-12, the accuracy of the
+    studentized range's integral); a p at it prints ``< 1e-12``, one between it and ``10^-digits``
+    in two significant digits.
 
     >>> p_value_text(1 / 10001, 10_000), p_value_text(0.0312)
     ('< 1e-04', '0.0312')
+    >>> p_value_text(1e-12, floor=1e-12), p_value_text(3.14e-9, floor=1e-12), p_value_text(0.25, floor=1e-12)
+    ('< 1e-12', '3.1e-09', '0.2500')
     """
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "nan"
+    if floor is not None and n_resamples is None:
+        if p <= floor * (1 + 1e-9):
+            return f"< {floor:.0e}"
+        return f"{p:.{digits}f}" if p >= 10.0 ** -digits else f"{p:.1e}"
     floor = 1.0 / (1 + n_resamples) if n_resamples else 0.0
     if p <= floor * (1 + 1e-9) or p < 10.0 ** -digits:
         return f"< {max(floor, 10.0 ** -digits):.0e}"
