@@ -1040,3 +1040,133 @@ def test_a_metric_list_splits_at_each_name(log_file, capsys):
         assert code == 0, err
         outs.append(json.loads(out)["summary"]["old"])
     assert outs[0] == outs[1] and set(outs[0]) == {"map", "11pt_avg"}
+
+
+@pytest.fixture
+def recs(tmp_path):
+    """Two models' top 8 of 40 items for 30 users (ids as text, some like '007'), a catalogue of 60
+    items, a history, item vectors, popularity and category columns."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for q in range(30):
+        for i in rng.choice(40, 8, replace=False):
+            rows.append((f"u{q}", f"{i:03d}", int(rng.random() < 0.3), rng.random(), rng.random()))
+    log = pd.DataFrame(rows, columns=["user", "item", "relevance", "a", "b"])
+    log["pop"] = log["item"].map(lambda i: (int(i) + 1) / 41)
+    log["cat"] = log["item"].map(lambda i: f"c{int(i) % 4}")
+    log.to_csv(tmp_path / "recs.csv", index=False)
+    pd.DataFrame({"item": [f"{i:03d}" for i in range(60)]}).to_csv(tmp_path / "catalog.csv", index=False)
+    history = pd.DataFrame({"user": ["u0", "u0", "u1", "u2", "u2"], "item": ["001", "002", "003", "001", "007"]})
+    history.to_csv(tmp_path / "history.csv", index=False)
+    features = pd.DataFrame({"item": [f"{i:03d}" for i in range(40)], "f1": rng.random(40), "f2": rng.random(40)})
+    features.to_parquet(tmp_path / "features.parquet")
+    return tmp_path, log, history, features
+
+
+BEYOND = ["--query", "user", "--item", "item", "--score", "a", "--score", "b"]
+
+
+def test_beyond_accuracy_metrics_on_the_command_line_equal_python(recs, capsys):
+    """-m coverage@5 pointed to a Python method: the command line computes every beyond-accuracy
+    metric, with --catalog, --history, --popularity, --features, --categories read from files or the
+    log's columns (ids as evaluate reads them: '007' is text), the numbers those of Python's."""
+    import topkeval as tk
+
+    root, log, history, features = recs
+    code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, "-m", "recall@5,coverage@5,novelty@5,gini@5,"
+                          "diversity@5,category_diversity@5,serendipity@5", "--catalog", root / "catalog.csv",
+                          "--history", root / "history.csv", "--features", root / "features.parquet", "--categories",
+                          "cat", "--format", "json"], capsys)
+    assert code == 0, err
+    payload = json.loads(out)
+    frame = pd.read_csv(root / "recs.csv", dtype={"user": str, "item": str})
+    inputs = dict(catalog=[f"{i:03d}" for i in range(60)], history=history,
+                  features=features.set_index("item"), categories=dict(zip(frame["item"], frame["cat"])))
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore", tk.TopkevalWarning)  # top 8 lists: said on stderr above
+        res = tk.evaluate(frame, ["recall@5", "novelty@5", "diversity@5", "category_diversity@5", "serendipity@5"],
+                          query="user", item="item", score=["a", "b"], **inputs)
+    catalog = res.beyond_accuracy(metrics=["coverage@5", "gini@5"], **inputs)
+    for model in ("a", "b"):
+        got = payload["summary"][model]
+        assert list(got) == ["recall@5", "coverage@5", "novelty@5", "gini@5", "diversity@5", "category_diversity@5",
+                             "serendipity@5"]
+        for metric in res.metrics:
+            assert got[metric] == res.summary.loc[model, metric], metric
+        for metric in ("coverage@5", "gini@5"):
+            assert got[metric] == catalog.loc[model, metric], metric
+    assert payload["info"]["metrics"] == list(got) and "beyond_defaults" not in payload["info"]
+    # a column of the log as popularity; comma-separated columns as features; a catalogue's size
+    code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, "-m", "popularity@5,coverage@5", "--popularity",
+                          "pop", "--catalog", "60", "--format", "json"], capsys)
+    assert code == 0, err
+    pop = dict(zip(frame["item"], frame["pop"]))
+    want = tk.evaluate(frame, ["popularity@5"], query="user", item="item", score=["a", "b"], popularity=pop)
+    got = json.loads(out)["summary"]
+    assert [got[m]["popularity@5"] for m in "ab"] == want.summary["popularity@5"].tolist()
+    assert [got[m]["coverage@5"] for m in "ab"] == want.beyond_accuracy(metrics=["coverage@5"], catalog=60)[
+        "coverage@5"].tolist()
+
+
+def test_beyond_accuracy_defaults_are_said_and_refusals_are_one_line(recs, capsys):
+    root, log, history, _ = recs
+    code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, "-m", "coverage@5,novelty@5"], capsys)
+    assert code == 0, err
+    assert ("beyond accuracy: the catalogue is the 40 distinct items of the table (--catalog gives the real one); an "
+            "item's popularity is its share of the 28 queries") in " ".join(out.split()), out
+    for argv, pattern in [
+        (["-m", "recall@5", "--catalog", "60"], r"--catalog is read by the beyond-accuracy metrics"),
+        (["-m", "coverage@5", "--catalog", root / "missing.csv"], r"--catalog '.*missing.csv': no such file"),
+        (["-m", "coverage@5", "--catalog", "5"], r"--catalog 5, but the models show \d+ distinct items"),
+        (["-m", "diversity@5", "--features", "f9"], r"--features 'f9': 'f9' is not a column of the log, nor a file"),
+        (["-m", "novelty@5", "--popularity", "a"], r"item '\d+' two values"),  # a score column: not one per item
+        (["-m", "coverage@5", "--by", "cat"], r"coverage@5 describes each model's lists all together"),
+        (["-m", "recall@5", "--baseline", "a"], r"--baseline names the model that unexpectedness@k compares"),
+        (["-m", "unexpectedness@5"], r"pass --baseline"),
+    ]:
+        code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, *argv], capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (argv, err)
+        assert __import__("re").search(pattern, err), (argv, err)
+    code, out, err = run(["compare", root / "recs.csv", *BEYOND, "--baseline", "a", "-m", "coverage@5"], capsys)
+    assert code == 2 and "no per-query value to compare" in err
+    # a stacked table: no default (the models' own rows), the flags named
+    stacked = pd.concat([log.assign(model="a", score=log["a"]), log.assign(model="b", score=log["b"])])
+    stacked.to_csv(root / "stacked.csv", index=False)
+    code, out, err = run(["evaluate", root / "stacked.csv", "--query", "user", "--item", "item", "--model", "model",
+                          "-m", "coverage@5"], capsys)
+    assert code == 2 and "Pass --catalog" in err, err
+    code, out, err = run(["evaluate", root / "stacked.csv", "--query", "user", "--item", "item", "--model", "model",
+                          "-m", "coverage@5,novelty@5", "--catalog", root / "catalog.csv", "--history",
+                          root / "history.csv", "--format", "csv"], capsys)
+    assert code == 0 and out.splitlines()[0] == "model,coverage@5,novelty@5", err
+
+
+def test_item_inputs_read_from_files_and_columns(tmp_path):
+    """topkeval.inputs.items: ids as text from CSV, one value per item from the log's columns, a file
+    listing an item twice refused."""
+    import topkeval as tk
+    from topkeval.inputs import items
+
+    (tmp_path / "log.csv").write_text("query,item,p,f1,f2\n1,007,0.5,1,0\n1,7,0.25,0,1\n2,007,0.5,1,0\n2,8,0.1,1,1\n")
+    assert items.read_item_values("p", item="item", data=str(tmp_path / "log.csv"), flag="--popularity",
+                                  preferred="popularity").to_dict() == {"007": 0.5, "7": 0.25, "8": 0.1}
+    vectors = items.read_item_values("f1,f2", item="item", data=str(tmp_path / "log.csv"), flag="--features",
+                                     preferred="", vector=True)
+    assert vectors.loc["007"].tolist() == [1, 0] and list(vectors.index) == ["007", "7", "8"]
+    (tmp_path / "bad.csv").write_text("query,item,p\n1,007,0.5\n2,007,0.4\n")
+    with pytest.raises(tk.DataError, match=r"gives item '007' two values \(0.5 and 0.4\)"):
+        items.read_item_values("p", item="item", data=str(tmp_path / "bad.csv"), flag="--popularity",
+                               preferred="popularity")
+    (tmp_path / "pop.csv").write_text("item,share\n007,0.5\n007,0.4\n")
+    with pytest.raises(tk.DataError, match="lists item '007' more than once"):
+        items.read_item_values(str(tmp_path / "pop.csv"), item="item", flag="--popularity", preferred="popularity")
+    (tmp_path / "cat.csv").write_text("id\n007\n7\n")
+    assert items.read_catalog(str(tmp_path / "cat.csv"), item="item") == ["007", "7"]
+    assert items.read_catalog("1_682", item="item") == 1682
+    (tmp_path / "two.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(tk.ColumnError, match="needs the item column 'item'"):
+        items.read_catalog(str(tmp_path / "two.csv"), item="item")
+    history = items.read_history(str(tmp_path / "log.csv"), query="query", item="item")
+    assert history.to_dict("list") == {"query": ["1", "1", "2", "2"], "item": ["007", "7", "007", "8"]}

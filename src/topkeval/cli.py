@@ -135,7 +135,10 @@ _NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the 
               ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
               ("position", "--position", "a column name"), ("propensity", "--propensity", "a column or a curve"),
               ("baseline", "--baseline", "a model name"), ("output", "-o/--output", "the path of a file"),
-              ("report", "--report", "the path of a file"), ("save", "--save", "the path of a file"))
+              ("report", "--report", "the path of a file"), ("save", "--save", "the path of a file"),
+              ("catalog", "--catalog", "a number of items or a file"), ("history", "--history", "a file"),
+              ("popularity", "--popularity", "a file or a column"), ("features", "--features", "a file or columns"),
+              ("categories", "--categories", "a file or a column"))
 
 
 def _check_values(args) -> None:
@@ -193,6 +196,18 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "an estimate above 1, its noise, is taken as 1, as estimate_position_bias's propensities are); "
                    "the metrics are then inverse propensity weighted (needs --position)")
     g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1)")
+    g = p.add_argument_group("beyond accuracy (novelty@10, coverage@10, diversity@10...: what each model shows)")
+    g.add_argument("--catalog", metavar="N|FILE", help="the catalogue, for coverage, gini and serendipity: its number "
+                   "of items, or a table of its items (the --item column, or a single column); default: the items of "
+                   "FILE where every model ranks the same candidates, else required")
+    g.add_argument("--history", metavar="FILE", help="the queries' past interactions: a table of (--query, --item) "
+                   "rows; gives novelty's popularity (RecTools' user frequency) and serendipity's history")
+    g.add_argument("--popularity", metavar="FILE|COLUMN", help="each item's share of queries in (0, 1]: a table of "
+                   "the --item column and the shares, or a column of FILE")
+    g.add_argument("--features", metavar="FILE|COLUMNS", help="each item's vector, for diversity (cosine): a table "
+                   "of the --item column and the vectors' columns, or columns of FILE (f1,f2,f3)")
+    g.add_argument("--categories", metavar="FILE|COLUMN", help="each item's category, for category_diversity: a "
+                   "table of the --item column and the categories, or a column of FILE")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
     p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
@@ -252,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "bounds over what the never-shown candidates could be")
     ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
                     help="each mean with its bootstrap confidence interval (default level 0.95)")
+    ev.add_argument("--baseline", help="the model (a score column) that unexpectedness@k compares each list with")
     _add_conventions(ev)
 
     cmp = sub.add_parser("compare", help="is a model better than the baseline? paired tests per metric",
@@ -365,14 +381,36 @@ def _write(out, fmt: str, document) -> None:
                              terminal=terminal))
 
 
-def _load(args, metrics, *, scores, keep_per_query: bool):
-    """Evaluate what the command line names: a log file, or --run files with --qrels."""
+def _beyond_inputs(args) -> dict:
+    """--catalog, --history, --popularity, --features, --categories read (topkeval.inputs.items), as
+    evaluate() takes them in Python: {"catalog": ..., ...} for those given."""
+    from .inputs import items
+
+    item = args.item or "item"
+    data = args.file if not args.run else None
+    out: dict = {}
+    if getattr(args, "catalog", None) is not None:
+        out["catalog"] = items.read_catalog(args.catalog, item=item, flag="--catalog")
+    if getattr(args, "history", None) is not None:
+        out["history"] = items.read_history(args.history, query=args.query, item=item, flag="--history")
+    for name, preferred, vector in (("popularity", "popularity", False), ("features", "", True),
+                                    ("categories", "category", False)):
+        if getattr(args, name, None) is not None:
+            out[name] = items.read_item_values(getattr(args, name), item=item, data=data, flag=f"--{name}",
+                                               preferred=preferred, vector=vector)
+    return out
+
+
+def _load(args, metrics, *, scores, keep_per_query: bool, beyond: dict | None = None):
+    """Evaluate what the command line names: a log file, or --run files with --qrels; ``beyond``: the
+    beyond-accuracy inputs (:func:`_beyond_inputs`)."""
     from .api import evaluate
 
     extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
                                ("weight", args.weight), ("position", args.position),
                                ("propensity", _propensity(args.propensity, args.file)), ("clip", args.clip))
              if v is not None}
+    extra.update(beyond or {})
     if args.judged_only:
         extra["judged_only"] = True
     if args.ascending:
@@ -495,15 +533,58 @@ def _curve_file(path: str) -> dict:
     return {int(k): min(float(v), 1.0) for k, v in zip(positions, values)}
 
 
+def _split_beyond(metrics) -> tuple[object, list[str], list[str], bool]:
+    """(what evaluate() computes, the catalogue-level labels (coverage@10...: Results.beyond_accuracy),
+    every label in order, whether a per-query beyond-accuracy metric is among them)."""
+    from .metrics.names import labelled_metrics
+
+    try:
+        labels, parsed = labelled_metrics(metrics)
+    except TopkevalError:  # evaluate() says what is wrong with a name
+        return metrics, [], [], False
+    catalog = [label for label, m in zip(labels, parsed) if m.info.beyond == "catalog"]
+    per_query = any(m.info.beyond == "query" for m in parsed)
+    if not catalog:
+        return metrics, [], list(labels), per_query
+    return [label for label in labels if label not in catalog], catalog, list(labels), per_query
+
+
+def _beyond_for(args, metrics, per_query: bool, catalog: list, inputs: dict) -> dict:
+    """The beyond-accuracy inputs (read) that evaluate() gets: all of them when a per-query
+    beyond-accuracy metric reads them, or when none is asked for (evaluate() then says which flag
+    nothing reads); the model unexpectedness@k compares with (--baseline)."""
+    if per_query or (inputs and not catalog):
+        from .metrics.names import labelled_metrics
+
+        wanted = any(m.family == "unexpectedness" for m in labelled_metrics(metrics)[1]) if per_query else False
+        return inputs | ({"baseline": args.baseline} if wanted and args.baseline is not None else {})
+    return {}
+
+
 def _evaluate(args, out) -> int:
+    from .analysis.beyond import STAND_IN
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
     _check_ci(args.format, args.per_query, args.ci)
-    res = _load(args, metrics, scores=args.score or ["score"],
-                keep_per_query=args.per_query or args.ci is not None)
+    metrics, catalog, labels, per_query = _split_beyond(metrics)
+    if catalog and (args.by or args.bounds or args.format == "trec"):
+        raise _UsageError(f"{catalog[0]} describes each model's lists all together (one value per model): not per "
+                          "segment (--by), nor with --bounds or --format trec")
+    if args.baseline is not None and not any(label.lower().startswith("unexpectedness") for label in labels):
+        raise _UsageError("--baseline names the model that unexpectedness@k compares each list with: add such a "
+                          "metric (-m unexpectedness@10), or drop --baseline")
+    inputs = _beyond_inputs(args)
+    res = _load(args, metrics or [STAND_IN], scores=args.score or ["score"],
+                keep_per_query=args.per_query or args.ci is not None,
+                beyond=_beyond_for(args, metrics or [STAND_IN], per_query, catalog, inputs))
+    if catalog:
+        beside = res.beyond_accuracy(metrics=catalog, **inputs)
+        _write(out, args.format, formats.results_document(res, per_query=args.per_query, ci=args.ci, beside=beside,
+                                                          labels=labels))
+        return 0
     if args.bounds:
         if args.per_query or args.ci is not None or args.format == "trec":
             raise _UsageError("--bounds prints one table of means: drop --per-query, --ci and --format trec")
@@ -522,8 +603,14 @@ def _load_models(args, required: bool):
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
+    metrics, catalog, _, per_query = _split_beyond(metrics)
+    if catalog:
+        raise _UsageError(f"{catalog[0]} describes each model's lists all together: it has no per-query value to "
+                          f"{args.command}; topkeval evaluate shows it (per-query ones, such as novelty@10, compare)")
+    beyond = _beyond_for(args, metrics, per_query, catalog, _beyond_inputs(args))
     if args.run or args.model:
-        res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True)
+        res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True,
+                    beyond=beyond)
         kind = "runs" if args.run else f"models of the --model column {args.model!r}"
         if args.baseline is not None and args.baseline not in res.models:
             from .errors import did_you_mean
@@ -538,7 +625,7 @@ def _load_models(args, required: bool):
     if required and len(models) < 2:
         raise _UsageError("--score must name at least one column other than --baseline")
     _check_baseline_column(args)
-    return _load(args, metrics, scores=models or ["score"], keep_per_query=True)
+    return _load(args, metrics, scores=models or ["score"], keep_per_query=True, beyond=beyond)
 
 
 def _check_baseline_column(args) -> None:
@@ -894,7 +981,8 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
     "method": "--method", "form": "--form", "max_position": "--max-position", "click": "--click",
-    "model": "--model",
+    "model": "--model", "catalog": "--catalog", "history": "--history", "popularity": "--popularity",
+    "features": "--features", "categories": "--categories",
 }
 
 

@@ -368,7 +368,25 @@ def info_lines(info: Mapping) -> list[str]:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
-    return lines + click_lines(info)
+    return lines + default_lines(info) + click_lines(info)
+
+
+def default_lines(info: Mapping) -> list[str]:
+    """What the beyond-accuracy metrics read in place of an input not given (``info["beyond_defaults"]``).
+
+    >>> default_lines({"beyond_defaults": {"catalog": {"from": "items of the table", "items": 1682}}})
+    ['beyond accuracy: the catalogue is the 1,682 distinct items of the table (catalog= gives the real one)']
+    """
+    said = info.get("beyond_defaults") or {}
+    parts = []
+    if "catalog" in said:
+        parts.append(f"the catalogue is the {said['catalog']['items']:,} distinct items of the table (catalog= gives "
+                     "the real one)")
+    if "popularity" in said:
+        parts.append(f"an item's popularity is its share of the {said['popularity']['queries']:,} queries with a "
+                     "relevant candidate in which it is one (history= gives the training interactions, as RecTools "
+                     "counts them)")
+    return ["beyond accuracy: " + "; ".join(parts)] if parts else []
 
 
 def beyond_lists(info: Mapping) -> tuple[int, list[str], bool] | None:
