@@ -235,7 +235,8 @@ def _add_report_output(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--show", action="append", metavar="QUERY", help="a query to show side by side in the report, "
                    "besides the worst regressions; repeat for several")
     p.add_argument("--worst", type=int, default=10, help="worst regressions listed and shown (default: 10)")
-    p.add_argument("-k", type=int, help="positions of the side-by-side view (default: the largest cutoff, or 20)")
+    p.add_argument("-k", type=int, help="positions of the side-by-side view (default: the smallest cutoff, at most "
+                   "20; or 10)")
     p.add_argument("--images", metavar="URL", help="thumbnails in the side-by-side view: a URL pattern with {item}, "
                    "such as https://cdn.example.com/{item}.jpg")
     p.add_argument("--title", default="topkeval report", help="title of the report")

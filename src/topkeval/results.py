@@ -547,9 +547,10 @@ class Results:
         -------
         pandas.DataFrame
             Columns indexed by (model, field): ``("", "rank")``, then for each model ``item``,
-            ``score``, ``relevance``, (``tied_ranks``,) ``change`` and ``other_rank`` (the item's rank
-            under the other model; NaN when that model did not retrieve it). Empty positions (a list
-            shorter than k) are None / NaN.
+            ``score``, ``relevance``, (``judged``: with judgments apart, whether the item has a
+            judgment, as its grade 0 does not say,) (``tied_ranks``,) ``change`` and ``other_rank``
+            (the item's rank under the other model; NaN when that model did not retrieve it). Empty
+            positions (a list shorter than k) are None / NaN.
 
         Examples
         --------
@@ -819,7 +820,8 @@ class Results:
         worst : int
             How many of the worst regressions to list and show, 0 to 100,000 (default 10).
         k : int, optional
-            Positions of the side-by-side view (default: the largest cutoff, or 20); a list shorter
+            Positions of the side-by-side view (default: the smallest cutoff evaluated, at most 20, or
+            10 without one); a list shorter
             than k shows its whole length.
         images : str, mapping or callable, optional
             Thumbnails in the side-by-side view: a URL pattern with ``{item}``

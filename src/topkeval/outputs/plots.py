@@ -151,14 +151,52 @@ def counted_deltas(results, d) -> tuple[np.ndarray, np.ndarray]:
     return np.where(np.abs(delta) <= TIE, 0.0, delta), w[keep]
 
 
+def fixed_axes(size=(6.4, 3.6)):
+    """An axes for the report: fixed margins rather than a layout engine (constrained layout measured
+    every text several times, a third of the drawing); :func:`fit` widens them where a text would be
+    cut off."""
+    fig, ax = _pyplot().subplots(figsize=size)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.91)
+    return ax
+
+
+#: pixels kept between a figure's edge and its outermost text
+_EDGE = 4.0
+
+
+def fit(fig) -> None:
+    """Widen a fixed-margin figure's margins where its texts stick out (wide tick labels, 0.00012 or
+    1,000,000 on the y axis; a long axis label or title), so that no label is cut off: one measure of
+    the texts (each axes' tight box), the axes then moved inside by what sticks out. A figure with a
+    layout engine lays itself out."""
+    if fig.get_layout_engine() is not None or not fig.axes:
+        return
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    sp = fig.subplotpars
+    left, right, bottom, top = sp.left, sp.right, sp.bottom, sp.top
+    for ax in fig.axes:
+        box = ax.get_tightbbox(renderer)
+        if box is None:
+            continue
+        left = max(left, sp.left + (_EDGE - box.x0) / width)
+        right = min(right, sp.right - (box.x1 - (width - _EDGE)) / width)
+        bottom = max(bottom, sp.bottom + (_EDGE - box.y0) / height)
+        top = min(top, sp.top - (box.y1 - (height - _EDGE)) / height)
+    if (left, right, bottom, top) != (sp.left, sp.right, sp.bottom, sp.top) and left < right and bottom < top:
+        fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+
+
 def svg(fig) -> str:
     """A figure as inline SVG markup (no XML prolog; text as text, drawn in the page's sans-serif
-    font, which is lighter to write and to load than a path per glyph), closed after."""
+    font, which is lighter to write and to load than a path per glyph), closed after; its margins
+    fitted to its texts first (:func:`fit`)."""
     import io
 
     plt = _pyplot()
     import matplotlib
 
+    fit(fig)
     buf = io.StringIO()
     # the same ids in every run: reproducible pages
     with matplotlib.rc_context({"svg.hashsalt": "topkeval", "svg.fonttype": "none"}):

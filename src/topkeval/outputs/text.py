@@ -22,10 +22,18 @@ from ..errors import DataError, plural
 
 
 def fmt(value, digits: int = 4) -> str:
-    """A number for a table: fixed digits, integers as integers, nan as 'nan'; anything else as text."""
+    """A number for a table: fixed digits, integers as integers, nan as 'nan'; anything else as text.
+    A number too small for two significant digits at ``digits`` decimals (a click rate, an inverse
+    propensity estimate: 0.0000 would say "none") is written with ``digits`` significant digits.
+
+    >>> fmt(0.5891), fmt(0.0032), fmt(0.0000321), fmt(-0.0004), fmt(0.0), fmt(float("nan"))
+    ('0.5891', '0.0032', '3.210e-05', '-4.000e-04', '0.0000', 'nan')
+    """
     if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "nan"
     if isinstance(value, (float, np.floating)):
+        if value != 0 and abs(value) < 10.0 ** (1 - digits) and math.isfinite(value):
+            return f"{value:.{max(digits - 1, 0)}e}"
         return f"{value:.{digits}f}"
     if isinstance(value, bytes):
         return visible(value.decode("utf-8", "backslashreplace"))
@@ -156,6 +164,8 @@ def json_ready(v):
 
 #: What the side-by-side view shows for an item the other model did not retrieve (its ``other_rank`` is NaN).
 NOT_RETRIEVED = "not retrieved"
+#: the relevance of an item without a judgment (judgments apart), as people read it: not a 0
+UNJUDGED = "unjudged"
 
 
 def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
@@ -165,7 +175,8 @@ def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
     ``text=False`` keeps the values (for CSV and JSON: an empty position is NaN, an item the
     other model did not retrieve has the other rank None; both null in JSON); ``text=True`` gives the cells as people read
     them (for a table or markdown): ranks and whole grades without decimals, an empty position
-    blank, and ``"not retrieved"`` where the other model did not retrieve the item.
+    blank, ``"not retrieved"`` where the other model did not retrieve the item, and ``"unjudged"``
+    as the relevance of an item without a judgment (judgments apart), never the 0 of a judged one.
 
     >>> view = pd.DataFrame({("", "rank"): [1, 2], ("a", "item"): ["x", None], ("a", "score"): [0.5, math.nan],
     ...                      ("a", "other_rank"): [math.nan, math.nan]})
@@ -184,12 +195,18 @@ def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
 
     out = {}
     for (model, field), name in zip(view.columns, flat.columns):
+        if field == "judged":  # said in the relevance cell ("unjudged"): no column of its own for people
+            continue
         values = flat[name].tolist()
         present = [True] * len(values) if model == "" else [not missing(v) for v in view[(model, "item")]]
+        unjudged = [v is False for v in view[(model, "judged")]] if (model, "judged") in view.columns else \
+            [False] * len(values)
         cells = []
-        for v, here in zip(values, present):
+        for v, here, without in zip(values, present, unjudged):
             if not here:
                 cells.append("")
+            elif field == "relevance" and without:
+                cells.append(UNJUDGED)
             elif field == "other_rank" and missing(v):
                 cells.append(NOT_RETRIEVED)
             elif missing(v):
