@@ -451,8 +451,10 @@ def test_diff_show_marks_items_the_other_model_did_not_retrieve(trec_files, caps
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert [line.count("not retrieved") for line in rows] == [1, 1, 1] and "nan" not in out
     code, out, _ = run(base + ["--format", "markdown"], capsys)
-    assert out.splitlines()[2].endswith("| lost | not retrieved | y | 2.0000 | 0 |  |  | 2 |") and "nan" not in out
-    assert out.splitlines()[4] == "| 3 | z | 1.0000 | 0 |  |  | not retrieved |  |  |  |  |  |  |"
+    # y and z have no judgment: "unjudged", told from a judged 0 (their grade counts as 0 all the same)
+    assert out.splitlines()[2].endswith("| lost | not retrieved | y | 2.0000 | unjudged |  |  | 2 |") and \
+        "nan" not in out
+    assert out.splitlines()[4] == "| 3 | z | 1.0000 | unjudged |  |  | not retrieved |  |  |  |  |  |  |"
     code, out, _ = run(base + ["--format", "json"], capsys)
     assert "NaN" not in out
     rows = json.loads(out)
@@ -460,7 +462,7 @@ def test_diff_show_marks_items_the_other_model_did_not_retrieve(trec_files, caps
     assert rows[2]["b item"] is None and rows[2]["b score"] is None
     code, out, _ = run(base + ["--format", "csv"], capsys)
     lines = out.splitlines()
-    assert lines[1].endswith(",lost,,y,2.0,0.0,,,2") and lines[3] == "3,z,1.0,0.0,,,,,,,,,"
+    assert lines[1].endswith(",lost,,y,2.0,0.0,False,,,2") and lines[3] == "3,z,1.0,0.0,False,,,,,,,,,,"
 
 
 def test_compare_correction_none_says_no_correction(trec_files, capsys):

@@ -621,10 +621,10 @@ def test_side_by_side_html_says_not_retrieved_and_leaves_empty_positions_blank(t
                            curves=False)).read_text(encoding="utf-8")
     rows = _parse(text).tables["sbs"][2:]  # two header rows
     # columns: rank | a: item score relevance tied change other | b: item score relevance tied change other
-    assert [[c[0] for c in r] for r in rows] == [
-        ["1", "x", "3.0000", "1", "", "lost", "not retrieved", "y", "2.0000", "0", "", "", "2"],
-        ["2", "y", "2.0000", "0", "", "", "1", "w", "1.0000", "1", "", "gained", "not retrieved"],
-        ["3", "z", "1.0000", "0", "", "", "not retrieved", "", "", "", "", "", ""],
+    assert [[c[0] for c in r] for r in rows] == [  # y and z have no judgment: unjudged, not a judged 0
+        ["1", "x", "3.0000", "1", "", "lost", "not retrieved", "y", "2.0000", "unjudged", "", "", "2"],
+        ["2", "y", "2.0000", "unjudged", "", "", "1", "w", "1.0000", "1", "", "gained", "not retrieved"],
+        ["3", "z", "1.0000", "unjudged", "", "", "not retrieved", "", "", "", "", "", ""],
     ]
     assert all(c[0] != "nan" for table in _parse(text).all_tables["sbs"] for r in table for c in r)
 

@@ -26,13 +26,13 @@ def fmt(value, digits: int = 4) -> str:
     A number too small for two significant digits at ``digits`` decimals (a click rate, an inverse
     propensity estimate: 0.0000 would say "none") is written with ``digits`` significant digits.
 
-    >>> fmt(0.5891), fmt(0.0032), fmt(0.0000321), fmt(-0.0004), fmt(0.0), fmt(float("nan"))
-    ('0.5891', '0.0032', '3.210e-05', '-4.000e-04', '0.0000', 'nan')
+    >>> fmt(0.5891), fmt(0.0032), fmt(0.0000321), fmt(-0.0004), fmt(0.0), fmt(float("nan")), fmt(0.3, 0)
+    ('0.5891', '0.0032', '3.210e-05', '-4.000e-04', '0.0000', 'nan', '0')
     """
     if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "nan"
     if isinstance(value, (float, np.floating)):
-        if value != 0 and abs(value) < 10.0 ** (1 - digits) and math.isfinite(value):
+        if digits >= 2 and value != 0 and abs(value) < 10.0 ** (1 - digits) and math.isfinite(value):
             return f"{value:.{max(digits - 1, 0)}e}"
         return f"{value:.{digits}f}"
     if isinstance(value, bytes):
