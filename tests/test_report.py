@@ -774,7 +774,8 @@ def test_report_figures_keep_their_labels_inside():
     curves = res.curves(ks=[1, 2, 5, 10])
     for metric in ("precision", "dcg"):
         for scale in (1.0, 1e6):
-            data = curves[curves["metric"] == metric].assign(value=lambda f: f["value"] * scale)
+            part = curves[curves["metric"] == metric]
+            data = part.assign(value=part["value"] * scale)
             ax = plots.fixed_axes()
             fig = plots.plot_curve(res, metric, ax=ax, data=data)
             plots.fit(fig)

@@ -534,7 +534,7 @@ def _curve_file(path: str) -> dict:
     return {int(k): min(float(v), 1.0) for k, v in zip(positions, values)}
 
 
-def _split_beyond(metrics) -> tuple[object, list[str], list[str], bool]:
+def _split_beyond(metrics) -> tuple:
     """(what evaluate() computes, the catalogue-level labels (coverage@10...: Results.beyond_accuracy),
     every label in order, whether a per-query beyond-accuracy metric is among them)."""
     from .metrics.names import labelled_metrics

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from .. import engine
+from ..conventions import Conventions
 from ..errors import DataError, ParameterError, TopkevalWarning
 from ..inputs.judgments import _PARTIAL_COUNTS, RunApart, read_runs
 from ..inputs.stream import NotGrouped, StreamedFile
@@ -90,7 +91,7 @@ class _RunsRerun:
 
     kept: tuple  # (run, log, judged_only) of each run
     logs: tuple  # (log, R) of each run: the Evaluation's sources
-    conv: object
+    conv: Conventions
     info: dict
     attrs: pd.DataFrame | None
     by: tuple
@@ -188,7 +189,7 @@ class _FileRerun:
 
     file: StreamedFile
     path: object
-    conv: object
+    conv: Conventions
     options: dict
 
     def __call__(self, names) -> engine.Evaluation:

@@ -91,7 +91,8 @@ def mixed_schemas(folder: Path, columns: Sequence[str]) -> str | None:
 
     from .paths import _data_files
 
-    first_path, first = None, None
+    first_path: Path = folder
+    first = None
     for file in _data_files(folder):
         try:
             schema = pq.read_schema(file)

@@ -449,7 +449,7 @@ def _ir_measures_forms(fam: Family, params: str | None, k_text: str | None, text
                 raise _bad(text, fam, f"the cutoff is given twice ({k_text} and {value})")
             k_text = value
         elif sep and name == "dcg" and not own:
-            gains = [p for p in _split_top(params) if p.partition("=")[0].strip().lower() in ("gain", "gains")]
+            gains = [p for p in _split_top(params or "") if p.partition("=")[0].strip().lower() in ("gain", "gains")]
             if gains:
                 raise _bad(text, fam, f"dcg= and gain= both set the gain ({part.strip()} and {gains[0].strip()}): "
                                       "give one")
