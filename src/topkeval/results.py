@@ -133,14 +133,9 @@ class Results:
     def __deepcopy__(self, memo) -> Results:
         """A copy whose tables and counts are its own; the rows and re-evaluation it reads (never
         changed) are shared."""
-        from dataclasses import replace
+        from .engine.results import deep_copied
 
-        ev = self._evaluation
-        held = ev._per_query[0]
-        out = replace(ev, summary=copy.deepcopy(ev.summary, memo), info=copy.deepcopy(dict(ev.info), memo),
-                      attributes=copy.deepcopy(ev.attributes, memo),
-                      _per_query=[held if callable(held) else copy.deepcopy(held, memo)])
-        return Results(out)
+        return Results(deep_copied(self._evaluation, memo))
 
     def _memoized(self, key: tuple, compute) -> pd.DataFrame:
         """``compute()``, or a copy of the frame it gave for ``key`` before (a seed of None: always anew)."""

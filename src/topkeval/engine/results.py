@@ -93,6 +93,17 @@ def portable(evaluation: Evaluation, protocol: int = 4) -> tuple:
         return core, pickle.dumps(held, protocol), dropped
 
 
+def deep_copied(evaluation: Evaluation, memo: dict | None = None) -> Evaluation:
+    """``evaluation`` with tables and counts of its own (``copy.deepcopy``); what it reads again (the
+    rows, the re-evaluation, the backend), which never changes, shared."""
+    import copy
+
+    held = evaluation._per_query[0]
+    return replace(evaluation, summary=copy.deepcopy(evaluation.summary, memo),
+                   info=copy.deepcopy(dict(evaluation.info), memo), attributes=copy.deepcopy(evaluation.attributes, memo),
+                   _per_query=[held if callable(held) else copy.deepcopy(held, memo)])
+
+
 def restore(core: Evaluation, kept: bytes, dropped: dict) -> Evaluation:
     """The Evaluation :func:`portable` took apart."""
     import pickle
