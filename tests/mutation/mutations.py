@@ -630,7 +630,7 @@ _LIST: list[Mutation] = [
     M("api.py", "sources=Kept(sources),\n                                          backend=CPU, own_rows=True)",
       "sources=Kept(sources),\n                                          backend=CPU)",
       "tests/test_alone_or_beside.py::test_stacked_table"),
-    M("metrics/names.py", "            if key in given:\n", "            if False:\n",
+    M("metrics/names.py", "            if by_name[name].name in given:\n", "            if False:\n",
       "tests/test_names.py::test_peer_spellings_given_twice_are_refused"),
     M("metrics/names.py", "if out and _VALUE.fullmatch(part):", "if out and not part[0].isalpha():",
       "tests/test_names.py::test_a_list_of_names_splits_at_each_name"),

@@ -276,7 +276,7 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
     values = dict(preset)
     if params is not None:
         by_name = {p.name.lower(): p for p in GENERIC} | {p.name.lower(): p for p in fam.params}
-        given: dict[str, str] = {}  # each parameter once: a second value is a mistake, never "the last wins"
+        given: set[str] = set()  # a parameter given twice (ndcg(gain=1:3,2:7): a map without braces) is refused
         for part in _split_top(params):
             name, sep, value = part.partition("=")
             name = name.strip().lower()
@@ -289,11 +289,11 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
             if name not in by_name:
                 raise _bad(full, fam, f"{fam.name} has no parameter {name!r}; it takes "
                                       + ", ".join(p.name for p in fam.params + GENERIC))
-            key = by_name[name].name
-            if key in given:
-                raise _bad(full, fam, f"{key} is given twice ({given[key]} and {part.strip()}): give it once")
-            given[key] = part.strip()
-            values[key] = _param_value(by_name[name], value, full, fam)
+            if by_name[name].name in given:
+                hint = " (a map of gains goes in braces: gain={1:3,2:7})" if by_name[name].kind == "gain" else ""
+                raise _bad(full, fam, f"{by_name[name].name} is given twice{hint}")
+            given.add(by_name[name].name)
+            values[by_name[name].name] = _param_value(by_name[name], value, full, fam)
     out = []
     for p in fam.params + GENERIC:
         if p.name not in values:
