@@ -118,6 +118,7 @@ def test_a_list_of_names_splits_at_each_name(text, names):
     for name in names:
         parse_metrics(name)
 
+
 LOG = {"query": [1, 1, 1, 2, 2, 2, 2], "item": ["x", "y", "z", "x", "y", "z", "w"],
        "relevance": [1, 0, 1, 0, 1, 0, 0], "old": [0.9, 0.8, 0.1, 0.5, 0.4, 0.3, 0.2],
        "new": [0.1, 0.8, 0.9, 0.4, 0.5, 0.3, 0.2], "device": list("aaabbbb")}
@@ -223,4 +224,3 @@ def test_labels_on_the_other_paths(tmp_path):
     ev = tk.MatrixEvaluator(["MAP", "R@2"])
     ev.update(np.array([[0.9, 0.1, 0.5]]), np.array([[1, 0, 1]]))
     assert ev.metrics == ["MAP", "R@2"] and ev.compute().metrics == ["MAP", "R@2"]
-
