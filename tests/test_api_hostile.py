@@ -331,6 +331,89 @@ def test_the_valid_calls_are_valid(files):
 
 
 # ---------------------------------------------------------------------------------------------
+# every returned object pickles and copies
+
+
+def _round_trips(value) -> list:
+    """``value`` pickled and read back (the default protocol and protocol 2), copied and deep-copied."""
+    import copy
+    import pickle
+
+    return [pickle.loads(pickle.dumps(value)), pickle.loads(pickle.dumps(value, protocol=2)), copy.copy(value),
+            copy.deepcopy(value)]
+
+
+def _assert_same(a, b, where: str) -> None:
+    """Two returned values hold the same numbers and text (a figure: the same kind of object)."""
+    if isinstance(a, Results):
+        assert isinstance(b, Results), where
+        pd.testing.assert_frame_equal(a.summary, b.summary, check_exact=True, obj=where)
+        pd.testing.assert_frame_equal(a.per_query, b.per_query, check_exact=True, obj=where)
+        assert repr(a.info) == repr(b.info), where  # NaN-safe: the same text
+        assert (a.query_name, a.by, a.weight, a.models, a.metrics) == (b.query_name, b.by, b.weight, b.models,
+                                                                       b.metrics), where
+    elif isinstance(a, pd.DataFrame):
+        pd.testing.assert_frame_equal(a, b, check_exact=True, obj=where)
+    elif isinstance(a, (tk.PositionBias, tk.ItemPropensity)):
+        assert repr(a) == repr(b), where
+        for name in ("propensities", "table", "curve", "frame"):
+            if isinstance(getattr(a, name, None), pd.DataFrame):
+                pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True, obj=where)
+    elif isinstance(a, (float, int, str, bytes, type(None), tk.Metric, dict, list, tuple)):
+        assert repr(a) == repr(b), where
+    else:  # a figure, an evaluator, an Arrow or polars table: of the same kind (and read back without error)
+        assert type(a) is type(b), where
+
+
+def test_every_returned_object_pickles_and_copies(files):
+    """Users save results and send them to worker processes: whatever a public callable returns
+    (Results of every front door, the frames of its methods, PositionBias, figures, evaluators...)
+    pickles, copies and deep-copies, and reads back the same."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    for name, (func, kwargs) in valid_calls(files).items():
+        out = func(**_resolved(kwargs))
+        for i, back in enumerate(_round_trips(out)):
+            _assert_same(out, back, f"{name} (round trip {i})")
+        plt.close("all")
+
+
+@pytest.mark.parametrize("which", ["RES", "MANY", "CLICK_RES"])
+def test_every_method_of_unpickled_results_answers_as_the_original(files, which):
+    """Results read back from a pickle keep what their methods read (the rows, the re-evaluation at
+    other metrics): each public method of Results, called as in VALID on the results read back,
+    answers what it answers on the original (these tables keep everything: nothing is dropped; what
+    cannot be pickled is tested in test_pickle.py). The copies answer too."""
+    import copy
+    import pickle
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    original = globals()[which]
+    root = files[0]
+    answered = 0
+    for back in (pickle.loads(pickle.dumps(original)), copy.copy(original), copy.deepcopy(original)):
+        assert back is not original
+        for name, (_, kwargs) in _results_calls(original, root).items():
+            try:
+                want = getattr(original, name)(**_resolved(kwargs))
+            except tk.TopkevalError:
+                continue  # not for these results (bounds without positions, diff of models they lack...)
+            got = getattr(back, name)(**_resolved(kwargs))
+            answered += 1
+            if name not in ("report", "log_mlflow", "plot_curve", "plot_deltas"):  # a new path, a new run, a figure
+                _assert_same(want, got, f"{which}.{name}")
+            plt.close("all")
+    assert answered >= 3 * 15
+    info = copy.deepcopy(original).info  # a deep copy's counts are its own
+    assert info == original.info
+
+
+# ---------------------------------------------------------------------------------------------
 # hostile values
 
 

@@ -210,6 +210,34 @@ def test_runs_with_judgments_apart():
     assert got.loc["s1"].tolist() == pytest.approx([1.5 / 3, 1.0, 0.5, (2 * 1.5 - 2 * 0) / (3 * 2)])
     assert got.loc["s2"].tolist() == pytest.approx([2 / 3, (-math.log2(1 / 2) * 2) / 2, (0 + 0.5) / 2,
                                                     (2 * 1 - 2 * 0) / (3 * 2)])
+    assert tk.evaluate(recs, metrics=["novelty@1"], query="user", item="item", score=["s1", "s2"],
+                       qrels=truth).info["beyond_defaults"]["popularity"] == {"from": "relevant candidates", "items": 2,
+                                                                             "queries": 2}
+
+
+def test_stacked_runs_need_the_catalogue_and_the_popularity():
+    """Runs kept apart in a stacked table (model=, or TREC run files): each run's rows are its own lists,
+    so the items of all of them (the old default) changed a run's coverage and novelty with the runs
+    beside it, and the items of its own rows are its own lists (coverage 1). Both are given instead,
+    every input missing said at once; given, the numbers are those of a hand count."""
+    recs = pd.DataFrame({"user": [1, 1, 2, 2, 1, 1, 2, 2], "item": ["a", "b", "a", "c", "a", "b", "a", "c"],
+                         "run": ["s1"] * 4 + ["s2"] * 4, "score": [2.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 1.0]})
+    truth = pd.DataFrame({"user": [1, 2, 2], "item": ["a", "c", "d"], "relevance": [1, 1, 1]})
+    res = tk.evaluate(recs, metrics=["recall@1"], query="user", item="item", model="run", qrels=truth)
+    with pytest.raises(tk.ParameterError, match=r"novelty@1 and popularity@1 read each item's popularity.*Pass "
+                       r"history=.* coverage@1 and gini@1 divide by the catalogue's size.*Pass catalog="):
+        res.beyond_accuracy(k=1)
+    with pytest.raises(tk.ParameterError, match=r"^novelty@1 and popularity@1 read each item's popularity.*Pass "
+                       r"history=[^:]*$"):
+        res.beyond_accuracy(k=1, catalog=["a", "b", "c"])
+    with pytest.raises(tk.ParameterError, match=r"^novelty@1 reads each item's popularity"):
+        tk.evaluate(recs, metrics=["novelty@1"], query="user", item="item", model="run", qrels=truth)
+    got = res.beyond_accuracy(k=1, catalog=["a", "b", "c"], history={1: ["a"], 2: ["c"]})
+    assert got.attrs["defaults"] == {}
+    # catalogue: a, b, c; pop: a 1/2 (user 1), c 1/2 (user 2), b none (cold: one of the 2 users)
+    assert got.loc["s1"].tolist() == pytest.approx([1.5 / 3, 1.0, 0.5, (2 * 1.5 - 2 * 0) / (3 * 2)])
+    assert got.loc["s2"].tolist() == pytest.approx([2 / 3, (-math.log2(1 / 2) * 2) / 2, (0 + 0.5) / 2,
+                                                    (2 * 1 - 2 * 0) / (3 * 2)])
 
 
 def _cosine_features():

@@ -451,8 +451,10 @@ def test_diff_show_marks_items_the_other_model_did_not_retrieve(trec_files, caps
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert [line.count("not retrieved") for line in rows] == [1, 1, 1] and "nan" not in out
     code, out, _ = run(base + ["--format", "markdown"], capsys)
-    assert out.splitlines()[2].endswith("| lost | not retrieved | y | 2.0000 | 0 |  |  | 2 |") and "nan" not in out
-    assert out.splitlines()[4] == "| 3 | z | 1.0000 | 0 |  |  | not retrieved |  |  |  |  |  |  |"
+    # y and z have no judgment: "unjudged", told from a judged 0 (their grade counts as 0 all the same)
+    assert out.splitlines()[2].endswith("| lost | not retrieved | y | 2.0000 | unjudged |  |  | 2 |") and \
+        "nan" not in out
+    assert out.splitlines()[4] == "| 3 | z | 1.0000 | unjudged |  |  | not retrieved |  |  |  |  |  |  |"
     code, out, _ = run(base + ["--format", "json"], capsys)
     assert "NaN" not in out
     rows = json.loads(out)
@@ -460,7 +462,7 @@ def test_diff_show_marks_items_the_other_model_did_not_retrieve(trec_files, caps
     assert rows[2]["b item"] is None and rows[2]["b score"] is None
     code, out, _ = run(base + ["--format", "csv"], capsys)
     lines = out.splitlines()
-    assert lines[1].endswith(",lost,,y,2.0,0.0,,,2") and lines[3] == "3,z,1.0,0.0,,,,,,,,,"
+    assert lines[1].endswith(",lost,,y,2.0,0.0,False,,,2") and lines[3] == "3,z,1.0,0.0,False,,,,,,,,,,"
 
 
 def test_compare_correction_none_says_no_correction(trec_files, capsys):
@@ -888,3 +890,285 @@ def test_model_is_refused_with_trec_runs(trec_files, capsys):
     code, out, err = run(["evaluate", "--qrels", trec_files / "qrels.txt", "--run", trec_files / "a.run",
                           "--model", "run"], capsys)
     assert code == 2 and "with --run each run file is a model" in err
+
+
+def _counts(line: str, what: str) -> dict:
+    """``{model: count}`` from a notes line's ``what: a 24, b 20`` part."""
+    import re
+
+    part = re.search(re.escape(what) + r"[^:]*: ([^;_]*)", line)
+    return {} if part is None else {m: int(c.replace(",", "")) for m, c in
+                                     (x.rsplit(" ", 1) for x in part.group(1).split(", "))}
+
+
+def test_the_counts_of_a_stacked_table_add_up_per_model(tmp_path, capsys):
+    """'801 of 943 queries evaluated; 313 skipped' mixed two models' counts (the most any evaluated,
+    the most any skipped). Where the models' counts differ, each model's evaluated, skipped and
+    without-a-row counts are said, and they add up to the queries; where they agree, one count."""
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for model, share in (("a", 0.5), ("b", 0.2), ("c", 0.35)):
+        for q in range(40):
+            if model == "b" and q % 8 == 0:
+                continue  # b has no row for 5 queries
+            rows += [(model, q, i, int(rng.random() < share), rng.random()) for i in range(int(rng.integers(3, 7)))]
+    frame = pd.DataFrame(rows, columns=["model", "query", "item", "relevance", "score"])
+    path = tmp_path / "stacked.csv"
+    frame.to_csv(path, index=False)
+    code, out, err = run(["evaluate", path, "--item", "item", "--model", "model", "-m", "recall@2", "--format",
+                          "markdown"], capsys)
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "queries evaluated" in x)
+    evaluated, skipped = _counts(line, "queries evaluated (of 40)"), _counts(line, "without a relevant item")
+    absent = _counts(line, "without a row of the model")
+    want = frame.groupby(["model", "query"])["relevance"].sum().gt(0).groupby("model")
+    assert evaluated == want.sum().to_dict() and skipped == (~want.obj).groupby("model").sum().to_dict()
+    assert absent == {"b": 5}
+    for model in "abc":
+        assert evaluated[model] + skipped[model] + absent.get(model, 0) == 40
+    # the same counts in the report's table, and in the Results' first line
+    import topkeval as tk
+
+    res = tk.evaluate(path, ["recall@2"], item="item", model="model")
+    assert "queries evaluated (of 40): a " in repr(res).splitlines()[0]
+    report = tmp_path / "r.html"
+    res.report(report, n_resamples=100)
+    html = report.read_text(encoding="utf-8")
+    assert "without a row of the model: <span class=\"id\">b</span>" in html
+    # one model, or models that agree: one count
+    code, out, err = run(["evaluate", path, "--item", "item", "--score", "score", "-m", "recall@2", "--format",
+                          "markdown"], capsys)
+    assert code == 2  # several rows per (query, item): a stacked table read as one is refused
+    one = frame[frame["model"] == "a"].drop(columns="model")
+    one.to_csv(path, index=False)
+    code, out, err = run(["evaluate", path, "--item", "item", "-m", "recall@2", "--format", "markdown"], capsys)
+    n = int(one.groupby("query")["relevance"].sum().gt(0).sum())
+    assert code == 0 and f"{n} of 40 queries evaluated; {40 - n} without a relevant item skipped" in out, out
+
+
+@pytest.fixture
+def click_files(tmp_path):
+    """A small click log, curve files good and bad, and a folder of parquet files of two schemas."""
+    pd.DataFrame({"query": [1, 1, 1, 2, 2], "item": list("abcab"), "relevance": [1, 0, 1, 0, 1],
+                  "score": [0.3, 0.2, 0.1, 0.5, 0.4], "position": [1, 2, 3, 1, 2]}).to_csv(tmp_path / "clicks.csv",
+                                                                                        index=False)
+    (tmp_path / "good.csv").write_text("position,propensity\n1,1\n2,0.5\n3,0.3\n")
+    (tmp_path / "empty.csv").write_text("position,propensity\n")
+    (tmp_path / "blank.csv").write_text("")
+    (tmp_path / "text.csv").write_text("position,propensity\n1,1\n2,abc\n3,0.3\n")
+    (tmp_path / "zero.csv").write_text("position,propensity\n1,1\n2,0\n")
+    (tmp_path / "mixed").mkdir()
+    pd.DataFrame({"query": [1, 1], "item": ["a", "b"], "position": [1, 2], "click": [1, 0]}).to_parquet(
+        tmp_path / "mixed" / "a.parquet")
+    pd.DataFrame({"query": ["x", "y"], "item": ["a", "b"], "position": [1, 2], "click": [1, 0]}).to_parquet(
+        tmp_path / "mixed" / "b.parquet")
+    return tmp_path
+
+
+@pytest.mark.parametrize("curve,pattern", [
+    ("absent.csv", r"--propensity '.*absent.csv': no such file \(a curve file"),
+    ("folder.csv", r"--propensity '.*folder.csv': a folder, not a file"),
+    ("empty.csv", r"--propensity '.*empty.csv' has no rows"),
+    ("blank.csv", r"--propensity '.*blank.csv' must have the columns position and propensity"),
+    ("text.csv", r"--propensity '.*text.csv': its propensities must be numbers above 0 .*position 2 has 'abc'"),
+    ("zero.csv", r"--propensity '.*zero.csv': its propensities must be numbers above 0 .*position 2 has 0"),
+])
+def test_propensity_files_are_read_or_refused_in_one_line(click_files, capsys, curve, pattern):
+    """A missing curve file was read as a column name, an empty one said 'got dict', one with text
+    propensities 'clicks at positions without a propensity': each is said for what it is."""
+    import re
+
+    (click_files / "folder.csv").mkdir(exist_ok=True)
+    code, out, err = run(["evaluate", click_files / "clicks.csv", "--item", "item", "--position", "position",
+                          "--propensity", click_files / curve, "-m", "recall@2"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert re.search(pattern, err), err
+
+
+def test_a_good_curve_file_and_a_column_named_like_a_file(click_files, capsys):
+    import topkeval as tk
+
+    code, out, err = run(["evaluate", click_files / "clicks.csv", "--item", "item", "--position", "position",
+                          "--propensity", click_files / "good.csv", "-m", "recall@2", "--format", "json"], capsys)
+    assert code == 0, err
+    want = tk.evaluate(str(click_files / "clicks.csv"), ["recall@2"], item="item", position="position",
+                       propensity={1: 1.0, 2: 0.5, 3: 0.3})
+    assert json.loads(out)["summary"]["score"]["recall@2"] == want.summary.iloc[0, 0]
+    frame = pd.read_csv(click_files / "clicks.csv").assign(**{"p.csv": [1.0, 0.5, 0.3, 1.0, 0.5]})
+    frame.to_csv(click_files / "named.csv", index=False)  # a column whose name ends in .csv: the column
+    code, out, err = run(["evaluate", click_files / "named.csv", "--item", "item", "--position", "position",
+                          "--propensity", "p.csv", "-m", "recall@2", "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["summary"]["score"]["recall@2"] == want.summary.iloc[0, 0]
+
+
+def test_a_folder_of_parquet_files_of_two_schemas_is_said_in_one_line(click_files, capsys):
+    """topkeval bias DIR passed pyarrow's 'Failed to parse string' through."""
+    code, out, err = run(["bias", click_files / "mixed"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "its parquet files do not share one schema: column 'query' is int64 in 'a.parquet' and" in err, err
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["evaluate", "{log}", "--show", "1"], r"--show is an option of topkeval report and topkeval diff, not of "
+                                           r"topkeval evaluate"),
+    (["evaluate", "{log}", "--worst", "3"], r"--worst is an option of topkeval report and topkeval diff, not of "
+                                            r"topkeval evaluate"),
+    (["evaluate", "{log}", "--scroe", "x"], r"Did you mean '--score'\?"),
+    (["compare", "{log}", "--score", "old", "--per-query"], r"--per-query is an option of topkeval evaluate"),
+    (["evaluate", "{log}", "--ci", "1.5"], r"--ci must be a confidence level between 0 and 1, such as 0.95 .*got 1.5"),
+    (["evaluate", "{log}", "--ci", "0"], r"--ci must be a confidence level between 0 and 1"),
+])
+def test_flags_of_another_command_and_bad_levels_are_said_for_what_they_are(log_file, capsys, argv, pattern):
+    """'evaluate --show 1' answered 'Did you mean --show?'; '--ci 1.5' named a --confidence option that
+    evaluate does not have."""
+    import re
+
+    code, out, err = run([str(log_file) if a == "{log}" else a for a in argv] + ["--query", "q", "--relevance", "rel"],
+                         capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert re.search(pattern, err) and "--confidence" not in err and "Did you mean '--show'" not in err, err
+
+
+def test_a_metric_list_splits_at_each_name(log_file, capsys):
+    """-m map,11pt_avg failed while -m 11pt_avg,map worked: the same metrics either way."""
+    base = ["evaluate", log_file, "--query", "q", "--relevance", "rel", "--score", "old", "--item", "item", "--ties",
+            "item_desc", "--format", "json"]
+    outs = []
+    for names in ("map,11pt_avg", "11pt_avg,map"):
+        code, out, err = run(base + ["-m", names], capsys)
+        assert code == 0, err
+        outs.append(json.loads(out)["summary"]["old"])
+    assert outs[0] == outs[1] and set(outs[0]) == {"map", "11pt_avg"}
+
+
+@pytest.fixture
+def recs(tmp_path):
+    """Two models' top 8 of 40 items for 30 users (ids as text, some like '007'), a catalogue of 60
+    items, a history, item vectors, popularity and category columns."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for q in range(30):
+        for i in rng.choice(40, 8, replace=False):
+            rows.append((f"u{q}", f"{i:03d}", int(rng.random() < 0.3), rng.random(), rng.random()))
+    log = pd.DataFrame(rows, columns=["user", "item", "relevance", "a", "b"])
+    log["pop"] = log["item"].map(lambda i: (int(i) + 1) / 41)
+    log["cat"] = log["item"].map(lambda i: f"c{int(i) % 4}")
+    log.to_csv(tmp_path / "recs.csv", index=False)
+    pd.DataFrame({"item": [f"{i:03d}" for i in range(60)]}).to_csv(tmp_path / "catalog.csv", index=False)
+    history = pd.DataFrame({"user": ["u0", "u0", "u1", "u2", "u2"], "item": ["001", "002", "003", "001", "007"]})
+    history.to_csv(tmp_path / "history.csv", index=False)
+    features = pd.DataFrame({"item": [f"{i:03d}" for i in range(40)], "f1": rng.random(40), "f2": rng.random(40)})
+    features.to_parquet(tmp_path / "features.parquet")
+    return tmp_path, log, history, features
+
+
+BEYOND = ["--query", "user", "--item", "item", "--score", "a", "--score", "b"]
+
+
+def test_beyond_accuracy_metrics_on_the_command_line_equal_python(recs, capsys):
+    """-m coverage@5 pointed to a Python method: the command line computes every beyond-accuracy
+    metric, with --catalog, --history, --popularity, --features, --categories read from files or the
+    log's columns (ids as evaluate reads them: '007' is text), the numbers those of Python's."""
+    import topkeval as tk
+
+    root, log, history, features = recs
+    code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, "-m", "recall@5,coverage@5,novelty@5,gini@5,"
+                          "diversity@5,category_diversity@5,serendipity@5", "--catalog", root / "catalog.csv",
+                          "--history", root / "history.csv", "--features", root / "features.parquet", "--categories",
+                          "cat", "--format", "json"], capsys)
+    assert code == 0, err
+    payload = json.loads(out)
+    frame = pd.read_csv(root / "recs.csv", dtype={"user": str, "item": str})
+    inputs = dict(catalog=[f"{i:03d}" for i in range(60)], history=history,
+                  features=features.set_index("item"), categories=dict(zip(frame["item"], frame["cat"])))
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore", tk.TopkevalWarning)  # top 8 lists: said on stderr above
+        res = tk.evaluate(frame, ["recall@5", "novelty@5", "diversity@5", "category_diversity@5", "serendipity@5"],
+                          query="user", item="item", score=["a", "b"], **inputs)
+    catalog = res.beyond_accuracy(metrics=["coverage@5", "gini@5"], **inputs)
+    for model in ("a", "b"):
+        got = payload["summary"][model]
+        assert list(got) == ["recall@5", "coverage@5", "novelty@5", "gini@5", "diversity@5", "category_diversity@5",
+                             "serendipity@5"]
+        for metric in res.metrics:
+            assert got[metric] == res.summary.loc[model, metric], metric
+        for metric in ("coverage@5", "gini@5"):
+            assert got[metric] == catalog.loc[model, metric], metric
+    assert payload["info"]["metrics"] == list(got) and "beyond_defaults" not in payload["info"]
+    # a column of the log as popularity; comma-separated columns as features; a catalogue's size
+    code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, "-m", "popularity@5,coverage@5", "--popularity",
+                          "pop", "--catalog", "60", "--format", "json"], capsys)
+    assert code == 0, err
+    pop = dict(zip(frame["item"], frame["pop"]))
+    want = tk.evaluate(frame, ["popularity@5"], query="user", item="item", score=["a", "b"], popularity=pop)
+    got = json.loads(out)["summary"]
+    assert [got[m]["popularity@5"] for m in "ab"] == want.summary["popularity@5"].tolist()
+    assert [got[m]["coverage@5"] for m in "ab"] == want.beyond_accuracy(metrics=["coverage@5"], catalog=60)[
+        "coverage@5"].tolist()
+
+
+def test_beyond_accuracy_defaults_are_said_and_refusals_are_one_line(recs, capsys):
+    root, log, history, _ = recs
+    code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, "-m", "coverage@5,novelty@5"], capsys)
+    assert code == 0, err
+    assert ("beyond accuracy: the catalogue is the 40 distinct items of the table (--catalog gives the real one); an "
+            "item's popularity is its share of the 28 queries") in " ".join(out.split()), out
+    for argv, pattern in [
+        (["-m", "recall@5", "--catalog", "60"], r"--catalog is read by the beyond-accuracy metrics"),
+        (["-m", "coverage@5", "--catalog", root / "missing.csv"], r"--catalog '.*missing.csv': no such file"),
+        (["-m", "coverage@5", "--catalog", "5"], r"--catalog 5, but the models show \d+ distinct items"),
+        (["-m", "diversity@5", "--features", "f9"], r"--features 'f9': 'f9' is not a column of the log, nor a file"),
+        (["-m", "novelty@5", "--popularity", "a"], r"item '\d+' two values"),  # a score column: not one per item
+        (["-m", "coverage@5", "--by", "cat"], r"coverage@5 describes each model's lists all together"),
+        (["-m", "recall@5", "--baseline", "a"], r"--baseline names the model that unexpectedness@k compares"),
+        (["-m", "unexpectedness@5"], r"pass --baseline"),
+    ]:
+        code, out, err = run(["evaluate", root / "recs.csv", *BEYOND, *argv], capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (argv, err)
+        assert __import__("re").search(pattern, err), (argv, err)
+    code, out, err = run(["compare", root / "recs.csv", *BEYOND, "--baseline", "a", "-m", "coverage@5"], capsys)
+    assert code == 2 and "no per-query value to compare" in err
+    # a stacked table: no default (the models' own rows), the flags named
+    stacked = pd.concat([log.assign(model="a", score=log["a"]), log.assign(model="b", score=log["b"])])
+    stacked.to_csv(root / "stacked.csv", index=False)
+    code, out, err = run(["evaluate", root / "stacked.csv", "--query", "user", "--item", "item", "--model", "model",
+                          "-m", "coverage@5"], capsys)
+    assert code == 2 and "Pass --catalog" in err, err
+    code, out, err = run(["evaluate", root / "stacked.csv", "--query", "user", "--item", "item", "--model", "model",
+                          "-m", "coverage@5,novelty@5", "--catalog", root / "catalog.csv", "--history",
+                          root / "history.csv", "--format", "csv"], capsys)
+    assert code == 0 and out.splitlines()[0] == "model,coverage@5,novelty@5", err
+
+
+def test_item_inputs_read_from_files_and_columns(tmp_path):
+    """topkeval.inputs.items: ids as text from CSV, one value per item from the log's columns, a file
+    listing an item twice refused."""
+    import topkeval as tk
+    from topkeval.inputs import items
+
+    (tmp_path / "log.csv").write_text("query,item,p,f1,f2\n1,007,0.5,1,0\n1,7,0.25,0,1\n2,007,0.5,1,0\n2,8,0.1,1,1\n")
+    assert items.read_item_values("p", item="item", data=str(tmp_path / "log.csv"), flag="--popularity",
+                                  preferred="popularity").to_dict() == {"007": 0.5, "7": 0.25, "8": 0.1}
+    vectors = items.read_item_values("f1,f2", item="item", data=str(tmp_path / "log.csv"), flag="--features",
+                                     preferred="", vector=True)
+    assert vectors.loc["007"].tolist() == [1, 0] and list(vectors.index) == ["007", "7", "8"]
+    (tmp_path / "bad.csv").write_text("query,item,p\n1,007,0.5\n2,007,0.4\n")
+    with pytest.raises(tk.DataError, match=r"gives item '007' two values \(0.5 and 0.4\)"):
+        items.read_item_values("p", item="item", data=str(tmp_path / "bad.csv"), flag="--popularity",
+                               preferred="popularity")
+    (tmp_path / "pop.csv").write_text("item,share\n007,0.5\n007,0.4\n")
+    with pytest.raises(tk.DataError, match="lists item '007' more than once"):
+        items.read_item_values(str(tmp_path / "pop.csv"), item="item", flag="--popularity", preferred="popularity")
+    (tmp_path / "cat.csv").write_text("id\n007\n7\n")
+    assert items.read_catalog(str(tmp_path / "cat.csv"), item="item") == ["007", "7"]
+    assert items.read_catalog("1_682", item="item") == 1682
+    (tmp_path / "two.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(tk.ColumnError, match="needs the item column 'item'"):
+        items.read_catalog(str(tmp_path / "two.csv"), item="item")
+    history = items.read_history(str(tmp_path / "log.csv"), query="query", item="item")
+    assert history.to_dict("list") == {"query": ["1", "1", "2", "2"], "item": ["007", "7", "007", "8"]}

@@ -308,3 +308,79 @@ def test_queries_needed_detectable_beyond_the_range():
     crit = stats.t.ppf(0.975, 2)
     nc = math.sqrt(3) * dcg / np.std([1.0, -0.5, 0.0], ddof=1)
     assert dcg > 1 and stats.nct.sf(crit, 2, nc) == pytest.approx(0.8, abs=1e-6)  # the lower tail is below 1e-9
+
+
+def test_tukey_equals_statsmodels_tukeyhsd_for_the_block_design():
+    """statsmodels' tukeyhsd given the block design's residual variance V_E, n queries per mean and
+    (m - 1)(n - 1) degrees of freedom: the same differences, simultaneous intervals, p-values and
+    rejections as compare_all."""
+    multicomp = pytest.importorskip("statsmodels.stats.multicomp", reason="statsmodels is a test extra")
+    for seed, effects in ((3, [0, 0.02, 0.04, 0.1]), (4, [0, 0, 0, 0, 0.05, 0.2])):
+        X = simulated(n=40, m=len(effects), seed=seed, effects=effects)
+        n, m = X.shape
+        *_, ss_e, _, df_e = direct_anova(X)
+        for confidence in (0.95, 0.9):
+            table = sweep(X).compare_all(test="tukey", confidence=confidence)
+            (ia, ib), reject, diffs, _, confint, _, df_total, _, pvalues = multicomp.tukeyhsd(
+                X.mean(axis=0), n, ss_e / df_e, df=df_e / m, alpha=1 - confidence)
+            assert df_total == pytest.approx(df_e)
+            got = {(int(r.model_a[1:]), int(r.model_b[1:])): r for r in table.itertuples()}
+            assert len(got) == len(ia) == m * (m - 1) // 2
+            for a, b, d, (lo, hi), p, rej in zip(ia, ib, diffs, confint, pvalues, reject):
+                row = got[(a, b)]  # statsmodels' difference is b - a
+                assert row.delta == pytest.approx(-d, abs=1e-12)
+                assert (row.ci_low, row.ci_high) == pytest.approx((-hi, -lo), abs=1e-9)
+                assert row.p_value == pytest.approx(max(p, 1e-12), rel=1e-6, abs=1e-12)
+                assert row.significant == bool(rej)
+
+
+def test_tukey_p_values_beyond_the_integrals_accuracy_are_a_bound_printed_as_such(tmp_path, capsys):
+    """scipy's studentized range gives 6.72e-13 however far in the tail (m = 3, 1884 df): such a p is
+    given as 1e-12, an upper bound (the Bonferroni bound over the pairs, from Student's t, shows the
+    true p is smaller still), printed '< 1e-12' in the table, markdown, CSV and the report; JSON keeps
+    the number. A p above the floor is printed as a number, never as the floor."""
+    import json
+
+    from topkeval.analysis.many import P_FLOOR
+    from topkeval.cli import main
+
+    assert stats.studentized_range.sf(13.0, 3, 1884) == pytest.approx(6.72e-13, rel=0.01)  # the artefact
+    rng = np.random.default_rng(5)
+    n = 943
+    X = rng.normal(0.4, 0.1, (n, 1)) + np.array([0.0, 0.004, 0.05]) + rng.normal(0, 0.05, (n, 3))
+    table = sweep(X).compare_all()
+    *_, ss_e, _, df_e = direct_anova(X)
+    assert df_e == 1884 and table.attrs["p_floor"] == P_FLOOR == 1e-12
+    for row in table.itertuples():
+        q = abs(row.delta) / math.sqrt(ss_e / df_e / n)
+        bound = 3 * 2 * stats.t.sf(q / math.sqrt(2), df_e)  # P(range > q) <= sum over pairs of P(|diff| > q)
+        if bound < 1e-12:
+            assert row.p_value == 1e-12  # the bound given: never the artefact, never 0
+        else:
+            assert row.p_value == pytest.approx(stats.studentized_range.sf(q, 3, df_e), rel=1e-6)
+    floored = table[table["p_value"] == 1e-12]
+    assert len(floored) == 2 and (table["p_value"] > 1e-12).sum() == 1
+    # the command line reads a log: per query a relevant candidate scored X and another at 0.4 (rr 1 or 1/2)
+    path = tmp_path / "log.csv"
+    log = pd.DataFrame({"query": np.repeat(np.arange(n), 2), "relevance": np.tile([1, 0], n),
+                        **{f"m{j}": np.ravel(np.column_stack([X[:, j], np.full(n, 0.4)])) for j in range(3)}})
+    log.to_csv(path, index=False)
+    argv = ["compare", str(path), "--all", "--score", "m0", "--score", "m1", "--score", "m2", "-m", "rr"]
+    want = tk.evaluate(log, ["rr"], score=["m0", "m1", "m2"]).compare_all()
+    assert (want["p_value"] == 1e-12).any()
+    for fmt in ("table", "markdown", "csv", "json"):
+        assert main(argv + ["--format", fmt]) == 0
+        out = capsys.readouterr().out
+        if fmt == "json":
+            assert [p["p_value"] for p in json.loads(out)["pairs"]] == want["p_value"].tolist()
+            continue
+        assert "< 1e-12" in out and "6.7" not in out, (fmt, out)
+        if fmt == "csv":
+            got = pd.read_csv(__import__("io").StringIO(out))["p_value"].tolist()
+            assert got == ["< 1e-12" if p == 1e-12 else p for p in want["p_value"]] or \
+                [str(g) for g in got] == ["< 1e-12" if p == 1e-12 else str(p) for p in want["p_value"]]
+    res = tk.evaluate(log, ["rr"], score=["m0", "m1", "m2"])
+    res.report(tmp_path / "r.html", n_resamples=200, curves=False)
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    section = page[page.index('<section id="pairs">'):]
+    assert "p &lt; 1e-12" in section[:section.index("</section>")]

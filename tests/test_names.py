@@ -44,6 +44,81 @@ def test_unknown_names_raise_without_recursion(text):
         tk.parse_metric(text)
 
 
+#: a valid value of each kind of parameter, and another one (two distinct values of one parameter)
+_VALUES = {"gain": ("linear", "exp"), "levels": ("{0.5}", "{0.25}"), "bool": ("true", "false"), "real": ("1", "2"),
+           "number": ("1", "2"), "positive": ("1", "2"), "grade": ("2", "3"), "unit": ("0.5", "0.8"),
+           "fraction": ("0.5", "0.25")}
+
+
+def _twice_names():
+    """For every built-in family and every parameter it takes (its own, and rel= and judged_only= that
+    every family takes): a name giving that parameter twice, its other required parameters once."""
+    from topkeval.metrics.names import GENERIC
+    from topkeval.metrics.registry import FAMILIES
+
+    out = []
+    for fam in FAMILIES.values():
+        if not getattr(fam.function, "__module__", "").startswith("topkeval."):  # define_metric's: other tests
+            continue
+        for p in fam.params + GENERIC:
+            values = p.choices[:2] if p.kind == "choice" else _VALUES[p.kind]
+            if len(values) < 2:
+                values = (values[0], values[0])
+            others = [f"{q.name}={(q.choices[0] if q.kind == 'choice' else _VALUES[q.kind][0])}"
+                      for q in fam.params if q.required and q.name != p.name]
+            inside = ",".join(others + [f"{p.name}={values[0]}", f"{p.name}={values[1]}"])
+            out.append(f"{fam.name}({inside})" + ("@5" if fam.cutoff != "none" else ""))
+    return out
+
+
+@pytest.mark.parametrize("name", _twice_names())
+def test_a_parameter_given_twice_is_refused_in_every_family(name):
+    """``P(rel=1,rel=2)@5`` took the last value without a word: every parameter of every family,
+    given twice, is refused (with the same value twice too), and once it parses."""
+    with pytest.raises(tk.UnknownMetricError, match=r"is given twice"):
+        tk.parse_metric(name)
+    inside = name[name.index("(") + 1:name.rindex(")")].split(",")
+    once = name.replace("(" + ",".join(inside) + ")", "(" + ",".join(inside[:-1]) + ")")
+    tk.parse_metric(once)
+
+
+@pytest.mark.parametrize("name,fragment", [
+    ("P(rel=1,rel=2)@5", "rel is given twice"),
+    ("P(rel=1,rel=1)@5", "rel is given twice"),
+    ("nDCG(dcg='exp-log2',dcg='log2')@10", "dcg is given twice (dcg='exp-log2' and dcg='log2')"),
+    ("nDCG(dcg='exp-log2',gain=linear)@10", "dcg= and gain= both set the gain"),
+    ("Compat(p=0.8,p=0.9)", "p is given twice"),
+    ("rbp(0.8,p=0.9)@10", "p is given twice"),  # the lone value is the first parameter
+    ("ndcg(gain=exp,gains=linear)@10", "gain is given twice"),  # ir_measures' spelling of the same parameter
+    ("P(cutoff=5,top_k=5)", "the cutoff is given twice"),
+    ("SetP(relative=true,relative=false)", "relative is given twice"),
+])
+def test_peer_spellings_given_twice_are_refused(name, fragment):
+    with pytest.raises(tk.UnknownMetricError, match=re.escape(fragment)):
+        tk.parse_metric(name)
+
+
+def test_a_tool_prefix_takes_the_users_own_value_of_its_preset():
+    """recbole:nDCG means binary gains; the user's gain= replaces the tool's (given once by the user)."""
+    assert str(tk.parse_metric("recbole:nDCG(gain=exp)@10")) == "ndcg(gain=exp)@10"
+    assert str(tk.parse_metric("recbole:nDCG@10")) == "ndcg(gain=binary)@10"
+
+
+@pytest.mark.parametrize("text,names", [
+    ("map,11pt_avg", ["map", "11pt_avg"]), ("11pt_avg,map", ["11pt_avg", "map"]),
+    ("P.5,10,map", ["P.5,10", "map"]), ("utility.1,-1,0,0,map", ["utility.1,-1,0,0", "map"]),
+    ("11pt_avg..25,.5,ndcg.1=3,2=7", ["11pt_avg..25,.5", "ndcg.1=3,2=7"]), ("map 11pt_avg", ["map", "11pt_avg"]),
+])
+def test_a_list_of_names_splits_at_each_name(text, names):
+    """``-m map,11pt_avg`` failed (11pt_avg, starting with a digit, was read as a value of map) while
+    ``-m 11pt_avg,map`` worked: a part continues the name before it only when it is a value."""
+    from topkeval.metrics.names import parse_metrics, split_names
+
+    assert split_names(text) == names
+    for name in names:
+        parse_metrics(name)
+
+
 LOG = {"query": [1, 1, 1, 2, 2, 2, 2], "item": ["x", "y", "z", "x", "y", "z", "w"],
        "relevance": [1, 0, 1, 0, 1, 0, 0], "old": [0.9, 0.8, 0.1, 0.5, 0.4, 0.3, 0.2],
        "new": [0.1, 0.8, 0.9, 0.4, 0.5, 0.3, 0.2], "device": list("aaabbbb")}

@@ -621,10 +621,10 @@ def test_side_by_side_html_says_not_retrieved_and_leaves_empty_positions_blank(t
                            curves=False)).read_text(encoding="utf-8")
     rows = _parse(text).tables["sbs"][2:]  # two header rows
     # columns: rank | a: item score relevance tied change other | b: item score relevance tied change other
-    assert [[c[0] for c in r] for r in rows] == [
-        ["1", "x", "3.0000", "1", "", "lost", "not retrieved", "y", "2.0000", "0", "", "", "2"],
-        ["2", "y", "2.0000", "0", "", "", "1", "w", "1.0000", "1", "", "gained", "not retrieved"],
-        ["3", "z", "1.0000", "0", "", "", "not retrieved", "", "", "", "", "", ""],
+    assert [[c[0] for c in r] for r in rows] == [  # y and z have no judgment: unjudged, not a judged 0
+        ["1", "x", "3.0000", "1", "", "lost", "not retrieved", "y", "2.0000", "unjudged", "", "", "2"],
+        ["2", "y", "2.0000", "unjudged", "", "", "1", "w", "1.0000", "1", "", "gained", "not retrieved"],
+        ["3", "z", "1.0000", "unjudged", "", "", "not retrieved", "", "", "", "", "", ""],
     ]
     assert all(c[0] != "nan" for table in _parse(text).all_tables["sbs"] for r in table for c in r)
 
@@ -722,3 +722,124 @@ def test_notebook_table_bolds_the_best_model_of_each_metric():
     res = tk.Results.from_per_query(pd.DataFrame({"model": ["a", "b", "c"], "query": [1, 1, 1],
                                                   "precision@1": [0.5, 0.5, 0.4999], "fp@1": [0.5, np.nan, 1.0]}))
     assert _bold_models(res._repr_html_(), res.models, res.metrics)["precision@1"] == {"a", "b"}
+
+
+def _click_sized(seed=0):
+    """A click log: one click in a few hundred candidates (means of order 1e-4), and scores with
+    many digits (y tick labels of 0.00012)."""
+    rng = np.random.default_rng(seed)
+    n = 6000
+    clicks = np.zeros(n, int)
+    clicks[[5, 1234, 4321]] = 1  # three clicks: precision@10 of 3 / 6000 = 5e-4 under both models
+    log = pd.DataFrame({"query": np.repeat(np.arange(600), 10), "item": np.tile(np.arange(10), 600),
+                        "relevance": clicks, "a": rng.random(n), "b": rng.random(n)})
+    return tk.evaluate(log, ["precision@10", "recall@100", "dcg@10"], score=["a", "b"], item="item",
+                       empty_queries="keep")
+
+
+def test_report_shows_click_rate_sized_means_with_their_digits_and_a_readable_top_k(tmp_path):
+    """Means of 1e-4 were printed 0.0000 (as if none); the side-by-side view showed the largest
+    cutoff (100 rows per query for recall@100): the smallest cutoff is shown, at most 20."""
+    res = _click_sized()
+    page = res.report(tmp_path / "r.html", n_resamples=200, curves=False, queries=[0])
+    html = Path(page).read_text(encoding="utf-8")
+    summary = html[html.index('<section id="summary">'):]
+    summary = summary[:summary.index("</section>")]
+    for model in res.models:
+        mean = res.summary.loc[model, "precision@10"]
+        assert 0 < mean < 1e-3
+        assert f">{mean:.3e}<" in summary or f"<b>{mean:.3e}</b>" in summary, mean
+    import re
+
+    cells = re.findall(r'data-value="([^"]+)">(?:<b>)?([^<]*)<', summary)
+    spans = re.findall(r'data-low="([^"]+)" data-high="([^"]+)">\[([^,]*), ([^\]]*)\]', summary)
+    assert len(cells) == 6 and len(spans) == 6
+    shown = [(v, t) for v, t in cells] + [(lo, a) for lo, hi, a, b in spans] + [(hi, b) for lo, hi, a, b in spans]
+    for value, text in shown:  # a number that is not 0 is never written as 0.0000
+        assert float(value) == 0 or float(text) != 0, (value, text)
+        assert float(text) == pytest.approx(float(value), rel=1e-3, abs=5e-5), (value, text)
+    top = html[html.index('<section id="queries">'):]
+    assert "Top 10, side by side" in top
+    rows = top[:top.index("</table>")].count("<tr>")
+    assert rows == 2 + 10  # two header rows, ten positions
+
+
+def test_report_figures_keep_their_labels_inside():
+    """Wide y tick labels (1.5e-04 and 0.00012, a DCG of thousands) pushed the axis label out of the
+    figure, which fixed margins cut off: every text of every figure lies inside it."""
+    pytest.importorskip("matplotlib")
+    from topkeval.outputs import plots
+
+    res = _click_sized()
+    curves = res.curves(ks=[1, 2, 5, 10])
+    for metric in ("precision", "dcg"):
+        for scale in (1.0, 1e6):
+            part = curves[curves["metric"] == metric]
+            data = part.assign(value=part["value"] * scale)
+            ax = plots.fixed_axes()
+            fig = plots.plot_curve(res, metric, ax=ax, data=data)
+            plots.fit(fig)
+            box = ax.get_tightbbox(fig.canvas.get_renderer())
+            assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, box
+            plots._pyplot().close(fig)
+
+
+def test_unjudged_candidates_are_told_from_judged_non_relevant_ones(tmp_path):
+    """With judgments apart, an item the judgments do not list looked like one judged not relevant
+    (both 0): side_by_side says which are judged, the report and the command line mark them."""
+    from topkeval.cli import main
+
+    run = pd.DataFrame({"query": [1, 1, 1, 1], "item": ["a", "b", "c", "d"], "s": [0.9, 0.8, 0.7, 0.6],
+                        "t": [0.1, 0.8, 0.7, 0.9]})
+    qrels = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "x"], "relevance": [1, 0, 1]})
+    res = tk.evaluate(run, ["recall@4"], score=["s", "t"], item="item", qrels=qrels)
+    view = res.side_by_side(1, k=4)
+    assert view[("s", "item")].tolist() == ["a", "b", "c", "d"]
+    assert view[("s", "judged")].tolist() == [True, True, False, False]
+    assert view[("s", "relevance")].tolist() == [1.0, 0.0, 0.0, 0.0]  # the grade counted: not relevant
+    page = Path(res.report(tmp_path / "r.html", n_resamples=200, curves=False, queries=[1])).read_text("utf-8")
+    section = page[page.index('<section id="queries">'):]
+    assert section.count('class="num unjudged"') == 4  # c and d under both models
+    assert ">unjudged<" in section and 'data-value="0.0">0<' in section  # b: judged, grade 0
+    from topkeval.outputs.text import side_by_side_frame
+
+    shown = side_by_side_frame(view, text=True)
+    assert shown["s relevance"].tolist() == ["1", "0", "unjudged", "unjudged"] and "s judged" not in shown
+    assert side_by_side_frame(view, text=False)["s judged"].tolist() == [True, True, False, False]
+    # a table of candidates (every row judged by its own relevance): no judged column
+    assert ("s", "judged") not in tk.evaluate(run.assign(relevance=[1, 0, 0, 0]), ["recall@4"], score=["s", "t"],
+                                              item="item").side_by_side(1, k=4).columns
+    run.to_csv(tmp_path / "run.csv", index=False)
+    qrels.to_csv(tmp_path / "qrels.csv", index=False)
+    assert main(["diff", str(tmp_path / "run.csv"), "--qrels", str(tmp_path / "qrels.csv"), "--item", "item",
+                 "--baseline", "s", "--score", "t", "--show", "1", "--format", "markdown"]) == 0
+
+
+@pytest.mark.slow
+def test_click_sized_report_in_chromium_keeps_its_figures_inside(tmp_path):
+    """The report of click-sized means, opened in headless Chromium: no error; every svg's drawing,
+    text included, lies inside its own box (no label cut off)."""
+    _chromium()
+    from playwright.sync_api import sync_playwright
+
+    path = _click_sized().report(tmp_path / "clicks.html", n_resamples=200)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"file://{os.path.abspath(path)}", wait_until="load")
+            outside = page.evaluate("""() => [...document.querySelectorAll('figure svg')].map(svg => {
+                const box = svg.getBoundingClientRect();
+                return [...svg.querySelectorAll('text')].filter(t => {
+                    const b = t.getBoundingClientRect();
+                    return b.width > 0 && (b.left < box.left - 1 || b.right > box.right + 1 ||
+                                           b.top < box.top - 1 || b.bottom > box.bottom + 1);
+                }).map(t => t.textContent);
+            })""")
+            page.screenshot(path=str(tmp_path / "clicks.png"), full_page=True)
+        finally:
+            browser.close()
+    assert not errors, errors
+    assert len(outside) >= 6 and not any(outside), outside

@@ -336,3 +336,25 @@ def test_a_small_table_is_not_spread_over_many_partitions(spark):
     assert res.info["spark"]["partitions"] <= 4  # partitions that held rows
     local = tk.evaluate(frame, ["recall@2"], item="item")
     pd.testing.assert_frame_equal(res.summary, local.summary, rtol=1e-12)
+
+
+def test_spark_results_pickle_with_their_per_query_values(spark):
+    """Results of a Spark evaluation pickle (and copy): the per-query values, kept on the cluster, are
+    collected into the pickle; what reads the DataFrame again (curves) cannot be pickled and says so
+    after unpickling; compare and the rest answer as on the original."""
+    import copy
+    import pickle
+
+    frame = pd.DataFrame({"query": [1, 1, 2, 2, 3, 3], "item": list("abacab"), "relevance": [1, 0, 0, 1, 1, 1],
+                          "a": [0.9, 0.1, 0.8, 0.2, 0.5, 0.4], "b": [0.1, 0.9, 0.2, 0.8, 0.5, 0.5]})
+    res = tk.evaluate(spark.createDataFrame(frame), ["P@1", "recall@2"], score=["a", "b"], item="item")
+    back = pickle.loads(pickle.dumps(res))
+    pd.testing.assert_frame_equal(back.summary, res.summary, check_exact=True)
+    collected = res.to_pandas().sort_values(["model", "query"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(back.per_query.sort_values(["model", "query"]).reset_index(drop=True), collected,
+                                  check_exact=True)
+    assert repr(back.info) == repr(res.info)
+    pd.testing.assert_frame_equal(back.compare(n_resamples=100), res.compare(n_resamples=100), check_exact=True)
+    with pytest.raises(tk.ParameterError, match="unpickled without how to evaluate its data at other metrics"):
+        back.curves(ks=[1, 2])
+    assert copy.copy(res).summary.equals(res.summary) and copy.deepcopy(res).summary.equals(res.summary)

@@ -295,10 +295,18 @@ def evaluate(
 
 
 def _rerun_of(request: _Request):
-    def rerun(names):  # the same evaluation at other metrics (Results.curves); the data is read again
-        return _dispatch(replace(request, plan=engine.make_plan(names, request.plan.conv), progress=None))
+    """The same evaluation at other metrics (Results.curves); the data is read again."""
+    return _Rerun(replace(request, progress=None))
 
-    return rerun
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _Rerun:
+    """A request evaluated again at other metrics: an object holding it (it pickles where its data does)."""
+
+    request: _Request
+
+    def __call__(self, names) -> engine.Evaluation:
+        return _dispatch(replace(self.request, plan=engine.make_plan(names, self.request.plan.conv)))
 
 
 def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[str], object]:
@@ -558,7 +566,7 @@ def _dispatch(r: _Request) -> engine.Evaluation:
         return evaluate_runs(r.data, r.qrels, r.plan, query=r.query, relevance=r.relevance, scores=r.scores,
                              item=r.item, model=r.model, missing_queries=r.missing_queries, depth=r.depth,
                              judged_only=r.judged_only, threads=r.threads, ascending=r.ascending, by=r.by,
-                             weight=r.weight, backend=CPU)
+                             weight=r.weight, backend=CPU, own_rows=r.model is not None)
     if r.kind == "file":
         from .backends.local import evaluate_file
 
@@ -595,20 +603,39 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     if r.position is None and r.propensity is None:  # a click log's pages: the same number on every query
         engine.warn_if_truncated(r.plan, log.n_queries, int(sizes.min()), int(sizes.max()))
     attrs = segments.query_attributes(cols[query], cols, by, weight, query) if r.attributes else None
-
-    def run(current_plan):
-        if r.propensity is not None:  # other metrics (curves) under the same weights: estimable ones only
-            from .engine.unbiased import check_families
-
-            check_families(current_plan.metrics)
-        evaluation = evaluate_grouped(log, current_plan, depth=r.depth, threads=r.threads, query_name=query)
-        return engine.attach(evaluation, attrs, by, weight) if attrs is not None else evaluation
-
-    evaluation = run(r.plan)
+    run = _TableRerun(log, r.plan.conv, attrs, tuple(by), weight, r.depth, r.threads, query, r.propensity is not None)
+    evaluation = run.evaluate(r.plan)
     if r.position is not None or ips_info is not None:
         evaluation = replace(evaluation, info={**evaluation.info, **_click_info(log, r, evaluation, ips_info)})
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
-    return replace(evaluation, rerun=lambda names: run(engine.make_plan(names, r.plan.conv)))
+    return replace(evaluation, rerun=run)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _TableRerun:
+    """A table's grouped log evaluated (again) at other metrics (``Evaluation.rerun``): an object
+    holding its inputs, so that the results pickle."""
+
+    log: object
+    conv: Conventions
+    attrs: pd.DataFrame | None
+    by: tuple
+    weight: str | None
+    depth: int | None
+    threads: int | None
+    query: str
+    weighted: bool  # inverse propensity weights: other metrics (curves) only where they are estimable
+
+    def evaluate(self, plan: engine.Plan) -> engine.Evaluation:
+        if self.weighted:
+            from .engine.unbiased import check_families
+
+            check_families(plan.metrics)
+        evaluation = evaluate_grouped(self.log, plan, depth=self.depth, threads=self.threads, query_name=self.query)
+        return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
+
+    def __call__(self, names) -> engine.Evaluation:
+        return replace(self.evaluate(engine.make_plan(names, self.conv)), rerun=self)
 
 
 def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
@@ -981,31 +1008,53 @@ def _evaluate_stacked(r: _Request, cols) -> engine.Evaluation:
     codes, labels = encode(cols[query], query, "query")
     distinct = len(labels) if labels is not None else len(np.unique(codes))
     attrs = segments.query_attributes(cols[query], cols, r.by, r.weight, query) if r.attributes else None
+    run = _StackedRerun(tuple(logs), r.plan.conv, attrs, tuple(r.by), r.weight, r.depth, r.threads, query, distinct)
+    return replace(run.evaluate(r.plan), rerun=run)
 
-    def run(current_plan, warn=True):
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _StackedRerun:
+    """A stacked table's logs (one per model) evaluated (again) at other metrics: an object holding
+    them, so that the results pickle."""
+
+    logs: tuple
+    conv: Conventions
+    attrs: pd.DataFrame | None
+    by: tuple
+    weight: str | None
+    depth: int | None
+    threads: int | None
+    query: str
+    distinct: int
+
+    def evaluate(self, plan: engine.Plan, warn: bool = True) -> engine.Evaluation:
+        from .engine.results import Kept
+
         batches, sources = [], []
-        for log in logs:
-            batch, kept = engine.evaluate_grouped(log, current_plan, backend=CPU, depth=r.depth, threads=r.threads)
+        for log in self.logs:
+            batch, kept = engine.evaluate_grouped(log, plan, backend=CPU, depth=self.depth, threads=self.threads)
             batches.append(batch)
             sources += kept
         if warn:
-            engine.warn_if_nothing_relevant(current_plan.conv, sum(b.relevant for b in batches))
+            engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
         skipped = {b.models[0].model: b.skipped_empty for b in batches}
-        info = {"queries": distinct, "skipped_empty": max(skipped.values()), "skipped_empty_per_model": skipped}
-        evaluation = engine.build_results(batches, current_plan, query_name=query, info=info,
-                                          sources=lambda: sources, backend=CPU)
-        return engine.attach(evaluation, attrs, r.by, r.weight) if attrs is not None else evaluation
+        info = {"queries": self.distinct, "skipped_empty": max(skipped.values()), "skipped_empty_per_model": skipped}
+        evaluation = engine.build_results(batches, plan, query_name=self.query, info=info, sources=Kept(sources),
+                                          backend=CPU, own_rows=True)
+        return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
 
-    evaluation = run(r.plan)
-    return replace(evaluation, rerun=lambda names: run(engine.make_plan(names, r.plan.conv), warn=False))
+    def __call__(self, names) -> engine.Evaluation:
+        return replace(self.evaluate(engine.make_plan(names, self.conv), warn=False), rerun=self)
 
 
 def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,
                      query_name: str = "query") -> engine.Evaluation:
     """Evaluate a grouped log held in memory: the engine's batch, then its Evaluation."""
+    from .engine.results import Kept
+
     batch, sources = engine.evaluate_grouped(log, plan, backend=CPU, depth=depth, threads=threads)
     engine.warn_if_nothing_relevant(plan.conv, batch.relevant)
-    return engine.build_results([batch], plan, query_name=query_name, sources=lambda: sources, backend=CPU)
+    return engine.build_results([batch], plan, query_name=query_name, sources=Kept(sources), backend=CPU)
 
 
 def _roles(query, relevance, scores, item=None) -> dict:

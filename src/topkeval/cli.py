@@ -33,20 +33,46 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
+    #: the command line being parsed (argparse reports an unknown flag at the top, not in the command)
+    argv: list | None = None
+
     def error(self, message):  # one line, exit 2, no usage dump
         unknown = re.search(r"unrecognized arguments: (-\S+)", message)
-        if unknown:  # a misspelt flag: the closest flags of every command (argparse reports it at the top)
-            from .errors import closest
-
-            hits = closest(unknown.group(1).split("=")[0], self._every_option(), n=1)
-            message += f". Did you mean {hits[0]!r}?" if hits else ""
+        if unknown:  # a misspelt flag, or another command's
+            message += self._hint(unknown.group(1).split("=")[0])
         raise _UsageError(message)
+
+    def _hint(self, flag: str) -> str:
+        """What the unknown ``flag`` may be: another command's option (``evaluate --show``), or the
+        closest option of the command given (else of every command)."""
+        from .errors import closest
+
+        commands = self._commands()
+        given = next((a for a in (self.argv or []) if a in commands), None)
+        owners = [name for name, sub in commands.items() if flag in sub._every_option()]
+        if given is not None and given not in owners and owners:
+            return (f": {flag} is an option of {' and '.join(f'topkeval {o}' for o in owners)}, not of topkeval "
+                    f"{given} (topkeval {given} --help lists its options)")
+        if given is None:
+            hits = [h for h in closest(flag, self._every_option(), n=1) if h != flag]
+            return f". Did you mean {hits[0]!r}?" if hits else ""
+        hits = [h for h in closest(flag, commands[given]._every_option(), n=1) if h != flag]
+        if hits:
+            return f". Did you mean {hits[0]!r}?"
+        hits = [h for h in closest(flag, self._every_option(), n=1) if h != flag]  # another command's option
+        if not hits:
+            return ""
+        owners = [name for name, sub in commands.items() if hits[0] in sub._every_option()]
+        return f". Did you mean {hits[0]!r} (an option of {' and '.join(f'topkeval {o}' for o in owners)})?"
+
+    def _commands(self) -> dict:
+        return {name: sub for action in self._actions if isinstance(action, argparse._SubParsersAction)
+                for name, sub in action.choices.items()}
 
     def _every_option(self) -> list[str]:
         options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        for action in self._actions:
-            for sub in (getattr(action, "choices", None) or {}).values() if isinstance(action, argparse._SubParsersAction) else ():
-                options += sub._every_option()
+        for sub in self._commands().values():
+            options += sub._every_option()
         return list(dict.fromkeys(options))
 
     def _print_message(self, message, file=None):  # argparse drops an error writing --help or --version
@@ -111,7 +137,10 @@ _NON_EMPTY = (("file", "FILE", "the path of a file"), ("qrels", "--qrels", "the 
               ("by", "--by", "a column name"), ("weight", "--weight", "a column name"),
               ("position", "--position", "a column name"), ("propensity", "--propensity", "a column or a curve"),
               ("baseline", "--baseline", "a model name"), ("output", "-o/--output", "the path of a file"),
-              ("report", "--report", "the path of a file"), ("save", "--save", "the path of a file"))
+              ("report", "--report", "the path of a file"), ("save", "--save", "the path of a file"),
+              ("catalog", "--catalog", "a number of items or a file"), ("history", "--history", "a file"),
+              ("popularity", "--popularity", "a file or a column"), ("features", "--features", "a file or columns"),
+              ("categories", "--categories", "a file or a column"))
 
 
 def _check_values(args) -> None:
@@ -169,6 +198,18 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "an estimate above 1, its noise, is taken as 1, as estimate_position_bias's propensities are); "
                    "the metrics are then inverse propensity weighted (needs --position)")
     g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1)")
+    g = p.add_argument_group("beyond accuracy (novelty@10, coverage@10, diversity@10...: what each model shows)")
+    g.add_argument("--catalog", metavar="N|FILE", help="the catalogue, for coverage, gini and serendipity: its number "
+                   "of items, or a table of its items (the --item column, or a single column); default: the items of "
+                   "FILE where every model ranks the same candidates, else required")
+    g.add_argument("--history", metavar="FILE", help="the queries' past interactions: a table of (--query, --item) "
+                   "rows; gives novelty's popularity (RecTools' user frequency) and serendipity's history")
+    g.add_argument("--popularity", metavar="FILE|COLUMN", help="each item's share of queries in (0, 1]: a table of "
+                   "the --item column and the shares, or a column of FILE")
+    g.add_argument("--features", metavar="FILE|COLUMNS", help="each item's vector, for diversity (cosine): a table "
+                   "of the --item column and the vectors' columns, or columns of FILE (f1,f2,f3)")
+    g.add_argument("--categories", metavar="FILE|COLUMN", help="each item's category, for category_diversity: a "
+                   "table of the --item column and the categories, or a column of FILE")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
     p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
@@ -196,7 +237,8 @@ def _add_report_output(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--show", action="append", metavar="QUERY", help="a query to show side by side in the report, "
                    "besides the worst regressions; repeat for several")
     p.add_argument("--worst", type=int, default=10, help="worst regressions listed and shown (default: 10)")
-    p.add_argument("-k", type=int, help="positions of the side-by-side view (default: the largest cutoff, or 20)")
+    p.add_argument("-k", type=int, help="positions of the side-by-side view (default: the smallest cutoff, at most "
+                   "20; or 10)")
     p.add_argument("--images", metavar="URL", help="thumbnails in the side-by-side view: a URL pattern with {item}, "
                    "such as https://cdn.example.com/{item}.jpg")
     p.add_argument("--title", default="topkeval report", help="title of the report")
@@ -228,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "bounds over what the never-shown candidates could be")
     ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
                     help="each mean with its bootstrap confidence interval (default level 0.95)")
+    ev.add_argument("--baseline", help="the model (a score column) that unexpectedness@k compares each list with")
     _add_conventions(ev)
 
     cmp = sub.add_parser("compare", help="is a model better than the baseline? paired tests per metric",
@@ -362,15 +405,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
+def _check_ci(fmt: str, per_query: bool, ci: float | None) -> None:
+    """--ci with the other options of evaluate (before the file is read)."""
     if fmt == "trec" and ci is not None:
         raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
     if ci is not None and per_query:
         raise _UsageError("--ci gives intervals of the means; drop it with --per-query")
-    if ci is not None:
-        from .errors import check_number
+    if ci is not None and not 0 < ci < 1:  # NaN too
+        raise _UsageError(f"--ci must be a confidence level between 0 and 1, such as 0.95 (or --ci alone); got {ci}")
 
-        ci = check_number(ci, "confidence", "evaluate", low=0, high=1, low_open=True, high_open=True)
+
+def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
+    _check_ci(fmt, per_query, ci)
     _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci))
 
 
@@ -385,13 +431,36 @@ def _write(out, fmt: str, document) -> None:
                              terminal=terminal))
 
 
-def _load(args, metrics, *, scores, keep_per_query: bool):
-    """Evaluate what the command line names: a log file, or --run files with --qrels."""
+def _beyond_inputs(args) -> dict:
+    """--catalog, --history, --popularity, --features, --categories read (topkeval.inputs.items), as
+    evaluate() takes them in Python: {"catalog": ..., ...} for those given."""
+    from .inputs import items
+
+    item = args.item or "item"
+    data = args.file if not args.run else None
+    out: dict = {}
+    if getattr(args, "catalog", None) is not None:
+        out["catalog"] = items.read_catalog(args.catalog, item=item, flag="--catalog")
+    if getattr(args, "history", None) is not None:
+        out["history"] = items.read_history(args.history, query=args.query, item=item, flag="--history")
+    for name, preferred, vector in (("popularity", "popularity", False), ("features", "", True),
+                                    ("categories", "category", False)):
+        if getattr(args, name, None) is not None:
+            out[name] = items.read_item_values(getattr(args, name), item=item, data=data, flag=f"--{name}",
+                                               preferred=preferred, vector=vector)
+    return out
+
+
+def _load(args, metrics, *, scores, keep_per_query: bool, beyond: dict | None = None):
+    """Evaluate what the command line names: a log file, or --run files with --qrels; ``beyond``: the
+    beyond-accuracy inputs (:func:`_beyond_inputs`)."""
     from .api import evaluate
 
     extra = {k: v for k, v in (("missing_queries", args.missing_queries), ("depth", args.depth), ("by", args.by),
                                ("weight", args.weight), ("position", args.position),
-                               ("propensity", _propensity(args.propensity)), ("clip", args.clip)) if v is not None}
+                               ("propensity", _propensity(args.propensity, args.file)), ("clip", args.clip))
+             if v is not None}
+    extra.update(beyond or {})
     if args.judged_only:
         extra["judged_only"] = True
     if args.ascending:
@@ -440,8 +509,12 @@ def _load(args, metrics, *, scores, keep_per_query: bool):
                     keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
-def _propensity(text: str | None):
-    """--propensity: a column name, positions ``1:1,2:0.6``, or ``power:ETA``."""
+#: the suffixes of a curve file (topkeval bias --format csv, or parquet)
+_CURVE_FILES = (".csv", ".tsv", ".parquet", ".pq")
+
+
+def _propensity(text: str | None, data=None):
+    """--propensity: a column name, positions ``1:1,2:0.6``, ``power:ETA``, or a curve file."""
     if text is None:
         return None
     if text.startswith("power:"):
@@ -452,8 +525,16 @@ def _propensity(text: str | None):
         if not (0 <= eta < 100):
             raise _UsageError(f"--propensity {text!r}: ETA must be a number in [0, 100)")
         return lambda positions: positions ** -eta
-    if text.endswith((".csv", ".parquet")) and os.path.isfile(text):  # a curve written by topkeval bias
-        return _curve_file(text)
+    if text.lower().endswith(_CURVE_FILES):
+        if os.path.isfile(text):  # a curve written by topkeval bias
+            return _curve_file(text)
+        from .inputs.tables import column_names
+
+        if not data or text not in column_names(data):  # a column of that name is read as the column
+            where = ("no such file" if not os.path.exists(text) else
+                     "a folder, not a file" if os.path.isdir(text) else "not a regular file")
+            raise _UsageError(f"--propensity {text!r}: {where} (a curve file, as topkeval bias --format csv writes "
+                              "it); check the path, or name a column of FILE")
     if ":" not in text:
         return text  # a column
     curve = {}
@@ -475,27 +556,85 @@ def _curve_file(path: str) -> dict:
     import pandas as pd
 
     try:
-        frame = pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+        frame = pd.read_parquet(path) if path.lower().endswith((".parquet", ".pq")) else \
+            pd.read_csv(path, sep="\t" if path.lower().endswith(".tsv") else ",")
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
     except Exception as exc:  # an unreadable file: said in one line
-        raise _UsageError(f"--propensity {path!r}: cannot read it as a curve ({type(exc).__name__}: {exc})") from None
-    if not {"position", "propensity"} <= set(frame.columns):
+        raise _UsageError(f"--propensity {path!r}: cannot read it as a curve ({type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())})") from None
+    if not {"position", "propensity"} <= set(map(str, frame.columns)):
         raise _UsageError(f"--propensity {path!r} must have the columns position and propensity (as topkeval bias "
                           f"--format csv writes); it has {list(map(str, frame.columns))}")
+    if frame.empty:
+        raise _UsageError(f"--propensity {path!r} has no rows: give a propensity for each position (write the curve "
+                          "with topkeval bias --format csv)")
     positions = pd.to_numeric(frame["position"], errors="coerce")
     if positions.isna().any() or (positions != positions.round()).any() or positions.duplicated().any():
         raise _UsageError(f"--propensity {path!r}: its positions must be distinct whole numbers")
-    return {int(k): min(float(v), 1.0) for k, v in zip(positions, pd.to_numeric(frame["propensity"],
-                                                                                 errors="coerce"))}
+    values = pd.to_numeric(frame["propensity"], errors="coerce")
+    bad = values.isna() | ~(values > 0)
+    if bad.any():
+        row = int(bad.to_numpy().argmax())
+        value = frame["propensity"].iloc[row]
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise _UsageError(f"--propensity {path!r}: its propensities must be numbers above 0 (an examination "
+                          f"probability); position {int(positions.iloc[row])} has {shown}")
+    return {int(k): min(float(v), 1.0) for k, v in zip(positions, values)}
+
+
+def _split_beyond(metrics) -> tuple:
+    """(what evaluate() computes, the catalogue-level labels (coverage@10...: Results.beyond_accuracy),
+    every label in order, whether a per-query beyond-accuracy metric is among them)."""
+    from .metrics.names import labelled_metrics
+
+    try:
+        labels, parsed = labelled_metrics(metrics)
+    except TopkevalError:  # evaluate() says what is wrong with a name
+        return metrics, [], [], False
+    catalog = [label for label, m in zip(labels, parsed) if m.info.beyond == "catalog"]
+    per_query = any(m.info.beyond == "query" for m in parsed)
+    if not catalog:
+        return metrics, [], list(labels), per_query
+    return [label for label in labels if label not in catalog], catalog, list(labels), per_query
+
+
+def _beyond_for(args, metrics, per_query: bool, catalog: list, inputs: dict) -> dict:
+    """The beyond-accuracy inputs (read) that evaluate() gets: all of them when a per-query
+    beyond-accuracy metric reads them, or when none is asked for (evaluate() then says which flag
+    nothing reads); the model unexpectedness@k compares with (--baseline)."""
+    if per_query or (inputs and not catalog):
+        from .metrics.names import labelled_metrics
+
+        wanted = any(m.family == "unexpectedness" for m in labelled_metrics(metrics)[1]) if per_query else False
+        return inputs | ({"baseline": args.baseline} if wanted and args.baseline is not None else {})
+    return {}
 
 
 def _evaluate(args, out) -> int:
+    from .analysis.beyond import STAND_IN
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
-    res = _load(args, metrics, scores=args.score or ["score"],
-                keep_per_query=args.per_query or args.ci is not None)
+    _check_ci(args.format, args.per_query, args.ci)
+    metrics, catalog, labels, per_query = _split_beyond(metrics)
+    if catalog and (args.by or args.bounds or args.format == "trec"):
+        raise _UsageError(f"{catalog[0]} describes each model's lists all together (one value per model): not per "
+                          "segment (--by), nor with --bounds or --format trec")
+    if args.baseline is not None and not any(label.lower().startswith("unexpectedness") for label in labels):
+        raise _UsageError("--baseline names the model that unexpectedness@k compares each list with: add such a "
+                          "metric (-m unexpectedness@10), or drop --baseline")
+    inputs = _beyond_inputs(args)
+    res = _load(args, metrics or [STAND_IN], scores=args.score or ["score"],
+                keep_per_query=args.per_query or args.ci is not None,
+                beyond=_beyond_for(args, metrics or [STAND_IN], per_query, catalog, inputs))
+    if catalog:
+        beside = res.beyond_accuracy(metrics=catalog, **inputs)
+        _write(out, args.format, formats.results_document(res, per_query=args.per_query, ci=args.ci, beside=beside,
+                                                          labels=labels))
+        return 0
     if args.bounds:
         if args.per_query or args.ci is not None or args.format == "trec":
             raise _UsageError("--bounds prints one table of means: drop --per-query, --ci and --format trec")
@@ -514,8 +653,14 @@ def _load_models(args, required: bool):
     from .api import DEFAULT_METRICS
 
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
+    metrics, catalog, _, per_query = _split_beyond(metrics)
+    if catalog:
+        raise _UsageError(f"{catalog[0]} describes each model's lists all together: it has no per-query value to "
+                          f"{args.command}; topkeval evaluate shows it (per-query ones, such as novelty@10, compare)")
+    beyond = _beyond_for(args, metrics, per_query, catalog, _beyond_inputs(args))
     if args.run or args.model:
-        res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True)
+        res = _load(args, metrics, scores=None if args.run else (args.score or ["score"]), keep_per_query=True,
+                    beyond=beyond)
         kind = "runs" if args.run else f"models of the --model column {args.model!r}"
         if args.baseline is not None and args.baseline not in res.models:
             from .errors import did_you_mean
@@ -530,7 +675,7 @@ def _load_models(args, required: bool):
     if required and len(models) < 2:
         raise _UsageError("--score must name at least one column other than --baseline")
     _check_baseline_column(args)
-    return _load(args, metrics, scores=models or ["score"], keep_per_query=True)
+    return _load(args, metrics, scores=models or ["score"], keep_per_query=True, beyond=beyond)
 
 
 def _check_baseline_column(args) -> None:
@@ -792,10 +937,18 @@ def _compare_all(args, out) -> int:
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
                    "effect_size", "letters_a", "letters_b"]]
-    p_text = {"p_value": lambda p: report.p_value_text(p, args.resamples if test == "randomized_tukey" else None)}
+    floor = table.attrs.get("p_floor") if test == "tukey" else None
+
+    def p_text(p):
+        return report.p_value_text(p, args.resamples if test == "randomized_tukey" else None, floor=floor)
+
     title = (f"every pair: {test.replace('_', ' ')} HSD, {args.confidence:.0%} simultaneous intervals; models "
              "sharing a letter are not distinguishable")
-    _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
+    # a file (CSV) gets the numbers, and "< 1e-12" for a p too small to be told (JSON: the number, a bound)
+    frame = table.assign(p_value=[p_text(p) if floor and p <= floor else p for p in table["p_value"]]) \
+        if floor else table
+    _write(out, args.format, formats.Document([formats.Block(frame, title=title, formats={"p_value": p_text},
+                                                             shown=shown)],
                                               notes=report.info_lines(res.info),
                                               payload={"pairs": report.records(table), "info": res.info}))
     return 0
@@ -955,7 +1108,8 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
     "method": "--method", "form": "--form", "max_position": "--max-position", "click": "--click",
-    "model": "--model",
+    "model": "--model", "catalog": "--catalog", "history": "--history", "popularity": "--popularity",
+    "features": "--features", "categories": "--categories",
 }
 
 
@@ -1107,6 +1261,7 @@ def _run(parser, argv) -> int:
     out = _Stdout(sys.stdout)
     try:
         try:
+            parser.argv = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help and --version print, then exit
             out.flush()

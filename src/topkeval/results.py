@@ -57,6 +57,13 @@ CATEGORIES = [Given("item -> category, checked by analysis/beyond.py"), None]
 HISTORY = [Given("(query, item) rows or query -> items, checked by analysis/beyond.py"), None]
 
 
+def _unpickled(core, kept: bytes, dropped: dict) -> Results:
+    """Results from what :meth:`Results.__reduce_ex__` pickled."""
+    from .engine.results import restore
+
+    return Results(restore(core, kept, dropped))
+
+
 def _copy(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame the caller may change without changing the results: a lazy copy under pandas'
     copy-on-write (pandas 3: no data is copied until written), a copy otherwise."""
@@ -108,6 +115,27 @@ class Results:
         # statistics already computed, by their arguments (Results never change): a report after
         # compare() or summary_ci() with the same options reuses them instead of resampling again
         self._memo: dict = {}
+
+    # pickling and copying: users save results and send them to worker processes ------------------
+
+    def __reduce_ex__(self, protocol):
+        """Pickles with its per-query table built (a Spark evaluation's collected) and the rows and
+        re-evaluation it keeps (``evaluation.sources``, ``rerun``: grouped logs, file paths, score
+        matrices), as far as they pickle; what does not (a Spark DataFrame, a user's lambda among
+        the beyond-accuracy inputs) is dropped, and a method that needs it says so after unpickling."""
+        from .engine.results import portable
+
+        return (_unpickled, portable(self._evaluation, max(int(protocol), 2)))
+
+    def __copy__(self) -> Results:
+        return Results(self._evaluation)  # an Evaluation never changes: shared
+
+    def __deepcopy__(self, memo) -> Results:
+        """A copy whose tables and counts are its own; the rows and re-evaluation it reads (never
+        changed) are shared."""
+        from .engine.results import deep_copied
+
+        return Results(deep_copied(self._evaluation, memo))
 
     def _memoized(self, key: tuple, compute) -> pd.DataFrame:
         """``compute()``, or a copy of the frame it gave for ``key`` before (a seed of None: always anew)."""
@@ -375,7 +403,9 @@ class Results:
         difference of means; exact when every order fits in ``n_resamples``).
 
         Each row: ``model_a, model_b, mean_a, mean_b, delta`` (a - b), its simultaneous interval
-        ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs), ``significant`` (p below
+        ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs; Tukey's below 1e-12, which scipy's
+        integral of the studentized range cannot tell apart, is given as 1e-12, an upper bound, in
+        ``attrs["p_floor"]``, and printed ``< 1e-12``), ``significant`` (p below
         ``1 - confidence``), ``effect_size`` (delta / sqrt(residual variance), Sakai's ES_E), and
         the compact letter display ``letters_a, letters_b`` (models sharing a letter are not
         distinguishable); per metric and segment. Definitions: :mod:`topkeval.analysis.many`.
@@ -512,9 +542,10 @@ class Results:
         -------
         pandas.DataFrame
             Columns indexed by (model, field): ``("", "rank")``, then for each model ``item``,
-            ``score``, ``relevance``, (``tied_ranks``,) ``change`` and ``other_rank`` (the item's rank
-            under the other model; NaN when that model did not retrieve it). Empty positions (a list
-            shorter than k) are None / NaN.
+            ``score``, ``relevance``, (``judged``: with judgments apart, whether the item has a
+            judgment, as its grade 0 does not say,) (``tied_ranks``,) ``change`` and ``other_rank``
+            (the item's rank under the other model; NaN when that model did not retrieve it). Empty
+            positions (a list shorter than k) are None / NaN.
 
         Examples
         --------
@@ -784,7 +815,8 @@ class Results:
         worst : int
             How many of the worst regressions to list and show, 0 to 100,000 (default 10).
         k : int, optional
-            Positions of the side-by-side view (default: the largest cutoff, or 20); a list shorter
+            Positions of the side-by-side view (default: the smallest cutoff evaluated, at most 20, or
+            10 without one); a list shorter
             than k shows its whole length.
         images : str, mapping or callable, optional
             Thumbnails in the side-by-side view: a URL pattern with ``{item}``
@@ -1047,10 +1079,11 @@ class Results:
 
     def __repr__(self) -> str:
         info = self._evaluation.info
-        from .outputs.text import evaluated_text, info_lines
+        from .outputs.text import evaluated_text, info_lines, skipped_text
 
-        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)} ({info['skipped_empty']:,} skipped "
-                "as empty)")
+        skipped = skipped_text(info)
+        head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)}"
+                + (f" ({skipped})" if skipped else " (0 skipped as empty)"))
         # what the first line does not say: judged queries a run lacks, cutoffs beyond every list, ties, clicks
         notes = "".join(f"\nnote: {line}" for line in info_lines(info)[1:])
         return head + "\n" + self._evaluation.summary.to_string() + notes

@@ -81,7 +81,8 @@ def with_beyond(evaluation, metrics, inputs: Inputs):
     if taken:
         raise ParameterError(f"{taken[0]} is evaluated already (under another name): ask for it once.")
     evaluation.require_rows(inputs.owner)
-    values = compute(evaluation, list(zip(labels, parsed)), inputs)
+    defaults: dict = {}
+    values = compute(evaluation, list(zip(labels, parsed)), inputs, defaults)
     base = evaluation.per_query
     table = base.copy(deep=False)
     models = table["model"].to_numpy(object)
@@ -100,18 +101,30 @@ def with_beyond(evaluation, metrics, inputs: Inputs):
     info = dict(evaluation.info)
     info["metrics"] = [*evaluation.metrics, *labels]
     info["metric_names"] = {**(info.get("metric_names") or {}), **{label: str(m) for label, m in zip(labels, parsed)}}
+    if defaults:  # what was read in place of an input not given, said (outputs/text.py: default_lines)
+        info["beyond_defaults"] = {**(info.get("beyond_defaults") or {}), **defaults}
     rerun = evaluation.rerun
+    return replace(evaluation, summary=summary, info=info, _per_query=[table],
+                   rerun=_Again(rerun, inputs) if rerun is not None else None)
 
-    def again(names):  # the same evaluation at other metrics (curves): the beyond ones here, with the same inputs
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _Again:
+    """The same evaluation at other metrics (curves): the beyond-accuracy ones here, with the same
+    inputs (an object holding them, so that the results pickle where the inputs do)."""
+
+    rerun: Callable
+    inputs: Inputs
+
+    def __call__(self, names):
+        from ..metrics.names import labelled_metrics
+
         lab, met = labelled_metrics(names)
         mine = [n for n, m in zip(lab, met) if m.info.beyond]
         rest = [n for n, m in zip(lab, met) if not m.info.beyond]
-        first = rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
-        out = with_beyond(first, mine, inputs) if mine else first
+        first = self.rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
+        out = with_beyond(first, mine, self.inputs) if mine else first
         return out if rest else without(out, [STAND_IN])
-
-    return replace(evaluation, summary=summary, info=info, _per_query=[table],
-                   rerun=again if rerun is not None else None)
 
 
 #: what the engine evaluates when only beyond-accuracy metrics are asked for (it needs one metric;
@@ -162,7 +175,8 @@ def beyond_accuracy(evaluation, k: int = 10, inputs: Inputs | None = None, metri
                                      "(tk.evaluate(..., metrics=[...])).")
     per_query = [(label, m) for label, m in zip(labels, parsed) if m.info.beyond == "query"]
     catalog = [(label, m) for label, m in zip(labels, parsed) if m.info.beyond == "catalog"]
-    values = compute(evaluation, per_query + catalog, inputs)
+    defaults: dict = {}
+    values = compute(evaluation, per_query + catalog, inputs, defaults)
     rows = {}
     for model in evaluation.models:
         ids, per = values.get(model, (np.zeros(0, object), {}))
@@ -176,6 +190,7 @@ def beyond_accuracy(evaluation, k: int = 10, inputs: Inputs | None = None, metri
         rows[model] = row
     out = pd.DataFrame.from_dict(rows, orient="index", columns=list(labels))
     out.index.name = "model"
+    out.attrs["defaults"] = defaults  # what was read in place of an input not given (as info["beyond_defaults"])
     return out
 
 
@@ -233,6 +248,7 @@ class _Lists:
                                  "memory, with item='<column>'.")
         self.conv = conv
         self.owner = owner
+        self.own_rows = bool(getattr(evaluation, "own_rows", False))
         self.logs = list(sources())
         for log, _ in self.logs:
             if not log.has_items:
@@ -340,6 +356,8 @@ class _Given:
             raise ParameterError(f"similarity must be a function (item, item) -> float, got "
                                  f"{type(inputs.similarity).__name__}.")
         self._cache: dict = {}
+        #: the defaults read in place of an input not given (info["beyond_defaults"]): what each was
+        self.defaults: dict = {}
 
     def once(self, key, build):
         if key not in self._cache:
@@ -362,7 +380,12 @@ class _Given:
             counts = pd.Series(hi).value_counts(sort=False)
             return pd.Series(counts.to_numpy() / n, index=pd.Index(counts.index, dtype=object)), 1.0 / n, "history"
         if given is None:
-            return (*_log_popularity(self.lists), "relevant candidates")
+            if self.lists.own_rows:
+                raise _NoDefault("popularity")
+            pop, cold = _log_popularity(self.lists)
+            self.defaults["popularity"] = {"from": "relevant candidates", "items": len(pop),
+                                           "queries": 0 if math.isnan(cold) else round(1.0 / cold)}
+            return pop, cold, "relevant candidates"
         if isinstance(given, pd.Series):
             pop = given
         elif isinstance(given, Mapping):
@@ -446,8 +469,12 @@ class _Given:
         catalog = self.inputs.catalog
         shown = self.lists.ids
         if catalog is None:
+            if self.lists.own_rows:
+                raise _NoDefault("catalog")
             ids = [pd.unique(pd.Series(log.item_ids(pd.unique(log.items)), dtype=object)) for log, _ in self.lists.logs]
-            return len(pd.unique(np.concatenate(ids))) if ids else 0
+            size = len(pd.unique(np.concatenate(ids))) if ids else 0
+            self.defaults["catalog"] = {"from": "items of the table", "items": size}
+            return size
         if isinstance(catalog, (int, np.integer)) and not isinstance(catalog, bool):
             size = int(catalog)
             if size < len(shown):
@@ -591,6 +618,27 @@ class _Given:
                                  f"DataFrame with the query column and an item column, or a mapping query -> items).")
 
 
+class _NoDefault(Exception):
+    """An input read by a metric, not given, whose default the rows cannot give: each model's rows are
+    its own (a stacked table, runs with judgments apart), so that the items of all of them would make
+    a model's number depend on the models beside it, and the items of its own rows are its own lists."""
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
+
+    def message(self, label: str) -> str:
+        where = ("each model's rows here are its own (a stacked table with model=, or runs with judgments apart): "
+                 "their items are the models' own lists, not the catalogue, and the items of all of them would make "
+                 "a model's value depend on the models evaluated beside it")
+        if self.what == "catalog":
+            return (f"{label} divide{'s' * (' and ' not in label)} by the catalogue's size, which these results cannot "
+                    f"tell: {where}. Pass catalog= (the catalogue's item ids, or its number of items).")
+        return (f"{label} read{'s' * (' and ' not in label)} each item's popularity, which these results cannot tell: "
+                f"{where}. Pass history= (the queries' past interactions, as RecTools' MeanInvUserFreq counts them) or "
+                "popularity= (item -> share of queries).")
+
+
 def _find(keys, wanted) -> np.ndarray:
     """The position in ``keys`` (ids) of each of ``wanted`` (-1 where absent). Ids match by value,
     as pandas' object indexes match them; integers on both sides by an int64 hash (10x faster on
@@ -717,8 +765,10 @@ def _similarity(sim: Callable, a, b) -> float:
 # the values
 
 
-def compute(evaluation, metrics, inputs: Inputs) -> dict:
-    """``{model: (query ids, {label: per-query values or, for a catalogue-level family, one value})}``."""
+def compute(evaluation, metrics, inputs: Inputs, defaults: dict | None = None) -> dict:
+    """``{model: (query ids, {label: per-query values or, for a catalogue-level family, one value})}``;
+    ``defaults``, when given, receives what was read in place of an input not given
+    (``{"catalog": {...}, "popularity": {...}}``: the same for every model, by construction)."""
     lists = _Lists(evaluation, inputs.owner)
     given = _Given(lists, inputs, evaluation.query_name)
     conv = lists.conv
@@ -747,6 +797,7 @@ def compute(evaluation, metrics, inputs: Inputs) -> dict:
     if inputs.catalog is not None:
         given.catalog_size()
     out: dict = {}
+    missing: dict[str, list[str]] = {}  # input -> the labels that read it, without a default
     for model in lists.models:
         per: dict = {}
         ids = None
@@ -754,12 +805,21 @@ def compute(evaluation, metrics, inputs: Inputs) -> dict:
             parts = lists.parts.get((model, m.k), [])
             if ids is None:
                 ids = lists.query_ids(model, m.k)
-            if m.info.beyond == "catalog":
-                per[label] = _catalog_value(m, parts, lists, given)
-            else:
-                per[label] = np.concatenate([_query_values(label, m, part, model, lists, given) for part in parts]) \
-                    if parts else np.zeros(0)
+            try:
+                if m.info.beyond == "catalog":
+                    per[label] = _catalog_value(m, parts, lists, given)
+                else:
+                    per[label] = np.concatenate([_query_values(label, m, part, model, lists, given)
+                                                 for part in parts]) if parts else np.zeros(0)
+            except _NoDefault as no:
+                labels = missing.setdefault(no.what, [])
+                labels += [label] if label not in labels else []
+        if missing:  # every input missing, said at once
+            raise ParameterError(" ".join(_NoDefault(what).message(" and ".join(labels))
+                                          for what, labels in missing.items()))
         out[model] = (ids if ids is not None else np.zeros(0, object), per)
+    if defaults is not None:
+        defaults.update(given.defaults)
     return out
 
 
@@ -1026,7 +1086,9 @@ def _rbp_norm(m, part: _Part, conv) -> np.ndarray:
 
 
 def _catalog_value(m, parts: list[_Part], lists: _Lists, given: _Given) -> float:
-    """One model's catalogue-level value over all its lists."""
+    """One model's catalogue-level value over all its lists. Sums over items are exact (``math.fsum``):
+    the items are numbered over every model's lists, so that a float sum in their order would change
+    in its last bits with the models beside this one."""
     n_items = len(lists.ids)
     if parts:
         item = np.concatenate([p.item for p in parts])
@@ -1043,23 +1105,23 @@ def _catalog_value(m, parts: list[_Part], lists: _Lists, given: _Given) -> float
         frac = p < 1.0  # shown with a chance: missed by every query with prod (1 - p)
         missed = np.exp(np.bincount(item[frac], weights=np.log1p(-p[frac]), minlength=n_items))
         covered = np.where(sure, 1.0, np.where(exposure > 0, 1.0 - missed, 0.0))
-        return float(covered.sum() / size)
+        return math.fsum(covered) / size
     if fam == "gini":
         return _gini(exposure[exposure > 0], given.catalog_size())
     if fam == "entropy":
-        total = exposure.sum()
+        total = math.fsum(exposure)
         if total <= 0:
             return float("nan")
         s = exposure[exposure > 0] / total
         if m.param("variant") == "recbole":
-            return float(-(s * np.log(s)).sum() / len(s))
-        return float(-(s * np.log2(s)).sum())
+            return -math.fsum(s * np.log(s)) / len(s)
+        return -math.fsum(s * np.log2(s))
     if fam == "personalization":
         k = m.k
         U = sum(int(np.count_nonzero(x.L[x.keep] > 0)) for x in parts)
         if U < 2:
             return float("nan")
-        squares = float((exposure ** 2).sum() + (p * (1.0 - p)).sum())
+        squares = math.fsum(exposure ** 2) + float((p * (1.0 - p)).sum())
         return float(1.0 - (squares - U * k) / (k * U * (U - 1)))
     raise ParameterError(f"{m}: no such catalogue-level family here.")  # pragma: no cover
 
@@ -1067,11 +1129,11 @@ def _catalog_value(m, parts: list[_Part], lists: _Lists, given: _Given) -> float
 def _gini(exposures: np.ndarray, size: int) -> float:
     """Gini index of the exposures of the ``size`` items of the catalogue (items never shown: 0):
     ``sum_i (2i - n - 1) x_(i) / (n sum x)`` over the exposures sorted ascending, i = 1..n."""
-    total = exposures.sum()
+    total = math.fsum(exposures)
     if size == 0 or total <= 0:
         return float("nan")
     # the items never shown take the first size - m places with x = 0: only the m shown are summed
     # (a catalogue of 10**12 items is never materialised)
     x = np.sort(exposures)
     i = np.arange(size - len(x) + 1, size + 1, dtype=np.float64)
-    return float(((2 * i - size - 1) * x).sum() / (float(size) * total))
+    return math.fsum((2 * i - size - 1) * x) / (float(size) * total)

@@ -12,7 +12,10 @@ value of model j on query i, ``x_i.``, ``x_.j`` and ``x_..`` the query, model an
   ``F = MS / V_E``.
 * Tukey's HSD: ``q = |x_.a - x_.b| / sqrt(V_E / n)``, ``p = P(Q > q)`` for the studentized range
   Q of m means with (m - 1)(n - 1) df (``scipy.stats.studentized_range``); the simultaneous
-  interval is ``x_.a - x_.b +- q_{1-alpha} sqrt(V_E / n)``.
+  interval is ``x_.a - x_.b +- q_{1-alpha} sqrt(V_E / n)``. scipy integrates the studentized range
+  numerically, to about 1e-12: below :data:`P_FLOOR` its value is an artefact (6.7e-13 however far
+  in the tail, or 0), so such a p is given as :data:`P_FLOOR`, an upper bound, and printed
+  ``< 1e-12``.
 * The randomized Tukey HSD: each query's m values are permuted across the models (all
   ``(m!)^n`` orders when at most ``n_resamples``, otherwise ``n_resamples`` random ones); for each,
   the largest difference between two model means; ``p`` of a pair is the share of those at least
@@ -44,6 +47,11 @@ from ..metrics.names import is_bounded
 from .segments import groups
 
 ALL_TESTS = ("tukey", "randomized_tukey")
+
+#: the smallest Tukey p-value told apart: scipy's integral of the studentized range is good to
+#: about 1e-12 (further in the tail it gives 6.72e-13 whatever q, or 0). A smaller p is given as
+#: this number, an upper bound (``frame.attrs["p_floor"]``), and printed "< 1e-12".
+P_FLOOR = 1e-12
 
 
 def _label(results, metric: str | None) -> list[str]:
@@ -185,7 +193,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                 halves = np.zeros(len(pairs))
             elif test == "tukey":
                 se = math.sqrt(v_e / n)
-                p = _studentized_sf(np.abs(diffs) / se, m, (m - 1) * (n - 1))
+                p = np.maximum(_studentized_sf(np.abs(diffs) / se, m, (m - 1) * (n - 1)), P_FLOOR)
                 halves = np.full(len(pairs), _q_critical(float(confidence), m, (m - 1) * (n - 1)) * se)
             else:
                 p, halves = _randomized(X, np.abs(diffs), confidence, n_resamples, rng)
@@ -201,7 +209,8 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                              "effect_size": float(diffs[i] / math.sqrt(v_e)) if v_e > 0 else math.nan,
                              "letters_a": letters[models[a]], "letters_b": letters[models[b]], "n_queries": n})
     frame = pd.DataFrame(rows)
-    frame.attrs.update(test=test, confidence=confidence, n_resamples=n_resamples)
+    frame.attrs.update(test=test, confidence=confidence, n_resamples=n_resamples,
+                       p_floor=P_FLOOR if test == "tukey" else 1.0 / (1 + n_resamples))
     return frame
 
 

@@ -150,7 +150,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         raw = log.scores[name][lo:hi]
         shown_score = -raw if ascending else raw
         lists[name] = dict(rank=rank, ids=ids, score=shown_score, cmp=scores, grade=log.grades[lo:hi], rel=rel,
-                           p=p, R=rq)
+                           p=p, R=rq, judged=None if log.judged is None else log.judged[lo:hi])
     chance = {name: {ids: float(p) for ids, p, r in zip(v["ids"], v["p"], v["rel"]) if r}
               for name, v in lists.items()}
     rank_of = {name: {i: int(r) for i, r in zip(v["ids"], v["rank"]) if r > 0} for name, v in lists.items()}
@@ -167,6 +167,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         mark: list[str] = []
         tied: list[str] = []
         elsewhere: list[float] = []
+        judged: list = []  # with judgments apart: whether the item has a judgment (None past the list)
         for pos in range(1, positions + 1):
             i = by_rank.get(pos)
             if i is None:
@@ -176,7 +177,9 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
                 mark.append("")
                 tied.append("")
                 elsewhere.append(np.nan)
+                judged.append(None)
                 continue
+            judged.append(True if v["judged"] is None else bool(v["judged"][i]))
             elsewhere.append(float(rank_of[other].get(v["ids"][i], np.nan)) if other is not None else np.nan)
             item.append(v["ids"][i])
             score.append(float(v["score"][i]))
@@ -196,6 +199,8 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
         columns[(name, "item")] = pd.Series(item, dtype=object)
         columns[(name, "score")] = score
         columns[(name, "relevance")] = grade
+        if any(v["judged"] is not None for v in lists.values()):  # judgments apart: unjudged told from grade 0
+            columns[(name, "judged")] = pd.Series(judged, dtype=object)
         if conv.ties == "expected":
             columns[(name, "tied_ranks")] = tied
         columns[(name, "change")] = mark

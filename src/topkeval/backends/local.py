@@ -7,11 +7,12 @@ and the batches go to the one results builder (:func:`topkeval.engine.build_resu
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from .. import engine
+from ..conventions import Conventions
 from ..errors import DataError, ParameterError, TopkevalWarning
 from ..inputs.judgments import _PARTIAL_COUNTS, RunApart, read_runs
 from ..inputs.stream import NotGrouped, StreamedFile
@@ -65,28 +66,53 @@ def run_batches(data, qrels, plan: engine.Plan, *, backend, depth: int | None = 
 
 
 def evaluate_runs(data, qrels, plan: engine.Plan, *, query: str, backend, by=None, weight=None, threads=None,
-                  **options) -> engine.Evaluation:
+                  own_rows: bool = True, **options) -> engine.Evaluation:
     """evaluate(run, qrels=...): see :mod:`topkeval.inputs.judgments`.
 
     The evaluation keeps each run's grouped log and judgments: :meth:`Results.curves` evaluates them
-    again at other metrics, never the caller's tables (which may have changed since)."""
+    again at other metrics, never the caller's tables (which may have changed since). ``own_rows``:
+    each run's rows are its own (stacked runs, TREC run files), not one table of candidates every
+    score column ranks (:attr:`~topkeval.engine.Evaluation.own_rows`)."""
     kept: list = []
     batches, logs, info = run_batches(data, qrels, plan, query=query, backend=backend, by=by, weight=weight,
                                       threads=threads, kept=kept, **options)
     for key in _PARTIAL_COUNTS:
         info.pop(key)
     attrs = info.pop("_attrs", None)
+    rerun = _RunsRerun(tuple(kept), tuple(logs), plan.conv, info, attrs, tuple(by or []), weight, query, backend,
+                       threads, own_rows)
+    return rerun.results(plan, batches)
 
-    def results(current_plan, batches):
-        return engine.build_results(batches, current_plan, query_name=query, info=dict(info), sources=lambda: logs,
-                                    backend=backend, attributes=attrs, by=by or [], weight=weight)
 
-    def rerun(names):  # the same runs and judgments, at other metrics (Results.curves)
-        again = engine.make_plan(names, plan.conv)
-        return results(again, [evaluate_matched(run, log, again, backend=backend, judged_only=judged_only,
-                                                threads=threads) for run, log, judged_only in kept])
+@dataclass(frozen=True, eq=False, repr=False)
+class _RunsRerun:
+    """Runs with judgments apart, evaluated again at other metrics (Results.curves): an object holding
+    each run, its log and its judgments, so that the results pickle."""
 
-    return replace(results(plan, batches), rerun=rerun)
+    kept: tuple  # (run, log, judged_only) of each run
+    logs: tuple  # (log, R) of each run: the Evaluation's sources
+    conv: Conventions
+    info: dict
+    attrs: pd.DataFrame | None
+    by: tuple
+    weight: str | None
+    query: str
+    backend: object
+    threads: int | None
+    own_rows: bool
+
+    def results(self, plan: engine.Plan, batches) -> engine.Evaluation:
+        from ..engine.results import Kept
+
+        out = engine.build_results(batches, plan, query_name=self.query, info=dict(self.info),
+                                   sources=Kept(list(self.logs)), backend=self.backend, attributes=self.attrs,
+                                   by=list(self.by), weight=self.weight, own_rows=self.own_rows)
+        return replace(out, rerun=self)
+
+    def __call__(self, names) -> engine.Evaluation:
+        again = engine.make_plan(names, self.conv)
+        return self.results(again, [evaluate_matched(run, log, again, backend=self.backend, judged_only=judged_only,
+                                                     threads=self.threads) for run, log, judged_only in self.kept])
 
 
 def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores: list[str], item: str | None,
@@ -137,16 +163,37 @@ def evaluate_file(path, plan: engine.Plan, *, query: str, relevance: str, scores
         if weight and not (whole[weight] > 0).any():
             raise DataError(f"Every query weight in {weight!r} is 0: a weighted mean needs a positive total weight.")
 
-    def rerun(names):  # the same file at other metrics (Results.curves), if it is still the same file
-        file.check_unchanged("curves")
+    rerun = _FileRerun(file, path, plan.conv, dict(query=query, relevance=relevance, scores=scores, item=item,
+                                                   depth=depth, threads=threads, chunk_rows=chunk_rows,
+                                                   keep_per_query=keep_per_query, ascending=ascending, by=by,
+                                                   weight=weight, backend=backend))
+    return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
+                                sources=_FileRows(file), backend=backend, rerun=rerun, attributes=whole,
+                                by=list(by or []), weight=weight)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _FileRows:
+    """A streamed file's logs read again (``Evaluation.sources``), if it is still the same file."""
+
+    file: StreamedFile
+
+    def __call__(self):
+        return self.file.logs_again("this (diff, side_by_side, beyond_accuracy or the report)")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class _FileRerun:
+    """The same file at other metrics (Results.curves), if it is still the same file: an object holding
+    the path and the options, so that the results pickle."""
+
+    file: StreamedFile
+    path: object
+    conv: Conventions
+    options: dict
+
+    def __call__(self, names) -> engine.Evaluation:
+        self.file.check_unchanged("curves")
         with warnings.catch_warnings():  # said once, by the evaluation itself (as a table in memory does)
             warnings.simplefilter("ignore", TopkevalWarning)
-            return evaluate_file(path, engine.make_plan(names, plan.conv), query=query, relevance=relevance,
-                                 scores=scores, item=item, depth=depth, threads=threads, chunk_rows=chunk_rows,
-                                 keep_per_query=keep_per_query, ascending=ascending, by=by, weight=weight,
-                                 backend=backend)
-
-    return engine.build_results(batches, plan, query_name=query, info={"rows": rows, "chunks": len(batches)},
-                                sources=lambda: file.logs_again("this (diff, side_by_side, beyond_accuracy or the "
-                                                                "report)"),
-                                backend=backend, rerun=rerun, attributes=whole, by=list(by or []), weight=weight)
+            return evaluate_file(self.path, engine.make_plan(names, self.conv), **self.options)

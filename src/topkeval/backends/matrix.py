@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -226,34 +226,44 @@ def evaluate_scores(scores, relevant, plan, exclude=None, *, batch_size: int | N
     """The evaluation behind :func:`topkeval.evaluate_matrix` (checked parameters, a plan): an
     :class:`~topkeval.engine.Evaluation` that keeps the matrices as they were, to evaluate them again
     at other metrics (curves)."""
-    from dataclasses import replace
-
-    from .. import engine
-
-    conv = plan.conv
     prepared = prepare(scores, relevant, exclude)
     warn_leaked(prepared.leaked)
+    evaluation = _results(prepared, plan, batch_size, threads)
+    return replace(evaluation, rerun=_MatrixRerun(_kept(prepared, scores), plan.conv, batch_size, threads))
+
+
+def _results(prepared: Prepared, plan, batch_size: int | None, threads: int | None):
+    from .. import engine
+
     U, I = prepared.shape
+    run = evaluate_rows(prepared, np.arange(U), plan, batch_size=batch_size, threads=threads)
+    if not run.evaluated:
+        raise DataError("Every item of every user is in exclude: no user has a candidate, so there is nothing "
+                        "to evaluate (the long format of these matrices has no row).")
+    engine.warn_if_nothing_relevant(plan.conv, run.relevant)
+    return engine.build_results(run.evaluated, plan, query_name="user", info={"matrix": {
+        "users": U, "items": I, "candidates_selected": run.selected, "depth": run.depth,
+        "relevant_excluded": prepared.leaked,
+        "users_without_candidates": 0 if run.absent is None else len(run.absent)}})
 
-    def results(current_plan, prepared):
-        run = evaluate_rows(prepared, np.arange(U), current_plan, batch_size=batch_size, threads=threads)
-        if not run.evaluated:
-            raise DataError("Every item of every user is in exclude: no user has a candidate, so there is nothing "
-                            "to evaluate (the long format of these matrices has no row).")
-        engine.warn_if_nothing_relevant(conv, run.relevant)
-        return engine.build_results(run.evaluated, current_plan, query_name="user", info={"matrix": {
-            "users": U, "items": I, "candidates_selected": run.selected, "depth": run.depth,
-            "relevant_excluded": prepared.leaked,
-            "users_without_candidates": 0 if run.absent is None else len(run.absent)}})
 
-    evaluation = results(plan, prepared)
-    kept = _kept(prepared, scores)
+class _MatrixRerun:
+    """Results.curves: the same matrices again, as they were (an object holding them, so that the
+    results pickle: unpickled, its tensors are its own copies, which no one changes in place)."""
 
-    def rerun(names):  # Results.curves: the same matrices again, as they were
-        _check_unchanged(kept)
-        return results(engine.make_plan(names, conv), kept)
+    def __init__(self, kept: Prepared, conv, batch_size: int | None, threads: int | None) -> None:
+        self.kept, self.conv, self.batch_size, self.threads = kept, conv, batch_size, threads
 
-    return replace(evaluation, rerun=rerun)
+    def __call__(self, names):
+        from .. import engine
+
+        _check_unchanged(self.kept)
+        evaluation = _results(self.kept, engine.make_plan(names, self.conv), self.batch_size, self.threads)
+        return replace(evaluation, rerun=self)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.kept = replace(self.kept, versions={})  # the tensors read back: copies of their own
 
 
 def _kept(prepared: Prepared, given) -> Prepared:

@@ -35,6 +35,85 @@ RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relativ
 QUERY_TAKEN = ("model", "baseline", "delta", "gained", "lost")
 
 
+class Kept:
+    """A value handed back when called: ``Evaluation.sources`` of rows held in memory. A module-level
+    callable holding its value, so that an Evaluation pickles (a lambda does not)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __call__(self):
+        return self.value
+
+
+class Dropped:
+    """What an unpickled Evaluation has in place of a capability that could not be pickled (``sources``
+    or ``rerun`` reading a Spark DataFrame, a user's lambda among the inputs...): calling it says so."""
+
+    __slots__ = ("what", "why")
+
+    def __init__(self, what: str, why: str) -> None:
+        self.what = what
+        self.why = why
+
+    def __call__(self, *args, **kwargs):
+        uses = {"sources": "its rows (diff's items, side_by_side, beyond_accuracy, bounds, the report's side-by-side "
+                           "view)",
+                "rerun": "how to evaluate its data at other metrics (curves, the report's curves, with_beyond's "
+                         "curves)"}[self.what]
+        raise ParameterError(f"These results were unpickled without {uses}, which could not be pickled "
+                             f"({self.why}): evaluate the data again in this process for this, or use what the results "
+                             "hold (summary, per_query, info, compare, summary_ci, segments...).")
+
+    def __reduce__(self):
+        return (Dropped, (self.what, self.why))
+
+
+def portable(evaluation: Evaluation, protocol: int = 4) -> tuple:
+    """``evaluation`` in parts that pickle: the per-query table built (a Spark evaluation's collected),
+    and its capabilities (``sources``, ``rerun``, the backend) pickled together, or, those that cannot
+    be, dropped (:class:`Dropped`: the backend becomes None, as for results that never had one).
+    :func:`restore` puts them back together."""
+    import pickle
+
+    core = replace(evaluation, sources=None, rerun=None, backend=None, _per_query=[evaluation.per_query])
+    kept = {"sources": evaluation.sources, "rerun": evaluation.rerun, "backend": evaluation.backend}
+    try:  # together: a log that sources and rerun both hold is pickled once
+        return core, pickle.dumps(kept, protocol), {}
+    except Exception:  # each on its own: what cannot be pickled is dropped, and said when used
+        held, dropped = {}, {}
+        for name, value in kept.items():
+            try:
+                pickle.dumps(value, protocol)
+                held[name] = value
+            except Exception as exc:  # anything a pickler raises (PicklingError, TypeError, AttributeError...)
+                dropped[name] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        return core, pickle.dumps(held, protocol), dropped
+
+
+def deep_copied(evaluation: Evaluation, memo: dict | None = None) -> Evaluation:
+    """``evaluation`` with tables and counts of its own (``copy.deepcopy``); what it reads again (the
+    rows, the re-evaluation, the backend), which never changes, shared."""
+    import copy
+
+    held = evaluation._per_query[0]
+    return replace(evaluation, summary=copy.deepcopy(evaluation.summary, memo),
+                   info=copy.deepcopy(dict(evaluation.info), memo), attributes=copy.deepcopy(evaluation.attributes, memo),
+                   _per_query=[held if callable(held) else copy.deepcopy(held, memo)])
+
+
+def restore(core: Evaluation, kept: bytes, dropped: dict) -> Evaluation:
+    """The Evaluation :func:`portable` took apart."""
+    import pickle
+
+    parts = pickle.loads(kept)
+    for name, why in dropped.items():
+        parts[name] = None if name == "backend" else Dropped(name, why)
+    return replace(core, **parts)
+
+
 @dataclass(frozen=True, eq=False)
 class Evaluation:
     """What an evaluation computed, as :func:`build_results` made it (read-only).
@@ -66,6 +145,10 @@ class Evaluation:
     backend : object or None
         The backend that computed the results, asked again for what reads the rows (diff's items,
         side_by_side, beyond_accuracy: :class:`~topkeval.engine.rules.Backend`).
+    own_rows : bool
+        Each model's rows are its own (a stacked table, runs with judgments apart), not one table
+        of candidates every model ranks: what the rows say about the items (the catalogue, their
+        popularity) differs by model, and is no default of a model's beyond-accuracy numbers.
     """
 
     summary: pd.DataFrame
@@ -79,6 +162,7 @@ class Evaluation:
     sources: LogSource | None = None
     rerun: Callable[[list[str]], Evaluation] | None = None
     backend: object | None = None
+    own_rows: bool = False
     _per_query: list = field(default_factory=list, repr=False)  # [DataFrame or its builder], built once
 
     @property
@@ -168,7 +252,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
                   sources: LogSource | None = None, rerun: Callable[[list[str]], Evaluation] | None = None,
                   attributes: pd.DataFrame | None = None, by: Sequence[str] = (), weight: str | None = None,
                   ascending: bool = False, backend: object | None = None,
-                  per_query: Callable[[], pd.DataFrame] | None = None) -> Evaluation:
+                  per_query: Callable[[], pd.DataFrame] | None = None, own_rows: bool = False) -> Evaluation:
     """One :class:`Evaluation` from the batches of an evaluation, whatever the path.
 
     The summary is each model's mean over its evaluated queries (NaN values left out; weighted with
@@ -181,7 +265,8 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
     not counted), ``models``, ``metrics`` (the column labels:
     the names as requested), ``metric_names`` (each label -> the canonical name), ``conventions``,
     with ``weight`` and ``segments`` when given, and what the front door adds (``info``).
-    ``per_query`` replaces the per-query table built from the batches (Spark collects its own).
+    ``per_query`` replaces the per-query table built from the batches (Spark collects its own);
+    ``own_rows``: each model's rows are its own (:attr:`Evaluation.own_rows`).
     """
     names = plan.names
     by_model: dict[str, list[ModelValues]] = {}
@@ -238,7 +323,7 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
 
     table: Callable[[], pd.DataFrame] = per_query or from_batches
     evaluation = Evaluation(summary_df, base, query_name, plan.conv, ascending=bool(ascending), sources=sources,
-                            rerun=rerun, backend=backend, _per_query=[table])
+                            rerun=rerun, backend=backend, own_rows=own_rows, _per_query=[table])
     return attach(evaluation, attributes, by, weight) if attributes is not None else evaluation
 
 

@@ -71,13 +71,48 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
             header = pcsv.open_csv(path, parse_options=parse).schema.names
             _check_columns(columns, header, f"file '{path}'", roles, hint)
             return pcsv.read_csv(path, parse_options=parse, convert_options=convert)
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+    except (pa.ArrowException, OSError) as exc:
+        if path.is_dir():
+            mixed = mixed_schemas(path, columns)
+            if mixed:
+                raise InputFileError(f"Cannot read '{path}': {mixed}") from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputFileError(f"Cannot read '{path}': {first}") from None
     raise InputFileError(
         f"Cannot read '{path}': unknown file type {path.suffix or '(none)'!r}. "
         "Use a .parquet file (or a directory of them) or a .csv / .tsv file."
     )
+
+
+def mixed_schemas(folder: Path, columns: Sequence[str]) -> str | None:
+    """Why the parquet files of ``folder`` cannot be read as one table: a wanted column of another type
+    (or absent) in one file than in the first (None when their schemas agree on ``columns``)."""
+    import pyarrow.parquet as pq
+
+    from .paths import _data_files
+
+    first_path: Path = folder
+    first = None
+    for file in _data_files(folder):
+        try:
+            schema = pq.read_schema(file)
+        except Exception:  # not a parquet file: said as such
+            return (f"its file '{file.relative_to(folder)}' is not a parquet file: a folder read as one table holds "
+                    "parquet files only.")
+        if first is None:
+            first_path, first = file, schema
+            continue
+        for name in columns:
+            mine = first.field(name).type if name in first.names else None
+            theirs = schema.field(name).type if name in schema.names else None
+            if mine != theirs:
+                def what(t):
+                    return "absent" if t is None else str(t)
+
+                return (f"its parquet files do not share one schema: column {name!r} is {what(mine)} in "
+                        f"'{first_path.relative_to(folder)}' and {what(theirs)} in '{file.relative_to(folder)}'. "
+                        "Write them with the same columns and types, or read them one by one.")
+    return None
 
 
 def column_names(data) -> list[str]:

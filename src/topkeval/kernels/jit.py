@@ -54,9 +54,17 @@ _vectorised = 0
 #: and their arrays, parts of its own, are not counted again towards the budget).
 _running = threading.local()
 
-#: Seconds a first compiled call may take (a load from the cache) before a notice says it compiles.
+#: Seconds a first compiled call may take before a notice says that it compiles: said only when numba
+#: actually compiles (a kernel not in its cache: the first run after installation), never when it
+#: loads the kernels from its cache, however long that takes on a busy machine.
 NOTICE_AFTER = 1.0
 _noticed = threading.Event()
+
+#: numba compilations started in this process (its "numba:compile" events: a load from the cache is none)
+_compiles = 0
+#: the first calls running now (:class:`_FirstCall`), whose NOTICE_AFTER may have passed
+_waiting: set = set()
+_listening = False
 
 
 def _notice() -> None:
@@ -69,25 +77,71 @@ def _notice() -> None:
             "installation: seconds, more on a busy machine; cached for every later run)...")
 
 
-class first_calls:
-    """Around the first calls of numba dispatchers outside :class:`Kernel` (the resampling kernels,
-    compiled on first use): the same notice once they take :data:`NOTICE_AFTER` seconds, when one
-    of them has not been compiled or loaded in this process yet."""
+def _listen() -> None:
+    """Have numba say when it compiles (its ``numba:compile`` event, which a load from the cache
+    never fires), once per process."""
+    global _listening
+    with _LOCK:
+        if _listening:
+            return
+        from numba.core import event
 
-    def __init__(self, *dispatchers):
-        self._timer = None
-        if not _noticed.is_set() and any(not d.signatures for d in dispatchers):
-            self._timer = threading.Timer(NOTICE_AFTER, _notice)
-            self._timer.daemon = True
+        class Compiling(event.Listener):
+            def on_start(self, ev) -> None:
+                global _compiles
+                _compiles += 1
+                if any(call.overdue for call in list(_waiting)):
+                    _notice()
+
+            def on_end(self, ev) -> None:
+                pass
+
+        event.register("numba:compile", Compiling())
+        _listening = True
+
+
+class _FirstCall:
+    """Around a first compiled call: the notice once it has taken :data:`NOTICE_AFTER` seconds and
+    numba has compiled something meanwhile (whichever comes second says it)."""
+
+    def __init__(self) -> None:
+        self.overdue = False
+        self._start = _compiles
+        self._timer = threading.Timer(NOTICE_AFTER, self._late)
+        self._timer.daemon = True
+
+    def _late(self) -> None:
+        self.overdue = True
+        if _compiles > self._start:
+            _notice()
 
     def __enter__(self):
-        if self._timer is not None:
-            self._timer.start()
+        _listen()
+        _waiting.add(self)
+        self._timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
+        _waiting.discard(self)
+
+
+class first_calls:
+    """Around the first calls of numba dispatchers outside :class:`Kernel` (the resampling kernels,
+    compiled on first use): the same notice once they take :data:`NOTICE_AFTER` seconds compiling,
+    when one of them has not been compiled or loaded in this process yet."""
+
+    def __init__(self, *dispatchers):
+        self._call = _FirstCall() if not _noticed.is_set() and any(not d.signatures for d in dispatchers) else None
+
+    def __enter__(self):
+        if self._call is not None:
+            self._call.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._call is not None:
+            self._call.__exit__(*exc)
 
 _KERNELS: list[Kernel] = []
 _LOCK = threading.Lock()
@@ -137,15 +191,10 @@ class Kernel:
                 args[i] = _read_only(args[i])
         if self.dispatcher.signatures or _noticed.is_set():
             return self.dispatcher(*args)
-        # first compiled call of this kernel in the process: loaded from numba's cache in a fraction
-        # of a second, or compiled (seconds, once after install): say so if it takes that long
-        timer = threading.Timer(NOTICE_AFTER, _notice)
-        timer.daemon = True
-        timer.start()
-        try:
+        # first compiled call of this kernel in the process: loaded from numba's cache (a fraction of
+        # a second, more on a busy machine), or compiled (seconds, once after install): said only then
+        with _FirstCall():
             return self.dispatcher(*args)
-        finally:
-            timer.cancel()
 
     def __repr__(self) -> str:
         return f"<topkeval kernel {self.__module__}.{self.__name__}>"

@@ -434,15 +434,25 @@ def _ir_measures_forms(fam: Family, params: str | None, k_text: str | None, text
     exponential gains), ``SetP(relative=True)`` (set_relative_precision), ``NumRet(rel=1)`` (the
     relevant retrieved: num_rel_ret). Returns the family, the other parameters and the cutoff."""
     rest: list[str] = []
+    seen: dict[str, str] = {}  # the forms read here, each once (dcg= sets the gain: not beside gain=)
     for part in _split_top(params) if params is not None else []:
         name, sep, value = (x.strip() for x in part.partition("="))
         name, value = name.lower(), value.strip("'\"")
         own = any(p.name.lower() == name for p in fam.params)
+        if sep and not own and name in (*_CUTOFF_NAMES, "dcg", "relative"):
+            role = "the cutoff" if name in _CUTOFF_NAMES else name
+            if role in seen:
+                raise _bad(text, fam, f"{role} is given twice ({seen[role]} and {part.strip()}): give it once")
+            seen[role] = part.strip()
         if sep and name in _CUTOFF_NAMES and not own:
             if k_text is not None and k_text.strip() != value:
                 raise _bad(text, fam, f"the cutoff is given twice ({k_text} and {value})")
             k_text = value
         elif sep and name == "dcg" and not own:
+            gains = [p for p in _split_top(params or "") if p.partition("=")[0].strip().lower() in ("gain", "gains")]
+            if gains:
+                raise _bad(text, fam, f"dcg= and gain= both set the gain ({part.strip()} and {gains[0].strip()}): "
+                                      "give one")
             if value.lower() not in ("log2", "exp-log2"):
                 raise _bad(text, fam, f"dcg must be 'log2' or 'exp-log2' (ir_measures), got {value!r}")
             if any(p.kind == "gain" for p in fam.params):
@@ -479,6 +489,7 @@ def _in_tool(tool: str, rest: str, text: str) -> Metric:
     if tool.lower() == "ir_measures" and _ALIASES.get(name.lower(), ("",))[0] == "rbp":
         # ir_measures' RBP: p = 0.8 by default; without rel= the grade is the gain (trectools)
         preset = ",".join((["p=0.8"] if "p" not in given else []) + (["gain=linear"] if "rel" not in given else []))
+    preset = ",".join(p for p in _split_top(preset) if p.partition("=")[0].strip().lower() not in given)
     inside = ",".join(x for x in (preset, params) if x)
     return parse_metric(family + (f"({inside})" if inside else "") + (f"@{k_text}" if k_text is not None else ""))
 
@@ -586,12 +597,22 @@ def _expand(item) -> list[tuple[str, Metric]]:
     return [(label_of(item) if isinstance(item, (str, Metric)) else label_of(str(item)), parse_metric(item))]
 
 
+#: a value continuing the name before a comma (trec_eval's lists): a number, or grade=gain / grade:gain
+_NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+_VALUE = re.compile(rf"{_NUMBER}(?:[=:]{_NUMBER})?")
+
+
 def split_names(text: str) -> list[str]:
     """Split a comma-separated list of names (``"recall@10,precision@10"``), keeping the commas that
     belong to a name (``"ndcg(gain={1:3,2:7})@5"``, ``"P.5,10"``, ``"ndcg.1=3,2=7"``).
 
     >>> split_names("recall@10,precision@10,P.5,10,ndcg(gain={1:3,2:7})@5")
     ['recall@10', 'precision@10', 'P.5,10', 'ndcg(gain={1:3,2:7})@5']
+
+    A name that starts with a digit is a name, not a value of the one before it:
+
+    >>> split_names("map,11pt_avg,utility.1,-1,0,0")
+    ['map', '11pt_avg', 'utility.1,-1,0,0']
     """
     parts, depth, current = [], 0, ""
     for ch in text:
@@ -606,7 +627,7 @@ def split_names(text: str) -> list[str]:
     for part in (p.strip() for p in parts):
         if not part:
             continue
-        if out and not part[0].isalpha():  # "10" of "P.5,10", "2=7" of "ndcg.1=3,2=7"
+        if out and _VALUE.fullmatch(part):  # "10" of "P.5,10", "2=7" of "ndcg.1=3,2=7", ".5" of "11pt_avg..25,.5"
             out[-1] += "," + part
         else:
             out.append(part)

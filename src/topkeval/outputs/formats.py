@@ -10,7 +10,9 @@ every Document, so a new format (one function and one :func:`register_format` li
 ``table``      a terminal table (rich), notes under it
 ``markdown``   GitHub markdown tables (every id escaped), notes in italics
 ``csv``        the first table, full precision (a file holds one table)
-``json``       the payload (NaN as null, infinities as "inf" / "-inf", ids as JSON values), or the first table's rows
+``json``       the payload (NaN as null, infinities as "inf" / "-inf", ids as JSON values; a Tukey p-value
+               below 1e-12 as 1e-12, an upper bound, where text formats print "< 1e-12"), or the first
+               table's rows
 ``trec``       trec_eval's lines (``name query value``): the evaluation's own text only
 =============  ===============================================================================
 """
@@ -179,18 +181,40 @@ def _trec(document: Document, width: int | None, terminal: bool) -> str:
     return document.texts["trec"]()
 
 
-def results_document(res, *, per_query: bool = False, ci: float | None = None) -> Document:
+def results_document(res, *, per_query: bool = False, ci: float | None = None,
+                     beside: pd.DataFrame | None = None, labels: list | None = None) -> Document:
     """What an evaluation shows: the means (per segment with ``by=``; with the intervals of
     :meth:`~topkeval.Results.summary_ci` at level ``ci``), or with ``per_query`` every (model, query)
-    row and then the means; the notes of ``info``; JSON gets :meth:`~topkeval.Results.to_dict`."""
+    row and then the means; the notes of ``info``; JSON gets :meth:`~topkeval.Results.to_dict`.
+
+    ``beside``: one value per model of metrics that have no per-query value (beyond_accuracy's
+    coverage, gini...: one row per model), shown beside the means (without an interval), and
+    ``labels`` the metric columns shown, in order (the means' and ``beside``'s)."""
     if ci is not None and per_query:
         raise ParameterError("ci gives intervals of the means; drop it, or per_query.")
+    if beside is not None and res.by:
+        raise ParameterError(f"{beside.columns[0]} describes each model's lists all together, never per segment: "
+                             "drop by=, or ask for it without.")
     payload = res.to_dict(per_query=per_query)
+    labels = list(labels) if labels is not None else res.metrics
+    summary = _beside(res.summary, beside, labels)
+    if beside is not None:
+        from ..metrics.names import parse_metric
+
+        payload["summary"] = {str(m): {c: text.json_ready(summary.loc[m, c]) for c in summary.columns}
+                              for m in summary.index}
+        payload["info"]["metrics"] = labels
+        payload["info"]["metric_names"] = {label: str(parse_metric(label)) for label in labels}
+        if beside.attrs.get("defaults"):
+            payload["info"]["beyond_defaults"] = text.json_ready({**payload["info"].get("beyond_defaults", {}),
+                                                                  **beside.attrs["defaults"]})
     if per_query:
         rows = res.to_pandas()
-        blocks = [Block(rows, **_whole(rows, res.weight)), Block(res.summary, title="means over the queries")]
+        rows = rows[[c for c in rows.columns if c not in res.metrics or c in labels]]
+        blocks = [Block(rows, **_whole(rows, res.weight)), Block(summary, title="means over the queries")]
     elif ci is not None:
         numbers, shown = _with_ci(res, ci)
+        numbers, shown = _beside(numbers, beside, None), _beside(shown, beside, None)
         blocks = [Block(numbers, shown=shown)]
         payload["summary_ci"] = text.records(res.summary_ci(confidence=ci))
     elif res.by:
@@ -198,9 +222,23 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None) -
         blocks = [Block(segments, title="by " + ", ".join(map(text.visible, res.by)),
                         **_whole(segments, "weight" if res.weight else None))]
     else:
-        blocks = [Block(res.summary)]
-    texts = {} if ci is not None else {"trec": lambda: text.trec_lines(res, per_query)}
-    return Document(blocks, notes=text.info_lines(res.info), payload=payload, texts=texts)
+        blocks = [Block(summary)]
+    texts = {} if ci is not None or beside is not None else {"trec": lambda: text.trec_lines(res, per_query)}
+    info = dict(res.info)
+    if beside is not None and beside.attrs.get("defaults"):
+        info["beyond_defaults"] = {**info.get("beyond_defaults", {}), **beside.attrs["defaults"]}
+    return Document(blocks, notes=text.info_lines(info), payload=payload, texts=texts)
+
+
+def _beside(frame: pd.DataFrame, beside: pd.DataFrame | None, labels: list | None) -> pd.DataFrame:
+    """``frame`` (one row per model) with the columns of ``beside``, the metric columns in ``labels``'
+    order (the other columns, as intervals, after each metric's own: kept as they are)."""
+    if beside is None:
+        return frame if labels is None else frame[[c for c in labels if c in frame.columns]]
+    joined = frame.join(beside[[c for c in beside.columns if c not in frame.columns]], how="left")
+    if labels is None:
+        return joined
+    return joined[[c for c in labels if c in joined.columns]]
 
 
 def _whole(frame: pd.DataFrame, column: str | None) -> dict:
@@ -235,6 +273,7 @@ def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
 _add("table", _table, "a terminal table, notes under it")
 _add("markdown", _markdown, "GitHub markdown tables, notes in italics")
 _add("csv", _csv, "the first table as CSV, full precision")
-_add("json", _json, "JSON: NaN as null, infinities as \"inf\" / \"-inf\", ids as JSON values")
+_add("json", _json, "JSON: NaN as null, infinities as \"inf\" / \"-inf\", ids as JSON values (a Tukey p-value "
+                    "below 1e-12 as 1e-12, a bound)")
 _add("trec", _trec, "trec_eval's lines: name, query, value", general=False)
 BUILT_IN = frozenset(FORMATS)

@@ -35,7 +35,7 @@ th,td{padding:4px 10px;border-bottom:1px solid #e8eaee;text-align:left;vertical-
 th{background:#f1f3f6;font-weight:600}th.group{text-align:center;border-left:2px solid #fff}td.num,th.num{text-align:right;white-space:nowrap}
 td.best{font-weight:700}.ci{color:#6b7482;font-size:12px}
 .better{color:#137333;font-weight:600}.worse{color:#b3261e;font-weight:600}.none{color:#6b7482}
-td.rel{background:#e7f4ea}.gained{color:#137333;font-weight:700}.lost{color:#b3261e;font-weight:700}
+td.rel{background:#e7f4ea}td.unjudged{color:#8a6d00;font-style:italic;background:repeating-linear-gradient(135deg,#fff8e1 0 4px,#fff 4px 8px)}.gained{color:#137333;font-weight:700}.lost{color:#b3261e;font-weight:700}
 .plots{display:flex;flex-wrap:wrap;gap:10px}.plots figure{margin:0;flex:0 1 calc(50% - 5px);min-width:420px}
 .plots svg{width:100%;height:auto}figcaption{color:#6b7482;font-size:12px}
 code,.id{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px;white-space:pre-wrap;overflow-wrap:break-word}
@@ -113,6 +113,8 @@ _FIELD = {"tied_ranks": "tied ranks", "other_rank": "rank in the other"}
 
 
 def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
+    from .text import UNJUDGED
+
     models = [m for m in dict.fromkeys(view.columns.get_level_values(0)) if m != ""]
     fields = ["item", "score", "relevance"] + (["tied_ranks"] if any((m, "tied_ranks") in view.columns
                                                                     for m in models) else []) + ["change"]
@@ -141,7 +143,12 @@ def _side_by_side_html(view: pd.DataFrame, images, digits: int) -> str:
                 continue
             cells.append(_num(view[(m, "score")].iloc[i], digits))
             whole = isinstance(rel, float) and math.isfinite(rel) and rel == int(rel)
-            cells.append(_num(rel, 0 if whole else digits))
+            if (m, "judged") in view.columns and view[(m, "judged")].iloc[i] is False:
+                # no judgment: not the 0 of an item judged not relevant
+                cells.append(f'<td class="num unjudged" data-value="{float(rel)!r}" title="no judgment for this '
+                             f'item: counted as not relevant">{UNJUDGED}</td>')
+            else:
+                cells.append(_num(rel, 0 if whole else digits))
             if "tied_ranks" in fields:
                 cells.append(f"<td>{esc(view[(m, 'tied_ranks')].iloc[i]) if (m, 'tied_ranks') in view.columns else ''}</td>")
             change = view[(m, "change")].iloc[i]
@@ -176,12 +183,7 @@ def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[
         notes.append(str(exc))
         warn(f"The report has no plots: {exc}")
         return "", ""
-    def axes():
-        # fixed margins rather than a layout engine: constrained layout measured every text several
-        # times, a third of the drawing; the labels of these figures fit these margins
-        fig, ax = plots._pyplot().subplots(figsize=(6.4, 3.6))
-        fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.91)
-        return ax
+    axes = plots.fixed_axes  # fixed margins, widened where a text sticks out (plots.fit)
 
     curves_html = []
     if curve_frame is not None:
@@ -328,7 +330,7 @@ def report_html(res, baseline: str | None = None, **options) -> str:
 
 def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, str]:
     """Each model's mean of each metric, the best in bold, with its bootstrap interval."""
-    from .text import best_rows
+    from .text import best_rows, fmt
 
     best = best_rows(res.summary)
     if has_rows:
@@ -346,7 +348,7 @@ def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, s
             if has_rows:
                 lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]
                 cell = cell[:-5] + (f'<br><span class="ci" data-low="{float(lo)!r}" data-high="{float(hi)!r}">'
-                                    f"[{lo:.{o.digits}f}, {hi:.{o.digits}f}]</span></td>")
+                                    f"[{esc(fmt(lo, o.digits))}, {esc(fmt(hi, o.digits))}]</span></td>")
             cells.append(cell)
         rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
     weight = res.weight
@@ -491,6 +493,8 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
     compact letter display."""
     if len(res.models) < 3 or res.weight:
         return None
+    from .text import p_value_text
+
     parts = []
     for metric_name in res.metrics:
         try:
@@ -498,6 +502,7 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
         except ParameterError as exc:  # fewer than 2 queries with every model's value: said, the others shown
             parts.append(f"<h3>{esc(metric_name)}</h3><p class=\"note\">{esc(str(exc))}</p>")
             continue
+        floor = rows.attrs.get("p_floor")  # Tukey's smallest p told apart: "< 1e-12" below
         if res.by:
             rows = rows[rows[res.by[0]] == ALL]
         means = {**dict(zip(rows["model_a"], rows["mean_a"])), **dict(zip(rows["model_b"], rows["mean_b"]))}
@@ -512,7 +517,8 @@ def _pairs_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
             cells = "".join(
                 '<td class="num">-</td>' if a == b else
                 f'<td class="num{" best" if cell[(a, b)][2] else ""}">{cell[(a, b)][0]:+.{o.digits}f}'
-                f'<br><span class="ci">p {cell[(a, b)][1]:.3g}</span></td>' for b in order)
+                f'<br><span class="ci">p {esc(p_value_text(cell[(a, b)][1], floor=floor))}'
+                '</span></td>' for b in order)
             body.append(f'<tr><td class="id">{esc(a)}</td>{_num(means[a], o.digits)}'
                         f'<td class="id">{esc(letters[a])}</td>{cells}</tr>')
         head = ["model", "#mean", "letters"] + [f"#{esc(b)}" for b in order]
@@ -572,9 +578,9 @@ def _queries_section(res, o: ReportOptions, view_queries: list, anchors: dict) -
     from ..metrics.names import parse_metric
 
     k = o.k
-    if k is None:
+    if k is None:  # the smallest cutoff evaluated, at most 20 (a list to read, not recall@100's 100 rows), or 10
         cut = [parse_metric(n).k for n in res.metrics]
-        k = max([c for c in cut if c is not None], default=20)
+        k = min(min([c for c in cut if c is not None], default=10), 20)
     blocks = []
     for q in view_queries:
         try:
@@ -595,22 +601,32 @@ def _queries_section(res, o: ReportOptions, view_queries: list, anchors: dict) -
     legend = ("Each model's top k, position by position. Green cells: relevant items. <span class=gained>gained"
               "</span>: a relevant item the model brought into the top k; <span class=lost>lost</span>: one it "
               "let out (marked on the baseline's side). Rank in the other: the item's rank under the other model, or "
-              "not retrieved when that model's list does not hold it.")
+              "not retrieved when that model's list does not hold it. <span class=\"unjudged\">unjudged</span>: an "
+              "item the judgments do not list (counted as not relevant), told apart from one judged not relevant "
+              "(0).")
     return ("queries", f"Top {k}, side by side", f'<p class="note">{legend}</p>' + "".join(blocks))
 
 
 def _conventions_section(res) -> tuple[str, str, str]:
     """The conventions the numbers were computed under, and the counts of ``info``."""
-    from .text import info_lines
+    from .text import counts_differ, info_lines, per_model_counts
 
     info = res.info
     conv_rows = [f'<tr><td><code>{esc(name)}</code></td><td class="id">{esc(value if isinstance(value, str) else repr(value))}'
                  "</td></tr>"
                  for name, value in info.get("conventions", {}).items()]
+    evaluated, skipped, absent = per_model_counts(info)
+    differ = counts_differ(info)
     count_rows = [f"<tr><td>{esc(label)}</td>{_int(info[key])}</tr>"
                   for key, label in (("queries", "queries"), ("evaluated", "evaluated"),
                                      ("skipped_empty", "skipped: no relevant item"), ("rows", "rows read"))
-                  if key in info]
+                  if key in info and not (differ and key in ("evaluated", "skipped_empty"))]
+    if differ:
+        # the models' counts differ (a stacked table, runs missing queries): each model's, which add up
+        for what, counts in (("evaluated", evaluated), ("skipped: no relevant item", skipped),
+                             ("without a row of the model", absent)):
+            count_rows += [f'<tr><td>{what}: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
+                           for m, c in counts.items() if c or what != "without a row of the model"]
     count_rows += [f'<tr><td>ties across a cutoff: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
                    for m, c in info.get("ties_at_cutoff", {}).items()]
     count_rows += [f"<tr><td>{esc(key)}</td>{_int(info[key])}</tr>"
@@ -666,7 +682,8 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     worst : int
         How many of the worst regressions to list and show (default 10).
     k : int, optional
-        Positions of the side-by-side view (default: the largest cutoff, or 20).
+        Positions of the side-by-side view (default: the smallest cutoff evaluated, at most 20;
+        10 without a cutoff).
     images : str, mapping or callable, optional
         Thumbnails in the side-by-side view: a URL pattern with ``{item}`` (``"https://cdn/{item}.jpg"``),
         a mapping or a function from item id to URL. Only http(s) and ``data:image/`` URLs are shown.

@@ -123,7 +123,7 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
     # plain numbers (1, 10, 1,000) rather than mathtext powers of ten: parsing mathtext was a third of the drawing
     from matplotlib.ticker import FuncFormatter
 
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.yaxis.set_major_formatter(FuncFormatter(_whole))  # a module-level function: the figure pickles
     ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
     ax.set_ylabel("queries")
     ax.set_title(label(f"{metric}: {model} - {baseline} per query"))
@@ -151,14 +151,52 @@ def counted_deltas(results, d) -> tuple[np.ndarray, np.ndarray]:
     return np.where(np.abs(delta) <= TIE, 0.0, delta), w[keep]
 
 
+def fixed_axes(size=(6.4, 3.6)):
+    """An axes for the report: fixed margins rather than a layout engine (constrained layout measured
+    every text several times, a third of the drawing); :func:`fit` widens them where a text would be
+    cut off."""
+    fig, ax = _pyplot().subplots(figsize=size)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.14, top=0.91)
+    return ax
+
+
+#: pixels kept between a figure's edge and its outermost text
+_EDGE = 4.0
+
+
+def fit(fig) -> None:
+    """Widen a fixed-margin figure's margins where its texts stick out (wide tick labels, 0.00012 or
+    1,000,000 on the y axis; a long axis label or title), so that no label is cut off: one measure of
+    the texts (each axes' tight box), the axes then moved inside by what sticks out. A figure with a
+    layout engine lays itself out."""
+    if fig.get_layout_engine() is not None or not fig.axes:
+        return
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    sp = fig.subplotpars
+    left, right, bottom, top = sp.left, sp.right, sp.bottom, sp.top
+    for ax in fig.axes:
+        box = ax.get_tightbbox(renderer)
+        if box is None:
+            continue
+        left = max(left, sp.left + (_EDGE - box.x0) / width)
+        right = min(right, sp.right - (box.x1 - (width - _EDGE)) / width)
+        bottom = max(bottom, sp.bottom + (_EDGE - box.y0) / height)
+        top = min(top, sp.top - (box.y1 - (height - _EDGE)) / height)
+    if (left, right, bottom, top) != (sp.left, sp.right, sp.bottom, sp.top) and left < right and bottom < top:
+        fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+
+
 def svg(fig) -> str:
     """A figure as inline SVG markup (no XML prolog; text as text, drawn in the page's sans-serif
-    font, which is lighter to write and to load than a path per glyph), closed after."""
+    font, which is lighter to write and to load than a path per glyph), closed after; its margins
+    fitted to its texts first (:func:`fit`)."""
     import io
 
     plt = _pyplot()
     import matplotlib
 
+    fit(fig)
     buf = io.StringIO()
     # the same ids in every run: reproducible pages
     with matplotlib.rc_context({"svg.hashsalt": "topkeval", "svg.fonttype": "none"}):
@@ -166,3 +204,8 @@ def svg(fig) -> str:
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
+
+
+def _whole(value: float, _position=None) -> str:
+    """A tick label: the number with thousands separators (1,000), no decimals."""
+    return f"{value:,.0f}"

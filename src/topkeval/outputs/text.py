@@ -22,10 +22,18 @@ from ..errors import DataError, plural
 
 
 def fmt(value, digits: int = 4) -> str:
-    """A number for a table: fixed digits, integers as integers, nan as 'nan'; anything else as text."""
+    """A number for a table: fixed digits, integers as integers, nan as 'nan'; anything else as text.
+    A number too small for two significant digits at ``digits`` decimals (a click rate, an inverse
+    propensity estimate: 0.0000 would say "none") is written with ``digits`` significant digits.
+
+    >>> fmt(0.5891), fmt(0.0032), fmt(0.0000321), fmt(-0.0004), fmt(0.0), fmt(float("nan")), fmt(0.3, 0)
+    ('0.5891', '0.0032', '3.210e-05', '-4.000e-04', '0.0000', 'nan', '0')
+    """
     if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "nan"
     if isinstance(value, (float, np.floating)):
+        if digits >= 2 and value != 0 and abs(value) < 10.0 ** (1 - digits) and math.isfinite(value):
+            return f"{value:.{max(digits - 1, 0)}e}"
         return f"{value:.{digits}f}"
     if isinstance(value, bytes):
         return visible(value.decode("utf-8", "backslashreplace"))
@@ -52,14 +60,23 @@ def visible(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def p_value_text(p, n_resamples: int | None = None, digits: int = 4) -> str:
+def p_value_text(p, n_resamples: int | None = None, digits: int = 4, floor: float | None = None) -> str:
     """A p-value for people: ``< 1e-04`` at the smallest value the resampling can reach (never 0.0000).
+    ``floor``: the smallest p a computed test tells apart (Tukey's HSD: 1e-12, the accuracy of the
+    studentized range's integral); a p at it prints ``< 1e-12``, one between it and ``10^-digits``
+    in two significant digits.
 
     >>> p_value_text(1 / 10001, 10_000), p_value_text(0.0312)
     ('< 1e-04', '0.0312')
+    >>> p_value_text(1e-12, floor=1e-12), p_value_text(3.14e-9, floor=1e-12), p_value_text(0.25, floor=1e-12)
+    ('< 1e-12', '3.1e-09', '0.2500')
     """
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return "nan"
+    if floor is not None and n_resamples is None:
+        if p <= floor * (1 + 1e-9):
+            return f"< {floor:.0e}"
+        return f"{p:.{digits}f}" if p >= 10.0 ** -digits else f"{p:.1e}"
     floor = 1.0 / (1 + n_resamples) if n_resamples else 0.0
     if p <= floor * (1 + 1e-9) or p < 10.0 ** -digits:
         return f"< {max(floor, 10.0 ** -digits):.0e}"
@@ -147,6 +164,8 @@ def json_ready(v):
 
 #: What the side-by-side view shows for an item the other model did not retrieve (its ``other_rank`` is NaN).
 NOT_RETRIEVED = "not retrieved"
+#: the relevance of an item without a judgment (judgments apart), as people read it: not a 0
+UNJUDGED = "unjudged"
 
 
 def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
@@ -156,7 +175,8 @@ def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
     ``text=False`` keeps the values (for CSV and JSON: an empty position is NaN, an item the
     other model did not retrieve has the other rank None; both null in JSON); ``text=True`` gives the cells as people read
     them (for a table or markdown): ranks and whole grades without decimals, an empty position
-    blank, and ``"not retrieved"`` where the other model did not retrieve the item.
+    blank, ``"not retrieved"`` where the other model did not retrieve the item, and ``"unjudged"``
+    as the relevance of an item without a judgment (judgments apart), never the 0 of a judged one.
 
     >>> view = pd.DataFrame({("", "rank"): [1, 2], ("a", "item"): ["x", None], ("a", "score"): [0.5, math.nan],
     ...                      ("a", "other_rank"): [math.nan, math.nan]})
@@ -175,12 +195,18 @@ def side_by_side_frame(view: pd.DataFrame, text: bool) -> pd.DataFrame:
 
     out = {}
     for (model, field), name in zip(view.columns, flat.columns):
+        if field == "judged":  # said in the relevance cell ("unjudged"): no column of its own for people
+            continue
         values = flat[name].tolist()
         present = [True] * len(values) if model == "" else [not missing(v) for v in view[(model, "item")]]
+        unjudged = [v is False for v in view[(model, "judged")]] if (model, "judged") in view.columns else \
+            [False] * len(values)
         cells = []
-        for v, here in zip(values, present):
+        for v, here, without in zip(values, present, unjudged):
             if not here:
                 cells.append("")
+            elif field == "relevance" and without:
+                cells.append(UNJUDGED)
             elif field == "other_rank" and missing(v):
                 cells.append(NOT_RETRIEVED)
             elif missing(v):
@@ -238,9 +264,32 @@ def uneven(info: Mapping) -> bool:
         and len(set(per_model.values())) > 1
 
 
+def per_model_counts(info: Mapping) -> tuple[dict, dict, dict]:
+    """Each model's queries evaluated, skipped as empty, and without a row of its own (a stacked
+    table's model that lacks some queries; judged queries a run lacks are ``missing_from_run``,
+    said apart): for each model the three add up to ``info["queries"]``."""
+    evaluated = dict(info.get("evaluated_per_model") or {})
+    skipped = dict(info.get("skipped_empty_per_model") or {m: info.get("skipped_empty", 0) for m in evaluated})
+    absent = {}
+    if "missing_from_run" not in info and "skipped_empty_per_model" in info:
+        absent = {m: info["queries"] - evaluated.get(m, 0) - skipped.get(m, 0) for m in evaluated}
+    return evaluated, skipped, absent
+
+
+def _differ(counts: Mapping) -> bool:
+    return len(set(counts.values())) > 1
+
+
+def counts_differ(info: Mapping) -> bool:
+    """Whether the models' counts of queries evaluated, skipped or without a row differ (then each
+    model's are said: maxima of different models would not add up)."""
+    evaluated, skipped, absent = per_model_counts(info)
+    return uneven(info) or _differ(evaluated) or _differ(skipped) or _differ(absent)
+
+
 def evaluated_text(info: Mapping) -> str:
     """"68 of 80 queries evaluated", or each model's count when they differ (runs missing different
-    judged queries).
+    judged queries, a stacked table's models).
 
     Examples
     --------
@@ -250,18 +299,53 @@ def evaluated_text(info: Mapping) -> str:
     ...                 "evaluated_per_model": {"a": 4, "b": 1}})
     'queries evaluated (of 5): a 4, b 1'
     """
-    if uneven(info):
+    evaluated = per_model_counts(info)[0]
+    if counts_differ(info):
         return (f"queries evaluated (of {info['queries']:,}): "
-                + ", ".join(f"{visible(str(m))} {c:,}" for m, c in info["evaluated_per_model"].items()))
+                + ", ".join(f"{visible(str(m))} {c:,}" for m, c in evaluated.items()))
     return f"{info['evaluated']:,} of {plural(info['queries'], 'query', 'queries')} evaluated"
+
+
+def skipped_text(info: Mapping) -> str:
+    """The queries skipped as empty (""), each model's count when they differ, and, on a stacked
+    table, each model's queries without a row: with :func:`evaluated_text`, counts that add up.
+
+    Examples
+    --------
+    >>> skipped_text({"queries": 10, "evaluated": 8, "skipped_empty": 2, "evaluated_per_model": {"a": 8, "b": 8}})
+    "2 without a relevant item skipped (empty_queries='skip')"
+    >>> skipped_text({"queries": 10, "evaluated": 8, "skipped_empty": 3, "evaluated_per_model": {"a": 8, "b": 6},
+    ...               "skipped_empty_per_model": {"a": 2, "b": 3}})
+    "without a relevant item, skipped (empty_queries='skip'): a 2, b 3; without a row of the model: b 1"
+    """
+    skipped, absent = per_model_counts(info)[1:]
+    parts = []
+    if counts_differ(info) and any(skipped.values()):
+        parts.append("without a relevant item, skipped (empty_queries='skip'): "
+                     + ", ".join(f"{visible(str(m))} {c:,}" for m, c in skipped.items()))
+    elif info.get("skipped_empty"):
+        parts.append(f"{info['skipped_empty']:,} without a relevant item skipped (empty_queries='skip')")
+    if any(absent.values()):
+        parts.append("without a row of the model: " + ", ".join(f"{visible(str(m))} {c:,}"
+                                                                 for m, c in absent.items() if c))
+    return "; ".join(parts)
+
+
+def counts_text(info: Mapping) -> str:
+    """The first line of the notes: queries evaluated, skipped, and (stacked tables) without a row,
+    per model where they differ, so that each model's counts add up to the queries.
+
+    >>> counts_text({"queries": 5, "evaluated": 4, "skipped_empty": 1, "evaluated_per_model": {"a": 4}})
+    "4 of 5 queries evaluated; 1 without a relevant item skipped (empty_queries='skip')"
+    """
+    skipped = skipped_text(info)
+    return evaluated_text(info) + (f"; {skipped}" if skipped else "")
 
 
 def info_lines(info: Mapping) -> list[str]:
     """What a user might not expect, in sentences: skipped queries, queries without judgments or
     missing from a run, ties at a cutoff."""
-    lines = [evaluated_text(info)
-             + (f"; {info['skipped_empty']:,} without a relevant item skipped (empty_queries='skip')"
-                if info["skipped_empty"] else "")]
+    lines = [counts_text(info)]
     unjudged = {m: c for m, c in (info.get("run_queries_without_judgments") or {}).items() if c}
     if unjudged:
         lines.append("queries of a run without any judgment, left out (check that the query ids of the run and of the "
@@ -301,7 +385,25 @@ def info_lines(info: Mapping) -> list[str]:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
-    return lines + click_lines(info) + off_policy_lines(info)
+    return lines + default_lines(info) + click_lines(info) + off_policy_lines(info)
+
+
+def default_lines(info: Mapping) -> list[str]:
+    """What the beyond-accuracy metrics read in place of an input not given (``info["beyond_defaults"]``).
+
+    >>> default_lines({"beyond_defaults": {"catalog": {"from": "items of the table", "items": 1682}}})
+    ['beyond accuracy: the catalogue is the 1,682 distinct items of the table (catalog= gives the real one)']
+    """
+    said = info.get("beyond_defaults") or {}
+    parts = []
+    if "catalog" in said:
+        parts.append(f"the catalogue is the {said['catalog']['items']:,} distinct items of the table (catalog= gives "
+                     "the real one)")
+    if "popularity" in said:
+        parts.append(f"an item's popularity is its share of the {said['popularity']['queries']:,} queries with a "
+                     "relevant candidate in which it is one (history= gives the training interactions, as RecTools "
+                     "counts them)")
+    return ["beyond accuracy: " + "; ".join(parts)] if parts else []
 
 
 def beyond_lists(info: Mapping) -> tuple[int, list[str], bool] | None:
