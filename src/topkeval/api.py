@@ -597,6 +597,8 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     evaluation = run(r.plan)
     if r.position is not None or ips_info is not None:
         evaluation = replace(evaluation, info={**evaluation.info, **_click_info(log, r, evaluation, ips_info)})
+    if getattr(r.propensity, "statistics", None) is not None:  # estimate_position_bias's curve: intervals refit it
+        evaluation = replace(evaluation, estimated_curve=r.propensity)
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
     return replace(evaluation, rerun=lambda names: run(engine.make_plan(names, r.plan.conv)))
 

@@ -50,6 +50,7 @@ import pandas as pd
 
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
+from . import curve_ci
 from .many import TIE, detectable_delta, unit_range
 from .many import all_equal as _all_equal
 from .segments import groups
@@ -268,9 +269,15 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     rng = np.random.default_rng(seed)
     alpha = 1.0 - confidence
     rows = _pairs(results, baseline, metrics, missing)
-    boot, perm = _resamples(rows, bool(weight), test, n_resamples, rng)
+    curve = curve_ci.estimated(results)
+    if curve:  # an estimated examination curve: fitted again on every resample (topkeval.analysis.curve_ci)
+        boot, perm = curve_ci.compare_resamples(results, rows, test, n_resamples, seed)
+    else:
+        boot, perm = _resamples(rows, bool(weight), test, n_resamples, rng)
     out = [_row(r, boot.get(i), perm.get(i), test, n_resamples, alpha) for i, r in enumerate(rows)]
     frame = pd.DataFrame(out)
+    if curve and len(frame):  # a paired t-test's detectable difference leaves the curve's uncertainty out
+        frame["detectable_delta"] = math.nan
     frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
@@ -305,7 +312,8 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
                 # values of 1e300 divided by a power of 2 (exact), the means and intervals scaled back
                 shift = value_shift(ma[ok], mb[ok])
                 # weights scaled by a power of 2 (exact): weights of 1e308 or 5e-324 neither overflow nor underflow
-                rows.append(dict(key=key, model=model, metric=metric, unit=unit_range(results.info, metric, ma[ok], mb[ok]),
+                rows.append(dict(key=key, model=model, baseline=baseline, metric=metric, queries=a.index[ok],
+                                 unit=unit_range(results.info, metric, ma[ok], mb[ok]),
                                  m=np.ldexp(ma[ok], -shift),
                                  b=np.ldexp(mb[ok], -shift), shift=shift, left_out=left_out,
                                  w=None if w_all is None else scaled_weights(w_all[ok]),
@@ -429,6 +437,8 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     :meth:`topkeval.Results.summary_ci`), per segment too with ``by=``; weighted with ``weight=``
     (a query of weight 0 counts nowhere)."""
     ev.require_rows("summary_ci")
+    if curve_ci.estimated(ev):  # an estimated examination curve: fitted again on every resample
+        return curve_ci.summary_ci(ev, confidence, n_resamples, seed)
     weight = ev.weight
     keys, columns, weights = [], [], []
     for key, pq in (groups(ev) if ev.by else [({}, ev.per_query)]):

@@ -66,6 +66,10 @@ class Evaluation:
     backend : object or None
         The backend that computed the results, asked again for what reads the rows (diff's items,
         side_by_side, beyond_accuracy: :class:`~topkeval.engine.rules.Backend`).
+    estimated_curve : object or None
+        The examination curve the clicks were weighed by when it was estimated
+        (:class:`~topkeval.analysis.bias.PositionBias`): intervals fit it again on resampled queries
+        (:mod:`topkeval.analysis.curve_ci`); None for a known curve or no weights.
     """
 
     summary: pd.DataFrame
@@ -79,6 +83,7 @@ class Evaluation:
     sources: LogSource | None = None
     rerun: Callable[[list[str]], Evaluation] | None = None
     backend: object | None = None
+    estimated_curve: object | None = None
     _per_query: list = field(default_factory=list, repr=False)  # [DataFrame or its builder], built once
 
     @property
