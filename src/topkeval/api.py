@@ -622,6 +622,10 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
     if r.propensity is None:
         return rows, None
     at = np.flatnonzero(clicked)  # only a click's propensity is ever read
+    if getattr(r.propensity, "statistics", None) is not None:  # an estimated curve: its reason where it has none
+        from .analysis.bias import refuse_unplaced
+
+        refuse_unplaced(r.propensity, pos[at])
     prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
     w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position")
     rows["ips_weight"] = w

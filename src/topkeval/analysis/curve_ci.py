@@ -14,8 +14,11 @@ the click terms of the clicks logged at position j, so every resample is cheap:
 * the resample's mean is ``sum_q c_bq u_q S_q . w_b / sum_q c_bq u_q`` (``c_bq`` the counts,
   ``u_q`` the query weights of ``weight=``, 1 without).
 
-``summary_ci`` takes the percentiles of those means; ``compare`` those of the paired differences
-(``S`` of the model minus ``S`` of the baseline), its bootstrap test shifts them to the null, and
+``summary_ci`` gives the basic bootstrap interval of those means (``2 m - q``, m the estimate and q
+the percentiles of the resampled means: a weight ``1 / p`` with p estimated is biased upward, by
+Jensen's inequality, and so is every resample's; the percentile interval would count that bias
+twice, the basic one removes it); ``compare`` that of the paired differences (``S`` of the model
+minus ``S`` of the baseline), its bootstrap test shifts them to the null, and
 its permutation test adds to the sign-flipped differences (weighed with the estimated curve) the
 curve's own deviation ``sum_j (w_bj - w_j) Dbar_j`` (``Dbar`` the mean paired difference per
 position): the statistic's two sources of noise, the queries evaluated and the curve. The t and
@@ -111,11 +114,34 @@ def position_sums(ev) -> tuple[np.ndarray, np.ndarray, dict]:
 def _curve_weights(bias, positions: np.ndarray, curve_counts: np.ndarray, clip: float | None) -> np.ndarray:
     """Per resample, the weight of a click at each of ``positions``: ``min(1 / p_b, clip)`` with the
     curve fitted again (inf where a resample has no click to place a position; NaN where it cannot)."""
-    p = bias.resampled(curve_counts)
+    from .bias import refit
+
+    p = refit(bias, curve_counts)
     at = bias.curve.index.get_indexer(positions)
     with np.errstate(divide="ignore"):
         w = 1.0 / p[:, at]
     return np.minimum(w, clip) if clip is not None else w
+
+
+def counts(curve_ids: pd.Index, eval_ids: pd.Index, n_resamples: int, seed):
+    """Blocks of bootstrap counts ``(curve counts, evaluation counts)``, one column per query of
+    ``curve_ids`` and of ``eval_ids``: drawn once per query id for both when the two share ids (one
+    log, or logs of the same queries: the union resampled), independently when they share none."""
+    from .bias import query_counts
+
+    rng = np.random.default_rng(seed)
+    shared = eval_ids.isin(curve_ids)
+    n_curve = len(curve_ids)
+    if shared.any():
+        union = curve_ids.append(eval_ids[~shared])  # the curve's queries first: their counts a slice
+        at = union.get_indexer(eval_ids)
+        for c in query_counts(rng, n_resamples, len(union)):
+            yield c[:, :n_curve], c[:, at]
+    else:
+        curve_rng, eval_rng = rng.spawn(2)
+        per = max(1, (1 << 22) // (n_curve + len(eval_ids)))
+        yield from zip(query_counts(curve_rng, n_resamples, n_curve, per),
+                       query_counts(eval_rng, n_resamples, len(eval_ids), per))
 
 
 def resamples(ev, blocks: list, n_resamples: int, seed, deviations: list | None = None) -> tuple[list, list]:
@@ -124,28 +150,14 @@ def resamples(ev, blocks: list, n_resamples: int, seed, deviations: list | None 
     every block (each block's numbers depend on the seed and its own queries only). With
     ``deviations`` (one mean paired difference per position ``Dbar`` per block), also the curve's own
     deviation ``sum_j (w_bj - w_j) Dbar_j`` under each resample's curve."""
-    from .bias import query_counts
-
     positions, weights, _ = position_sums(ev)
     bias = ev.estimated_curve
     clip = (ev.info.get("ips") or {}).get("clip")
     eval_ids = pd.Index(ev.per_query[ev.query_name].unique())
-    curve_ids = bias.queries
-    shared = eval_ids.isin(curve_ids)
-    rng = np.random.default_rng(seed)
     at = [eval_ids.get_indexer(q) for q, _, _ in blocks]
     out: list[list] = [[] for _ in blocks]
     dev: list[list] = [[] for _ in blocks]
-    n_curve = len(curve_ids)
-    if shared.any():  # one log (or logs of the same query ids): each query id drawn once for both
-        union = curve_ids.append(eval_ids[~shared])  # the curve's queries first: its counts a slice
-        at = [union.get_indexer(eval_ids[a]) for a in at]
-        streams = ((c[:, :n_curve], c) for c in query_counts(rng, n_resamples, len(union)))
-    else:
-        curve_rng, eval_rng = rng.spawn(2)
-        per = max(1, (1 << 22) // (n_curve + len(eval_ids)))
-        streams = zip(query_counts(curve_rng, n_resamples, n_curve, per),
-                      query_counts(eval_rng, n_resamples, len(eval_ids), per))
+    streams = counts(bias.queries, eval_ids, n_resamples, seed)
     for curve_counts, eval_counts in streams:
         w = _curve_weights(bias, positions, curve_counts, clip)
         for i, (q, S, u) in enumerate(blocks):
@@ -186,7 +198,7 @@ def summary_ci(ev, confidence: float, n_resamples: int, seed) -> pd.DataFrame:
     alpha = 1 - confidence
     rows = []
     for (key, model, metric), v, u, m in zip(keys, values, value_weights, means):
-        lo, hi = _percentiles(m, alpha)
+        lo, hi = _percentiles(2 * weighted_mean(v, u) - m, alpha)  # the basic bootstrap interval
         rows.append({**key, "model": model, "metric": metric, "mean": weighted_mean(v, u), "ci_low": lo,
                      "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())})
     return pd.DataFrame(rows)
@@ -216,7 +228,9 @@ def compare_resamples(ev, rows: list[dict], test: str, n_resamples: int, seed) -
         blocks.append((q, S, u))
         D.append(S.mean(axis=0) if u is None else (u[:, None] * S).sum(axis=0) / u.sum())
     boot_list, deviation = resamples(ev, blocks, n_resamples, seed, D if test == "permutation" else None)
-    boot = dict(zip(live, boot_list))
+    # reflected about the estimate: their percentiles are the basic bootstrap interval (the bootstrap
+    # test's |boot - estimate| is the same either way)
+    boot = {i: 2 * float(d @ weights) - b for i, d, b in zip(live, D, boot_list)}
     perm: dict = {}
     if test == "permutation":
         for j, i in enumerate(live):

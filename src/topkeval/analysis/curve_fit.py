@@ -221,8 +221,7 @@ def _harvest(clicks: np.ndarray, s: Statistics, form: str, start: np.ndarray | N
         fixed = ~free
         hess[fixed[:, :, None] | fixed[:, None, :]] = 0.0
         hess[:, np.arange(J), np.arange(J)] += fixed
-        with np.errstate(all="ignore"):
-            step = np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        step = _solve(hess, grad)
         step = np.where(np.isfinite(step), np.clip(step, -1.0, 1.0), np.nan)
         step[converged] = 0.0
         theta += np.nan_to_num(step, nan=0.0)
@@ -243,6 +242,16 @@ def _harvest(clicks: np.ndarray, s: Statistics, form: str, start: np.ndarray | N
     good = anchored & converged
     out[good] = p[good]
     return out
+
+
+def _solve(hess: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """Newton's steps of a block of resamples; a Hessian that is singular in floating point (a
+    position whose pairs' other entries have all but none of the weight) gets its least-squares step."""
+    with np.errstate(all="ignore"):
+        try:
+            return np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            return (np.linalg.pinv(hess) @ grad[:, :, None])[:, :, 0]
 
 
 def _shares(log_p: np.ndarray, s: Statistics, to_pattern, use: np.ndarray) -> np.ndarray:
