@@ -96,16 +96,17 @@ def test_bounds_are_the_extremes_over_every_completion(ties, rule):
 
 
 def test_a_query_without_click_counts_in_both_bounds_or_neither():
-    """The audit's case: under empty_queries="skip", a query with no click and a never-shown
-    candidate the model ranks low. Its hit_rate@1 is 0 in every completion that includes it, so the
-    lower bound leaves it out only if that lowers nothing; before, it counted in the upper bound
-    alone, which fell below the lower one."""
-    log = pd.DataFrame({"query": [1, 1, 2, 2], "item": ["a", "b", "c", "d"], "click": [1, 0, 0, 0],
-                        "position": [1, 2, 1, np.nan], "s": [0.9, 0.1, 0.9, 0.1]})
+    """The audit's case: under empty_queries="skip", a query with no click and never-shown
+    candidates. It is in a completion's mean only when one of them is relevant: at its lowest with
+    only the one the model ranks last relevant (e, third: hit_rate@1 and rr@2 are 0), at its highest
+    with all (d, first: 1). Before, it counted in the upper bound alone, which could fall below the
+    lower one."""
+    log = pd.DataFrame({"query": [1, 1, 2, 2, 2], "item": ["a", "b", "c", "d", "e"], "click": [1, 0, 0, 0, 0],
+                        "position": [1, 2, 1, np.nan, np.nan], "s": [0.9, 0.1, 0.5, 0.9, 0.1]})
     b = tk.evaluate(log, ["hit_rate@1", "rr@2"], relevance="click", score="s", position="position").bounds()
-    # query 1: hit_rate 1; query 2: left out (d not relevant) or hit_rate 0 (d relevant, ranked 2nd)
+    # query 1: 1 whatever the completion; query 2: left out, or 0 (e alone) to 1 (d relevant)
     assert b.loc[("s", "hit_rate@1"), ["lower", "upper"]].tolist() == [0.5, 1.0]
-    assert b.loc[("s", "rr@2"), ["lower", "upper"]].tolist() == [0.75, 1.0]
+    assert b.loc[("s", "rr@2"), ["lower", "upper"]].tolist() == [0.5, 1.0]
 
 
 def test_extreme_means_by_hand():

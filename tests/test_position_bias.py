@@ -99,7 +99,7 @@ def _small_log(seed: int, counts: bool = False) -> pd.DataFrame:
     q, n = 60, 5
     rel = rng.random((q, n)) < 0.5
     frames = []
-    for arm in range(3):
+    for _ in range(3):
         pos = np.argsort(np.argsort(-(rel + rng.normal(size=(q, n))), axis=1), axis=1) + 1
         click = rel & (rng.random((q, n)) < pos ** -0.8)
         frames.append(pd.DataFrame({"query": np.repeat(np.arange(q), n), "item": np.tile(np.arange(n), q),
@@ -302,6 +302,8 @@ def test_an_estimated_curve_widens_every_interval(weighted):
     assert ((wide["ci_high"] - wide["ci_low"]) > 1.3 * (narrow["ci_high"] - narrow["ci_low"])).all()
     row = estimated.compare(n_resamples=1000).iloc[0]
     assert row["ci_low"] < row["delta"] < row["ci_high"] and np.isnan(row["detectable_delta"])
+    # B is much better than A: found so by the permutation test, whose null adds the curve's own deviation
+    assert row["verdict"] == "better" and row["p_value"] < 0.01
 
 
 @pytest.mark.parametrize("call, words", [
@@ -373,3 +375,85 @@ def test_the_estimated_curve_and_its_intervals_at_the_tutorials_size():
     assert np.mean(covered) >= 0.9, np.mean(covered)
     assert worse <= 1  # at most 2.5% of the logs
     assert null_rejected <= reps * 0.05 + 3 * np.sqrt(reps * 0.05 * 0.95), null_rejected
+
+
+def test_curve_intervals_are_the_basic_bootstrap_of_the_refitted_curves():
+    """low, high = exp(2 log p - q_high), exp(2 log p - q_low), q the percentiles of the log of the
+    curve fitted again on each resample of the queries (the same draws, recomputed here)."""
+    log = arms_log(np.random.default_rng(9), 400)
+    bias = tk.estimate_position_bias(log, n_resamples=60, seed=3, confidence=0.9)
+    draws = np.vstack([refit(bias, c) for c in query_counts(np.random.default_rng(3), 60, len(bias.queries))])
+    curve = bias.curve
+    given = curve["low"].notna().to_numpy()
+    assert given[1:].sum() >= 8
+    logs = np.log(draws[:, given])
+    centre = np.log(curve["propensity"].to_numpy()[given])
+    assert curve["low"].to_numpy()[given] == pytest.approx(np.exp(2 * centre - np.quantile(logs, 0.95, axis=0)))
+    assert curve["high"].to_numpy()[given] == pytest.approx(np.exp(2 * centre - np.quantile(logs, 0.05, axis=0)))
+
+
+def test_estimated_curve_intervals_are_basic_intervals_of_the_resampled_means(weighted):
+    from topkeval.analysis import curve_ci
+
+    _, _, estimated, _ = weighted
+    ev = estimated.evaluation
+    _, _, sums = curve_ci.position_sums(ev)
+    pq = ev.per_query[ev.per_query["model"] == "B"]
+    q = pd.Index(pq["query"])
+    [means], _ = curve_ci.resamples(ev, [(q, sums[("B", "dcg@5")].loc[q].to_numpy(), None)], 400, 7)
+    row = estimated.summary_ci(n_resamples=400, seed=7).set_index(["model", "metric"]).loc[("B", "dcg@5")]
+    assert row["mean"] == pytest.approx(pq["dcg@5"].mean())
+    assert [row["ci_low"], row["ci_high"]] == pytest.approx(2 * row["mean"] - np.quantile(means, [0.975, 0.025]))
+
+
+def test_the_bootstrap_test_with_an_estimated_curve_is_two_sided(weighted):
+    """p = (1 + #{|delta* - delta| >= |delta|}) / (1 + N) over the joint resamples of the paired
+    differences (recomputed here from the resampled means of S_A2 - S_A; A and A2 are alike, so p
+    is far from its floor and the two tails differ)."""
+    from topkeval.analysis import curve_ci
+
+    bias, log, _, _ = weighted
+    res = tk.evaluate(log, ["precision@5"], relevance="click", score=["A", "A2"], item="item", position="position",
+                      propensity=bias)
+    ev = res.evaluation
+    _, _, sums = curve_ci.position_sums(ev)
+    pq = ev.per_query.pivot(index="query", columns="model", values="precision@5")
+    q = pd.Index(pq.index)
+    S = sums[("A2", "precision@5")].loc[q].to_numpy() - sums[("A", "precision@5")].loc[q].to_numpy()
+    [means], _ = curve_ci.resamples(ev, [(q, S, None)], 2000, 5)
+    delta = float((pq["A2"] - pq["A"]).mean())
+    want = (1 + np.sum(np.abs(means - delta) >= abs(delta) * (1 - 1e-12))) / 2001
+    one_tail = (1 + np.sum((means - delta) * np.sign(delta) >= abs(delta) * (1 - 1e-12))) / 2001
+    row = res.compare(test="bootstrap", n_resamples=2000, seed=5).iloc[0]
+    assert row["delta"] == pytest.approx(delta)
+    assert row["p_value"] == pytest.approx(want)
+    assert 0.05 < want and want - one_tail > 0.02
+
+
+def test_a_clip_of_one_leaves_no_curve_uncertainty(weighted):
+    """clip=1 caps every weight at 1: the curve no longer matters, and its intervals are those of the
+    plain clicks (as wide as with the curve known, up to resampling noise), not the wider ones."""
+    bias, log, _, _ = weighted
+    common = dict(relevance="click", score="B", item="item", position="position", clip=1.0)
+    width = {}
+    for name, propensity in (("estimated", bias), ("known", bias.propensities)):
+        ci = tk.evaluate(log, ["dcg@5"], propensity=propensity, **common).summary_ci(n_resamples=2000).iloc[0]
+        width[name] = ci["ci_high"] - ci["ci_low"]
+    assert width["estimated"] == pytest.approx(width["known"], rel=0.12)
+
+
+def test_a_resample_without_a_click_at_a_position_gives_it_zero_or_nothing():
+    """A resample whose queries have no click at position 5 (on pairs shown elsewhere): its curve is 0
+    there (the maximum of the likelihood: no finite weight), the others estimated; one without a
+    click at position 1 has no curve at all (nothing to anchor it)."""
+    log = arms_log(np.random.default_rng(12), 300)
+    bias = tk.estimate_position_bias(log, n_resamples=0)
+    ids = bias.queries
+
+    def without_clicks_at(position):
+        clicked = log[(log["position"] == position) & (log["click"] > 0)]["query"].unique()
+        return (~ids.isin(clicked)).astype(float)[None, :]
+
+    at5 = refit(bias, without_clicks_at(5))[0]
+    assert at5[4] == 0.0 and np.isfinite(at5).all() and (at5[np.arange(20) != 4] > 0).all()
+    assert np.isnan(refit(bias, without_clicks_at(1))[0]).all()

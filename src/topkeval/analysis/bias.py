@@ -89,7 +89,7 @@ def refit(bias: PositionBias, counts: np.ndarray) -> np.ndarray:
     return np.minimum(bias.statistics.fit(counts, bias.curve["propensity"].to_numpy()), 1.0)
 
 
-def refuse_unplaced(bias: PositionBias, positions: np.ndarray) -> None:
+def refuse_unplaced(bias, positions: np.ndarray) -> None:
     """Refuse clicks at positions the curve could not estimate, with the curve's reason."""
     curve = bias.curve
     at = curve.index.get_indexer(np.unique(positions))

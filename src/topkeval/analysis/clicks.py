@@ -76,7 +76,7 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
         """(model, label) -> every query's value (NaN where the query is left out of the mean)."""
         batch, _ = evaluate_grouped(current_log, plan, backend=CPU)
         pq = build_results([batch], plan, query_name=evaluation.query_name).per_query
-        out = {}
+        out: dict = {}
         for model, part in pq.groupby("model", sort=False):
             part = part.set_index(evaluation.query_name).reindex(current_log.queries)
             out |= {(model, label): part[label].to_numpy(np.float64) for label in plan.labels}

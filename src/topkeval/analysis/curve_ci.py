@@ -160,7 +160,7 @@ def resamples(ev, blocks: list, n_resamples: int, seed, deviations: list | None 
     streams = counts(bias.queries, eval_ids, n_resamples, seed)
     for curve_counts, eval_counts in streams:
         w = _curve_weights(bias, positions, curve_counts, clip)
-        for i, (q, S, u) in enumerate(blocks):
+        for i, (_, S, u) in enumerate(blocks):
             c = eval_counts[:, at[i]]
             cu = c if u is None else c * u
             sums = cu @ S

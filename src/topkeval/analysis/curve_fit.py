@@ -28,6 +28,7 @@ Newton's method on the log curve, so that re-estimating the curve 10,000 times c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,11 +53,11 @@ class Statistics:
     positions: np.ndarray  # every position of the curve (sorted); index 0 is position 1 when present
     n_queries: int
     rows: np.ndarray
-    clicks: object  # scipy.sparse.csr_matrix
+    clicks: Any  # scipy.sparse.csr_matrix
     entry_position: np.ndarray  # per entry, the index of its position in ``positions``
     entry_shown: np.ndarray  # per entry, its impressions (n)
     entry_pattern: np.ndarray  # per entry, its pattern (harvest) ; unused by randomized
-    shown: object = None  # randomized: a sparse (queries x positions) matrix of impressions
+    shown: Any = None  # randomized: a sparse (queries x positions) matrix of impressions
 
     def fit(self, counts: np.ndarray | None = None, start: np.ndarray | None = None) -> np.ndarray:
         """Propensities (resamples x positions): 1 at position 1, 0 where no click, NaN where none
