@@ -457,3 +457,14 @@ def test_a_resample_without_a_click_at_a_position_gives_it_zero_or_nothing():
     at5 = refit(bias, without_clicks_at(5))[0]
     assert at5[4] == 0.0 and np.isfinite(at5).all() and (at5[np.arange(20) != 4] > 0).all()
     assert np.isnan(refit(bias, without_clicks_at(1))[0]).all()
+
+
+def test_the_report_says_the_curve_was_estimated_and_leaves_out_what_would_ignore_it(weighted, tmp_path):
+    bias, log, _, _ = weighted
+    res = tk.evaluate(log, ["precision@5"], relevance="click", score=["A", "B", "B2"], item="item",
+                      position="position", propensity=bias)
+    page = (tmp_path / "r.html")
+    res.report(page, n_resamples=300, curves=False)
+    text = page.read_text(encoding="utf-8")
+    assert "weighed by an examination curve estimated by estimate_position_bias" in text
+    assert "compare_all takes the per-query values as the only source of noise" in text  # the pairs section's note
