@@ -468,3 +468,20 @@ def test_the_report_says_the_curve_was_estimated_and_leaves_out_what_would_ignor
     text = page.read_text(encoding="utf-8")
     assert "weighed by an examination curve estimated by estimate_position_bias" in text
     assert "compare_all takes the per-query values as the only source of noise" in text  # the pairs section's note
+
+
+def test_segments_and_query_weights_with_an_estimated_curve(weighted):
+    """Each segment's interval resamples the curve too, and a weighted mean's interval is that of the
+    ratio estimator (resampled sum c u v / sum c u) under each resample's curve."""
+    bias, log, _, _ = weighted
+    log = log.assign(half=np.where(log["query"].str[1:].astype(int) % 2 == 0, "even", "odd"),
+                     traffic=1.0 + (log["query"].str[1:].astype(int) % 3))
+    res = tk.evaluate(log, ["precision@5"], relevance="click", score=["A", "B"], item="item", position="position",
+                      propensity=bias, by="half", weight="traffic")
+    ci = res.summary_ci(n_resamples=400)
+    assert set(ci["half"]) == {"even", "odd", "(all)"}
+    assert ((ci["ci_low"] < ci["mean"]) & (ci["mean"] < ci["ci_high"])).all()
+    table = res.compare(n_resamples=400)
+    assert len(table) == 3 and (table["ci_low"] < table["delta"]).all() and (table["delta"] < table["ci_high"]).all()
+    overall = ci[ci["half"] == "(all)"].set_index("model")
+    assert overall.loc["B", "mean"] == pytest.approx(res.summary.loc["B", "precision@5"])
