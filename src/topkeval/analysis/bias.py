@@ -285,7 +285,7 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
         behind = multi.groupby("pos")["c"].sum().reindex(positions, fill_value=0).to_numpy()
     estimate = stats.fit()[0]
     notes = _notes(estimate, support, behind, method, form)
-    _refuse_empty(estimate, behind, method)
+    _refuse_empty(estimate, method)
     shown_estimate = np.where(estimate > 0, estimate, np.nan)
     low = np.full(len(positions), np.nan)
     high = np.full(len(positions), np.nan)
@@ -305,8 +305,7 @@ def estimate_position_bias(impressions, query: str = "query", item: str = "item"
         few = placed & (behind < MIN_CLICKS) & (form == "free")
         placed &= ~few
         # the basic bootstrap on the log scale: 2 log p - the upper (lower) percentile, which keeps
-        # its level where the percentiles themselves do not (the estimate is skewed; measured in
-        # tests/test_position_bias.py)
+        # its level where the percentiles themselves do not (measured: docs/conventions.md)
         centre = np.log(np.where(placed, shown_estimate, 1.0))
         q_low, q_high = np.quantile(draws[:, placed], [alpha, 1 - alpha], axis=0)
         with np.errstate(over="ignore"):
@@ -364,7 +363,7 @@ def _notes(estimate: np.ndarray, support: np.ndarray, behind: np.ndarray, method
     return out
 
 
-def _refuse_empty(estimate: np.ndarray, behind: np.ndarray, method: str) -> None:
+def _refuse_empty(estimate: np.ndarray, method: str) -> None:
     if not (np.isfinite(estimate[0]) and estimate[0] > 0):
         if method == "randomized":
             raise DataError("The randomised log has no click at position 1, which the curve is relative to.")

@@ -223,8 +223,8 @@ def compare_resamples(ev, rows: list[dict], test: str, n_resamples: int, seed) -
         r = rows[i]
         q = r["queries"]
         S = (sums[(r["model"], r["metric"])].loc[q].to_numpy() - sums[(r["baseline"], r["metric"])].loc[q].to_numpy())
-        S = np.ldexp(S, -r["shift"])
-        u = None if r["w"] is None else r["w"]
+        S = np.ldexp(S, -r["shift"])  # as the row's values: scaled by a power of 2 where they are huge
+        u = r["w"]
         blocks.append((q, S, u))
         D.append(S.mean(axis=0) if u is None else (u[:, None] * S).sum(axis=0) / u.sum())
     boot_list, deviation = resamples(ev, blocks, n_resamples, seed, D if test == "permutation" else None)

@@ -38,6 +38,9 @@ from ..errors import DataError
 #: Newton iterations at most; a fit that has not converged by then is left NaN (it diverges: a
 #: position whose pairs' other positions were never clicked has no finite maximum).
 _ITERATIONS = 60
+#: Numbers a block of resamples may hold in each of its arrays (resamples x positions x positions for
+#: the Hessians, resamples x entries for the clicks): more resamples are fitted block by block.
+_BLOCK = 4_000_000
 #: A log propensity above this (p above e**25 times position 1's) is a divergence, not an estimate.
 _RUNAWAY = 25.0
 
@@ -67,11 +70,18 @@ class Statistics:
             w = np.ones((1, len(self.rows)))
         else:
             w = np.asarray(counts, np.float64)[:, self.rows]
-        clicks = np.asarray((self.clicks.T @ w.T).T)  # resamples x entries
-        if self.method == "randomized":
-            shown = np.asarray((self.shown.T @ w.T).T)
-            return _randomized(clicks, shown, self.positions, self.form)
-        return _harvest(clicks, self, self.form, start)
+        J, E = len(self.positions), len(self.entry_position)
+        per = max(1, _BLOCK // (J * J + 6 * E + 1))  # resamples fitted at once: their arrays within _BLOCK numbers
+        out = []
+        for part in range(0, len(w), per):
+            block = w[part:part + per]
+            clicks = np.asarray((self.clicks.T @ block.T).T)  # resamples x entries
+            if self.method == "randomized":
+                shown = np.asarray((self.shown.T @ block.T).T)
+                out.append(_randomized(clicks, shown, self.positions, self.form))
+            else:
+                out.append(_harvest(clicks, self, self.form, start))
+        return np.vstack(out)
 
 
 def harvest_statistics(agg: pd.DataFrame, n_queries: int, positions: np.ndarray, form: str) -> Statistics:
