@@ -98,7 +98,8 @@ def ips(reps: int, resamples: int) -> None:
         log = evaluation_log(rng, 2000)
         bias = tk.estimate_position_bias(arms, n_resamples=0)
         # one log for both: the curve from the evaluated log's own impressions (two arms of it)
-        own = pd.concat([log.assign(arm=0), log.assign(arm=1, position=_second_arm(rng, log))], ignore_index=True)
+        position, click = _second_arm(rng, log)
+        own = pd.concat([log.assign(arm=0), log.assign(arm=1, position=position, click=click)], ignore_index=True)
         own_bias = tk.estimate_position_bias(own, n_resamples=0)
         settings = {"known curve": TRUE_CURVE, "estimated curve": bias, "estimated, taken as known": bias.propensities,
                     "estimated from the evaluated log": own_bias}
@@ -117,7 +118,12 @@ def ips(reps: int, resamples: int) -> None:
                     records.append(dict(setting=setting, what=f"{r.model} - A {r.metric} ({test})", estimate=r.delta,
                                         covered=r.ci_low <= true_delta <= r.ci_high, truth=true_delta,
                                         worse=r.verdict == "worse", significant=bool(r.significant)))
-    frame = pd.DataFrame(records)
+        if (rep + 1) % 10 == 0:
+            print(f"{rep + 1} logs", file=sys.stderr, flush=True)
+    _ips_table(pd.DataFrame(records), reps)
+
+
+def _ips_table(frame: pd.DataFrame, reps: int) -> None:
     out = frame.groupby(["setting", "what"], sort=False).agg(
         truth=("truth", "first"), mean=("estimate", "mean"), sd=("estimate", "std"), covered=("covered", "mean"),
         worse=("worse", "mean"), significant=("significant", "mean"))
@@ -131,11 +137,14 @@ def ips(reps: int, resamples: int) -> None:
               f"{significant} |")
 
 
-def _second_arm(rng, log: pd.DataFrame) -> np.ndarray:
-    """Positions of a second variant of the logging ranker on the evaluated log's queries."""
+def _second_arm(rng, log: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """A second variant of the logging ranker on the evaluated log's queries: its positions and its
+    clicks (examination 1 / position, as the simulator's)."""
     relevant = log["relevant"].to_numpy().reshape(-1, 20).astype(bool)
     score = 0.5 * relevant + rng.normal(size=relevant.shape)
-    return (np.argsort(np.argsort(-score, axis=1), axis=1) + 1).ravel()
+    position = np.argsort(np.argsort(-score, axis=1), axis=1) + 1
+    click = relevant & (rng.random(relevant.shape) < 1.0 / position)
+    return position.ravel(), click.ravel().astype(np.int8)
 
 
 def bounds(reps: int) -> None:
