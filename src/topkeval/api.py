@@ -607,6 +607,8 @@ def _evaluate_table(r: _Request) -> engine.Evaluation:
     evaluation = run.evaluate(r.plan)
     if r.position is not None or ips_info is not None:
         evaluation = replace(evaluation, info={**evaluation.info, **_click_info(log, r, evaluation, ips_info)})
+    if getattr(r.propensity, "statistics", None) is not None:  # estimate_position_bias's curve: intervals refit it
+        evaluation = replace(evaluation, estimated_curve=r.propensity)
     # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
     return replace(evaluation, rerun=run)
 
@@ -657,6 +659,10 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
     if r.propensity is None:
         return rows, None
     at = np.flatnonzero(clicked)  # only a click's propensity is ever read
+    if getattr(r.propensity, "statistics", None) is not None:  # an estimated curve: its reason where it has none
+        from .analysis.bias import refuse_unplaced
+
+        refuse_unplaced(r.propensity, pos[at])
     prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
     w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position")
     rows["ips_weight"] = w

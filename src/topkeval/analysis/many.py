@@ -44,6 +44,7 @@ import pandas as pd
 from ..engine.aggregate import unscale, value_shift
 from ..errors import ParameterError, plural
 from ..metrics.names import is_bounded
+from . import curve_ci
 from .segments import groups
 
 ALL_TESTS = ("tukey", "randomized_tukey")
@@ -137,6 +138,7 @@ def anova_table(X: np.ndarray) -> pd.DataFrame:
 def anova(results, metric: str) -> pd.DataFrame:
     """See :meth:`topkeval.Results.anova`."""
     results.require_rows("anova")
+    curve_ci.refuse(results, "anova")
     label = _label(results, metric)[0]
     out = []
     for key, per_query in _segments(results):
@@ -165,6 +167,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                 seed: int | None = 0) -> pd.DataFrame:
     """See :meth:`topkeval.Results.compare_all`."""
     results.require_rows("compare_all")
+    curve_ci.refuse(results, "compare_all")
     rng = np.random.default_rng(seed)
     rows = []
     for key, per_query in _segments(results):
@@ -337,6 +340,7 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                    test: str = "paired_t") -> pd.DataFrame:
     """See :meth:`topkeval.Results.queries_needed`."""
     results.require_rows("queries_needed")
+    curve_ci.refuse(results, "queries_needed")
     label = _label(results, metric)[0]
     rows = []
     for key, per_query in _segments(results):

@@ -149,6 +149,10 @@ class Evaluation:
         Each model's rows are its own (a stacked table, runs with judgments apart), not one table
         of candidates every model ranks: what the rows say about the items (the catalogue, their
         popularity) differs by model, and is no default of a model's beyond-accuracy numbers.
+    estimated_curve : object or None
+        The examination curve the clicks were weighed by when it was estimated
+        (:class:`~topkeval.analysis.bias.PositionBias`): intervals fit it again on resampled queries
+        (:mod:`topkeval.analysis.curve_ci`); None for a known curve or no weights.
     """
 
     summary: pd.DataFrame
@@ -163,6 +167,7 @@ class Evaluation:
     rerun: Callable[[list[str]], Evaluation] | None = None
     backend: object | None = None
     own_rows: bool = False
+    estimated_curve: object | None = None
     _per_query: list = field(default_factory=list, repr=False)  # [DataFrame or its builder], built once
 
     @property

@@ -484,6 +484,10 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
            f"or worse when its corrected p-value is below {1 - o.confidence:.2g}. Detectable: the smallest "
            f"difference a paired t-test at {1 - o.confidence:.2g} finds with probability 0.8 at this number of "
            "queries (Results.queries_needed sizes a larger study); inf: none that a metric in [0, 1] can take.")
+    if getattr(res.evaluation, "estimated_curve", None) is not None:
+        how += (" The clicks are weighed by an examination curve estimated by estimate_position_bias: every interval "
+                "and test fits it again on each resample of its queries (basic bootstrap intervals), and no "
+                "detectable difference is given (a t-test's sizing would leave the curve out).")
     return ("comparison", f"Comparison with {esc(o.baseline)}", _table(head, rows, "compare")
             + f'<p class="note">{how}</p>')
 
