@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 #: Families that count the relevant candidates they find (``nonpositive_scores="miss"`` applies).
 COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped", "gm_map",
-                "ap_found"}
+                "ap_found", "yaap"}
 
 
 def as_float32(x: float) -> float:
@@ -297,7 +297,7 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "rr":
         first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
-    if family in ("ap", "ap_capped", "gm_map", "ap_found"):
+    if family in ("ap", "ap_capped", "gm_map", "ap_found", "yaap"):
         total, seen = 0.0, 0
         for p, r in enumerate(found[:cut]):
             if r:
@@ -305,6 +305,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
                 total += seen / (p + 1)
         if family == "gm_map":
             return _log_floor(_div(total, R, und))
+        if family == "yaap":  # Robertson's yet another AP (trec_eval m_yaap.c)
+            return math.log((1 + total) / (1 + R - total))
         return _div(total, R if family == "ap" else seen if family == "ap_found" else min(R, k), und)
     signed = conv.get("negative_grades") == "gain"
 
@@ -324,6 +326,20 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         depth = min(cut, n)
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
+    if family == "rbp_trec":  # trec_eval's m_rbp.c: the grades over the query's largest judged grade when above 1
+        top = max([g for g in judged if g >= 0], default=0)
+        return (1 - beta) * sum(beta**p * (max(g, 0) if j else 0) for p, (_, g, _, j) in enumerate(triples)) / max(top, 1)
+    if family == "ideal_dcg":  # the ideal order of the positive gains (trec_eval), every judged gain when signed
+        best = sorted((x for x in (gain_of(g) for g in judged) if x > 0 or signed), reverse=True)
+        return _dcg(best, len(best) if k is None else k, conv)
+    if family == "ndcg_p":  # trec_eval's m_ndcg_p.c: Jarvelin & Kekalainen's discount, 0 without a relevant retrieved
+        jk = {**conv, "discount": "lenskit"}
+        value = _dcg([gain_of(g) if j else 0.0 for _, g, _, j in triples], n, jk)
+        best = sorted((x for x in (gain_of(g) for g in judged) if x > 0 or signed), reverse=True)
+        ideal = _dcg(best, len(best), jk)
+        if ideal == 0:
+            return und
+        return value / ideal if sum(ranked) else 0.0
     if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
         value = _dcg([gain_of(g) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
@@ -339,6 +355,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return R
     if family == "num_rel_ret":
         return hits_all
+    if family == "num_q":
+        return 1.0
     if family == "set_precision":
         return _div(hits_all, n, und)
     if family == "set_recall":

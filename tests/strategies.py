@@ -32,7 +32,7 @@ UTILITIES = [None, (2.0, -1.0, 0.0, 0.0, 0.0), (0.5, -0.25, -1.0, 0.5, 40.0)]
 #: 11pt_avg's recall levels (None: the eleven)
 LEVELS = [None, (0.25, 0.5, 0.75), (0.0, 1.0), (0.3,)]
 #: the families whose parameter is a gain
-GAINED = ("ndcg", "dcg", "g", "rndcg", "ndcg_rel")
+GAINED = ("ndcg", "dcg", "g", "rndcg", "ndcg_rel", "ideal_dcg", "ndcg_p")
 
 
 @st.composite
@@ -108,7 +108,7 @@ def metric_specs(draw):
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
-        if fam == "rbp_resid":
+        if fam in ("rbp_resid", "rbp_trec"):
             beta = draw(st.sampled_from([0.5, 0.9, 0.95]))  # p, 0.9 by default
         if fam == "iprec":
             beta = draw(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0]))  # the recall level
@@ -140,7 +140,7 @@ def metric_specs(draw):
             params.append(f"recall={beta:g}")
         elif fam == "err":
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
-        elif fam == "rbp_resid":
+        elif fam in ("rbp_resid", "rbp_trec"):
             params += [f"p={beta:g}"] if beta != 0.9 else []  # 0.9 is the default
         elif fam == "rbp":  # p first, as the canonical name writes it
             params.insert(0, f"p={beta:g}")

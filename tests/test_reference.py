@@ -110,6 +110,10 @@ EVERY_FAMILY = [
     ("accuracy", "accuracy", None, None, None), ("accuracy@3", "accuracy", 3, None),
     ("ap_found", "ap_found", None, None, None), ("ap_found@3", "ap_found", 3, None),
     ("rbp(p=0.5,gain=linear)@3", "rbp", 3, 0.5, "linear"), ("ndcg(gain=binary)@3", "ndcg", 3, None, "binary"),
+    ("yaap", "yaap", None, None, None), ("num_q", "num_q", None, None, None),
+    ("rbp_trec", "rbp_trec", None, 0.9, None), ("rbp_trec(p=0.5)", "rbp_trec", None, 0.5, None),
+    ("ideal_dcg", "ideal_dcg", None, None, None), ("ideal_dcg(gain={1:3,2:7})@3", "ideal_dcg", 3, None, ((1, 3), (2, 7))),
+    ("ndcg_p", "ndcg_p", None, None, None), ("ndcg_p(gain={0:1,1:4})", "ndcg_p", None, None, ((0, 1), (1, 4))),
 ]
 
 
