@@ -99,6 +99,47 @@ def test_ranx_preset_orders_long_tied_lists_as_ranx(seed):
     assert not np.allclose(first["ndcg@10"], pq["ndcg@10"], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_ranx_make_comparable_sorts_a_second_time(seed):
+    """ranx.evaluate(..., make_comparable=True) calls Run.make_comparable, which sorts every query's
+    documents again (Run.sort: numba's quicksort of the negated scores, this time in the order of the
+    first sort): from 16 tied documents up the order, and the numbers, differ from ranx's own without
+    it, which the ranx preset reproduces. Sorting twice, transcribed, gives ranx's numbers with it."""
+    import sys
+    from pathlib import Path
+
+    ranx = pytest.importorskip("ranx")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from reference import numba_argsort
+
+    frame = _long_ties(seed)
+    names, ours = ["ndcg@10", "map@10", "precision@10", "mrr"], ["ndcg@10", "ap@10", "precision@10", "rr"]
+    qrels, run = {}, {}
+    for q, it, s, g in frame.itertuples(index=False):
+        run.setdefault(q, {})[it] = s
+        qrels.setdefault(q, {})[it] = int(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False)
+        again = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False, make_comparable=True)
+    order = sorted(run)  # ranx's queries by id
+    preset = tk.evaluate(frame, metrics=ours, relevance="grade", item="item", conventions="ranx").per_query
+    preset = preset.set_index("query").loc[order]
+    twice = []
+    for _, rows in frame.groupby("query", sort=False):
+        first = np.asarray(numba_argsort(-rows["score"].to_numpy()))
+        second = np.asarray(numba_argsort(-rows["score"].to_numpy()[first]))
+        twice.append(rows.iloc[first[second]])
+    resorted = tk.evaluate(pd.concat(twice), metrics=ours, relevance="grade", item="item", conventions="ranx",
+                           ties="first").per_query.set_index("query").loc[order]
+    for name, mine in zip(names, ours):
+        np.testing.assert_allclose(preset[mine].to_numpy(), plain[name], atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(resorted[mine].to_numpy(), again[name], atol=1e-12, err_msg=name)
+    assert not np.allclose(plain["ndcg@10"], again["ndcg@10"], rtol=0, atol=1e-6)  # the second sort matters here
+    short = [i for i, q in enumerate(order) if (frame["query"] == q).sum() < 16]
+    assert np.allclose(plain["ndcg@10"][short], again["ndcg@10"][short], rtol=0, atol=1e-12)
+
+
 def test_ranx_preset_on_every_path():
     """The same order on a score matrix (a popularity recommender: one score per item, for every
     user), a streamed parquet file and judgments kept apart; depth is refused (ranx has no cut)."""
