@@ -281,14 +281,16 @@ class Results:
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"),
-                     progress=Bool())
+                     progress=Bool(), interval=Options(*_compare.INTERVALS))
     def compare(self, baseline: str | None = None, *, metrics=None, test: str = "permutation",
                 correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
-                seed: int | None = 0, missing: str = "intersect", progress: bool = False) -> pd.DataFrame:
+                seed: int | None = 0, missing: str = "intersect", progress: bool = False,
+                interval: str = "bootstrap") -> pd.DataFrame:
         """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
 
         ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
-        interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
+        interval (``interval="t"``: the paired t interval, ``delta +- t sqrt(V / n)``, V the variance
+        of the differences), a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
         and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
         ``"none"`` or None: no correction). See :func:`topkeval.analysis.compare.compare` for every option and column.
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
@@ -304,16 +306,20 @@ class Results:
         0     b  precision@1    0.0     1       1
         """
         key = ("compare", baseline, None if metrics is None else tuple(metrics) if not isinstance(metrics, str) else metrics,
-               test, correction, confidence, n_resamples, missing, seed)
+               test, correction, confidence, n_resamples, missing, seed, interval)
         with shown(progress):
             return self._memoized(key, lambda: _compare.compare(
                 self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
-                n_resamples=n_resamples, seed=seed, missing=missing))
+                n_resamples=n_resamples, seed=seed, missing=missing, interval=interval))
 
-    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, progress=Bool())
+    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, progress=Bool(),
+                     method=Options(*_compare.INTERVALS))
     def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0,
-                   progress: bool = False) -> pd.DataFrame:
-        """Each model's mean of each metric with a bootstrap percentile confidence interval.
+                   progress: bool = False, method: str = "bootstrap") -> pd.DataFrame:
+        """Each model's mean of each metric with a bootstrap percentile confidence interval, or
+        (``method="t"``) Sakai's t interval: ``mean +- t_{(1 + confidence) / 2}(n - 1) sqrt(V / n)``,
+        V the variance of the per-query values (n - 1 in its denominator), the margin of error
+        his reporting guidelines ask for (no weighted form: refused with ``weight=``).
 
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
 
@@ -332,8 +338,8 @@ class Results:
         0     s  precision@1   0.5     0.0      1.0
         """
         with shown(progress):
-            return self._memoized(("summary_ci", confidence, n_resamples, seed),
-                                  lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed))
+            return self._memoized(("summary_ci", confidence, n_resamples, seed, method),
+                                  lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed, method))
 
     @validate_params(metric=MetricName())
     def anova(self, metric: str) -> pd.DataFrame:
