@@ -553,10 +553,10 @@ class Results:
 
     @validate_params(k=Int(1, MAX_CUTOFF), popularity=POPULARITY, features=FEATURES, similarity=[Function(), None],
                      catalog=CATALOG, metrics=[Metrics(empty=False), None], categories=CATEGORIES, history=HISTORY,
-                     baseline=[Model(), None])
+                     baseline=[Model(), None], distance=[Function(), None])
     def beyond_accuracy(self, k: int = 10, popularity=None, features=None, similarity=None,
                         catalog=None, *, metrics=None, categories=None, history=None,
-                        baseline: str | None = None) -> pd.DataFrame:
+                        baseline: str | None = None, distance=None) -> pd.DataFrame:
         r"""Coverage, novelty, popularity bias and diversity of each model's top ``k`` over all queries.
 
         The recommender teams' view (RecTools, Evidently, RePlay): not whether the top k holds
@@ -622,6 +622,10 @@ class Results:
         similarity : callable, optional
             ``(item, item) -> float`` in [-1, 1]: ``diversity@k`` with this similarity instead
             (anything else it returns, and any error it raises, is a ParameterError naming the pair).
+        distance : callable, optional
+            ``(item, item) -> float >= 0``, any size (RecTools' Hamming distance counts the features
+            that differ): ``diversity@k`` is then the mean of this distance over the pairs of a
+            list, whatever ``features`` or ``similarity`` (which serendipity reads) say.
         catalog : int or collection, optional
             The catalogue: its number of items, or its items. By default the distinct items of
             the log (every model's candidates).
@@ -670,14 +674,15 @@ class Results:
         -log2(2/3), (-log2(2/3) - log2(1/3)) / 2 and -log2(2/3). Popularity: the mean of 2/3, 1/2
         and 2/3. Gini of the exposures (0, 0.5, 2.5): (-2 * 0 + 0 * 0.5 + 2 * 2.5) / (3 * 3).
         """
-        inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline)
+        inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline,
+                                distance=distance)
         return _beyond.beyond_accuracy(self._evaluation, k, inputs, metrics)
 
     @validate_params(metrics=Metrics(empty=False), popularity=POPULARITY, features=FEATURES,
                      similarity=[Function(), None], catalog=CATALOG, categories=CATEGORIES, history=HISTORY,
-                     baseline=[Model(), None])
+                     baseline=[Model(), None], distance=[Function(), None])
     def with_beyond(self, metrics, *, popularity=None, features=None, similarity=None, catalog=None,
-                    categories=None, history=None, baseline: str | None = None) -> Results:
+                    categories=None, history=None, baseline: str | None = None, distance=None) -> Results:
         """These results with beyond-accuracy metrics as more metric columns: one value per query.
 
         ``res.with_beyond(["novelty@10", "diversity@10"], features=vectors)`` adds the columns to
@@ -689,7 +694,7 @@ class Results:
 
         Per query (definitions and sources: docs/conventions.md, "Beyond accuracy"): ``novelty``
         (``variant=replay``: the share of the list the query's ``history`` lacks), ``popularity``,
-        ``tail(share=0.1)``, ``mean_pop_rank``, ``diversity`` (``features`` or ``similarity``),
+        ``tail(share=0.1)``, ``mean_pop_rank``, ``diversity`` (``features``, ``similarity`` or ``distance``),
         ``category_diversity`` (``categories``), ``unexpectedness`` (against ``baseline``),
         ``serendipity`` (RecTools; ``variant=evidently`` and ``variant=recommenders`` need
         ``history`` and ``features`` or ``similarity``), ``pauc``, ``pap`` and
@@ -700,7 +705,7 @@ class Results:
         ----------
         metrics : str or list of str
             Beyond-accuracy metric names with their cutoffs (``"novelty@10"``).
-        popularity, features, similarity, catalog
+        popularity, features, similarity, catalog, distance
             As in :meth:`beyond_accuracy`.
         categories : mapping or pandas.Series, optional
             Item -> category, for every item shown (``category_diversity``).
@@ -737,7 +742,7 @@ class Results:
         3     b      2        3.0
         """
         inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline,
-                                owner="with_beyond")
+                                owner="with_beyond", distance=distance)
         return Results(_beyond.with_beyond(self._evaluation, metrics, inputs))
 
     @validate_params(metric=Text(empty=False), ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None],
