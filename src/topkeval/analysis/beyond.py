@@ -971,8 +971,11 @@ def _diversity(part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
                 else:
                     both = p[x] * p[y]
                 if both > 0:
-                    total += both * (_distance(distance, items[x], items[y]) if distance is not None
-                                     else 1.0 - _similarity(sim, items[x], items[y]))
+                    if distance is not None:
+                        total += both * _distance(distance, items[x], items[y])
+                    else:
+                        assert sim is not None
+                        total += both * (1.0 - _similarity(sim, items[x], items[y]))
         L = int(part.L[q])
         out[q] = total / (L * (L - 1) / 2)
     return out[part.keep]
