@@ -326,6 +326,11 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         depth = min(cut, n)
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
+    if family == "rbp_weighted":  # LensKit's RBP(weight_field=...): rank weights, normalised over the list
+        if R == 0:
+            return und
+        depth = min(k, n)
+        return _div(sum(beta[i] for i in range(depth) if ranked[i]), sum(beta[:depth]), und)
     if family == "rbp_trec":  # trec_eval's m_rbp.c: the grades over the query's largest judged grade when above 1
         top = max([g for g in judged if g >= 0], default=0)
         return (1 - beta) * sum(beta**p * (max(g, 0) if j else 0) for p, (_, g, _, j) in enumerate(triples)) / max(top, 1)

@@ -154,6 +154,10 @@ def metric_specs(draw):
         k = draw(st.integers(1, 8))
         beta = draw(st.sampled_from([0.5, 2.0])) if fam == "fbeta" else None
         name = f"fbeta(beta={beta:g})@{k}" if fam == "fbeta" else f"{fam}@{k}"
+        if fam == "rbp_weighted":  # a weight per rank up to 8 (the largest cutoff drawn), some 0
+            beta = tuple(draw(st.sampled_from([1.0, 0.5, 0.25, 0.0, 2.0])) for _ in range(8))
+            beta = beta if any(beta) else (1.0,) + beta[1:]
+            name = "rbp_weighted(weights={" + ",".join(f"{w:g}" for w in beta) + f"}})@{k}"
         if fam in CWL:
             text, beta = sequence_params(draw, fam)
             name = f"{fam}({text})@{k}"

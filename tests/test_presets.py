@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -347,6 +348,43 @@ def test_lenskit_ndcg_discount_against_its_code(seed):
     default = tk.evaluate(frame, metrics=[f"dcg@{k}"], query="user", relevance="rating", conventions="lenskit",
                           discount="log2")
     assert not default.per_query.equals(res.per_query)  # the discount matters on this log
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lenskit_rbp_with_rank_weights_from_a_field(seed):
+    """LensKit's RBP(weight_field=...) (lenskit/metrics/ranking/_rbp.py, transcribed): the list cut to
+    n, weights read from a field of its items, RBP = the weights of its items in the test set over
+    the sum of its weights; a user without test items has no value (NaN). With the weights a field
+    holding each rank's weight (here 1 / rank and a geometric 0.8^(rank-1) with a gap), topkeval's
+    rbp_weighted(weights={...})@n, on lists shorter than n too."""
+    frame = _untied_recs(seed)
+    n = 6
+    for weights in ([1 / r for r in range(1, n + 1)], [0.8**r if r != 2 else 0.0 for r in range(n)]):
+        name = "rbp_weighted(weights={" + ",".join(repr(w) for w in weights) + f"}})@{n}"
+        res = tk.evaluate(frame, metrics=[name], query="user", relevance="rel", conventions="lenskit")
+        pq = res.per_query.set_index("user")[res.metrics[0]]
+
+        def lenskit_rbp(recs, test, field):
+            recs, field = recs[:n], field[:n]  # self.truncate(recs)
+            if len(test) == 0:
+                return math.nan
+            good = np.isin(recs, test)
+            return float(np.sum(field[good])) / float(np.sum(field))
+
+        theirs = {}
+        for u, part in frame.groupby("user"):
+            ranked = part.sort_values("score", ascending=False)
+            field = np.array(weights + [0.0] * len(ranked))[:len(ranked)]  # the field: the weight of each item's rank
+            theirs[u] = lenskit_rbp(ranked["item"].to_numpy(), ranked.loc[ranked.rel > 0, "item"].to_numpy(), field)
+        kept = {u: v for u, v in theirs.items() if not math.isnan(v)}
+        assert sorted(pq.index) == sorted(kept)  # users without a test item: skipped here, NaN there
+        for u, value in kept.items():
+            assert pq.loc[u] == pytest.approx(value, abs=1e-12), (u, weights)
+        assert res.summary.iloc[0, 0] == pytest.approx(np.mean(list(kept.values())), abs=1e-12)
+    with pytest.raises(tk.ParameterError, match="give a weight for each rank up to its cutoff 6"):
+        tk.evaluate(frame, metrics=["rbp_weighted(weights={1,0.5})@6"], query="user", relevance="rel")
+    with pytest.raises(tk.UnknownMetricError, match="numbers >= 0"):
+        tk.parse_metric("rbp_weighted(weights={1,-0.5})@2")
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -114,6 +114,7 @@ EVERY_FAMILY = [
     ("rbp_trec", "rbp_trec", None, 0.9, None), ("rbp_trec(p=0.5)", "rbp_trec", None, 0.5, None),
     ("ideal_dcg", "ideal_dcg", None, None, None), ("ideal_dcg(gain={1:3,2:7})@3", "ideal_dcg", 3, None, ((1, 3), (2, 7))),
     ("ndcg_p", "ndcg_p", None, None, None), ("ndcg_p(gain={0:1,1:4})", "ndcg_p", None, None, ((0, 1), (1, 4))),
+    ("rbp_weighted(weights={1,0.5,0,2})@3", "rbp_weighted", 3, (1.0, 0.5, 0.0, 2.0), None),
 ]
 
 

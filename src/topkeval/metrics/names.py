@@ -243,6 +243,8 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
         return _gain_value(text, full, fam)
     if p.kind == "levels":
         return _levels_value(p, text, full, fam)
+    if p.kind == "weights":
+        return _weights_value(p, text, full, fam)
     if p.kind == "choice":
         word = text.strip().lower()
         if word not in p.choices:
@@ -275,6 +277,17 @@ def _levels_value(p: Param, text: str, full: str, fam: Family) -> tuple:
     if len(set(values)) < len(values):
         raise _bad(full, fam, f"{p.name} lists a level twice: give each level once")
     return tuple(sorted(values))
+
+
+def _weights_value(p: Param, text: str, full: str, fam: Family) -> tuple:
+    """Weights of ranks 1, 2, ...: ``{1,0.5,0.25}``, finite numbers >= 0, not all 0, in rank order."""
+    body = text.strip()
+    body = body[1:-1] if body.startswith("{") and body.endswith("}") else body
+    values = [_number(x.strip()) for x in body.split(",")]
+    if not values or any(v is None or v < 0 for v in values) or not any(v for v in values if v is not None):
+        raise _bad(full, fam, f"{p.name} must be numbers >= 0 (not all 0), one per rank from rank 1, in braces, such "
+                              f"as '{fam.name}({p.name}={{1,0.5,0.25}})@3'")
+    return tuple(_int_if_whole(v) for v in values if v is not None)
 
 
 def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> tuple:

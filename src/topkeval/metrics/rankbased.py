@@ -167,6 +167,29 @@ def rbp_trec(st, m, conv):
     return (1.0 - m.param("p")) * st.dcg_at(terms, None) / np.maximum(top, 1.0)
 
 
+def _rank_weights(m, conv) -> DcgSpec:
+    return DcgSpec("binary", ("weights", tuple(float(w) for w in m.param("weights"))))
+
+
+@register("rbp_weighted", undefined="R = 0, or no weight on the ranks of the list", needs_all_relevant=True,
+          cutoff="required", needs=("dcg",), params=(Param("weights", "weights"),), dcg=_rank_weights,
+          summary="LensKit's RBP with the rank weights of a field (RBP(weight_field=...)): the weights of the "
+                  "relevant ranks of the top k over the weights of every rank of it",
+          formula="sum over relevant ranks i <= min(k, n) of w_i / sum over ranks i <= min(k, n) of w_i")
+def rbp_weighted(st, m, conv):
+    weights = tuple(float(w) for w in m.param("weights"))
+    if m.k > len(weights):
+        from ..errors import ParameterError
+
+        raise ParameterError(f"{m} weighs ranks 1 to {len(weights)} only: give a weight for each rank up to its "
+                             f"cutoff {m.k}.")
+    cum = np.concatenate([[0.0], np.cumsum(weights)])
+    den = cum[np.minimum(st.n, m.k)]
+    values = ratio(st.dcg_at(_rank_weights(m, conv), m.k), den, conv.undefined)
+    values[st.R == 0] = conv.undefined  # LensKit: a user without test items has no value
+    return values
+
+
 def _unjudged(m, conv) -> DcgSpec:
     return DcgSpec("unjudged", ("rbp", m.param("p")))
 
