@@ -275,7 +275,7 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
             decay *= 1 - stop
         return total
     if family in CWL:  # beta carries the parameters
-        return _cwl(family, k, beta, triples)
+        return _cwl(family, k, beta, triples, judged)
     if family == "compat":
         return _compat(triples, R, conv, judged, beta["p"], beta["normalize"], und)
     if family == "accuracy":  # ir_measures' AccuracyEvaluator, transcribed
@@ -412,48 +412,101 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
 
 #: cwl_eval's measures: each list padded with gain 0 to, and cut at, this many ranks.
 CWL_DEPTH = 1000
-CWL = {"insq", "sdcg", "bpm", "inst", "nerr8", "nerr9", "nerr10", "nerr11"}
+CWL = {"insq", "sdcg", "bpm", "inst", "nerr8", "nerr9", "nerr10", "nerr11", "tbg", "u_measure", "npv", "bpm_dynamic",
+       "ift_goal", "ift_rate", "ift", "trap"}
 
 
-def _cwl(family, k, params, triples):
-    """cwl_eval's expected utility per item: the gains (clipped, scaled, 0 without a judgment) padded
-    to 1000 ranks, the continuation probabilities C of each measure (cwl/ruler/measures), then
-    W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j and sum_i W_i g_i, term by term."""
+def _cwl(family, k, params, triples, judged=()):
+    """cwl_eval's columns of a list: the gains (clipped, scaled, 0 without a judgment) padded to 1000
+    ranks, the continuation probabilities C of each measure (cwl/ruler/measures), then W_i =
+    prod_{j<i} C_j / sum_l prod_{j<l} C_j, L_i = prod_{j<i} C_j (1 - C_i) and the column, term by
+    term. TrAP's R: the judged items of positive gain."""
     low, high = params.get("min_rel", 0.0), params["max_rel"]
-    gains = [(min(max(max(g, 0), low), high) - low) / (high - low) if j else 0.0 for _, g, _, j in triples]
-    return _cwl_of_gains(family, k, params.get("T", 1.0), params.get("p", 0.9), tuple(gains))
+
+    def scaled(g):
+        return (min(max(max(g, 0), low), high) - low) / (high - low)
+
+    gains = [scaled(g) if j else 0.0 for _, g, _, j in triples]
+    total = sum(1 for g in judged if scaled(g) > 0)
+    rest = tuple(sorted((n, v) for n, v in params.items() if n not in ("min_rel", "max_rel", "value")))
+    return _cwl_of_gains(family, k, rest, tuple(gains), params.get("value", "eu"), total)
 
 
 @functools.lru_cache(maxsize=100_000)  # the orders of a tie group often give the same gains
-def _cwl_of_gains(family, k, T, p, gains):
+def _cwl_of_gains(family, k, rest, gains, column="eu", total=0):
+    params = dict(rest)
+    T, p = params.get("T", 1.0), params.get("p", 0.9)
     gains = (list(gains) + [0.0] * CWL_DEPTH)[:CWL_DEPTH]
-    cont, seen = [], 0.0
-    for i, g in enumerate(gains, start=1):
-        seen += g
-        if family == "insq":
-            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2
-        elif family == "sdcg":
-            c = math.log2(i + 1) / math.log2(i + 2) if i < k else 0.0
-        elif family == "bpm":
-            c = 1.0 if seen < T and i < k else 0.0
-        elif family == "inst":
-            t_i = T - seen
-            c = ((i + T + t_i - 1) / (i + T + t_i)) ** 2
-        elif family == "nerr8":
-            c = 1 - g if i < k else 0.0
-        elif family == "nerr9":
-            c = i / (i + 1) * (1 - g) if i < k else 0.0
-        elif family == "nerr10":
-            c = p * (1 - g)
-        else:  # nerr11
-            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2 * (1 - g)
-        cont.append(c)
-    reach, total, value = 1.0, 0.0, 0.0
-    for i, g in enumerate(gains):
-        total += reach
-        value += reach * g
-        reach *= cont[i]
-    return value / total
+    D = len(gains)
+    weights = None
+    if family in ("tbg", "u_measure", "trap"):  # cwl_eval gives W; C follows from it, 0 at the last rank
+        if family == "tbg":
+            weights = [2.0 ** (-i / params.get("H", 224.0)) for i in range(D)]
+        elif family == "u_measure":
+            weights = [max(0.0, 1 - i / params.get("L", 1000.0)) for i in range(D - 1)] + [0.0]
+        else:
+            seen, weights, leading = 0.0, [], True
+            for i, g in enumerate(gains):
+                seen += g
+                leading = leading and seen == 0 and i < D - 1
+                weights.append((1.0 if leading else seen) / (i + 1) / (total if total > 0 else 1))
+        if family != "trap":
+            weights = [w / sum(weights) for w in weights]
+        cont = [weights[i + 1] / weights[i] if weights[i] > 0 else 0.0 for i in range(D - 1)] + [0.0]
+    else:
+        cont, seen = [], 0.0
+        goal = params.get("T", 1.0)
+        bpmd_on = True
+        for i, g in enumerate(gains, start=1):
+            seen += g
+            if family == "insq":
+                c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2
+            elif family == "sdcg":
+                c = math.log2(i + 1) / math.log2(i + 2) if i < k else 0.0
+            elif family == "bpm":
+                c = 1.0 if seen < T and i < k else 0.0
+            elif family == "bpm_dynamic":  # cwl_eval's while loop: stops at the first rank that fails
+                bpmd_on = bpmd_on and seen < goal
+                c = 1.0 if bpmd_on and i < k else 0.0
+                goal += params["hb"] * (g - params["gain_med"])
+            elif family == "inst":
+                t_i = T - seen
+                c = ((i + T + t_i - 1) / (i + T + t_i)) ** 2
+            elif family == "nerr8":
+                c = 1 - g if i < k else 0.0
+            elif family == "nerr9":
+                c = i / (i + 1) * (1 - g) if i < k else 0.0
+            elif family == "nerr10":
+                c = p * (1 - g)
+            elif family == "nerr11":
+                c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2 * (1 - g)
+            elif family == "npv":
+                c = 1 / (1 + params["rate"])
+            else:  # the information foraging measures
+                c = 1.0
+                if family in ("ift_goal", "ift"):
+                    x = (T - seen) * params["R1"]
+                    c *= 1 - 1 / (1 + params["b1"] * math.exp(x)) if x < 700 else 1.0
+                if family in ("ift_rate", "ift"):
+                    x = (params["A"] - seen / i) * params["R2"]
+                    c *= 1 / (1 + params["b2"] * math.exp(x)) if x < 700 else 0.0
+            cont.append(c)
+    reach, reaches = 1.0, []
+    for c in cont:
+        reaches.append(reach)
+        reach *= c
+    if weights is None:
+        weights = [r / sum(reaches) for r in reaches]
+    if column == "eu":
+        return sum(w * g for w, g in zip(weights, gains))
+    if column == "ec":
+        return sum(weights)
+    if column == "ed":
+        return 1 / weights[0]
+    stops = [r * (1 - c) for r, c in zip(reaches, cont)]
+    if column == "etu":
+        return sum(s_ * sum(gains[: i + 1]) for i, s_ in enumerate(stops))
+    return sum(s_ * (i + 1) for i, s_ in enumerate(stops))  # etc
 
 
 def _compat(triples, R, conv, judged, p, normalize, und):

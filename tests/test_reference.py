@@ -115,6 +115,21 @@ EVERY_FAMILY = [
     ("ideal_dcg", "ideal_dcg", None, None, None), ("ideal_dcg(gain={1:3,2:7})@3", "ideal_dcg", 3, None, ((1, 3), (2, 7))),
     ("ndcg_p", "ndcg_p", None, None, None), ("ndcg_p(gain={0:1,1:4})", "ndcg_p", None, None, ((0, 1), (1, 4))),
     ("rbp_weighted(weights={1,0.5,0,2})@3", "rbp_weighted", 3, (1.0, 0.5, 0.0, 2.0), None),
+    ("tbg(H=2,max_rel=3)", "tbg", None, {"H": 2.0, "max_rel": 3}, None),
+    ("u_measure(L=3,max_rel=3,value=etu)", "u_measure", None, {"L": 3.0, "max_rel": 3, "value": "etu"}, None),
+    ("npv(rate=1,max_rel=2,value=etc)", "npv", None, {"rate": 1.0, "max_rel": 2, "value": "etc"}, None),
+    ("bpm_dynamic(T=0.5,hb=-0.5,max_rel=2)@4", "bpm_dynamic", 4, {"T": 0.5, "hb": -0.5, "gain_med": 0.5,
+                                                                     "max_rel": 2}),
+    ("ift_goal(T=1,b1=0.9,R1=10,max_rel=3)", "ift_goal", None, {"T": 1.0, "b1": 0.9, "R1": 10.0, "max_rel": 3}, None),
+    ("ift_rate(A=0.2,b2=2,R2=1,max_rel=3,value=ed)", "ift_rate", None,
+     {"A": 0.2, "b2": 2.0, "R2": 1.0, "max_rel": 3, "value": "ed"}, None),
+    ("ift(T=2,b1=0.9,R1=0.5,A=0.5,b2=0.9,R2=10,max_rel=3)", "ift", None,
+     {"T": 2.0, "b1": 0.9, "R1": 0.5, "A": 0.5, "b2": 0.9, "R2": 10.0, "max_rel": 3}, None),
+    ("trap(max_rel=3)", "trap", None, {"max_rel": 3}, None), ("trap(max_rel=2,value=etu)", "trap", None,
+                                                               {"max_rel": 2, "value": "etu"}, None),
+    ("insq(max_rel=3,value=etu)", "insq", None, {"max_rel": 3, "value": "etu"}, None),
+    ("sdcg(max_rel=3,value=ed)@3", "sdcg", 3, {"max_rel": 3, "value": "ed"}),
+    ("inst(max_rel=2,value=etc)", "inst", None, {"max_rel": 2, "value": "etc"}, None),
 ]
 
 
