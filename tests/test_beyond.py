@@ -180,6 +180,13 @@ def test_novelty_matches_rectools_mean_inv_user_freq():
                       score_threshold=0.0)
     assert res.beyond_accuracy(k=1).loc["score", "novelty@1"] == pytest.approx((1.5849625 * 2 + 0) / 3)
     assert res.beyond_accuracy(k=3).loc["score", "novelty@3"] == pytest.approx((1.5849625 * 2 + 0.79248125) / 3)
+    # the same example with the previous interactions given as history= (MeanInvUserFreq.fit's
+    # prev_interactions: users(i) over the users of the history, 3, not over its 2 items)
+    reco = _ranked({1: [3], 2: [2, 3], 3: [1, 2]}, {1: {3}, 2: {2}, 3: {1}})
+    prev = pd.DataFrame({"query": [1, 1, 2, 3], "item": [1, 2, 1, 1]})
+    for k, want in ((1, [1.5849625, 1.5849625, 0.0]), (3, [1.5849625, 1.5849625, 0.79248125])):
+        got = _per_query(tk.evaluate(reco, [f"novelty@{k}"], score="s", item="item", history=prev), f"novelty@{k}")
+        assert [got[u] for u in (1, 2, 3)] == pytest.approx(want, abs=1e-7)
 
 
 def test_popularity_matches_rectools_avg_rec_popularity():

@@ -678,3 +678,67 @@ def test_t_intervals_cover_at_their_level():
     se = math.sqrt(level * (1 - level) / sims)
     assert abs(mean_hits / sims - level) < 3.5 * se, mean_hits / sims
     assert abs(diff_hits / sims - level) < 3.5 * se, diff_hits / sims
+
+
+# ---------------------------------------------------------------------------------------------
+# every number of the comparison against an independent computation
+
+
+def test_significant_and_the_verdict_follow_the_corrected_p_value():
+    """significant is p_adjusted < 1 - confidence (not the raw p): three models, Bonferroni over 2 rows;
+    a row whose t-test p-value is below 0.05 but whose doubled one is not is no detectable difference."""
+    rng = np.random.default_rng(9)
+    base = rng.random(30)
+    for shift in np.linspace(0.005, 0.08, 60):  # a difference whose p-value lands in (0.025, 0.05)
+        model = base + shift + rng.normal(0, 0.1, 30)
+        p = stats.ttest_rel(model, base).pvalue
+        if 0.026 < p < 0.049:
+            break
+    else:  # pragma: no cover - the seed gives one
+        pytest.fail("no p-value between 0.025 and 0.05 drawn")
+    table = _results({"b": base, "m": model, "n": base + 1.0}).compare(baseline="b", test="t",
+                                                                       correction="bonferroni").set_index("model")
+    row = table.loc["m"]
+    assert row.p_value == pytest.approx(p, rel=1e-12) and row.p_adjusted == pytest.approx(2 * p, rel=1e-12)
+    assert not row.significant and row.verdict == "no detectable difference"
+    assert table.loc["n", "significant"] and table.loc["n", "verdict"] == "better"
+
+
+def test_a_query_the_baseline_lacks_scores_0_for_it_under_missing_zero():
+    """missing='zero' pairs every query either model has: the baseline's missing query scores 0."""
+    r = _results({"b": np.array([0.5, 1.0]), "m": np.array([1.0, 1.0, 0.25])},
+                 queries={"b": np.array([1, 2]), "m": np.array([1, 2, 3])})
+    row = r.compare(baseline="b", missing="zero", test="t").iloc[0]
+    assert row.n_queries == 3 and row.baseline == pytest.approx(0.5) and row.value == pytest.approx(0.75)
+    assert row.delta == pytest.approx((0.5 + 0.0 + 0.25) / 3)
+    assert row.p_value == pytest.approx(stats.ttest_rel([1.0, 1.0, 0.25], [0.5, 1.0, 0.0]).pvalue, rel=1e-12)
+
+
+def test_a_difference_of_exactly_the_tie_tolerance_is_a_tie():
+    """wins / ties / losses: a difference within 1e-12 (inclusive) is a tie."""
+    r = _results({"b": np.array([0.0, 0.0, 0.5, 0.5]), "m": np.array([1e-12, 2e-12, 0.5, 0.0])})
+    row = r.compare(baseline="b").iloc[0]
+    assert (row.wins, row.ties, row.losses) == (1, 2, 1)
+
+
+def test_a_weighted_mean_interval_of_equal_values_is_that_value():
+    """The weighted bootstrap resamples the ratio sum(c w v) / sum(c w): values all 0.5 give exactly
+    0.5 whatever the weights (the weighted values, not the values, over the weights)."""
+    log = {"query": np.repeat(np.arange(8), 2), "relevance": np.tile([1, 0], 8), "s": np.tile([1.0, 0.0], 8),
+           "t": np.tile([0.0, 1.0], 8), "w": np.repeat([1.0, 3.0, 0.5, 7.0, 2.0, 1.0, 9.0, 0.25], 2)}
+    half = {**log, "s": np.where(np.arange(16) % 4 < 2, np.tile([1.0, 0.0], 8), np.tile([0.0, 1.0], 8))}
+    res = tk.evaluate(half, ["precision@1"], score="s", weight="w")
+    values = res.per_query["precision@1"].to_numpy()
+    weights = log["w"][::2]
+    ci = res.summary_ci(n_resamples=4000, seed=3).iloc[0]
+    assert ci["mean"] == pytest.approx((weights * values).sum() / weights.sum())
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, 8, (4000, 8))
+    ratio = (weights[draws] * values[draws]).sum(axis=1) / weights[draws].sum(axis=1)
+    lo, hi = np.quantile(ratio, [0.025, 0.975])
+    assert ci.ci_low == pytest.approx(lo, abs=0.08) and ci.ci_high == pytest.approx(hi, abs=0.08)
+    flat = tk.evaluate({**log, "relevance": np.tile([1, 1], 8)}, ["precision@2"], score="s", weight="w")
+    one = flat.summary_ci(n_resamples=500).iloc[0]
+    assert one["mean"] == one.ci_low == one.ci_high == 1.0
+    mixed = tk.evaluate(log, ["precision@2"], score="s", weight="w").summary_ci(n_resamples=500).iloc[0]
+    assert mixed["mean"] == mixed.ci_low == mixed.ci_high == 0.5
