@@ -33,10 +33,15 @@ def _numbers_as_values(name: str) -> str:
     return re.sub(r"[0-9]*\.?[0-9]+", lambda m: repr(float(m.group())), name)
 
 
+#: trec_eval's output lines that hold no number of a metric: the run's name and relevance strings
+NOT_NUMBERS = ("runid", "relstring")
+
+
 def _ours(trec: str) -> str | None:
-    """The metric of a trec_eval output name, when the registry knows it under that very name."""
+    """The metric of a trec_eval output name, when the registry knows it under that very name
+    (trec_eval's plain rbp is rbp_trec: topkeval's rbp needs its p)."""
     try:
-        metric = tk.parse_metric(trec)
+        metric = tk.parse_metric("rbp_trec" if trec == "rbp" else trec)
     except tk.UnknownMetricError:
         return None
     return str(metric) if _numbers_as_values(trec_name(metric)) == _numbers_as_values(trec) else None
@@ -48,6 +53,8 @@ def test_trec_eval_conformance(shared_dir, expected, qrels, run, options):
     lines = [line.split() for line in (base / expected).read_text().splitlines() if line.strip()]
     wanted = {(m, q): v for m, q, v in lines if _ours(m)}
     measures = sorted({m for m, _ in wanted})
+    # every name trec_eval prints is read back, and printed back as trec_eval prints it
+    assert not {m for m, _, _ in lines if not _ours(m) and not m.startswith(NOT_NUMBERS)}, expected
     assert len(measures) >= 5, measures
     for second_pass in ("bpref", "infAP", "11pt_avg", "set_map", "utility", "gm_map", "gm_bpref", "Rprec_mult_0.20",
                         "Rprec_mult_2.00", "binG", "G", "Rndcg", "ndcg_rel", "num_nonrel_judged_ret",
@@ -572,3 +579,37 @@ def test_the_trec_output_prints_num_q_once_and_sums_it(tmp_path):
     lines = [line.split() for line in res.to_string("trec", per_query=True).splitlines()]
     assert [line for line in lines if line[0] == "num_q"] == [["num_q", "all", "3"]]
     assert ["num_rel", "all", "3"] in lines and ["P_1", "all", "0.3333"] in lines
+
+
+@pytest.mark.parametrize("regular", [True, False], ids=["fast reader", "line reader"])
+def test_a_byte_order_mark_is_not_part_of_the_first_query_id(tmp_path, regular):
+    """A UTF-8 byte order mark opens many files written on Windows: the first query id is read
+    without it by both readers (the line reader runs on irregular lines: here two blanks in a row)."""
+    blank = " " if regular else "  "
+    run, qrels = tmp_path / "run.txt", tmp_path / "qrels.txt"
+    run.write_bytes(b"\xef\xbb\xbf" + f"q1 Q0 d1 1{blank}0.5 r\nq1 Q0 d2 2 0.4 r\nq2 Q0 d1 1 0.3 r\n".encode())
+    qrels.write_bytes(b"\xef\xbb\xbf" + f"q1 0{blank}d2 1\nq2 0 d1 -1\nq2 0 d3 2\n".encode())
+    assert read_run(run)["query"].tolist() == ["q1", "q1", "q2"]
+    judged = read_qrels(qrels)
+    assert judged["query"].tolist() == ["q1", "q2", "q2"] and judged["relevance"].tolist() == [1, -1, 2]
+    res = tk.evaluate(run, qrels=qrels, metrics=["P@2", "num_rel"], conventions="trec_eval")
+    assert res.per_query.set_index("query")["P@2"].to_dict() == {"q1": 0.5, "q2": 0.0}  # q1 matched its judgment
+
+
+def test_an_infinite_score_among_finite_ones_is_refused_with_its_line(tmp_path):
+    """A score of inf (which Arrow's reader parses) is refused with its line number, as nan is."""
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 inf r\nq1 Q0 d3 3 0.25 r\n")
+    with pytest.raises(tk.DataError, match="line 2: the score 'inf' is not a finite number"):
+        read_run(path)
+
+
+def test_comment_lines_that_look_like_run_lines_are_skipped(tmp_path):
+    """trec_eval 10 skips lines starting with '#', even those of six fields whose fifth is a number."""
+    path = tmp_path / "run.txt"
+    path.write_text("# made by bm25 1 0.5 tuned\nq1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.25 r\n")
+    got = read_run(path)
+    assert got["query"].tolist() == ["q1", "q1"] and got["score"].tolist() == [0.5, 0.25]
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("# q 0 d 1\nq1 0 d1 1\n")
+    assert read_qrels(qrels)["query"].tolist() == ["q1"]
