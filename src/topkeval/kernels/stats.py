@@ -158,12 +158,10 @@ class QueryStats:
     def ideal_at(self, spec, k: int | None) -> np.ndarray:
         """The ideal DCG of variant ``spec`` at cutoff ``k`` (inf where it exceeds float64)."""
         g = self._variant(spec)
-        values = self.ideal_dcg[g, :, self.column(k)]
+        ideal = self.ideal_dcg[g, :, self.column(k)]
         shift = int(self.dcg_shift[g]) if self.dcg_shift is not None else 0
-        if shift:
-            with np.errstate(over="ignore"):
-                return np.ldexp(values, shift)
-        return values
+        with np.errstate(over="ignore"):
+            return np.ldexp(ideal, shift) if shift else ideal
 
     def ndcg_terms(self, spec, k: int | None) -> tuple[np.ndarray, np.ndarray]:
         """DCG and ideal DCG of variant ``spec`` at cutoff ``k``, both divided by the same power of 2
