@@ -447,3 +447,20 @@ def test_an_anova_of_queries_needed_queries_has_the_promised_power():
         hits += stats.f.sf(F, m - 1, df_e) < 0.05
     se = math.sqrt(0.8 * 0.2 / 400)
     assert 0.8 - 3.5 * se <= hits / 400 <= 0.8 + 3.5 * se + 0.05, (n, hits / 400)
+
+
+def test_randomized_tukey_intervals_by_resampling_are_the_permutation_quantile():
+    """Beyond enumeration (4 models, 10 queries: 24**10 orders), the simultaneous interval's
+    half-width is the confidence quantile of the largest difference of model means over random
+    permutations of each query's values: against permutations drawn here, within Monte Carlo error."""
+    X = simulated(n=10, m=4, seed=13, effects=[0, 0.05, 0.1, 0.0])
+    table = sweep(X).compare_all(test="randomized_tukey", confidence=0.9, n_resamples=20_000, seed=2)
+    rng = np.random.default_rng(7)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    perms = np.argsort(rng.random((20_000, 10, 4)), axis=2)
+    means = np.take_along_axis(np.broadcast_to(Xc, perms.shape), perms, axis=2).mean(axis=1)
+    half = np.quantile(means.max(axis=1) - means.min(axis=1), 0.9)
+    for row in table.itertuples():
+        d = row.mean_a - row.mean_b
+        assert (row.ci_high - row.ci_low) / 2 == pytest.approx(half, rel=0.03)
+        assert (row.ci_low + row.ci_high) / 2 == pytest.approx(d, abs=1e-12)
