@@ -607,9 +607,9 @@ def test_an_infinite_score_among_finite_ones_is_refused_with_its_line(tmp_path):
 def test_comment_lines_that_look_like_run_lines_are_skipped(tmp_path):
     """trec_eval 10 skips lines starting with '#', even those of six fields whose fifth is a number."""
     path = tmp_path / "run.txt"
-    path.write_text("# made by bm25 1 0.5 tuned\nq1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.25 r\n")
+    path.write_text("# made by bm25 0.5 tuned\nq1 Q0 d1 1 0.5 r\nq1 Q0 d2 2 0.25 r\n")  # six fields, a number fifth
     got = read_run(path)
     assert got["query"].tolist() == ["q1", "q1"] and got["score"].tolist() == [0.5, 0.25]
     qrels = tmp_path / "qrels.txt"
-    qrels.write_text("# q 0 d 1\nq1 0 d1 1\n")
+    qrels.write_text("# 0 d1 1\nq1 0 d1 1\n")  # four fields, a grade fourth
     assert read_qrels(qrels)["query"].tolist() == ["q1"]

@@ -173,7 +173,7 @@ def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: 
                 c[:, :-1] = np.where(weights[:, :-1] > 0, weights[:, 1:] / np.where(weights[:, :-1] > 0,
                                                                                    weights[:, :-1], 1.0), 0.0)
             reach = np.ones((b - a, D))
-            np.cumprod(c[:, :-1], axis=1, out=reach[:, 1:])
+            reach[:, 1:] = np.cumprod(c[:, :-1], axis=1)
             out[a:b] = _columns(reach, c, g, column, weights)
             continue
         if kind == "bpm":
