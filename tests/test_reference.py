@@ -463,3 +463,17 @@ def test_trec_eval_measures_under_expected_ties_by_hand():
     for refused in ("G", "ndcg_rel", "gm_map", "gm_bpref"):
         with pytest.raises(tk.ParameterError, match="not computed exactly under ties='expected'"):
             tk.evaluate(log, [refused], item="item")
+
+
+def test_skipped_queries_leave_every_statistic_of_the_others_in_place():
+    """A query without a relevant item between others is skipped; under short_lists='error' the
+    statistics are cut to the evaluated queries before the metrics read them (every kind: counts,
+    DCG, ERR, the second pass, sequences): each value is the one of the log without that query."""
+    log = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3, 3], "relevance": [2, 0, 1, 0, 0, 0, 0, 3, 1],
+                        "score": [0.9, 0.5, 0.1, 0.8, 0.2, 0.4, 0.9, 0.7, 0.4]})
+    metrics = ["ndcg@3", "dcg@2", "err@3", "rbp(p=0.5)@3", "bpref", "rr", "ap@3", "auc", "nerr10(max_rel=3)"]
+    got = tk.evaluate(log, metrics, short_lists="error", ties="first").per_query
+    want = tk.evaluate(log[log["query"] != 2], metrics, short_lists="error", ties="first").per_query
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+    assert got["ndcg@3"].tolist() == pytest.approx([(2 + 1 / 2) / (2 + 1 / math.log2(3)),
+                                                     (3 / math.log2(3) + 1 / 2) / (3 + 1 / math.log2(3))])

@@ -1085,7 +1085,7 @@ _LIST: list[Mutation] = [
       SEGMENT_COLUMNS),
     M("kernels/stats.py", 'v = v[:, rows] if v.shape[0] or f.name != "seq" else v',
       'v = v[:, rows] if v.shape[0] and f.name != "dcg" else v',
-      f"{HAND}::test_skipped_queries_leave_every_statistic_of_the_others_in_place"),
+      "tests/test_reference.py::test_skipped_queries_leave_every_statistic_of_the_others_in_place"),
     M("analysis/beyond.py", "counts.to_numpy() / n, index=pd.Index(counts.index, dtype=object)), 1.0 / n, \"history\"",
       "counts.to_numpy() / len(counts), index=pd.Index(counts.index, dtype=object)), 1.0 / n, \"history\"",
       f"{BEYOND}::test_novelty_matches_rectools_mean_inv_user_freq"),
