@@ -183,3 +183,17 @@ def test_the_html_summary_prints_the_means(res):
     for model, cells in rows:
         values = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", cells)]
         assert values == [f"{res.summary.loc[model, m]:.4f}" for m in METRICS], model
+
+
+def test_trec_lines_of_results_kept_without_their_rows(tmp_path):
+    """A streamed file evaluated with keep_per_query=False keeps no per-query rows: its num_q line is
+    the number of queries evaluated, and the summed counts are the means times that number."""
+    path = tmp_path / "log.parquet"
+    frame = _log(4, n_queries=40)
+    frame.to_parquet(path)
+    res = tk.evaluate(path, ["P@2", "num_rel"], score="a", item="item", chunk_rows=50, keep_per_query=False)
+    full = tk.evaluate(frame, ["P@2", "num_rel"], score="a", item="item")
+    assert len(res.to_pandas()) == 0 and res.info["evaluated"] == full.info["evaluated"] == 39
+    lines = {line.split()[0]: line.split()[2] for line in res.to_string("trec").splitlines()}
+    assert lines["num_q"] == "39" and lines["num_rel"] == str(int(full.per_query["num_rel"].sum()))
+    assert lines["P_2"] == f"{full.summary.loc['a', 'P@2']:.4f}"
