@@ -156,7 +156,7 @@ def _trec_rbp(m, conv) -> tuple[DcgSpec, DcgSpec]:
 
 
 @register("rbp_trec", undefined="never", cutoff="none", needs=("dcg",), depth="list",
-          params=(Param("p", "unit", 0.9, False),), dcg=_trec_rbp, trec_uncut="rbp",
+          params=(Param("p", "unit", 0.9, False),), dcg=_trec_rbp,
           trec_format=lambda m: "rbp" if m.param("p") == 0.9 else f"rbp_p={format_value(m.param('p'))}",
           summary="trec_eval's rbp (m_rbp.c; p = 0.9 by default): RBP of the grades, each divided by the query's "
                   "largest judged grade when that exceeds 1 (binary judgments: rbp(p=...))",

@@ -154,7 +154,7 @@ register("tbg", undefined="never", cutoff="none", needs=("dcg",), depth="list",
                  "rank halves every H ranks",
          formula="sum over ranks i <= 1000 of g_i 2^(-(i - 1) / H), / sum over i <= 1000 of 2^(-(i - 1) / H)")(
     _static_value("tbg", "H"))
-register("u_measure", undefined="never", cutoff="none", needs=("dcg",), depth="list", aliases=("umeasure",),
+register("u_measure", undefined="never", cutoff="none", needs=("dcg",), depth="list",
          params=(Param("L", "positive", 1000.0, False), _MIN, _MAX, _VALUE), dcg=_static("umeasure", "L"),
          summary="U-measure (Sakai & Dou 2013; cwl_eval's U, each item costing 1): the weight of a rank falls "
                  "linearly to 0 at L",
@@ -177,7 +177,7 @@ register("bpm", undefined="never", cutoff="required", needs=("seq",), params=(_T
          summary="Bejeweled Player Model, static (Zhang et al. 2017; cwl_eval, ir_measures BPM): a user stops "
                  "once T of gain is seen, or at rank K",
          formula="G(s) / s, s = min(K, 1000, the first rank where the gain summed reaches T)")(_cwl_value)
-register("bpm_dynamic", undefined="never", cutoff="required", needs=("seq",), aliases=("bpmd",),
+register("bpm_dynamic", undefined="never", cutoff="required", needs=("seq",),
          params=(_T, Param("hb", "real", 1.0, False), Param("gain_med", "real", 0.5, False), _MIN, _MAX, _VALUE),
          seq=_cwl("bpmd", "T", "hb", "gain_med"), ties=DETERMINISTIC,
          summary="Bejeweled Player Model, dynamic (Zhang et al. 2017; cwl_eval's BPM-Dynamic): the goal T moves by "
