@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 #: Families that count the relevant candidates they find (``nonpositive_scores="miss"`` applies).
 COUNTS_FOUND = {"precision", "recall", "recall_capped", "f1", "fbeta", "tp", "fn", "rr", "ap", "ap_capped", "gm_map",
-                "ap_found"}
+                "ap_found", "yaap"}
 
 
 def as_float32(x: float) -> float:
@@ -275,7 +275,7 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
             decay *= 1 - stop
         return total
     if family in CWL:  # beta carries the parameters
-        return _cwl(family, k, beta, triples)
+        return _cwl(family, k, beta, triples, judged)
     if family == "compat":
         return _compat(triples, R, conv, judged, beta["p"], beta["normalize"], und)
     if family == "accuracy":  # ir_measures' AccuracyEvaluator, transcribed
@@ -297,7 +297,7 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
     if family == "rr":
         first = next((p for p, r in enumerate(found) if r), None)
         return 1.0 / (first + 1) if first is not None and first < cut else 0.0
-    if family in ("ap", "ap_capped", "gm_map", "ap_found"):
+    if family in ("ap", "ap_capped", "gm_map", "ap_found", "yaap"):
         total, seen = 0.0, 0
         for p, r in enumerate(found[:cut]):
             if r:
@@ -305,6 +305,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
                 total += seen / (p + 1)
         if family == "gm_map":
             return _log_floor(_div(total, R, und))
+        if family == "yaap":  # Robertson's yet another AP (trec_eval m_yaap.c)
+            return math.log((1 + total) / (1 + R - total))
         return _div(total, R if family == "ap" else seen if family == "ap_found" else min(R, k), und)
     signed = conv.get("negative_grades") == "gain"
 
@@ -324,6 +326,25 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         depth = min(cut, n)
         unjudged = [not t[3] for t in triples][:depth]
         return (1 - beta) * sum(beta**p for p, u in enumerate(unjudged) if u) + beta**depth
+    if family == "rbp_weighted":  # LensKit's RBP(weight_field=...): rank weights, normalised over the list
+        if R == 0:
+            return und
+        depth = min(k, n)
+        return _div(sum(beta[i] for i in range(depth) if ranked[i]), sum(beta[:depth]), und)
+    if family == "rbp_trec":  # trec_eval's m_rbp.c: the grades over the query's largest judged grade when above 1
+        top = max([g for g in judged if g >= 0], default=0)
+        return (1 - beta) * sum(beta**p * (max(g, 0) if j else 0) for p, (_, g, _, j) in enumerate(triples)) / max(top, 1)
+    if family == "ideal_dcg":  # the ideal order of the positive gains (trec_eval), every judged gain when signed
+        best = sorted((x for x in (gain_of(g) for g in judged) if x > 0 or signed), reverse=True)
+        return _dcg(best, len(best) if k is None else k, conv)
+    if family == "ndcg_p":  # trec_eval's m_ndcg_p.c: Jarvelin & Kekalainen's discount, 0 without a relevant retrieved
+        jk = {**conv, "discount": "lenskit"}
+        value = _dcg([gain_of(g) if j else 0.0 for _, g, _, j in triples], n, jk)
+        best = sorted((x for x in (gain_of(g) for g in judged) if x > 0 or signed), reverse=True)
+        ideal = _dcg(best, len(best), jk)
+        if ideal == 0:
+            return und
+        return value / ideal if sum(ranked) else 0.0
     if family in ("dcg", "ndcg"):  # a candidate without a judgment gains nothing, whatever the gain map
         value = _dcg([gain_of(g) if j else 0.0 for _, g, _, j in triples], cut, conv)
         if family == "dcg":
@@ -339,6 +360,8 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
         return R
     if family == "num_rel_ret":
         return hits_all
+    if family == "num_q":
+        return 1.0
     if family == "set_precision":
         return _div(hits_all, n, und)
     if family == "set_recall":
@@ -389,48 +412,101 @@ def metric_on_list(family, k, beta, triples, R, conv, judged=(), gain=None):
 
 #: cwl_eval's measures: each list padded with gain 0 to, and cut at, this many ranks.
 CWL_DEPTH = 1000
-CWL = {"insq", "sdcg", "bpm", "inst", "nerr8", "nerr9", "nerr10", "nerr11"}
+CWL = {"insq", "sdcg", "bpm", "inst", "nerr8", "nerr9", "nerr10", "nerr11", "tbg", "u_measure", "npv", "bpm_dynamic",
+       "ift_goal", "ift_rate", "ift", "trap"}
 
 
-def _cwl(family, k, params, triples):
-    """cwl_eval's expected utility per item: the gains (clipped, scaled, 0 without a judgment) padded
-    to 1000 ranks, the continuation probabilities C of each measure (cwl/ruler/measures), then
-    W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j and sum_i W_i g_i, term by term."""
+def _cwl(family, k, params, triples, judged=()):
+    """cwl_eval's columns of a list: the gains (clipped, scaled, 0 without a judgment) padded to 1000
+    ranks, the continuation probabilities C of each measure (cwl/ruler/measures), then W_i =
+    prod_{j<i} C_j / sum_l prod_{j<l} C_j, L_i = prod_{j<i} C_j (1 - C_i) and the column, term by
+    term. TrAP's R: the judged items of positive gain."""
     low, high = params.get("min_rel", 0.0), params["max_rel"]
-    gains = [(min(max(max(g, 0), low), high) - low) / (high - low) if j else 0.0 for _, g, _, j in triples]
-    return _cwl_of_gains(family, k, params.get("T", 1.0), params.get("p", 0.9), tuple(gains))
+
+    def scaled(g):
+        return (min(max(max(g, 0), low), high) - low) / (high - low)
+
+    gains = [scaled(g) if j else 0.0 for _, g, _, j in triples]
+    total = sum(1 for g in judged if scaled(g) > 0)
+    rest = tuple(sorted((n, v) for n, v in params.items() if n not in ("min_rel", "max_rel", "value")))
+    return _cwl_of_gains(family, k, rest, tuple(gains), params.get("value", "eu"), total)
 
 
 @functools.lru_cache(maxsize=100_000)  # the orders of a tie group often give the same gains
-def _cwl_of_gains(family, k, T, p, gains):
+def _cwl_of_gains(family, k, rest, gains, column="eu", total=0):
+    params = dict(rest)
+    T, p = params.get("T", 1.0), params.get("p", 0.9)
     gains = (list(gains) + [0.0] * CWL_DEPTH)[:CWL_DEPTH]
-    cont, seen = [], 0.0
-    for i, g in enumerate(gains, start=1):
-        seen += g
-        if family == "insq":
-            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2
-        elif family == "sdcg":
-            c = math.log2(i + 1) / math.log2(i + 2) if i < k else 0.0
-        elif family == "bpm":
-            c = 1.0 if seen < T and i < k else 0.0
-        elif family == "inst":
-            t_i = T - seen
-            c = ((i + T + t_i - 1) / (i + T + t_i)) ** 2
-        elif family == "nerr8":
-            c = 1 - g if i < k else 0.0
-        elif family == "nerr9":
-            c = i / (i + 1) * (1 - g) if i < k else 0.0
-        elif family == "nerr10":
-            c = p * (1 - g)
-        else:  # nerr11
-            c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2 * (1 - g)
-        cont.append(c)
-    reach, total, value = 1.0, 0.0, 0.0
-    for i, g in enumerate(gains):
-        total += reach
-        value += reach * g
-        reach *= cont[i]
-    return value / total
+    D = len(gains)
+    weights = None
+    if family in ("tbg", "u_measure", "trap"):  # cwl_eval gives W; C follows from it, 0 at the last rank
+        if family == "tbg":
+            weights = [2.0 ** (-i / params.get("H", 224.0)) for i in range(D)]
+        elif family == "u_measure":
+            weights = [max(0.0, 1 - i / params.get("L", 1000.0)) for i in range(D - 1)] + [0.0]
+        else:
+            seen, weights, leading = 0.0, [], True
+            for i, g in enumerate(gains):
+                seen += g
+                leading = leading and seen == 0 and i < D - 1
+                weights.append((1.0 if leading else seen) / (i + 1) / (total if total > 0 else 1))
+        if family != "trap":
+            weights = [w / sum(weights) for w in weights]
+        cont = [weights[i + 1] / weights[i] if weights[i] > 0 else 0.0 for i in range(D - 1)] + [0.0]
+    else:
+        cont, seen = [], 0.0
+        goal = params.get("T", 1.0)
+        bpmd_on = True
+        for i, g in enumerate(gains, start=1):
+            seen += g
+            if family == "insq":
+                c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2
+            elif family == "sdcg":
+                c = math.log2(i + 1) / math.log2(i + 2) if i < k else 0.0
+            elif family == "bpm":
+                c = 1.0 if seen < T and i < k else 0.0
+            elif family == "bpm_dynamic":  # cwl_eval's while loop: stops at the first rank that fails
+                bpmd_on = bpmd_on and seen < goal
+                c = 1.0 if bpmd_on and i < k else 0.0
+                goal += params["hb"] * (g - params["gain_med"])
+            elif family == "inst":
+                t_i = T - seen
+                c = ((i + T + t_i - 1) / (i + T + t_i)) ** 2
+            elif family == "nerr8":
+                c = 1 - g if i < k else 0.0
+            elif family == "nerr9":
+                c = i / (i + 1) * (1 - g) if i < k else 0.0
+            elif family == "nerr10":
+                c = p * (1 - g)
+            elif family == "nerr11":
+                c = ((i + 2 * T - 1) / (i + 2 * T)) ** 2 * (1 - g)
+            elif family == "npv":
+                c = 1 / (1 + params["rate"])
+            else:  # the information foraging measures
+                c = 1.0
+                if family in ("ift_goal", "ift"):
+                    x = (T - seen) * params["R1"]
+                    c *= 1 - 1 / (1 + params["b1"] * math.exp(x)) if x < 700 else 1.0
+                if family in ("ift_rate", "ift"):
+                    x = (params["A"] - seen / i) * params["R2"]
+                    c *= 1 / (1 + params["b2"] * math.exp(x)) if x < 700 else 0.0
+            cont.append(c)
+    reach, reaches = 1.0, []
+    for c in cont:
+        reaches.append(reach)
+        reach *= c
+    if weights is None:
+        weights = [r / sum(reaches) for r in reaches]
+    if column == "eu":
+        return sum(w * g for w, g in zip(weights, gains))
+    if column == "ec":
+        return sum(weights)
+    if column == "ed":
+        return 1 / weights[0]
+    stops = [r * (1 - c) for r, c in zip(reaches, cont)]
+    if column == "etu":
+        return sum(s_ * sum(gains[: i + 1]) for i, s_ in enumerate(stops))
+    return sum(s_ * (i + 1) for i, s_ in enumerate(stops))  # etc
 
 
 def _compat(triples, R, conv, judged, p, normalize, und):

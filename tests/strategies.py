@@ -32,7 +32,7 @@ UTILITIES = [None, (2.0, -1.0, 0.0, 0.0, 0.0), (0.5, -0.25, -1.0, 0.5, 40.0)]
 #: 11pt_avg's recall levels (None: the eleven)
 LEVELS = [None, (0.25, 0.5, 0.75), (0.0, 1.0), (0.3,)]
 #: the families whose parameter is a gain
-GAINED = ("ndcg", "dcg", "g", "rndcg", "ndcg_rel")
+GAINED = ("ndcg", "dcg", "g", "rndcg", "ndcg_rel", "ideal_dcg", "ndcg_p")
 
 
 @st.composite
@@ -69,9 +69,16 @@ def conventions(draw):
     }
 
 
-#: the families of tests/reference.py's ``_cwl`` (cwl_eval's C/W/L measures) and their parameters
-CWL = {"insq": ("T",), "sdcg": (), "bpm": ("T",), "inst": ("T",), "nerr8": (), "nerr9": (), "nerr10": ("p",),
-       "nerr11": ("T",)}
+#: the families of tests/reference.py's ``_cwl`` (cwl_eval's C/W/L measures) and the values drawn for
+#: their parameters (besides min_rel, max_rel and the column)
+CWL = {"insq": {"T": [1.0, 2.0, 0.5]}, "sdcg": {}, "bpm": {"T": [1.0, 2.0, 0.5]}, "inst": {"T": [1.0, 2.0, 0.5]},
+       "nerr8": {}, "nerr9": {}, "nerr10": {"p": [0.9, 0.5]}, "nerr11": {"T": [1.0, 2.0, 0.5]},
+       "tbg": {"H": [224.0, 2.0, 0.7]}, "u_measure": {"L": [1000.0, 3.0, 1.5]}, "npv": {"rate": [0.1, 1.0]},
+       "bpm_dynamic": {"T": [1.0, 0.5], "hb": [1.0, -0.5], "gain_med": [0.5, 0.2]},
+       "ift_goal": {"T": [1.0, 2.0], "b1": [0.9, 2.0], "R1": [10.0, 0.5]},
+       "ift_rate": {"A": [0.2, 0.5], "b2": [0.9, 2.0], "R2": [10.0, 1.0]},
+       "ift": {"T": [1.0, 2.0], "b1": [0.9], "R1": [10.0, 0.5], "A": [0.2, 0.5], "b2": [0.9], "R2": [10.0]},
+       "trap": {}}
 
 
 def sequence_params(draw, fam):
@@ -80,14 +87,15 @@ def sequence_params(draw, fam):
     if fam in CWL:
         low, high = draw(st.sampled_from([(0, 1), (0, 3), (1, 3), (-1, 2)]))
         params = {"min_rel": low, "max_rel": high}
-        if "T" in CWL[fam]:
-            params["T"] = draw(st.sampled_from([1.0, 2.0, 0.5]))
-        if "p" in CWL[fam]:
-            params["p"] = draw(st.sampled_from([0.9, 0.5]))
-        defaults = {"T": 1.0, "p": 0.9, "min_rel": 0}
-        order = [n for n in ("T", "p", "min_rel", "max_rel") if n in params]
-        text = ",".join(f"{n}={params[n]:g}" for n in order if defaults.get(n) != params[n])
-        return text, params
+        for name, values in CWL[fam].items():
+            params[name] = draw(st.sampled_from(values))
+        params["value"] = draw(st.sampled_from(["eu", "eu", "etu", "ec", "etc", "ed"]))
+        texts = []
+        for p in FAMILIES[fam].params:  # the registry's order; a default is left out of the canonical name
+            if p.name in params and (p.required or params[p.name] != p.default):
+                value = params[p.name]
+                texts.append(f"{p.name}={value:g}" if not isinstance(value, str) else f"{p.name}={value}")
+        return ",".join(texts), params
     if fam == "compat":
         params = {"p": draw(st.sampled_from([0.95, 0.5])), "normalize": draw(st.booleans())}
         text = ",".join(([f"p={params['p']:g}"] if params["p"] != 0.95 else [])
@@ -108,7 +116,7 @@ def metric_specs(draw):
         beta = draw(st.sampled_from([None, 0.5, 2.0])) if fam == "set_f" else None
         if fam in ("rbp", "rbp_residual"):
             beta = draw(st.sampled_from([0.5, 0.8, 0.95]))  # p
-        if fam == "rbp_resid":
+        if fam in ("rbp_resid", "rbp_trec"):
             beta = draw(st.sampled_from([0.5, 0.9, 0.95]))  # p, 0.9 by default
         if fam == "iprec":
             beta = draw(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 0.7, 1.0]))  # the recall level
@@ -140,7 +148,7 @@ def metric_specs(draw):
             params.append(f"recall={beta:g}")
         elif fam == "err":
             params += [f"max_grade={beta:g}"] if beta != 4.0 else []  # 4 is the default
-        elif fam == "rbp_resid":
+        elif fam in ("rbp_resid", "rbp_trec"):
             params += [f"p={beta:g}"] if beta != 0.9 else []  # 0.9 is the default
         elif fam == "rbp":  # p first, as the canonical name writes it
             params.insert(0, f"p={beta:g}")
@@ -154,6 +162,10 @@ def metric_specs(draw):
         k = draw(st.integers(1, 8))
         beta = draw(st.sampled_from([0.5, 2.0])) if fam == "fbeta" else None
         name = f"fbeta(beta={beta:g})@{k}" if fam == "fbeta" else f"{fam}@{k}"
+        if fam == "rbp_weighted":  # a weight per rank up to 8 (the largest cutoff drawn), some 0
+            beta = tuple(draw(st.sampled_from([1.0, 0.5, 0.25, 0.0, 2.0])) for _ in range(8))
+            beta = beta if any(beta) else (1.0,) + beta[1:]
+            name = "rbp_weighted(weights={" + ",".join(f"{w:g}" for w in beta) + f"}})@{k}"
         if fam in CWL:
             text, beta = sequence_params(draw, fam)
             name = f"{fam}({text})@{k}"

@@ -180,6 +180,13 @@ def test_novelty_matches_rectools_mean_inv_user_freq():
                       score_threshold=0.0)
     assert res.beyond_accuracy(k=1).loc["score", "novelty@1"] == pytest.approx((1.5849625 * 2 + 0) / 3)
     assert res.beyond_accuracy(k=3).loc["score", "novelty@3"] == pytest.approx((1.5849625 * 2 + 0.79248125) / 3)
+    # the same example with the previous interactions given as history= (MeanInvUserFreq.fit's
+    # prev_interactions: users(i) over the users of the history, 3, not over its 2 items)
+    reco = _ranked({1: [3], 2: [2, 3], 3: [1, 2]}, {1: {3}, 2: {2}, 3: {1}})
+    prev = pd.DataFrame({"query": [1, 1, 2, 3], "item": [1, 2, 1, 1]})
+    for k, want in ((1, [1.5849625, 1.5849625, 0.0]), (3, [1.5849625, 1.5849625, 0.79248125])):
+        got = _per_query(tk.evaluate(reco, [f"novelty@{k}"], score="s", item="item", history=prev), f"novelty@{k}")
+        assert [got[u] for u in (1, 2, 3)] == pytest.approx(want, abs=1e-7)
 
 
 def test_popularity_matches_rectools_avg_rec_popularity():
@@ -724,3 +731,61 @@ def test_evaluate_beyond_errors():
         matrix.with_beyond(["novelty@1"])
     with pytest.raises(tk.ParameterError, match="beyond-accuracy metric"):
         tk.evaluate_matrix(np.array([[0.9, 0.1]]), np.array([[1, 0]]), metrics=["novelty@1"])
+
+
+def _hamming(a, b):
+    """A Hamming distance on made-up binary features of items 0..13: the features that differ (0 to 4)."""
+    return sum(((a >> bit) & 1) != ((b >> bit) & 1) for bit in range(4))
+
+
+def test_diversity_over_a_distance_is_rectools_intra_list_diversity_by_hand():
+    """RecTools' IntraListDiversity docstring example (PairwiseHammingDistanceCalculator: the number of
+    features that differ, which exceeds 1): items 1..4 with features (0,0), (0,1), (1,1), (0,0); user 1
+    shown 1, 2, 3 and user 2 shown 1, 4. RecTools: k=2 [1, 0], k=3 [4/3, 0]; k=1, a list of one item,
+    0 in RecTools, undefined (NaN) here, as for every diversity."""
+    features = {1: (0, 0), 2: (0, 1), 3: (1, 1), 4: (0, 0)}
+
+    def hamming(a, b):
+        return sum(x != y for x, y in zip(features[a], features[b]))
+
+    reco = pd.DataFrame({"user": [1, 1, 1, 2, 2], "item": [1, 2, 3, 1, 4], "score": [3.0, 2.0, 1.0, 3.0, 2.0],
+                         "relevance": [1, 0, 0, 1, 0]})
+    res = tk.evaluate(reco, ["diversity@1", "diversity@2", "diversity@3"], query="user", item="item", distance=hamming)
+    pq = res.per_query.set_index("user")
+    assert pq["diversity@2"].tolist() == [1.0, 0.0]
+    assert pq["diversity@3"].tolist() == pytest.approx([4 / 3, 0.0], abs=1e-15)
+    assert pq["diversity@1"].isna().all()
+    means = res.beyond_accuracy(k=3, metrics=["diversity@3"], distance=hamming)
+    assert means.loc["score", "diversity@3"] == pytest.approx(2 / 3)
+    # a distance wins over features for diversity (features serve serendipity)
+    vectors = {i: [float(i), 1.0] for i in range(1, 5)}
+    both = tk.evaluate(reco, ["recall@2"], query="user", item="item").with_beyond(["ild@2"], distance=hamming,
+                                                                                   features=vectors)
+    assert both.per_query["ild@2"].tolist() == [1.0, 0.0]
+
+
+@given(rows=logs(max_queries=4, max_len=6), conv=conventions(), k=st.integers(1, 7))
+def test_diversity_over_a_distance_equals_the_reference_under_every_tie_rule(rows, conv, k):
+    """Any distance >= 0 (here up to 4): the mean over the pairs of each list of the distance, over
+    every order of the tied candidates (the reference's 1 - similarity, with similarity 1 - distance)."""
+    res = _evaluate(rows, conv)
+    label = f"diversity@{k}"
+    got = res.with_beyond([label], distance=_hamming)
+    ref = beyond_lists_reference(rows, ["a", "b"], conv, [(label, "diversity", k, {})],
+                                 similarity=lambda a, b: 1 - _hamming(a, b))
+    pq = {(r["model"], r["query"]): r[label] for r in got.per_query.to_dict("records")}
+    for model in ("a", "b"):
+        for q, values in ref[model][0].items():
+            assert _close(float(pq[model, q]), values[label]), (model, q, pq[model, q], values[label])
+
+
+@pytest.mark.parametrize(("distance", "message"), [
+    (lambda a, b: -1.0, "distance must return a value >= 0"),
+    (lambda a, b: float("inf"), "distance must return a finite number"),
+    (lambda a, b: "far", "distance must return a finite number"),
+    (lambda a, b: 1 / 0, r"distance\('x', 'y'\) raised ZeroDivisionError"),
+])
+def test_a_distance_that_is_no_distance_is_refused(distance, message):
+    res = _res(item="item")
+    with pytest.raises(tk.ParameterError, match=message):
+        res.beyond_accuracy(k=2, metrics=["diversity@2"], distance=distance)

@@ -277,3 +277,65 @@ def test_accuracy_equals_ir_measures(seed):
             for q, value in reported.items():
                 assert pq.loc[q, ours] == pytest.approx(value, abs=1e-12), (q, ours)
             assert res.summary.iloc[0][ours] == pytest.approx(np.mean(list(reported.values())), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_cwl_eval_measures_and_columns_equal_cwl_eval(seed, tmp_path, monkeypatch):
+    """cwl_eval's measures that ir_measures does not pass on (TBG, U-measure, NPV, the three IFT
+    variants, dynamic BPM, TrAP) and every one's columns (EU, ETU, EC, ETC, ED: value=), against
+    cwl-eval's own classes on its own Ranking (unit costs, gains scaled to [0, 1], lists padded to
+    and cut at 1000 ranks, a list of 1,200), to 1e-9."""
+    pytest.importorskip("cwl", reason="cwl-eval is a test extra")
+    import logging
+
+    from cwl.ruler.measures.cwl_ap import TrAPCWLMetric
+    from cwl.ruler.measures.cwl_bpm import BPMCWLMetric, BPMDCWLMetric
+    from cwl.ruler.measures.cwl_dcg import NDCGCWLMetric
+    from cwl.ruler.measures.cwl_ift import IFTGoalCWLMetric, IFTGoalRateCWLMetric, IFTRateCWLMetric
+    from cwl.ruler.measures.cwl_insq import INSQCWLMetric
+    from cwl.ruler.measures.cwl_inst import INSTCWLMetric
+    from cwl.ruler.measures.cwl_nerr import NERReq9CWLMetric, NERReq11CWLMetric
+    from cwl.ruler.measures.cwl_npv import NPVCWLMetric
+    from cwl.ruler.measures.cwl_tbg import TBGCWLMetric
+    from cwl.ruler.measures.cwl_umeasure import UMeasureCWLMetric
+    from cwl.ruler.ranking import Ranking
+
+    monkeypatch.chdir(tmp_path)  # cwl_eval may write a log file where it runs
+    logging.getLogger("cwl").disabled = True
+    rng = np.random.default_rng(40 + seed)
+    rows = []
+    for q in range(10):
+        n = 1200 if q == 0 else int(rng.integers(1, 30))
+        grades = rng.choice([-1, 0, 0, 1, 2, 3], n)
+        rows += [(f"q{q}", f"d{i}", float(n - i), int(g)) for i, g in enumerate(grades)]  # no ties
+    run = pd.DataFrame(rows, columns=["query", "item", "score", "relevance"])
+    cases = {"tbg(H=5,max_rel=3)": lambda: TBGCWLMetric(5), "tbg(max_rel=3)": lambda: TBGCWLMetric(224),
+             "u_measure(L=20,max_rel=3)": lambda: UMeasureCWLMetric(20),
+             "npv(rate=0.5,max_rel=3)": lambda: NPVCWLMetric(0.5),
+             "ift_goal(T=1,b1=0.9,R1=10,max_rel=3)": lambda: IFTGoalCWLMetric(1, 0.9, 10),
+             "ift_rate(A=0.2,b2=0.9,R2=10,max_rel=3)": lambda: IFTRateCWLMetric(0.2, 0.9, 10),
+             "ift(T=2,b1=0.9,R1=1,A=0.2,b2=0.9,R2=10,max_rel=3)": lambda: IFTGoalRateCWLMetric(2, 0.9, 1, 0.2, 0.9, 10),
+             "bpm_dynamic(T=1.5,hb=2,gain_med=0.4,max_rel=3)@10": lambda: BPMDCWLMetric(1.5, 10, 2.0, 1.0, 0.4),
+             "trap(max_rel=3)": lambda: TrAPCWLMetric(), "insq(T=2,max_rel=3)": lambda: INSQCWLMetric(2.0),
+             "sdcg(max_rel=3)@10": lambda: NDCGCWLMetric(10), "inst(max_rel=3)": lambda: INSTCWLMetric(1.0),
+             "bpm(T=2,max_rel=3)@5": lambda: BPMCWLMetric(2.0, 5), "nerr9(max_rel=3)@10": lambda: NERReq9CWLMetric(10),
+             "nerr11(T=2,max_rel=3)": lambda: NERReq11CWLMetric(2.0)}
+    columns = ["eu", "etu", "ec", "etc", "ed"]  # the order of cwl_eval's get_scores
+
+    def named(name, column):
+        return name if column == "eu" else name.replace("max_rel=3", f"max_rel=3,value={column}")
+
+    names = [named(name, c) for name in cases for c in columns]
+    res = tk.evaluate(run, names, item="item", ties="first", empty_queries="keep")
+    pq = res.per_query.set_index("query")
+    for name, make in cases.items():
+        for q, part in run.groupby("query"):
+            gains = np.clip(part["relevance"].to_numpy(float), 0, 3) / 3
+            ranking = Ranking(q, gains, np.full(len(gains), np.nan), max_n=1000)
+            ranking.total_qrel_rels = float((gains > 0).sum())  # as RankingMaker sets it from the qrels
+            measure = make()
+            measure.residuals = False  # TrAP skips CWLMetric.__init__; cwl_eval's CWLRuler sets it
+            measure.measure(ranking)
+            for column, theirs in zip(columns, measure.get_scores()):
+                assert pq.loc[q, res.label(named(name, column))] == pytest.approx(theirs, rel=1e-9, abs=1e-12), (
+                    name, column, q)

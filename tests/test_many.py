@@ -384,3 +384,159 @@ def test_tukey_p_values_beyond_the_integrals_accuracy_are_a_bound_printed_as_suc
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     section = page[page.index('<section id="pairs">'):]
     assert "p &lt; 1e-12" in section[:section.index("</section>")]
+
+
+# ---------------------------------------------------------------------------------------------
+# every number of anova, compare_all and queries_needed against an independent computation
+
+
+def test_every_row_of_the_anova_table_equals_statsmodels_ols():
+    """The whole table (models, queries, residual, total: sum of squares, degrees of freedom, mean
+    square, F, p) of 11 queries x 4 models (n != m) against statsmodels' least-squares two-way ANOVA
+    (anova_lm of v ~ C(model) + C(query)); the total row against numpy's variance (n m - 1 in its
+    denominator); a query one model lacks is left out of every row, and out of the count."""
+    smf = pytest.importorskip("statsmodels.formula.api", reason="statsmodels is a test extra")
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(21)
+    X = simulated(n=11, m=4, seed=21, effects=[0, 0.05, -0.02, 0.1])
+    frame = pd.DataFrame({"model": np.repeat([f"m{j}" for j in range(4)], 12), "query": np.tile(np.arange(12), 4),
+                          "ap": np.concatenate([np.append(X[:, j], rng.random()) for j in range(4)])})
+    frame = frame.drop(index=frame.index[(frame["model"] == "m2") & (frame["query"] == 11)])  # query 11 incomplete
+    table = tk.Results.from_per_query(frame).anova("ap").set_index("source")
+    long = pd.DataFrame({"query": np.repeat(np.arange(11), 4), "model": np.tile(np.arange(4), 11), "v": X.ravel()})
+    peer = sm.stats.anova_lm(smf.ols("v ~ C(model) + C(query)", data=long).fit(), typ=2)
+    for ours, theirs in (("models", "C(model)"), ("queries", "C(query)"), ("residual", "Residual")):
+        assert table.loc[ours, "sum_sq"] == pytest.approx(peer.loc[theirs, "sum_sq"], rel=1e-10)
+        assert table.loc[ours, "df"] == peer.loc[theirs, "df"]
+        assert table.loc[ours, "mean_sq"] == pytest.approx(peer.loc[theirs, "sum_sq"] / peer.loc[theirs, "df"],
+                                                           rel=1e-10)
+    for ours, theirs in (("models", "C(model)"), ("queries", "C(query)")):
+        assert table.loc[ours, "F"] == pytest.approx(peer.loc[theirs, "F"], rel=1e-9)
+        assert table.loc[ours, "p_value"] == pytest.approx(peer.loc[theirs, "PR(>F)"], rel=1e-8)
+    assert table.loc["total", "df"] == 43
+    assert table.loc["total", "sum_sq"] == pytest.approx(np.var(X, ddof=0) * 44, rel=1e-12)
+    assert table.loc["total", "mean_sq"] == pytest.approx(np.var(X, ddof=1), rel=1e-12)
+    assert (table["queries"] == 11).all()
+
+
+def test_randomized_tukey_p_values_and_intervals_by_enumeration_with_fewer_queries_than_models():
+    """3 models over 2 queries (6**2 = 36 orders, every one enumerated): each pair's p-value is the
+    share of the orders whose largest difference of model means (each query's values permuted, the
+    sums over 2 queries) reaches the pair's, and its simultaneous interval is the difference +- the
+    confidence quantile of those largest differences."""
+    X = np.array([[0.1, 0.7, 0.4], [0.3, 0.8, 0.2]])
+    table = sweep(X).compare_all(test="randomized_tukey", confidence=0.8, n_resamples=1000)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    ranges = []
+    for perms in itertools.product(itertools.permutations(range(3)), repeat=2):
+        means = sum(Xc[i, list(p)] for i, p in enumerate(perms)) / 2
+        ranges.append(means.max() - means.min())
+    ranges = np.array(ranges)
+    half = np.quantile(ranges, 0.8)
+    for row in table.itertuples():
+        d = row.mean_a - row.mean_b
+        assert row.p_value == pytest.approx(np.mean(ranges >= abs(d) - 1e-12))
+        assert (row.ci_low, row.ci_high) == pytest.approx((d - half, d + half), abs=1e-12)
+
+
+def test_a_p_value_equal_to_alpha_is_not_significant():
+    """Significant means p < 1 - confidence, strictly: 2 models, 2 queries, differences 1 and 3: of
+    the 4 orders, 2 reach the observed range 2, so p = 0.5 exactly; at confidence 0.5 the pair is not
+    significantly different (one letter)."""
+    X = np.array([[0.0, 1.0], [0.0, 3.0]])
+    row = sweep(X).compare_all(test="randomized_tukey", confidence=0.5).iloc[0]
+    assert row.p_value == 0.5 and not row.significant and row.letters_a == row.letters_b == "a"
+
+
+def test_letters_run_from_the_best_mean_by_the_best_member_of_each_group():
+    """Groups ordered by their best member: b (0.9) and a (0.1) share a letter, c (0.5) differs from
+    both; the group {a, b} holds the best model, so it is 'a', even though it also holds the worst."""
+    from topkeval.analysis.many import letter_display
+
+    assert letter_display(["a", "b", "c"], np.array([0.1, 0.9, 0.5]), {(0, 2), (1, 2)}) == {"a": "a", "b": "a",
+                                                                                             "c": "b"}
+
+
+def test_queries_needed_for_a_paired_t_test_equals_statsmodels():
+    """queries_needed's paired t-test sizing against statsmodels' TTestPower (the one-sample t-test of
+    the differences): two models use the variance of their differences; more than two Sakai's 2 V_E,
+    V_E the residual mean square (from statsmodels' ANOVA); power now and the size needed."""
+    smf = pytest.importorskip("statsmodels.formula.api", reason="statsmodels is a test extra")
+    import statsmodels.api as sm
+    from statsmodels.stats.power import TTestPower
+
+    for m in (2, 4):
+        X = simulated(n=40, m=m, seed=30 + m, effects=np.linspace(0, 0.03, m))
+        row = sweep(X).queries_needed("ap", delta=0.03, power=0.8, alpha=0.05).iloc[0]
+        if m == 2:
+            variance = np.var(X[:, 1] - X[:, 0], ddof=1)
+        else:
+            long = pd.DataFrame({"q": np.repeat(np.arange(40), m), "j": np.tile(np.arange(m), 40), "v": X.ravel()})
+            peer = sm.stats.anova_lm(smf.ols("v ~ C(j) + C(q)", data=long).fit(), typ=2)
+            variance = 2 * peer.loc["Residual", "sum_sq"] / peer.loc["Residual", "df"]
+        assert row["variance"] == pytest.approx(variance, rel=1e-10)
+        effect = 0.03 / math.sqrt(variance)
+        power = TTestPower()
+        assert row["queries_needed"] == math.ceil(power.solve_power(effect_size=effect, alpha=0.05, power=0.8))
+        assert row["power_now"] == pytest.approx(power.power(effect_size=effect, nobs=40, alpha=0.05), abs=1e-9)
+        assert power.power(effect_size=row["detectable_delta"] / math.sqrt(variance), nobs=40,
+                           alpha=0.05) == pytest.approx(0.8, abs=1e-6)
+
+
+def test_queries_needed_for_the_anova_by_hand():
+    """Sakai's ANOVA-based sizing, written here from his definition: the F-test of m models over n
+    queries (m - 1 and (m - 1)(n - 1) degrees of freedom, level alpha) detects a range delta between
+    the best and the worst model with noncentrality lambda = n delta^2 / (2 V_E); the size needed is
+    the smallest n reaching the power, and the detectable range the delta where the power now is it."""
+    X = simulated(n=30, m=4, seed=41, effects=[0, 0.01, 0.02, 0.04])
+    row = sweep(X).queries_needed("ap", delta=0.05, test="anova", alpha=0.05, power=0.8).iloc[0]
+    *_, ss_e, _, df_e = direct_anova(X)
+    v_e = ss_e / df_e
+    assert row["variance"] == pytest.approx(v_e, rel=1e-10)
+
+    def power(n, delta):
+        crit = stats.f.ppf(0.95, 3, 3 * (n - 1))
+        return stats.ncf.sf(crit, 3, 3 * (n - 1), n * delta**2 / (2 * v_e))
+
+    n = int(row["queries_needed"])
+    assert power(n, 0.05) >= 0.8 > power(n - 1, 0.05)
+    assert row["power_now"] == pytest.approx(power(30, 0.05), abs=1e-9)
+    assert power(30, row["detectable_delta"]) == pytest.approx(0.8, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_an_anova_of_queries_needed_queries_has_the_promised_power():
+    """Simulated studies of the size queries_needed gives (Sakai's least favourable case: two models
+    delta apart, the others halfway; normal residuals of the pilot's variance): their F-test rejects
+    in about 80% of 400 studies (the size rounds up: at least 80% - 3.5 standard errors, and not far
+    above)."""
+    rng = np.random.default_rng(8)
+    delta, sd, m = 0.05, 0.06, 4
+    pilot = np.column_stack([rng.normal(0, sd, 20_000) for _ in range(m)])
+    n = int(sweep(pilot).queries_needed("ap", delta=delta, test="anova").iloc[0]["queries_needed"])
+    effects = np.array([-delta / 2, delta / 2, 0.0, 0.0])
+    hits = 0
+    for _ in range(400):
+        Y = rng.normal(0.3, 0.1, (n, 1)) + effects[None, :] + rng.normal(0, sd, (n, m))
+        *_, F, df_e = direct_anova(Y)
+        hits += stats.f.sf(F, m - 1, df_e) < 0.05
+    se = math.sqrt(0.8 * 0.2 / 400)
+    assert 0.8 - 3.5 * se <= hits / 400 <= 0.8 + 3.5 * se + 0.05, (n, hits / 400)
+
+
+def test_randomized_tukey_intervals_by_resampling_are_the_permutation_quantile():
+    """Beyond enumeration (4 models, 10 queries: 24**10 orders), the simultaneous interval's
+    half-width is the confidence quantile of the largest difference of model means over random
+    permutations of each query's values: against permutations drawn here, within Monte Carlo error."""
+    X = simulated(n=10, m=4, seed=13, effects=[0, 0.05, 0.1, 0.0])
+    table = sweep(X).compare_all(test="randomized_tukey", confidence=0.9, n_resamples=20_000, seed=2)
+    rng = np.random.default_rng(7)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    perms = np.argsort(rng.random((20_000, 10, 4)), axis=2)
+    means = np.take_along_axis(np.broadcast_to(Xc, perms.shape), perms, axis=2).mean(axis=1)
+    half = np.quantile(means.max(axis=1) - means.min(axis=1), 0.9)
+    for row in table.itertuples():
+        d = row.mean_a - row.mean_b
+        assert (row.ci_high - row.ci_low) / 2 == pytest.approx(half, rel=0.03)
+        assert (row.ci_low + row.ci_high) / 2 == pytest.approx(d, abs=1e-12)

@@ -35,8 +35,9 @@ def test_the_docs_table_of_metrics_is_the_registry_s():
 
 
 def _name(family) -> str:
-    params = "".join(f"({p.name}={'0.5' if p.kind in ('unit', 'positive', 'fraction') else '2'})"
-                     for p in family.params if p.required)
+    values = {"unit": "0.5", "positive": "0.5", "fraction": "0.5", "weights": "{1,0.5}", "real": "1"}
+    params = "(" + ",".join(f"{p.name}={values.get(p.kind, '2')}" for p in family.params if p.required) + ")"
+    params = "" if params == "()" else params
     return family.name + params + ("@2" if family.cutoff == "required" else "")
 
 
@@ -54,7 +55,7 @@ ON_LOG = {"R = 0": {1}, "R = 0 (shrink: min(R, n) = 0)": {1}, "R = 0, or an empt
           "n = 0 and R = 0": set(), "no judged item has a positive gain": {1},
           "R = 0, or no judged item has a positive gain": {1}, "floor(mult R + 0.9) = 0 (shrink: or n = 0)": {1},
           "no relevant or no non-relevant candidate in the top k": {1, 2},
-          "no relevant candidate in the top k": {1}}
+          "no relevant candidate in the top k": {1}, "R = 0, or no weight on the ranks of the list": {1}}
 
 
 def test_each_family_is_undefined_where_its_registry_entry_says():

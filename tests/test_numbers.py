@@ -576,3 +576,4 @@ def test_best_rows_count_means_equal_up_to_rounding_as_ties():
     summary = pd.DataFrame({"recall@1": [0.1 + 0.2, 0.3, 0.2], "fp@1": [1.0, 2.0, 1.0 + 1e-16]},
                            index=["a", "b", "c"])
     assert best_rows(summary) == {"recall@1": {"a", "b"}, "fp@1": {"a", "c"}}
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -97,6 +98,47 @@ def test_ranx_preset_orders_long_tied_lists_as_ranx(seed):
     short = [q for q, n in frame.groupby("query").size().items() if n < 16]
     assert np.allclose(first.loc[short, "ndcg@10"], pq.loc[short, "ndcg@10"], rtol=0, atol=1e-12)
     assert not np.allclose(first["ndcg@10"], pq["ndcg@10"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_ranx_make_comparable_sorts_a_second_time(seed):
+    """ranx.evaluate(..., make_comparable=True) calls Run.make_comparable, which sorts every query's
+    documents again (Run.sort: numba's quicksort of the negated scores, this time in the order of the
+    first sort): from 16 tied documents up the order, and the numbers, differ from ranx's own without
+    it, which the ranx preset reproduces. Sorting twice, transcribed, gives ranx's numbers with it."""
+    import sys
+    from pathlib import Path
+
+    ranx = pytest.importorskip("ranx")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from reference import numba_argsort
+
+    frame = _long_ties(seed)
+    names, ours = ["ndcg@10", "map@10", "precision@10", "mrr"], ["ndcg@10", "ap@10", "precision@10", "rr"]
+    qrels, run = {}, {}
+    for q, it, s, g in frame.itertuples(index=False):
+        run.setdefault(q, {})[it] = s
+        qrels.setdefault(q, {})[it] = int(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False)
+        again = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names, return_mean=False, make_comparable=True)
+    order = sorted(run)  # ranx's queries by id
+    preset = tk.evaluate(frame, metrics=ours, relevance="grade", item="item", conventions="ranx").per_query
+    preset = preset.set_index("query").loc[order]
+    twice = []
+    for _, rows in frame.groupby("query", sort=False):
+        first = np.asarray(numba_argsort(-rows["score"].to_numpy()))
+        second = np.asarray(numba_argsort(-rows["score"].to_numpy()[first]))
+        twice.append(rows.iloc[first[second]])
+    resorted = tk.evaluate(pd.concat(twice), metrics=ours, relevance="grade", item="item", conventions="ranx",
+                           ties="first").per_query.set_index("query").loc[order]
+    for name, mine in zip(names, ours):
+        np.testing.assert_allclose(preset[mine].to_numpy(), plain[name], atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(resorted[mine].to_numpy(), again[name], atol=1e-12, err_msg=name)
+    assert not np.allclose(plain["ndcg@10"], again["ndcg@10"], rtol=0, atol=1e-6)  # the second sort matters here
+    short = [i for i, q in enumerate(order) if (frame["query"] == q).sum() < 16]
+    assert np.allclose(plain["ndcg@10"][short], again["ndcg@10"][short], rtol=0, atol=1e-12)
 
 
 def test_ranx_preset_on_every_path():
@@ -306,6 +348,43 @@ def test_lenskit_ndcg_discount_against_its_code(seed):
     default = tk.evaluate(frame, metrics=[f"dcg@{k}"], query="user", relevance="rating", conventions="lenskit",
                           discount="log2")
     assert not default.per_query.equals(res.per_query)  # the discount matters on this log
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lenskit_rbp_with_rank_weights_from_a_field(seed):
+    """LensKit's RBP(weight_field=...) (lenskit/metrics/ranking/_rbp.py, transcribed): the list cut to
+    n, weights read from a field of its items, RBP = the weights of its items in the test set over
+    the sum of its weights; a user without test items has no value (NaN). With the weights a field
+    holding each rank's weight (here 1 / rank and a geometric 0.8^(rank-1) with a gap), topkeval's
+    rbp_weighted(weights={...})@n, on lists shorter than n too."""
+    frame = _untied_recs(seed)
+    n = 6
+    for weights in ([1 / r for r in range(1, n + 1)], [0.8**r if r != 2 else 0.0 for r in range(n)]):
+        name = "rbp_weighted(weights={" + ",".join(repr(w) for w in weights) + f"}})@{n}"
+        res = tk.evaluate(frame, metrics=[name], query="user", relevance="rel", conventions="lenskit")
+        pq = res.per_query.set_index("user")[res.metrics[0]]
+
+        def lenskit_rbp(recs, test, field):
+            recs, field = recs[:n], field[:n]  # self.truncate(recs)
+            if len(test) == 0:
+                return math.nan
+            good = np.isin(recs, test)
+            return float(np.sum(field[good])) / float(np.sum(field))
+
+        theirs = {}
+        for u, part in frame.groupby("user"):
+            ranked = part.sort_values("score", ascending=False)
+            field = np.array(weights + [0.0] * len(ranked))[:len(ranked)]  # the field: the weight of each item's rank
+            theirs[u] = lenskit_rbp(ranked["item"].to_numpy(), ranked.loc[ranked.rel > 0, "item"].to_numpy(), field)
+        kept = {u: v for u, v in theirs.items() if not math.isnan(v)}
+        assert sorted(pq.index) == sorted(kept)  # users without a test item: skipped here, NaN there
+        for u, value in kept.items():
+            assert pq.loc[u] == pytest.approx(value, abs=1e-12), (u, weights)
+        assert res.summary.iloc[0, 0] == pytest.approx(np.mean(list(kept.values())), abs=1e-12)
+    with pytest.raises(tk.ParameterError, match="give a weight for each rank up to its cutoff 6"):
+        tk.evaluate(frame, metrics=["rbp_weighted(weights={1,0.5})@6"], query="user", relevance="rel")
+    with pytest.raises(tk.UnknownMetricError, match="numbers >= 0"):
+        tk.parse_metric("rbp_weighted(weights={1,-0.5})@2")
 
 
 @pytest.mark.parametrize("seed", range(4))

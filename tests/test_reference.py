@@ -110,6 +110,26 @@ EVERY_FAMILY = [
     ("accuracy", "accuracy", None, None, None), ("accuracy@3", "accuracy", 3, None),
     ("ap_found", "ap_found", None, None, None), ("ap_found@3", "ap_found", 3, None),
     ("rbp(p=0.5,gain=linear)@3", "rbp", 3, 0.5, "linear"), ("ndcg(gain=binary)@3", "ndcg", 3, None, "binary"),
+    ("yaap", "yaap", None, None, None), ("num_q", "num_q", None, None, None),
+    ("rbp_trec", "rbp_trec", None, 0.9, None), ("rbp_trec(p=0.5)", "rbp_trec", None, 0.5, None),
+    ("ideal_dcg", "ideal_dcg", None, None, None), ("ideal_dcg(gain={1:3,2:7})@3", "ideal_dcg", 3, None, ((1, 3), (2, 7))),
+    ("ndcg_p", "ndcg_p", None, None, None), ("ndcg_p(gain={0:1,1:4})", "ndcg_p", None, None, ((0, 1), (1, 4))),
+    ("rbp_weighted(weights={1,0.5,0,2})@3", "rbp_weighted", 3, (1.0, 0.5, 0.0, 2.0), None),
+    ("tbg(H=2,max_rel=3)", "tbg", None, {"H": 2.0, "max_rel": 3}, None),
+    ("u_measure(L=3,max_rel=3,value=etu)", "u_measure", None, {"L": 3.0, "max_rel": 3, "value": "etu"}, None),
+    ("npv(rate=1,max_rel=2,value=etc)", "npv", None, {"rate": 1.0, "max_rel": 2, "value": "etc"}, None),
+    ("bpm_dynamic(T=0.5,hb=-0.5,max_rel=2)@4", "bpm_dynamic", 4, {"T": 0.5, "hb": -0.5, "gain_med": 0.5,
+                                                                     "max_rel": 2}),
+    ("ift_goal(T=1,b1=0.9,R1=10,max_rel=3)", "ift_goal", None, {"T": 1.0, "b1": 0.9, "R1": 10.0, "max_rel": 3}, None),
+    ("ift_rate(A=0.2,b2=2,R2=1,max_rel=3,value=ed)", "ift_rate", None,
+     {"A": 0.2, "b2": 2.0, "R2": 1.0, "max_rel": 3, "value": "ed"}, None),
+    ("ift(T=2,b1=0.9,R1=0.5,A=0.5,b2=0.9,R2=10,max_rel=3)", "ift", None,
+     {"T": 2.0, "b1": 0.9, "R1": 0.5, "A": 0.5, "b2": 0.9, "R2": 10.0, "max_rel": 3}, None),
+    ("trap(max_rel=3)", "trap", None, {"max_rel": 3}, None), ("trap(max_rel=2,value=etu)", "trap", None,
+                                                               {"max_rel": 2, "value": "etu"}, None),
+    ("insq(max_rel=3,value=etu)", "insq", None, {"max_rel": 3, "value": "etu"}, None),
+    ("sdcg(max_rel=3,value=ed)@3", "sdcg", 3, {"max_rel": 3, "value": "ed"}),
+    ("inst(max_rel=2,value=etc)", "inst", None, {"max_rel": 2, "value": "etc"}, None),
 ]
 
 
@@ -443,3 +463,17 @@ def test_trec_eval_measures_under_expected_ties_by_hand():
     for refused in ("G", "ndcg_rel", "gm_map", "gm_bpref"):
         with pytest.raises(tk.ParameterError, match="not computed exactly under ties='expected'"):
             tk.evaluate(log, [refused], item="item")
+
+
+def test_skipped_queries_leave_every_statistic_of_the_others_in_place():
+    """A query without a relevant item between others is skipped; under short_lists='error' the
+    statistics are cut to the evaluated queries before the metrics read them (every kind: counts,
+    DCG, ERR, the second pass, sequences): each value is the one of the log without that query."""
+    log = pd.DataFrame({"query": [1, 1, 1, 2, 2, 2, 3, 3, 3], "relevance": [2, 0, 1, 0, 0, 0, 0, 3, 1],
+                        "score": [0.9, 0.5, 0.1, 0.8, 0.2, 0.4, 0.9, 0.7, 0.4]})
+    metrics = ["ndcg@3", "dcg@2", "err@3", "rbp(p=0.5)@3", "bpref", "rr", "ap@3", "auc", "nerr10(max_rel=3)"]
+    got = tk.evaluate(log, metrics, short_lists="error", ties="first").per_query
+    want = tk.evaluate(log[log["query"] != 2], metrics, short_lists="error", ties="first").per_query
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+    assert got["ndcg@3"].tolist() == pytest.approx([(2 + 1 / 2) / (2 + 1 / math.log2(3)),
+                                                     (3 / math.log2(3) + 1 / 2) / (3 + 1 / math.log2(3))])

@@ -283,3 +283,36 @@ def test_a_weight_column_called_weight_and_zero_weights():
     seg_a = tk.evaluate(zero, ["recall@2"], weight="weight", by="device", **kw).segments
     seg_b = tk.evaluate(zero[zero["query"] >= 10], ["recall@2"], weight="weight", by="device", **kw).segments
     pd.testing.assert_frame_equal(seg_a, seg_b)
+
+
+def test_two_segment_columns_and_each_models_own_weight_total():
+    """by= two columns: one row per pair of values (and the overall rows), each the means of its
+    queries alone; with runs that lack different judged queries, each model's weight total and query
+    count are those of its own evaluated queries of positive weight (pandas by hand)."""
+    rng = np.random.default_rng(12)
+    rows = []
+    for q in range(24):
+        for model in ("r1", "r2"):
+            if (model, q % 5) in (("r1", 0), ("r2", 3)):
+                continue  # each run misses other judged queries
+            rows += [(q, f"d{i}", float(s), model) for i, s in enumerate(rng.permutation(6))]
+    run = pd.DataFrame(rows, columns=["query", "item", "score", "model"])
+    attrs = pd.DataFrame({"query": range(24), "device": rng.choice(["m", "d"], 24), "market": rng.choice(["us", "uk"], 24),
+                          "w": rng.integers(0, 4, 24).astype(float)})
+    run = run.merge(attrs, on="query")
+    qrels = pd.DataFrame([(q, f"d{i}", int(g)) for q in range(24) for i, g in enumerate(rng.integers(0, 2, 6))],
+                         columns=["query", "item", "relevance"])
+    qrels.loc[qrels["item"] == "d0", "relevance"] = 1  # every query has a relevant item
+    res = tk.evaluate(run, ["recall@3"], item="item", model="model", qrels=qrels, by=["device", "market"], weight="w")
+    seg = res.segments.reset_index()
+    pq = res.per_query
+    for (device, market, model), part in pq.groupby(["device", "market", "model"]):
+        got = seg[(seg.device == device) & (seg.market == market) & (seg.model == model)].iloc[0]
+        mine = part[part["w"] > 0]
+        assert got["queries"] == len(mine) and got["weight"] == mine["w"].sum()
+        assert got["recall@3"] == pytest.approx((mine["w"] * mine["recall@3"]).sum() / mine["w"].sum())
+    overall = seg[seg.device == "(all)"].set_index("model")
+    for model, part in pq.groupby("model"):
+        mine = part[part["w"] > 0]
+        assert overall.loc[model, "weight"] == mine["w"].sum() and overall.loc[model, "queries"] == len(mine)
+    assert len(seg) == 2 * (pq.groupby(["device", "market"]).ngroups + 1)

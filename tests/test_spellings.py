@@ -49,6 +49,14 @@ SPELLINGS = [
                                                                              "precision@10"),
     ("RetrievalHitRate(top_k=10)", "hit_rate@10"), ("RetrievalMRR(top_k=10)", "rr@10"), ("RetrievalMRR", "rr"),
     ("RetrievalRPrecision", "r_precision"), ("RetrievalFallOut(top_k=10)", "fallout@10"),
+    # ranx's rbp.x, trec_eval's set_F.x (beta squared), printed names and levels
+    ("rbp.9", "rbp(p=0.9)"), ("rbp.95", "rbp(p=0.95)"), ("set_F.0.25", "set_f(beta=0.5)"),
+    ("set_F_0.25", "set_f(beta=0.5)"), ("set_F.4", "set_f(beta=2)"), ("fbeta(beta=1)@5", "f1@5"),
+    ("fbeta(beta=2)@5", "fbeta(beta=2)@5"), ("ndcg(gain=burges)@5", "ndcg(gain=exp)@5"),
+    ("ndcg(gain=exponential)@5", "ndcg(gain=exp)@5"), ("IPrec@0", "iprec(recall=0)"),
+    ("iprec_at_recall_0.35", "iprec(recall=0.35)"), ("Rprec_mult_0.35", "r_precision_mult(mult=0.35)"),
+    ("11pt_avg.0.5,0.25", "iprec_avg(levels={0.25,0.5})"), ("iprec_avg(levels={0.5,0.25})", "iprec_avg(levels={0.25,0.5})"),
+    ("spark:MAP@10", "ap_capped@10"), ("spark:meanAveragePrecisionAt@10", "ap_capped@10"),
 ]
 
 
@@ -388,3 +396,89 @@ def test_recbole_and_replay_spellings_by_their_formulas():
             want[name].append(value)
     res = tk.evaluate(pd.DataFrame(rows, columns=["query", "score", "relevance"]), list(want), ties="first")
     assert res.summary.iloc[0].tolist() == pytest.approx([np.mean(v) for v in want.values()], rel=1e-12)
+
+
+def _graded_runs(seed, queries=25):
+    """Runs without ties (as trec_eval and ranx would order them alike), graded judgments with
+    relevant documents no run found and unjudged retrieved ones."""
+    rng = np.random.default_rng(seed)
+    run, qrels = [], []
+    for q in range(queries):
+        n = int(rng.integers(2, 30))
+        run += [(f"q{q:02d}", f"d{i:02d}", float(s)) for i, s in enumerate(rng.permutation(n) + rng.random())]
+        judged = rng.choice(n + 6, int(rng.integers(1, n + 6)), replace=False)
+        qrels += [(f"q{q:02d}", f"d{i:02d}", int(rng.choice([0, 0, 1, 2]))) for i in judged]
+        qrels.append((f"q{q:02d}", f"d{int(judged[0]):02d}x", 1))  # a relevant document no run found
+    return (pd.DataFrame(run, columns=["query", "item", "score"]),
+            pd.DataFrame(qrels, columns=["query", "item", "relevance"]))
+
+
+def test_trec_eval_parameter_spellings_mean_what_trec_eval_computes():
+    """trec_eval's set_F.x (x is beta squared: (x + 1) P R / (x P + R)), iprec_at_recall.x,
+    Rprec_mult.x against pytrec_eval's own computation of those names, and their printed names."""
+    pytrec_eval = pytest.importorskip("pytrec_eval", reason="pytrec_eval (pytrec-eval-terrier) is a test extra")
+    from topkeval.metrics.names import trec_name
+
+    run, qrels = _graded_runs(5)
+    qrel = {q: dict(zip(g["item"], g["relevance"])) for q, g in qrels.groupby("query")}
+    runs = {q: dict(zip(g["item"], g["score"])) for q, g in run.groupby("query")}
+    for measure, printed, ours in (("set_F.0.25", "set_F", "set_F.0.25"), ("set_F.4", "set_F", "set_F.4"),
+                                   ("iprec_at_recall.0", "iprec_at_recall_0.00", "IPrec@0"),
+                                   ("iprec_at_recall.0.5", "iprec_at_recall_0.50", "iprec_at_recall_0.50"),
+                                   ("Rprec_mult.0.35", "Rprec_mult_0.35", "Rprec_mult_0.35")):
+        theirs = pytrec_eval.RelevanceEvaluator(qrel, {measure}).evaluate(runs)
+        res = tk.evaluate(run, qrels=qrels, item="item", metrics=[ours], conventions="pytrec_eval")
+        pq = res.per_query.set_index("query")[ours]
+        assert sorted(pq.index) == sorted(theirs)
+        for q, values in theirs.items():
+            assert pq.loc[q] == pytest.approx(values[printed], abs=1e-12), (measure, q)
+        if printed != "set_F":
+            assert trec_name(ours) == printed
+    assert trec_name("set_F.0.25") == "set_F_0.25" and trec_name("set_F.4") == "set_F_4"
+    # trec_eval 9 and 10 count the relevant items of level 0.35 differently (docs/conventions.md): the name only
+    assert trec_name("iprec(recall=0.35)") == "iprec_at_recall_0.35"
+
+
+def test_ranx_rbp_spellings_mean_ranx_persistence():
+    """ranx's rbp.9 and rbp.5 are the persistence 0.9 and 0.5 (not 0.09): against ranx on binary
+    judgments (where its grade-weighted RBP is topkeval's rbp)."""
+    ranx = pytest.importorskip("ranx", reason="ranx is a test extra")
+    run, qrels = _graded_runs(6)
+    qrels = qrels.assign(relevance=(qrels["relevance"] > 0).astype(int))
+    qrels = qrels[qrels.groupby("query")["relevance"].transform("sum") > 0]
+    run = run[run["query"].isin(qrels["query"])]
+    o = {"query": object, "item": object}
+    theirs = ranx.evaluate(ranx.Qrels.from_df(qrels.astype(o), q_id_col="query", doc_id_col="item", score_col="relevance"),
+                           ranx.Run.from_df(run.astype(o), q_id_col="query", doc_id_col="item", score_col="score"),
+                           ["rbp.9", "rbp.5"])
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["rbp.9", "rbp.5"], conventions="ranx")
+    assert res.summary.iloc[0].tolist() == pytest.approx([theirs["rbp.9"], theirs["rbp.5"]], abs=1e-12)
+
+
+def test_f_beta_spellings_by_their_formula():
+    """fbeta(beta=1) is f1; fbeta(beta=2)@k is (1 + 4) h / (4 R + k), by hand on one ranking."""
+    log = {"query": [1] * 6, "relevance": [1, 0, 1, 0, 0, 1], "s": [6.0, 5, 4, 3, 2, 1]}
+    res = tk.evaluate(log, ["fbeta(beta=1)@4", "f1@3", "fbeta(beta=2)@4"], score="s")
+    assert res.summary.iloc[0].tolist() == pytest.approx([2 * 2 / (4 + 3), 2 * 2 / (3 + 3), 5 * 2 / (4 * 3 + 4)])
+
+
+def test_spark_map_spelling_is_sparks_mean_average_precision_at():
+    """spark:MAP@k, Spark's RankingMetrics.meanAveragePrecisionAt(k), transcribed (its loop over the
+    first k predictions, the precisions at the hits over min(labels, k))."""
+    run, qrels = _graded_runs(7)
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["spark:MAP@5", "map@5"], ties="first")
+    pq = res.per_query.set_index("query")
+    differs = 0
+    for q, part in run.groupby("query"):
+        labels = set(qrels[(qrels["query"] == q) & (qrels["relevance"] > 0)]["item"])
+        if not labels:
+            continue
+        pred = part.sort_values("score", ascending=False)["item"].tolist()
+        hits, total = 0, 0.0
+        for i, d in enumerate(pred[:5]):
+            if d in labels:
+                hits += 1
+                total += hits / (i + 1)
+        assert pq.loc[q, "spark:MAP@5"] == pytest.approx(total / min(len(labels), 5), abs=1e-12), q
+        differs += len(labels) > 5 and total > 0
+    assert differs and not pq["spark:MAP@5"].equals(pq["map@5"])  # some query has more than 5 relevant items

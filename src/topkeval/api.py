@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 
 _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth", "judged_only", "chunk_rows",
-                      "popularity", "features", "similarity", "catalog", "categories", "history", "baseline",
+                      "popularity", "features", "similarity", "distance", "catalog", "categories", "history", "baseline",
                       "progress", "keep_per_query", "threads", "ascending")
 
 
@@ -70,7 +70,8 @@ _EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth
     propensity=[Given("a column, a mapping position -> probability, or estimate_position_bias's or "
                       "popularity_propensity's result: checked by topkeval.engine.unbiased"), None],
     clip=[Real(1.0), None], popularity=POPULARITY, features=FEATURES, similarity=[Function(), None], catalog=CATALOG,
-    categories=CATEGORIES, history=HISTORY, baseline=[Text(empty=False), None], settings=SETTINGS,
+    categories=CATEGORIES, history=HISTORY, baseline=[Text(empty=False), None], distance=[Function(), None],
+    settings=SETTINGS,
 )
 def evaluate(
     data,
@@ -103,6 +104,7 @@ def evaluate(
     categories=None,
     history=None,
     baseline: str | None = None,
+    distance=None,
     **settings: Unpack[ConventionSettings],
 ) -> Results:
     """Evaluate one or more models on a log of many queries.
@@ -219,7 +221,7 @@ def evaluate(
         :meth:`Results.bounds` puts the naive numbers (clicks as relevance) beside them.
     clip : float, optional
         The largest weight a click may take (``>= 1``; lowers the variance, adds bias).
-    popularity, features, similarity, catalog, categories, history, baseline : optional
+    popularity, features, similarity, catalog, categories, history, baseline, distance : optional
         What the beyond-accuracy metrics among ``metrics`` read besides the lists (``novelty@10``,
         ``diversity@10``, ``serendipity@10``...; they need ``item``): see
         :meth:`Results.with_beyond`, which this calls, and :meth:`Results.beyond_accuracy`.
@@ -270,7 +272,8 @@ def evaluate(
     from .analysis import beyond as _beyond
     from .progress import shown
 
-    inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline, owner="evaluate")
+    inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline, owner="evaluate",
+                            distance=distance)
     labels, wanted_beyond, metrics = _beyond_split(metrics, inputs, propensity)
     with shown(progress is True):
         reading = None
@@ -315,7 +318,8 @@ def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[st
     from .analysis.beyond import STAND_IN
     from .metrics.names import labelled_metrics
 
-    given = [name for name in ("popularity", "features", "similarity", "catalog", "categories", "history", "baseline")
+    given = [name for name in ("popularity", "features", "similarity", "distance", "catalog", "categories", "history",
+                               "baseline")
              if getattr(inputs, name) is not None]
     if isinstance(metrics, (str, list, tuple)) or hasattr(metrics, "family"):
         try:

@@ -309,14 +309,16 @@ class Results:
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"),
-                     progress=Bool())
+                     progress=Bool(), interval=Options(*_compare.INTERVALS))
     def compare(self, baseline: str | None = None, *, metrics=None, test: str = "permutation",
                 correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
-                seed: int | None = 0, missing: str = "intersect", progress: bool = False) -> pd.DataFrame:
+                seed: int | None = 0, missing: str = "intersect", progress: bool = False,
+                interval: str = "bootstrap") -> pd.DataFrame:
         """Paired comparison of every model with ``baseline``: deltas, intervals, tests.
 
         ``delta = mean(M - B)`` over the queries both models have, with a paired bootstrap
-        interval, a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
+        interval (``interval="t"``: the paired t interval, ``delta +- t sqrt(V / n)``, V the variance
+        of the differences), a p-value (``test="permutation"``, ``"t"``, ``"wilcoxon"`` or ``"bootstrap"``)
         and its correction across all rows (``correction="holm"``, ``"bonferroni"``, ``"bh"``,
         ``"none"`` or None: no correction). See :func:`topkeval.analysis.compare.compare` for every option and column.
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
@@ -332,16 +334,20 @@ class Results:
         0     b  precision@1    0.0     1       1
         """
         key = ("compare", baseline, None if metrics is None else tuple(metrics) if not isinstance(metrics, str) else metrics,
-               test, correction, confidence, n_resamples, missing, seed)
+               test, correction, confidence, n_resamples, missing, seed, interval)
         with shown(progress):
             return self._memoized(key, lambda: _compare.compare(
                 self._evaluation, baseline, metrics=metrics, test=test, correction=correction, confidence=confidence,
-                n_resamples=n_resamples, seed=seed, missing=missing))
+                n_resamples=n_resamples, seed=seed, missing=missing, interval=interval))
 
-    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, progress=Bool())
+    @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, progress=Bool(),
+                     method=Options(*_compare.INTERVALS))
     def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0,
-                   progress: bool = False) -> pd.DataFrame:
-        """Each model's mean of each metric with a bootstrap percentile confidence interval.
+                   progress: bool = False, method: str = "bootstrap") -> pd.DataFrame:
+        """Each model's mean of each metric with a bootstrap percentile confidence interval, or
+        (``method="t"``) Sakai's t interval: ``mean +- t_{(1 + confidence) / 2}(n - 1) sqrt(V / n)``,
+        V the variance of the per-query values (n - 1 in its denominator), the margin of error
+        his reporting guidelines ask for (no weighted form: refused with ``weight=``).
 
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
 
@@ -360,8 +366,8 @@ class Results:
         0     s  precision@1   0.5     0.0      1.0
         """
         with shown(progress):
-            return self._memoized(("summary_ci", confidence, n_resamples, seed),
-                                  lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed))
+            return self._memoized(("summary_ci", confidence, n_resamples, seed, method),
+                                  lambda: _compare.summary_ci(self._evaluation, confidence, n_resamples, seed, method))
 
     @validate_params(metric=MetricName())
     def anova(self, metric: str) -> pd.DataFrame:
@@ -578,10 +584,10 @@ class Results:
 
     @validate_params(k=Int(1, MAX_CUTOFF), popularity=POPULARITY, features=FEATURES, similarity=[Function(), None],
                      catalog=CATALOG, metrics=[Metrics(empty=False), None], categories=CATEGORIES, history=HISTORY,
-                     baseline=[Model(), None])
+                     baseline=[Model(), None], distance=[Function(), None])
     def beyond_accuracy(self, k: int = 10, popularity=None, features=None, similarity=None,
                         catalog=None, *, metrics=None, categories=None, history=None,
-                        baseline: str | None = None) -> pd.DataFrame:
+                        baseline: str | None = None, distance=None) -> pd.DataFrame:
         r"""Coverage, novelty, popularity bias and diversity of each model's top ``k`` over all queries.
 
         The recommender teams' view (RecTools, Evidently, RePlay): not whether the top k holds
@@ -647,6 +653,10 @@ class Results:
         similarity : callable, optional
             ``(item, item) -> float`` in [-1, 1]: ``diversity@k`` with this similarity instead
             (anything else it returns, and any error it raises, is a ParameterError naming the pair).
+        distance : callable, optional
+            ``(item, item) -> float >= 0``, any size (RecTools' Hamming distance counts the features
+            that differ): ``diversity@k`` is then the mean of this distance over the pairs of a
+            list, whatever ``features`` or ``similarity`` (which serendipity reads) say.
         catalog : int or collection, optional
             The catalogue: its number of items, or its items. By default the distinct items of
             the log (every model's candidates).
@@ -695,14 +705,15 @@ class Results:
         -log2(2/3), (-log2(2/3) - log2(1/3)) / 2 and -log2(2/3). Popularity: the mean of 2/3, 1/2
         and 2/3. Gini of the exposures (0, 0.5, 2.5): (-2 * 0 + 0 * 0.5 + 2 * 2.5) / (3 * 3).
         """
-        inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline)
+        inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline,
+                                distance=distance)
         return _beyond.beyond_accuracy(self._evaluation, k, inputs, metrics)
 
     @validate_params(metrics=Metrics(empty=False), popularity=POPULARITY, features=FEATURES,
                      similarity=[Function(), None], catalog=CATALOG, categories=CATEGORIES, history=HISTORY,
-                     baseline=[Model(), None])
+                     baseline=[Model(), None], distance=[Function(), None])
     def with_beyond(self, metrics, *, popularity=None, features=None, similarity=None, catalog=None,
-                    categories=None, history=None, baseline: str | None = None) -> Results:
+                    categories=None, history=None, baseline: str | None = None, distance=None) -> Results:
         """These results with beyond-accuracy metrics as more metric columns: one value per query.
 
         ``res.with_beyond(["novelty@10", "diversity@10"], features=vectors)`` adds the columns to
@@ -714,7 +725,7 @@ class Results:
 
         Per query (definitions and sources: docs/conventions.md, "Beyond accuracy"): ``novelty``
         (``variant=replay``: the share of the list the query's ``history`` lacks), ``popularity``,
-        ``tail(share=0.1)``, ``mean_pop_rank``, ``diversity`` (``features`` or ``similarity``),
+        ``tail(share=0.1)``, ``mean_pop_rank``, ``diversity`` (``features``, ``similarity`` or ``distance``),
         ``category_diversity`` (``categories``), ``unexpectedness`` (against ``baseline``),
         ``serendipity`` (RecTools; ``variant=evidently`` and ``variant=recommenders`` need
         ``history`` and ``features`` or ``similarity``), ``pauc``, ``pap`` and
@@ -725,7 +736,7 @@ class Results:
         ----------
         metrics : str or list of str
             Beyond-accuracy metric names with their cutoffs (``"novelty@10"``).
-        popularity, features, similarity, catalog
+        popularity, features, similarity, catalog, distance
             As in :meth:`beyond_accuracy`.
         categories : mapping or pandas.Series, optional
             Item -> category, for every item shown (``category_diversity``).
@@ -762,7 +773,7 @@ class Results:
         3     b      2        3.0
         """
         inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline,
-                                owner="with_beyond")
+                                owner="with_beyond", distance=distance)
         return Results(_beyond.with_beyond(self._evaluation, metrics, inputs))
 
     @validate_params(metric=Text(empty=False), ks=[IntList(1, MAX_CUTOFF, max_length=MAX_CURVE_POINTS), None],

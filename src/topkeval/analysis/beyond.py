@@ -52,6 +52,7 @@ class Inputs:
     history: object = None
     baseline: str | None = None
     owner: str = _WHO
+    distance: Callable | None = None  # (item, item) -> a distance >= 0, for diversity (RecTools' distance calculators)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -352,6 +353,9 @@ class _Given:
         self.owner = inputs.owner
         if inputs.features is not None and inputs.similarity is not None:
             raise ParameterError(f"{self.owner} takes features= or similarity=, not both.")
+        if inputs.distance is not None and not callable(inputs.distance):
+            raise ParameterError(f"distance must be a function (item, item) -> float >= 0, got "
+                                 f"{type(inputs.distance).__name__}.")
         if inputs.similarity is not None and not callable(inputs.similarity):
             raise ParameterError(f"similarity must be a function (item, item) -> float, got "
                                  f"{type(inputs.similarity).__name__}.")
@@ -535,8 +539,16 @@ class _Given:
     def shown_units(self) -> np.ndarray:
         return self.once("units", lambda: self.units(self.lists.ids))
 
-    def needs_similarity(self, label: str) -> None:
+    def needs_similarity(self, label: str, distance: bool = False) -> None:
+        """``label`` compares items: features= or similarity= (or, for ``distance``: diversity, distance=)."""
+        if distance and self.inputs.distance is not None:
+            return
         if self.inputs.features is None and self.inputs.similarity is None:
+            if distance:
+                raise ParameterError(f"{label} compares items: pass features= (item -> vector, for the cosine "
+                                     "similarity), similarity= (a function (item, item) -> float in [-1, 1]) or "
+                                     "distance= (a function (item, item) -> a distance >= 0, such as a Hamming "
+                                     "distance).")
             raise ParameterError(f"{label} compares items: pass features= (item -> vector, for the cosine similarity) "
                                  "or similarity= (a function (item, item) -> float in [-1, 1]).")
 
@@ -761,6 +773,22 @@ def _similarity(sim: Callable, a, b) -> float:
     return number
 
 
+def _distance(dist: Callable, a, b) -> float:
+    """``dist(a, b)`` as a finite real number >= 0 (a distance; any size: RecTools' Hamming distance
+    counts the features that differ); anything else is refused, naming the pair."""
+    try:
+        value = dist(a, b)
+    except Exception as exc:  # the user's function: its error, with the pair that raised it
+        raise ParameterError(f"distance({show(a)}, {show(b)}) raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not np.isfinite(float(value)):
+        raise ParameterError(f"distance must return a finite number; distance({show(a)}, {show(b)}) returned "
+                             f"{show(value)} ({type(value).__name__}).")
+    if float(value) < 0:
+        raise ParameterError(f"distance must return a value >= 0 (a distance: diversity averages it over the pairs "
+                             f"of a list); distance({show(a)}, {show(b)}) returned {show(value)}.")
+    return float(value)
+
+
 # ------------------------------------------------------------------------------------------------
 # the values
 
@@ -859,7 +887,7 @@ def _query_values(label: str, m, part: _Part, model: str, lists: _Lists, given: 
     if fam == "mean_pop_rank":
         return _mean_over_list(part, given.quantiles()[part.item])
     if fam == "diversity":
-        given.needs_similarity(label)
+        given.needs_similarity(label, distance=True)
         return _diversity(part, log, lists, given)
     if fam == "category_diversity":
         from ..kernels.beyond import distinct_categories
@@ -980,13 +1008,14 @@ def _history_sims_by_function(part: _Part, log, lists: _Lists, given: _Given):
 def _diversity(part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
     n_q = len(part.L)
     out = np.full(n_q, np.nan)
-    if given.inputs.features is not None:
+    distance = given.inputs.distance
+    if given.inputs.features is not None and distance is None:
         from ..kernels.beyond import cosine_diversity
 
         cosine_diversity(part.soff, part.p, part.e, part.item, given.shown_units(), part.L, out)
         return out[part.keep]
     sim = given.inputs.similarity
-    assert sim is not None  # needs_similarity: features or similarity
+    assert sim is not None or distance is not None  # needs_similarity: features, similarity or distance
     expected = lists.conv.ties == "expected"
     ids = lists.ids
     for q in np.flatnonzero(part.keep & (part.L >= 2)):
@@ -1002,7 +1031,11 @@ def _diversity(part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
                 else:
                     both = p[x] * p[y]
                 if both > 0:
-                    total += both * (1.0 - _similarity(sim, items[x], items[y]))
+                    if distance is not None:
+                        total += both * _distance(distance, items[x], items[y])
+                    else:
+                        assert sim is not None
+                        total += both * (1.0 - _similarity(sim, items[x], items[y]))
         L = int(part.L[q])
         out[q] = total / (L * (L - 1) / 2)
     return out[part.keep]

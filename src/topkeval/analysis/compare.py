@@ -9,6 +9,10 @@ evaluated on:
 * ``ci_low, ci_high``: a paired bootstrap percentile interval of ``delta`` (queries resampled with
   replacement; each row's resamples seeded by the call's seed and what the row compares, its
   segment, model and metric, so a row's interval does not depend on which other rows the call holds);
+  with ``interval="t"``, the paired t interval ``delta +- t_{(1 + confidence) / 2}(n - 1) sqrt(V / n)``,
+  V the variance of the differences (``n - 1`` in its denominator): Sakai's margin of error of a
+  difference (*Statistical Reform in Information Retrieval?*, SIGIR Forum 2014; the interval the
+  paired t-test inverts);
 * ``p_value`` of H0 "no difference", two-sided, by the chosen test:
 
   - ``"permutation"``: sign-flip randomisation of the ``d_i`` (Fisher's paired randomisation test),
@@ -59,6 +63,8 @@ from .many import all_equal as _all_equal
 from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
+#: the intervals of compare (of a difference) and summary_ci (of a mean)
+INTERVALS = ("bootstrap", "t")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
 CORRECTIONS = ("holm", "bonferroni", "bh", "none", None)
 _EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
@@ -160,6 +166,32 @@ def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats,
     return float((1 + np.sum(~(shifted < observed - tol))) / (1 + n_resamples))
 
 
+def t_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """``mean +- t_{(1 + confidence) / 2}(n - 1) sqrt(V / n)`` of the values, V their variance (``n - 1``
+    in its denominator): Sakai's margin of error (MOE) around a mean, or around a mean difference
+    when the values are paired differences. NaN below 2 values; the mean itself, a zero-width
+    interval, when every value is the same (to rounding: :func:`topkeval.analysis.many.all_equal`).
+
+    >>> [round(x, 4) for x in t_interval(np.array([0.0, 0.2, 0.2]), 0.95)]  # Sakai's paired example
+    [-0.1535, 0.4202]
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    n = len(v)
+    if n < 2:
+        return math.nan, math.nan
+    shift = value_shift(v)  # values of 1e300 divided by a power of 2 (exact), the bounds scaled back
+    v = np.ldexp(v, -shift)
+    mean = float(v.mean())
+    if _all_equal(v):
+        return tuple(unscale([mean, mean], shift))  # type: ignore[return-value]
+    from scipy import stats
+
+    moe = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * float(v.std(ddof=1)) / math.sqrt(n)
+    low, high = unscale([mean - moe, mean + moe], shift)
+    return low, high
+
+
 def _cohen_d(delta: float, sd: float) -> float:
     if math.isnan(sd):
         return math.nan
@@ -204,7 +236,7 @@ def _paired(per_query: pd.DataFrame, rows_of, query: str, model: str, baseline: 
 
 def compare(results, baseline: str | None = None, *, metrics=None, test: str = "permutation",
             correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
-            seed: int | None = 0, missing: str = "intersect") -> pd.DataFrame:
+            seed: int | None = 0, missing: str = "intersect", interval: str = "bootstrap") -> pd.DataFrame:
     """Compare every model of ``results`` with a baseline, metric by metric, on paired queries.
 
     See the module docstring for the definitions. ``Results.compare`` calls this.
@@ -230,6 +262,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     missing : {"intersect", "zero"}
         Queries one model lacks: left out (counted in the ``left_out`` column), or scored 0 for
         the model that lacks them.
+    interval : {"bootstrap", "t"}
+        ``ci_low, ci_high``: the paired bootstrap percentile interval, or the paired t interval
+        (``delta +- t sqrt(V / n)``, V the variance of the differences; no weighted form).
 
     Returns
     -------
@@ -271,16 +306,25 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     if weight and test in ("t", "wilcoxon"):
         raise ParameterError(f"test={test!r} has no weighted form; with query weights (weight=) use "
                              "test='permutation' (weighted sign flips) or test='bootstrap' (weighted resampling).")
+    if weight and interval == "t":
+        raise ParameterError("interval='t' has no weighted form; with query weights (weight=) use "
+                             "interval='bootstrap' (weighted resampling).")
     rng = np.random.default_rng(seed)
     alpha = 1.0 - confidence
     rows = _pairs(results, baseline, metrics, missing)
     curve = curve_ci.estimated(results)
+    if curve and interval == "t":
+        raise ParameterError("interval='t' takes the per-query differences as the only source of noise, but these "
+                             "results weigh the clicks by a curve estimated by estimate_position_bias, whose own "
+                             "uncertainty it would leave out: use interval='bootstrap' (which refits the curve on "
+                             "every resample).")
     stud: dict = {}
     if curve:  # an estimated examination curve: fitted again on every resample (topkeval.analysis.curve_ci)
         boot, perm = curve_ci.compare_resamples(results, rows, test, n_resamples, seed)
     else:
         boot, perm, stud = _resamples(rows, bool(weight), test, n_resamples, rng)
-    out = [_row(r, boot.get(i), perm.get(i), test, n_resamples, alpha, stud.get(i)) for i, r in enumerate(rows)]
+    out = [_row(r, boot.get(i), perm.get(i), test, n_resamples, alpha, stud.get(i), interval)
+           for i, r in enumerate(rows)]
     frame = pd.DataFrame(out)
     if curve and len(frame):  # a paired t-test's detectable difference leaves the curve's uncertainty out
         frame["detectable_delta"] = math.nan
@@ -288,6 +332,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
     frame.attrs["n_resamples"] = n_resamples
+    frame.attrs["interval"] = interval
     return frame
 
 
@@ -411,7 +456,8 @@ def _studentized(d: np.ndarray, w: np.ndarray | None, sums: np.ndarray) -> tuple
     return observed, star
 
 
-def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: tuple | None = None) -> dict:
+def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: tuple | None = None,
+         interval: str = "bootstrap") -> dict:
     """One row of the comparison table from a pair's values and its resamples."""
     m, b, w = r["m"], r["b"], r["w"]
     d = m - b
@@ -421,7 +467,7 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: t
     else:
         value = base_mean = delta = sd = math.nan
     if n and not math.isnan(delta):
-        lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+        lo, hi = t_interval(d, 1 - alpha) if interval == "t" else np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
         p = _p_value(test, d, m, b, perm, boot, n_resamples, w, stud)
     else:
         lo = hi = p = math.nan
@@ -488,14 +534,19 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
     return out
 
 
-def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0) -> pd.DataFrame:
-    """Each model's mean of each metric with a bootstrap percentile interval (see
+def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0,
+               method: str = "bootstrap") -> pd.DataFrame:
+    """Each model's mean of each metric with a bootstrap percentile interval, or (``method="t"``)
+    Sakai's t interval ``mean +- t sqrt(V / n)`` (:func:`t_interval`; see
     :meth:`topkeval.Results.summary_ci`), per segment too with ``by=``; weighted with ``weight=``
-    (a query of weight 0 counts nowhere)."""
+    (a query of weight 0 counts nowhere; the t interval has no weighted form)."""
     ev.require_rows("summary_ci")
     if curve_ci.estimated(ev):  # an estimated examination curve: fitted again on every resample
         return curve_ci.summary_ci(ev, confidence, n_resamples, seed)
     weight = ev.weight
+    if weight and method == "t":
+        raise ParameterError("method='t' has no weighted form; with query weights (weight=) use method='bootstrap' "
+                             "(weighted resampling).")
     keys, columns, weights = [], [], []
     for key, pq in (groups(ev) if ev.by else [({}, ev.per_query)]):
         for model in ev.models:
@@ -506,8 +557,11 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
                 keys.append((key, model, metric))
                 columns.append(part[metric].to_numpy(float))
                 weights.append(part[weight].to_numpy(float) if weight else None)
-    bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
-                      keys=[(tuple(key.items()), model, metric) for key, model, metric in keys])
+    if method == "t":
+        bounds = [t_interval(v, confidence) for v in columns]
+    else:
+        bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
+                          keys=[(tuple(key.items()), model, metric) for key, model, metric in keys])
     rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
              "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
             for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]

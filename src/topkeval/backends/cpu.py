@@ -212,12 +212,19 @@ def _sequence_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judg
     out = np.empty((len(plan.seq_specs), log.n_queries))
     for v, spec in enumerate(plan.seq_specs):
         if spec[0] == "cwl":
-            _, kind, k, param, gain = spec
+            _, kind, k, param, gain, column = spec
             gains = gains_of(log.grades, DcgSpec(gain))
             judged = log.judged_rows()
             if not judged.all():  # a candidate without a judgment gains nothing (cwl_eval's worst case)
                 gains[~judged] = 0.0
-            out[v] = sequence.cwl(log.offsets, rank, gains, kind, k, param, CWL_DEPTH)
+            total = None
+            if kind == "trap":  # the judged items of positive gain (cwl_eval's total_qrel_rels)
+                positive = gains_of(np.asarray(judgments.grades), DcgSpec(gain)) > 0
+                total = np.bincount(np.repeat(np.arange(log.n_queries), np.diff(judgments.offsets)), weights=positive,
+                                    minlength=log.n_queries)
+                if judgments.zeros is not None and float(gains_of(np.zeros(1), DcgSpec(gain))[0]) > 0:
+                    total = total + np.asarray(judgments.zeros, np.float64)  # the cells of grade 0 a matrix omits
+            out[v] = sequence.cwl(log.offsets, rank, gains, kind, k, param, CWL_DEPTH, column, total)
         elif spec[0] == "compat":
             out[v] = sequence.compat(log.offsets, rank, rel, log.grades, judgments.R, judgments.offsets,
                                      judgments.grades, plan.conv.is_relevant(np.asarray(judgments.grades)), spec[1],

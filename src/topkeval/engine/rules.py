@@ -106,6 +106,18 @@ def discounts(spec: DcgSpec, longest: int) -> tuple[np.ndarray, np.ndarray]:
         d = 1.0 / np.log2(np.maximum(ranks, 2.0))
     elif isinstance(spec.discount, tuple) and spec.discount[0] == "rbp":
         d = spec.discount[1] ** (ranks - 1.0)
+    elif isinstance(spec.discount, tuple) and spec.discount[0] == "weights":  # a weight per rank, 0 past them
+        d = np.zeros(longest)
+        given = np.asarray(spec.discount[1], dtype=np.float64)[:longest]
+        d[:len(given)] = given
+    elif isinstance(spec.discount, tuple) and spec.discount[0] == "cwlw":  # a static C/W/L measure's W or T
+        from ..kernels.sequence import cwl_static
+
+        _, kind, k, param, column = spec.discount
+        w, tail, *_ = cwl_static(kind, k, param, CWL_DEPTH)
+        given = (w if column == "eu" else tail)[:longest]
+        d = np.zeros(longest)
+        d[:len(given)] = given
     elif isinstance(spec.discount, tuple) and spec.discount[0] == "cwl":  # cwl_eval's weights, 0 past its depth
         d = 1.0 / (ranks + 2.0 * spec.discount[2] - 1.0) ** 2 if spec.discount[1] == "insq" else 1.0 / np.log2(ranks + 1.0)
         d[CWL_DEPTH:] = 0.0

@@ -9,7 +9,9 @@ top k. Each takes ``rank`` (per row: its rank from 1 in its query, 0 for a row n
 * :func:`cwl`: the expected utility per item of cwl_eval's C/W/L measures (Moffat et al. 2013;
   Azzopardi, Thomas & Moffat 2019), from the continuation probabilities ``C_i`` of rank i:
   ``sum_i W_i g_i`` with ``W_i = prod_{j<i} C_j / sum_l prod_{j<l} C_j`` over the ranks
-  ``1..D`` (cwl_eval pads every list with gain 0 to ``D = 1000`` and cuts it there).
+  ``1..D`` (cwl_eval pads every list with gain 0 to ``D = 1000`` and cuts it there); or
+  cwl_eval's other columns (:data:`COLUMNS`). :func:`cwl_static` gives the weights of the
+  measures whose ``C_i`` do not depend on the gains (their values are discounted gains).
 * :func:`compat`: Clarke, Vtyurina & Smucker's compatibility (2021): the rank-biased overlap of the
   list with the ideal ranking of the judged relevant items (by grade, ties in the list's order,
   the items the list misses last), normalised by that of the ideal with itself.
@@ -22,10 +24,88 @@ convention there).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 #: Dense blocks of (queries x ranks) hold at most this many values at a time.
 BLOCK = 1 << 22
+
+#: cwl_eval's columns, with unit costs (cwl_eval's default): the expected utility per item (EU,
+#: ``sum W_i g_i``), the expected total utility (ETU, ``sum L_i G_i``, L_i the chance to stop at rank
+#: i: ``prod_{j<i} C_j (1 - C_i)``, G_i the gain of ranks 1..i), the expected cost per item (EC,
+#: ``sum W_i``), the expected total cost (ETC, ``sum L_i i``) and the expected depth (ED, ``1 / W_1``).
+COLUMNS = ("eu", "etu", "ec", "etc", "ed")
+
+
+def _columns(reach: np.ndarray, c: np.ndarray, g: np.ndarray, column: str, w: np.ndarray | None = None) -> np.ndarray:
+    """One cwl_eval column of each row of a (queries x ranks) block: ``reach`` the products of C over
+    the ranks above, ``c`` the continuation probabilities, ``g`` the gains; ``w`` the weights W
+    when they are not ``reach`` normalised (TrAP)."""
+    if w is None:
+        w = reach / reach.sum(axis=1, keepdims=True)
+    if column == "eu":
+        return (w * g).sum(axis=1)
+    if column == "ec":
+        return w.sum(axis=1)
+    if column == "ed":
+        with np.errstate(divide="ignore"):
+            return 1.0 / w[:, 0]
+    stop = reach * (1.0 - c)
+    if column == "etu":
+        return (stop * np.cumsum(g, axis=1)).sum(axis=1)
+    return (stop * np.arange(1, g.shape[1] + 1, dtype=np.float64)).sum(axis=1)  # etc
+
+
+@functools.lru_cache(maxsize=64)
+def cwl_static(kind: str, k: int, param: float, depth: int) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    """``(W, T, EC, ETC, ED)`` of a C/W/L measure whose continuation does not depend on the gains,
+    over ranks 1..``depth``: W the weights (EU is ``sum W_i g_i``), T_j the chance to stop at rank j
+    or below (ETU is ``sum T_j g_j``), and the three columns that are the same for every list.
+
+    ========  ======================================================================================
+    insq      ``C_i = ((i + 2T - 1) / (i + 2T))^2``
+    sdcg      ``C_i = log2(i + 1) / log2(i + 2)`` for i < k, 0 at k (cwl_eval's NDCG-k)
+    npv       ``C_i = 1 / (1 + rate)`` (cwl_eval's NPV: RBP with p = 1 / (1 + rate))
+    tbg       ``W_i`` proportional to ``2^(-(i - 1) / H)`` (Smucker & Clarke's time-biased gain, each
+              item costing 1), ``C_i = W_{i+1} / W_i``, 0 at the last rank
+    umeasure  ``W_i`` proportional to ``max(0, 1 - (i - 1) / L)`` for i < depth, 0 at the last rank
+              (Sakai & Dou's U-measure, each item costing 1), ``C_i = W_{i+1} / W_i``
+    ========  ======================================================================================
+
+    >>> W, T, ec, etc, ed = cwl_static("npv", 0, 1.0, 1000)
+    >>> round(float(W[0]), 6), round(ec, 6), round(ed, 6)  # RBP with p = 1/2: W_1 = 1/2
+    (0.5, 1.0, 2.0)
+    """
+    i = np.arange(1, depth + 1, dtype=np.float64)
+    w = None
+    if kind == "insq":
+        c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2
+    elif kind == "sdcg":
+        c = np.where(i < k, np.log2(i + 1.0) / np.log2(i + 2.0), 0.0)
+    elif kind == "npv":
+        c = np.full(depth, 1.0 / (1.0 + param))
+    elif kind in ("tbg", "umeasure"):
+        if kind == "tbg":
+            w = 2.0 ** (-(i - 1.0) / param)
+        else:
+            w = np.maximum(0.0, 1.0 - (i - 1.0) / param)
+            w[-1] = 0.0
+        w = w / w.sum()
+        c = np.zeros(depth)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c[:-1] = np.where(w[:-1] > 0, w[1:] / np.where(w[:-1] > 0, w[:-1], 1.0), 0.0)
+    else:
+        raise ValueError(kind)
+    reach = np.ones(depth)
+    reach[1:] = np.cumprod(c[:-1])
+    if w is None:
+        w = reach / reach.sum()
+    stop = reach * (1.0 - c)
+    tail = np.cumsum(stop[::-1])[::-1]  # T_j: stopping at rank j or below, so that gain j counts in G
+    w.setflags(write=False)  # kept by the cache: shared by every caller
+    tail.setflags(write=False)
+    return w, tail, float(w.sum()), float((stop * i).sum()), float(1.0 / w[0])
 
 
 def _ranked_rows(offsets: np.ndarray, rank: np.ndarray, depth: int | None = None):
@@ -36,9 +116,10 @@ def _ranked_rows(offsets: np.ndarray, rank: np.ndarray, depth: int | None = None
     return rows, q, rank[rows] - 1
 
 
-def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: int, param: float,
-        depth: int) -> np.ndarray:
-    """cwl_eval's expected utility per item of each query (see the module docstring).
+def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: int, param,
+        depth: int, column: str = "eu", total: np.ndarray | None = None) -> np.ndarray:
+    """cwl_eval's expected utility per item of each query, or another of its :data:`COLUMNS`
+    (see the module docstring).
 
     ``gains``: per row, in [0, 1]. ``kind`` and its continuation probability at rank i (from 1),
     with ``G_i`` the gain summed over ranks 1..i:
@@ -50,10 +131,22 @@ def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: 
     nerr9     ``i / (i + 1) (1 - g_i)`` for i < k, else 0 (eq. 9)
     nerr10    ``p (1 - g_i)`` (eq. 10)
     nerr11    ``((i + 2T - 1) / (i + 2T))^2 (1 - g_i)`` (eq. 11)
+    bpmd      dynamic BPM: 1 while ``G_i < T_i`` and ``i < K``, ``T_i = T + hb (G_{i-1} - (i - 1) m)``
+              (the goal moves by ``hb (g - m)`` after each rank, m the median gain), 0 from the first
+              rank that fails (cwl_eval's BPMDCWLMetric; its cost limit never moves: its code adds
+              ``hc (g - m)`` to T, not to K, after the gain loop has ended)
+    iftg      ``1 - 1 / (1 + b1 e^{(T - G_i) R1})`` (Azzopardi, Thomas & Craswell 2018, the goal)
+    iftr      ``1 / (1 + b2 e^{(A - G_i / i) R2})`` (the rate of gain, each item costing 1)
+    ift       the product of the two
+    trap      from the weights ``W_i = G'_i / (i R)``, G' the gain of ranks 1..i with the leading
+              ranks before any gain set to 1, R the judged items of positive gain (``total``; W not
+              divided when it is 0): ``C_i = W_{i+1} / W_i``, 0 at the last rank (cwl_eval's TrAP,
+              Harman's AP over the relevant items; W does not sum to 1)
     ========  ==============================================================================
 
-    ``param`` is T (bpm, inst, nerr11) or p (nerr10); ``depth`` the ranks every list is padded
-    or cut to (cwl_eval's 1000).
+    ``param`` is T (bpm, inst, nerr11), p (nerr10), ``(T, hb, m)`` (bpmd), ``(T, b1, R1)``
+    (iftg), ``(A, b2, R2)`` (iftr) or the six (ift); ``depth`` the ranks every list is padded or
+    cut to (cwl_eval's 1000).
     """
     Q = len(offsets) - 1
     D = depth if k <= 0 else min(k, depth)
@@ -67,6 +160,22 @@ def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: 
         lo, hi = starts[a // step], starts[a // step + 1]
         g = np.zeros((b - a, D))
         g[q[lo:hi] - a, pos[lo:hi]] = gains[rows[lo:hi]]
+        weights = None
+        if kind == "trap":
+            seen = np.cumsum(g, axis=1)
+            leading = np.logical_and.accumulate(seen == 0, axis=1)
+            leading[:, -1] = False  # cwl_eval stops one short of the last rank
+            seen[leading] = 1.0
+            R = np.asarray(total, np.float64)[a:b, None]
+            weights = seen / i / np.where(R > 0, R, 1.0)
+            c = np.zeros((b - a, D))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c[:, :-1] = np.where(weights[:, :-1] > 0, weights[:, 1:] / np.where(weights[:, :-1] > 0,
+                                                                                   weights[:, :-1], 1.0), 0.0)
+            reach = np.ones((b - a, D))
+            reach[:, 1:] = np.cumprod(c[:, :-1], axis=1)
+            out[a:b] = _columns(reach, c, g, column, weights)
+            continue
         if kind == "bpm":
             c = ((np.cumsum(g, axis=1) < param) & (i < k)).astype(np.float64)
         elif kind == "inst":
@@ -80,11 +189,26 @@ def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: 
             c = param * (1.0 - g)
         elif kind == "nerr11":
             c = ((i + 2.0 * param - 1.0) / (i + 2.0 * param)) ** 2 * (1.0 - g)
+        elif kind == "bpmd":
+            T, hb, med = param
+            seen = np.cumsum(g, axis=1)
+            goal = T + hb * (seen - g - (i - 1.0) * med)  # the goal before rank i: moved by the ranks above it
+            c = (np.logical_and.accumulate(seen < goal, axis=1) & (i < k)).astype(np.float64)
+        elif kind in ("iftg", "iftr", "ift"):
+            seen = np.cumsum(g, axis=1)
+            c = np.ones((b - a, D))
+            with np.errstate(over="ignore"):
+                if kind in ("iftg", "ift"):
+                    T, b1, R1 = param[:3]
+                    c *= 1.0 - 1.0 / (1.0 + b1 * np.exp((T - seen) * R1))
+                if kind in ("iftr", "ift"):
+                    A, b2, R2 = param[-3:]
+                    c *= 1.0 / (1.0 + b2 * np.exp((A - seen / i) * R2))
         else:
             raise ValueError(kind)
         reach = np.ones((b - a, D))  # the chance to examine rank i: the product of C_j over j < i
         np.cumprod(c[:, :-1], axis=1, out=reach[:, 1:])
-        out[a:b] = (reach * g).sum(axis=1) / reach.sum(axis=1)
+        out[a:b] = (reach * g).sum(axis=1) / reach.sum(axis=1) if column == "eu" else _columns(reach, c, g, column)
     return out
 
 

@@ -155,6 +155,14 @@ class QueryStats:
                 return np.ldexp(values, shift)
         return values
 
+    def ideal_at(self, spec, k: int | None) -> np.ndarray:
+        """The ideal DCG of variant ``spec`` at cutoff ``k`` (inf where it exceeds float64)."""
+        g = self._variant(spec)
+        ideal = self.ideal_dcg[g, :, self.column(k)]
+        shift = int(self.dcg_shift[g]) if self.dcg_shift is not None else 0
+        with np.errstate(over="ignore"):
+            return np.ldexp(ideal, shift) if shift else ideal
+
     def ndcg_terms(self, spec, k: int | None) -> tuple[np.ndarray, np.ndarray]:
         """DCG and ideal DCG of variant ``spec`` at cutoff ``k``, both divided by the same power of 2
         (their ratio is exact even when the unscaled values would overflow)."""

@@ -46,9 +46,9 @@ register("popularity", beyond="query", cutoff="required", higher_is_better=False
          formula="mean over the items shown of pop(i)")(_elsewhere)
 register("diversity", beyond="query", cutoff="required", bounded=False,
          aliases=("ild", "intra_list_diversity", "intralistdiversity"), undefined="fewer than 2 items shown",
-         summary="intra-list diversity, with features= (cosine) or similarity= (RecTools IntraListDiversity, "
-                 "Microsoft Recommenders diversity)",
-         formula="mean over the pairs of items shown of 1 - sim(i, j)")(_elsewhere)
+         summary="intra-list diversity, with features= (cosine), similarity= or distance= (RecTools "
+                 "IntraListDiversity with any distance calculator, Microsoft Recommenders diversity)",
+         formula="mean over the pairs of items shown of 1 - sim(i, j), or of distance(i, j)")(_elsewhere)
 register("category_diversity", beyond="query", cutoff="required", undefined=_LIST,
          aliases=("categorical_diversity", "categoricaldiversity"),
          summary="distinct categories in the top k, over k, with categories= (RePlay CategoricalDiversity)",

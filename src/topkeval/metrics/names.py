@@ -92,6 +92,11 @@ _DIGITS = re.compile(r"[0-9]+")
 #: trec_eval's printed names of parameters other than a cutoff: Rprec_mult_0.20, utility_2,-1,0,0, 11pt_avg_.25,.5
 _TREC_PRINTED_PARAMS = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_]*?)_(?P<value>[0-9.+-][0-9.,+-]*)$")
 _TREC_FRACTION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*?)_(?P<value>[01]\.[0-9]+)$")  # iprec_at_recall_0.50
+#: trec_eval's named parameter of rbp and rbp_resid: ``rbp.p=0.5`` (printed ``rbp_p=0.5``)
+_TREC_P = re.compile(r"^p=(?P<p>[^,=\s]+)$")
+_TREC_PRINTED_P = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*?)_(?P<value>p=[^,=\s]+)$")
+#: the families whose trec_eval name takes ``p=x``, and the family that name then stands for
+_TREC_P_FAMILIES = {"rbp": "rbp_trec", "rbp_trec": "rbp_trec", "rbp_resid": "rbp_resid"}
 
 
 @dataclass(frozen=True, order=True)
@@ -238,6 +243,8 @@ def _param_value(p: Param, text: str, full: str, fam: Family):
         return _gain_value(text, full, fam)
     if p.kind == "levels":
         return _levels_value(p, text, full, fam)
+    if p.kind == "weights":
+        return _weights_value(p, text, full, fam)
     if p.kind == "choice":
         word = text.strip().lower()
         if word not in p.choices:
@@ -270,6 +277,17 @@ def _levels_value(p: Param, text: str, full: str, fam: Family) -> tuple:
     if len(set(values)) < len(values):
         raise _bad(full, fam, f"{p.name} lists a level twice: give each level once")
     return tuple(sorted(values))
+
+
+def _weights_value(p: Param, text: str, full: str, fam: Family) -> tuple:
+    """Weights of ranks 1, 2, ...: ``{1,0.5,0.25}``, finite numbers >= 0, not all 0, in rank order."""
+    body = text.strip()
+    body = body[1:-1] if body.startswith("{") and body.endswith("}") else body
+    values = [_number(x.strip()) for x in body.split(",")]
+    if not values or any(v is None or v < 0 for v in values) or not any(v for v in values if v is not None):
+        raise _bad(full, fam, f"{p.name} must be numbers >= 0 (not all 0), one per rank from rank 1, in braces, such "
+                              f"as '{fam.name}({p.name}={{1,0.5,0.25}})@3'")
+    return tuple(_int_if_whole(v) for v in values if v is not None)
 
 
 def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> tuple:
@@ -324,6 +342,13 @@ def _trec_param(name: str, value: str, full: str):
         if b2 is None or b2 <= 0:
             raise _bad(full, fam, "set_F.x needs a positive x (beta squared, as trec_eval reads it)")
         return fam, None, (("beta", math.sqrt(b2)),)
+    if fam.name in _TREC_P_FAMILIES and "=" in value:  # trec_eval's rbp.p=0.5, rbp_resid.p=0.8
+        pair = _TREC_P.match(value)
+        fam = FAMILIES[_TREC_P_FAMILIES[fam.name]]
+        if pair is None:
+            raise _bad(full, fam, f"trec_eval's {name} takes p=x here ({name}.p=0.8); its gain maps are not "
+                                  "reproduced (trec_eval's rbp rescales mapped gains by bounds it never sets)")
+        return fam, None, _parse_params(fam, f"p={pair.group('p')}", (), full)
     if any(p.kind == "gain" for p in fam.params) and "=" in value:
         return fam, None, (("gain", _gain_value(value, full, fam)),)
     unit = [p for p in fam.params if p.kind == "unit"]
@@ -402,11 +427,14 @@ def parse_metric(text: str | Metric) -> Metric:
         if found is not None:
             fam, k_text, params = found
             return _finish(fam, k_text, params, text)
-    printed = _TREC_PRINTED_PARAMS.match(text.strip())
-    if printed and any(c in printed.group("value") for c in ".,"):  # Rprec_mult_0.20, utility_2,-1,0,0
+    printed = _TREC_PRINTED_PARAMS.match(text.strip()) or _TREC_PRINTED_P.match(text.strip())
+    if printed:  # Rprec_mult_0.20, utility_2,-1,0,0, set_F_0.25, rbp_p=0.5, rbp_resid_p=0.8
         key = printed.group("name").lower()
-        if key in _ALIASES and FAMILIES[_ALIASES[key][0]].trec_params is not None:
-            fam, k_text, params = _trec_param(printed.group("name"), printed.group("value"), text)
+        known = FAMILIES[_ALIASES[key][0]] if key in _ALIASES else None
+        value = printed.group("value")
+        if known is not None and (known.name == "set_f" or (known.name in _TREC_P_FAMILIES and value.startswith("p="))
+                                  or (known.trec_params is not None and any(c in value for c in ".,"))):
+            fam, k_text, params = _trec_param(printed.group("name"), value, text)
             return _finish(fam, k_text, params, text)
     m = _GRAMMAR.match(text)
     if m is None:
@@ -649,7 +677,7 @@ def trec_name(metric: Metric | str) -> str:
     if fam.trec_format is not None:
         return fam.trec_format(m)
     if m.k is None and fam.name == "set_f" and m.params:  # trec_eval's parameter is beta squared
-        return f"set_F.{format_value(m.param('beta') ** 2)}"
+        return f"set_F_{float(m.param('beta')) ** 2:.12g}"
     if m.k is None and isinstance(m.param("gain") if fam.params and fam.params[0].kind == "gain" else None, tuple) \
             and fam.trec_uncut and len(m.params) == 1:
         return f"{fam.trec_uncut}_" + ",".join(f"{format_value(g)}={format_value(v)}" for g, v in m.param("gain"))
@@ -711,7 +739,8 @@ NOTES: dict[str, str] = {
            "positive and a negative: evaluate(..., weight=<a column of each user's positives>, undefined='nan') "
            "gives it.",
     "rbp": "binary relevance by default (cwl_eval; ir_measures' RBP(rel=1)); ranx's rbp and ir_measures' RBP "
-           "without rel= (trectools) weigh a rank by its grade: rbp(p=...,gain=linear){at} (ir_measures:RBP).",
+           "without rel= (trectools) weigh a rank by its grade: rbp(p=...,gain=linear){at} (ir_measures:RBP); "
+           "trec_eval's rbp (rbp.p=x) divides the grades by the query's largest one: rbp_trec(p=...).",
     "precision": "torchmetrics with adaptive_k, LensKit, Evidently and Surprise divide by min(k, n) for a shorter "
                  "list: short_lists='shrink'.",
     "set_f": "trec_eval's set_F.x and ir_measures' SetF(beta=x) read x as beta squared.",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..conventions import TIES
-from .registry import DcgSpec, Param, register
+from .registry import DcgSpec, Param, format_value, register
 from .setbased import ratio
 
 #: The tie rules under which a ratio of counts over the top k is exact: every one but "expected".
@@ -84,6 +84,7 @@ _GAIN = (Param("gain", "gain", "linear", False),)
 
 
 @register("dcg", ips="ips", undefined="never", cutoff="optional", needs=("dcg",), depth="list", params=_GAIN, bounded=False, dcg=_graded,
+          trec_uncut="dcg",
           summary="discounted cumulative gain, graded gains", formula="sum(gain / log2(rank + 1))")
 def dcg(st, m, conv):
     values = st.dcg_at(_graded(m, conv), m.k)
@@ -103,6 +104,37 @@ def ndcg(st, m, conv):
     return ratio(*st.ndcg_terms(_graded(m, conv), m.k), conv.undefined)
 
 
+@register("ideal_dcg", undefined="never", needs_all_relevant=True, cutoff="optional", needs=("dcg",), depth="list",
+          params=_GAIN, bounded=False, dcg=_graded, trec_uncut="ideal_dcg",
+          summary="the DCG of the ideal order of the query's judged gains, nDCG's denominator (trec_eval ideal_dcg)",
+          formula="sum over ideal ranks i <= k of the i-th largest positive gain / log2(i + 1)")
+def ideal_dcg(st, m, conv):
+    values = st.ideal_at(_graded(m, conv), m.k)
+    if not np.isfinite(values).all():
+        from ..errors import DataError
+
+        raise DataError(f"{m} exceeds the largest float64 for some queries: the grades are too large for "
+                        "a DCG; rescale them (nDCG is unaffected by scale).")
+    return values.copy()
+
+
+def _jarvelin(m, conv) -> DcgSpec:
+    # Jarvelin & Kekalainen's discount, whatever conventions.discount: rank 1 undiscounted, rank r >= 2 by log2(r)
+    return DcgSpec(m.param("gain"), "lenskit", conv.negative_grades == "gain")
+
+
+@register("ndcg_p", undefined="ideal DCG = 0", needs_all_relevant=True, cutoff="none", needs=("dcg",), depth="list",
+          params=_GAIN, dcg=_jarvelin, trec_uncut="ndcg_p",
+          summary="trec_eval's ndcg_p (m_ndcg_p.c): nDCG with Jarvelin & Kekalainen's discount, 1 / log2(max(rank, 2)), "
+                  "over the whole list; 0 when no relevant candidate is retrieved",
+          formula="DCG / ideal DCG, DCG = sum(gain / log2(max(rank, 2))); 0 if no relevant candidate is retrieved")
+def ndcg_p(st, m, conv):
+    values = ratio(*st.ndcg_terms(_jarvelin(m, conv), None), conv.undefined)
+    _, ideal = st.ndcg_terms(_jarvelin(m, conv), None)
+    # trec_eval sets the value only when a relevant document is retrieved (num_rel_ret > 0)
+    return np.where((st.rel_ret > 0) | (ideal == 0), values, 0.0)
+
+
 def _rbp(m, conv) -> DcgSpec:
     gain = m.param("gain")
     return DcgSpec(gain, ("rbp", m.param("p")), gain != "binary" and conv.negative_grades == "gain")
@@ -115,6 +147,47 @@ def _rbp(m, conv) -> DcgSpec:
           formula="(1 - p) sum over relevant ranks i <= k of p^(i - 1)  (gain=linear: of grade x p^(i - 1))")
 def rbp(st, m, conv):
     return (1.0 - m.param("p")) * st.dcg_at(_rbp(m, conv), m.k)
+
+
+def _trec_rbp(m, conv) -> tuple[DcgSpec, DcgSpec]:
+    # the grades as gains (negative grades none) and, from the ideal order with the discount 0^(rank - 1), the
+    # query's largest judged grade
+    return DcgSpec("linear", ("rbp", m.param("p"))), DcgSpec("linear", ("rbp", 0.0))
+
+
+@register("rbp_trec", undefined="never", cutoff="none", needs=("dcg",), depth="list",
+          params=(Param("p", "unit", 0.9, False),), dcg=_trec_rbp,
+          trec_format=lambda m: "rbp" if m.param("p") == 0.9 else f"rbp_p={format_value(m.param('p'))}",
+          summary="trec_eval's rbp (m_rbp.c; p = 0.9 by default): RBP of the grades, each divided by the query's "
+                  "largest judged grade when that exceeds 1 (binary judgments: rbp(p=...))",
+          formula="(1 - p) sum over ranks i of p^(i - 1) grade_i / max(1, the largest judged grade)")
+def rbp_trec(st, m, conv):
+    terms, largest = _trec_rbp(m, conv)
+    top = st.ideal_at(largest, None)
+    return (1.0 - m.param("p")) * st.dcg_at(terms, None) / np.maximum(top, 1.0)
+
+
+def _rank_weights(m, conv) -> DcgSpec:
+    return DcgSpec("binary", ("weights", tuple(float(w) for w in m.param("weights"))))
+
+
+@register("rbp_weighted", undefined="R = 0, or no weight on the ranks of the list", needs_all_relevant=True,
+          cutoff="required", needs=("dcg",), params=(Param("weights", "weights"),), dcg=_rank_weights,
+          summary="LensKit's RBP with the rank weights of a field (RBP(weight_field=...)): the weights of the "
+                  "relevant ranks of the top k over the weights of every rank of it",
+          formula="sum over relevant ranks i <= min(k, n) of w_i / sum over ranks i <= min(k, n) of w_i")
+def rbp_weighted(st, m, conv):
+    weights = tuple(float(w) for w in m.param("weights"))
+    if m.k > len(weights):
+        from ..errors import ParameterError
+
+        raise ParameterError(f"{m} weighs ranks 1 to {len(weights)} only: give a weight for each rank up to its "
+                             f"cutoff {m.k}.")
+    cum = np.concatenate([[0.0], np.cumsum(weights)])
+    den = cum[np.minimum(st.n, m.k)]
+    values = ratio(st.dcg_at(_rank_weights(m, conv), m.k), den, conv.undefined)
+    values[st.R == 0] = conv.undefined  # LensKit: a user without test items has no value
+    return values
 
 
 def _unjudged(m, conv) -> DcgSpec:
@@ -139,6 +212,7 @@ def _trec_resid(m, conv) -> tuple[DcgSpec, DcgSpec]:
 
 @register("rbp_resid", undefined="never", cutoff="none", needs=("dcg",), depth="list", params=(Param("p", "unit", 0.9, False),),
           dcg=_trec_resid, trec_uncut="rbp_resid", higher_is_better=False,
+          trec_format=lambda m: "rbp_resid" if m.param("p") == 0.9 else f"rbp_resid_p={format_value(m.param('p'))}",
           summary="trec_eval's rbp_resid (p = 0.9 by default): RBP's residual over the whole list, 0 when no "
                   "retrieved candidate is unjudged (no judgment, or a negative grade)",
           formula="p^n + (1 - p) sum over unjudged ranks i of p^(i - 1) if any candidate is unjudged, else 0")

@@ -58,7 +58,8 @@ class Param:
     ``"fraction"`` (a number in [0, 1]), ``"grade"`` (a finite number > 0, the largest grade), ``"gain"`` (``linear``,
     ``exp``, ``binary`` or a map of grades to gains, ``{1:3,2:7}``), ``"real"`` (any finite number: trec_eval's
     parameters), ``"number"`` (any finite number, or unset when its default is None: ir_measures' ``rel=``),
-    ``"bool"`` (true or false), ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept ascending) or
+    ``"bool"`` (true or false), ``"levels"`` (distinct numbers in [0, 1], ``{0.25,0.5}``, kept ascending),
+    ``"weights"`` (finite numbers >= 0 in rank order, ``{1,0.5,0.25}``: a weight per rank) or
     ``"choice"`` (one of the words of ``choices``: which peer's definition, ``variant=replay``). A parameter with
     a ``default`` may be left out, and is left out of the canonical name when it has that value.
     """
@@ -172,7 +173,7 @@ class Family:
 
 
 _EXAMPLE = {"positive": "0.5", "unit": "0.8", "fraction": "0.5", "grade": "5", "gain": "exp", "real": "-0.5",
-            "levels": "{0.2,0.5,0.8}", "number": "1", "bool": "false"}
+            "levels": "{0.2,0.5,0.8}", "number": "1", "bool": "false", "weights": "{1,0.5,0.25,0.125,0.0625}"}
 
 
 def _example_value(p: Param) -> str:

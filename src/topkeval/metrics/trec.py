@@ -94,6 +94,24 @@ def gm_bpref(st, m, conv):
     return log_floor(ratio(st.bpref_sum, st.R, conv.undefined))
 
 
+@register("yaap", undefined="never", needs_all_relevant=True, counts_found=True, cutoff="none", needs=("rank",),
+          depth="list", trec_uncut="yaap", bounded=False, ties=DETERMINISTIC,
+          summary="trec_eval's yaap, yet another average precision (Robertson, ECIR 2012): a log-odds form of AP "
+                  "that averages better over queries",
+          formula="ln((1 + S) / (1 + R - S)), S = sum of the precisions at the relevant ranks (AP times R)")
+def yaap(st, m, conv):
+    S = st.ap_sum[:, st.column(None)]
+    return np.log((1.0 + S) / (1.0 + st.R - S))
+
+
+@register("num_q", undefined="never", cutoff="none", trec_uncut="num_q", summed=True,
+          summary="trec_eval's num_q: each evaluated query counts 1, so that the sum (trec_eval's all line) is "
+                  "the number of queries the means run over",
+          formula="1")
+def num_q(st, m, conv):
+    return np.ones(st.n_queries)
+
+
 def _mult_name(m) -> str:
     return f"Rprec_mult_{m.param('mult'):.2f}"
 

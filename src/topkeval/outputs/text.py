@@ -523,9 +523,11 @@ def trec_lines(res, per_query: bool) -> str:
     the geometric mean, as trec_eval prints them.
     Results kept without per-query rows (a streamed file) give the ``all`` lines from their counts.
     """
-    from ..metrics.names import is_geometric, is_summed, trec_name
+    from ..metrics.names import is_geometric, is_summed, parse_metric, trec_name
 
     lines = []
+    # num_q is the line every evaluation prints (trec_eval prints it once, with no per-query value)
+    metrics = [m for m in res.metrics if parse_metric(m).family != "num_q"]
     # the per-query values of a Spark evaluation stay on the cluster unless -q asks for them
     pq = res.to_pandas() if per_query or not hasattr(res.per_query, "toArrow") else None
     qn = res.query_name
@@ -535,12 +537,12 @@ def trec_lines(res, per_query: bool) -> str:
         if part is not None and per_query:
             for row in part.to_dict("records"):
                 query = _trec_field(row[qn], "query id")
-                for metric in res.metrics:
+                for metric in metrics:
                     if not is_geometric(metric):  # trec_eval prints no per-query value of a geometric mean
                         lines.append(_trec_line(trec_name(metric), query, row[metric], is_summed(metric)))
         count = res.info["evaluated_per_model"][model]
         lines.append(f"{'num_q':<22}\tall\t{count}")
-        for metric in res.metrics:
+        for metric in metrics:
             value = res.summary.loc[model, metric]
             if is_summed(metric):
                 value = part[metric].sum() if part is not None and len(part) == count else value * count
