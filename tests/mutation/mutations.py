@@ -1280,8 +1280,8 @@ _LIST: list[Mutation] = [
     M("outputs/text.py", 'lines.append(f"{\'num_q\':<22}\\tall\\t{count}")',
       'lines.append(f"{\'num_q\':<22}\\tall\\t{len(part) if part is not None else count}")',
       f"{FORMATS}::test_trec_lines_of_results_kept_without_their_rows"),
-    M("outputs/text.py", '+ (f"; {info[\'skipped_empty\']:,} without a relevant item skipped (empty_queries=\'skip\')"',
-      '+ (f"; {info[\'evaluated\']:,} without a relevant item skipped (empty_queries=\'skip\')"',
+    M("outputs/text.py", 'parts.append(f"{info[\'skipped_empty\']:,} without a relevant item skipped (empty_queries=\'skip\')")',
+      'parts.append(f"{info[\'evaluated\']:,} without a relevant item skipped (empty_queries=\'skip\')")',
       f"{FORMATS}::test_table_and_markdown_print_the_means_to_the_digits_asked"),
 ]
 
