@@ -153,8 +153,9 @@ def check_corrections(roles, conv, sampling: str) -> None:
 # the draws
 
 
-def draw(prepared, conv, m: int, sampling: str, seed: int) -> Draws:
-    """Draw ``m`` negatives for every held-out relevant item (see the module docstring)."""
+def draw(prepared, conv, m: int, sampling: str, seed: int, *, smaller_than_pool: bool = True) -> Draws:
+    """Draw ``m`` negatives for every held-out relevant item (see the module docstring).
+    ``smaller_than_pool``: refuse m not below a user's pool (False: tests of the draws themselves)."""
     rel = prepared.relevant  # CSR of grades, excluded cells already out
     exc = prepared.exclude
     U, I = prepared.shape
@@ -192,7 +193,7 @@ def draw(prepared, conv, m: int, sampling: str, seed: int) -> Draws:
     f_cum = np.concatenate([[0], np.cumsum(f_weight)])
     mass = int(weights.sum()) - (f_cum[starts[1:]] - f_cum[starts[:-1]])  # the pool's total weight per user
     drawable = pool if sampling == "uniform" else _positive_in_pool(weights, f_user, f_item, len(users))
-    short = np.flatnonzero(drawable <= m)
+    short = np.flatnonzero(drawable <= m) if smaller_than_pool else np.flatnonzero(drawable == 0)
     if len(short):
         u = short[0]
         what = "negatives" if sampling == "uniform" else "negatives with a training frequency above 0"
@@ -339,26 +340,48 @@ def _comparable(values: np.ndarray, conv) -> np.ndarray:
 
 def correction_weights(estimator: str, ranks: list[HeldOutRanks], draws: Draws, depth: int) -> list[np.ndarray]:
     """Per model, ``w[p, b]`` for each held-out item p and rank b < depth (see
-    :mod:`topkeval.analysis.sampled_ranks`)."""
+    :mod:`topkeval.analysis.sampled_ranks`); zero for the items with ``depth`` or more held-out
+    items above them, whose terms are zero whatever their rank."""
     from . import sampled_ranks as sr
 
     N = draws.pool[draws.pos_query]
     out = []
     for r in ranks:
-        w = np.empty((len(N), depth))
+        w = np.zeros((len(N), depth))
         if estimator == "mle":
-            dist = sr.RankDistribution(r.count, draws.m, int(draws.pool.max()))
+            for group in strata(r.above, depth):
+                dist = sr.RankDistribution(r.count[group], draws.m,
+                                           sr.COMPONENTS if len(group) >= MIXTURE_ITEMS else 1)
+                w[group] = dist.weights(r.count[group], N[group], depth)
+            out.append(w)
+            continue
         for n in np.unique(N):
-            at = np.flatnonzero(N == n)
-            if estimator == "rescaled":
-                table = sr.rescaled_weights(int(n), draws.m, depth)
-            elif estimator == "bv":
-                table = sr.bv_weights(int(n), draws.m, depth)
-            else:
-                table = dist.weights(int(n), depth)
+            at = np.flatnonzero((N == n) & (r.above < depth))
+            table = (sr.rescaled_weights(int(n), draws.m, depth) if estimator == "rescaled"
+                     else sr.bv_weights(int(n), draws.m, depth))
             w[at] = table[r.count[at]]
         out.append(w)
     return out
+
+
+#: the MLE fits one rank distribution per number of held-out items above (a), pooling an a with
+#: fewer than this many items with the next smaller a
+STRATUM_ITEMS = 100
+#: ... and a mixture of COMPONENTS betas to a stratum of at least this many items, one beta otherwise
+MIXTURE_ITEMS = 300
+
+
+def strata(above: np.ndarray, depth: int) -> list[np.ndarray]:
+    """The held-out items grouped by a (held-out items of the user above them), a < depth, each
+    group of at least :data:`STRATUM_ITEMS` items (a group of too few pooled with the one above it
+    in the list; the last, a = 0 side, whatever its size)."""
+    groups, current = [], np.zeros(0, np.int64)
+    for a in range(depth - 1, -1, -1):
+        current = np.concatenate([current, np.flatnonzero(above == a)])
+        if len(current) >= STRATUM_ITEMS or a == 0:
+            groups.append(current)
+            current = np.zeros(0, np.int64)
+    return [g for g in groups if len(g)]
 
 
 def corrected_values(metric: Metric, conv, draws: Draws, r: HeldOutRanks, w: np.ndarray) -> np.ndarray:
@@ -410,15 +433,18 @@ def _ratio(num: np.ndarray, den: np.ndarray, undefined: float) -> np.ndarray:
 
 def refuse_graded_negatives(roles, prepared, conv) -> None:
     """Corrected nDCG sums the gains of the relevant held-out items: a non-relevant one with a gain
-    (a grade above 0 but below the threshold) would be a term it cannot see."""
-    if not any(est in CORRECTIONS and m.family == "ndcg" for est, _, m in roles):
-        return
+    (under linear gains, a grade above 0 but below the threshold) would be a term it cannot see."""
+    from ..engine.rules import gains_of
+
     grades = prepared.relevant.data
-    if ((grades > 0) & ~conv.is_relevant(grades)).any():
-        raise ParameterError("The corrected nDCG estimates the ranks of the relevant held-out items; test holds "
-                             "held-out items graded above 0 but below the relevance threshold, whose gains nDCG also "
-                             "counts. Use ndcg(gain=binary)@k, keep only the relevant items in test, or "
-                             "estimator=['sampled', 'full'].")
+    negative = grades[~conv.is_relevant(grades)]
+    for est, label, m in roles:
+        if est in CORRECTIONS and m.family == "ndcg" and len(negative):
+            if (gains_of(negative, m.info.dcg(m, conv), np.zeros(len(negative), bool)) != 0).any():
+                raise ParameterError(f"The corrected {label} estimates the ranks of the relevant held-out items; test "
+                                     "holds held-out items below the relevance threshold that gain something in "
+                                     "nDCG, terms it cannot see. Use ndcg(gain=binary)@k, keep only the relevant "
+                                     "items in test, or estimator=['sampled', 'full'] for it.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,16 +519,12 @@ def evaluate_sampled_scores(scores, test, metrics, *, conv, n_negatives: int, sa
     if corrections:
         ranks = [held_out_ranks(S, draws, conv) for S in prepared.models.values()]
         depth = max(int(m.k) for est, _, m in roles if est in CORRECTIONS)
-        fitted: dict = {}
         for est in corrections:
             weights = correction_weights(est, ranks, draws, depth)
             for model, r, w in zip(models, ranks, weights):
                 for e, label, m in roles:
                     if e == est:
                         values[model][_label(labels, roles, est, label)] = corrected_values(m, conv, draws, r, w)
-            fitted[est] = True
-        info["held_out_above"] = {model: {"mean_sampled_rank": float(r.count.mean() + 1)} for model, r in
-                                  zip(models, ranks)}
     batch = _assemble(models, draws.users, labels, values, ties, rows, short)
     out_plan = replace(plan, metrics=tuple(tagged), labels=tuple(labels))
     with_candidates = U_all if prepared.exclude is None else int((np.diff(prepared.exclude.indptr) < I).sum())
@@ -514,7 +536,8 @@ def evaluate_sampled_scores(scores, test, metrics, *, conv, n_negatives: int, sa
     }
     evaluation = engine.build_results([batch], out_plan, query_name="user", info=summary_info)
     evaluation.info["longest_list"] = {m: None for m in models}  # lists of two lengths: see info["sampled"]
-    return evaluation
+    # the per-query table built now: the results hold data only (they pickle), nothing to read again
+    return replace(evaluation, _per_query=[evaluation.per_query])
 
 
 def _label(labels, roles, est, base_label) -> str:

@@ -43,14 +43,6 @@ BV_GAMMA = 0.1
 #: larger ones their Euler-Maclaurin expansion (relative error below 1e-9 from here on: tests/test_sampled.py)
 EXACT_SUMS = 4
 
-#: the relative positions of the MLE grid: every b / N_max up to this many ranks, then as many
-#: points spaced geometrically up to 1
-GRID_FINE = 4096
-
-#: EM of the MLE: at most this many iterations (SQUAREM-accelerated), stopped when the
-#: log-likelihood per item changes by less than TOLERANCE
-MAX_ITERATIONS = 5000
-TOLERANCE = 1e-12
 
 
 def _log_choose(m: int) -> np.ndarray:
@@ -142,18 +134,17 @@ def bv_weights(N: int, m: int, depth: int, gamma: float = BV_GAMMA) -> np.ndarra
     return _bv_cached(int(N), int(m), int(depth), float(gamma))
 
 
-def grid(N_max: int) -> np.ndarray:
-    """The relative positions t of the MLE: ``b / N_max`` for every b up to :data:`GRID_FINE`,
-    then geometrically spaced up to 1."""
-    if N_max <= 2 * GRID_FINE:
-        return np.arange(N_max + 1) / N_max
-    fine = np.arange(GRID_FINE + 1) / N_max
-    return np.concatenate([fine, np.geomspace(fine[-1], 1.0, GRID_FINE + 1)[1:]])
+#: beta components of the rank distribution's mixture
+COMPONENTS = 2
 
 
 class RankDistribution:
-    """The maximum-likelihood distribution of relative positions ``t = b / N`` of held-out items,
-    fitted to their sampled counts ``j`` (m draws each): a mixture of binomials, by EM.
+    """The maximum-likelihood distribution of the relative positions ``t = b / N`` of held-out items,
+    in a mixture of beta distributions, fitted to their sampled counts ``j`` (m draws each): then
+    ``j`` is beta-binomial, ``P(j) = sum_c w_c C(m, j) B(j + a_c, m - j + b_c) / B(a_c, b_c)``, and the
+    posterior of t given j is the mixture of ``Beta(a_c + j, b_c + m - j)`` weighted by
+    ``w_c P_c(j) / P(j)``. A beta density goes as ``t^(a - 1)`` near 0, the power law of ranks near the
+    top of a list, so the fit at the sample's resolution (1 / m) extrapolates below it (1 / N).
 
     Parameters
     ----------
@@ -161,61 +152,86 @@ class RankDistribution:
         ``j`` of each held-out item (0..m).
     m : int
         Draws per item.
-    N_max : int
-        The most negatives any item's user has (the grid's resolution near the top is 1 / N_max).
+    components : int
+        Beta components of the mixture.
     """
 
-    def __init__(self, counts: np.ndarray, m: int, N_max: int):
+    def __init__(self, counts: np.ndarray, m: int, components: int = COMPONENTS):
         self.m = int(m)
-        self.t = grid(int(N_max))
-        self.like = binomial_pmf(self.m, self.t).T  # (m + 1, G): P(j | t)
         n = np.bincount(np.asarray(counts, dtype=np.int64), minlength=self.m + 1).astype(np.float64)
         self.n = n
-        self.pi, self.iterations = _em(self.like, n)
-        evidence = self.like @ self.pi  # P(j) under the fit
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.posterior = np.where(evidence[:, None] > 0, self.like * self.pi[None, :] / evidence[:, None], 0.0)
-        self.cumulative = np.concatenate([np.zeros((self.m + 1, 1)), np.cumsum(self.posterior, axis=1)], axis=1)
+        self.a, self.b, self.w, self.loglik = _fit_mixture(n, self.m, components)
 
-    def weights(self, N: int, depth: int) -> np.ndarray:
-        """``w[j, b]``: the posterior mass of ``round(t N) == b`` given j, for b < depth."""
-        edges = (np.arange(depth + 1) - 0.5) / N
-        at = np.searchsorted(self.t, edges, side="left")
-        return self.cumulative[:, at[1:]] - self.cumulative[:, at[:-1]]
+    def log_marginal(self, j: np.ndarray) -> np.ndarray:
+        """``log w_c + log P_c(j)`` per item and component."""
+        return np.log(self.w)[None, :] + _beta_binomial_log(np.asarray(j)[:, None], self.m, self.a[None, :],
+                                                             self.b[None, :])
+
+    def posterior_cdf(self, j: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``P(t <= x | j)`` for each item's j and each of its points ``x`` (shape (items, points))."""
+        lw = self.log_marginal(j)
+        resp = np.exp(lw - special.logsumexp(lw, axis=1, keepdims=True))  # (items, C)
+        j = np.asarray(j, dtype=np.float64)[:, None, None]
+        cdf = special.betainc(self.a[None, None, :] + j, self.b[None, None, :] + self.m - j,
+                              np.clip(x, 0.0, 1.0)[:, :, None])
+        return np.einsum("ipc,ic->ip", cdf, resp)
+
+    def weights(self, j: np.ndarray, N: np.ndarray, depth: int) -> np.ndarray:
+        """``w[p, b]``: the posterior mass of ``round(t N) == b`` given j, for b < depth (per item)."""
+        N = np.asarray(N, dtype=np.float64)[:, None]
+        edges = (np.arange(depth + 1)[None, :] - 0.5) / N
+        cdf = self.posterior_cdf(j, edges)
+        return np.diff(cdf, axis=1)
 
 
-def _em(like: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, int]:
-    """The mixing weights over the grid maximising ``sum_j n_j log sum_g like[j, g] pi_g``: EM with
-    SQUAREM steps (Varadhan & Roland 2008), each kept only if it does not lower the likelihood."""
+def _beta_binomial_log(j, m: int, a, b):
+    return (special.gammaln(m + 1) - special.gammaln(j + 1) - special.gammaln(m - j + 1)
+            + special.betaln(j + a, m - j + b) - special.betaln(a, b))
+
+
+def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The beta mixture maximising ``sum_j n_j log P(j)`` (L-BFGS on log a, log b and the weights'
+    logits, with the analytic gradient), from a fixed set of starting points: deterministic."""
+    from scipy import optimize
+
+    j = np.arange(m + 1, dtype=np.float64)[:, None]
     total = n.sum()
-    used = n > 0
-    L, w = like[used], n[used] / total
-    pi = np.full(like.shape[1], 1.0 / like.shape[1])
+    freq = n / total
+    C = components
 
-    def step(p):
-        return p * (L.T @ (w / (L @ p)))
+    def objective(theta):
+        la, lb, logits = theta[:C], theta[C:2 * C], np.concatenate([theta[2 * C:], [0.0]])
+        a, b = np.exp(la), np.exp(lb)
+        lw = logits - special.logsumexp(logits)
+        comp = _beta_binomial_log(j, m, a[None, :], b[None, :])  # (m + 1, C)
+        joint = lw[None, :] + comp
+        ll = special.logsumexp(joint, axis=1)
+        resp = np.exp(joint - ll[:, None]) * freq[:, None]  # n_j rho_jc / total
+        ab = special.digamma(a + b)[None, :] - special.digamma(m + a + b)[None, :]
+        da = (special.digamma(j + a[None, :]) - special.digamma(a)[None, :] + ab) * a[None, :]
+        db = (special.digamma(m - j + b[None, :]) - special.digamma(b)[None, :] + ab) * b[None, :]
+        w = np.exp(lw)
+        grad = np.concatenate([(resp * da).sum(0), (resp * db).sum(0), (resp.sum(0) - w)[:-1]])
+        return -float(freq @ ll), -grad
 
-    def loglik(p):
-        return float(w @ np.log(L @ p))
+    best = None
+    for start in _starts(C, m):
+        found = optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
+                                  bounds=[(-9.0, 9.0)] * (2 * C) + [(-30.0, 30.0)] * (C - 1))
+        if best is None or found.fun < best.fun - 1e-12:
+            best = found
+    theta = best.x
+    logits = np.concatenate([theta[2 * C:], [0.0]])
+    return np.exp(theta[:C]), np.exp(theta[C:2 * C]), np.exp(logits - special.logsumexp(logits)), -best.fun * total
 
-    current = loglik(pi)
-    for it in range(1, MAX_ITERATIONS + 1):
-        p1 = step(pi)
-        p2 = step(p1)
-        r, v = p1 - pi, p2 - 2 * p1 + pi
-        norm_v = float(np.sqrt(v @ v))
-        candidate = p2
-        if norm_v > 0:
-            alpha = -float(np.sqrt(r @ r)) / norm_v
-            if alpha < -1.0:
-                jump = np.clip(pi - 2 * alpha * r + alpha * alpha * v, 0.0, None)
-                if jump.sum() > 0:
-                    jump = step(jump / jump.sum())
-                    if loglik(jump) >= loglik(p2):
-                        candidate = jump
-        new = loglik(candidate)
-        pi = candidate
-        if abs(new - current) < TOLERANCE:
-            return pi, it
-        current = new
-    return pi, MAX_ITERATIONS
+
+def _starts(C: int, m: int) -> list[np.ndarray]:
+    """Starting points: components from near the top of the list to spread over it."""
+    shapes = [(0.3, 30.0), (1.0, 3.0), (0.5, 5.0), (2.0, 2.0), (0.2, 200.0)]
+    out = []
+    for shift in range(len(shapes)):
+        chosen = [shapes[(shift + c) % len(shapes)] for c in range(C)]
+        a = np.log([s[0] for s in chosen])
+        b = np.log([s[1] for s in chosen])
+        out.append(np.concatenate([a, b, np.zeros(C - 1)]))
+    return out
