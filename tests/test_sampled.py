@@ -335,7 +335,9 @@ def _ranks_above(score_of, items, item, ties, relevant_first=False):
             if ties in ("optimistic", "pessimistic") and relevant_first:
                 count += x < item  # relevant items tied with each other: in item order (any order will do)
             elif ties == "pessimistic":
-                count += 1
+                count += 1  # a tied negative above the relevant item
+            elif ties == "optimistic":
+                pass  # below it
             elif ties == "item_desc":
                 count += x > item
             else:  # first (a matrix's rows in item order), item_asc

@@ -45,7 +45,9 @@ expected value averages over), so a correction estimates the expected full-catal
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -128,7 +130,7 @@ def check_corrections(roles, conv, sampling: str) -> None:
                              "count of the negatives above it, which holds for uniform draws only: under popularity "
                              "sampling the draws above an item depend on which items are above it, not on how many. "
                              "Use sampling='uniform' for corrected estimates, or estimator=['sampled', 'full'].")
-    for est, label, m in corrected:
+    for _, label, m in corrected:
         if m.family not in CORRECTABLE or m.k is None:
             raise ParameterError(f"{label} has no correction here: the corrections estimate metrics that sum a "
                                  f"function of each held-out item's full rank up to a cutoff ("
@@ -169,14 +171,13 @@ def draw(prepared, conv, m: int, sampling: str, seed: int, *, smaller_than_pool:
         raise DataError("No user has a held-out relevant item (outside exclude): there is nothing to rank against "
                         "sampled negatives. Check that test holds the held-out interactions (grades > 0, or >= "
                         "the threshold).")
-    R = np.bincount(pos_query, minlength=len(users))
     # the forbidden items of each evaluated user: its exclusions and its relevant held-out items, sorted
     if exc is not None:
         ex_rows = np.repeat(np.arange(U, dtype=np.int64), np.diff(exc.indptr))
         keys = np.concatenate([ex_rows * I + exc.indices.astype(np.int64), pos_user * I + pos_item])
     else:
         keys = pos_user * I + pos_item
-    keys = np.unique(keys)  # a relevant item cannot also be excluded (prepare took it out of the relevance)
+    keys = _distinct(keys)  # a relevant item cannot also be excluded (prepare took it out of the relevance)
     keys = keys[np.isin(keys // I, users)]
     f_user = np.searchsorted(users, keys // I)
     f_item = keys % I
@@ -210,6 +211,12 @@ def draw(prepared, conv, m: int, sampling: str, seed: int, *, smaller_than_pool:
         negatives = _weighted_items(target, pos_query, f_user, f_item, f_cum, starts, weights, I)
     return Draws(users, pos_query, pos_item, pos_grade, negatives, pool.astype(np.int64),
                  candidates[users].astype(np.int64), I, int(seed))
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (a sort: numpy's hash-based unique is slower on these keys)."""
+    keys = np.sort(keys)
+    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
 
 
 def _positive_in_pool(weights, f_user, f_item, n_users) -> np.ndarray:
@@ -388,7 +395,7 @@ def corrected_values(metric: Metric, conv, draws: Draws, r: HeldOutRanks, w: np.
     """Per evaluated user, the estimate of ``metric`` from the weights ``w`` of its held-out items."""
     from ..engine.rules import discounts, gains_of
 
-    k = int(metric.k)
+    k = int(cast(int, metric.k))  # every corrected metric has a cutoff (check_corrections)
     U = len(draws.users)
     b = np.arange(w.shape[1])[None, :k]
     rank = r.above[:, None] + b + 1  # (P, k)
@@ -402,7 +409,7 @@ def corrected_values(metric: Metric, conv, draws: Draws, r: HeldOutRanks, w: np.
         est = (w[:, :k] * term).sum(axis=1)
         return np.bincount(q[top], weights=est[top], minlength=U)
     if family == "ndcg":
-        spec = metric.info.dcg(metric, conv)
+        spec = cast(Callable, metric.info.dcg)(metric, conv)
         disc, _ = discounts(spec, k)
         gains = gains_of(draws.pos_grade, spec, np.ones(len(draws.pos_grade), bool))
         dcg = np.bincount(q, weights=gains * (w[:, :k] * inside * disc[np.minimum(rank, k)]).sum(axis=1), minlength=U)
@@ -533,9 +540,9 @@ def evaluate_sampled_scores(scores, test, metrics, *, conv, n_negatives: int, sa
         "queries": with_candidates, "skipped_empty": skipped,
         "sampled": _sampled_info(draws, sampling, roles, labels, info, models, values),
         "matrix": {"users": U_all, "items": I, "relevant_excluded": prepared.leaked},
+        "longest_list": dict.fromkeys(models),  # lists of two lengths (sampled, full): see info["sampled"]
     }
     evaluation = engine.build_results([batch], out_plan, query_name="user", info=summary_info)
-    evaluation.info["longest_list"] = {m: None for m in models}  # lists of two lengths: see info["sampled"]
     # the per-query table built now: the results hold data only (they pickle), nothing to read again
     return replace(evaluation, _per_query=[evaluation.per_query])
 
@@ -564,7 +571,7 @@ def sampled_log(prepared, draws: Draws):
     I = draws.n_items
     user_of = draws.users[draws.pos_query]
     keys = np.concatenate([user_of * I + draws.pos_item, (np.repeat(user_of, draws.m) * I + draws.negatives.ravel())])
-    keys = np.unique(keys)
+    keys = _distinct(keys)
     row_user, row_item = keys // I, keys % I
     query = np.searchsorted(draws.users, row_user)
     offsets = np.searchsorted(query, np.arange(len(draws.users) + 1)).astype(np.int64)

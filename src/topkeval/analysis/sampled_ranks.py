@@ -189,8 +189,12 @@ def _beta_binomial_log(j, m: int, a, b):
             + special.betaln(j + a, m - j + b) - special.betaln(a, b))
 
 
+#: the largest |log a|, |log b| and weight logit of the fit
+LIMIT = 30.0
+
+
 def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """The beta mixture maximising ``sum_j n_j log P(j)`` (L-BFGS on log a, log b and the weights'
+    """The beta mixture maximising ``sum_j n_j log P(j)`` (BFGS on log a, log b and the weights'
     logits, with the analytic gradient), from a fixed set of starting points: deterministic."""
     from scipy import optimize
 
@@ -199,35 +203,46 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
     freq = n / total
     C = components
 
+    choose = _log_choose(m)[:, None]
+    jj = j
+    rest = m - j
+
+    def lse(x, axis):  # numpy's own: scipy's logsumexp costs more than the rest of the objective here
+        top = x.max(axis=axis, keepdims=True)
+        return (top + np.log(np.exp(x - top).sum(axis=axis, keepdims=True))).squeeze(axis)
+
     def objective(theta):
+        theta = np.clip(theta, -LIMIT, LIMIT)  # beyond, a or b is 0 or infinite for every purpose here
         la, lb, logits = theta[:C], theta[C:2 * C], np.concatenate([theta[2 * C:], [0.0]])
-        a, b = np.exp(la), np.exp(lb)
-        lw = logits - special.logsumexp(logits)
-        comp = _beta_binomial_log(j, m, a[None, :], b[None, :])  # (m + 1, C)
+        a, b = np.exp(la)[None, :], np.exp(lb)[None, :]
+        lw = logits - lse(logits, 0)
+        # log P_c(j) = log C(m, j) + log B(j + a, m - j + b) - log B(a, b)
+        comp = (choose + special.gammaln(jj + a) + special.gammaln(rest + b) - special.gammaln(m + a + b)
+                - special.gammaln(a) - special.gammaln(b) + special.gammaln(a + b))
         joint = lw[None, :] + comp
-        ll = special.logsumexp(joint, axis=1)
+        ll = lse(joint, 1)
         resp = np.exp(joint - ll[:, None]) * freq[:, None]  # n_j rho_jc / total
-        ab = special.digamma(a + b)[None, :] - special.digamma(m + a + b)[None, :]
-        da = (special.digamma(j + a[None, :]) - special.digamma(a)[None, :] + ab) * a[None, :]
-        db = (special.digamma(m - j + b[None, :]) - special.digamma(b)[None, :] + ab) * b[None, :]
+        ab = special.digamma(a + b) - special.digamma(m + a + b)
+        da = (special.digamma(jj + a) - special.digamma(a) + ab) * a
+        db = (special.digamma(rest + b) - special.digamma(b) + ab) * b
         w = np.exp(lw)
         grad = np.concatenate([(resp * da).sum(0), (resp * db).sum(0), (resp.sum(0) - w)[:-1]])
         return -float(freq @ ll), -grad
 
-    best = None
-    for start in _starts(C, m):
-        found = optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
-                                  bounds=[(-9.0, 9.0)] * (2 * C) + [(-30.0, 30.0)] * (C - 1))
-        if best is None or found.fun < best.fun - 1e-12:
+    starts = _starts(C, m)
+    best = optimize.minimize(objective, starts[0], jac=True, method="BFGS")  # no BLAS call: no thread wake-ups
+    for start in starts[1:]:
+        found = optimize.minimize(objective, start, jac=True, method="BFGS")
+        if found.fun < best.fun - 1e-12:
             best = found
-    theta = best.x
+    theta = np.clip(best.x, -LIMIT, LIMIT)
     logits = np.concatenate([theta[2 * C:], [0.0]])
     return np.exp(theta[:C]), np.exp(theta[C:2 * C]), np.exp(logits - special.logsumexp(logits)), -best.fun * total
 
 
 def _starts(C: int, m: int) -> list[np.ndarray]:
     """Starting points: components from near the top of the list to spread over it."""
-    shapes = [(0.3, 30.0), (1.0, 3.0), (0.5, 5.0), (2.0, 2.0), (0.2, 200.0)]
+    shapes = [(0.3, 30.0), (1.0, 3.0), (0.2, 200.0)]
     out = []
     for shift in range(len(shapes)):
         chosen = [shapes[(shift + c) % len(shapes)] for c in range(C)]
