@@ -176,8 +176,8 @@ def main() -> None:
         covered.append({(m, c): abs(res.summary.loc[m, c] - full.loc[m, c.split("[")[0]]) <= 1.96 * se[m][c]
                         for m in names for c in res.metrics})
         per_user = {m: res.per_query[res.per_query.model == m] for m in names}
-        wrong.append({(a, b, c): _wrong_way(per_user[a][c].to_numpy(), per_user[b][c].to_numpy(),
-                                            full.loc[a, c.split("[")[0]] - full.loc[b, c.split("[")[0]])
+        wrong.append({(a, b, c): _paired(per_user[a][c].to_numpy(), per_user[b][c].to_numpy(),
+                                         full.loc[a, c.split("[")[0]] - full.loc[b, c.split("[")[0]])
                       for a, b in pairs for c in res.metrics})
     took = time.perf_counter() - t0
     print(f"\n{args.seeds} sampled evaluations in {took:.1f} s")
@@ -192,7 +192,8 @@ def main() -> None:
             agree = np.mean([order_of(dict(zip(names, row))) == true_order for row in per_seed])
             pair_agree = np.mean([[(row[names.index(a)] > row[names.index(b)]) == (truth[a] > truth[b])
                                    for a, b in pairs] for row in per_seed])
-            wrong_way = float(np.mean([[w[(a, b, col)] for a, b in pairs] for w in wrong]))
+            wrong_way = float(np.mean([[w[(a, b, col)][0] for a, b in pairs] for w in wrong]))
+            delta_cover = float(np.mean([[w[(a, b, col)][1] for a, b in pairs] for w in wrong]))
             for i, m in enumerate(names):
                 v = per_seed[:, i]
                 table.append({"metric": metric, "estimator": est, "model": m, "full": truth[m],
@@ -200,34 +201,37 @@ def main() -> None:
                               "rel_error": float(np.mean(np.abs(v - truth[m])) / truth[m]),
                               "rel_bias": float(abs(v.mean() - truth[m]) / truth[m]),
                               "coverage": float(np.mean([c[(m, col)] for c in covered])),
-                              "order": float(agree), "pairs": float(pair_agree), "wrong_way": wrong_way})
+                              "order": float(agree), "pairs": float(pair_agree), "wrong_way": wrong_way,
+                              "delta_coverage": delta_cover})
     print("\nmodel x estimator: mean over seeds (sd), mean |estimate - full| / full, |bias| / full, coverage of the "
           "95% interval +- 1.96 SE for the full value; share of seeds ordering every model as the full catalogue "
-          "(order), each pair (pairs); share of (pair, seed) where a paired t-test at 5% declares the wrong order")
+          "(order), each pair (pairs); share of (pair, seed) where a paired t-test at 5% declares the wrong order "
+          "(wrong), and where the paired 95% interval of the difference covers the full catalogue's (dcover)")
     for metric in metrics:
         print(f"\n{metric} (full order: {' > '.join(order_of({m: float(full.loc[m, metric]) for m in names}))})")
         print(f"{'estimator':<10} {'model':<11} {'full':>7} {'mean':>7} {'sd':>7} {'rel.err':>8} {'rel.bias':>8} "
-              f"{'cover':>6} {'order':>6} {'pairs':>6} {'wrong':>6}")
+              f"{'cover':>6} {'order':>6} {'pairs':>6} {'wrong':>6} {'dcover':>6}")
         for row in table:
             if row["metric"] == metric:
                 print(f"{row['estimator']:<10} {row['model']:<11} {row['full']:7.4f} {row['mean']:7.4f} "
                       f"{row['sd']:7.4f} {row['rel_error']:8.1%} {row['rel_bias']:8.1%} {row['coverage']:6.0%} "
-                      f"{row['order']:6.0%} {row['pairs']:6.0%} {row['wrong_way']:6.1%}")
+                      f"{row['order']:6.0%} {row['pairs']:6.0%} {row['wrong_way']:6.1%} {row['delta_coverage']:6.0%}")
     recbole_check(tk, scores, test, train, args.negatives)
     timing = None if args.no_timing else time_it(tk, scores, test, train, metrics, args.negatives)
     if args.out:
         Path(args.out).write_text(json.dumps({"table": table, "timing": timing}, indent=1))
 
 
-def _wrong_way(a: np.ndarray, b: np.ndarray, true_delta: float) -> bool:
-    """Whether a paired t-test at 5% finds a and b different, in the direction opposite to the truth."""
-    from scipy.stats import ttest_rel
+def _paired(a: np.ndarray, b: np.ndarray, true_delta: float) -> tuple[bool, bool]:
+    """(whether a paired t-test at 5% finds a and b different in the direction opposite to the truth,
+    whether the paired 95% interval of the mean difference covers the true difference)."""
+    from scipy.stats import t as student
 
     d = a - b
-    if true_delta == 0 or np.all(d == d[0]):
-        return False
-    p = ttest_rel(a, b).pvalue
-    return bool(p < 0.05 and np.sign(d.mean()) != np.sign(true_delta))
+    half = student.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else np.inf
+    covers = bool(abs(d.mean() - true_delta) <= half)
+    wrong = bool(half < abs(d.mean()) and true_delta != 0 and np.sign(d.mean()) != np.sign(true_delta))
+    return wrong, covers
 
 
 def recbole_check(tk, scores, test, train, m) -> None:

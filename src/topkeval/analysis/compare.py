@@ -38,6 +38,10 @@ test flips the signs of the ``w d`` (exact under H0 that each d is symmetric abo
 uses the weighted standard deviation (weights rescaled to mean 1, n - 1 degrees of freedom); t and Wilcoxon have no weighted form and are refused.
 With segments (``evaluate(..., by=)``) every row is computed within each segment and over every
 query (segment columns ``"(all)"``), and the correction runs over all of these rows.
+The corrected estimates of a sampled evaluation (``evaluate_sampled``'s ``[corrected:...]``
+columns) get no interval (``ci_low``, ``ci_high`` NaN, in ``summary_ci`` too): one over users and
+draws would leave out the correction's bias, which the sample cannot measure
+(:func:`topkeval.analysis.sampled.without_interval`); their tests and verdicts stand.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ import pandas as pd
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
 from .many import TIE, detectable_delta, unit_range
+from .sampled import without_interval
 from .many import all_equal as _all_equal
 from .segments import groups
 
@@ -271,6 +276,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     boot, perm = _resamples(rows, bool(weight), test, n_resamples, rng)
     out = [_row(r, boot.get(i), perm.get(i), test, n_resamples, alpha) for i, r in enumerate(rows)]
     frame = pd.DataFrame(out)
+    withheld = without_interval(results.info, metrics)  # corrected estimates of sampled evaluation: bias unknown
+    if withheld:
+        frame.loc[frame["metric"].isin(withheld), ["ci_low", "ci_high"]] = np.nan
     frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
@@ -442,7 +450,9 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
                 weights.append(part[weight].to_numpy(float) if weight else None)
     bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
                       keys=[(tuple(key.items()), model, metric) for key, model, metric in keys])
+    withheld = set(without_interval(ev.info, ev.metrics))  # corrected estimates of sampled evaluation
     rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
-             "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
+             "ci_low": math.nan if metric in withheld else lo, "ci_high": math.nan if metric in withheld else hi,
+             "n_queries": int((~np.isnan(v)).sum())}
             for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]
     return pd.DataFrame(rows)

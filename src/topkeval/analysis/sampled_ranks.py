@@ -134,8 +134,8 @@ def bv_weights(N: int, m: int, depth: int, gamma: float = BV_GAMMA) -> np.ndarra
     return _bv_cached(int(N), int(m), int(depth), float(gamma))
 
 
-#: beta components of the rank distribution's mixture
-COMPONENTS = 2
+#: the most beta components of the rank distribution's mixture: the number is chosen by BIC
+COMPONENTS = 3
 
 
 class RankDistribution:
@@ -146,6 +146,9 @@ class RankDistribution:
     ``w_c P_c(j) / P(j)``. A beta density goes as ``t^(a - 1)`` near 0, the power law of ranks near the
     top of a list, so the fit at the sample's resolution (1 / m) extrapolates below it (1 / N).
 
+    The number of components, 1 to ``components``, is the one of the smallest BIC,
+    ``-2 log L + (3 C - 1) log n`` (n the items).
+
     Parameters
     ----------
     counts : array of int
@@ -153,14 +156,16 @@ class RankDistribution:
     m : int
         Draws per item.
     components : int
-        Beta components of the mixture.
+        The most beta components of the mixture.
     """
 
     def __init__(self, counts: np.ndarray, m: int, components: int = COMPONENTS):
         self.m = int(m)
         n = np.bincount(np.asarray(counts, dtype=np.int64), minlength=self.m + 1).astype(np.float64)
         self.n = n
-        self.a, self.b, self.w, self.loglik = _fit_mixture(n, self.m, components)
+        fits = [_fit_mixture(n, self.m, c) for c in range(1, max(1, components) + 1)]
+        bic = [-2 * fit[3] + (3 * c - 1) * math.log(max(n.sum(), 1.0)) for c, fit in enumerate(fits, 1)]
+        self.a, self.b, self.w, self.loglik = fits[int(np.argmin(bic))]
 
     def log_marginal(self, j: np.ndarray) -> np.ndarray:
         """``log w_c + log P_c(j)`` per item and component."""

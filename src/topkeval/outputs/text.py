@@ -386,7 +386,8 @@ def sampled_lines(info: Mapping) -> list[str]:
     if "sampled" in kinds:
         parts.append(f"[{sampled['tag']}]: the metric on the sampled lists (a number of its own, not the metric)")
     if kinds - {"sampled", "full"}:
-        parts.append("[corrected:...]: estimates of the full-catalogue metric from the sampled ranks")
+        parts.append("[corrected:...]: estimates of the full-catalogue metric from the sampled ranks (no interval: "
+                     "the sample cannot measure a correction's bias)")
     if "full" in kinds:
         parts.append("no brackets: the full catalogue")
     lines = ["sampled evaluation: " + "; ".join(parts)]
