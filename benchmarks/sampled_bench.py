@@ -1,6 +1,7 @@
 """Sampled evaluation on MovieLens 100k: the sampled metrics and their corrections against the full catalogue.
 
     python benchmarks/sampled_bench.py [--seeds 100] [--negatives 100] [--split ratio|loo] [--out FILE]
+    python benchmarks/sampled_bench.py --synthetic 2000x100000      # the timing alone, on random scores
 
 MovieLens 100k (943 users, 1,682 films, 100,000 ratings; every rating an interaction) is read from
 the copy RecBole's wheel ships (``recbole/dataset_example/ml-100k``), fetched with ``pip download
@@ -149,9 +150,20 @@ def main() -> None:
     p.add_argument("--models", default="popularity,item_knn10,mf8", help=f"of {', '.join(MODELS)}")
     p.add_argument("--no-timing", action="store_true")
     p.add_argument("--out", default=None, help="write the table as JSON")
+    p.add_argument("--synthetic", default=None, metavar="USERSxITEMS",
+                   help="time only, on random float32 scores of this size (one held-out item per user, 2 models)")
     args = p.parse_args()
     import topkeval as tk
 
+    if args.synthetic:
+        users, items = (int(x) for x in args.synthetic.lower().split("x"))
+        rng = np.random.default_rng(0)
+        test = np.zeros((users, items), dtype=bool)
+        test[np.arange(users), rng.integers(0, items, users)] = True
+        scores = {name: rng.random((users, items), dtype=np.float32) for name in ("a", "b")}
+        print(f"random scores: {users:,} users, {items:,} items, one held-out item each, m = {args.negatives}")
+        time_it(tk, scores, test, None, args.metrics.split(","), args.negatives)
+        return
     rows = movielens()
     if rows is None:
         return

@@ -619,3 +619,25 @@ def test_corrected_estimates_track_the_full_catalogue_and_never_reverse_a_verdic
     assert np.mean(errors) < 0.10
     assert wrong == 0
     assert all(sampled_order)
+
+
+def test_rank_distribution_weights_are_the_posterior_mass_of_each_rank():
+    """w[p, b] = P(round(t N) = b | j) under the fitted mixture, by numerical integration of the
+    posterior density prior(t) P(j | t) over [(b - 1/2) / N, (b + 1/2) / N)."""
+    from scipy import integrate, stats
+
+    rng = np.random.default_rng(2)
+    j = rng.binomial(60, rng.beta(0.6, 12.0, 3000))
+    dist = sr.RankDistribution(j, 60)
+    N = 700
+
+    def density(t, jj):
+        prior = sum(w * stats.beta.pdf(t, a, b) for a, b, w in zip(dist.a, dist.b, dist.w))
+        return prior * stats.binom.pmf(jj, 60, t)
+
+    for jj in (0, 1, 3):
+        total = integrate.quad(density, 0, 1, args=(jj,), points=[0.001, 0.01, 0.05], limit=200)[0]
+        want = [integrate.quad(density, max(0.0, (b - 0.5) / N), (b + 0.5) / N, args=(jj,))[0] / total
+                for b in range(6)]
+        got = dist.weights(np.array([jj]), np.array([N]), 6)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
