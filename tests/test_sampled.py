@@ -168,17 +168,18 @@ def sampled_lists(scores, test, exclude, m, seed, sampling="uniform"):
     return lists
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_sampled_metrics_equal_recbole_on_the_same_lists(seed):
+@pytest.mark.parametrize(("seed", "sampling"), [(0, "uniform"), (1, "uniform"), (2, "popularity")])
+def test_sampled_metrics_equal_recbole_on_the_same_lists(seed, sampling):
     pytest.importorskip("torch")
     scores, test, exclude = catalogue(users=30, items=200, held=(1, 6), seed=seed)
     res = tk.evaluate_sampled(scores, test, list(RECBOLE_METRICS.values()), n_negatives=20, exclude=exclude,
-                              seed=seed, estimator="sampled")
+                              seed=seed, estimator="sampled", sampling=sampling)
     per_user = res.per_query.set_index("user")
-    for u, (items, positives) in sampled_lists(scores, test, exclude, 20, seed).items():
+    name = "uni20" if sampling == "uniform" else "pop20"
+    for u, (items, positives) in sampled_lists(scores, test, exclude, 20, seed, sampling).items():
         pos_index, pos_len = recbole_ranking(items, positives, scores.shape[1], 10)
         for family, value in recbole_formulas(pos_index, pos_len, 10).items():
-            assert per_user.loc[u, f"{RECBOLE_METRICS[family]}[sampled:uni20]"] == pytest.approx(float(value[0]))
+            assert per_user.loc[u, f"{RECBOLE_METRICS[family]}[sampled:{name}]"] == pytest.approx(float(value[0]))
 
 
 def test_leave_one_out_is_the_ncf_protocol():

@@ -316,6 +316,8 @@ class Results:
         """Each model's mean of each metric with a bootstrap percentile confidence interval.
 
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
+        The corrected estimates of :func:`~topkeval.evaluate_sampled` get none (NaN): their bias is
+        not measurable from the sample.
 
         Returns
         -------

@@ -36,6 +36,10 @@ Estimators, each a column named after what it estimates:
   are above, not on how many.
 * ``metric`` itself: the full catalogue, exactly (:func:`topkeval.evaluate_matrix`).
 
+Every column is per-user values, paired across models by the shared draws: ``compare`` and
+``summary_ci`` read them as any other, except that a corrected column gets no interval
+(:func:`without_interval`).
+
 Ties: the sampled lists and the full catalogue follow the conventions (``ties="expected"``: the
 exact mean over orders). The corrections count a draw as above a held-out item by the same rule;
 under ``"expected"`` a tie is settled by one random order of the user's items (seeded: what the

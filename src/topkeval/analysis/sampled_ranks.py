@@ -76,6 +76,8 @@ def _binomial_log(m: int, p: np.ndarray) -> np.ndarray:
 def rescaled_weights(N: int, m: int, depth: int) -> np.ndarray:
     """``w[j, b]``: 1 where ``b == round(j N / m)`` (halves rounded to even), for b < depth.
 
+    Examples
+    --------
     >>> rescaled_weights(1000, 100, 25)[:3].nonzero()  # j = 0, 1, 2: b = 0, 10, 20
     (array([0, 1, 2]), array([ 0, 10, 20]))
     """
@@ -142,6 +144,8 @@ def bv_weights(N: int, m: int, depth: int, gamma: float = BV_GAMMA) -> np.ndarra
     """``w[j, b]`` of Krichene & Rendle's bias-variance correction (see the module docstring): the
     estimate of ``phi(b)`` from j is ``sum_b w[j, b] phi(b)``.
 
+    Examples
+    --------
     The hit rate at 10 of an item among 1,000 negatives (``phi(b) = 1[b < 10]``) from j, its draws
     above it of 100: an item's value need not lie in [0, 1], only its mean over items estimates the
     metric.
