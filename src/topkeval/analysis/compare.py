@@ -55,8 +55,8 @@ import pandas as pd
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..errors import ParameterError, check_choice, did_you_mean
 from .many import TIE, detectable_delta, unit_range
-from .sampled import without_interval
 from .many import all_equal as _all_equal
+from .sampled import without_interval
 from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
