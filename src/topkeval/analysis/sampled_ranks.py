@@ -271,10 +271,11 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
 
 
 def _starts(C: int, m: int) -> list[np.ndarray]:
-    """Starting points: components from near the top of the list to spread over it."""
+    """Starting points: components from near the top of the list to spread over it (one beta: one
+    start, its likelihood having one maximum in every case tried)."""
     shapes = [(0.3, 30.0), (1.0, 3.0), (0.2, 200.0)]
     out = []
-    for shift in range(len(shapes)):
+    for shift in range(len(shapes) if C > 1 else 1):
         chosen = [shapes[(shift + c) % len(shapes)] for c in range(C)]
         a = np.log([s[0] for s in chosen])
         b = np.log([s[1] for s in chosen])
