@@ -131,6 +131,9 @@ CLICK_RES = tk.evaluate(CLICKS, metrics=["recall@2", "precision@2"], score=["old
                         position="position")
 TRUTH = np.array([[1, 0, 1], [1, 0, 0]])
 OFF_POLICY_LOG = CLICKS.assign(click=LOG["relevance"], pscore=[0.5, 0.3, 0.2, 0.5, 0.3, 0.2, 0.5, 0.5])
+#: a catalogue larger than the sample (evaluate_sampled draws fewer negatives than each user's pool)
+WIDE = np.array([[0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.6, 0.4], [0.2, 0.8, 0.4, 0.6, 0.1, 0.9, 0.3, 0.5]])
+WIDE_TEST = np.array([[1, 0, 0, 0, 0, 0, 0, 0], [0, 0, 1, 0, 0, 1, 0, 0]])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -199,6 +202,10 @@ def valid_calls(files) -> dict:
         "r_precision": (tk.r_precision, {k: v for k, v in single.items() if k != "k"}),
         "evaluate_matrix": (tk.evaluate_matrix, dict(scores=SCORES, relevant=TRUTH, metrics=["recall@1"],
                                                      exclude=None, conventions=None, batch_size=None, threads=None)),
+        "evaluate_sampled": (tk.evaluate_sampled, dict(scores=WIDE, test=WIDE_TEST, metrics=["recall@2"], n_negatives=3,
+                                                       sampling="uniform", exclude=None, seed=0,
+                                                       estimator=["sampled", "corrected", "full"], conventions=None,
+                                                       batch_size=None, threads=None)),
         "parse_metric": (tk.parse_metric, dict(text="P@5")),
         "explain_metric": (tk.explain_metric, dict(name="MAP@10")),
         "define_metric": (tk.define_metric, dict(name="hostile_share", function=lambda c: c.h / c.listed,

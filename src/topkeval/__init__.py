@@ -12,6 +12,7 @@ from .analysis.offpolicy import PlackettLuce
 from .api import (
     evaluate,
     evaluate_matrix,
+    evaluate_sampled,
     f1_at_k,
     fbeta_at_k,
     off_policy,
@@ -51,6 +52,6 @@ __all__ = [
     "FAMILIES", "PRESETS", "ColumnError", "Conventions", "DataError", "EmptyQueryError", "InputFileError", "ItemPropensity",
     "MatrixEvaluator", "PositionBias",
     "Metric", "OutputFileError", "ParameterError", "PlackettLuce", "Results", "ShortListError", "TopkevalError", "TopkevalWarning", "UnknownMetricError",
-    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "explain_metric", "f1_at_k", "fbeta_at_k", "off_policy", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
+    "define_metric", "estimate_position_bias", "evaluate", "evaluate_matrix", "evaluate_sampled", "explain_metric", "f1_at_k", "fbeta_at_k", "off_policy", "parse_metric", "popularity_propensity", "precision_at_k", "r_precision",
     "read_qrels", "read_run", "read_runs", "recall_at_k", "specificity_at_k", "write_run",
 ]

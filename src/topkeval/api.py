@@ -42,6 +42,7 @@ from .params import (
     Given,
     Int,
     Metrics,
+    OptionList,
     Options,
     Real,
     Text,
@@ -996,6 +997,129 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
         seed=seed, min_ess=min_ess, refuse=refuse)
     offpolicy.give_warnings(messages)
     return Results(evaluation)
+
+
+@validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),
+                 test=Given("a matrix, a sparse matrix or an edge list, checked by prepare()"), metrics=Metrics(),
+                 n_negatives=Int(1, 2**31 - 1), sampling=Options("uniform", "popularity"),
+                 exclude=[Given("as test, checked by prepare()"), None], seed=Int(0, 2**63 - 1),
+                 estimator=OptionList("sampled", "corrected", "bv", "mle", "rescaled", "full"),
+                 conventions=CONVENTIONS, batch_size=[Int(1), None], threads=THREADS, settings=SETTINGS)
+def evaluate_sampled(scores, test, metrics=("recall@10", "ndcg@10"), n_negatives: int = 100,
+                     sampling: str = "uniform", exclude=None, seed: int = 0,
+                     estimator: str | Sequence[str] = ("sampled", "corrected", "full"), *, conventions=None,
+                     batch_size: int | None = None, threads: int | None = None,
+                     **settings: Unpack[ConventionSettings]) -> Results:
+    """Evaluate score matrices on sampled negatives, as papers do, and estimate the full-catalogue metrics.
+
+    Each relevant held-out item of a user is ranked with ``m = n_negatives`` negatives drawn from
+    the user's **pool**, the items neither in ``exclude`` nor relevant held-out items (``N_u`` of
+    them, the user's negatives in the full catalogue). A user's **sampled list** is its relevant
+    held-out items and the distinct items drawn for any of them (RecBole's ``uni100`` / ``pop100``;
+    with one held-out item per user the leave-one-out HR@k and NDCG@k of He et al. 2017). Every
+    estimator is a column named after what it estimates (here for ``recall@10``):
+
+    * ``recall@10[sampled:uni100]``: recall@10 of the sampled lists (``pop100`` under popularity
+      sampling; the number is m): a number of its own, which orders models differently from the
+      full catalogue (Krichene & Rendle 2020);
+    * ``recall@10[corrected:mle]`` (also ``bv``, ``rescaled``): an estimate of the full-catalogue
+      recall@10. A held-out item with ``a`` relevant held-out items and ``b`` negatives above it has
+      full rank ``a + b + 1``; of its own m draws, ``j ~ Binomial(m, b / N_u)`` score above it. The
+      metric is a sum over held-out items of a function ``phi`` of the rank (``recall@k = sum
+      1[rank <= k] / R``, ``precision@k = sum 1[rank <= k] / k``, ``ndcg@k = sum gain
+      1[rank <= k] / log2(rank + 1) / IDCG@k``, ``ap@k = sum 1[rank <= k] (a + 1) / rank / R``,
+      ``f1@k = 2 sum 1[rank <= k] / (k + R)``; ``hit_rate@k`` and ``rr@k`` read the top held-out
+      item), each ``phi(b)`` estimated from j: ``rescaled`` by ``phi(round(j N_u / m))``; ``bv`` by
+      Krichene & Rendle's bias-variance correction ``x = ((1 - g) A'A + g diag(c))^-1 A' phi`` with
+      ``A[b, j] = P(j | b)`` over ``b = 0..N_u`` and ``g = 0.1``; ``mle`` by its posterior mean
+      under the maximum-likelihood distribution of ``b / N_u`` (a mixture of one to three beta
+      distributions, by BIC, per number ``a``), fitted to the held-out items' j. ``"corrected"`` is
+      ``mle``, the most accurate on MovieLens 100k (docs/how-to/sampled.md). Uniform sampling
+      only. The ranks finer than ``N_u / m`` are extrapolated, so a correction's bias cannot be
+      measured from the sample: its columns get no interval in ``summary_ci`` and ``compare``;
+    * ``recall@10``: the metric itself on the full catalogue, exactly as :func:`evaluate_matrix`.
+
+    Parameters
+    ----------
+    scores : ndarray or torch.Tensor of shape (users, items), or a dict of them
+        As in :func:`evaluate_matrix`: the full catalogue's scores (its columns are the catalogue,
+        of size N). Only the cells of held-out items and of draws are read for the sampled and
+        corrected columns.
+    test : array, scipy sparse matrix or torch tensor of shape (users, items), or an edge list
+        The held-out interactions (grades, or booleans), as ``relevant`` of :func:`evaluate_matrix`.
+        A grade below the relevance threshold is a negative (it may be drawn).
+    metrics : str or list of str
+        Metric names, as in :func:`evaluate`. The corrections take ``recall``, ``precision``,
+        ``hit_rate``, ``ndcg``, ``rr``, ``ap`` and ``f1`` at a cutoff.
+    n_negatives : int
+        m, the negatives drawn per held-out item (with replacement, as RecBole); fewer than every
+        user's pool.
+    sampling : {"uniform", "popularity"}
+        Each draw uniform over the user's pool, or in proportion to each item's training frequency
+        (the number of users whose ``exclude`` holds it; needs ``exclude``).
+    exclude : same forms as ``test``, optional
+        Items never to recommend to a user (the training interactions): out of the full catalogue
+        and of the draws.
+    seed : int
+        The draws are ``numpy.random.default_rng(seed).random((P, m))``, one number per draw of the
+        P held-out items in (user, item) order, each mapped to the place ``floor(r W_u)`` of the
+        user's pool laid out in item order (each item taking as many places as its weight; W_u the
+        pool's total weight). Under ``ties="expected"`` the seed also orders tied candidates for the
+        corrections.
+    estimator : str or list of str
+        Any of ``"sampled"``, ``"corrected"`` (topkeval's recommended correction, ``"mle"``),
+        ``"bv"``, ``"mle"``, ``"rescaled"`` and ``"full"``, one column each per metric.
+    conventions, **settings
+        As in :func:`evaluate`; ``empty_queries`` must be ``"skip"`` (a user without a held-out item
+        has no sampled list). The corrections follow ``ties`` (a tied draw counts as above by the rule;
+        under ``"expected"`` by a seeded random order of the user's items), ``short_lists`` and
+        ``discount``.
+    batch_size, threads : int, optional
+        As in :func:`evaluate_matrix`.
+
+    Returns
+    -------
+    Results
+        One row per user with a relevant held-out item (the per-query column is ``user``), one
+        column per metric and estimator. ``info["sampled"]``: the protocol, each column's estimator
+        (``estimators``), its standard error over users (``standard_error``), and ``reordered``: per
+        sampled column, the pairs ``[a, b]`` of models it ranks a above b while the full catalogue
+        (or, without it, the correction) ranks b above a; the report and ``repr`` say so.
+
+    Raises
+    ------
+    TopkevalError
+        ``n_negatives`` not below a user's pool (a catalogue no larger than the sample); no held-out
+        item; a correction of a metric it does not take, or under popularity sampling; NaN scores
+        of a held-out item or a draw; bad matrices (as :func:`evaluate_matrix`).
+
+    References
+    ----------
+    W. Krichene and S. Rendle, On Sampled Metrics for Item Recommendation, KDD 2020. R. Jin et al.,
+    On Estimating Recommendation Evaluation Metrics under Sampling, AAAI 2021. X. He et al., Neural
+    Collaborative Filtering, WWW 2017. RecBole's ``uni100`` evaluation (``recbole.sampler``).
+
+    Examples
+    --------
+    >>> import numpy as np, topkeval as tk
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.random((50, 400))
+    >>> test = (np.arange(400)[None, :] == rng.integers(0, 400, 50)[:, None])  # one held-out item each
+    >>> res = tk.evaluate_sampled(scores, test, ["hit_rate@10"], n_negatives=99, estimator=["sampled", "full"])
+    >>> res.metrics
+    ['hit_rate@10[sampled:uni99]', 'hit_rate@10']
+    >>> res.summary.round(2)  # random scores: about 10 / 100 among 99 negatives, 10 / 400 in the catalogue
+            hit_rate@10[sampled:uni99]  hit_rate@10
+    model
+    scores                         0.1         0.04
+    """
+    from .analysis.sampled import evaluate_sampled_scores
+
+    conv = resolve(conventions, owner="evaluate_sampled",
+                   also=("n_negatives", "sampling", "exclude", "seed", "estimator", "batch_size", "threads"), **settings)
+    return Results(evaluate_sampled_scores(scores, test, metrics, conv=conv, n_negatives=n_negatives,
+                                           sampling=sampling, exclude=exclude, seed=seed, estimators=estimator,
+                                           batch_size=batch_size, threads=threads))
 
 
 def _evaluate_stacked(r: _Request, cols) -> engine.Evaluation:

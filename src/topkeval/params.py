@@ -172,6 +172,30 @@ class Options(Constraint):
         return did_you_mean(value, self.values) if isinstance(value, str) else ""
 
 
+class OptionList(Options):
+    """One of the given strings, or a non-empty list or tuple of distinct ones."""
+
+    def __init__(self, *values: str):
+        super().__init__(*values)
+        self.expected = "one of " + ", ".join(repr(v) for v in values) + ", or a list of them"
+
+    def accepts(self, value) -> bool:
+        if isinstance(value, (list, tuple)):
+            return bool(value) and all(super(OptionList, self).accepts(v) for v in value) and \
+                len(set(value)) == len(value)
+        return super().accepts(value)
+
+    def normalise(self, value):
+        return list(value) if isinstance(value, (list, tuple)) else [value]
+
+    def hint(self, value) -> str:
+        if isinstance(value, (list, tuple)):
+            if len(set(map(repr, value))) < len(value):
+                return " One is listed twice."
+            return next((super(OptionList, self).hint(v) for v in value if not super(OptionList, self).accepts(v)), "")
+        return super().hint(value)
+
+
 class Text(Constraint):
     """A string (``empty=False``: at least one character that is not a space); no NUL character."""
 

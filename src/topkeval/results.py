@@ -350,6 +350,8 @@ class Results:
         his reporting guidelines ask for (no weighted form: refused with ``weight=``).
 
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
+        The corrected estimates of :func:`~topkeval.evaluate_sampled` get none (NaN): their bias is
+        not measurable from the sample.
 
         Returns
         -------

@@ -60,6 +60,7 @@ PB = "tests/test_position_bias.py"  # the examination curve and intervals with i
 BOUNDS = "tests/test_bounds.py"  # bounds() against every completion of small logs
 TREC = "tests/test_trec.py"
 GAIN_MAPS = "tests/test_reference.py::test_gain_maps_on_a_score_matrix"  # grade-0 cells of a matrix in the ideal DCG
+SAMPLED = "tests/test_sampled.py"  # sampled evaluation: the draw order, RecBole's lists, the corrections' formulas
 TREC_HAND = "tests/test_reference.py::test_trec_eval_measures_by_hand"  # trec_eval's other measures by hand
 TREC_TIES = "tests/test_reference.py::test_trec_eval_measures_under_expected_ties_by_hand"
 TREC_PEER = "tests/test_peers.py::test_pytrec_eval_other_trec_eval_measures"  # pytrec_eval on random runs
@@ -1269,8 +1270,8 @@ _LIST: list[Mutation] = [
       f"{TREC}::test_comment_lines_that_look_like_run_lines_are_skipped"),
     M("outputs/formats.py", 'payload["summary_ci"] = text.records(res.summary_ci(confidence=ci))',
       'payload["summary_ci"] = text.records(res.summary_ci())', f"{FORMATS}::test_intervals_are_those_of_summary_ci_at_the_level_asked"),
-    M("outputs/formats.py", 'shown[f"{metric} {level:.0%} CI"] = [f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(low, high)]',
-      'shown[f"{metric} {level:.0%} CI"] = [f"[{lo:.4f}, {hi:.4f}]" for hi, lo in zip(low, high)]',
+    M("outputs/formats.py", "                                             for lo, hi in zip(low, high)]",
+      "                                             for hi, lo in zip(low, high)]",
       f"{FORMATS}::test_intervals_are_those_of_summary_ci_at_the_level_asked"),
     M("outputs/formats.py", "ci = ci[ci[name] == ALL]", "ci = ci[ci[name] != ALL]",
       f"{FORMATS}::test_intervals_with_segments_are_those_over_every_query"),
@@ -1283,6 +1284,32 @@ _LIST: list[Mutation] = [
     M("outputs/text.py", 'parts.append(f"{info[\'skipped_empty\']:,} without a relevant item skipped (empty_queries=\'skip\')")',
       'parts.append(f"{info[\'evaluated\']:,} without a relevant item skipped (empty_queries=\'skip\')")',
       f"{FORMATS}::test_table_and_markdown_print_the_means_to_the_digits_asked"),
+    # --- sampled evaluation (analysis/sampled.py, analysis/sampled_ranks.py)
+    M("analysis/sampled.py", "count = np.searchsorted(shifted, q, side=\"right\")",
+      "count = np.searchsorted(shifted, q, side=\"left\")", f"{SAMPLED}::test_draws_follow_the_documented_order"),
+    M("analysis/sampled.py", "go_left = below > target", "go_left = below >= target",
+      f"{SAMPLED}::test_draws_follow_the_documented_order"),
+    M("analysis/sampled.py", "        return s_other >= s_item", "        return s_other > s_item",
+      f"{SAMPLED}::test_held_out_ranks_count_the_draws_above_by_the_tie_rule"),
+    M("analysis/sampled.py", "rank = r.above[:, None] + b + 1", "rank = r.above[:, None] + b + 2",
+      f"{SAMPLED}::test_decomposition_with_the_true_ranks_is_evaluate_matrix"),
+    M("analysis/sampled.py", "(inside * (r.above[:, None] + 1) / rank if family == \"ap\" else inside)",
+      "(inside / rank if family == \"ap\" else inside)",
+      f"{SAMPLED}::test_decomposition_with_the_true_ranks_is_evaluate_matrix"),
+    M("analysis/sampled.py", "keys = np.concatenate([user_of * I + draws.pos_item, (np.repeat(user_of, draws.m) * I",
+      "keys = np.concatenate([user_of * I + draws.pos_item, (np.tile(user_of, draws.m) * I",
+      f"{SAMPLED}::test_sampled_metrics_equal_recbole_on_the_same_lists"),
+    M("analysis/sampled_ranks.py", "system = (1.0 - gamma) * gram + gamma * np.diag(singles)",
+      "system = gram + gamma * np.diag(singles)", f"{SAMPLED}::test_bv_weights_solve_krichene_rendle_objective"),
+    M("analysis/sampled_ranks.py", "for order, bernoulli in ((1, 1 / 6), (3, -1 / 30), (5, 1 / 42)):",
+      "for order, bernoulli in ((1, 1 / 6), (3, -1 / 30)):",
+      f"{SAMPLED}::test_bv_sums_are_exact_past_the_expansion_threshold"),
+    M("analysis/sampled_ranks.py", "edges = (np.arange(depth + 1)[None, :] - 0.5) / N",
+      "edges = np.arange(depth + 1)[None, :] / N",
+      f"{SAMPLED}::test_rank_distribution_weights_are_the_posterior_mass_of_each_rank"),
+    M("analysis/sampled_ranks.py", "db = (special.digamma(rest + b) - special.digamma(b) + ab) * b",
+      "db = (special.digamma(rest + b) - special.digamma(b)) * b",
+      f"{SAMPLED}::test_rank_distribution_recovers_a_beta_mixture"),
 ]
 
 

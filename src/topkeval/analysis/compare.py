@@ -45,6 +45,10 @@ test flips the signs of the ``w d`` (exact under H0 that each d is symmetric abo
 uses the weighted standard deviation (weights rescaled to mean 1, n - 1 degrees of freedom); t and Wilcoxon have no weighted form and are refused.
 With segments (``evaluate(..., by=)``) every row is computed within each segment and over every
 query (segment columns ``"(all)"``), and the correction runs over all of these rows.
+The corrected estimates of a sampled evaluation (``evaluate_sampled``'s ``[corrected:...]``
+columns) get no interval (``ci_low``, ``ci_high`` NaN, in ``summary_ci`` too): one over users and
+draws would leave out the correction's bias, which the sample cannot measure
+(:func:`topkeval.analysis.sampled.without_interval`); their tests and verdicts stand.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from ..errors import ParameterError, check_choice, did_you_mean
 from . import curve_ci
 from .many import TIE, detectable_delta, unit_range
 from .many import all_equal as _all_equal
+from .sampled import without_interval
 from .segments import groups
 
 TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
@@ -328,6 +333,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     frame = pd.DataFrame(out)
     if curve and len(frame):  # a paired t-test's detectable difference leaves the curve's uncertainty out
         frame["detectable_delta"] = math.nan
+    withheld = without_interval(results.info, metrics)  # corrected estimates of sampled evaluation: bias unknown
+    if withheld:
+        frame.loc[frame["metric"].isin(withheld), ["ci_low", "ci_high"]] = np.nan
     frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
@@ -562,7 +570,9 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     else:
         bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
                           keys=[(tuple(key.items()), model, metric) for key, model, metric in keys])
+    withheld = set(without_interval(ev.info, ev.metrics))  # corrected estimates of sampled evaluation
     rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
-             "ci_low": lo, "ci_high": hi, "n_queries": int((~np.isnan(v)).sum())}
+             "ci_low": math.nan if metric in withheld else lo, "ci_high": math.nan if metric in withheld else hi,
+             "n_queries": int((~np.isnan(v)).sum())}
             for (key, model, metric), v, w, (lo, hi) in zip(keys, columns, weights, bounds)]
     return pd.DataFrame(rows)

@@ -137,6 +137,11 @@ def make_plan(metrics, conv: Conventions) -> Plan:
 def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[str, ...] = ()) -> Plan:
     mets = tuple(mets)
     for m in mets:
+        if m.estimate:
+            raise ParameterError(f"{m} names an estimate of {str(m).split('[')[0]} that evaluate_sampled computes (on "
+                                 "sampled negatives, or corrected from them), not a metric to evaluate: ask for "
+                                 f"{str(m).split('[')[0]!r}, and for the estimate with "
+                                 "tk.evaluate_sampled(..., estimator=...).")
         if FAMILIES[m.family].beyond:
             raise ParameterError(f"{m} is a beyond-accuracy metric: it reads the items of each top k again, which this "
                                  "evaluation cannot. Evaluate a table in memory with item='<column>' (tk.evaluate), or "

@@ -85,6 +85,14 @@ _TOOL = re.compile(r"^\s*(?P<tool>[A-Za-z][A-Za-z_]*)\s*:\s*(?P<rest>.*)$")
 _GRAMMAR = re.compile(
     r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9_\-]*?)\s*(?:\((?P<params>.*)\))?\s*(?:@\s*(?P<k>[^\s@]*))?\s*$"
 )
+#: An estimate of a metric, named after the metric it estimates and how (:func:`topkeval.evaluate_sampled`):
+#: ``recall@10[sampled:uni100]`` is recall@10 on lists of the held-out items and 100 uniformly sampled
+#: negatives (a number of its own, not recall@10), ``recall@10[corrected:mle]`` an estimate of the
+#: full-catalogue recall@10 from such lists; the column of the metric itself is ``recall@10``.
+ESTIMATE = re.compile(r"^(?P<metric>.*\S)\s*\[\s*(?P<estimate>[^\[\]]*?)\s*\]\s*$")
+#: The estimates a column may name: a sampled protocol (uniform or popularity, m negatives) or a
+#: correction of one (:mod:`topkeval.analysis.sampled`).
+ESTIMATES = re.compile(r"^(?:sampled:(?:uni|pop)[1-9][0-9]*|corrected:(?:bv|mle|rescaled))$")
 _TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>[0-9]+)$")  # P_10, recall_20, ndcg_cut_10
 _TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, 11pt_avg..25,.5
 _TREC_PRINTED_GAINS = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)_(?P<value>[0-9.+-]+=\S+)$")  # ndcg_1=3,2=9
@@ -114,6 +122,7 @@ class Metric:
     family: str
     k: int | None = None
     params: tuple = ()  # ((name, value), ...) in the family's order
+    estimate: str = ""  # an estimate of this metric (evaluate_sampled's "sampled:uni100", "corrected:mle"); "" itself
 
     def __str__(self) -> str:
         text = self.family
@@ -121,7 +130,7 @@ class Metric:
             text += "(" + ",".join(f"{n}={format_value(v)}" for n, v in self.params) + ")"
         if self.k is not None:
             text += f"@{self.k}"
-        return text
+        return text + (f"[{self.estimate}]" if self.estimate else "")
 
     def param(self, name: str):
         """The value of a parameter (its default when it was not given)."""
@@ -408,6 +417,19 @@ def parse_metric(text: str | Metric) -> Metric:
         return parse_metric("ir_measures:" + str(text))
     if not isinstance(text, str):
         raise UnknownMetricError(f"A metric name must be a string such as 'recall@10'. Got {text!r}.")
+    estimate = ESTIMATE.match(text)
+    if estimate:  # recall@10[corrected:mle]: an estimate of a metric, named after both
+        tag = estimate.group("estimate").lower()
+        if not ESTIMATES.match(tag):
+            raise UnknownMetricError(f"Bad metric name {text!r}: the part in brackets names an estimate of the metric, "
+                                     "'sampled:uni<m>' or 'sampled:pop<m>' (m sampled negatives, uniformly or by "
+                                     "popularity) or 'corrected:bv', 'corrected:mle', 'corrected:rescaled', as in "
+                                     f"'recall@10[sampled:uni100]'; got {estimate.group('estimate')!r}.")
+        base = parse_metric(estimate.group("metric"))
+        if base.estimate:
+            raise UnknownMetricError(f"Bad metric name {text!r}: one estimate in brackets, as in "
+                                     "'recall@10[corrected:mle]'.")
+        return Metric(base.family, base.k, base.params, tag)
     tool = _TOOL.match(text)
     if tool:
         return _in_tool(tool.group("tool"), tool.group("rest"), text)

@@ -266,7 +266,8 @@ def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
         low = [ci.loc[(m, metric), "ci_low"] for m in res.models]
         high = [ci.loc[(m, metric), "ci_high"] for m in res.models]
         numbers[f"{metric} ci_low"], numbers[f"{metric} ci_high"] = low, high
-        shown[f"{metric} {level:.0%} CI"] = [f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(low, high)]
+        shown[f"{metric} {level:.0%} CI"] = [f"[{lo:.4f}, {hi:.4f}]" if lo == lo else "none"  # NaN: withheld
+                                             for lo, hi in zip(low, high)]
     return pd.DataFrame(numbers, index=res.summary.index), pd.DataFrame(shown, index=res.summary.index)
 
 

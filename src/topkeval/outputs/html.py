@@ -348,13 +348,16 @@ def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, s
             if has_rows:
                 lo, hi = ci.loc[(m, metric_name), ["ci_low", "ci_high"]]
                 cell = cell[:-5] + (f'<br><span class="ci" data-low="{float(lo)!r}" data-high="{float(hi)!r}">'
-                                    f"[{esc(fmt(lo, o.digits))}, {esc(fmt(hi, o.digits))}]</span></td>")
+                                    f"[{esc(fmt(lo, o.digits))}, {esc(fmt(hi, o.digits))}]</span></td>" if not math.isnan(lo) else
+                                    '<br><span class="ci">no interval</span></td>')  # a corrected estimate
             cells.append(cell)
         rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
     weight = res.weight
     ci_note = (f"{'Weighted mean (weights: ' + esc(weight) + ')' if weight else 'Mean'} over the evaluated queries; "
                f"below it the {o.confidence:.0%} bootstrap percentile interval "
-               f"({o.n_resamples:,} resamples). Bold: the best model of the column.") if has_rows else (
+               f"({o.n_resamples:,} resamples). Bold: the best model of the column."
+               + (" A corrected estimate of a sampled evaluation has no interval: the sample cannot measure the "
+                  "correction's bias." if res.info.get("sampled") else "")) if has_rows else (
                "Mean over the evaluated queries (no per-query values were kept, so no intervals).")
     return ("summary", "Summary", _table(head, rows, "summary") + f'<p class="note">{ci_note}</p>')
 

@@ -385,7 +385,7 @@ def info_lines(info: Mapping) -> list[str]:
         rule = info["conventions"]["ties"]
         lines.append("ties across a cutoff (resolved by ties=" + repr(rule) + "): "
                      + ", ".join(f"{visible(str(m))}: {plural(c, 'query', 'queries')}" for m, c in ties.items()))
-    return lines + default_lines(info) + click_lines(info) + off_policy_lines(info)
+    return lines + default_lines(info) + click_lines(info) + off_policy_lines(info) + sampled_lines(info)
 
 
 def default_lines(info: Mapping) -> list[str]:
@@ -504,6 +504,32 @@ def off_policy_lines(info: Mapping) -> list[str]:
             if m.get("refused"):
                 lines.append(f"no estimate of {visible(str(metric))} for {visible(str(model))}: {m['refused']}")
     lines.append(f"support {op['support']}")
+    return lines
+
+
+def sampled_lines(info: Mapping) -> list[str]:
+    """evaluate_sampled's notes: the protocol, what each kind of column is, and the pairs of models a
+    sampled metric orders otherwise than the full catalogue (Krichene & Rendle's warning)."""
+    sampled = info.get("sampled")
+    if not sampled:
+        return []
+    how = "uniformly" if sampled["sampling"] == "uniform" else "in proportion to their training frequency"
+    kinds = set(sampled["estimators"].values())
+    parts = [f"{sampled['n_negatives']:,} negatives drawn {how} per held-out item (seed {sampled['seed']}), "
+             f"from each user's {sampled['negatives_min']:,} to {sampled['negatives_max']:,} negatives"]
+    if "sampled" in kinds:
+        parts.append(f"[{sampled['tag']}]: the metric on the sampled lists (a number of its own, not the metric)")
+    if kinds - {"sampled", "full"}:
+        parts.append("[corrected:...]: estimates of the full-catalogue metric from the sampled ranks (no interval: "
+                     "the sample cannot measure a correction's bias)")
+    if "full" in kinds:
+        parts.append("no brackets: the full catalogue")
+    lines = ["sampled evaluation: " + "; ".join(parts)]
+    for label, found in sampled.get("reordered", {}).items():
+        pairs = ", ".join(f"{visible(str(a))} above {visible(str(b))}" for a, b in found["pairs"])
+        lines.append(f"{visible(label)} orders models otherwise than {visible(found['against'])}: it ranks {pairs}, "
+                     f"which {visible(found['against'])} ranks the other way round (sampled metrics need not keep the "
+                     "order of the full catalogue: Krichene & Rendle 2020)")
     return lines
 
 
