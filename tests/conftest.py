@@ -131,6 +131,7 @@ EXPECTED_SHAPE_WARNINGS = {
     "test_review_hostile.py": ["truncated", "nothing relevant", "held-out excluded"],
     "test_errors.py::test_error_table": ["truncated"],
     "test_trec.py::test_depth_on_a_wide_log_keeps_r_of_the_whole_list": ["truncated"],
+    "test_compare.py::test_detectable_delta_stays_a_number_where_values_may_leave_0_1": ["skewed"],  # 6 queries
 }
 
 
