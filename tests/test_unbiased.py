@@ -672,3 +672,192 @@ def test_graded_clicks_weigh_their_gains_by_hand():
     assert row["dcg(gain=exp)@3"] == pytest.approx(1 * 1 * d[0] + 2.5 * 3 * d[1])
     with pytest.raises(ParameterError, match=r"ndcg@3 -> dcg@3"):
         tk.evaluate(log, ["ndcg@3"], relevance="grade", score="new", position="position", propensity={1: 1.0, 2: 0.4})
+
+
+# --- what is offered from clicks, and what is refused or warned of (issue 34) ---
+
+def _clicks(rng, queries=300, shown=20, eta=1.0):
+    """A position-based click log: relevance at random, examination position ** -eta."""
+    n = queries * 20
+    pos = np.tile(np.arange(1, 21), queries).astype(float)
+    rel = rng.random(n) < 0.3
+    click = rel & (rng.random(n) < pos ** -eta)
+    pos[pos > shown] = np.nan
+    click &= ~np.isnan(pos)
+    return pd.DataFrame({"query": np.repeat(np.arange(queries), 20), "item": np.tile(np.arange(20), queries),
+                         "click": click.astype(int), "position": pos, "p": pos ** -eta,
+                         "a": rng.random(n), "b": rng.random(n)})
+
+
+CURVE_ETA1 = {k: 1.0 / k for k in range(1, 21)}
+
+
+def test_the_pooled_ratios_are_refused_outside_a_click_log_with_propensities():
+    log = _clicks(np.random.default_rng(1), queries=40)
+    for call in (lambda: tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a"),
+                 lambda: tk.evaluate(log, ["f1_micro@5"], relevance="click", score="a", position="position"),
+                 lambda: tk.evaluate_matrix(np.random.default_rng(0).random((3, 4)), np.eye(3, 4), ["recall_micro@2"]),
+                 lambda: tk.MatrixEvaluator(["fbeta_micro(beta=2)@2"])):
+        with pytest.raises(ParameterError, match=r"pooled over every query of a click log.*use (recall|f1|fbeta)"):
+            call()
+    for extra in ({"by": "seg"}, {"weight": "w"}):
+        with pytest.raises(ParameterError, match="recall_micro@5 is a ratio pooled over every query.*apart"):
+            tk.evaluate(log.assign(seg=log["query"] % 2, w=1.0), ["recall_micro@5"], relevance="click", score="a",
+                        position="position", propensity=CURVE_ETA1, **extra)
+    # fbeta_micro(beta=1) is f1_micro, as fbeta(beta=1) is f1
+    assert str(tk.parse_metric("fbeta_micro(beta=1)@5")) == "f1_micro@5"
+
+
+def test_propensities_of_a_stream_are_refused(tmp_path):
+    path = tmp_path / "clicks.parquet"
+    _clicks(np.random.default_rng(2), queries=20).to_parquet(path)
+    with pytest.raises(ParameterError, match="propensity= reads a click log held as one table in memory"):
+        tk.evaluate(str(path), ["precision@5"], relevance="click", score="a", item="item", chunk_rows=100,
+                    propensity=tk.ItemPropensity(pd.Series([0.5] * 20, index=range(20)), 0.5, 1.0))
+
+
+@pytest.mark.parametrize("p, words", [(1e-320, "beyond the largest float"), (1e-308, "summed with the others")])
+def test_propensities_whose_weights_overflow_are_refused(p, words):
+    log = pd.DataFrame({"query": [1, 1, 2, 2], "item": list("abab"), "click": [1, 0, 1, 0],
+                        "position": [2, 1, 2, 1], "s": [1.0, 0.0, 1.0, 0.0]})
+    with pytest.raises(DataError, match=f"propensity {p:g}: its weight 1/p \\({words}\\) overflows"):
+        tk.evaluate(log, ["precision@2"], relevance="click", score="s", position="position",
+                    propensity={1: 1.0, 2: p})
+
+
+def test_the_pooled_ratio_s_intervals_are_its_delta_method_and_its_bootstrap():
+    """The t interval of the per-query shares is the delta-method interval of the ratio, computed here
+    from the weighted sums; summary_ci's bootstrap of their mean agrees with a bootstrap of the ratio
+    itself (queries resampled, sums divided), written here with numpy."""
+    from scipy import stats
+
+    log = _clicks(np.random.default_rng(3), queries=800)
+    res = tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a", item="item", position="position",
+                      propensity=CURVE_ETA1)
+    w = np.where(log["click"] == 1, 1 / log["p"], 0.0).reshape(800, 20)
+    order = np.argsort(-log["a"].to_numpy().reshape(800, 20), axis=1)
+    num = np.take_along_axis(w, order, axis=1)[:, :5].sum(axis=1)
+    den = w.sum(axis=1)
+    r = num.sum() / den.sum()
+    delta_se = np.sqrt(((num - r * den) ** 2).sum() / (800 * 799)) / den.mean()
+    psi = res.per_query["recall_micro@5"].to_numpy()
+    assert res.summary.iloc[0, 0] == pytest.approx(r, rel=1e-12)
+    assert stats.sem(psi) == pytest.approx(delta_se, rel=1e-9)
+    idx = np.random.default_rng(0).integers(0, 800, (4000, 800))
+    lo, hi = np.quantile(num[idx].sum(axis=1) / den[idx].sum(axis=1), [0.025, 0.975])
+    ci = res.summary_ci(n_resamples=4000, seed=1).iloc[0]
+    assert ci["ci_low"] == pytest.approx(lo, abs=0.1 * (hi - lo)) and ci["ci_high"] == pytest.approx(hi, abs=0.1 * (hi - lo))
+
+
+def test_the_skewness_of_the_weighted_total_is_what_a_simulation_of_its_clicks_gives():
+    """skewness() from the propensities and one relevance rate fitted to the clicks, against the
+    skewness of the total of simulated clicks (Bernoulli p * rho, weighted 1/p) by scipy."""
+    from scipy import stats
+
+    from topkeval.engine.unbiased import skewness
+
+    rng = np.random.default_rng(4)
+    p = rng.choice([1.0, 0.5, 0.2, 0.05, 0.01], 400)
+    rho = 0.3
+    clicks = rng.random(p.shape) < p * rho
+    g = skewness(p, 1 / p[clicks], None)
+    fitted = (1 / p[clicks]).sum() / len(p)  # the relevance rate skewness() fits: sum w over clicks / sum p w
+    sims = (rng.random((50_000, len(p))) < p * fitted) @ (1 / p)
+    assert g == pytest.approx(stats.skew(sims), rel=0.05)
+    # capped weights: the total of min(1/p, clip), its rate fitted so that sum p w rho is the clicks' weight
+    w = np.minimum(1 / p, 20.0)
+    fitted = w[clicks].sum() / (p * w).sum()
+    sims = (rng.random((50_000, len(p))) < p * fitted) @ w
+    assert skewness(p, w[clicks], 20.0) == pytest.approx(stats.skew(sims), rel=0.05)
+    assert skewness(np.array([0.5, np.nan]), np.array([2.0]), None) is None  # a shown candidate without one
+    assert np.isnan(skewness(p, np.array([]), None))
+
+
+def test_skewed_estimates_are_warned_of_with_their_limits():
+    rng = np.random.default_rng(5)
+    small = _clicks(rng, queries=60, eta=1.5)
+    with pytest.warns(tk.TopkevalWarning, match=r"too skewed .* precision@10 \(limit 0.3\), recall_micro@10 \(limit "
+                                                r"0.08: a pooled ratio\).* about [\d,]+ queries would"):
+        res = tk.evaluate(small, ["precision@10", "recall_micro@10"], relevance="click", score="a",
+                          position="position", propensity={k: k ** -1.5 for k in range(1, 21)})
+    assert res.info["ips"]["skewness"] > 0.3 and set(res.info["ips"]["warnings"]) == {"skewed"}
+    # a larger log: the sums are not warned of, the pooled ratio still is at this skewness
+    big = _clicks(rng, queries=1000, eta=1.5)
+    with pytest.warns(tk.TopkevalWarning, match=r"too skewed .*above what recall_micro@10 \(limit 0.08: a pooled "
+                                                r"ratio\) can take") as caught:
+        res = tk.evaluate(big, ["precision@10", "recall_micro@10"], relevance="click", score="a",
+                          position="position", propensity={k: k ** -1.5 for k in range(1, 21)})
+    assert 0.08 < res.info["ips"]["skewness"] < 0.3 and "precision@10 (limit" not in str(caught[0].message)
+    tk.evaluate(big, ["precision@10"], relevance="click", score="a", position="position",
+                propensity={k: k ** -1.5 for k in range(1, 21)})  # no warning (warnings are errors here)
+    # a column given at the clicks only: the skewness cannot be judged, nothing is said
+    at_clicks = big.assign(p=np.where(big["click"] == 1, big["p"], np.nan))
+    res = tk.evaluate(at_clicks, ["recall_micro@10"], relevance="click", score="a", position="position",
+                      propensity="p")
+    assert res.info["ips"]["skewness"] is None and res.info["ips"]["warnings"] == {}
+
+
+def test_never_shown_candidates_are_warned_of_unless_a_column_gives_them_a_chance():
+    log = _clicks(np.random.default_rng(6), queries=2000, shown=10)
+    with pytest.warns(tk.TopkevalWarning, match=r"never showed fill part of a model's top 10 \(a: \d+\.\d%, "
+                                                r"b: \d+\.\d%\).*biased low"):
+        res = tk.evaluate(log, ["precision@10"], relevance="click", score=["a", "b"], position="position",
+                          propensity=CURVE_ETA1)
+    assert "never_shown" in res.info["ips"]["warnings"]
+    # a randomised logger's column: every never-shown candidate had its chance of being shown
+    res = tk.evaluate(log.assign(p=log["p"].fillna(0.05)), ["precision@10"], relevance="click", score=["a", "b"],
+                      position="position", propensity="p")
+    assert res.info["ips"]["never_shown_examinable"] and res.info["ips"]["warnings"] == {}
+
+
+def test_an_estimated_curve_resting_on_few_pairs_is_warned_of():
+    log = _clicks(np.random.default_rng(7), queries=2000)
+    pairs = pd.Series([5000] * 15 + [40] * 5, index=range(1, 21))
+    curve = tk.PositionBias(pd.DataFrame({"propensity": [1 / k for k in range(1, 21)], "low": np.nan,
+                                          "high": np.nan, "pairs": pairs},
+                                         index=pd.Index(range(1, 21), name="position")), "harvest", "free", None, 0.95)
+    clicked = log.loc[(log["click"] == 1) & (log["position"] > 15)]
+    with pytest.warns(tk.TopkevalWarning, match=rf"fewer than 100 \(query, item\) pairs at 5 positions "
+                                                rf"\(16, 17, 18, 19, 20\), which weigh {len(clicked)} clicks"):
+        tk.evaluate(log, ["precision@10"], relevance="click", score="a", position="position", propensity=curve)
+    log = log[log["position"] <= 15]  # no click weighed there: nothing to say
+    tk.evaluate(log, ["precision@10"], relevance="click", score="a", position="position", propensity=curve)
+
+
+def test_decisions_are_refused_on_clipped_estimates_only_when_a_weight_was_clipped():
+    log = _clicks(np.random.default_rng(8), queries=1000)
+    res = tk.evaluate(log, ["precision@10"], relevance="click", score=["a", "b"], position="position",
+                      propensity=CURVE_ETA1, clip=20)  # no weight above 20: nothing clipped, nothing said
+    assert res.info["ips"]["clipped"] == 0
+    res.compare(n_resamples=100)
+    with pytest.warns(tk.TopkevalWarning, match="clip=3 capped the weights of"):
+        clipped = tk.evaluate(log, ["precision@10"], relevance="click", score=["a", "b"], position="position",
+                              propensity=CURVE_ETA1, clip=3)
+    with pytest.raises(ParameterError, match="summary_ci refuses these estimates: clip=3"):
+        clipped.summary_ci()
+    assert clipped.summary.shape == (2, 1)  # the estimate itself is given (with the warning)
+
+
+def test_the_command_line_and_the_report_repeat_the_warnings(tmp_path, capsys):
+    from topkeval.cli import main
+
+    path = tmp_path / "clicks.csv"
+    _clicks(np.random.default_rng(9), queries=60, eta=1.5).to_csv(path, index=False)
+    assert main(["evaluate", str(path), "--relevance", "click", "--score", "a", "--position", "position",
+                 "--propensity", "power:1.5", "-m", "precision@10"]) == 0
+    captured = capsys.readouterr()
+    assert "may be unreliable: The estimates from clicks are too skewed" in captured.out
+    assert "topkeval: warning: The estimates from clicks are too skewed" in captured.err
+
+
+def test_a_log_without_a_click_leaves_the_pooled_ratios_undefined():
+    log = _clicks(np.random.default_rng(10), queries=5).assign(click=0)
+    with pytest.warns(tk.TopkevalWarning, match="No item is relevant"):
+        res = tk.evaluate(log, ["recall_micro@5", "f1_micro@5", "precision@5"], relevance="click", score="a",
+                          position="position", propensity=CURVE_ETA1, empty_queries="keep", undefined=0.0)
+    assert res.per_query["recall_micro@5"].tolist() == [0.0] * 5  # the undefined value, everywhere
+    assert res.per_query["f1_micro@5"].tolist() == [0.0] * 5  # 0 / (0 + 5 k): defined, 0
+    with pytest.warns(tk.TopkevalWarning, match="No item is relevant"):
+        res = tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a", position="position",
+                          propensity=CURVE_ETA1, empty_queries="keep")
+    assert np.isnan(res.summary.iloc[0, 0])  # undefined="nan" by default under propensity=
