@@ -67,11 +67,12 @@ def settings(queries: int) -> list[dict]:
         dict(name="cascade (exact examination column), 4.6 clicks/query", setting=s["cascade, dense"]),
         dict(name="cascade, reads on after a click 30%, poor logger", setting=harsh),
         dict(name="position-based, 1.1 clicks/query, 250 queries", setting=s["position, sparse"], queries=250),
+        # the refused ratios' rows would repeat the first setting's (the same logs, the true propensities)
         dict(name="position-based, 1.1 clicks/query, curve estimated from two arms", setting=s["position, sparse"],
-             curve=True),
-        dict(name="position-based, 1.1 clicks/query, clip=10", setting=s["position, sparse"], clip=10.0),
-        dict(name="position-based, 1.1 clicks/query, clip=5", setting=s["position, sparse"], clip=5.0),
-        dict(name="position-based, 1.1 clicks/query, clip=2", setting=s["position, sparse"], clip=2.0),
+             curve=True, refused=False),
+        dict(name="position-based, 1.1 clicks/query, clip=10", setting=s["position, sparse"], clip=10.0, refused=False),
+        dict(name="position-based, 1.1 clicks/query, clip=5", setting=s["position, sparse"], clip=5.0, refused=False),
+        dict(name="position-based, 1.1 clicks/query, clip=2", setting=s["position, sparse"], clip=2.0, refused=False),
     ]
 
 
@@ -103,7 +104,8 @@ def one_log(tk, case: dict, queries: int, seed: int, resamples: int) -> dict:
     out["interval"] = {(r, m): (ci.loc[(r, m), "ci_low"], ci.loc[(r, m), "ci_high"]) for r in RANKERS for m in OFFERED}
     out["delta"] = {(r, m): (cmp.loc[(r, m), "ci_low"], cmp.loc[(r, m), "ci_high"], cmp.loc[(r, m), "verdict"])
                     for r in ("B2", "B") for m in OFFERED}
-    out.update(_refused(log, n, setting))
+    if case.get("refused", True):
+        out.update(_refused(log, n, setting))
     return out
 
 
@@ -145,7 +147,7 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
     warned_share = np.mean([bool(lg["warned"]) for lg in ok]) if ok else np.nan
     kinds = ", ".join(f"{k} {v / len(ok):.0%}" for k, v in warned.most_common()) if ok else ""
     rows = []
-    for m in OFFERED + REFUSED:
+    for m in OFFERED + (REFUSED if case.get("refused", True) else []):
         offered = m in OFFERED
         key_e, key_i = ("estimate", "interval") if offered else ("refused_estimate", "refused_interval")
         if not ok:

@@ -18,7 +18,7 @@ from topkeval.errors import DataError, ParameterError
 METRICS = ["precision@2", "precision@4", "tp@3", "dcg@3", "dcg", "rbp(p=0.8)@4"]
 #: the ratios pooled over the queries, each (numerator, denominator) per query from _values' terms
 POOLED = {"recall_micro@2": ("h2", "Rw"), "recall_micro@3": ("h3", "Rw"), "f1_micro@3": ("2h3", "Rw+3"),
-          "fbeta_micro(beta=0.5)@2": ("1.25h2", "0.25Rw+2")}
+          "fbeta_micro(beta=0.5)@2": ("1.25h2", "0.25Rw+2"), "fbeta_micro(beta=2)@3": ("5h3", "4Rw+3")}
 
 
 def _values(order, click, w):
@@ -38,7 +38,7 @@ def _values(order, click, w):
     return {"precision@2": h(2) / 2, "precision@4": h(4) / 4, "tp@3": h(3), "dcg@3": dcg(3), "dcg": dcg(n),
             "rbp(p=0.8)@4": 0.2 * sum(rw[i] * 0.8 ** i for i in range(min(4, n))),
             "h2": h(2), "h3": h(3), "2h3": 2 * h(3), "1.25h2": 1.25 * h(2), "Rw": Rw, "Rw+3": Rw + 3,
-            "0.25Rw+2": 0.25 * Rw + 2}
+            "0.25Rw+2": 0.25 * Rw + 2, "5h3": 5 * h(3), "4Rw+3": 4 * Rw + 3}
 
 
 def brute_force(scores, click, w, ties):
@@ -472,10 +472,19 @@ def test_pooled_ratios_count_every_query_by_hand():
     assert per_query.loc[2, "recall_micro@1"] == 1.0
     assert per_query.loc[2, "f1_micro@1"] == pytest.approx(2 / 3 - (2 / 3) / 1.5)
     assert per_query.loc[1, "f1_micro@1"] == pytest.approx(2 / 3 + (2 - 2 / 3 * 2) / 1.5)
-    # skipping the query without a click leaves the ratio as it is (it adds nothing to either sum of recall)
-    skip = tk.evaluate(frame, ["recall_micro@1"], relevance="click", score="new", item="item", position="position",
-                       propensity={1: 1.0, 2: 1.0, 3: 1.0}, empty_queries="skip")
-    assert skip.summary.iloc[0, 0] == 1.0 and skip.per_query["recall_micro@1"].tolist() == [1.0]
+    # skipping the queries without a click leaves recall's ratio as it is (they add nothing to either sum), and
+    # the shares are those of the queries kept: query 3 (a click at rank 2) joins, query 2 is skipped
+    third = pd.DataFrame({"query": [3, 3], "item": ["f", "g"], "click": [0, 1], "position": [1, 2], "new": [.9, .1]})
+    frame = pd.concat([frame, third], ignore_index=True)
+    kw = dict(relevance="click", score="new", item="item", position="position", propensity={1: 1.0, 2: 1.0, 3: 1.0})
+    keep = tk.evaluate(frame, ["recall_micro@1"], **kw)
+    skip = tk.evaluate(frame, ["recall_micro@1"], **kw, empty_queries="skip")
+    assert keep.summary.iloc[0, 0] == skip.summary.iloc[0, 0] == 0.5
+    assert skip.per_query["recall_micro@1"].tolist() == [1.0, 0.0]  # 1/2 + (1 - 1/2) / 1, 1/2 + (0 - 1/2) / 1
+    assert keep.per_query["recall_micro@1"].tolist() == pytest.approx([1.25, 0.5, -0.25])  # mean(b) = 2/3
+    # short lists under shrink: each query adds min(k, n) to F1's denominator (lists of 2 and 3 at k = 5)
+    shrink = tk.evaluate(frame, ["f1_micro@5"], **kw, short_lists="shrink")
+    assert shrink.summary.iloc[0, 0] == pytest.approx(2 * 2 / (2 + 2 + 3 + 2))
 
 
 def test_curves_refuse_what_ips_cannot_estimate():
@@ -769,6 +778,12 @@ def test_the_skewness_of_the_weighted_total_is_what_a_simulation_of_its_clicks_g
     fitted = w[clicks].sum() / (p * w).sum()
     sims = (rng.random((50_000, len(p))) < p * fitted) @ w
     assert skewness(p, w[clicks], 20.0) == pytest.approx(stats.skew(sims), rel=0.05)
+    # clicks so likely (q near 1/2 and above) that the third cumulant's (1 - 2q) turns them symmetric or left-skewed
+    p = np.r_[np.ones(300), np.full(100, 0.5)]
+    clicks = rng.random(p.shape) < p * 0.8
+    fitted = (1 / p[clicks]).sum() / len(p)
+    sims = (rng.random((50_000, len(p))) < p * fitted) @ (1 / p)
+    assert skewness(p, 1 / p[clicks], None) == pytest.approx(stats.skew(sims), abs=0.04)  # 3.6 Monte Carlo SE
     assert skewness(np.array([0.5, np.nan]), np.array([2.0]), None) is None  # a shown candidate without one
     assert np.isnan(skewness(p, np.array([]), None))
 
@@ -781,6 +796,12 @@ def test_skewed_estimates_are_warned_of_with_their_limits():
         res = tk.evaluate(small, ["precision@10", "recall_micro@10"], relevance="click", score="a",
                           position="position", propensity={k: k ** -1.5 for k in range(1, 21)})
     assert res.info["ips"]["skewness"] > 0.3 and set(res.info["ips"]["warnings"]) == {"skewed"}
+    from topkeval.engine.unbiased import skewness
+
+    shown = small["position"].notna()  # judged from every shown candidate's propensity, the clicks' weights
+    assert res.info["ips"]["skewness"] == pytest.approx(skewness(small.loc[shown, "position"].to_numpy() ** -1.5,
+                                                                 small.loc[small["click"] == 1, "position"] ** 1.5,
+                                                                 None), rel=1e-12)
     # a larger log: the sums are not warned of, the pooled ratio still is at this skewness
     big = _clicks(rng, queries=1000, eta=1.5)
     with pytest.warns(tk.TopkevalWarning, match=r"too skewed .*above what recall_micro@10 \(limit 0.08: a pooled "
