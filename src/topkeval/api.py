@@ -210,7 +210,8 @@ def evaluate(
         form. The default metrics become recall_micro@20, precision@20 and f1_micro@20.
         ``info["ips"]`` has the effective sample size ``(sum w)^2 / sum w^2``, each metric's
         estimator, the skewness the weights give the estimates (judged from every shown
-        candidate's propensity: above 0.2 their intervals may be overconfident) and the
+        candidate's propensity: above 0.3 for a sum, 0.08 for a pooled ratio, their intervals
+        may be overconfident) and the
         ``warnings`` given (once each, as :class:`~topkeval.TopkevalWarning`). Unless
         ``conventions`` or ``empty_queries`` / ``undefined`` say otherwise, every query enters the
         means (a query without a click estimates 0, exactly: ``empty_queries="keep",
@@ -402,8 +403,8 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
         # candidates it left out, so specificity would count only the negatives it retrieved (0 for a list of k or less)
         metrics = [m for m in metrics if not m.startswith("specificity")]
     if propensity is not None and conventions is None:
-        # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased);
-        # a self-normalised ratio is undefined there (it enters no mean)
+        # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased), and so is
+        # its share of a pooled ratio's sums; a pooled ratio without any click in the log is undefined (NaN)
         settings = {"empty_queries": "keep", "undefined": "nan"} | settings
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
     plan = engine.make_plan(metrics, conv, clicks=propensity is not None)
