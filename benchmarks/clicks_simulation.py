@@ -21,7 +21,8 @@ Columns, per setting and metric:
 * wrong way: the share of logs in which ``compare`` (its default permutation test, no correction
   across rows: each comparison on its own) declares B2 or B, both truly better than A, significantly
   worse (the higher of the two); B found better: the share of logs in which B is declared better;
-* warned: the share of logs for which ``evaluate`` gave a TopkevalWarning, and of which kind.
+* warned: the share of logs for which ``evaluate`` gave a TopkevalWarning that concerns the metric
+  (the skewness warning names the metrics it is about), and of which kind.
 
 A clipped estimate's decisions are refused (``summary_ci``, ``compare``): their coverage and wrong-way
 rate are measured here through ``Results.from_per_query``, which does not know the values were
@@ -97,8 +98,11 @@ def one_log(tk, case: dict, queries: int, seed: int, resamples: int) -> dict:
         except tk.TopkevalError as exc:
             out["error"] = str(exc).split(":")[0]
             return out
-    kinds = (res.info["ips"].get("warnings") or {}).keys()
-    out["warned"] = sorted(kinds) if any(issubclass(w.category, tk.TopkevalWarning) for w in caught) else []
+    said = res.info["ips"].get("warnings") or {}
+    assert len(said) == sum(issubclass(w.category, tk.TopkevalWarning) for w in caught)  # each given once
+    # per metric, the kinds of warning that concern it (the skewness warning names the metrics it is about)
+    out["warned"] = {m: sorted(k for k, text in said.items() if k != "skewed" or f"{m} (limit" in text)
+                     for m in OFFERED}
     out["estimate"] = {(r, m): float(res.summary.loc[r, m]) for r in RANKERS for m in OFFERED}
     if case.get("clip"):  # decisions refused on clipped estimates: measured on the same values, told nothing
         res = tk.Results.from_per_query(res.per_query)
@@ -146,9 +150,6 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
     """The table's rows of one setting."""
     ok = [lg for lg in logs if lg["error"] is None]
     errors = Counter(lg["error"] for lg in logs if lg["error"] is not None)
-    warned = Counter(k for lg in ok for k in lg["warned"])
-    warned_share = np.mean([bool(lg["warned"]) for lg in ok]) if ok else np.nan
-    kinds = ", ".join(f"{k} {v / len(ok):.0%}" for k, v in warned.most_common()) if ok else ""
     rows = []
     for m in OFFERED + (REFUSED if case.get("refused", True) else []):
         offered = m in OFFERED
@@ -179,8 +180,13 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             wrong = [np.mean([lg["refused_verdict"][(r, m)] == "worse" for lg in ok]) for r in ("B2", "B")]
             better = np.mean([lg["refused_verdict"][("B", m)] == "better" for lg in ok])
             row.update(delta_coverage=np.nan, wrong_way=max(wrong), b_better=better)
-        row.update(warned=warned_share if offered else np.nan, kinds=kinds if offered else "",
-                   logs=len(ok), note="; ".join(f"{e} ({c})" for e, c in errors.items()))
+        if offered:
+            warned = Counter(k for lg in ok for k in lg["warned"][m])
+            row.update(warned=np.mean([bool(lg["warned"][m]) for lg in ok]),
+                       kinds=", ".join(f"{k} {v / len(ok):.0%}" for k, v in warned.most_common()))
+        else:
+            row.update(warned=np.nan, kinds="")
+        row.update(logs=len(ok), note="; ".join(f"{e} ({c})" for e, c in errors.items()))
         rows.append(row)
     return rows
 

@@ -143,7 +143,7 @@ def test_heavy_tailed_weights_are_warned_of_because_their_intervals_undercover()
 def test_clipping_biases_toward_the_logging_ranker_as_its_warning_says_and_refuses_decisions():
     setting = cs.SETTINGS["position, sparse"]
     out = run(setting, 30, metrics=("precision@10",), seed=4000, clip=5, decide=False)
-    assert out["warned"] == 1.0 and all("favours the logging ranker" in t for t in out["warnings"])
+    assert out["warned"] == 1.0 and all("in favour of the logging ranker" in t for t in out["warnings"])
     truth = out["truth"]
     for r in RANKERS:
         values = np.array(out["estimates"][(r, "precision@10")])
@@ -157,7 +157,7 @@ def test_clipping_biases_toward_the_logging_ranker_as_its_warning_says_and_refus
                           propensity="propensity", clip=5)
     for decision in (lambda: res.compare(), lambda: res.summary_ci(), lambda: res.compare_all(),
                      lambda: res.anova("precision@10"), lambda: res.queries_needed("precision@10", delta=0.01)):
-        with pytest.raises(tk.ParameterError, match="clip=5 capped the weights of .* favours the logging ranker"):
+        with pytest.raises(tk.ParameterError, match="clip=5 capped the weights of .* in favour of the logging"):
             decision()
 
 

@@ -309,11 +309,13 @@ def warnings_of(ips: dict, never_shown: dict | None, k: int | None, queries: int
             "biased low (toward the logging ranker). Results.bounds() gives the range of what they could change.")
     if ips.get("clipped"):
         out["clipped"] = (
-            f"clip={ips['clip']:g} capped the weights of {plural(ips['clipped'], 'click')} of {ips['clicks']:,}: a "
-            "clipped estimate is biased low, the more for a model that promotes candidates the logging ranker showed "
-            "far down, so it favours the logging ranker (in simulation clip=5 on examination 1/position biased "
-            "precision@10 by -12 to -18% and declared a truly better ranker worse in a third to a half of logs). "
-            "summary_ci, compare and the other decisions refuse clipped estimates: evaluate without clip= for them.")
+            f"clip={ips['clip']:g} capped the weights of {plural(ips['clipped'], 'click')} of {ips['clicks']:,}: "
+            "every estimate is biased (a sum low, the more for a model that promotes candidates the logging ranker "
+            "showed far down; a pooled ratio either way, its numerator and denominator cut unequally), in favour of "
+            "the logging ranker (in simulation clip=5 on examination 1/position biased precision@10 by up to -18% "
+            "and recall_micro@10 by up to +12%, and declared a truly better ranker worse in a third to a half of "
+            "logs). summary_ci, compare and the other decisions refuse clipped estimates: evaluate without clip= for "
+            "them.")
     thin = ips.get("sparse_positions") or {}
     if thin:
         out["sparse_curve"] = (
@@ -331,7 +333,7 @@ def check_decision(info, owner: str) -> None:
     ips = (info or {}).get("ips") or {}
     if ips.get("clipped"):
         raise ParameterError(f"{owner} refuses these estimates: clip={ips['clip']:g} capped the weights of "
-                             f"{plural(ips['clipped'], 'click')}, which biases every estimate low and favours the "
-                             "logging ranker (in simulation their 95% intervals covered the truth in 0-5% of logs at "
+                             f"{plural(ips['clipped'], 'click')}, which biases every estimate in favour of the "
+                             "logging ranker (in simulation their 95% intervals covered the truth in no log at "
                              "clip=5, and a truly better ranker was declared worse in a third to a half of them). "
                              "Evaluate without clip= to compare models or to have intervals.")
