@@ -42,10 +42,12 @@ def linearised(num, den, undefined: float) -> np.ndarray:
     """Each query's linearised share ``r + (num_q - r den_q) / mean(den)`` of the pooled ratio
     ``r = sum num / sum den`` (``undefined`` everywhere when ``sum den`` is 0).
 
-    >>> linearised(np.array([1.0, 0.0, 2.0]), np.array([2.0, 1.0, 2.0]), float("nan")).tolist()
-    [0.6, 0.2, 1.0]
-    >>> float(linearised(np.array([1.0, 0.0, 2.0]), np.array([2.0, 1.0, 2.0]), 0.0).mean())  # 3 / 5
-    0.6
+    Three queries with numerators 1, 0, 2 and denominators 2, 1, 2: the ratio is 3 / 5, the mean
+    denominator 5 / 3, and the first query's share 0.6 + (1 - 0.6 * 2) / (5 / 3) = 0.48:
+
+    >>> psi = linearised(np.array([1.0, 0.0, 2.0]), np.array([2.0, 1.0, 2.0]), float("nan"))
+    >>> psi.round(12).tolist(), round(float(psi.mean()), 12)
+    ([0.48, 0.24, 1.08], 0.6)
     """
     num = np.asarray(num, np.float64)
     den = np.asarray(den, np.float64)
