@@ -234,15 +234,17 @@ def calibration_settings() -> list[tuple[str, object, int]]:
 
 
 def calibrate(tk, logs: int, resamples: int) -> str:
-    """Per setting: the median skewness the warning judges (``info["ips"]["skewness"]``) and the lowest
-    coverage of summary_ci's 95% interval over A, B2, B, for the sums and for the pooled ratios."""
-    lines = ["| setting | skewness (median) | sums' 95% CI covers (lowest) | pooled ratios' 95% CI covers (lowest) |",
-             "|---|---|---|---|"]
+    """Per setting: the median skewness the warning judges (``info["ips"]["skewness"]``), the lowest
+    coverage of summary_ci's 95% interval over A, B2, B, for the sums and for the pooled ratios, and
+    the sums' mean coverage in the logs whose effective sample size is above and below 10% of their
+    clicks (the diagnostic the skewness replaces)."""
+    lines = ["| setting | skewness (median) | sums' 95% CI covers (lowest) | pooled ratios' 95% CI covers (lowest) | "
+             "sums' CI covers where the ESS is above / below 10% of the clicks |", "|---|---|---|---|---|"]
     rows = []
     for name, setting, queries in calibration_settings():
         truth = cs.truth(setting, n_queries=100_000)
         covered: dict = {}
-        skews = []
+        skews, large_ess = [], []
         for seed in range(logs):
             log = cs.log(setting, queries, 2_000_000 + seed)
             with warnings.catch_warnings():
@@ -250,15 +252,20 @@ def calibrate(tk, logs: int, resamples: int) -> str:
                 res = tk.evaluate(log, ["precision@10", "dcg@10", "recall_micro@10", "f1_micro@10"], relevance="click",
                                   score=RANKERS, position="position", propensity="propensity")
             skews.append(res.info["ips"]["skewness"])
+            large_ess.append(res.info["ips"]["effective_sample_size"] >= 0.1 * res.info["ips"]["clicks"])
             ci = res.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
             for (r, m), row in ci.iterrows():
                 covered.setdefault((r, m), []).append(row["ci_low"] <= truth[r][m] <= row["ci_high"])
         sums = min(np.mean(v) for (r, m), v in covered.items() if m in ("precision@10", "dcg@10"))
         pooled = min(np.mean(v) for (r, m), v in covered.items() if m not in ("precision@10", "dcg@10"))
-        rows.append((float(np.median(skews)), name, sums, pooled))
+        large = np.array(large_ess)
+        by_ess = [np.mean([np.mean(np.array(v)[part]) for (r, m), v in covered.items()
+                           if m in ("precision@10", "dcg@10")]) if part.any() else np.nan for part in (large, ~large)]
+        rows.append((float(np.median(skews)), name, sums, pooled, by_ess))
         print(f"{name}: done", file=sys.stderr, flush=True)
-    for g, name, sums, pooled in sorted(rows):
-        lines.append(f"| {name} | {g:.3f} | {sums:.1%} | {pooled:.1%} |")
+    for g, name, sums, pooled, (above, below) in sorted(rows, key=lambda row: row[:2]):
+        ess = " / ".join("–" if np.isnan(x) else f"{x:.1%}" for x in (above, below))
+        lines.append(f"| {name} | {g:.3f} | {sums:.1%} | {pooled:.1%} | {ess} |")
     return "\n".join(lines) + (f"\n\n{logs} logs per setting, {resamples:,} resamples per interval; "
                                "`python benchmarks/clicks_simulation.py --calibrate`.")
 
