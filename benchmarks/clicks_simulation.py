@@ -183,12 +183,17 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
         if offered:
             warned = Counter(k for lg in ok for k in lg["warned"][m])
             row.update(warned=np.mean([bool(lg["warned"][m]) for lg in ok]),
-                       kinds=", ".join(f"{k} {v / len(ok):.0%}" for k, v in warned.most_common()))
+                       kinds=", ".join(f"{k} {_share(v / len(ok))}" for k, v in warned.most_common()))
         else:
             row.update(warned=np.nan, kinds="")
         row.update(logs=len(ok), note="; ".join(f"{e} ({c})" for e, c in errors.items()))
         rows.append(row)
     return rows
+
+
+def _share(x: float) -> str:
+    """A share in percent, with a decimal below 1% (one log in 300 is 0.3%, not 0%)."""
+    return f"{x:.1%}" if 0 < x < 0.01 else f"{x:.0%}"
 
 
 def markdown(rows: list[dict]) -> str:

@@ -36,20 +36,21 @@ from ..metrics import FAMILIES
 
 #: The skewness of an estimate (a mean over queries, :func:`skewness`) above which its normal or
 #: bootstrap 95% interval is not trusted, for the sums (precision@k, dcg@k...). Cochran's rule for the
-#: mean of a skewed variable (``n > 25 g1**2``: the mean's skewness at most 0.2) is stricter; the
-#: simulation suite (benchmarks/clicks_simulation.py) found the sums' intervals covering the truth in
-#: at least 89% of logs up to 0.30 (small position-based logs, cascades), and in 83-90% from 0.36 on
-#: (cascades whose users rarely read on after a click).
+#: mean of a skewed variable (``n > 25 g1**2``: the mean's skewness at most 0.2) is stricter; in the
+#: calibration of ``benchmarks/clicks_simulation.py --calibrate`` (docs/how-to/clicks.md) the sums'
+#: intervals covered the truth in at least 88% of logs up to a skewness of 0.30 (small
+#: position-based logs, cascades), and in as few as 81-84% from 0.37 on (cascades whose users rarely
+#: read on after a click).
 SKEWNESS_LIMIT = 0.3
 
 #: The same for the ratios pooled over the queries (recall_micro...), whose denominator sums every
-#: shown candidate's weight: more fragile, they covered the truth in 85-88% of cascade logs at a
-#: skewness of 0.09-0.10 already (and no other interval did better: linearised, ratio percentile
-#: and log-scale delta method alike), in at least 89% below 0.07.
+#: shown candidate's weight: more fragile, they covered the truth in 86% of the logs of a cascade at a
+#: skewness of 0.09 already (no other interval did better: linearised, ratio percentile and
+#: log-scale delta method alike), in 59-88% from 0.2 on, in at least 90% elsewhere below 0.15.
 POOLED_SKEWNESS_LIMIT = 0.08
 
-#: What the simulation suite measured above each limit, said in the warning.
-COVERAGE_ABOVE_LIMIT = {"ips": "83-90%", "pooled": "58-88%"}
+#: The lowest coverage the simulations measured above each limit, said in the warning.
+COVERAGE_ABOVE_LIMIT = {"ips": "81%", "pooled": "59%"}
 
 #: An estimated examination curve whose value at a position rests on fewer (query, item) pairs than
 #: this is flagged where clicks are weighted by it (see :func:`sparse_positions`).
@@ -77,8 +78,9 @@ def check_families(metrics) -> None:
         raise ParameterError(
             f"{', '.join(str(m) for m in ratios)} cannot be estimated from clicks (propensity=): each is a ratio per "
             "query whose denominator (the query's relevant items R, or its ideal DCG) the clicks estimate only through "
-            "that query's one or two clicks, and this self-normalised ratio is biased, enough in simulation to "
-            f"declare a truly better ranker significantly worse in most logs. Use instead: {instead}. Without "
+            "that query's one or two clicks, and this self-normalised ratio is biased (recall@10 by +6 to +24% in "
+            "simulation, where it declared a truly better ranker significantly worse in 89-100% of the logs of most "
+            f"settings). Use instead: {instead}. Without "
             "propensity= the clicks are taken as relevance (biased toward the logging ranker); Results.bounds() "
             "bounds recall and F-beta.")
     bad = [str(m) for m in metrics if FAMILIES[m.family].ips is None]
@@ -296,8 +298,8 @@ def warnings_of(ips: dict, never_shown: dict | None, k: int | None, queries: int
         out["skewed"] = (
             "The estimates from clicks are too skewed for a normal interval (heavy-tailed inverse propensity weights, "
             f"or few clicks): judged from the propensities of every shown candidate, their skewness is about {g:.2f}, "
-            f"above what {which} can take: in simulation such estimates' 95% intervals covered the truth in {seen} "
-            f"of logs (this log's effective sample size, {ips['effective_sample_size']:,.0f} of "
+            f"above what {which} can take: in simulation such estimates' 95% intervals covered the truth in as few "
+            f"as {seen} of logs (this log's effective sample size, {ips['effective_sample_size']:,.0f} of "
             f"{plural(ips['clicks'], 'click')}, does not show it). summary_ci and compare may be overconfident for "
             f"them: about {queries * (g / limit) ** 2:,.0f} queries would bring the skewness under {limit:g}.")
     unseen = {m: v for m, v in (never_shown or {}).items() if v > 0}
