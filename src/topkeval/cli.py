@@ -167,7 +167,7 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "an estimate above 1, its noise, is taken as 1, as estimate_position_bias's propensities are); "
                    "the metrics are then inverse propensity weighted (needs --position)")
     g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1): biases every estimate "
-                   "low, toward the logging ranker; compare refuses clipped estimates")
+                   "in favour of the logging ranker; compare refuses clipped estimates")
     p.add_argument("--chunk-rows", type=int, help="read a .parquet or .csv file in batches of this many rows, in "
                    "bounded memory (default: parquet files over 20 million rows, in batches of 5 million)")
     p.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
