@@ -883,3 +883,13 @@ def test_a_log_without_a_click_leaves_the_pooled_ratios_undefined():
         res = tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a", position="position",
                           propensity=CURVE_ETA1, empty_queries="keep")
     assert np.isnan(res.summary.iloc[0, 0])  # undefined="nan" by default under propensity=
+
+
+def test_a_shown_candidate_whose_weight_would_overflow_makes_the_skewness_unbounded():
+    """Not clicked, it weighs nothing, but its propensity says a click there would weigh beyond the
+    largest float: the tail is unbounded, said without a numpy warning (warnings are errors here)."""
+    log = pd.DataFrame({"query": [1, 1, 2, 2], "item": list("abab"), "click": [1, 0, 1, 0], "position": [1, 2, 1, 2],
+                        "p": [1.0, 1e-320, 1.0, 1e-320], "s": [1.0, 0.0, 0.0, 1.0]})
+    with pytest.warns(tk.TopkevalWarning, match=r"skewness is about inf.*weight 1/p overflows; check the propensities"):
+        res = tk.evaluate(log, ["precision@1"], relevance="click", score="s", position="position", propensity="p")
+    assert res.info["ips"]["skewness"] == math.inf and res.summary.iloc[0, 0] == 0.5

@@ -236,7 +236,10 @@ def skewness(shown: np.ndarray, clicks: np.ndarray, clip: float | None) -> float
     p = p[(p > 0) & (p <= 1)]
     if not len(p) or not len(clicks):
         return math.nan
-    w = 1.0 / p if clip is None else np.minimum(1.0 / p, clip)
+    with np.errstate(over="ignore", divide="ignore"):
+        w = 1.0 / p if clip is None else np.minimum(1.0 / p, clip)
+    if not np.isfinite(w).all():  # a shown candidate's weight beyond the largest float: no bound on the tail
+        return math.inf
     top = float(w.max())
     rho = float((np.asarray(clicks) / top).sum() / (p * (w / top)).sum())
     q = np.minimum(p * rho, 1.0)
@@ -301,7 +304,9 @@ def warnings_of(ips: dict, never_shown: dict | None, k: int | None, queries: int
             f"above what {which} can take: in simulation such estimates' 95% intervals covered the truth in as few "
             f"as {seen} of logs (this log's effective sample size, {ips['effective_sample_size']:,.0f} of "
             f"{plural(ips['clicks'], 'click')}, does not show it). summary_ci and compare may be overconfident for "
-            f"them: about {queries * (g / limit) ** 2:,.0f} queries would bring the skewness under {limit:g}.")
+            + (f"them: about {queries * (g / limit) ** 2:,.0f} queries would bring the skewness under {limit:g}."
+               if math.isfinite(g) else "them: a shown candidate's propensity is so small that its weight 1/p "
+               "overflows; check the propensities."))
     unseen = {m: v for m, v in (never_shown or {}).items() if v > 0}
     if unseen and not ips.get("never_shown_examinable"):
         out["never_shown"] = (
