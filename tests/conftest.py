@@ -106,6 +106,7 @@ SHAPE_WARNINGS = {
     "nothing relevant": r"No item is relevant",  # no grade reaches the threshold
     "no judgment": r"No retrieved item has a judgment",  # judgments apart share no item with the run
     "held-out excluded": r"\d+ held-out relevant \(user, item\) pairs are also in exclude",  # random matrices
+    "skewed": r"The estimates from clicks are too skewed",  # click logs of a few queries: intervals of a few clicks
 }
 EXPECTED_SHAPE_WARNINGS = {
     "test_accumulator.py": ["truncated", "held-out excluded"],  # random relevance and exclusion matrices
@@ -121,7 +122,7 @@ EXPECTED_SHAPE_WARNINGS = {
     "test_seeds.py": ["truncated"],  # the seed logs of past bugs, kept as they were
     "test_segments.py": ["truncated", "nothing relevant"],
     "test_spark.py": ["truncated", "nothing relevant"],  # generated logs, as test_reference
-    "test_unbiased.py": ["truncated"],
+    "test_unbiased.py": ["truncated", "skewed"],
     "test_many.py": ["truncated"],  # generated logs of one list length  # the truth of simulated click logs: pages of one length
     "test_numbers.py": ["truncated"],  # small logs whose numbers are worked out by hand
     "test_frames.py": ["truncated"],  # small logs of three candidates a query: the tables, not the numbers
@@ -130,6 +131,7 @@ EXPECTED_SHAPE_WARNINGS = {
     "test_review_hostile.py": ["truncated", "nothing relevant", "held-out excluded"],
     "test_errors.py::test_error_table": ["truncated"],
     "test_trec.py::test_depth_on_a_wide_log_keeps_r_of_the_whole_list": ["truncated"],
+    "test_compare.py::test_detectable_delta_stays_a_number_where_values_may_leave_0_1": ["skewed"],  # 6 queries
 }
 
 

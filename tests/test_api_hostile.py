@@ -181,7 +181,7 @@ def valid_calls(files) -> dict:
     fed.update(SCORES, TRUTH)
     single = dict(relevance=[1, 0, 1, 0], scores=[0.4, 0.3, 0.2, 0.1], k=2, items=None, conventions=None)
     return {
-        "evaluate": (tk.evaluate, dict(data=CLICKS, metrics=["recall@2"], query="query", relevance="relevance",
+        "evaluate": (tk.evaluate, dict(data=CLICKS, metrics=["recall_micro@2"], query="query", relevance="relevance",
                                        score=["old", "new"], item="item", conventions=None, qrels=None, model=None,
                                        missing_queries="skip", depth=None, judged_only=False, chunk_rows=None,
                                        progress=None, keep_per_query=True, threads=None, ascending=False, by=None,

@@ -16,7 +16,7 @@ from topkeval.metrics.names import FAMILIES
 # every family with a cutoff and no required parameter, exact under every tie rule (those computed under
 # deterministic rules only are checked on score matrices in test_ir_measures.py), beyond-accuracy ones apart
 METRICS = [f"{name}@3" for name, fam in FAMILIES.items()
-           if fam.cutoff != "none" and not fam.beyond and not any(p.required for p in fam.params)
+           if fam.cutoff != "none" and not fam.beyond and fam.ips != "pooled" and not any(p.required for p in fam.params)
            and fam.ties is None] + [
     "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
 UNCUT = ["ap", "rr", "ndcg", "bpref", "auc", "err"]

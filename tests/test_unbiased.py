@@ -1,6 +1,9 @@
 """Inverse propensity weighted metrics of a click log (evaluate(position=, propensity=)) against a
 brute-force definition written here from the formulas (every order of the tied candidates
-enumerated under ties="expected"), hand computations, and the bad inputs the issue lists."""
+enumerated under ties="expected"), hand computations, and the bad inputs the issue lists; the ratios
+pooled over the queries (recall_micro...) against the same brute force and an independent bootstrap of
+the ratio; the refusals and warnings of estimates from clicks. The simulation suite with known truth
+is tests/test_clicks_simulation.py."""
 
 import itertools
 import math
@@ -12,16 +15,18 @@ import pytest
 import topkeval as tk
 from topkeval.errors import DataError, ParameterError
 
-METRICS = ["precision@2", "precision@4", "tp@3", "recall@2", "recall@3", "f1@3", "r_precision", "ap", "ap@3",
-           "dcg@3", "dcg", "ndcg@3", "ndcg", "rbp(p=0.8)@4"]
+METRICS = ["precision@2", "precision@4", "tp@3", "dcg@3", "dcg", "rbp(p=0.8)@4"]
+#: the ratios pooled over the queries, each (numerator, denominator) per query from _values' terms
+POOLED = {"recall_micro@2": ("h2", "Rw"), "recall_micro@3": ("h3", "Rw"), "f1_micro@3": ("2h3", "Rw+3"),
+          "fbeta_micro(beta=0.5)@2": ("1.25h2", "0.25Rw+2"), "fbeta_micro(beta=2)@3": ("5h3", "4Rw+3")}
 
 
 def _values(order, click, w):
-    """Every metric of METRICS for one order of the candidates (a list of row indices)."""
+    """Every metric of METRICS, and the per-query terms of POOLED, for one order of the candidates
+    (a list of row indices)."""
     cw = np.where(click, w, 0.0)
     rw = cw[order]
-    rel = click[order]
-    R, Rw = int(click.sum()), float(cw.sum())
+    Rw = float(cw.sum())
 
     def h(k):
         return float(rw[:k].sum())
@@ -29,24 +34,11 @@ def _values(order, click, w):
     def dcg(k):
         return float(sum(rw[i] / math.log2(i + 2) for i in range(min(k, len(rw)))))
 
-    def idcg(k):  # the ideal list of the relevant items the clicks stand for: Rw places of gain 1
-        places = min(Rw, k)
-        whole = int(math.floor(places))
-        return float(sum(1 / math.log2(i + 2) for i in range(whole)) + (places - whole) / math.log2(whole + 2))
-
-    def ap(k):
-        total, above = 0.0, 0.0
-        for i in range(min(k, len(rw))):
-            if rel[i]:
-                total += rw[i] * (1.0 + above) / (i + 1)
-                above += rw[i]
-        return total / Rw
-
     n = len(order)
-    return {"precision@2": h(2) / 2, "precision@4": h(4) / 4, "tp@3": h(3), "recall@2": h(2) / Rw,
-            "recall@3": h(3) / Rw, "f1@3": 2 * h(3) / (3 + Rw), "r_precision": h(R) / Rw, "ap": ap(n), "ap@3": ap(3),
-            "dcg@3": dcg(3), "dcg": dcg(n), "ndcg@3": dcg(3) / idcg(3), "ndcg": dcg(n) / idcg(math.inf),
-            "rbp(p=0.8)@4": 0.2 * sum(rw[i] * 0.8 ** i for i in range(min(4, n)))}
+    return {"precision@2": h(2) / 2, "precision@4": h(4) / 4, "tp@3": h(3), "dcg@3": dcg(3), "dcg": dcg(n),
+            "rbp(p=0.8)@4": 0.2 * sum(rw[i] * 0.8 ** i for i in range(min(4, n))),
+            "h2": h(2), "h3": h(3), "2h3": 2 * h(3), "1.25h2": 1.25 * h(2), "Rw": Rw, "Rw+3": Rw + 3,
+            "0.25Rw+2": 0.25 * Rw + 2, "5h3": 5 * h(3), "4Rw+3": 4 * Rw + 3}
 
 
 def brute_force(scores, click, w, ties):
@@ -83,45 +75,62 @@ def random_log(rng, queries=40):
 @pytest.mark.parametrize("seed", range(4))
 def test_ips_equals_the_brute_force_definition(seed, ties):
     log = random_log(np.random.default_rng(seed))
-    res = tk.evaluate(log, METRICS, relevance="click", score="new", item="item", position="position",
+    res = tk.evaluate(log, METRICS + list(POOLED), relevance="click", score="new", item="item", position="position",
                       propensity="p", ties=ties)
     per_query = res.per_query.set_index("query")
+    terms = {}
     for q, rows in log.groupby("query"):
         want = brute_force(rows["new"].to_numpy(), rows["click"].to_numpy().astype(bool), 1.0 / rows["p"].to_numpy(),
                            ties)
+        terms[q] = want
         for name in METRICS:
             assert per_query.loc[q, name] == pytest.approx(want[name], rel=1e-12, abs=1e-12), (q, name)
+    # a pooled ratio: sum of numerators over sum of denominators, each query's value its linearised share
+    for name, (num, den) in POOLED.items():
+        a = np.array([terms[q][num] for q in per_query.index])
+        b = np.array([terms[q][den] for q in per_query.index])
+        r = a.sum() / b.sum()
+        assert res.summary.iloc[0][name] == pytest.approx(r, rel=1e-12), name
+        assert per_query[name].to_numpy() == pytest.approx(r + (a - r * b) / b.mean(), rel=1e-12, abs=1e-12), name
 
 
 def test_weights_of_one_equal_the_clicks_as_relevance():
     log = random_log(np.random.default_rng(7))
     log["p"] = 1.0
-    plain = tk.evaluate(log, METRICS, relevance="click", score="new", item="item")
-    ips = tk.evaluate(log, METRICS, relevance="click", score="new", item="item", position="position", propensity="p")
-    pd.testing.assert_frame_equal(plain.per_query, ips.per_query, check_exact=False, rtol=1e-12)
+    plain = tk.evaluate(log, METRICS + ["recall@3", "f1@3"], relevance="click", score="new", item="item")
+    ips = tk.evaluate(log, METRICS + ["recall_micro@3", "f1_micro@3"], relevance="click", score="new", item="item",
+                      position="position", propensity="p")
+    pd.testing.assert_frame_equal(plain.per_query[["query"] + METRICS], ips.per_query[["query"] + METRICS],
+                                  check_exact=False, rtol=1e-12)
+    # the pooled ratios with every weight 1: the click counts pooled over the queries (every query has a click)
+    stats = tk.evaluate(log, ["tp@3", "num_rel"], relevance="click", score="new", item="item").per_query
+    assert ips.summary.iloc[0]["recall_micro@3"] == pytest.approx(stats["tp@3"].sum() / stats["num_rel"].sum())
+    assert ips.summary.iloc[0]["f1_micro@3"] == pytest.approx(
+        2 * stats["tp@3"].sum() / (stats["num_rel"].sum() + 3 * len(stats)))
 
 
 def test_hand_computed_log():
     # query 1: clicks at old positions 1 (p=1) and 3 (p=0.25); the new ranker puts them at ranks 2 and 1
     log = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "click": [1, 0, 1], "position": [1, 2, 3],
                         "new": [0.5, 0.1, 0.9]})
-    res = tk.evaluate(log, ["precision@1", "precision@2", "recall@1", "ap", "dcg@2"], relevance="click", score="new",
+    res = tk.evaluate(log, ["precision@1", "precision@2", "recall_micro@1", "dcg@2"], relevance="click", score="new",
                       item="item", position="position", propensity={1: 1.0, 2: 0.5, 3: 0.25})
     row = res.per_query.iloc[0]
     assert row["precision@1"] == 4.0            # 1/0.25 at rank 1
     assert row["precision@2"] == (4 + 1) / 2
-    assert row["recall@1"] == 4 / 5
-    assert row["ap"] == pytest.approx((4 * 1 / 1 + 1 * (1 + 4) / 2) / 5)
+    assert row["recall_micro@1"] == 4 / 5       # one query: its share is the ratio
     assert row["dcg@2"] == pytest.approx(4 + 1 / math.log2(3))
     info = res.info["ips"]
     assert info["clicks"] == 2 and info["effective_sample_size"] == pytest.approx(25 / 17)
-    assert info["estimators"]["recall@1"] == "snips" and info["estimators"]["precision@1"] == "ips"
+    assert info["estimators"]["recall_micro@1"] == "pooled" and info["estimators"]["precision@1"] == "ips"
 
 
 def test_clip_caps_the_weights():
     log = pd.DataFrame({"query": [1, 1], "item": ["a", "b"], "click": [1, 0], "position": [5, 1], "new": [1.0, 0.0]})
-    res = tk.evaluate(log, ["precision@1"], relevance="click", score="new", item="item", position="position",
-                      propensity={1: 1.0, 5: 0.1}, clip=4)
+    with pytest.warns(tk.TopkevalWarning, match=r"clip=4 capped the weights of 1 click of 1: every estimate is "
+                                                r"biased.*in favour of the logging ranker"):
+        res = tk.evaluate(log, ["precision@1"], relevance="click", score="new", item="item", position="position",
+                          propensity={1: 1.0, 5: 0.1}, clip=4)
     assert res.summary.iloc[0, 0] == 4.0
     assert res.info["ips"]["clipped"] == 1
 
@@ -451,12 +460,32 @@ def test_a_click_never_shown_is_refused_with_or_without_propensity():
         tk.evaluate(frame, ["precision@2"], relevance="click", score="new", position="position")
 
 
-def test_f1_is_self_normalised_as_recall_is():
+def test_pooled_ratios_count_every_query_by_hand():
+    """Query 1: its click (weight 1) at rank 1; query 2: no click. Pooled over both: recall 1/1, F1
+    2 * 1 / (1 + 1 + 1) (each query adds k = 1 to the denominator); query 2's share of recall is the
+    ratio itself (0 - 1 * 0 over a mean denominator of 1/2), its share of F1 2/3 + (0 - 2/3 * 1) / 1.5."""
     frame = pd.DataFrame({"query": [1, 1, 2, 2, 2], "item": list("abcde"), "click": [1, 0, 0, 0, 0],
                           "position": [1, 2, 1, 2, 3], "new": [.9, .1, .9, .1, 0]})
-    res = tk.evaluate(frame, ["f1@1", "recall@1", "precision@1"], relevance="click", score="new", item="item",
-                      position="position", propensity={1: 1.0, 2: 1.0, 3: 1.0})
-    assert res.summary.iloc[0].tolist() == [1.0, 1.0, 0.5]  # f1, recall: the clicked query; precision: both
+    res = tk.evaluate(frame, ["f1_micro@1", "recall_micro@1", "precision@1"], relevance="click", score="new",
+                      item="item", position="position", propensity={1: 1.0, 2: 1.0, 3: 1.0})
+    assert res.summary.iloc[0].tolist() == pytest.approx([2 / 3, 1.0, 0.5])
+    per_query = res.per_query.set_index("query")
+    assert per_query.loc[2, "recall_micro@1"] == 1.0
+    assert per_query.loc[2, "f1_micro@1"] == pytest.approx(2 / 3 - (2 / 3) / 1.5)
+    assert per_query.loc[1, "f1_micro@1"] == pytest.approx(2 / 3 + (2 - 2 / 3 * 2) / 1.5)
+    # skipping the queries without a click leaves recall's ratio as it is (they add nothing to either sum), and
+    # the shares are those of the queries kept: query 3 (a click at rank 2) joins, query 2 is skipped
+    third = pd.DataFrame({"query": [3, 3], "item": ["f", "g"], "click": [0, 1], "position": [1, 2], "new": [.9, .1]})
+    frame = pd.concat([frame, third], ignore_index=True)
+    kw = dict(relevance="click", score="new", item="item", position="position", propensity={1: 1.0, 2: 1.0, 3: 1.0})
+    keep = tk.evaluate(frame, ["recall_micro@1"], **kw)
+    skip = tk.evaluate(frame, ["recall_micro@1"], **kw, empty_queries="skip")
+    assert keep.summary.iloc[0, 0] == skip.summary.iloc[0, 0] == 0.5
+    assert skip.per_query["recall_micro@1"].tolist() == [1.0, 0.0]  # 1/2 + (1 - 1/2) / 1, 1/2 + (0 - 1/2) / 1
+    assert keep.per_query["recall_micro@1"].tolist() == pytest.approx([1.25, 0.5, -0.25])  # mean(b) = 2/3
+    # short lists under shrink: each query adds min(k, n) to F1's denominator (lists of 2 and 3 at k = 5)
+    shrink = tk.evaluate(frame, ["f1_micro@5"], **kw, short_lists="shrink")
+    assert shrink.summary.iloc[0, 0] == pytest.approx(2 * 2 / (2 + 2 + 3 + 2))
 
 
 def test_curves_refuse_what_ips_cannot_estimate():
@@ -509,16 +538,16 @@ def test_estimate_position_bias_reads_any_table_and_stays_silent():
 def test_ips_rbp_is_lenskit_ipsrbp_numerator():
     """LensKit's IPSRBP (PR 1182, after Yang et al. 2018) with self_normalized=False is
     ``sum over the observed relevant items in the top n of w_i (1 - p) p^(rank - 1)``, which is
-    topkeval's rbp under per-item propensities; its self-normalised form divides by the clicks'
-    weight, here ``recall``'s denominator: rbp / (tp@N / recall@N) for N beyond every list."""
+    topkeval's rbp under per-item propensities. Its self-normalised form divides each user's sum by
+    that user's clicks' weight, the per-query ratio topkeval refuses (rbp is not a ratio: kept)."""
     rng = np.random.default_rng(3)
     users, items = 60, 8
     observe = rng.choice([0.25, 0.5, 1.0], items)
     frame = pd.DataFrame({"user": np.repeat(np.arange(users), items), "item": np.tile(np.arange(items), users),
                           "click": (rng.random(users * items) < 0.3).astype(int), "s": rng.random(users * items)})
     prop = tk.ItemPropensity(pd.Series(observe, index=np.arange(items)), 1.0, 0.0)
-    res = tk.evaluate(frame, ["rbp(p=0.85)@5", "tp@8", "recall@8"], query="user", relevance="click", score="s",
-                      item="item", propensity=prop)
+    res = tk.evaluate(frame, ["rbp(p=0.85)@5", "tp@8"], query="user", relevance="click", score="s", item="item",
+                      propensity=prop)
     per_user = res.per_query.set_index("user")
     for user, rows in frame.groupby("user"):
         ranked = rows.sort_values("s", ascending=False).reset_index(drop=True)
@@ -526,18 +555,16 @@ def test_ips_rbp_is_lenskit_ipsrbp_numerator():
         hits = ranked["click"].to_numpy() == 1
         numerator = sum(w[r] * 0.15 * 0.85 ** r for r in range(5) if hits[r])
         assert per_user.loc[user, "rbp(p=0.85)@5"] == pytest.approx(numerator, rel=1e-12, abs=1e-15)
-        if hits.any():
-            snips = numerator / w[hits].sum()
-            weight = per_user.loc[user, "tp@8"] / per_user.loc[user, "recall@8"]
-            assert per_user.loc[user, "rbp(p=0.85)@5"] / weight == pytest.approx(snips, rel=1e-12)
+        assert per_user.loc[user, "tp@8"] == pytest.approx(w[hits].sum(), rel=1e-12)  # every item: the clicks' weight
 
 
 def test_the_output_says_how_it_estimated_and_what_was_never_shown(tmp_path, capsys):
     from topkeval.cli import main
 
     log = click_log(400, shown=10, seed=8)
-    res = tk.evaluate(log, ["precision@10", "recall@10"], relevance="click", score=["new_ranker", "old_ranker"],
-                      item="image", position="position", propensity=CURVE)
+    with pytest.warns(tk.TopkevalWarning, match=r"never showed fill part of a model's top 10 \(new_ranker: "):
+        res = tk.evaluate(log, ["precision@10", "recall_micro@10"], relevance="click",
+                          score=["new_ranker", "old_ranker"], item="image", position="position", propensity=CURVE)
     share = res.info["clicks"]["never_shown"]
     assert share["old_ranker"] == 0 and share["new_ranker"] == pytest.approx(
         res.bounds().loc[("new_ranker", "precision@10"), "never_shown"])
@@ -548,7 +575,8 @@ def test_the_output_says_how_it_estimated_and_what_was_never_shown(tmp_path, cap
                  "--position", "position", "--propensity", "power:1"]) == 0
     out = capsys.readouterr().out
     assert "inverse propensity weighted" in out and "never showed" in out
-    assert "recall@20" in out and "specificity" not in out  # the default metrics, less what IPS cannot estimate
+    # the default metrics as estimated from clicks (specificity and R-precision have no such estimate)
+    assert "recall_micro@20" in out and "f1_micro@20" in out and "specificity" not in out
     assert main(["evaluate", str(path), "--relevance", "click", "--score", "new_ranker", "--position", "position",
                  "-m", "precision@5"]) == 0
     assert "clicks taken as relevance" in capsys.readouterr().out
@@ -575,8 +603,9 @@ def test_a_cascade_log_is_unbiased_with_each_rows_examination_given_the_clicks_a
 
 def test_the_report_puts_naive_estimate_and_bounds_side_by_side(tmp_path):
     log = click_log(300, shown=10, seed=9)
-    res = tk.evaluate(log, ["precision@10", "ndcg@10"], relevance="click", score=["new_ranker", "old_ranker"],
-                      item="image", position="position", propensity=CURVE)
+    with pytest.warns(tk.TopkevalWarning, match="never showed"):
+        res = tk.evaluate(log, ["precision@10", "recall_micro@10"], relevance="click",
+                          score=["new_ranker", "old_ranker"], item="image", position="position", propensity=CURVE)
     path = tmp_path / "r.html"
     res.report(path, n_resamples=200, curves=False)
     page = path.read_text(encoding="utf-8")
@@ -587,7 +616,8 @@ def test_the_report_puts_naive_estimate_and_bounds_side_by_side(tmp_path):
         assert f"{b.loc[(model, metric), 'naive']:.4f}" in section
     assert f"{b.loc[('new_ranker', 'precision@10'), 'upper']:.4f}" in section
     assert "was never shown" in section and "effective sample size" in section
-    assert "not monotone" in section  # ndcg: no bound, and why
+    assert "not monotone" in section  # recall_micro: no bound, and why
+    assert "May be unreliable: The estimates from clicks are too skewed" in section  # evaluate's warning, again
     plain = tk.evaluate(log, ["precision@10"], relevance="click", score="new_ranker")
     plain.report(tmp_path / "p.html", n_resamples=200, curves=False)
     assert 'id="clicks"' not in (tmp_path / "p.html").read_text(encoding="utf-8")
@@ -642,16 +672,226 @@ def test_the_never_shown_share_under_rules_that_read_item_ids(ties):
         res.bounds().loc[("new_ranker", "precision@10"), "never_shown"])
 
 
-def test_weighted_ideal_dcg_of_graded_clicks_by_hand():
-    """Graded clicks (gain = grade): the ideal list puts each click's gain on w = 1/p places, the
-    highest gains first, a fractional place taking its share of that rank's discount."""
+def test_graded_clicks_weigh_their_gains_by_hand():
+    """Graded clicks (gain = grade, or 2**grade - 1): each click's gain is weighed by w = 1/p."""
     log = pd.DataFrame({"query": [1, 1, 1], "item": ["a", "b", "c"], "grade": [1, 2, 0], "position": [1, 2, 3],
                         "new": [0.9, 0.5, 0.1]})
-    res = tk.evaluate(log, ["ndcg@3", "dcg@3"], relevance="grade", score="new", item="item", position="position",
-                      propensity={1: 1.0, 2: 0.4, 3: 1.0})  # b (grade 2) weighs 2.5, a (grade 1) weighs 1
+    res = tk.evaluate(log, ["dcg@3", "dcg(gain=exp)@3"], relevance="grade", score="new", item="item",
+                      position="position", propensity={1: 1.0, 2: 0.4, 3: 1.0})  # b (grade 2) weighs 2.5
     d = [1 / math.log2(r + 1) for r in (1, 2, 3)]
-    dcg = 1 * 1 * d[0] + 2.5 * 2 * d[1]
-    ideal = 2 * (d[0] + d[1]) + 2 * 0.5 * d[2] + 1 * 0.5 * d[2]  # b on places 1-2.5, a on 2.5-3.5 (cut at 3)
     row = res.per_query.iloc[0]
-    assert row["dcg@3"] == pytest.approx(dcg)
-    assert row["ndcg@3"] == pytest.approx(dcg / ideal)
+    assert row["dcg@3"] == pytest.approx(1 * 1 * d[0] + 2.5 * 2 * d[1])
+    assert row["dcg(gain=exp)@3"] == pytest.approx(1 * 1 * d[0] + 2.5 * 3 * d[1])
+    with pytest.raises(ParameterError, match=r"ndcg@3 -> dcg@3"):
+        tk.evaluate(log, ["ndcg@3"], relevance="grade", score="new", position="position", propensity={1: 1.0, 2: 0.4})
+
+
+# --- what is offered from clicks, and what is refused or warned of (issue 34) ---
+
+def _clicks(rng, queries=300, shown=20, eta=1.0):
+    """A position-based click log: relevance at random, examination position ** -eta."""
+    n = queries * 20
+    pos = np.tile(np.arange(1, 21), queries).astype(float)
+    rel = rng.random(n) < 0.3
+    click = rel & (rng.random(n) < pos ** -eta)
+    pos[pos > shown] = np.nan
+    click &= ~np.isnan(pos)
+    return pd.DataFrame({"query": np.repeat(np.arange(queries), 20), "item": np.tile(np.arange(20), queries),
+                         "click": click.astype(int), "position": pos, "p": pos ** -eta,
+                         "a": rng.random(n), "b": rng.random(n)})
+
+
+CURVE_ETA1 = {k: 1.0 / k for k in range(1, 21)}
+
+
+def test_the_pooled_ratios_are_refused_outside_a_click_log_with_propensities():
+    log = _clicks(np.random.default_rng(1), queries=40)
+    for call in (lambda: tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a"),
+                 lambda: tk.evaluate(log, ["f1_micro@5"], relevance="click", score="a", position="position"),
+                 lambda: tk.evaluate_matrix(np.random.default_rng(0).random((3, 4)), np.eye(3, 4), ["recall_micro@2"]),
+                 lambda: tk.MatrixEvaluator(["fbeta_micro(beta=2)@2"])):
+        with pytest.raises(ParameterError, match=r"pooled over every query of a click log.*use (recall|f1|fbeta)"):
+            call()
+    for extra in ({"by": "seg"}, {"weight": "w"}):
+        with pytest.raises(ParameterError, match="recall_micro@5 is a ratio pooled over every query.*apart"):
+            tk.evaluate(log.assign(seg=log["query"] % 2, w=1.0), ["recall_micro@5"], relevance="click", score="a",
+                        position="position", propensity=CURVE_ETA1, **extra)
+    # fbeta_micro(beta=1) is f1_micro, as fbeta(beta=1) is f1
+    assert str(tk.parse_metric("fbeta_micro(beta=1)@5")) == "f1_micro@5"
+
+
+def test_propensities_of_a_stream_are_refused(tmp_path):
+    path = tmp_path / "clicks.parquet"
+    _clicks(np.random.default_rng(2), queries=20).to_parquet(path)
+    with pytest.raises(ParameterError, match="propensity= reads a click log held as one table in memory"):
+        tk.evaluate(str(path), ["precision@5"], relevance="click", score="a", item="item", chunk_rows=100,
+                    propensity=tk.ItemPropensity(pd.Series([0.5] * 20, index=range(20)), 0.5, 1.0))
+
+
+@pytest.mark.parametrize("p, words", [(1e-320, "beyond the largest float"), (1e-308, "summed with the others")])
+def test_propensities_whose_weights_overflow_are_refused(p, words):
+    log = pd.DataFrame({"query": [1, 1, 2, 2], "item": list("abab"), "click": [1, 0, 1, 0],
+                        "position": [2, 1, 2, 1], "s": [1.0, 0.0, 1.0, 0.0]})
+    with pytest.raises(DataError, match=f"propensity {p:g}: its weight 1/p \\({words}\\) overflows"):
+        tk.evaluate(log, ["precision@2"], relevance="click", score="s", position="position",
+                    propensity={1: 1.0, 2: p})
+
+
+def test_the_pooled_ratio_s_intervals_are_its_delta_method_and_its_bootstrap():
+    """The t interval of the per-query shares is the delta-method interval of the ratio, computed here
+    from the weighted sums; summary_ci's bootstrap of their mean agrees with a bootstrap of the ratio
+    itself (queries resampled, sums divided), written here with numpy."""
+    from scipy import stats
+
+    log = _clicks(np.random.default_rng(3), queries=800)
+    res = tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a", item="item", position="position",
+                      propensity=CURVE_ETA1)
+    w = np.where(log["click"] == 1, 1 / log["p"], 0.0).reshape(800, 20)
+    order = np.argsort(-log["a"].to_numpy().reshape(800, 20), axis=1)
+    num = np.take_along_axis(w, order, axis=1)[:, :5].sum(axis=1)
+    den = w.sum(axis=1)
+    r = num.sum() / den.sum()
+    delta_se = np.sqrt(((num - r * den) ** 2).sum() / (800 * 799)) / den.mean()
+    psi = res.per_query["recall_micro@5"].to_numpy()
+    assert res.summary.iloc[0, 0] == pytest.approx(r, rel=1e-12)
+    assert stats.sem(psi) == pytest.approx(delta_se, rel=1e-9)
+    idx = np.random.default_rng(0).integers(0, 800, (4000, 800))
+    lo, hi = np.quantile(num[idx].sum(axis=1) / den[idx].sum(axis=1), [0.025, 0.975])
+    ci = res.summary_ci(n_resamples=4000, seed=1).iloc[0]
+    assert ci["ci_low"] == pytest.approx(lo, abs=0.1 * (hi - lo)) and ci["ci_high"] == pytest.approx(hi, abs=0.1 * (hi - lo))
+
+
+def test_the_skewness_of_the_weighted_total_is_what_a_simulation_of_its_clicks_gives():
+    """skewness() from the propensities and one relevance rate fitted to the clicks, against the
+    skewness of the total of simulated clicks (Bernoulli p * rho, weighted 1/p) by scipy."""
+    from scipy import stats
+
+    from topkeval.engine.unbiased import skewness
+
+    rng = np.random.default_rng(4)
+    p = rng.choice([1.0, 0.5, 0.2, 0.05, 0.01], 400)
+    rho = 0.3
+    clicks = rng.random(p.shape) < p * rho
+    g = skewness(p, 1 / p[clicks], None)
+    fitted = (1 / p[clicks]).sum() / len(p)  # the relevance rate skewness() fits: sum w over clicks / sum p w
+    sims = (rng.random((50_000, len(p))) < p * fitted) @ (1 / p)
+    assert g == pytest.approx(stats.skew(sims), rel=0.05)
+    # capped weights: the total of min(1/p, clip), its rate fitted so that sum p w rho is the clicks' weight
+    w = np.minimum(1 / p, 20.0)
+    fitted = w[clicks].sum() / (p * w).sum()
+    sims = (rng.random((50_000, len(p))) < p * fitted) @ w
+    assert skewness(p, w[clicks], 20.0) == pytest.approx(stats.skew(sims), rel=0.05)
+    # clicks so likely (q near 1/2 and above) that the third cumulant's (1 - 2q) turns them symmetric or left-skewed
+    p = np.r_[np.ones(300), np.full(100, 0.5)]
+    clicks = rng.random(p.shape) < p * 0.8
+    fitted = (1 / p[clicks]).sum() / len(p)
+    sims = (rng.random((50_000, len(p))) < p * fitted) @ (1 / p)
+    assert skewness(p, 1 / p[clicks], None) == pytest.approx(stats.skew(sims), abs=0.04)  # 3.6 Monte Carlo SE
+    assert skewness(np.array([0.5, np.nan]), np.array([2.0]), None) is None  # a shown candidate without one
+    assert np.isnan(skewness(p, np.array([]), None))
+
+
+def test_skewed_estimates_are_warned_of_with_their_limits():
+    rng = np.random.default_rng(5)
+    small = _clicks(rng, queries=60, eta=1.5)
+    with pytest.warns(tk.TopkevalWarning, match=r"too skewed .* precision@10 \(limit 0.3\), recall_micro@10 \(limit "
+                                                r"0.08: a pooled ratio\).* about [\d,]+ queries would"):
+        res = tk.evaluate(small, ["precision@10", "recall_micro@10"], relevance="click", score="a",
+                          position="position", propensity={k: k ** -1.5 for k in range(1, 21)})
+    assert res.info["ips"]["skewness"] > 0.3 and set(res.info["ips"]["warnings"]) == {"skewed"}
+    from topkeval.engine.unbiased import skewness
+
+    shown = small["position"].notna()  # judged from every shown candidate's propensity, the clicks' weights
+    assert res.info["ips"]["skewness"] == pytest.approx(skewness(small.loc[shown, "position"].to_numpy() ** -1.5,
+                                                                 small.loc[small["click"] == 1, "position"] ** 1.5,
+                                                                 None), rel=1e-12)
+    # a larger log: the sums are not warned of, the pooled ratio still is at this skewness
+    big = _clicks(rng, queries=1000, eta=1.5)
+    with pytest.warns(tk.TopkevalWarning, match=r"too skewed .*above what recall_micro@10 \(limit 0.08: a pooled "
+                                                r"ratio\) can take") as caught:
+        res = tk.evaluate(big, ["precision@10", "recall_micro@10"], relevance="click", score="a",
+                          position="position", propensity={k: k ** -1.5 for k in range(1, 21)})
+    assert 0.08 < res.info["ips"]["skewness"] < 0.3 and "precision@10 (limit" not in str(caught[0].message)
+    tk.evaluate(big, ["precision@10"], relevance="click", score="a", position="position",
+                propensity={k: k ** -1.5 for k in range(1, 21)})  # no warning (warnings are errors here)
+    # a column given at the clicks only: the skewness cannot be judged, nothing is said
+    at_clicks = big.assign(p=np.where(big["click"] == 1, big["p"], np.nan))
+    res = tk.evaluate(at_clicks, ["recall_micro@10"], relevance="click", score="a", position="position",
+                      propensity="p")
+    assert res.info["ips"]["skewness"] is None and res.info["ips"]["warnings"] == {}
+
+
+def test_never_shown_candidates_are_warned_of_unless_a_column_gives_them_a_chance():
+    log = _clicks(np.random.default_rng(6), queries=2000, shown=10)
+    with pytest.warns(tk.TopkevalWarning, match=r"never showed fill part of a model's top 10 \(a: \d+\.\d%, "
+                                                r"b: \d+\.\d%\).*biased low"):
+        res = tk.evaluate(log, ["precision@10"], relevance="click", score=["a", "b"], position="position",
+                          propensity=CURVE_ETA1)
+    assert "never_shown" in res.info["ips"]["warnings"]
+    # a randomised logger's column: every never-shown candidate had its chance of being shown
+    res = tk.evaluate(log.assign(p=log["p"].fillna(0.05)), ["precision@10"], relevance="click", score=["a", "b"],
+                      position="position", propensity="p")
+    assert res.info["ips"]["never_shown_examinable"] and res.info["ips"]["warnings"] == {}
+
+
+def test_an_estimated_curve_resting_on_few_pairs_is_warned_of():
+    log = _clicks(np.random.default_rng(7), queries=2000)
+    pairs = pd.Series([5000] * 15 + [40] * 5, index=range(1, 21))
+    curve = tk.PositionBias(pd.DataFrame({"propensity": [1 / k for k in range(1, 21)], "low": np.nan,
+                                          "high": np.nan, "pairs": pairs},
+                                         index=pd.Index(range(1, 21), name="position")), "harvest", "free", None, 0.95)
+    clicked = log.loc[(log["click"] == 1) & (log["position"] > 15)]
+    with pytest.warns(tk.TopkevalWarning, match=rf"fewer than 100 \(query, item\) pairs at 5 positions "
+                                                rf"\(16, 17, 18, 19, 20\), which weigh {len(clicked)} clicks"):
+        tk.evaluate(log, ["precision@10"], relevance="click", score="a", position="position", propensity=curve)
+    log = log[log["position"] <= 15]  # no click weighed there: nothing to say
+    tk.evaluate(log, ["precision@10"], relevance="click", score="a", position="position", propensity=curve)
+
+
+def test_decisions_are_refused_on_clipped_estimates_only_when_a_weight_was_clipped():
+    log = _clicks(np.random.default_rng(8), queries=1000)
+    res = tk.evaluate(log, ["precision@10"], relevance="click", score=["a", "b"], position="position",
+                      propensity=CURVE_ETA1, clip=20)  # no weight above 20: nothing clipped, nothing said
+    assert res.info["ips"]["clipped"] == 0
+    res.compare(n_resamples=100)
+    with pytest.warns(tk.TopkevalWarning, match="clip=3 capped the weights of"):
+        clipped = tk.evaluate(log, ["precision@10"], relevance="click", score=["a", "b"], position="position",
+                              propensity=CURVE_ETA1, clip=3)
+    with pytest.raises(ParameterError, match="summary_ci refuses these estimates: clip=3"):
+        clipped.summary_ci()
+    assert clipped.summary.shape == (2, 1)  # the estimate itself is given (with the warning)
+
+
+def test_the_command_line_and_the_report_repeat_the_warnings(tmp_path, capsys):
+    from topkeval.cli import main
+
+    path = tmp_path / "clicks.csv"
+    _clicks(np.random.default_rng(9), queries=60, eta=1.5).to_csv(path, index=False)
+    assert main(["evaluate", str(path), "--relevance", "click", "--score", "a", "--position", "position",
+                 "--propensity", "power:1.5", "-m", "precision@10"]) == 0
+    captured = capsys.readouterr()
+    assert "may be unreliable: The estimates from clicks are too skewed" in captured.out
+    assert "topkeval: warning: The estimates from clicks are too skewed" in captured.err
+
+
+def test_a_log_without_a_click_leaves_the_pooled_ratios_undefined():
+    log = _clicks(np.random.default_rng(10), queries=5).assign(click=0)
+    with pytest.warns(tk.TopkevalWarning, match="No item is relevant"):
+        res = tk.evaluate(log, ["recall_micro@5", "f1_micro@5", "precision@5"], relevance="click", score="a",
+                          position="position", propensity=CURVE_ETA1, empty_queries="keep", undefined=0.0)
+    assert res.per_query["recall_micro@5"].tolist() == [0.0] * 5  # the undefined value, everywhere
+    assert res.per_query["f1_micro@5"].tolist() == [0.0] * 5  # 0 / (0 + 5 k): defined, 0
+    with pytest.warns(tk.TopkevalWarning, match="No item is relevant"):
+        res = tk.evaluate(log, ["recall_micro@5"], relevance="click", score="a", position="position",
+                          propensity=CURVE_ETA1, empty_queries="keep")
+    assert np.isnan(res.summary.iloc[0, 0])  # undefined="nan" by default under propensity=
+
+
+def test_a_shown_candidate_whose_weight_would_overflow_makes_the_skewness_unbounded():
+    """Not clicked, it weighs nothing, but its propensity says a click there would weigh beyond the
+    largest float: the tail is unbounded, said without a numpy warning (warnings are errors here)."""
+    log = pd.DataFrame({"query": [1, 1, 2, 2], "item": list("abab"), "click": [1, 0, 1, 0], "position": [1, 2, 1, 2],
+                        "p": [1.0, 1e-320, 1.0, 1e-320], "s": [1.0, 0.0, 0.0, 1.0]})
+    with pytest.warns(tk.TopkevalWarning, match=r"skewness is about inf.*weight 1/p overflows; check the propensities"):
+        res = tk.evaluate(log, ["precision@1"], relevance="click", score="s", position="position", propensity="p")
+    assert res.info["ips"]["skewness"] == math.inf and res.summary.iloc[0, 0] == 0.5

@@ -29,7 +29,7 @@ from .errors import (
 from .inputs import is_trec_path, read_columns
 from .inputs.grouped import build_log
 from .metrics import FAMILIES
-from .metrics.names import DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
+from .metrics.names import CLICK_DEFAULT_METRICS, DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
 from .params import (
     CONVENTIONS,
     SEED,
@@ -211,17 +211,25 @@ def evaluate(
         The examination probability of each position (``{1: 1.0, 2: 0.62, ...}``, or a
         :class:`~topkeval.analysis.bias.PositionBias`), a column of per-row probabilities, or per-item
         propensities (:func:`~topkeval.popularity_propensity`, with ``item``). Each click weighs
-        ``1 / p``: precision@k, tp@k, dcg@k and rbp become unbiased sums (IPS); recall@k, F1@k,
-        R-precision, ap and ndcg self-normalised ratios of such sums (SNIPS: consistent, not
-        unbiased). Other metrics have no such estimator and are refused (the default metrics
-        drop specificity for it). ``info["ips"]`` has the
-        effective sample size ``(sum w)^2 / sum w^2`` and each metric's estimator. Unless
+        ``1 / p``: precision@k, tp@k, dcg@k and rbp become unbiased sums (IPS), and
+        recall_micro@k, f1_micro@k and fbeta_micro@k ratios of such sums pooled over the queries
+        (consistent; :mod:`topkeval.metrics.pooled`). Per-query ratios (recall@k, F1@k,
+        R-precision, ap, ndcg) are refused, with what to use instead: their self-normalised
+        estimates are biased with few clicks per query; so are the metrics without a per-item
+        form. The default metrics become recall_micro@20, precision@20 and f1_micro@20.
+        ``info["ips"]`` has the effective sample size ``(sum w)^2 / sum w^2``, each metric's
+        estimator, the skewness the weights give the estimates (judged from every shown
+        candidate's propensity: above 0.3 for a sum, 0.08 for a pooled ratio, their intervals
+        may be overconfident) and the
+        ``warnings`` given (once each, as :class:`~topkeval.TopkevalWarning`). Unless
         ``conventions`` or ``empty_queries`` / ``undefined`` say otherwise, every query enters the
-        means of the IPS sums (a query without a click estimates 0, exactly) and only queries with a
-        click enter those of the ratios (``empty_queries="keep", undefined="nan"``).
-        :meth:`Results.bounds` puts the naive numbers (clicks as relevance) beside them.
+        means (a query without a click estimates 0, exactly: ``empty_queries="keep",
+        undefined="nan"``). :meth:`Results.bounds` puts the naive numbers (clicks as relevance)
+        beside them. See the how-to page on click logs.
     clip : float, optional
-        The largest weight a click may take (``>= 1``; lowers the variance, adds bias).
+        The largest weight a click may take (``>= 1``). It lowers the variance and biases every
+        estimate low, toward the logging ranker: evaluate warns when a weight was clipped, and
+        summary_ci, compare and the other decisions refuse such results.
     popularity, features, similarity, catalog, categories, history, baseline, distance : optional
         What the beyond-accuracy metrics among ``metrics`` read besides the lists (``novelty@10``,
         ``diversity@10``, ``serendipity@10``...; they need ``item``): see
@@ -248,7 +256,10 @@ def evaluate(
     -----
     TopkevalWarning
         Every query has exactly the same number of candidates and no ``qrels`` were given: if the
-        log holds each query's top N only, recall counts only the relevant items inside it.
+        log holds each query's top N only, recall counts only the relevant items inside it. With
+        ``propensity``: heavy-tailed weights, candidates never shown in a model's top k, clipped
+        weights, or an estimated curve resting on few observations where clicks are weighted by it
+        (``info["ips"]["warnings"]``).
 
     Examples
     --------
@@ -310,7 +321,8 @@ class _Rerun:
     request: _Request
 
     def __call__(self, names) -> engine.Evaluation:
-        return _dispatch(replace(self.request, plan=engine.make_plan(names, self.request.plan.conv)))
+        return _dispatch(replace(self.request, plan=engine.make_plan(names, self.request.plan.conv,
+                                                                     clicks=self.request.plan.clicks)))
 
 
 def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[str], object]:
@@ -402,20 +414,19 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
     # the defaults left unsaid (the very object), not the same names given one by one: what is named is computed
     defaults = metrics is DEFAULT_METRICS
     if propensity is not None and defaults:
-        # the defaults, less those without an inverse propensity estimator (specificity)
-        from .metrics.names import parse_metric
-
-        metrics = [m for m in metrics if FAMILIES[parse_metric(m).family].ips]
+        # the defaults as estimated from clicks: recall and F1 pooled over the queries, precision (specificity and
+        # R-precision have no estimator from clicks)
+        metrics = list(CLICK_DEFAULT_METRICS)
     elif qrels is not None and defaults:
         # judgments apart: the rows are each model's retrieved list (top-N recommendations, a run), without the
         # candidates it left out, so specificity would count only the negatives it retrieved (0 for a list of k or less)
         metrics = [m for m in metrics if not m.startswith("specificity")]
     if propensity is not None and conventions is None:
-        # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased);
-        # a self-normalised ratio is undefined there (it enters no mean)
+        # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased), and so is
+        # its share of a pooled ratio's sums; a pooled ratio without any click in the log is undefined (NaN)
         settings = {"empty_queries": "keep", "undefined": "nan"} | settings
     conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
-    plan = engine.make_plan(metrics, conv)
+    plan = engine.make_plan(metrics, conv, clicks=propensity is not None)
     _check_clicks(plan, position, propensity, clip, item, qrels, depth, data)
     if depth is not None:
         engine.check_depth_rule(conv)
@@ -515,11 +526,18 @@ def _request(data, metrics, query, relevance, score, item, *, conventions, qrels
         if kind == "table" and chunk_rows is not None:
             raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
                                  "chunk_rows, or write the table to parquet first.")
-    if position is not None and kind != "table":
-        raise ParameterError("position= reads a click log held as one table in memory (a DataFrame, an Arrow table, "
+    if (position is not None or propensity is not None) and kind != "table":
+        option = "position=" if position is not None else "propensity="
+        raise ParameterError(f"{option} reads a click log held as one table in memory (a DataFrame, an Arrow table, "
                              "a dict of columns, or a parquet / CSV file small enough to read whole); this data is "
                              f"evaluated as {'a Spark DataFrame' if kind == 'spark' else 'a stream of batches'}. "
                              "Read it into a table first.")
+    pooled = [label for label, m in zip(plan.names, plan.metrics) if FAMILIES[m.family].ips == "pooled"]
+    if pooled and attributes:
+        raise ParameterError(f"{pooled[0]} is a ratio pooled over every query of the log (its per-query values are "
+                             "each query's share of it), which segments (by=) and query weights (weight=) would split "
+                             "or reweigh into other numbers than their own ratios: evaluate each segment's rows apart, "
+                             "or use precision@k / tp@k, whose means by segment and weighted are what they say.")
     if position is not None and {position} & {query, relevance, *scores, item, *attributes}:
         raise ParameterError(f"position= names {position!r}, which already has another role; it must be the column "
                              "of the logging ranker's positions.")
@@ -642,7 +660,7 @@ class _TableRerun:
         return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
 
     def __call__(self, names) -> engine.Evaluation:
-        return replace(self.evaluate(engine.make_plan(names, self.conv)), rerun=self)
+        return replace(self.evaluate(engine.make_plan(names, self.conv, clicks=self.weighted)), rerun=self)
 
 
 def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
@@ -669,7 +687,17 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
 
         refuse_unplaced(r.propensity, pos[at])
     prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
-    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position")
+    # every other shown candidate's propensity says how heavy-tailed the weights can be (unbiased.skewness)
+    rest = np.flatnonzero(~clicked & ~np.isnan(pos))
+    shown = np.concatenate([prop, _propensity_rows(r.propensity, pos, cols, r.item, rest, check=False)[0]])
+    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position", shown=shown)
+    info["sparse_positions"] = unbiased.sparse_positions(r.propensity, pos[at]) if r.position is not None else {}
+    never = np.flatnonzero(np.isnan(pos))
+    examinable = False
+    if len(never) and isinstance(r.propensity, str):  # a randomised logger's column gives them a chance of being shown
+        p_never = _propensity_rows(r.propensity, pos, cols, r.item, never, check=False)[0]
+        examinable = bool(((p_never > 0) & (p_never <= 1)).all())
+    info["never_shown_examinable"] = examinable
     rows["ips_weight"] = w
     info["estimators"] = {label: FAMILIES[m.family].ips for label, m in zip(r.plan.labels, r.plan.metrics)}
     if unmatched is not None:
@@ -686,6 +714,7 @@ def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
         clicked = log.relevant(r.plan.conv)
         ips_info["queries_with_clicks"] = int((log.per_query_sum(clicked) > 0).sum())
         out["ips"] = ips_info
+    k = None
     if r.position is not None:
         from .analysis.clicks import never_shown_share
 
@@ -701,6 +730,13 @@ def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
                          "never_shown": {m: never_shown_share(sample, r.plan.conv, m, k, never) for m in log.scores}
                          if k is not None and never.any() else {},
                          "never_shown_queries": int((np.diff(sample.offsets) > 0).sum())}
+    if ips_info is not None:  # what may make the estimates unreliable: said once per call, kept for the outputs
+        from .engine.unbiased import warnings_of
+        from .errors import warn
+
+        ips_info["warnings"] = warnings_of(ips_info, (out.get("clicks") or {}).get("never_shown"), k, log.n_queries)
+        for message in ips_info["warnings"].values():
+            warn(message)
     return out
 
 
@@ -710,9 +746,11 @@ _NEVER_SHOWN_EXACT_ROWS = 2_000_000
 _NEVER_SHOWN_SAMPLE = 100_000
 
 
-def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) -> tuple[np.ndarray, int | None]:
-    """At rows ``at`` (the clicks), the examination probability that ``propensity`` gives (NaN
-    where it gives none), and with per-item propensities the clicks on items they do not list."""
+def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray,
+                     check: bool = True) -> tuple[np.ndarray, int | None]:
+    """At rows ``at`` (the clicks; the other shown candidates with ``check=False``), the examination
+    probability that ``propensity`` gives (NaN where it gives none), and with per-item propensities
+    the rows on items they do not list (``check``: refused when none of them is listed)."""
     from .engine.unbiased import numbers_or_missing
 
     pos = pos[at]
@@ -725,7 +763,7 @@ def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray) ->
         ids = ids_as_objects(cols[item], at)
         where = pd.Index(by_item.index).get_indexer(ids)
         unmatched = int((where < 0).sum())
-        if len(at) and unmatched == len(at):
+        if check and len(at) and unmatched == len(at):
             raise DataError(f"None of the clicked items of column {item!r} is among the items of the propensities "
                             f"(for example {ids[0]!r}, while they list {by_item.index[0]!r}): the ids must be the same "
                             "values of the same type (text '12' is not the number 12).")

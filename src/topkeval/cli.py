@@ -197,7 +197,8 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
                    "'1:1,2:0.6,3:0.45', 'power:ETA' (1/position^ETA), or a curve file of topkeval bias (.csv; "
                    "an estimate above 1, its noise, is taken as 1, as estimate_position_bias's propensities are); "
                    "the metrics are then inverse propensity weighted (needs --position)")
-    g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1)")
+    g.add_argument("--clip", type=float, help="the largest inverse propensity weight (>= 1): biases every estimate "
+                   "in favour of the logging ranker; compare refuses clipped estimates")
     g = p.add_argument_group("beyond accuracy (novelty@10, coverage@10, diversity@10...: what each model shows)")
     g.add_argument("--catalog", metavar="N|FILE", help="the catalogue, for coverage, gini and serendipity: its number "
                    "of items, or a table of its items (the --item column, or a single column); default: the items of "

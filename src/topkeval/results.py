@@ -86,7 +86,9 @@ class Results:
     per_query : pandas.DataFrame
         One row per (model, query) evaluated: columns ``model``, the query column (named as the
         input's, :attr:`query_name`), then one per metric.
-        Queries skipped as empty are not in it; they are counted in ``info``. Queries come in input
+        Queries skipped as empty are not in it; they are counted in ``info``. A ratio pooled over the
+        queries of a click log (``recall_micro@k``...) holds each query's linearised share of it, whose
+        mean is the ratio (:mod:`topkeval.metrics.pooled`). Queries come in input
         order when the rows arrive grouped by query (each query one run of rows), otherwise in
         ascending order of query id; with judgments apart from the runs (``qrels=``), in the order
         of the run (judged queries a run lacks last, under ``missing_queries="zero"``); for a score

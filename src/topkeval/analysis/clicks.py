@@ -59,7 +59,7 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
     conv = evaluation.conventions
     labels = list(evaluation.info["metrics"]) if metrics is None else ([metrics] if isinstance(metrics, str)
                                                                         else list(metrics))
-    plan = make_plan(labels, conv)
+    plan = make_plan(labels, conv, clicks="ips" in evaluation.info)  # a pooled ratio's naive value too
     estimates = _estimates(evaluation, plan)
     weight = evaluation.weight
     query_weights = (evaluation.attributes[weight].reindex(log.queries).to_numpy(np.float64) if weight

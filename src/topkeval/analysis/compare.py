@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
+from ..engine.unbiased import check_decision
 from ..errors import ParameterError, check_choice, did_you_mean
 from . import curve_ci
 from .many import TIE, detectable_delta, unit_range
@@ -301,6 +302,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
                              f"Models: {', '.join(map(repr, models))}.")
     # test, correction, confidence, n_resamples, seed and missing are checked by Results.compare (topkeval.params)
     results.require_rows("compare")
+    check_decision(results.info, "compare")  # clipped click estimates: no interval, no verdict
     all_metrics = list(results.summary.columns)
     if metrics is None:
         metrics = all_metrics
@@ -549,6 +551,7 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     :meth:`topkeval.Results.summary_ci`), per segment too with ``by=``; weighted with ``weight=``
     (a query of weight 0 counts nowhere; the t interval has no weighted form)."""
     ev.require_rows("summary_ci")
+    check_decision(ev.info, "summary_ci")  # clipped click estimates: no interval, no verdict
     if curve_ci.estimated(ev):  # an estimated examination curve: fitted again on every resample
         return curve_ci.summary_ci(ev, confidence, n_resamples, seed)
     weight = ev.weight

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.aggregate import unscale, value_shift
+from ..engine.unbiased import check_decision
 from ..errors import ParameterError, plural
 from ..metrics.names import is_bounded
 from . import curve_ci
@@ -138,6 +139,7 @@ def anova_table(X: np.ndarray) -> pd.DataFrame:
 def anova(results, metric: str) -> pd.DataFrame:
     """See :meth:`topkeval.Results.anova`."""
     results.require_rows("anova")
+    check_decision(results.info, "anova")  # clipped click estimates: no interval, no verdict
     curve_ci.refuse(results, "anova")
     label = _label(results, metric)[0]
     out = []
@@ -167,6 +169,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                 seed: int | None = 0) -> pd.DataFrame:
     """See :meth:`topkeval.Results.compare_all`."""
     results.require_rows("compare_all")
+    check_decision(results.info, "compare_all")  # clipped click estimates: no interval, no verdict
     curve_ci.refuse(results, "compare_all")
     rng = np.random.default_rng(seed)
     rows = []
@@ -340,6 +343,7 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                    test: str = "paired_t") -> pd.DataFrame:
     """See :meth:`topkeval.Results.queries_needed`."""
     results.require_rows("queries_needed")
+    check_decision(results.info, "queries_needed")  # clipped click estimates: no interval, no verdict
     curve_ci.refuse(results, "queries_needed")
     label = _label(results, metric)[0]
     rows = []

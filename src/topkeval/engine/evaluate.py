@@ -98,9 +98,10 @@ def evaluate_log(batch: Queries, plan: Plan, *, backend: Backend, judgments: Jud
         for part, part_judged, common in zip(parts, part_judgments, shared):
             st = backend.compute(batch, model, part, part_judged, threads, shared=common)
             # the skipped queries' values computed and dropped, cheaper than a copy of every statistic; but
-            # a function of define_metric sees the evaluated queries only, and so do the short-list checks
-            later = not keep.all() and conv.short_lists != "error" and not any(m.family in DEFINED
-                                                                             for m in part.metrics)
+            # a function of define_metric sees the evaluated queries only, and so do the short-list checks and
+            # the ratios pooled over the evaluated queries
+            later = not keep.all() and conv.short_lists != "error" and not any(
+                m.family in DEFINED or FAMILIES[m.family].ips == "pooled" for m in part.metrics)
             if not keep.all() and not later:
                 st = st.take(keep)
             kept = keep if later else slice(None)

@@ -51,6 +51,10 @@ class Plan:
     labels : tuple of str
         Each metric's column label: the name as the user wrote it, blanks removed
         (:func:`topkeval.metrics.names.labelled_metrics`); by default its canonical name.
+    clicks : bool
+        The plan of a click log evaluated whole under inverse propensity weights (``evaluate(...,
+        propensity=)``): the only evaluation where the ratios pooled over its queries
+        (:mod:`topkeval.metrics.pooled`) may be computed.
     """
 
     metrics: tuple[Metric, ...]
@@ -67,6 +71,7 @@ class Plan:
     mults: tuple[float, ...] = ()
     walk_specs: tuple[DcgSpec, ...] = ()
     seq_specs: tuple = ()
+    clicks: bool = False
 
     def parts(self) -> list[Plan]:
         """The plans whose statistics one kernel pass gives: this plan, or one per relevance
@@ -127,11 +132,23 @@ def judged_only_metrics(plan: Plan) -> list[Metric]:
     return [m for m in plan.metrics if m.param("judged_only")]
 
 
-def make_plan(metrics, conv: Conventions) -> Plan:
+def make_plan(metrics, conv: Conventions, *, clicks: bool = False) -> Plan:
     """Parse ``metrics`` (labelled as written: :func:`topkeval.metrics.names.labelled_metrics`) and derive
-    the statistics, cutoffs and gain variants they need."""
+    the statistics, cutoffs and gain variants they need. ``clicks``: the plan of a click log evaluated
+    whole under inverse propensity weights (see :class:`Plan`); elsewhere a pooled ratio is refused."""
     labels, mets = labelled_metrics(metrics)
-    return _plan(mets, conv, labels=labels)
+    if not clicks:
+        pooled = [(label, m) for label, m in zip(labels or [str(m) for m in mets], mets)
+                  if FAMILIES[m.family].ips == "pooled"]
+        if pooled:
+            label, m = pooled[0]
+            per_query = {"recall_micro": "recall", "f1_micro": "f1", "fbeta_micro": "fbeta"}[m.family]
+            raise ParameterError(
+                f"{label} is recall or F-beta pooled over every query of a click log, estimated from the clicks with "
+                f"inverse propensity weights (evaluate(log, ..., position=, propensity=)); it is computed nowhere "
+                f"else. With relevance judgments use {str(m).replace(m.family, per_query, 1)} (the mean over "
+                "queries), or evaluate the click log with position= and propensity=.")
+    return replace(_plan(mets, conv, labels=labels), clicks=clicks)
 
 
 def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[str, ...] = ()) -> Plan:

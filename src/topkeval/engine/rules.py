@@ -149,7 +149,8 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
     ``judged_rows()``: per candidate, whether it is judged (for the "unjudged" gain of RBP's
     residual, the "unknown" gain of trec_eval's rbp_resid and unj, and to give the candidates
     without a judgment no gain). ``weights`` (per row, the judgments being the rows themselves):
-    inverse propensity weights that multiply each candidate's gain, in the DCG and in the ideal."""
+    inverse propensity weights that multiply each candidate's gain (the ideal DCG is then NaN: no
+    estimate from clicks reads it)."""
     from ..kernels import cpu
 
     longest_judged = int(np.diff(judgments.offsets).max()) if len(judgments.offsets) > 1 else 0
@@ -181,7 +182,6 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
             if unjudged is not None:  # a candidate without a judgment gains nothing, whatever its filler grade
                 row_gains[unjudged] = 0.0
         if weights is not None:
-            unweighted_judged = judged_gains
             row_gains, judged_gains = row_gains * weights, judged_gains * weights
         # judged items of grade 0 not listed in judgments.grades (the cells of a score matrix)
         zero_gain = float(gains_of(np.zeros(1), spec)[0]) if spec.gain not in UNJUDGED_GAINS + ("binary",) else 0.0
@@ -196,10 +196,8 @@ def dcg_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Judg
             zero_gain = math.ldexp(zero_gain, -shift)
         rows.append(row_gains)
         disc[g], cum[g], shifts[g] = d[:longest + 1], c[:longest + 1], shift
-        if weights is not None:
-            ideal[g] = weighted_ideal_dcg(judgments.offsets, unweighted_judged, weights, plan.cutoffs, spec)
-            if shift:
-                ideal[g] = np.ldexp(ideal[g], -shift)
+        if weights is not None:  # no family reads an ideal DCG under inverse propensity weights (nDCG is refused)
+            ideal[g] = np.nan
         else:
             ideal[g] = cpu.ideal_dcg(judgments.offsets, judged_gains, plan.cutoffs, d, zeros, zero_gain, c, spec.signed)
     # one variant (the usual case): its row of gains as it is, without a copy into a G x rows array
@@ -261,46 +259,6 @@ def walk_columns(plan: Plan, grades: np.ndarray, rel: np.ndarray, judgments: Jud
     disc = np.stack([discounts(spec, deepest)[0] for spec in plan.walk_specs]) if W else np.zeros((0, 1))
     return (wgain, ioff, np.concatenate(vals) if vals else _EMPTY_F,
             np.concatenate(cnts).astype(np.int64) if cnts else _EMPTY_I, disc)
-
-
-def weighted_ideal_dcg(offsets: np.ndarray, gains: np.ndarray, weights: np.ndarray, cutoffs: np.ndarray,
-                       spec) -> np.ndarray:
-    """The ideal DCG (Q x C) of the relevant items a click log stands for: each candidate with a
-    positive gain takes ``weights[i]`` (its inverse propensity) consecutive places of the ideal
-    list, by gain descending, a fractional place counting its share of that rank's discount.
-    With every weight 1 it is the ordinary ideal DCG; it is the denominator of the self-normalised
-    nDCG (:mod:`topkeval.engine.unbiased`)."""
-    from ..kernels.stats import NO_CUTOFF
-
-    Q = len(offsets) - 1
-    take = np.flatnonzero(gains > 0)
-    q = np.searchsorted(offsets, take, side="right") - 1
-    g, w = gains[take], weights[take]
-    if len(g) and (g != g[0]).any():  # rows come grouped by query: only unequal gains need ordering
-        order = np.lexsort((-g, q))
-        q, g, w = q[order], g[order], w[order]
-    ends = np.cumsum(w)
-    starts_of_q = np.zeros(Q)
-    first = np.ones(len(q), bool)
-    first[1:] = q[1:] != q[:-1]
-    base = np.maximum.accumulate(np.where(first, ends - w, 0.0)) if len(q) else ends
-    lo, hi = ends - w - base, ends - base  # each item's places within its query's ideal list
-    longest = int(np.ceil(hi.max())) + 2 if len(hi) else 2
-    _, cum = discounts(spec, longest)
-
-    def cum_at(x):  # the discount summed over places 0..x, a fractional place counted in part
-        whole = np.floor(x).astype(np.int64)
-        part = x - whole
-        nxt = np.minimum(whole + 1, len(cum) - 1)
-        return cum[whole] + part * (cum[nxt] - cum[whole])
-
-    out = np.zeros((Q, len(cutoffs)))
-    del starts_of_q
-    for c, k in enumerate(cutoffs):
-        kk = float(min(k, NO_CUTOFF))
-        share = cum_at(np.minimum(hi, kk)) - cum_at(np.minimum(lo, kk))
-        out[:, c] = np.bincount(q, weights=g * share, minlength=Q)
-    return out
 
 
 def err_gains(grades: np.ndarray, max_grade: float) -> np.ndarray:

@@ -364,22 +364,6 @@ def _expected_ap_group(gg, ee, rr, c, k):
     return rr * total / ee
 
 
-@kernel
-def _expected_ap_member(gg, ee, wi, group_w, wabove, k):
-    """E[wi (1 + weight of the relevant ranked above it) / its rank], 0 beyond k: a relevant member
-    of weight ``wi`` of a tie group (``gg`` above it, ``ee`` members, relevant members weighing
-    ``group_w`` in all) with relevant candidates of weight ``wabove`` ranked above the group. The
-    AP sum's pair terms rel_i rel_j weigh w_i w_j and the item's own term w_i (not w_i^2): unbiased
-    when clicks are independent given relevance. At offset p (uniform over 1..ee) each relevant
-    group mate is above it with probability (p - 1)/(ee - 1)."""
-    total = 0.0
-    top = min(ee, k - gg)
-    for p in range(1, top + 1):
-        mates = (group_w - wi) * (p - 1) / (ee - 1) if ee > 1 else 0.0
-        total += (wabove + 1.0 + mates) / (gg + p)
-    return wi * total / ee
-
-
 class Columns(NamedTuple):
     """The kernel's per-row and per-query inputs (one model of a grouped log).
 
@@ -441,8 +425,9 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
     """Query q's statistics into ``out`` from the ``(g, e, r, b)`` of its ``m`` active candidates.
 
     ``w[t]`` indexes ``rel`` (relevant), ``rw`` and ``gains_all`` (G x rows) of candidate t; ``rw``
-    (empty for none) weighs each relevant candidate in h, h(R) and the AP sum (inverse propensity
-    weights: :mod:`topkeval.engine.unbiased`), ``rr`` and ``hit`` are left unweighted; ``Rq`` is the
+    (empty for none) weighs each relevant candidate in h and h(R) (inverse propensity weights:
+    :mod:`topkeval.engine.unbiased`; no estimate from clicks reads the others), ``rr``, ``hit`` and
+    the AP sum are left unweighted; ``Rq`` is the
     query's relevant count; ``f``, ``key`` and ``ridx`` are scratch arrays of at least ``m``
     elements. Every output of the query is written (zeros when ``m`` is 0). ``full`` is None when
     the plan asks for no discounted gain and no rank metric (RR, AP): then the compiled code has no
@@ -542,19 +527,10 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
             out.rr[q, c] = _first_relevant_rr(g[best], e[best], r[best], k)
             apsum = 0.0
             above = 0
-            wabove = 0.0
             i = 0
             while i < nr:
                 t = ridx[order[i]]
-                if weighted:
-                    group_w = 0.0
-                    for j in range(i, i + r[t]):
-                        group_w += f[ridx[order[j]]]
-                    for j in range(i, i + r[t]):
-                        apsum += _expected_ap_member(g[t], e[t], f[ridx[order[j]]], group_w, wabove, k)
-                    wabove += group_w
-                else:
-                    apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
+                apsum += _expected_ap_group(g[t], e[t], r[t], above, k)
                 above += r[t]
                 i += r[t]  # the group's relevant members are consecutive in this order
             out.ap[q, c] = apsum
@@ -562,17 +538,11 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
             first = key[order[0]] + 1
             out.rr[q, c] = 1.0 / first if first <= k else 0.0
             apsum = 0.0
-            wsum = 0.0
             for i in range(nr):
                 rank = key[order[i]] + 1
                 if rank > k:
                     break
-                if weighted:  # the pair terms rel_i rel_j weigh w_i w_j, the item's own term w_i once
-                    wi = f[ridx[order[i]]]
-                    apsum += wi * (wsum + 1.0) / rank
-                    wsum += wi
-                else:
-                    apsum += (i + 1) / rank
+                apsum += (i + 1) / rank
             out.ap[q, c] = apsum
 
 

@@ -84,7 +84,7 @@ class QueryStats:
     seq_specs : tuple
     relevant_weight : ndarray of float64, shape (Q,), or None
         Under inverse propensity weights (:mod:`topkeval.engine.unbiased`), the weight of each
-        query's relevant items (h, h(R), the AP sums and DCG are weighted sums then); None without.
+        query's relevant items (h, h(R) and DCG are weighted sums then); None without.
     """
 
     cutoffs: np.ndarray
@@ -129,8 +129,8 @@ class QueryStats:
 
     @property
     def Rw(self) -> np.ndarray:
-        """The denominator of the ratio metrics: R, or the relevant items' weight under inverse
-        propensity weights (the self-normalised estimators)."""
+        """R, or the relevant items' weight under inverse propensity weights: the denominator of the
+        ratios pooled over the queries (:mod:`topkeval.metrics.pooled`)."""
         return self.R if self.relevant_weight is None else self.relevant_weight
 
     @property

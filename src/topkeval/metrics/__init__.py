@@ -7,14 +7,15 @@ in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that de
 ``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp),
 ``judged`` (judged@k, bpref, iprec, iprec_avg, auc, err), ``trec`` (trec_eval's other measures:
 utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret)
-and ``sequence`` (cwl_eval's C/W/L measures, compat, accuracy).
+and ``sequence`` (cwl_eval's C/W/L measures, compat, accuracy); ``pooled`` the ratios pooled over the
+queries of a click log (recall_micro, f1_micro, fbeta_micro: estimates from clicks).
 ``beyond`` registers the beyond-accuracy families (novelty, diversity, coverage...), which read
 each top k's items again instead (:mod:`topkeval.analysis.beyond`).
 """
 
 import numpy as np
 
-from . import beyond, judged, rankbased, sequence, setbased, trec  # noqa: F401  (each registers its families)
+from . import beyond, judged, pooled, rankbased, sequence, setbased, trec  # noqa: F401  (each registers its families)
 from .registry import FAMILIES, DcgSpec, Family, Param
 
 

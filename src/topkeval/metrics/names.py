@@ -31,6 +31,9 @@ MAX_CUTOFF = (1 << 40) - 1
 #: the metrics evaluate() and the command line compute when none are named: the four set metrics
 #: at one cutoff, and R-precision
 DEFAULT_METRICS = ("recall@20", "precision@20", "f1@20", "specificity@20", "r_precision")
+#: The default metrics of a click log evaluated with propensity= (evaluate's defaults as estimated from clicks:
+#: recall and F1 pooled over the queries; specificity and R-precision have no estimator from clicks).
+CLICK_DEFAULT_METRICS = ("recall_micro@20", "precision@20", "f1_micro@20")
 #: ... and those of a score matrix (evaluate_matrix, MatrixEvaluator): specificity over a whole
 #: catalogue is ~1 for every model and F1 adds nothing to recall and precision there
 DEFAULT_MATRIX_METRICS = ("recall@20", "precision@20", "r_precision")
@@ -563,8 +566,8 @@ def _finish(fam: Family, k_text: str | None, params: tuple, text: str) -> Metric
         if int(k_text) > MAX_CUTOFF:
             raise _bad(text, fam, f"the cutoff must be at most {MAX_CUTOFF}, got {k_text}")
         k = int(k_text)
-    if fam.name == "fbeta" and dict(params).get("beta") == 1.0:
-        return Metric("f1", k, tuple((n, v) for n, v in params if n != "beta"))
+    if fam.name in ("fbeta", "fbeta_micro") and dict(params).get("beta") == 1.0:
+        return Metric(fam.name.replace("fbeta", "f1"), k, tuple((n, v) for n, v in params if n != "beta"))
     return Metric(fam.name, k, params)
 
 

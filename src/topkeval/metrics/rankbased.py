@@ -57,7 +57,7 @@ def rr(st, m, conv):
           summary="average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)",
           formula="sum(precision@rank of each relevant) / R")
 def ap(st, m, conv):
-    return ratio(st.ap_sum[:, st.column(m.k)], st.Rw, conv.undefined)
+    return ratio(st.ap_sum[:, st.column(m.k)], st.R, conv.undefined)
 
 
 @register("ap_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("rank",),

@@ -135,8 +135,10 @@ class Family:
     higher_is_better: bool = True  # for reports: which value of a column is the best
     needs_all_relevant: bool = False  # its value counts relevant items outside the list (divides by R, ideal ranking)
     undefined: str = "never"  # when a query's value is undefined (conventions' ``undefined`` is given instead)
-    ips: str | None = None  # under inverse propensity weights: "ips" (a sum of per-item terms: unbiased),
-    # "snips" (a ratio of such sums: self-normalised, consistent), None (no such estimator: refused)
+    ips: str | None = None  # under inverse propensity weights (evaluate(propensity=)): "ips" (a sum of per-item
+    # terms: unbiased), "pooled" (a ratio of such sums pooled over the queries of a click log: consistent; only
+    # there), "snips" (a per-query ratio of such sums: inconsistent with few clicks per query, refused), None
+    # (no such estimator: refused)
     geometric: bool = False  # trec_eval's "all" line is exp of the mean (a geometric mean: the values are logs)
     trec_params: Callable | None = None  # trec_eval's "name.x,y" text -> the parameters ("p=v,...") of each metric
     mults: Callable | None = None  # metric -> multipliers of R, for families that need "h_mult"
@@ -199,7 +201,7 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
-            or ips not in (None, "ips", "snips") or beyond not in (None, "query", "catalog")):
+            or ips not in (None, "ips", "snips", "pooled") or beyond not in (None, "query", "catalog")):
         raise ValueError(f"bad registry entry {name!r}")  # a programming error, not a user's
 
     def wrap(function):

@@ -83,7 +83,7 @@ def precision(st, m, conv):
 @register("recall", ips="snips", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("r", "rec", "recall_k", "retrievalrecall"), trec="recall",
           summary="share of the relevant items found in the top k", formula="h(k) / R")
 def recall(st, m, conv):
-    return ratio(_h(st, m), st.Rw, conv.undefined)
+    return ratio(_h(st, m), st.R, conv.undefined)
 
 
 @register("recall_capped", undefined="R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",),
@@ -97,22 +97,13 @@ def recall_capped(st, m, conv):
 @register("f1", pads=True, ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), aliases=("f", "f1_score"),
           summary="harmonic mean of precision@k and recall@k", formula="2 h(k) / (k + R)")
 def f1(st, m, conv):
-    return _snips_defined(st, f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), 1.0, conv.undefined), conv)
+    return f_measure(_h(st, m), st.R, _k_den(st, m, conv), 1.0, conv.undefined)
 
 
 @register("fbeta", pads=True, ips="snips", undefined="shrink, n = 0 and R = 0", needs_all_relevant=True, counts_found=True, cutoff="required", needs=("h",), params=(Param("beta", "positive"),),
           summary="weighted harmonic mean of precision@k and recall@k", formula="(1 + b^2) h(k) / (b^2 R + k)")
 def fbeta(st, m, conv):
-    return _snips_defined(st, f_measure(_h(st, m), st.Rw, _k_den(st, m, conv), m.param("beta"), conv.undefined),
-                          conv)
-
-
-def _snips_defined(st, values, conv):
-    """Under inverse propensity weights an F-measure is a self-normalised ratio: undefined, as
-    recall is, on a query without a click (its relevant items are unknown, not absent)."""
-    if st.relevant_weight is not None:
-        values = np.where(st.relevant_weight > 0, values, conv.undefined)
-    return values
+    return f_measure(_h(st, m), st.R, _k_den(st, m, conv), m.param("beta"), conv.undefined)
 
 
 @register("specificity", undefined="N = 0", cutoff="required", needs=("h",), aliases=("tnr",),
@@ -131,8 +122,6 @@ def fallout(st, m, conv):
           trec_uncut="Rprec", summary="precision at rank R (TREC Rprec)", formula="h(R) / R")
 def r_precision(st, m, conv):
     den = np.minimum(st.R, st.n) if conv.short_lists == "shrink" else st.R
-    if st.relevant_weight is not None:  # inverse propensity weights: the denominator in weight, not count
-        den = ratio(den * st.relevant_weight, st.R, 0.0)
     return ratio(st.h_at_r, den, conv.undefined)
 
 

@@ -377,7 +377,7 @@ def _clicks_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
                     + "".join(_num(r[c], o.digits) for c in ("naive", "estimate", "lower", "upper", "never_shown"))
                     + f"<td>{esc(r['note'])}</td></tr>")
     if ips:
-        kinds = ", ".join(f"{esc(m)}: {'IPS (unbiased)' if e == 'ips' else 'SNIPS (self-normalised, consistent)'}"
+        kinds = ", ".join(f"{esc(m)}: {'IPS (unbiased)' if e == 'ips' else 'pooled over the queries (consistent)'}"
                           for m, e in ips["estimators"].items())
         lead = (f"Estimates weigh each click by the inverse of its position's examination probability ({kinds}); "
                 f"{ips['clicks']:,} clicks, effective sample size {ips['effective_sample_size']:,.0f}"
@@ -390,6 +390,9 @@ def _clicks_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
         f"{esc(m)}: {v:.1%} of its top {clicks['k']} was never shown" for m, v in unseen.items())
         + ". No click can reach those candidates: the estimate counts them as not relevant, so it is low by "
           "whatever they hold (the upper bound says how much it could be).</strong>") if unseen else ""
+    cautions = [text for kind, text in ((ips or {}).get("warnings") or {}).items() if kind != "never_shown"]
+    if cautions:  # what else may make the estimates unreliable (evaluate warned of each)
+        warn_unseen += " <strong>May be unreliable: " + " ".join(esc(c) for c in cautions) + "</strong>"
     note = (f"{lead}{warn_unseen} Naive: clicks as relevance. Lower and upper: the metric when none / as many as could "
             "be of the candidates the logging ranker never showed are relevant (shown candidates taken as judged by "
             "their clicks, so with propensities the estimate may lie outside). Never shown: their mean share of each "

@@ -449,7 +449,7 @@ def click_lines(info: Mapping) -> list[str]:
     lines = []
     ips, clicks = info.get("ips"), info.get("clicks")
     if ips:
-        kinds: dict[str, list[str]] = {"ips": [], "snips": []}
+        kinds: dict[str, list[str]] = {"ips": [], "pooled": []}
         for name, kind in ips["estimators"].items():
             kinds[kind].append(name)
         text = (f"inverse propensity weighted: {plural(ips['clicks'], 'click')}, effective sample size "
@@ -458,10 +458,13 @@ def click_lines(info: Mapping) -> list[str]:
             text += f", {ips['clipped']:,} weights clipped at {ips['clip']:g}"
         if kinds["ips"]:
             text += f"; unbiased sums (over every query; a query's value may exceed 1): {', '.join(kinds['ips'])}"
-        if kinds["snips"]:
-            text += (f"; self-normalised ratios (over the {ips['queries_with_clicks']:,} queries with a click; biased "
-                     f"when clicks per query are few): {', '.join(kinds['snips'])}")
+        if kinds["pooled"]:
+            text += ("; ratios pooled over the queries (consistent; a query's value is its linearised share): "
+                     f"{', '.join(kinds['pooled'])}")
         lines.append(text)
+        # what may make them unreliable (evaluate warned of each), candidates never shown said below
+        lines += [f"may be unreliable: {text}" for kind, text in (ips.get("warnings") or {}).items()
+                  if kind != "never_shown"]
     elif clicks:
         lines.append("clicks taken as relevance (no propensity=): the positions are read for bounds() only")
     if clicks and clicks.get("never_shown"):

@@ -1,0 +1,213 @@
+"""The simulation suite of estimates from clicks: a click simulator of its own (tests/clicksim.py, which
+shares nothing with topkeval.demo and imports nothing from topkeval), repeated logs of fresh queries,
+and the truth computed from the true relevance with numpy over a large population.
+
+For every metric topkeval offers from clicks, over repeated logs of 2,000 queries of 20 candidates:
+the estimate is unbiased (its mean over the logs within a few standard errors of the truth), its 95%
+interval (``summary_ci``) and the interval of a difference (``compare``) cover the truth in at least
+90% of logs, and a truly better ranker is declared significantly worse in at most 2.5% of them (each
+comparison on its own: ``correction="none"``). The comparison runs the t test and the intervals 500
+resamples, to keep the suite cheap: the t test is one users get (``test="t"``), and the full table of
+benchmarks/clicks_simulation.py runs the default (permutation) test with the same verdicts.
+
+What cannot meet this is refused or warned of, and that is tested here too: the per-query ratios
+(refused: their self-normalised estimate is biased, measured here with numpy), clipped weights (a
+warning, biased low as it says, and no decision on them), heavy-tailed weights (a warning, and its
+intervals do undercover).
+
+Every click model of clicksim uses known propensities. ``ESTIMATED_CURVE`` is the hook for a curve
+estimated from two arms of 2,000 queries (estimate_position_bias): its intervals will cover only once
+the curve's own uncertainty is carried into them (issue 34, part B); until then its case is skipped,
+and the benchmark measures it as it is.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import clicksim as cs
+import topkeval as tk
+
+OFFERED = ["precision@10", "dcg@10", "recall_micro@10", "f1_micro@10"]
+RANKERS = ["A", "B2", "B"]
+QUERIES = 2000
+
+#: Set when intervals computed with an estimated curve carry its uncertainty (issue 34, part B).
+ESTIMATED_CURVE = False
+
+
+def run(setting: cs.Setting, logs: int, metrics=tuple(OFFERED), seed: int = 0, clip=None, decide: bool = True,
+        curve=None, queries: int = QUERIES) -> dict:
+    """Evaluate ``logs`` fresh logs of ``setting``: per (ranker, metric) the estimates and whether the
+    95% interval covered the truth, per (better ranker, metric) the verdicts against A and whether the
+    interval of the difference covered the true difference, and how many logs gave a warning (with
+    the warnings' texts). ``curve``: a callable ``seed -> propensity`` (an estimated curve), else
+    each row's true propensity."""
+    truth = cs.truth(setting, n_queries=100_000)
+    est: dict = {}
+    covered: dict = {}
+    verdicts: dict = {}
+    delta_covered: dict = {}
+    warned, texts = 0, set()
+    for rep in range(logs):
+        log = cs.log(setting, queries, seed + rep)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", tk.TopkevalWarning)
+            res = tk.evaluate(log, list(metrics), relevance="click", score=RANKERS, item="item", position="position",
+                              propensity="propensity" if curve is None else curve(seed + rep), clip=clip)
+        ours = [str(w.message) for w in caught if issubclass(w.category, tk.TopkevalWarning)]
+        warned += bool(ours)
+        texts.update(ours)
+        for m in metrics:
+            for r in RANKERS:
+                est.setdefault((r, m), []).append(res.summary.loc[r, m])
+        if not decide:
+            continue
+        ci = res.summary_ci(n_resamples=500, seed=rep).set_index(["model", "metric"])
+        cmp = res.compare(baseline="A", test="t", correction="none", n_resamples=500, seed=rep)
+        cmp = cmp.set_index(["model", "metric"])
+        for m in metrics:
+            for r in RANKERS:
+                row = ci.loc[(r, m)]
+                covered.setdefault((r, m), []).append(row["ci_low"] <= truth[r][m] <= row["ci_high"])
+            for r in ("B2", "B"):
+                row = cmp.loc[(r, m)]
+                verdicts.setdefault((r, m), []).append(row["verdict"])
+                true_delta = truth[r][m] - truth["A"][m]
+                delta_covered.setdefault((r, m), []).append(row["ci_low"] <= true_delta <= row["ci_high"])
+    return {"truth": truth, "estimates": est, "covered": covered, "verdicts": verdicts,
+            "delta_covered": delta_covered, "warned": warned / logs, "warnings": texts}
+
+
+def _lowest(rate: float, logs: int) -> float:
+    """The share of ``logs`` below which a true ``rate`` falls with probability 1% (one-sided, normal
+    approximation of the binomial): a coverage of 90% measured on 100 logs may read 0.83."""
+    return rate - 2.33 * np.sqrt(rate * (1 - rate) / logs)
+
+
+def _assert_trusted(out: dict, metric: str, logs: int) -> None:
+    """The criteria, each up to the binomial noise of ``logs`` logs: unbiased (within 4 standard errors
+    of the mean over the logs), 95% intervals covering the truth in at least 90% of logs (on average
+    over the rankers; each ranker's and each difference's coverage not significantly below 90%), a
+    truly better ranker declared significantly worse in at most 2.5% (not significantly more)."""
+    truth = out["truth"]
+    for r in RANKERS:
+        values = np.array(out["estimates"][(r, metric)])
+        se = values.std(ddof=1) / np.sqrt(logs)  # of the mean over the logs
+        assert abs(values.mean() - truth[r][metric]) < 4 * se, (r, metric, values.mean(), truth[r][metric])
+        assert np.mean(out["covered"][(r, metric)]) >= _lowest(0.90, logs), (r, metric)
+    assert np.mean([np.mean(out["covered"][(r, metric)]) for r in RANKERS]) >= 0.90, metric
+    for r in ("B2", "B"):
+        assert truth[r][metric] > truth["A"][metric]  # truly better: the premise of the wrong-way rate
+        worse = np.mean(np.array(out["verdicts"][(r, metric)]) == "worse")
+        assert worse <= 0.025 + (0.025 - _lowest(0.025, logs)), (r, metric, worse)
+        assert np.mean(out["delta_covered"][(r, metric)]) >= _lowest(0.90, logs), (r, metric)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["position, sparse", "position, dense", "cascade, dense"])
+def test_estimates_from_clicks_are_unbiased_cover_the_truth_and_never_reverse_a_better_ranker(name):
+    logs = 100
+    out = run(cs.SETTINGS[name], logs, seed=1000)
+    assert out["warned"] == 0, out["warnings"]  # nothing to warn of: ordinary logs
+    for metric in OFFERED:
+        _assert_trusted(out, metric, logs)
+    # B is much better than A: the comparison finds it (the criteria above are not met by saying nothing)
+    assert np.mean(np.array(out["verdicts"][("B", "precision@10")]) == "better") > 0.8
+
+
+@pytest.mark.slow
+def test_sparse_cascade_clicks_keep_the_sums_and_warn_of_the_pooled_ratios():
+    """Cascade clicks with the exact examination of each row given the clicks above: the sums stay
+    trusted; the pooled ratios' denominator (every click's weight) is heavy-tailed enough for the
+    warning, which names them, in most logs."""
+    logs = 100
+    out = run(cs.SETTINGS["cascade, sparse"], logs, seed=2000)
+    for metric in ("precision@10", "dcg@10"):
+        _assert_trusted(out, metric, logs)
+    assert out["warned"] >= 0.8
+    assert all("recall_micro@10" in text and "a pooled ratio" in text and "precision@10" not in text
+               for text in out["warnings"])
+
+
+@pytest.mark.slow
+def test_heavy_tailed_weights_are_warned_of_because_their_intervals_undercover():
+    """A strongly dependent cascade (a user reads on after a click with probability 0.3) behind a poor
+    logging ranker: the weights' tail is so heavy that the intervals of even the sums cover the truth
+    too rarely, and every log is warned of it, although its effective sample size looks fine in the
+    logs that undercover."""
+    from dataclasses import replace
+
+    harsh = replace(cs.SETTINGS["cascade, sparse"], go_on_click=0.3, go_on_skip=0.8, logger_noise=2.5)
+    out = run(harsh, 60, metrics=("precision@10",), seed=3000)
+    assert out["warned"] == 1.0
+    assert all("precision@10 (limit 0.3)" in text for text in out["warnings"])
+    coverage = np.mean([np.mean(out["covered"][(r, "precision@10")]) for r in RANKERS])
+    assert coverage < 0.9
+
+
+@pytest.mark.slow
+def test_clipping_biases_toward_the_logging_ranker_as_its_warning_says_and_refuses_decisions():
+    setting = cs.SETTINGS["position, sparse"]
+    out = run(setting, 30, metrics=("precision@10",), seed=4000, clip=5, decide=False)
+    assert out["warned"] == 1.0 and all("in favour of the logging ranker" in t for t in out["warnings"])
+    truth = out["truth"]
+    for r in RANKERS:
+        values = np.array(out["estimates"][(r, "precision@10")])
+        assert values.mean() < truth[r]["precision@10"] - 5 * values.std(ddof=1) / np.sqrt(len(values))
+    # toward the logging ranker: the models that differ from it lose more than the one close to it
+    loss = {r: 1 - np.mean(out["estimates"][(r, "precision@10")]) / truth[r]["precision@10"] for r in RANKERS}
+    assert loss["B"] > loss["A"] and loss["B2"] > loss["A"]
+    log = cs.log(setting, 500, 1)
+    with pytest.warns(tk.TopkevalWarning, match="clip=5"):
+        res = tk.evaluate(log, ["precision@10"], relevance="click", score=RANKERS, position="position",
+                          propensity="propensity", clip=5)
+    for decision in (lambda: res.compare(), lambda: res.summary_ci(), lambda: res.compare_all(),
+                     lambda: res.anova("precision@10"), lambda: res.queries_needed("precision@10", delta=0.01)):
+        with pytest.raises(tk.ParameterError, match="clip=5 capped the weights of .* in favour of the logging"):
+            decision()
+
+
+def test_the_per_query_ratios_topkeval_refuses_are_biased():
+    """What the refusal of recall@k and F1@k under propensity= rests on, measured with numpy on the same
+    simulator (no topkeval estimate): the self-normalised per-query ratios are far from the truth, and
+    for the ranker close to the logging one more than for the others, so they reverse comparisons."""
+    setting = cs.SETTINGS["position, sparse"]
+    truth = cs.truth(setting, n_queries=100_000)
+    est = {r: [] for r in RANKERS}
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        w = cs.world(setting, QUERIES, rng)
+        _, click, propensity = cs.clicks(setting, w, rng)
+        weight = 1 / np.where(np.isnan(propensity), 1.0, propensity)
+        for r in RANKERS:
+            est[r].append(cs.snips(click, weight, w.scores[r], 10)["recall@10"])
+    bias = {r: np.mean(est[r]) / truth[r]["recall@10"] - 1 for r in RANKERS}
+    assert all(b > 0.05 for b in bias.values()), bias
+    snips_delta = np.mean(est["B2"]) - np.mean(est["A"])
+    assert truth["B2"]["recall@10"] > truth["A"]["recall@10"] and snips_delta < 0  # B2 is better; SNIPS says worse
+    log = cs.log(setting, 50, 1)
+    for metric, instead in [("recall@10", "recall_micro@10"), ("f1@10", "f1_micro@10"), ("ndcg@10", "dcg@10"),
+                            ("ap", "dcg@k"), ("r_precision", "precision@k")]:
+        with pytest.raises(tk.ParameterError, match=f"cannot be estimated from clicks .* {metric} -> {instead}"):
+            tk.evaluate(log, [metric], relevance="click", score="A", position="position", propensity="propensity")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not ESTIMATED_CURVE, reason="the intervals do not carry an estimated curve's uncertainty yet "
+                    "(issue 34, part B): the benchmark measures this case as it is")
+def test_estimates_with_a_curve_estimated_from_two_arms_cover_the_truth():
+    setting = cs.SETTINGS["position, sparse"]
+
+    def curve(seed):
+        arms = pd.DataFrame(cs.arms(setting, QUERIES, seed + 50_000))
+        return tk.estimate_position_bias(arms, n_resamples=0)
+
+    logs = 100
+    out = run(setting, logs, seed=5000, curve=curve)
+    for metric in OFFERED:
+        _assert_trusted(out, metric, logs)
