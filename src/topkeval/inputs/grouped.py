@@ -121,10 +121,17 @@ class GroupedLog:
         return Judgments(self.per_query_sum(self.relevant(conv)), self.offsets, self.grades)
 
     def relevant(self, conv) -> np.ndarray:
-        """Boolean relevance of every row under ``conv`` (:meth:`Conventions.is_relevant`), computed once."""
+        """Boolean relevance of every row under ``conv`` (:meth:`Conventions.is_relevant`), computed once.
+
+        A row without a judgment (:attr:`judged` False: a retrieved item the judgments do not list,
+        whose filler grade is 0) is never relevant, whatever the threshold: under a threshold of 0 or
+        less its filler grade would pass it (trec_eval: only a judged document can be relevant)."""
         key = conv.threshold
         if key not in self._relevant:
-            self._relevant[key] = conv.is_relevant(self.grades)
+            relevant = conv.is_relevant(self.grades)
+            if self.judged is not None:
+                relevant &= self.judged
+            self._relevant[key] = relevant
         return self._relevant[key]
 
     def item_ids(self, codes: np.ndarray) -> np.ndarray:

@@ -2,8 +2,9 @@
 
 A run lists what a model retrieved: (query, item, score). Judgments list (query, item, grade),
 including relevant items that no model retrieved. For each run the retrieved rows get their grade
-(0 when unjudged), R counts every judged item with a relevant grade, and the ideal DCG ranks every
-judged gain. Queries are those with judgments; a query of the run without judgments is left out
+(0 when unjudged, and marked unjudged: such a row is never relevant, whatever the relevance
+threshold, 0 or less included, as in trec_eval), R counts every judged item with a relevant grade,
+and the ideal DCG ranks every judged gain. Queries are those with judgments; a query of the run without judgments is left out
 and counted; a judged query missing from the run is left out (``missing_queries="skip"``,
 trec_eval's default) or scored as an empty list (``"zero"``, trec_eval ``-c``).
 
