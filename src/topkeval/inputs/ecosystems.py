@@ -103,8 +103,9 @@ def _id_column(values: list):
     return values if column.null_count else column  # a missing id: said where ids are read
 
 
-def _rows(obj, where: str) -> dict | None:
-    """An iterable of namedtuples as a dict of columns (its fields); None when ``obj`` is not one."""
+def _rows(obj, where: str, empty: bool = False) -> dict | None:
+    """An iterable of namedtuples as a dict of columns (its fields); None when ``obj`` is not one.
+    ``empty``: an iterator without rows is an empty dict (else an error)."""
     if isinstance(obj, (list, tuple)):
         if not obj or not _is_namedtuple(obj[0]):
             return None
@@ -113,6 +114,8 @@ def _rows(obj, where: str) -> dict | None:
         iterator = iter(obj)
         first = next(iterator, _END)
         if first is _END:
+            if empty:
+                return {}
             raise DataError(f"{where} is an iterator without rows: there is nothing to evaluate.")
         if not _is_namedtuple(first):
             raise DataError(f"{where} is an iterator ({type(obj).__name__}) of {type(first).__name__}s; an iterator "
@@ -147,9 +150,9 @@ def _value_column(values: list):
 _END = object()
 
 
-def _dict_of_dicts(obj, value: str, where: str) -> dict | None:
+def _dict_of_dicts(obj, value: str, where: str, empty: bool = False) -> dict | None:
     """``{query: {doc: value}}`` as a dict of columns (query_id, doc_id and ``value``); None when
-    ``obj`` is not a dict of dicts."""
+    ``obj`` is not a dict of dicts. ``empty``: one without any pair is an empty dict (else an error)."""
     if not isinstance(obj, Mapping) or not obj:
         return None
     inner = [isinstance(v, Mapping) for v in obj.values()]
@@ -168,15 +171,18 @@ def _dict_of_dicts(obj, value: str, where: str) -> dict | None:
         docs.extend(inner_docs.keys())
         values.extend(inner_docs.values())
     if not queries:
+        if empty:
+            return {}
         raise DataError(f"{where} is a dict of dicts without any (query, doc) pair: there is nothing to evaluate.")
     return {"query_id": _id_column(queries), "doc_id": _id_column(docs), value: _value_column(values)}
 
 
-def as_table(obj, role: str):
+def as_table(obj, role: str, empty: bool = False):
     """``obj`` as a table when it is rows of namedtuples or a dict of dicts; anything else as it is.
 
     ``role``: ``"run"`` (the data, with judgments apart), ``"qrels"`` or ``"table"`` (the data,
-    without judgments apart).
+    without judgments apart). ``empty``: an iterator without rows, or a dict of dicts without a
+    pair, is an empty dict (ir_measures takes them); by default they are refused (nothing to evaluate).
     """
     where = {"run": "The run (data)", "qrels": "The judgments (qrels=)", "table": "The data"}[role]
     if isinstance(obj, Mapping):
@@ -184,10 +190,10 @@ def as_table(obj, role: str):
             raise DataError("The data is a dict of dicts ({query: {doc: value}}, as ir_measures takes a run or "
                             "judgments), which holds one value per pair, not both a grade and a score: pass the run "
                             "as data and the judgments apart, qrels={query: {doc: grade}}.")
-        found = _dict_of_dicts(obj, "relevance" if role == "qrels" else "score", where)
+        found = _dict_of_dicts(obj, "relevance" if role == "qrels" else "score", where, empty)
         return obj if found is None else found
     if _may_be_rows(obj):
-        found = _rows(obj, where)
+        found = _rows(obj, where, empty)
         return obj if found is None else found
     return obj
 

@@ -26,6 +26,9 @@ class Judgments:
     grades: np.ndarray
     nonrelevant: np.ndarray | None = None  # judged non-relevant items per query, when not all are in grades
     zeros: np.ndarray | None = None  # judged items of grade 0 per query not listed in grades (a score matrix's cells)
+    #: the item code of each judged grade, in the run's code space (judgments apart from a run); None when the
+    #: judgments are the log's own rows. Within a query the judgments keep the order they were listed in.
+    items: np.ndarray | None = None
 
     def under(self, conv) -> Judgments:
         """These judgments under ``conv``'s relevance threshold (a metric's own ``rel=``): R counted
@@ -35,7 +38,7 @@ class Judgments:
         if self.nonrelevant is not None or self.zeros is not None:  # a score matrix's: its batch recounts them
             raise ValueError("judgments that do not list every judged item cannot be recounted")
         return Judgments(count_per_group(self.offsets, conv.is_relevant(np.asarray(self.grades))), self.offsets,
-                         self.grades)
+                         self.grades, items=self.items)
 
     def judged_nonrelevant(self, conv) -> np.ndarray:
         """Judged non-relevant items of each query: a judgment with a grade >= 0 that is not relevant

@@ -94,7 +94,13 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     return table, query, item, free[0], free[1]
 
 
-def _kind(values: np.ndarray) -> str:
+def id_kind(values: np.ndarray) -> str:
+    """The kind of an array of ids as :func:`match_ids` matches them: ``"int"``, ``"float"``, ``"text"`` or
+    ``"other"``.
+
+    >>> id_kind(np.array([401, 402])), id_kind(np.array(["401"], dtype=object)), id_kind(np.array([401.0]))
+    ('int', 'text', 'float')
+    """
     if values.dtype.kind in "iub":
         return "int"
     if values.dtype.kind == "f":
@@ -134,7 +140,7 @@ def match_ids(judged: np.ndarray, run: np.ndarray, column: str) -> tuple[np.ndar
     if len(judged) == 0 or len(run) == 0:  # nothing to match (a partition of a distributed table)
         return judged.astype(run.dtype if len(judged) == 0 else judged.dtype), run.astype(
             judged.dtype if len(run) == 0 else run.dtype)
-    kj, kr = _kind(judged), _kind(run)
+    kj, kr = id_kind(judged), id_kind(run)
     if kj == kr and kj != "other":
         return judged, run
     numeric = ("int", "float")
@@ -314,7 +320,8 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: l
         log.grades, found = judge(log.offsets, log.items, jo, ji, jg)
         log.judged = found
         judged_hits += int(found.sum())
-        matched.append(RunApart(name, log, Judgments(R[order], jo, jg), ji, len(r_scores), unjudged, Q - present))
+        matched.append(RunApart(name, log, Judgments(R[order], jo, jg, items=ji), ji, len(r_scores), unjudged,
+                                Q - present))
     if shared == 0 and warn:
         raise DataError(
             f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
