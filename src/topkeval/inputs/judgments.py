@@ -323,10 +323,15 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: l
         matched.append(RunApart(name, log, Judgments(R[order], jo, jg, items=ji), ji, len(r_scores), unjudged,
                                 Q - present))
     if shared == 0 and warn:
+        from .tables import column_names
+
+        passed = [c for c in ("query_id", "qid", "query") if c != query and c in column_names(data)]
+        other = (f" The run also has {' and '.join(map(repr, passed))}, not read as the query id: if that is the id, "
+                 f"name it (query={passed[0]!r}).") if passed else ""
         raise DataError(
             f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
             f"run's like {_sample(qlabels[np.unique(rqc[:1000])])}. Check the {query!r} columns (text '1' and the "
-            "number 1 match; '007' and 7 do not)."
+            f"number 1 match; '007' and 7 do not).{other}"
         )
     if judged_hits == 0 and warn:
         warn_user(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "
