@@ -665,7 +665,7 @@ def _compare_all(args, out) -> int:
     res = _load_models(args, required=True)
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
-                   "effect_size", "letters_a", "letters_b"]]
+                   "es_e", "letters_a", "letters_b"]]
     p_text = {"p_value": lambda p: report.p_value_text(p, args.resamples if test == "randomized_tukey" else None)}
     title = (f"every pair: {test.replace('_', ' ')} HSD, {args.confidence:.0%} simultaneous intervals; models "
              "sharing a letter are not distinguishable")

@@ -376,7 +376,8 @@ class Results:
 
         Each row: ``model_a, model_b, mean_a, mean_b, delta`` (a - b), its simultaneous interval
         ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs), ``significant`` (p below
-        ``1 - confidence``), ``effect_size`` (delta / sqrt(residual variance), Sakai's ES_E), and
+        ``1 - confidence``), ``es_e`` (Sakai's ES_E: delta / sqrt(residual variance of the two-way ANOVA), one
+        scale for every pair; not :meth:`compare`'s ``effect_size``, Cohen's d of one pair's differences), and
         the compact letter display ``letters_a, letters_b`` (models sharing a letter are not
         distinguishable); per metric and segment. Definitions: :mod:`topkeval.analysis.many`.
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).
