@@ -10,6 +10,7 @@ model's top k. Every convention reaches the kernels through :mod:`topkeval.engin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -241,7 +242,8 @@ def _row_judgments(log: GroupedLog, judgments: Judgments) -> np.ndarray:
     if judgments.items is None or not log.has_items:
         raise ParameterError("compat(ideal=judgments) orders the ideal by the judgments' order, which needs the "
                              "judged items of each query (judgments apart, qrels=, or one table of graded rows).")
-    index, found = judge(log.offsets, log.items, judgments.offsets, judgments.items,
+    items = cast(np.ndarray, log.items)  # has_items: the codes exist
+    index, found = judge(log.offsets, items, judgments.offsets, judgments.items,
                          np.arange(len(judgments.grades), dtype=np.float64))
     return np.where(found, index, -1).astype(np.int64)
 

@@ -26,9 +26,16 @@ pipeline's; ``TopkevalProvider(ties=...)`` computes every measure under one tie 
 (``ties="expected"``: the exact mean over the orders of tied documents). A measure is supported
 when that provider is one of :data:`PROVIDERS` and topkeval's name parser reads the measure's
 ``str()`` into a metric it computes under those conventions: the list is derived, never kept by
-hand. Two measures are computed apart from the parser's reading, as their provider computes them:
+hand. Some measures are computed apart from the parser's reading, as their provider computes them:
 cwl_eval's ``RBP(rel=r)`` normalises its weights over 1000 ranks (``rbp@1000 / (1 - p^1000)``), and
-``Judged`` without a cutoff is judged@k over the whole list.
+reads a negative grade as 0 (under ``rel <= 0`` every judged document is relevant); ``Judged``
+without a cutoff is judged@k over the whole list; ``nDCG(gains={...})`` rewrites the grades by the
+map, as ir_measures does before pytrec_eval reads them, so that a negative gain gains 0; and
+``Compat``'s ideal orders equal grades by the run's score, then in the judgments' order
+(``compat(ideal=judgments)``). A relevance level of 0 or less is refused for the measures that
+pytrec_eval computes (it refuses ``rel=0`` and gives 0 below it) and for ``Accuracy`` (whose
+provider counts unjudged documents relevant there); a document without a judgment is never
+relevant. docs/conventions.md lists where the providers differ from each other and from themselves.
 
 Records. ``iter_calc`` yields ir_measures' ``Metric(query_id, measure, value)`` for each query of
 the run that has judgments, then the measure's ``DEFAULT`` for each judged query the run misses,
@@ -37,7 +44,10 @@ its provider does. ``calc_aggregate`` and ``calc`` aggregate them with each meas
 aggregator (the mean; the sum for ``NumRet``, ``NumRel``). The run and the judgments are read by
 :func:`topkeval.evaluate` in any form it takes: ir_measures' (namedtuples, pandas frames with
 ``query_id``, ``doc_id``, ``score`` / ``relevance``, dicts of dicts), PyTerrier's frames, Arrow and
-polars tables. Unlike ir_measures, a document listed twice for a query is refused, not overwritten.
+polars tables; empty ones as ir_measures reads them. Query ids are matched as evaluate matches them
+(the number 401 and the text "401" are one id; the records carry the judgments' ids), and ids it
+refuses are refused, never scored 0. Unlike ir_measures, a document listed twice for a query is
+refused, not overwritten.
 """
 
 from __future__ import annotations
