@@ -631,6 +631,8 @@ def test_without_ir_measures_the_module_says_which_extra_to_install():
                          env={**__import__("os").environ, "PYTHONPATH": str(Path(tk.__file__).parents[1])})
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("TopkevalError topkeval.integrations.ir_measures needs ir_measures")
+    assert "pip install ir-measures" in out.stdout and "pip install '.[ir_measures]'" in out.stdout  # not on PyPI
+    assert "topkeval[" not in out.stdout
 
 
 # ---------------------------------------------------------------------------------------------
