@@ -937,7 +937,7 @@ def _compare_all(args, out) -> int:
     res = _load_models(args, required=True)
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
-                   "effect_size", "letters_a", "letters_b"]]
+                   "es_e", "letters_a", "letters_b"]]
     floor = table.attrs.get("p_floor") if test == "tukey" else None
 
     def p_text(p):

@@ -29,7 +29,9 @@ evaluated on:
 
   When every ``d_i`` is 0 the p-value is 1 (nothing to detect), whatever the test.
 * ``p_adjusted``: Holm, Bonferroni or Benjamini-Hochberg over every (model, metric) row of the call;
-* ``effect_size``: Cohen's d of the paired differences, ``mean(d) / sd(d)``;
+* ``effect_size``: Cohen's d of the paired differences (often written d_z), ``mean(d) / sd(d)``: the mean
+  difference in units of its own spread over the queries (not :meth:`~topkeval.Results.compare_all`'s ``es_e``,
+  which divides by the residual standard deviation of the two-way ANOVA of every model);
 * ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12);
 * ``detectable_delta``: detectable at this size: the smallest mean difference a two-sided paired
   t-test at ``1 - confidence`` finds with probability 0.8, given the spread of these ``d_i`` and their

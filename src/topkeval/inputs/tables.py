@@ -489,7 +489,8 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         out = dict(zip(columns, run_parallel(lambda c: (id_values if c in id_columns else _to_numpy)(data.column(c)),
                                              columns)))
     elif isinstance(data, Mapping):
-        label = _check_columns(columns, list(data.keys()), where or "the dict", roles, hint)
+        label = _check_columns(columns, list(data.keys()), where or str(getattr(data, "described", "the dict")), roles,
+                               hint)
         out = {c: id_values(data[label[c]], c) if c in id_columns else _sequence(data[label[c]], c) for c in columns}
     else:
         raise DataError(
