@@ -326,6 +326,91 @@ def test_plackett_luce_marginals_equal_every_ordered_prefix():
     exact, _ = pl.marginals(scores, offsets, 1.0, 4)
     assert how["sampled"] == len(sizes) and how["samples"] == 40_000
     assert np.abs(sampled - exact).max() < 5 * math.sqrt(0.25 / 40_000)  # within 5 standard errors
+    # each sampled marginal within 5 of its own standard errors, which are what info reports (a chance
+    # that no draw reaches, below about 1 / samples, has a standard error of 0: 4 / samples allowed)
+    errors = how["_standard_errors"]
+    assert (np.abs(sampled - exact) <= 5 * errors + 4 / 40_000).all()
+    assert how["largest_standard_error"] == pytest.approx(errors.max()) and 0 < errors.max() < 0.01
+    np.testing.assert_allclose(sampled[:, 0], exact[:, 0], atol=1e-12)  # position 1 is exact (Rao-Blackwell)
+
+
+def decimal_marginals(scores, T: float, depth: int) -> np.ndarray:
+    """Plackett-Luce marginals by every ordered prefix in 60-digit decimals, each draw's remaining
+    weight summed afresh (no weight underflows: exp(40 / 0.001) is a decimal like any other)."""
+    import decimal
+
+    ctx = decimal.Context(prec=60, Emax=10**9, Emin=-10**9)
+    w = [ctx.exp(ctx.divide(decimal.Decimal(float(x)), decimal.Decimal(T))) for x in scores]
+    n = len(w)
+    out = [[decimal.Decimal(0)] * depth for _ in range(n)]
+    for prefix in itertools.permutations(range(n), min(depth, n)):
+        p = decimal.Decimal(1)
+        for j, a in enumerate(prefix):
+            p = ctx.multiply(p, ctx.divide(w[a], sum((w[b] for b in range(n) if b not in prefix[:j]),
+                                                     decimal.Decimal(0))))
+        for j, a in enumerate(prefix):
+            out[a][j] += p
+    return np.array([[float(x) for x in row] for row in out])
+
+
+@pytest.mark.parametrize("T", [1.0, 0.02, 1e-3])
+def test_plackett_luce_holds_every_positions_mass_at_sharp_temperatures(T):
+    """exp(s / T) of scores 40..1 at T = 0.02 underflows (exp(-1400)): the marginals and the prefix
+    probabilities are taken relative to the largest weight left, so each position's chances still sum
+    to 1 and equal the brute force in 60-digit decimals."""
+    from topkeval.analysis import plackett_luce as pl
+
+    scores = np.array([40.0, 30.0, 20.0, 12.0, 5.0, 1.0])
+    got, how = pl.marginals(scores, np.array([0, 6]), T, 4)
+    np.testing.assert_allclose(got, decimal_marginals(scores, T, 4), atol=1e-14)
+    np.testing.assert_allclose(got.sum(axis=0), 1.0, rtol=1e-14)
+    # the probability of a logged prefix (scores in the order shown), the rest unshown
+    shown = np.array([[12.0, 40.0, 5.0]])
+    top, total = pl.log_weight_sums(np.array([30.0, 20.0, 1.0]), np.zeros(3, np.int64), 1, T)
+    prefix = pl.prefix_probabilities(shown, top, total, T)
+    want = decimal_marginals_prefix(np.array([12.0, 40.0, 5.0, 30.0, 20.0, 1.0]), T, 3)
+    np.testing.assert_allclose(prefix[0], want, rtol=1e-12, atol=1e-300)
+
+
+def decimal_marginals_prefix(scores, T: float, depth: int) -> np.ndarray:
+    """P(the first ``depth`` candidates of ``scores`` drawn in their order), for each prefix, in decimals."""
+    import decimal
+
+    ctx = decimal.Context(prec=60, Emax=10**9, Emin=-10**9)
+    w = [ctx.exp(ctx.divide(decimal.Decimal(float(x)), decimal.Decimal(T))) for x in scores]
+    p, out = decimal.Decimal(1), []
+    for j in range(depth):
+        p = ctx.multiply(p, ctx.divide(w[j], sum(w[j:], decimal.Decimal(0))))
+        out.append(float(p))
+    return np.array(out)
+
+
+def test_a_sharp_plackett_luce_policy_is_the_ranker_and_huge_scores_stay_finite():
+    from topkeval.analysis import plackett_luce as pl
+
+    # the degenerate limit: each candidate at its rank with probability 1 (ties spread, as ties="expected")
+    got, _ = pl.marginals(np.array([3.0, 9.0, 1.0, 9.0, 5.0]), np.array([0, 5]), 1e-4, 3)
+    want = np.array([[0, 0, 0], [0.5, 0.5, 0], [0, 0, 0], [0.5, 0.5, 0], [0, 0, 1.0]])
+    np.testing.assert_allclose(got, want, atol=1e-300)
+    # scores of +-1e308: differences overflow double, the chances do not
+    got, _ = pl.marginals(np.array([1e308, -1e308, 1e308, 0.0, 5e307]), np.array([0, 5]), 1.0, 3)
+    np.testing.assert_allclose(got, [[0.5, 0.5, 0], [0, 0, 0], [0.5, 0.5, 0], [0, 0, 0], [0, 0, 1.0]], atol=1e-300)
+    # through off_policy: a Plackett-Luce policy at T = 0.02 over BM25-like scores estimates the ranker's value
+    rng = np.random.default_rng(1)
+    rounds, n, L = 400, 10, 5
+    base = np.array([40.0, 30, 20, 12, 5, 1, 0.5, 0.2, 0.1, 0.0])
+    perm = np.argsort(rng.random((rounds, n)), axis=1)
+    pos = np.full((rounds, n), np.nan)
+    pos[np.arange(rounds)[:, None], perm[:, :L]] = np.arange(1, L + 1)
+    click = np.where(np.isnan(pos), 0.0, (rng.random((rounds, n)) < 0.5).astype(float))
+    log = pd.DataFrame({"round": np.repeat(np.arange(rounds), n), "item": np.tile(np.arange(n), rounds),
+                        "position": pos.ravel(), "click": click.ravel(), "pscore": 1 / n,
+                        "score": np.tile(base, rounds)})
+    res = tk.off_policy(log, ["precision@5"], policy={"ranker": "score", "pl": tk.PlackettLuce("score", 0.02)},
+                        query="round", estimator=["iips", "sniips", "dr"], refuse=False)
+    for e in ("iips", "sniips", "dr"):
+        assert res.summary.loc[f"pl ({e})", "precision@5"] == pytest.approx(
+            res.summary.loc[f"ranker ({e})", "precision@5"], rel=1e-12)
 
 
 def _tied_log():

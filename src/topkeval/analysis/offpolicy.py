@@ -562,12 +562,16 @@ def _plackett_luce(log: _Log, spec: _Spec, K: int, seed: int | None) -> _Policy:
     at_logged = np.zeros((log.n, log.width))
     cols = min(K, log.width)
     at_logged[:, :cols] = np.where(log.logged[:, :cols], marg[rows[:, :cols], np.arange(cols)[None, :]], 0.0)
-    w = _pl.weights(s, log.offsets, pl.temperature)
     in_matrix = np.zeros(log.rows, bool)
     in_matrix[log.at[log.logged]] = True
-    unshown = np.bincount(log.round_of[~in_matrix], weights=w[~in_matrix], minlength=log.n)
-    shown_w = np.where(log.logged, w[rows], np.nan)
-    prefix = _pl.prefix_probabilities(shown_w, unshown)
+    top, total = _pl.log_weight_sums(s[~in_matrix], log.round_of[~in_matrix], log.n, pl.temperature)
+    prefix = _pl.prefix_probabilities(np.where(log.logged, s[rows], np.nan), top, total, pl.temperature)
+    if how["sampled"]:  # the Monte Carlo error of the policy's probability at each logged (item, position)
+        errors = how["_standard_errors"]
+        how["_at_logged_se"] = np.zeros((log.n, log.width))
+        how["_at_logged_se"][:, :cols] = np.where(log.logged[:, :cols], errors[rows[:, :cols],
+                                                                                 np.arange(cols)[None, :]], 0.0)
+    del how["_standard_errors"]
     nz = np.nonzero(marg > 0)
     triples = _Triples(log.round_of[nz[0]], log.item[nz[0]], nz[1].astype(np.int64), marg[nz])
     return _Policy(spec, at_logged, prefix, triples, how)
