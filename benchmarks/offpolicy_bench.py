@@ -1,6 +1,7 @@
 """Off-policy estimates: the simulation table (bias, coverage, wrong-way rate) and the speed.
 
     python benchmarks/offpolicy_bench.py table --reps 500        # the table of docs/how-to/off-policy.md
+    python benchmarks/offpolicy_bench.py tests --reps 500        # compare's tests on off-policy estimates
     python benchmarks/offpolicy_bench.py speed --rows 10000000   # topkeval beside a numpy transcription
 
 ``table``: ``--reps`` logs of 2,000 rounds per setting from tests/offpolicy_simulation.py (a
@@ -12,6 +13,14 @@ truth, in the estimator's standard deviations across logs), the coverage of the 
 (Results.summary_ci, 1,000 resamples), the wrong-way rate (compare(baseline="logger"), paired t-test:
 the truly better ranker declared significantly worse at 5%), and the share of logs where the estimate
 was refused (NaN, with its reason).
+
+``tests``: the paired tests of :meth:`Results.compare` on off-policy estimates, ``--reps`` logs of
+2,000 rounds (position-based clicks, Plackett-Luce logger, tau 5). Under a true null (the new ranker
+against its twin, whose population value is the same): the share of logs where each test rejects at
+5% (permutation, t, bootstrap; and scipy's Wilcoxon signed-rank test run on the same per-round terms,
+which compare refuses), and how often compare's interval of the difference holds 0. Against the
+logger (a true difference, known): how often the interval holds it and how often the truly better
+ranker is declared significantly worse.
 
 ``speed``: ``--rows`` rows (rounds of 10 candidates, 5 shown by a uniformly random logger), the new
 ranker a score column; topkeval.off_policy (iips, sniips, dr; reading a pandas DataFrame, every input
@@ -111,6 +120,54 @@ def table(reps: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# compare's tests on off-policy estimates
+
+
+def tests(reps: int) -> None:
+    import topkeval as tk
+    import offpolicy_simulation as sim
+    from scipy import stats
+
+    truth = sim.truth(clicks="position")
+    metrics = ["precision@5", "precision@1"]
+    rows = []
+    t0 = time.perf_counter()
+    for rep in range(reps):
+        log, _ = sim.simulate(2000, seed=20_000 + rep)
+        for e in ("iips", "sniips", "dr"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", tk.TopkevalWarning)
+                res = tk.off_policy(log, metrics, policy=["new", "twin"], query="round", pscore="p_item", estimator=e)
+            pq = res.per_query
+            for test in ("permutation", "t", "bootstrap"):
+                cmp = res.compare(baseline="new", test=test, correction=None, n_resamples=1000, seed=rep)
+                for r in cmp.itertuples():
+                    if r.verdict == "refused":
+                        continue
+                    delta = 0.0 if r.model == "twin" else (sim.metric_truth(truth["new"], r.metric)
+                                                           - sim.metric_truth(truth["logger"], r.metric))
+                    rows.append(dict(estimator=e, test=test, metric=r.metric,
+                                     null="twin against new (equal value)" if r.model == "twin" else
+                                     "logger against new (new better)", rejects=r.p_value < 0.05,
+                                     covers=r.ci_low <= -delta <= r.ci_high if r.model == "logger" else
+                                     r.ci_low <= delta <= r.ci_high,
+                                     wrong=(r.verdict == "better") if r.model == "logger" else False))
+            for metric in metrics:  # the signed-rank test compare refuses, run by scipy on the same terms
+                a = pq.loc[pq["model"] == "new", metric].to_numpy()
+                b = pq.loc[pq["model"] == "twin", metric].to_numpy()
+                if np.isfinite(a).all() and np.isfinite(b).all() and (a != b).any():
+                    rows.append(dict(estimator=e, test="wilcoxon (refused)", metric=metric,
+                                     null="twin against new (equal value)",
+                                     rejects=stats.wilcoxon(a, b).pvalue < 0.05, covers=np.nan, wrong=False))
+    frame = pd.DataFrame(rows)
+    table = frame.groupby(["null", "test", "estimator", "metric"], sort=False).agg(
+        logs=("rejects", "size"), rejects=("rejects", "mean"), interval_holds_truth=("covers", "mean"),
+        better_ranker_declared_worse=("wrong", "mean")).reset_index()
+    print(f"{reps} logs of 2,000 rounds, {time.perf_counter() - t0:.0f} s")
+    print(table.to_markdown(index=False, floatfmt=".3f"))
+
+
+# ---------------------------------------------------------------------------------------------
 # speed
 
 
@@ -204,12 +261,16 @@ def main() -> None:
     sub = p.add_subparsers(dest="what", required=True)
     t = sub.add_parser("table")
     t.add_argument("--reps", type=int, default=500)
+    c = sub.add_parser("tests")
+    c.add_argument("--reps", type=int, default=500)
     s = sub.add_parser("speed")
     s.add_argument("--rows", type=int, default=10_000_000)
     s.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     if args.what == "table":
         table(args.reps)
+    elif args.what == "tests":
+        tests(args.reps)
     else:
         speed(args.rows, args.repeat)
 

@@ -12,7 +12,9 @@ an attractiveness ``rel = 1 / (1 + exp(-(A + B x)))``. The logger's production r
 * ``logger="shuffle"``: its top ``L`` by score, shown in uniformly random order: a candidate outside
   its top L is never shown (the support is missing wherever the new ranker differs).
 
-The new ranker ranks by ``x + N(0, 0.5)``: deterministic, and better than the logger. Clicks:
+The new ranker ranks by ``x + N(0, 0.5)``: deterministic, and better than the logger; its ``twin``
+ranks by ``x`` plus noise of the same law drawn apart (its own generator): another ranker whose
+population value is exactly the new ranker's (a true null for the paired comparisons). Clicks:
 
 * ``clicks="position"``: position-based, ``P(click at j) = rel / j`` independently at each position;
 * ``clicks="cascade"``: the user scans from the top, clicks the item at j with probability ``rel``
@@ -136,9 +138,11 @@ def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = 
     pi[r_idx, ranking] = p_item
     pc[r_idx, ranking] = prefix
     ps[r_idx, ranking] = prefix[:, [L - 1]]
+    twin = x + 0.5 * np.random.default_rng([seed, 1]).normal(size=(rounds, n))  # apart: the other draws unchanged
     log = pd.DataFrame({"round": np.repeat(np.arange(rounds), n), "item": np.arange(rounds * n),
                         "position": position.ravel(), "click": click.ravel(), "p_item": pi.ravel(),
-                        "p_cascade": pc.ravel(), "p_slate": ps.ravel(), "new": new_score.ravel()})
+                        "p_cascade": pc.ravel(), "p_slate": ps.ravel(), "new": new_score.ravel(),
+                        "twin": twin.ravel()})
     support = None
     if logger == "shuffle":
         top = np.argsort(-logger_score, axis=1)[:, :L]

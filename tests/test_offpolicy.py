@@ -786,3 +786,291 @@ def test_items_the_log_lacks_are_one_item_in_every_table():
     m = res.info["off_policy"]["diagnostics"]["t"]["metrics"]["tp@2"]
     assert m["unsupported"] == pytest.approx(0.5)  # 'z' at position 1 is outside the support
     assert m["never_shown"] == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# what each estimate is over: rounds without a position, policies that show nothing some of the time
+
+
+def test_a_round_with_nothing_at_a_position_adds_zero_there():
+    """Round 1 shows 3 items, round 2 has only 2 candidates (all shown), every one clicked: the clicks in
+    the top 3 per round are (3 + 2) / 2 = 2.5, and round 2's own value is 2, not 3."""
+    log = pd.DataFrame({"round": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "d", "e"], "position": [1, 2, 3, 1, 2],
+                        "click": [1.0, 1, 1, 1, 1], "pscore": [1.0] * 5, "new": [3.0, 2, 1, 2, 1]})
+    res = tk.off_policy(log, ["tp@3", "precision@3"], policy="new", query="round", refuse=False)
+    assert res.summary.loc["new", "tp@3"] == pytest.approx(2.5) and res.summary.loc["logger", "tp@3"] == 2.5
+    assert res.summary.loc["new", "precision@3"] == pytest.approx(2.5 / 3)
+    rows = res.per_query.set_index(["model", "round"])["tp@3"]
+    assert rows[("new", 1)] == pytest.approx(3.0) and rows[("new", 2)] == pytest.approx(2.0)
+    assert rows[("logger", 2)] == pytest.approx(2.0)
+    third = res.info["off_policy"]["per_position"]["new"][2]
+    assert third["rounds"] == 2 and third["logged"] == 1 and third["estimate"] == pytest.approx(0.5)
+
+
+def test_rounds_that_show_nothing_are_refused():
+    log = _small().assign(round=[1, 1, 1, 2, 2, 3])
+    log.loc[5, "position"] = np.nan  # round 3: one candidate, not shown
+    with pytest.raises(tk.DataError, match="show none"):
+        tk.off_policy(log, ["precision@2"], policy="new", query="round", refuse=False)
+
+
+def test_self_normalised_estimates_are_normalised_to_the_policys_mass():
+    """A table policy that shows something at each position only part of the time (allowed: at most 1
+    per position): sniips is the policy's mass times the weighted click rate, m_j sum(w c) / sum(w),
+    here by hand in numpy; OBP's form (m_j = 1) would estimate the rate given that it shows something."""
+    log = random_log(31, rounds=400)
+    table = pd.DataFrame({"item": [0, 1, 2, 3, 4], "position": [1, 1, 2, 3, 3],
+                          "probability": [0.3, 0.2, 0.6, 0.1, 0.15]})
+    res = tk.off_policy(log, ["tp@3"], policy={"t": table}, query="round", pscore="p_item",
+                        estimator=["iips", "sniips"], refuse=False)
+    shown = _flat(log)
+    prob = {(int(i), int(j)): p for i, j, p in zip(table["item"], table["position"], table["probability"])}
+    w = np.array([prob.get((int(i), int(j)), 0.0) for i, j in zip(shown["item"], shown["position"])]) / shown["p_item"]
+    c, j = shown["click"].to_numpy(), shown["position"].to_numpy().astype(int)
+    mass = table.groupby("position")["probability"].sum()
+    want = sum(mass[p] * (w * c)[j == p].sum() / w[j == p].sum() for p in (1, 2, 3))
+    assert res.summary.loc["t (sniips)", "tp@3"] == pytest.approx(want, rel=1e-12)
+    # the same policy at full mass per position (each probability scaled to sum 1): the self-normalised
+    # estimate of the half-mass policy is the full one's times the mass, position by position
+    assert res.per_query.groupby("model")["tp@3"].mean()["t (sniips)"] == pytest.approx(want, rel=1e-12)
+
+
+def test_items_the_log_never_lists_refuse_every_estimator_with_bounds():
+    log = random_log(32, rounds=600)
+    table = pd.DataFrame({"item": [0, 999, 1, 2], "position": [1, 2, 2, 3], "probability": [1.0, 0.9, 0.1, 1.0]})
+    with pytest.warns(tk.TopkevalWarning, match="never lists") as caught:
+        res = tk.off_policy(log, ["precision@3"], policy={"t": table}, query="round", pscore="p_item",
+                            estimator=["iips", "sniips", "dr"])
+    assert not any("sniips or dr" in str(w.message) for w in caught)
+    for e in ("iips", "sniips", "dr"):
+        m = res.info["off_policy"]["diagnostics"][f"t ({e})"]["metrics"]["precision@3"]
+        assert math.isnan(res.summary.loc[f"t ({e})", "precision@3"])
+        assert m["absent_items"] == pytest.approx(0.9 / 3) and "999" in m["refused"]
+        assert 0 <= m["lower"] <= m["upper"] <= 1
+
+
+def test_bounds_stay_in_the_metrics_range():
+    log = _small()
+    support = pd.DataFrame({"item": ["x"], "position": [1]})  # nothing the policy shows is supported
+    res = tk.off_policy(log, ["precision@2", "tp@2"], policy="new", query="round", support=support, refuse=False)
+    m = res.info["off_policy"]["diagnostics"]["new"]["metrics"]
+    assert m["precision@2"]["upper"] == 1.0 and m["tp@2"]["upper"] <= 2.0
+    assert m["precision@2"]["lower"] >= 0.0
+
+
+def test_doubly_robust_clip_bias_is_what_clipping_took_away():
+    """dr with weights capped at M loses sum (w - M)+ (c - q) / n_j (not iips's sum (w - M)+ c / n_j): by
+    pandas with the documented reward model, and it is the difference of the two estimates."""
+    log = random_log(33, rounds=300, items=10)
+    flat = _flat(log)
+    fold, rate = reference_rates(flat, log["round"].nunique(), seed=5, K=3)
+    top = deterministic_policy(log, 3)
+    w = np.array([float(top.get((r, int(p))) == i) for r, p, i in zip(flat["round"], flat["position"], flat["item"])])
+    w = w / flat["p_item"].to_numpy()
+    q = np.array([rate(fold[r], i, int(p) - 1) for r, i, p in zip(flat["round"], flat["item"], flat["position"])])
+    want = (np.maximum(w - 2.0, 0) * (flat["click"].to_numpy() - q)).sum() / log["round"].nunique()
+    spec = dict(policy="new", query="round", pscore="p_item", estimator="dr", seed=5, refuse=False, on_policy=None)
+    with pytest.warns(tk.TopkevalWarning, match="reward model"):
+        clipped = tk.off_policy(log, ["tp@3"], clip=2.0, **spec)
+    bias = clipped.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["clip_bias"]
+    assert bias == pytest.approx(want, rel=1e-12)
+    full = tk.off_policy(log, ["tp@3"], **spec).summary.iloc[0, 0]
+    assert full - clipped.summary.iloc[0, 0] == pytest.approx(bias, rel=1e-9)
+
+
+@pytest.mark.parametrize("continuation", [0.3, 0.6, 0.8])
+def test_clicks_that_depend_on_the_clicks_above_refuse_the_item_position_estimators(continuation):
+    """The dependent click model (after a click the user goes on with probability 0.3, 0.6, 0.8):
+    below a click, clicks at the same position are rarer, far beyond chance; iips, sniips and dr are
+    refused below position 1, rips is not."""
+    from offpolicy_simulation import simulate
+
+    log, _ = simulate(2000, seed=60, clicks="dcm", continuation=continuation)
+    with pytest.warns(tk.TopkevalWarning, match="depend on the clicks above"):
+        res = tk.off_policy(log, ["precision@3", "precision@1"], policy="new", query="round", pscore=PSCORES,
+                            estimator=["iips", "sniips", "dr", "rips"], min_ess=0)
+    check = res.info["off_policy"]["clicks_below_a_click"]
+    assert check["cascade_like"] and check["z"] < -3 and check["ratio"] < 0.95
+    for e in ("iips", "sniips", "dr"):
+        assert math.isnan(res.summary.loc[f"new ({e})", "precision@3"])
+        assert not math.isnan(res.summary.loc[f"new ({e})", "precision@1"])
+    assert not math.isnan(res.summary.loc["new (rips)", "precision@3"])
+
+
+def test_position_based_clicks_are_not_taken_for_a_cascade():
+    """Position-based clicks, with unique items (a deep position has more clicks above it and fewer clicks
+    of its own: the stratification by position keeps them apart) and with recurring items."""
+    from offpolicy_simulation import simulate
+
+    for seed in (61, 62):
+        log, _ = simulate(4000, seed=seed, clicks="position")
+        check = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item")
+        assert not check.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+        assert abs(check.info["off_policy"]["clicks_below_a_click"]["z"]) < 3
+    recurring = random_log(63, rounds=3000, n=5, L=3, items=8)
+    check = tk.off_policy(recurring, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False)
+    assert not check.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+
+
+# ---------------------------------------------------------------------------------------------
+# per-round values are terms of an estimate: what compare, diff and the report make of them
+
+
+def test_compare_refuses_the_signed_rank_test_on_terms_of_an_estimate():
+    log = random_log(34, rounds=300)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator="iips", refuse=False)
+    assert res.info["per_query_terms"]
+    with pytest.raises(tk.ParameterError, match="signed-rank"):
+        res.compare(baseline="logger", test="wilcoxon")
+    table = res.compare(baseline="logger", test="t", n_resamples=200)
+    assert not {"wins", "ties", "losses"} & set(table.columns)
+    with pytest.raises(tk.ParameterError, match="outcome"):
+        res.diff("logger", "new", "tp@3")
+    # the same declaration for a click log's inverse propensity weighted metrics
+    clicks = pd.DataFrame({"query": np.repeat(np.arange(40), 5), "click": np.tile([1, 0, 0, 1, 0], 40),
+                           "position": np.tile(np.arange(1, 6), 40), "a": np.tile([5.0, 4, 3, 2, 1], 40),
+                           "b": np.tile([1.0, 2, 3, 4, 5], 40)})
+    ips = tk.evaluate(clicks, ["precision@2"], relevance="click", score=["a", "b"], position="position",
+                      propensity={1: 1.0, 2: 0.5, 3: 0.4, 4: 0.3, 5: 0.25})
+    assert ips.info["per_query_terms"]
+    with pytest.raises(tk.ParameterError, match="signed-rank"):
+        ips.compare(baseline="a", test="wilcoxon")
+    plain = tk.evaluate(clicks, ["precision@2"], relevance="click", score=["a", "b"])
+    assert "wins" in plain.compare(baseline="a", test="wilcoxon", n_resamples=100).columns
+
+
+def test_the_report_leaves_out_per_query_sections_for_terms_and_says_refused(tmp_path):
+    log = random_log(35, rounds=300)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator=["iips", "dr"],
+                        min_clicks=1e6)
+    page = Path(res.report(tmp_path / "r.html", baseline="logger", n_resamples=200, curves=False)).read_text(
+        encoding="utf-8")
+    assert 'id="deltas"' not in page and 'id="queries"' not in page and "No per-query differences" in page
+    assert "Refused, new (iips) on tp@3" in page and "no query to compare" not in page
+    table = res.compare(baseline="logger", n_resamples=200)
+    assert (table["verdict"] == "refused").all() and "effective clicks" in next(iter(table.attrs["refused"].values()))
+
+
+def test_refuse_false_says_why_it_would_refuse_in_print_report_and_command_line(tmp_path, capsys):
+    from topkeval.cli import main
+
+    log = random_log(36, rounds=60)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False)
+    why = res.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["would_refuse"]
+    assert why and why in str(res)
+    page = Path(res.report(tmp_path / "r.html", n_resamples=100, curves=False)).read_text(encoding="utf-8")
+    assert "would be refused" in page
+    log.to_csv(tmp_path / "log.csv", index=False)
+    assert main(["off-policy", str(tmp_path / "log.csv"), "--query", "round", "--pscore", "p_item", "--policy", "new",
+                 "-m", "tp@3", "--no-refuse"]) == 0
+    out = capsys.readouterr().out
+    assert "would be refused" in out and "effective sample size" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# messages
+
+
+def test_a_wrong_pscore_scale_is_named_in_the_refusal():
+    log = random_log(37, rounds=500).assign(p_item=lambda f: f["p_item"].notna().map({True: 1.0, False: np.nan}))
+    with pytest.warns(tk.TopkevalWarning, match="pscore is not") as caught:
+        tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_ess=0, min_clicks=0)
+    assert "Use sniips or dr" not in str(caught[0].message)
+
+
+def test_a_policy_on_pairs_no_round_shows_is_refused_not_zero():
+    log = _small()  # item 'c' is never shown
+    table = pd.DataFrame({"item": ["c"], "position": [1], "probability": [1.0]})
+    with pytest.warns(tk.TopkevalWarning, match="no round of this log shows"):
+        res = tk.off_policy(log, ["precision@1"], policy={"t": table}, query="round", min_ess=0, min_clicks=0)
+    assert math.isnan(res.summary.loc["t", "precision@1"])
+
+
+def test_a_position_no_round_logs_is_named_for_the_logger_too():
+    log = _small().assign(position=[1, 3, None, 3, 1, None])
+    with pytest.warns(tk.TopkevalWarning, match="no round of the log logs position 2.*logger"):
+        res = tk.off_policy(log, ["precision@3"], policy="new", query="round", refuse=False)
+    assert res.summary.isna().all().all()
+
+
+@pytest.mark.parametrize("change, kwargs, error, message", [
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a"], "position": [0], "probability": [1.0]})}},
+     tk.DataError, r"policy 't'.*position 0.*0-based"),
+    (lambda f: f, {"policy": {"t": [("a", 1, 1.0)]}}, tk.ParameterError, "list of rows"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": [], "position": [], "probability": []})}}, tk.DataError,
+     "policy 't' has no rows"),
+    (lambda f: f, {"support": [("a", 1)]}, tk.ParameterError, r"support table \(support=\) must be a table"),
+    (lambda f: f.assign(pscore=[1.0000000001, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "1.0000000001"),
+    (lambda f: f.assign(pscore=[1e-320, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "below 1e-300"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": [True], "position": [1], "probability": [1.0]})}},
+     tk.DataError, "True / False"),
+    (lambda f: f, {"by": "round"}, tk.ParameterError, "segment"),
+    (lambda f: f, {"weight": "pscore"}, tk.ParameterError, "weight"),
+])
+def test_more_bad_input_is_refused_with_a_clear_error(change, kwargs, error, message):
+    args = dict(metrics=["precision@2"], policy="new", query="round", pscore="pscore", refuse=False)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        tk.off_policy(change(_small()), **args)
+
+
+def test_clip_is_shown_with_every_digit():
+    log = random_log(38, rounds=100)
+    with pytest.warns(tk.TopkevalWarning, match=r"clip=1\.0000001 "):
+        tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", clip=1.0000001, refuse=False)
+
+
+def test_tiny_pscores_leave_no_numpy_warning():
+    """pscores of 1e-299 give weights of 1e299, whose squares overflow unless scaled: the estimate is
+    made (and refused: one round), with no RuntimeWarning (the suite turns warnings into errors)."""
+    log = _small().assign(pscore=[1e-299, 0.5, None, 0.5, 1e-299, None], new=[0.9, 0.2, 0.1, 0.1, 0.9, 0.3])
+    res = tk.off_policy(log, ["precision@2"], policy="new", query="round", estimator=["iips", "sniips", "dr"],
+                        refuse=False)
+    assert np.isfinite(res.summary.loc["new (sniips)", "precision@2"])
+
+
+def test_a_stray_deep_position_is_refused_before_any_matrix():
+    import tracemalloc
+
+    n = 200
+    log = pd.DataFrame({"round": np.repeat(np.arange(n), 2), "item": np.tile([1, 2], n),
+                        "position": np.tile([1.0, 5_000_000.0], n), "click": 0.0, "pscore": 0.5,
+                        "new": np.tile([1.0, 0.0], n)})
+    tracemalloc.start()
+    try:
+        with pytest.raises(tk.DataError, match="gap"):
+            tk.off_policy(log, ["precision@1"], policy="new", query="round", estimator="sips", pscore={"slate": "pscore"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50e6
+
+
+def test_many_candidates_sample_the_plackett_luce_marginals_and_say_so():
+    """100 candidates, 5 positions: beyond the exact recursion; the Monte Carlo is Rao-Blackwellised
+    (position 1 exact: w_a / W), every position's chances sum to 1, and info and print say so."""
+    rng = np.random.default_rng(39)
+    rounds, n = 30, 100
+    scores = rng.normal(size=(rounds, n))
+    pos = np.full((rounds, n), np.nan)
+    pos[:, :5] = np.arange(1, 6)
+    log = pd.DataFrame({"round": np.repeat(np.arange(rounds), n), "item": np.tile(np.arange(n), rounds),
+                        "position": pos.ravel(), "click": np.where(np.isnan(pos), 0.0, 1.0).ravel(),
+                        "pscore": np.where(np.isnan(pos), np.nan, 0.01).ravel(), "s": scores.ravel()})
+    res = tk.off_policy(log, ["precision@5"], policy={"pl": tk.PlackettLuce("s", 0.5)}, query="round", refuse=False)
+    how = res.info["off_policy"]["plackett_luce"]["pl"]
+    assert how["sampled"] == rounds and how["samples"] == 1000 and 0 < how["largest_standard_error"] < 0.05
+    assert "Monte Carlo" in str(res)
+    from topkeval.analysis import plackett_luce as pl
+
+    marg, _ = pl.marginals(scores.ravel(), np.arange(0, rounds * n + 1, n), 0.5, 5)
+    w = np.exp(scores / 0.5)
+    np.testing.assert_allclose(marg[:, 0], (w / w.sum(axis=1, keepdims=True)).ravel(), rtol=1e-9)
+    np.testing.assert_allclose(marg.reshape(rounds, n, 5).sum(axis=1), 1.0, rtol=1e-9)
+
+
+def test_per_position_intervals_stay_in_the_click_rates_range():
+    log = random_log(40, rounds=40)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator="dr", refuse=False)
+    for p in res.info["off_policy"]["per_position"]["new"]:
+        assert 0.0 <= p["ci_low"] <= p["ci_high"] <= 1.0
