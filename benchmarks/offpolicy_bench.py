@@ -6,7 +6,8 @@
 
 ``table``: ``--reps`` logs of 2,000 rounds per setting from tests/offpolicy_simulation.py (a
 Plackett-Luce logger over the production ranker's ranks, weights ``exp(-rank / tau)``, 20 candidates,
-5 shown; the new ranker deterministic and better; position-based or cascade clicks; a logger that only
+5 shown; the new ranker deterministic and better; position-based, cascade or dependent-click-model
+clicks (after a click the user goes on with probability 0.3, 0.6, 0.8); a logger that only
 shuffles its top 5, with support= given; and a sharply peaked logger, tau 2, where the chance that it
 shows the policy's item is often below 1%). For every estimator and metric: the mean bias (estimate minus the population's
 truth, in the estimator's standard deviations across logs), the coverage of the 95% interval
@@ -46,10 +47,10 @@ METRICS = ["precision@5", "precision@1", "dcg@3"]
 PSCORES = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
 
 
-def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float) -> list[dict]:
+def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float, continuation: float = 0.6) -> list[dict]:
     import topkeval as tk
 
-    log, support = sim.simulate(2000, seed=seed, clicks=clicks, logger=logger, tau=tau)
+    log, support = sim.simulate(2000, seed=seed, clicks=clicks, logger=logger, tau=tau, continuation=continuation)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tk.TopkevalWarning)
         res = tk.off_policy(log, METRICS, policy="new", query="round", pscore=PSCORES, estimator=ESTIMATORS,
@@ -77,8 +78,9 @@ def _reason(reasons: pd.Series) -> str:
     """The most common reason of refusal, in a few words."""
     if not len(reasons):
         return ""
-    words = reasons.map(lambda r: "cascade-like clicks" if "cascade" in r else "effective sample size" if "sample size"
-                        in r else "effective clicks" if "effective clicks" in r else "support" if "cannot show" in r
+    words = reasons.map(lambda r: "clicks depend on clicks above" if "depend on the clicks above" in r else
+                        "slate weights' tail" if "ratios of whole slates" in r else "items the log lacks" if "never lists"
+                        in r else "effective sample size" if "sample size" in r else "effective clicks" if "effective clicks" in r else "support" if "cannot show" in r
                         else "weights' mean" if "weights average" in r else "no estimate" if "no estimate" in r
                         else r[:30])
     return words.value_counts().index[0]
@@ -87,16 +89,18 @@ def _reason(reasons: pd.Series) -> str:
 def table(reps: int) -> None:
     import offpolicy_simulation as sim
 
-    settings = [("position", "plackett_luce", 5.0), ("cascade", "plackett_luce", 5.0), ("position", "shuffle", 5.0),
-                ("position", "plackett_luce", 2.0)]
+    settings = [("position", "plackett_luce", 5.0, 0.0), ("cascade", "plackett_luce", 5.0, 0.0),
+                ("dcm", "plackett_luce", 5.0, 0.3), ("dcm", "plackett_luce", 5.0, 0.6), ("dcm", "plackett_luce", 5.0, 0.8),
+                ("position", "shuffle", 5.0, 0.0), ("position", "plackett_luce", 2.0, 0.0)]
     out = []
     t0 = time.perf_counter()
-    for clicks, logger, tau in settings:
-        truth = sim.truth(clicks=clicks, logger=logger, tau=tau)
-        name = (f"{clicks} clicks, " + (f"Plackett-Luce logger (tau {tau:g})" if logger == "plackett_luce" else
-                                        "top-5 shuffle logger, support= given"))
+    for clicks, logger, tau, go_on in settings:
+        truth = sim.truth(clicks=clicks, logger=logger, tau=tau, continuation=go_on)
+        kind = f"DCM clicks (continuation {go_on:g})" if clicks == "dcm" else f"{clicks} clicks"
+        name = (f"{kind}, " + (f"Plackett-Luce logger (tau {tau:g})" if logger == "plackett_luce" else
+                               "top-5 shuffle logger, support= given"))
         for rep in range(reps):
-            for row in one_log(sim, 10_000 + rep, clicks, logger, truth, tau):
+            for row in one_log(sim, 10_000 + rep, clicks, logger, truth, tau, go_on):
                 out.append(dict(setting=name, **row))
     frame = pd.DataFrame(out)
 
@@ -124,9 +128,10 @@ def table(reps: int) -> None:
 
 
 def tests(reps: int) -> None:
-    import topkeval as tk
-    import offpolicy_simulation as sim
     from scipy import stats
+
+    import offpolicy_simulation as sim
+    import topkeval as tk
 
     truth = sim.truth(clicks="position")
     metrics = ["precision@5", "precision@1"]
