@@ -725,57 +725,116 @@ def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
 @pytest.mark.slow
 def test_offered_estimates_cover_the_truth_and_never_go_the_wrong_way():
     """Logs of 2,000 rounds (tests/offpolicy_simulation.py): a Plackett-Luce logger over 20 candidates
-    showing 5 and a better deterministic ranker, with position-based clicks (150 logs) then cascade
-    clicks (20); and a logger that only shuffles its top 5, with support= given (15). Every estimate
-    offered (not refused) covers the population's truth in >= 88% of the logs that offer it, pooled
-    over the metrics, and >= 85% for each metric alone: 150 logs measure a coverage to +-2% (the claim,
-    >= 90%, is the 300-log table of benchmarks/offpolicy_bench.py: 93-95%; on these 150 logs iips
-    covers 89-92%). None says the better ranker is significantly worse, what cascade clicks break is
-    refused (with cascade clicks and with the shuffling logger, the refusals are what is tested), and a
-    refused estimate's bounds hold the truth."""
+    showing 5 and a better deterministic ranker, with position-based clicks (120 logs), cascade clicks
+    (10) and dependent-click-model clicks going on after a click with probability 0.3, 0.6 and 0.8 (10
+    each); and a logger that only shuffles its top 5, with support= given (10). With position-based
+    clicks every estimate offered (not refused) covers the population's truth in >= 88% of the logs
+    that offer it, pooled over the metrics, and >= 85% for each metric alone: 120 logs measure a
+    coverage to +-2% (the claim, >= 90%, is the 300-log table of benchmarks/offpolicy_bench.py). None
+    says the better ranker is significantly worse. Where clicks depend on the clicks above (cascade,
+    DCM), iips, sniips and dr are refused below position 1 in every log, and rips at position 1 is
+    offered; where the logger cannot show the ranker's choices nothing is offered and the bounds hold
+    the truth."""
     import offpolicy_simulation as sim
 
     metrics = ["precision@5", "precision@1", "dcg@3"]
     estimators = ["iips", "sniips", "dr", "rips", "snrips", "sips"]
     pscores = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
-    for clicks, logger, logs in (("position", "plackett_luce", 150), ("cascade", "plackett_luce", 20),
-                                 ("position", "shuffle", 15)):
-        truth = sim.truth(clicks=clicks, logger=logger, rounds=100_000)
+    settings = [("position", "plackett_luce", 0.0, 120), ("cascade", "plackett_luce", 0.0, 10),
+                ("dcm", "plackett_luce", 0.3, 10), ("dcm", "plackett_luce", 0.6, 10), ("dcm", "plackett_luce", 0.8, 10),
+                ("position", "shuffle", 0.0, 10)]
+    for clicks, logger, go_on, logs in settings:
+        truth = sim.truth(clicks=clicks, logger=logger, rounds=100_000, continuation=go_on)
         hits: dict = {}
         for rep in range(logs):
-            log, support = sim.simulate(2000, seed=500 + rep, clicks=clicks, logger=logger)
+            log, support = sim.simulate(2000, seed=500 + rep, clicks=clicks, logger=logger, continuation=go_on)
             res = tk.off_policy(log, metrics, policy="new", query="round", pscore=pscores, estimator=estimators,
                                 support=support)
-            ci = res.summary_ci(n_resamples=1000, seed=rep).set_index(["model", "metric"])
             cmp = res.compare(baseline="logger", test="t", correction=None, n_resamples=100).set_index(["model",
                                                                                                            "metric"])
+            ci = (res.summary_ci(n_resamples=1000, seed=rep).set_index(["model", "metric"])
+                  if clicks == "position" and logger == "plackett_luce" else None)
             for model in res.models[1:]:
                 for metric in metrics:
                     t = sim.metric_truth(truth["new"], metric)
-                    assert cmp.loc[(model, metric), "verdict"] != "worse", (clicks, logger, model, metric)
+                    assert cmp.loc[(model, metric), "verdict"] != "worse", (clicks, go_on, logger, model, metric)
                     m = res.info["off_policy"]["diagnostics"][model]["metrics"][metric]
-                    lo, hi = ci.loc[(model, metric), ["ci_low", "ci_high"]]
                     got = hits.setdefault((model, metric), [])
                     if math.isfinite(res.summary.loc[model, metric]):
-                        got.append(lo <= t <= hi)
+                        if ci is not None:
+                            lo, hi = ci.loc[(model, metric), ["ci_low", "ci_high"]]
+                            got.append(lo <= t <= hi)
+                        else:
+                            got.append(True)
                     if m.get("lower") is not None:
                         assert m["lower"] <= t <= m["upper"], (clicks, logger, model, metric)
-        pooled: dict = {}
-        for (model, metric), covered in hits.items():
-            if len(covered) >= 100:  # coverage measured where 100 logs or more offer the estimate
-                assert np.mean(covered) >= 0.85, (clicks, logger, model, metric, np.mean(covered))
-                pooled.setdefault(model, []).extend(covered)
-        for model, covered in pooled.items():
-            assert np.mean(covered) >= 0.88, (clicks, logger, model, np.mean(covered))
-        if clicks == "cascade":  # the item-position estimators are refused below the first position
-            for e in ("iips", "sniips", "dr"):
-                assert not hits[(f"new ({e})", "precision@5")], e
-            assert len(hits[("new (rips)", "precision@1")]) == logs
-        if logger == "shuffle":  # nothing is offered where the logger cannot show the ranker's choices
-            assert not any(hits.values())
         if clicks == "position" and logger == "plackett_luce":
+            pooled: dict = {}
+            for (model, metric), covered in hits.items():
+                if len(covered) >= 80:  # coverage measured where 80 logs or more offer the estimate
+                    assert np.mean(covered) >= 0.85, (model, metric, np.mean(covered))
+                    pooled.setdefault(model, []).extend(covered)
+            for model, covered in pooled.items():
+                assert np.mean(covered) >= 0.88, (model, np.mean(covered))
             for e in ("sniips", "dr"):
                 assert len(hits[(f"new ({e})", "precision@5")]) == logs, e
+        elif logger == "plackett_luce":  # cascade and DCM: the item-position estimators refused below position 1
+            for e in ("iips", "sniips", "dr"):
+                assert not hits[(f"new ({e})", "precision@5")] and not hits[(f"new ({e})", "dcg@3")], (go_on, e)
+            assert len(hits[("new (rips)", "precision@1")]) == logs, go_on
+        else:  # nothing is offered where the logger cannot show the ranker's choices
+            assert not any(hits.values())
+
+
+@pytest.mark.slow
+def test_compares_tests_hold_their_level_on_off_policy_estimates():
+    """compare's permutation (sign-flip), t and bootstrap tests on off-policy estimates, 100 logs of 2,000
+    rounds (position-based clicks, Plackett-Luce logger): under a true null (the new ranker against its
+    twin, whose population value is the same) each rejects at 5% in at most 8% of (log, estimator,
+    metric) cases and its interval of the difference holds 0 in at least 90%; against the logger (a
+    known difference) its interval holds the truth in at least 88% and the better ranker is never
+    declared worse. The Wilcoxon signed-rank test on the same terms (scipy's: compare refuses it)
+    rejects the true null in most logs for sniips, whose terms in the rounds without a match are each
+    policy's own estimate (so thousands of equal differences of one sign): why it is refused. The
+    300-log table: docs/how-to/off-policy.md."""
+    from scipy import stats
+
+    import offpolicy_simulation as sim
+
+    truth = sim.truth(clicks="position", rounds=100_000)
+    metrics = ["precision@5", "precision@1"]
+    rejects: dict = {}
+    holds: dict = {}
+    wilcoxon = []
+    for rep in range(100):
+        log, _ = sim.simulate(2000, seed=900 + rep)
+        res = tk.off_policy(log, metrics, policy=["new", "twin"], query="round", pscore="p_item",
+                            estimator=["iips", "sniips", "dr"])
+        pq = res.per_query
+        for e in ("iips", "sniips", "dr"):
+            for test in ("permutation", "t", "bootstrap"):
+                cmp = res.compare(baseline=f"new ({e})", metrics=metrics, test=test, correction=None,
+                                  n_resamples=400, seed=rep).set_index(["model", "metric"])
+                for metric in metrics:
+                    twin = cmp.loc[(f"twin ({e})", metric)]
+                    if twin["verdict"] == "refused":
+                        continue
+                    rejects.setdefault(test, []).append(twin["p_value"] < 0.05)
+                    holds.setdefault(("null", test), []).append(twin["ci_low"] <= 0 <= twin["ci_high"])
+                    other = cmp.loc[("logger", metric)]
+                    delta = sim.metric_truth(truth["logger"], metric) - sim.metric_truth(truth["new"], metric)
+                    holds.setdefault(("logger", test), []).append(other["ci_low"] <= delta <= other["ci_high"])
+                    assert other["verdict"] != "better", (rep, e, test, metric)  # the logger is truly worse
+        for metric in metrics:
+            a = pq.loc[pq["model"] == "new (sniips)", metric].to_numpy()
+            b = pq.loc[pq["model"] == "twin (sniips)", metric].to_numpy()
+            if np.isfinite(a).all() and np.isfinite(b).all():
+                wilcoxon.append(stats.wilcoxon(a, b).pvalue < 0.05)
+    for test, rejected in rejects.items():
+        assert len(rejected) >= 300 and np.mean(rejected) <= 0.08, (test, np.mean(rejected))
+    for (kind, test), held in holds.items():
+        assert np.mean(held) >= (0.90 if kind == "null" else 0.88), (kind, test, np.mean(held))
+    assert len(wilcoxon) >= 150 and np.mean(wilcoxon) > 0.5  # ranking the terms rejects a true null in most logs
 
 
 def test_items_the_log_lacks_are_one_item_in_every_table():
