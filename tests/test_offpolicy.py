@@ -1133,3 +1133,26 @@ def test_per_position_intervals_stay_in_the_click_rates_range():
     res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator="dr", refuse=False)
     for p in res.info["off_policy"]["per_position"]["new"]:
         assert 0.0 <= p["ci_low"] <= p["ci_high"] <= 1.0
+
+
+def test_a_log_of_single_positions_averages_each_position_over_the_rounds_that_log_it():
+    """The Open Bandit Dataset's shape: each round one impression at one position. The logger's row is
+    each position's own click rate (not diluted by the rounds that log another position), and a table
+    policy's iips its weighted clicks over the rounds of that position, by hand."""
+    rng = np.random.default_rng(41)
+    n = 3000
+    pos = rng.integers(1, 4, n)
+    item = rng.integers(0, 5, n)
+    click = (rng.random(n) < 0.1 + 0.05 * item / pos).astype(float)
+    log = pd.DataFrame({"round": np.arange(n), "item": item, "position": pos.astype(float), "click": click,
+                        "pscore": 0.2})
+    P = np.array([[0.3, 0.2, 0.1], [0.3, 0.2, 0.2], [0.2, 0.3, 0.2], [0.1, 0.2, 0.3], [0.1, 0.1, 0.2]])
+    table = pd.DataFrame([(a, j + 1, P[a, j]) for a in range(5) for j in range(3)],
+                         columns=["item", "position", "probability"])
+    res = tk.off_policy(log, ["precision@3"], policy={"t": table}, query="round", refuse=False)
+    rates = [click[pos == j].mean() for j in (1, 2, 3)]
+    assert res.summary.loc["logger", "precision@3"] == pytest.approx(np.mean(rates), rel=1e-12)
+    prob = table.set_index(["item", "position"])["probability"]
+    w = np.array([prob[(a, j)] for a, j in zip(item, pos)]) / 0.2
+    want = np.mean([(w * click)[pos == j].mean() for j in (1, 2, 3)])
+    assert res.summary.loc["t", "precision@3"] == pytest.approx(want, rel=1e-12)

@@ -379,6 +379,7 @@ class _Log:
     logged: np.ndarray  # (n, width) bool
     slate_end: np.ndarray  # (n,): the last position logged (0: none)
     sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # (n,): candidates of each round
+    prefixes: bool = True  # every round logs positions 1, 2, ... up to its last without a gap
     pscore: dict = field(default_factory=dict)  # kind -> (n, width), NaN where nothing is logged
     slate_pscore: np.ndarray | None = None  # (n,)
     columns: dict = field(default_factory=dict)  # other columns read, per sorted row
@@ -485,7 +486,8 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
     click_m = np.zeros((n, width))
     click_m[logged] = c[at[logged]]
     out = _Log(n=n, labels=round_labels, offsets=offsets, order=order, round_of=r, item=it, item_labels=item_labels,
-               width=width, at=at, click=click_m, logged=logged, slate_end=last, sizes=counts.astype(np.int64))
+               width=width, at=at, click=click_m, logged=logged, slate_end=last, sizes=counts.astype(np.int64),
+               prefixes=bool((count_shown == last).all()))
     for kind, column in pscore.items():
         values = numbers_or_missing(cols[column], column, "pscore=")[order]
         missing = shown & np.isnan(values)
@@ -705,7 +707,7 @@ def _labels_at(values, mask: np.ndarray) -> np.ndarray:
 
 
 def _table_policy(log: _Log, spec: _Spec, *, query: str, item: str, position: str, K: int) -> _Policy:
-    what = f"the probabilities of policy {spec.name!r}"
+    what = f"the table of policy {spec.name!r}"
     rounds, items, pos, prob = _read_pairs(spec.table, log=log, query=query, item=item, position=position, what=what,
                                            probability=True)
     r = rounds if rounds is not None else np.zeros(len(items), np.int64)
@@ -927,8 +929,11 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     # sure): for the logger a round with fewer than j candidates, for a policy a round where it puts no mass
     # at j. A round that logs nothing at j where the policy would show an item is left out of position j.
     if policy is None:
+        # the logger showed nothing below a round's last position when every round logs a whole prefix;
+        # a log whose rounds log single positions (the Open Bandit Dataset's) says nothing of the others
         mass_ij = None
-        nothing = log.sizes[:, None] < np.arange(1, K + 1)[None, :]
+        nothing = ((log.slate_end[:, None] < np.arange(1, K + 1)[None, :]) if log.prefixes else
+                   np.zeros((n, K), bool))
     else:
         cache = policy.how.setdefault("_shares", {})
         if "mass_ij" not in cache:
