@@ -219,12 +219,12 @@ def _beta_binomial_log(j, m: int, a, b):
             + special.betaln(j + a, m - j + b) - special.betaln(a, b))
 
 
-#: the largest |log a|, |log b| and weight logit of the fit
+#: the largest |logit a|, |log b| and weight logit of the fit
 LIMIT = 30.0
 
 
 def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """The beta mixture maximising ``sum_j n_j log P(j)`` (BFGS on log a, log b and the weights'
+    """The beta mixture maximising ``sum_j n_j log P(j)`` (BFGS on logit a, log b and the weights'
     logits, with the analytic gradient), from a fixed set of starting points: deterministic."""
     from scipy import optimize
 
@@ -243,8 +243,8 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
 
     def objective(theta):
         theta = np.clip(theta, -LIMIT, LIMIT)  # beyond, a or b is 0 or infinite for every purpose here
-        la, lb, logits = theta[:C], theta[C:2 * C], np.concatenate([theta[2 * C:], [0.0]])
-        a, b = np.exp(la)[None, :], np.exp(lb)[None, :]
+        xa, lb, logits = theta[:C], theta[C:2 * C], np.concatenate([theta[2 * C:], [0.0]])
+        a, b = special.expit(xa)[None, :], np.exp(lb)[None, :]  # a = 1 / (1 + e^-x) < 1
         lw = logits - lse(logits, 0)
         # log P_c(j) = log C(m, j) + log B(j + a, m - j + b) - log B(a, b)
         comp = (choose + special.gammaln(jj + a) + special.gammaln(rest + b) - special.gammaln(m + a + b)
@@ -253,7 +253,7 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
         ll = lse(joint, 1)
         resp = np.exp(joint - ll[:, None]) * freq[:, None]  # n_j rho_jc / total
         ab = special.digamma(a + b) - special.digamma(m + a + b)
-        da = (special.digamma(jj + a) - special.digamma(a) + ab) * a
+        da = (special.digamma(jj + a) - special.digamma(a) + ab) * a * (1.0 - a)  # d/dx of a = expit(x)
         db = (special.digamma(rest + b) - special.digamma(b) + ab) * b
         w = np.exp(lw)
         grad = np.concatenate([(resp * da).sum(0), (resp * db).sum(0), (resp.sum(0) - w)[:-1]])
@@ -267,17 +267,18 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
             best = found
     theta = np.clip(best.x, -LIMIT, LIMIT)
     logits = np.concatenate([theta[2 * C:], [0.0]])
-    return np.exp(theta[:C]), np.exp(theta[C:2 * C]), np.exp(logits - special.logsumexp(logits)), -best.fun * total
+    return (special.expit(theta[:C]), np.exp(theta[C:2 * C]), np.exp(logits - special.logsumexp(logits)),
+            -best.fun * total)
 
 
 def _starts(C: int, m: int) -> list[np.ndarray]:
     """Starting points: components from near the top of the list to spread over it (one beta: one
     start, its likelihood having one maximum in every case tried)."""
-    shapes = [(0.3, 30.0), (1.0, 3.0), (0.2, 200.0)]
+    shapes = [(0.3, 30.0), (0.9, 3.0), (0.2, 200.0)]
     out = []
     for shift in range(len(shapes) if C > 1 else 1):
         chosen = [shapes[(shift + c) % len(shapes)] for c in range(C)]
-        a = np.log([s[0] for s in chosen])
+        a = special.logit([s[0] for s in chosen])
         b = np.log([s[1] for s in chosen])
         out.append(np.concatenate([a, b, np.zeros(C - 1)]))
     return out
