@@ -219,8 +219,10 @@ def _beta_binomial_log(j, m: int, a, b):
             + special.betaln(j + a, m - j + b) - special.betaln(a, b))
 
 
-#: the largest |logit a|, |log b| and weight logit of the fit
+#: the largest |logit (a / SHAPE_MAX)|, |log b| and weight logit of the fit
 LIMIT = 30.0
+#: the largest shape a of a component (its density goes as t^(a - 1) near the top of the list)
+SHAPE_MAX = 2.0
 
 
 def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -244,7 +246,7 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
     def objective(theta):
         theta = np.clip(theta, -LIMIT, LIMIT)  # beyond, a or b is 0 or infinite for every purpose here
         xa, lb, logits = theta[:C], theta[C:2 * C], np.concatenate([theta[2 * C:], [0.0]])
-        a, b = special.expit(xa)[None, :], np.exp(lb)[None, :]  # a = 1 / (1 + e^-x) < 1
+        a, b = SHAPE_MAX * special.expit(xa)[None, :], np.exp(lb)[None, :]  # a = SHAPE_MAX / (1 + e^-x)
         lw = logits - lse(logits, 0)
         # log P_c(j) = log C(m, j) + log B(j + a, m - j + b) - log B(a, b)
         comp = (choose + special.gammaln(jj + a) + special.gammaln(rest + b) - special.gammaln(m + a + b)
@@ -253,7 +255,7 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
         ll = lse(joint, 1)
         resp = np.exp(joint - ll[:, None]) * freq[:, None]  # n_j rho_jc / total
         ab = special.digamma(a + b) - special.digamma(m + a + b)
-        da = (special.digamma(jj + a) - special.digamma(a) + ab) * a * (1.0 - a)  # d/dx of a = expit(x)
+        da = (special.digamma(jj + a) - special.digamma(a) + ab) * a * (1.0 - a / SHAPE_MAX)  # d/dx of a
         db = (special.digamma(rest + b) - special.digamma(b) + ab) * b
         w = np.exp(lw)
         grad = np.concatenate([(resp * da).sum(0), (resp * db).sum(0), (resp.sum(0) - w)[:-1]])
@@ -267,7 +269,7 @@ def _fit_mixture(n: np.ndarray, m: int, components: int) -> tuple[np.ndarray, np
             best = found
     theta = np.clip(best.x, -LIMIT, LIMIT)
     logits = np.concatenate([theta[2 * C:], [0.0]])
-    return (special.expit(theta[:C]), np.exp(theta[C:2 * C]), np.exp(logits - special.logsumexp(logits)),
+    return (SHAPE_MAX * special.expit(theta[:C]), np.exp(theta[C:2 * C]), np.exp(logits - special.logsumexp(logits)),
             -best.fun * total)
 
 
@@ -278,7 +280,7 @@ def _starts(C: int, m: int) -> list[np.ndarray]:
     out = []
     for shift in range(len(shapes) if C > 1 else 1):
         chosen = [shapes[(shift + c) % len(shapes)] for c in range(C)]
-        a = special.logit([s[0] for s in chosen])
+        a = special.logit(np.array([s[0] for s in chosen]) / SHAPE_MAX)
         b = np.log([s[1] for s in chosen])
         out.append(np.concatenate([a, b, np.zeros(C - 1)]))
     return out
