@@ -1070,7 +1070,7 @@ def evaluate_sampled(scores, test, metrics=("recall@10", "ndcg@10"), n_negatives
     * ``recall@10[sampled:uni100]``: recall@10 of the sampled lists (``pop100`` under popularity
       sampling; the number is m): a number of its own, which orders models differently from the
       full catalogue (Krichene & Rendle 2020);
-    * ``recall@10[corrected:mle]`` (also ``bv``, ``rescaled``): an estimate of the full-catalogue
+    * ``recall@10[corrected:bv]`` (also ``mle``, ``rescaled``): an estimate of the full-catalogue
       recall@10. A held-out item with ``a`` relevant held-out items and ``b`` negatives above it has
       full rank ``a + b + 1``; of its own m draws, ``j ~ Binomial(m, b / N_u)`` score above it. The
       metric is a sum over held-out items of a function ``phi`` of the rank (``recall@k = sum
@@ -1115,7 +1115,7 @@ def evaluate_sampled(scores, test, metrics=("recall@10", "ndcg@10"), n_negatives
         pool's total weight). Under ``ties="expected"`` the seed also orders tied candidates for the
         corrections.
     estimator : str or list of str
-        Any of ``"sampled"``, ``"corrected"`` (topkeval's recommended correction, ``"mle"``),
+        Any of ``"sampled"``, ``"corrected"`` (topkeval's recommended correction, ``"bv"``),
         ``"bv"``, ``"mle"``, ``"rescaled"`` and ``"full"``, one column each per metric.
     conventions, **settings
         As in :func:`evaluate`; ``empty_queries`` must be ``"skip"`` (a user without a held-out item

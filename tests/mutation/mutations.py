@@ -1341,6 +1341,15 @@ _LIST: list[Mutation] = [
     M("analysis/sampled_ranks.py", "db = (special.digamma(rest + b) - special.digamma(b) + ab) * b",
       "db = (special.digamma(rest + b) - special.digamma(b)) * b",
       f"{SAMPLED}::test_rank_distribution_recovers_a_beta_mixture"),
+    M("analysis/sampled.py", "        second = -draws.pos_grade.astype(np.float64)",
+      "        second = draws.pos_grade.astype(np.float64)",
+      f"{SAMPLED}::test_graded_held_out_items_tied_above_every_draw_are_corrected_to_the_full_value"),
+    M("analysis/sampled.py", 'if conv.item_order != "text" or conv.ties not in ("item_desc", "item_asc"):',
+      'if True:', f"{SAMPLED}::test_text_item_order_presets_break_ties_as_the_full_catalogue"),
+    M("analysis/sampled.py", "        bounds.pop()  # the deep remainder joins the last stratum closed",
+      "        pass", f"{SAMPLED}::test_mle_strata_do_not_depend_on_the_depth"),
+    M("analysis/sampled.py", 'or "[corrected:" in str(label)]', "]",
+      f"{SAMPLED}::test_results_pickle_compare_and_summary_ci"),
 ]
 
 
