@@ -70,7 +70,7 @@ def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float, c
                              estimate=float(res.summary.loc[model, metric]), truth=t,
                              low=float(ci.loc[(model, metric), "ci_low"]), high=float(ci.loc[(model, metric), "ci_high"]),
                              verdict=cmp.loc[(model, metric), "verdict"], refused=m.get("refused"),
-                             lower=m.get("lower"), upper=m.get("upper")))
+                             lower=m.get("lower"), upper=m.get("upper"), skewness=m.get("skewness")))
     return rows
 
 

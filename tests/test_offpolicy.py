@@ -718,6 +718,55 @@ def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
     assert not math.isnan(kept.summary.loc["new", "precision@5"])
 
 
+def test_skewness_is_that_of_every_click_outcome_enumerated():
+    """The skewness of sum t_rj c_rj, clicks independent Bernoulli(q_j), against the exact distribution
+    of the total over all 2^6 click outcomes of a log of 3 rounds and 2 positions."""
+    from topkeval.analysis.offpolicy import skewness
+
+    terms = np.array([[1.0, 0.0], [2.5, 0.4], [40.0, 0.0]])
+    rate = np.array([0.15, 0.6])
+    totals, probs = [], []
+    for clicks in itertools.product([0, 1], repeat=terms.size):
+        c = np.array(clicks, float).reshape(terms.shape)
+        q = np.broadcast_to(rate, terms.shape)
+        probs.append(float(np.prod(np.where(c > 0, q, 1 - q))))
+        totals.append(float((terms * c).sum()))
+    totals_a, probs_a = np.array(totals), np.array(probs)
+    mean = (totals_a * probs_a).sum()
+    var = ((totals_a - mean) ** 2 * probs_a).sum()
+    third = ((totals_a - mean) ** 3 * probs_a).sum()
+    assert skewness(terms, rate) == pytest.approx(third / var ** 1.5, rel=1e-12)
+    assert skewness(terms * 1e200, rate) == pytest.approx(third / var ** 1.5, rel=1e-12)  # no cube overflows
+    assert math.isnan(skewness(terms, np.array([0.0, 1.0])))  # nothing varies
+    assert math.isnan(skewness(np.zeros((3, 2)), rate))
+
+
+def test_the_skewness_in_info_is_that_of_the_logs_weights_and_fitted_click_rate():
+    """info's skewness of iips precision@1 from the log's own rows: the weights 1 / pscore where the
+    logger showed the ranker's first item first, the click rate fitted to their clicks."""
+    from topkeval.analysis.offpolicy import skewness
+
+    log = random_log(41, rounds=400)
+    res = tk.off_policy(log, ["precision@1", "tp@3"], policy="new", query="round", pscore="p_item", estimator="iips",
+                        min_ess=0, min_clicks=0, refuse=False)
+    pol = deterministic_policy(log, 3)
+    flat = _flat(log)
+    w = np.array([1 / p if pol[(r, int(j))] == i else 0.0 for r, i, j, p in
+                  zip(flat["round"], flat["item"], flat["position"], flat["p_item"])])
+    for metric, depth in (("precision@1", 1), ("tp@3", 3)):
+        terms = np.zeros((400, depth))
+        rate = np.zeros(depth)
+        for j in range(depth):
+            at = (flat["position"] == j + 1).to_numpy()
+            terms[flat["round"].to_numpy()[at], j] = w[at]
+            rate[j] = (w[at] * flat["click"].to_numpy()[at]).sum() / w[at].sum()
+        got = res.info["off_policy"]["diagnostics"]["new"]["metrics"][metric]["skewness"]
+        assert got == pytest.approx(skewness(terms, rate), rel=1e-9)
+        k3 = sum((terms[:, j] ** 3 * rate[j] * (1 - rate[j]) * (1 - 2 * rate[j])).sum() for j in range(depth))
+        k2 = sum((terms[:, j] ** 2 * rate[j] * (1 - rate[j])).sum() for j in range(depth))
+        assert got == pytest.approx(k3 / k2 ** 1.5, rel=1e-9)
+
+
 # ---------------------------------------------------------------------------------------------
 # simulation with known truth (the full table: benchmarks/offpolicy_bench.py table)
 

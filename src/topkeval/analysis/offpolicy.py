@@ -159,6 +159,9 @@ CASCADE_RATIO = 0.95
 #: the slate estimator's least effective sample size as a share of the rounds (its weights, ratios of
 #: whole slates, are so heavy-tailed that below it its interval does not hold: docs/how-to/off-policy.md)
 SLATE_ESS_SHARE = 0.05
+#: the largest skewness of an estimate's weighted clicks (:func:`skewness`) at which it is offered, by form
+#: (unnormalised IPS, self-normalised, doubly robust): above it the simulations' intervals covered too rarely
+SKEWNESS_LIMITS = {"ips": math.inf, "normalised": math.inf, "dr": math.inf}
 #: the most (round, position) cells held in memory (each about 33 bytes: about 4.4 GB)
 MAX_CELLS = 2**27
 
@@ -913,6 +916,66 @@ def _sd(v: np.ndarray, axis=0) -> np.ndarray:
         return np.squeeze(top, axis=axis) * (v / top).std(axis=axis, ddof=1)
 
 
+def skewness(terms: np.ndarray, rate: np.ndarray) -> float:
+    """The skewness of an estimate's weighted clicks, judged from the weights of every round rather
+    than from the clicks the log happened to get.
+
+    Round ``r`` adds ``t_rj c_rj`` at position ``j``: ``t_rj = coef_j (n / n_j) b_rj w_rj`` (its weight,
+    0 where the logger did not do what the policy would), its click ``c_rj`` a Bernoulli draw with the
+    position's fitted click rate ``q_j`` (one per position, fitted so that the expected weighted
+    clicks are the observed ones: ``q_j = sum_r b w c / sum_r b w``). The skewness of the total (and
+    so of the estimate, a multiple of it) is the ratio of its third cumulant to its variance to the
+    power 1.5, the clicks independent::
+
+        g = sum t^3 q (1 - q) (1 - 2q) / (sum t^2 q (1 - q)) ** 1.5
+
+    A log that drew a rare large weight without its click has a small effective number of clicks
+    and a narrow interval that misses the truth: its weights say so (g is large) where its clicks
+    cannot. NaN when no term can vary (no weight, or every rate 0 or 1).
+
+    Parameters
+    ----------
+    terms : ndarray of shape (n, K)
+        ``t_rj``, each round's weight at each position times the position's coefficient.
+    rate : ndarray of shape (K,)
+        ``q_j``, each position's click rate (cut to [0, 1]).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(skewness(np.array([[1.0, 0.0], [1.0, 0.5], [10.0, 0.0]]), np.array([0.2, 0.5])), 4)
+    1.4507
+    """
+    t = np.asarray(terms, np.float64)
+    q = np.clip(np.asarray(rate, np.float64), 0.0, 1.0)[None, :]
+    if not t.size:
+        return math.nan
+    top = float(np.abs(t).max())
+    if not math.isfinite(top):
+        return math.inf
+    if top <= 0:
+        return math.nan
+    s = t / top  # scale-free: no cube overflows
+    k2 = float((s * s * q * (1 - q)).sum())
+    k3 = float((s ** 3 * q * (1 - q) * (1 - 2 * q)).sum())
+    return k3 / k2 ** 1.5 if k2 > 0 else math.nan
+
+
+def _skewed_message(est: Estimator, g: float, limit: float) -> str:
+    """Why an estimate whose weighted clicks are too skewed is refused, and what to use instead."""
+    instead = ("dr (its reward model takes up most of the weighted clicks)" if not est.doubly_robust else
+               "more rounds")
+    return (f"its weighted clicks have a skewness of {g:.2f} (above {number(limit)}), judged from the weights of every "
+            "round and the click rate fitted to them: a few rounds carry weights far above the rest (the logger rarely "
+            "showed what the policy would), so the estimate swings with whether their clicks happened, and a log "
+            "whose large weights went unclicked looks precise and is not (intervals above this skewness covered the "
+            f"truth too rarely in simulation). Use {instead}, more rounds, a logger less peaked on its own choices, or "
+            "bounds")
+
+
 def _metric_max(coef: np.ndarray) -> float:
     """The largest value of a weighted sum of click rates (each in [0, 1])."""
     return float(coef.sum())
@@ -1001,6 +1064,9 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
     ess = _kish(w * b)
     with np.errstate(over="ignore", invalid="ignore"):
         weighted_clicks = w * c * b
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # the click rate fitted to the weighted clicks
+        wsum = (w * b).sum(axis=0)
+        click_rate = np.where(wsum > 0, weighted_clicks.sum(axis=0) / np.where(wsum > 0, wsum, 1.0), 0.0)
     ess_clicks = _kish(weighted_clicks)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mean_weight = np.where(n_j > 0, (w * b).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), np.nan)
@@ -1183,6 +1249,12 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
             if refused is None and eff_clicks < min_clicks:
                 refused = (f"it rests on {eff_clicks:.1f} effective clicks (fewer than min_clicks={number(min_clicks)}): "
                            "too few for its interval to hold")
+            with np.errstate(over="ignore", invalid="ignore"):
+                g = skewness((w * b)[:, used] * (coef * scale)[None, used], click_rate[used])
+            info_m["skewness"] = g
+            form = "dr" if est.doubly_robust else "normalised" if est.normalised else "ips"
+            if refused is None and g > SKEWNESS_LIMITS[form]:
+                refused = _skewed_message(est, g, SKEWNESS_LIMITS[form])
         info_m["refused"] = refused
         if refused is not None and not math.isfinite(est_value):
             vi = np.full(n, np.nan)
