@@ -718,33 +718,47 @@ def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
     assert not math.isnan(kept.summary.loc["new", "precision@5"])
 
 
-def test_skewness_is_that_of_every_click_outcome_enumerated():
-    """The skewness of sum t_rj c_rj, clicks independent Bernoulli(q_j), against the exact distribution
-    of the total over all 2^6 click outcomes of a log of 3 rounds and 2 positions."""
-    from topkeval.analysis.offpolicy import skewness
+def test_skewness_estimates_the_cumulants_of_every_match_and_click_enumerated():
+    """Round r adds t_rj when the logger matches the policy at j (probability p_rj) and the user clicks
+    (q_j), all independent. The exact second and third cumulants of the total, over all 2^12
+    (match, click) outcomes of 3 rounds and 2 positions, equal the expectation over every match pattern
+    (2^6, each with its probability) of the cumulants estimated from the matched pairs alone
+    (Horvitz-Thompson); the skewness is their ratio."""
+    from topkeval.analysis.offpolicy import _cumulants, skewness
 
-    terms = np.array([[1.0, 0.0], [2.5, 0.4], [40.0, 0.0]])
-    rate = np.array([0.15, 0.6])
+    p = np.array([[0.5, 0.9], [0.05, 0.3], [0.01, 0.6]])
+    t = np.array([1.0, 0.5])[None, :] / p  # coef_j times the weight 1 / p of a deterministic policy
+    q = np.array([0.3, 0.7])
     totals, probs = [], []
-    for clicks in itertools.product([0, 1], repeat=terms.size):
-        c = np.array(clicks, float).reshape(terms.shape)
-        q = np.broadcast_to(rate, terms.shape)
-        probs.append(float(np.prod(np.where(c > 0, q, 1 - q))))
-        totals.append(float((terms * c).sum()))
-    totals_a, probs_a = np.array(totals), np.array(probs)
-    mean = (totals_a * probs_a).sum()
-    var = ((totals_a - mean) ** 2 * probs_a).sum()
-    third = ((totals_a - mean) ** 3 * probs_a).sum()
-    assert skewness(terms, rate) == pytest.approx(third / var ** 1.5, rel=1e-12)
-    assert skewness(terms * 1e200, rate) == pytest.approx(third / var ** 1.5, rel=1e-12)  # no cube overflows
-    assert math.isnan(skewness(terms, np.array([0.0, 1.0])))  # nothing varies
-    assert math.isnan(skewness(np.zeros((3, 2)), rate))
+    for bits in itertools.product([0, 1], repeat=2 * t.size):
+        m = np.array(bits[:t.size], float).reshape(t.shape)
+        c = np.array(bits[t.size:], float).reshape(t.shape)
+        qq = np.broadcast_to(q, t.shape)
+        probs.append(float(np.prod(np.where(m > 0, p, 1 - p)) * np.prod(np.where(c > 0, qq, 1 - qq))))
+        totals.append(float((t * m * c).sum()))
+    x, pr = np.array(totals), np.array(probs)
+    mean = (x * pr).sum()
+    k2 = ((x - mean) ** 2 * pr).sum()
+    k3 = ((x - mean) ** 3 * pr).sum()
+    e2 = e3 = 0.0
+    for bits in itertools.product([0, 1], repeat=t.size):
+        m = np.array(bits, float).reshape(t.shape)
+        h2, h3 = _cumulants(t * m, p, q, scaled=False)
+        prob = float(np.prod(np.where(m > 0, p, 1 - p)))
+        e2, e3 = e2 + prob * h2, e3 + prob * h3
+    assert e2 == pytest.approx(k2, rel=1e-12) and e3 == pytest.approx(k3, rel=1e-12)
+    every = np.ones_like(t)  # a log that matched everywhere: the ratio of its estimated cumulants
+    h2, h3 = _cumulants(t * every, p, q, scaled=False)
+    assert skewness(t, p, q) == pytest.approx(h3 / h2 ** 1.5, rel=1e-12)
+    assert skewness(t * 1e200, p, q) == pytest.approx(h3 / h2 ** 1.5, rel=1e-12)  # no cube overflows
+    assert math.isnan(skewness(t, p, np.zeros(2)))  # no click: nothing varies
+    assert math.isnan(skewness(np.zeros((3, 2)), p, q))
 
 
 def test_the_skewness_in_info_is_that_of_the_logs_weights_and_fitted_click_rate():
-    """info's skewness of iips precision@1 from the log's own rows: the weights 1 / pscore where the
-    logger showed the ranker's first item first, the click rate fitted to their clicks."""
-    from topkeval.analysis.offpolicy import skewness
+    """info's skewness of iips precision@1 and tp@3 from the log's own rows: the weights 1 / pscore
+    where the logger showed the ranker's item at its position, the click rate fitted to their clicks
+    (the coefficients are the same at every position here, and the skewness is scale-free)."""
 
     log = random_log(41, rounds=400)
     res = tk.off_policy(log, ["precision@1", "tp@3"], policy="new", query="round", pscore="p_item", estimator="iips",
@@ -754,16 +768,14 @@ def test_the_skewness_in_info_is_that_of_the_logs_weights_and_fitted_click_rate(
     w = np.array([1 / p if pol[(r, int(j))] == i else 0.0 for r, i, j, p in
                   zip(flat["round"], flat["item"], flat["position"], flat["p_item"])])
     for metric, depth in (("precision@1", 1), ("tp@3", 3)):
-        terms = np.zeros((400, depth))
-        rate = np.zeros(depth)
+        k2 = k3 = 0.0
         for j in range(depth):
-            at = (flat["position"] == j + 1).to_numpy()
-            terms[flat["round"].to_numpy()[at], j] = w[at]
-            rate[j] = (w[at] * flat["click"].to_numpy()[at]).sum() / w[at].sum()
+            at = (flat["position"] == j + 1).to_numpy() & (w > 0)
+            q = (w[at] * flat["click"].to_numpy()[at]).sum() / w[at].sum()
+            pq = flat["p_item"].to_numpy()[at] * q
+            k2 += (w[at] ** 2 * q * (1 - pq)).sum()
+            k3 += (w[at] ** 3 * q * (1 - pq) * (1 - 2 * pq)).sum()
         got = res.info["off_policy"]["diagnostics"]["new"]["metrics"][metric]["skewness"]
-        assert got == pytest.approx(skewness(terms, rate), rel=1e-9)
-        k3 = sum((terms[:, j] ** 3 * rate[j] * (1 - rate[j]) * (1 - 2 * rate[j])).sum() for j in range(depth))
-        k2 = sum((terms[:, j] ** 2 * rate[j] * (1 - rate[j])).sum() for j in range(depth))
         assert got == pytest.approx(k3 / k2 ** 1.5, rel=1e-9)
 
 

@@ -916,52 +916,68 @@ def _sd(v: np.ndarray, axis=0) -> np.ndarray:
         return np.squeeze(top, axis=axis) * (v / top).std(axis=axis, ddof=1)
 
 
-def skewness(terms: np.ndarray, rate: np.ndarray) -> float:
+def skewness(terms: np.ndarray, pscore: np.ndarray, rate: np.ndarray) -> float:
     """The skewness of an estimate's weighted clicks, judged from the weights of every round rather
     than from the clicks the log happened to get.
 
-    Round ``r`` adds ``t_rj c_rj`` at position ``j``: ``t_rj = coef_j (n / n_j) b_rj w_rj`` (its weight,
-    0 where the logger did not do what the policy would), its click ``c_rj`` a Bernoulli draw with the
-    position's fitted click rate ``q_j`` (one per position, fitted so that the expected weighted
-    clicks are the observed ones: ``q_j = sum_r b w c / sum_r b w``). The skewness of the total (and
-    so of the estimate, a multiple of it) is the ratio of its third cumulant to its variance to the
-    power 1.5, the clicks independent::
+    Round ``r`` adds ``t_rj = coef_j (n / n_j) w_rj`` at position ``j`` when the logger did what the
+    policy would there (probability ``p_rj``, the logger's pscore of it) and the user clicked
+    (probability ``q_j``, one click rate per position, fitted so that the expected weighted clicks
+    are the observed ones: ``q_j = sum_r b w c / sum_r b w``), and 0 otherwise: a Bernoulli draw of
+    probability ``p q`` times ``t``, the rounds independent (as :func:`topkeval.engine.unbiased.skewness`
+    takes a click log's, each click a draw of probability ``propensity x relevance`` times ``1 /
+    propensity``). Its cumulants over every round, ``sum t^2 pq (1 - pq)`` and ``sum t^3 pq (1 - pq)
+    (1 - 2pq)``, are estimated from the rounds the logger matched (the others' ``p`` is not logged),
+    each weighted by ``1 / p`` (Horvitz-Thompson: unbiased over the logger's draws); their ratio::
 
-        g = sum t^3 q (1 - q) (1 - 2q) / (sum t^2 q (1 - q)) ** 1.5
+        g = sum t^3 q (1 - pq) (1 - 2pq) / (sum t^2 q (1 - pq)) ** 1.5
 
-    A log that drew a rare large weight without its click has a small effective number of clicks
-    and a narrow interval that misses the truth: its weights say so (g is large) where its clicks
-    cannot. NaN when no term can vary (no weight, or every rate 0 or 1).
+    over the matched (round, position) pairs is the skewness of the estimate (a multiple of that
+    total). A few rare large weights make it large whether or not their clicks happened: a log that
+    drew them without their click has few effective clicks and a narrow interval that misses the
+    truth, and its weights say so where its clicks cannot.
 
     Parameters
     ----------
     terms : ndarray of shape (n, K)
-        ``t_rj``, each round's weight at each position times the position's coefficient.
+        ``t_rj``, each round's weight at each position times the position's coefficient (0 where
+        the logger did not do what the policy would).
+    pscore : ndarray of shape (n, K)
+        ``p_rj``, the logger's probability of what it did (read where ``terms`` is not 0).
     rate : ndarray of shape (K,)
         ``q_j``, each position's click rate (cut to [0, 1]).
 
     Returns
     -------
     float
+        NaN when no term can vary (no weight, or no click).
 
     Examples
     --------
-    >>> round(skewness(np.array([[1.0, 0.0], [1.0, 0.5], [10.0, 0.0]]), np.array([0.2, 0.5])), 4)
-    1.4507
+    >>> terms = np.array([[2.0, 0.0], [2.0, 4.0], [50.0, 0.0]])
+    >>> pscore = np.array([[0.5, 1.0], [0.5, 0.25], [0.02, 1.0]])
+    >>> round(skewness(terms, pscore, np.array([0.3, 0.2])), 4)
+    1.7916
     """
+    k2, k3 = _cumulants(terms, pscore, rate)
+    return k3 / k2 ** 1.5 if k2 > 0 else (math.inf if math.isinf(k3) else math.nan)
+
+
+def _cumulants(terms: np.ndarray, pscore: np.ndarray, rate: np.ndarray, scaled: bool = True) -> tuple[float, float]:
+    """:func:`skewness`'s estimates of the second and third cumulants of the weighted clicks' total,
+    the terms divided by their largest (``scaled=False``: as given)."""
     t = np.asarray(terms, np.float64)
+    p = np.clip(np.asarray(pscore, np.float64), 0.0, 1.0)
     q = np.clip(np.asarray(rate, np.float64), 0.0, 1.0)[None, :]
-    if not t.size:
-        return math.nan
-    top = float(np.abs(t).max())
+    on = (t != 0) & np.isfinite(p)
+    if not on.any():
+        return 0.0, 0.0
+    top = float(np.abs(t[on]).max()) if scaled else 1.0
     if not math.isfinite(top):
-        return math.inf
-    if top <= 0:
-        return math.nan
-    s = t / top  # scale-free: no cube overflows
-    k2 = float((s * s * q * (1 - q)).sum())
-    k3 = float((s ** 3 * q * (1 - q) * (1 - 2 * q)).sum())
-    return k3 / k2 ** 1.5 if k2 > 0 else math.nan
+        return 0.0, math.inf
+    s = np.where(on, t, 0.0) / top  # scale-free: no cube overflows
+    pq = np.where(on, p, 0.0) * q
+    return float((s * s * q * (1 - pq)).sum()), float((s ** 3 * q * (1 - pq) * (1 - 2 * pq)).sum())
 
 
 def _skewed_message(est: Estimator, g: float, limit: float) -> str:
@@ -1026,6 +1042,11 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
                 pe = np.where(log.slate_end > 0, np.nan_to_num(policy.prefix[np.arange(n), end]), 0.0)
                 ws = np.where(log.slate_end > 0, pe / np.where(log.slate_end > 0, log.slate_pscore, 1.0), 0.0)
                 raw = logged * ws[:, None]
+        if est.pscore == "slate":
+            assert log.slate_pscore is not None
+            p_form = np.where(logged, np.asarray(log.slate_pscore, np.float64)[:, None], np.nan)
+        else:
+            p_form = np.where(logged, log.pscore[est.pscore][:, :K], np.nan)
         w = np.minimum(raw, clip) if clip is not None else raw
         diag["clipped"] = int(((raw > clip) & logged).sum()) if clip is not None else 0
         diag["max_weight"] = float(raw.max(initial=0.0))
@@ -1250,7 +1271,7 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
                 refused = (f"it rests on {eff_clicks:.1f} effective clicks (fewer than min_clicks={number(min_clicks)}): "
                            "too few for its interval to hold")
             with np.errstate(over="ignore", invalid="ignore"):
-                g = skewness((w * b)[:, used] * (coef * scale)[None, used], click_rate[used])
+                g = skewness((w * b)[:, used] * (coef * scale)[None, used], p_form[:, used], click_rate[used])
             info_m["skewness"] = g
             form = "dr" if est.doubly_robust else "normalised" if est.normalised else "ips"
             if refused is None and g > SKEWNESS_LIMITS[form]:
