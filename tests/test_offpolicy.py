@@ -779,6 +779,44 @@ def test_the_skewness_in_info_is_that_of_the_logs_weights_and_fitted_click_rate(
         assert got == pytest.approx(k3 / k2 ** 1.5, rel=1e-9)
 
 
+def _one_rare_weight(rounds: int = 1000, rare: bool = True) -> pd.DataFrame:
+    """Rounds of two candidates, one shown: the policy's item ``a`` (score 1) shown with probability
+    0.5 in every other round, clicked in 3 of every 10 of those; with ``rare``, the last round shows it
+    with probability 0.002 (weight 500) and no click: a log that drew a rare large weight unclicked."""
+    rows = []
+    for r in range(rounds):
+        p_a = 0.002 if rare and r == rounds - 1 else 0.5
+        shows_a = r % 2 == 0 or p_a < 0.5
+        click = float(shows_a and p_a == 0.5 and (r // 2) % 10 < 3)
+        rows.append((r, f"a{r}", 1.0 if shows_a else np.nan, click if shows_a else 0.0, p_a if shows_a else np.nan, 1.0))
+        rows.append((r, f"b{r}", np.nan if shows_a else 1.0, 0.0, np.nan if shows_a else 1 - p_a, 0.0))
+    return pd.DataFrame(rows, columns=["round", "item", "position", "click", "pscore", "new"])
+
+
+def test_a_rare_large_weight_refuses_the_estimate_by_its_skewness():
+    from topkeval.analysis.offpolicy import SKEWNESS_LIMITS
+
+    log = _one_rare_weight()
+    with pytest.warns(tk.TopkevalWarning, match="skewness"):
+        res = tk.off_policy(log, ["precision@1"], policy="new", query="round", estimator=["iips", "sniips", "dr"],
+                            min_ess=0)
+    for e, form in (("iips", "ips"), ("sniips", "normalised"), ("dr", "dr")):
+        m = res.info["off_policy"]["diagnostics"][f"new ({e})"]["metrics"]["precision@1"]
+        if m["skewness"] > SKEWNESS_LIMITS[form]:
+            assert math.isnan(res.summary.loc[f"new ({e})", "precision@1"]), e
+            assert "skewness" in m["refused"] and "every round" in m["refused"] and "Use " in m["refused"], e
+            assert res.info["refused"][f"new ({e})"]["precision@1"] == m["refused"]
+    assert "skewness" in res.info["off_policy"]["diagnostics"]["new (iips)"]["metrics"]["precision@1"]["refused"]
+    kept = tk.off_policy(log, ["precision@1"], policy="new", query="round", estimator="iips", min_ess=0, refuse=False)
+    m = kept.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@1"]
+    assert m["refused"] is None and "skewness" in m["would_refuse"]
+    assert kept.summary.loc["new", "precision@1"] == pytest.approx(150 * 2 / 1000)  # the clicks' weights, 2 each
+    calm = tk.off_policy(_one_rare_weight(rare=False), ["precision@1"], policy="new", query="round", estimator="iips",
+                         min_ess=0)  # without the rare weight: offered
+    assert calm.summary.loc["new", "precision@1"] == pytest.approx(0.3)
+    assert calm.info["off_policy"]["diagnostics"]["new"]["metrics"]["precision@1"]["skewness"] < 0.2
+
+
 # ---------------------------------------------------------------------------------------------
 # simulation with known truth (the full table: benchmarks/offpolicy_bench.py table)
 

@@ -161,7 +161,7 @@ CASCADE_RATIO = 0.95
 SLATE_ESS_SHARE = 0.05
 #: the largest skewness of an estimate's weighted clicks (:func:`skewness`) at which it is offered, by form
 #: (unnormalised IPS, self-normalised, doubly robust): above it the simulations' intervals covered too rarely
-SKEWNESS_LIMITS = {"ips": math.inf, "normalised": math.inf, "dr": math.inf}
+SKEWNESS_LIMITS = {"ips": 0.5, "normalised": 0.6, "dr": 0.6}
 #: the most (round, position) cells held in memory (each about 33 bytes: about 4.4 GB)
 MAX_CELLS = 2**27
 
