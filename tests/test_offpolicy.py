@@ -541,7 +541,8 @@ def test_clipping_caps_the_weights_and_estimates_its_bias():
 def test_too_few_effective_clicks_are_refused_with_a_warning():
     log = random_log(13, rounds=60)
     with pytest.warns(tk.TopkevalWarning, match="effective clicks"):
-        res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_clicks=1e6, min_ess=0)
+        res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator="dr",
+                            min_clicks=1e6, min_ess=0)  # dr: no check of the weights' mean comes first
     assert math.isnan(res.summary.loc["new", "tp@3"])
     assert not math.isnan(res.summary.loc["logger", "tp@3"])  # the logger's own row is never refused
     assert "effective clicks" in res.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["refused"]
@@ -1081,12 +1082,13 @@ def test_doubly_robust_clip_bias_is_what_clipping_took_away():
 def test_clicks_that_depend_on_the_clicks_above_refuse_the_item_position_estimators(continuation, monkeypatch):
     """The dependent click model (after a click the user goes on with probability 0.3, 0.6, 0.8):
     below a click, clicks at the same position are rarer, far beyond chance; iips, sniips and dr are
-    refused below position 1, rips is not (its thin deep prefixes let through: min_ess=0 and no
-    skewness limit)."""
+    refused below position 1, rips is not (its thin deep prefixes let through: min_ess=0, no skewness
+    limit, and the weights' mean checked at 3 standard errors either side)."""
     from offpolicy_simulation import simulate
     from topkeval.analysis import offpolicy
 
     monkeypatch.setitem(offpolicy.SKEWNESS_LIMITS, "ips", math.inf)
+    monkeypatch.setattr(offpolicy, "WEIGHT_T_BELOW", 3.0)
 
     log, _ = simulate(2000, seed=60, clicks="dcm", continuation=continuation)
     with pytest.warns(tk.TopkevalWarning, match="depend on the clicks above"):

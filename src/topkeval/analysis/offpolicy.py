@@ -60,7 +60,7 @@ show part of the policy (its bounds are given instead: IPS counts those clicks a
 [0, 1]); when clicks look like a cascade (below a click, at most half as many clicks as below none, by
 more than 3 standard errors) for an estimator that assumes item-position clicks; when a position it
 reads has an effective sample size below ``min_ess``; when an unnormalised IPS estimate's weights
-average more than 3 standard errors away from the policy's mass; when it rests on fewer than
+average more than 2 standard errors below the policy's mass or 3 above; when it rests on fewer than
 ``min_clicks`` effective clicks; or when the skewness of its weighted clicks, judged from the weights
 of every round the logger matched and a click rate fitted to them (:func:`skewness`), is above
 :data:`SKEWNESS_LIMITS`. The simulations that set these rules: docs/how-to/off-policy.md.
@@ -147,8 +147,8 @@ Z95 = 1.959963984540054
 MIN_CLICKS = 10.0
 #: the default least effective sample size of the weights at each position an estimate reads
 MIN_ESS = 30.0
-#: standard errors by which the weights' mean may differ from the policy's mass before an unnormalised
-#: IPS estimate is refused
+#: standard errors by which the weights' mean may exceed the policy's mass before an unnormalised IPS
+#: estimate is refused
 WEIGHT_T = 3.0
 #: the same below the policy's mass: weights averaging under it say the log missed the rare large weights
 #: that carry part of the estimate (with a sharply peaked logger, 2 rather than 3 standard errors took the
@@ -988,14 +988,14 @@ def _cumulants(terms: np.ndarray, pscore: np.ndarray, rate: np.ndarray, scaled: 
 
 def _skewed_message(est: Estimator, g: float, limit: float) -> str:
     """Why an estimate whose weighted clicks are too skewed is refused, and what to use instead."""
-    instead = ("dr (its reward model takes up most of the weighted clicks)" if not est.doubly_robust else
-               "more rounds")
+    instead = "" if est.doubly_robust else "dr (its reward model takes up most of each weighted click), "
     return (f"its weighted clicks have a skewness of {g:.2f} (above {number(limit)}), judged from the weights of every "
-            "round and the click rate fitted to them: a few rounds carry weights far above the rest (the logger rarely "
-            "showed what the policy would), so the estimate swings with whether their clicks happened, and a log "
-            "whose large weights went unclicked looks precise and is not (intervals above this skewness covered the "
-            f"truth too rarely in simulation). Use {instead}, more rounds, a logger less peaked on its own choices, or "
-            "bounds")
+            "round the logger matched and the click rate fitted to them: a few rounds carry weights far above the "
+            "rest (the logger rarely did what the policy would), so the estimate swings with whether their clicks "
+            "happened, and a log whose large weights went unclicked looks precise and is not (above this skewness "
+            f"the intervals covered the truth too rarely in simulation). Use {instead}more rounds, a logger less "
+            "peaked on its own choices, or clip= (bounded weights: an estimate biased low by about its clip_bias, "
+            "a lower bound in expectation)")
 
 
 def _metric_max(coef: np.ndarray) -> float:
