@@ -975,9 +975,11 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
         beside it (``would_refuse``): to check formulas, or to look at a number at your own risk.
         The checks besides ``min_clicks`` and ``min_ess``: mass where ``support=`` says the logger
         could not show; cascade-like clicks for an estimator assuming item-position clicks; for the
-        unnormalised IPS forms (iips, rips, sips), weights whose mean at a position is more than 3
-        standard errors from the policy's mass there (it must equal it under full support: the
-        rounds under-represent the policy's choices).
+        unnormalised IPS forms (iips, rips, sips), weights whose mean at a position is more than 2
+        standard errors below the policy's mass there or 3 above (it must equal it under full
+        support: the rounds under-represent the policy's choices); a skewness of the weighted clicks above 0.6,
+        judged from the weights of every round the logger matched and a click rate fitted to them
+        (``skewness`` in ``info``: a few rare large weights whose clicks the estimate swings on).
     ties : {"expected", "first", "item_asc", "item_desc"}
         A ranker's order among equal scores: ``"expected"`` spreads a tie group uniformly over the
         ranks it spans (a stochastic policy), the others break ties by row order or item id.
