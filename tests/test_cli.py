@@ -1118,7 +1118,20 @@ def test_beyond_accuracy_defaults_are_said_and_refusals_are_one_line(recs, capsy
     assert code == 0, err
     assert ("beyond accuracy: the catalogue is the 40 distinct items of the table (--catalog gives the real one); an "
             "item's popularity is its share of the 28 queries") in " ".join(out.split()), out
+    # ids not the log's ('001' written as 1, users as numbers): refused, not every item counted as never seen
+    history.assign(item=history["item"].astype(int)).to_csv(root / "history_int.csv", index=False)
+    history.assign(user=[0, 0, 1, 2, 2]).to_csv(root / "history_users.csv", index=False)
+    pd.DataFrame({"item": range(40), "popularity": 0.5}).to_csv(root / "popularity_int.csv", index=False)
     for argv, pattern in [
+        (["-m", "novelty@5", "--history", root / "history_int.csv"],
+         r"none of the \d+ items shown in a top k is in --history \(its 4 distinct ids\)\. The log's ids look like "
+         r"'\d{3}', .* those of --history like '1', '2', '3', \.\.\.: ids match as written \('007' is not '7'\)\. "
+         r"Give --history the log's ids\.$"),
+        (["-m", "novelty(variant=replay)@5", "--history", root / "history_users.csv"],
+         r"none of the 30 queries of the log is in --history \(its 3 distinct ids\)"),
+        (["-m", "novelty@5", "--popularity", root / "popularity_int.csv"],
+         r"have no popularity.*; 0 of the \d+ match\. The log's ids look like '\d{3}', .* those of --popularity like "
+         r"'0', '1', '2', \.\.\.: ids match as written"),
         (["-m", "recall@5", "--catalog", "60"], r"--catalog is read by the beyond-accuracy metrics"),
         (["-m", "coverage@5", "--catalog", root / "missing.csv"], r"--catalog '.*missing.csv': no such file"),
         (["-m", "coverage@5", "--catalog", "5"], r"--catalog 5, but the models show \d+ distinct items"),
