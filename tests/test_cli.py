@@ -933,6 +933,16 @@ def test_the_counts_of_a_stacked_table_add_up_per_model(tmp_path, capsys):
 
     res = tk.evaluate(path, ["recall@2"], item="item", model="model")
     assert "queries evaluated (of 40): a " in repr(res).splitlines()[0]
+    # info (and JSON): each model's three counts, and a top-level pair of one model (the most evaluated)
+    code, out, err = run(["evaluate", path, "--item", "item", "--model", "model", "-m", "recall@2", "--format",
+                          "json"], capsys)
+    for info in (res.info, json.loads(out)["info"]):
+        assert info["evaluated_per_model"] == evaluated and info["skipped_empty_per_model"] == skipped
+        assert info["without_rows_per_model"] == {"a": 0, "b": 5, "c": 0}
+        top = max(evaluated, key=evaluated.get)
+        assert info["counts_of_model"] == top and info["queries"] == 40
+        assert (info["evaluated"], info["skipped_empty"]) == (evaluated[top], skipped[top])
+        assert info["evaluated"] + info["skipped_empty"] + info["without_rows_per_model"][top] == 40
     report = tmp_path / "r.html"
     res.report(report, n_resamples=100)
     html = report.read_text(encoding="utf-8")
