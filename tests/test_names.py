@@ -93,6 +93,13 @@ def test_a_parameter_given_twice_is_refused_in_every_family(name, once):
     ("ndcg(gain=exp,gains=linear)@10", "gain is given twice"),  # ir_measures' spelling of the same parameter
     ("P(cutoff=5,top_k=5)", "the cutoff is given twice"),
     ("SetP(relative=true,relative=false)", "relative is given twice"),
+    # odd spellings: two pairs of parentheses, trec_eval's p= twice (not "rel must be a finite number")
+    ("P(rel=2)(rel=3)@5", "rel is given twice, in two pairs of parentheses"),
+    ("rbp(p=0.5)(p=0.8)", "p is given twice, in two pairs of parentheses"),
+    ("P(rel=2)(judged_only=1)@5", "the parameters are in two pairs of parentheses: give them in one pair"),
+    ("P(rel=2))@5", "its parentheses do not pair up"),
+    ("rbp.p=0.5.p=0.8", "p is given twice (rbp.p=0.5.p=0.8): give it once (rbp.p=0.8)"),
+    ("rbp_resid.p=0.5,p=0.8", "p is given twice"),
 ])
 def test_peer_spellings_given_twice_are_refused(name, fragment):
     with pytest.raises(tk.UnknownMetricError, match=re.escape(fragment)):

@@ -367,6 +367,8 @@ def _trec_param(name: str, value: str, full: str):
     if fam.name in _TREC_P_FAMILIES and "=" in value:  # trec_eval's rbp.p=0.5, rbp_resid.p=0.8
         pair = _TREC_P.match(value)
         fam = FAMILIES[_TREC_P_FAMILIES[fam.name]]
+        if pair is None and len(re.findall(r"(?:^|[.,])\s*p\s*=", value)) > 1:  # rbp.p=0.5.p=0.8
+            raise _bad(full, fam, f"p is given twice ({name}.{value}): give it once ({name}.p=0.8)")
         if pair is None:
             raise _bad(full, fam, f"trec_eval's {name} takes p=x here ({name}.p=0.8); its gain maps are not "
                                   "reproduced (trec_eval's rbp rescales mapped gains by bounds it never sets)")
@@ -484,11 +486,32 @@ def parse_metric(text: str | Metric) -> Metric:
         raise _unknown(text, f"no metric is called {name!r}")
     family, preset = _ALIASES[key]
     fam = FAMILIES[family]
+    _one_pair(fam, params, text)
     fam, params, k_text = _ir_measures_forms(fam, params, k_text, text)
     parsed = _parse_params(fam, params, preset, text)
     if key in _SQUARED_BETA:
         parsed = tuple((n, math.sqrt(v) if n == "beta" else v) for n, v in parsed)
     return _finish(fam, k_text, parsed, text)
+
+
+def _one_pair(fam: Family, params: str | None, text: str) -> None:
+    """The parameters in one pair of parentheses: ``P(rel=2)(rel=3)@5`` refused as such (a parameter
+    given twice named), not read as a value ``2)(rel=3``."""
+    if params is None or ")" not in params:
+        return
+    groups = [g.strip() for g in re.split(r"\)\s*\(", params)]
+    if len(groups) < 2 or any(c in g for g in groups for c in "()"):
+        raise _bad(text, fam, "its parentheses do not pair up: give the parameters in one pair")
+    seen: set[str] = set()
+    for group in groups:
+        for part in _split_top(group):
+            name = part.partition("=")[0].strip().lower() if "=" in part else ""
+            if name and name in seen:
+                raise _bad(text, fam, f"{name} is given twice, in two pairs of parentheses: give each parameter "
+                                      "once, in one pair")
+            seen.add(name)
+    raise _bad(text, fam, "the parameters are in two pairs of parentheses: give them in one pair, separated by "
+                          "commas")
 
 
 def _ir_measures_forms(fam: Family, params: str | None, k_text: str | None, text: str):
