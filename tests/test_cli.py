@@ -1145,6 +1145,9 @@ def test_beyond_accuracy_defaults_are_said_and_refusals_are_one_line(recs, capsy
         (["-m", "recall@5", "--catalog", "60"], r"--catalog is read by the beyond-accuracy metrics"),
         (["-m", "coverage@5", "--catalog", root / "missing.csv"], r"--catalog '.*missing.csv': no such file"),
         (["-m", "coverage@5", "--catalog", "5"], r"--catalog 5, but the models show \d+ distinct items"),
+        (["-m", "coverage@5", "--catalog", "0"], r"^topkeval: error: --catalog '0': the catalogue's number of items "
+                                                 r"must be at least 1; for a catalogue of item ids \(an item whose id "
+                                                 r"is 0 among them\), give a file that lists them\.$"),  # not "[0]"
         (["-m", "diversity@5", "--features", "f9"], r"--features 'f9': 'f9' is not a column of the log, nor a file"),
         (["-m", "novelty@5", "--popularity", "a"], r"item '\d+' two values"),  # a score column: not one per item
         (["-m", "coverage@5", "--by", "cat"], r"coverage@5 describes each model's lists all together"),
