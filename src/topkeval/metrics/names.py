@@ -448,16 +448,15 @@ def parse_metric(text: str | Metric) -> Metric:
     tool = _TOOL.match(text)
     if tool:
         return _in_tool(tool.group("tool"), tool.group("rest"), text)
-    fraction = _TREC_FRACTION.match(text.strip())
-    if fraction:  # trec_eval's printed names of a level: iprec_at_recall_0.50
-        for fam in FAMILIES.values():
-            first = fam.params[0] if fam.params else None
-            if first is None or first.kind != "fraction" or fam.trec_format is None:
-                continue
-            prefix = fam.trec_format(Metric(fam.name, None, ((first.name, 0.0),))).rsplit("_", 1)[0]
-            if prefix.lower() == fraction.group("name").lower():
-                value = _param_value(first, fraction.group("value"), text, fam)
-                return _finish(fam, None, ((first.name, value),), text)
+    # trec_eval's names of a level: iprec_at_recall_0.50 (printed), iprec_at_recall.0.50 (its -m form)
+    fraction = _TREC_FRACTION.match(text.strip()) or _TREC_PARAM.match(text.strip())
+    leveled = _fraction_family(fraction.group("name")) if fraction and "@" not in text and "(" not in text else None
+    if fraction and leveled is not None:
+        fam, first = leveled
+        levels = fraction.group("value").split(",")
+        if len(levels) > 1:
+            raise _bad(text, fam, f"{text} names {len(levels)} metrics: pass it in a list (parse_metrics)")
+        return _finish(fam, None, ((first.name, _param_value(first, levels[0], text, fam)),), text)
     trec = _TREC_PARAM.match(text.strip()) or _TREC_PRINTED_GAINS.match(text.strip())
     if trec and "@" not in text and "(" not in text:
         found = _trec_param(trec.group("name"), trec.group("value"), text)
@@ -512,6 +511,19 @@ def _one_pair(fam: Family, params: str | None, text: str) -> None:
             seen.add(name)
     raise _bad(text, fam, "the parameters are in two pairs of parentheses: give them in one pair, separated by "
                           "commas")
+
+
+def _fraction_family(name: str):
+    """``(family, its level parameter)`` of the family trec_eval names ``name`` followed by a level
+    (``iprec_at_recall``), or None."""
+    for fam in FAMILIES.values():
+        first = fam.params[0] if fam.params else None
+        if first is None or first.kind != "fraction" or fam.trec_format is None:
+            continue
+        prefix = fam.trec_format(Metric(fam.name, None, ((first.name, 0.0),))).rsplit("_", 1)[0]
+        if prefix.lower() == name.lower():
+            return fam, first
+    return None
 
 
 def _ir_measures_forms(fam: Family, params: str | None, k_text: str | None, text: str):
@@ -677,7 +689,9 @@ def _expand(item) -> list[tuple[str, Metric]]:
             if len(found) > 1:
                 return [(label_of(f"{t.group('name')}.{v.strip()}"), _finish(fam, None, p, item))
                         for v, p in zip(t.group("value").split(","), found)]
-        if t and "," in t.group("value") and all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(",")):
+        if t and "," in t.group("value") and (all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(","))
+                                              or _fraction_family(t.group("name")) is not None):
+            # P.5,10; iprec_at_recall.0.10,0.20: one metric per value
             return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
                     for v in t.group("value").split(",")]
     return [(label_of(item) if isinstance(item, (str, Metric)) else label_of(str(item)), parse_metric(item))]
