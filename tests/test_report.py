@@ -395,6 +395,32 @@ def test_report_without_matplotlib_or_rows(tmp_path, monkeypatch):
     assert "no intervals" in text
 
 
+def test_report_of_per_query_values_shows_ids_as_ids_and_says_what_is_unknown(tmp_path):
+    """A report of Results.from_per_query: integer query ids as written (8, not 8.0000) in the worst
+    regressions, as in the report of the same values evaluated from a table; rows read, ties at a
+    cutoff and conventions said not to be known (not 0 rows, not an empty table)."""
+    import re
+
+    rng = np.random.default_rng(3)
+    log = pd.DataFrame({"query": np.repeat(np.arange(8, 38), 4), "relevance": rng.integers(0, 2, 120),
+                        "a": rng.random(120), "b": rng.random(120)})
+    evaluated = tk.evaluate(log, ["recall@2"], score=["a", "b"])
+    given = tk.Results.from_per_query(evaluated.per_query)
+    assert given.per_query["query"].dtype == np.int64
+    assert given.info["rows"] is None and set(given.info["ties_at_cutoff"].values()) == {None}
+    pages = [Path(r.report(tmp_path / f"{n}.html", baseline="a", n_resamples=200, curves=False)).read_text("utf-8")
+             for n, r in (("e", evaluated), ("g", given))]
+    worst = [re.findall(r'<td class="id"><a href="#q\d+">([^<]*)</a>', page) for page in pages]
+    want = evaluated.diff("a", "b", "recall@2")
+    want = want[want["delta"] < 0]["query"].head(10).astype(str).tolist()
+    assert worst[0] == worst[1] == want and want and all(w.isdigit() for w in want)
+    page = pages[1]
+    assert "rows read: not known" in page and " 0 rows" not in page and "rows read</td>" not in page
+    assert "Conventions: not known" in page and 'class="conventions"' not in page
+    assert "ties across a cutoff" not in page
+    assert "rows read</td>" in pages[0] and 'class="conventions"' in pages[0]
+
+
 def test_report_file_safety(tmp_path):
     res = demo_results(40)
     target = tmp_path / "r.html"
