@@ -810,6 +810,31 @@ def test_report_figures_keep_their_labels_inside():
             plots._pyplot().close(fig)
 
 
+@pytest.mark.parametrize("n", [200, 3000])
+def test_delta_histogram_keeps_a_long_title_inside_and_its_legend_off_the_bars(n):
+    """Two long model names and DCG differences of 1e5: the title was cut at both ends and the
+    legend drawn over the tallest bars. The title wraps inside the figure; the legend sits in the
+    room left above the bars (linear and logarithmic counts)."""
+    pytest.importorskip("matplotlib")
+    from topkeval.outputs import plots
+
+    rng = np.random.default_rng(1)
+    a, b = "a_model_with_a_really_long_name_v2", "baseline_production_ranker_2024"
+    res = tk.Results.from_per_query(pd.DataFrame({"model": np.repeat([b, a], n), "query": np.tile(np.arange(n), 2),
+                                                  "dcg@10": np.r_[rng.random(n) * 1e5, rng.random(n) * 1e5 + 2e4]}))
+    ax = plots.fixed_axes()
+    fig = plots.plot_deltas(res, "dcg@10", a, b, ax=ax)
+    plots.fit(fig)
+    renderer = fig.canvas.get_renderer()
+    title = ax.title.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width and title.y1 <= fig.bbox.height, title
+    assert ax.get_title().replace("\n", " ") == f"dcg@10: {b} - {a} per query"
+    legend = ax.get_legend().get_window_extent(renderer)
+    tops = [ax.transData.transform((x + w / 2, h))[1] for _, x, w, h in _bars(ax) if h > 0]
+    assert tops and legend.y0 > max(tops), (legend.y0, max(tops))  # every bar's top below the legend
+    plots._pyplot().close(fig)
+
+
 def test_unjudged_candidates_are_told_from_judged_non_relevant_ones(tmp_path):
     """With judgments apart, an item the judgments do not list looked like one judged not relevant
     (both 0): side_by_side says which are judged, the report and the command line mark them."""
