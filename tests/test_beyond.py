@@ -292,28 +292,33 @@ def test_errors(kwargs, message):
 
 def test_inputs_whose_ids_are_not_the_logs_are_refused():
     """history=, popularity= and catalog= match the log's ids through one path (7 is not '7', '007'
-    is not '7'): a history sharing no item with the lists, or (for what reads each query's past) no
-    query with the log, is an id mismatch, refused with the count and both sides' ids; partly
-    matching histories are taken (an item never seen is cold, a query may have no past)."""
-    log = pd.DataFrame({"query": ["q0"] * 3 + ["q1"] * 3, "item": ["000", "007", "012"] * 2,
-                        "rel": [1, 0, 0, 0, 1, 0], "s": [0.9, 0.5, 0.1, 0.2, 0.8, 0.4]})
+    is not '7'): a history sharing no item with the log, or (for what reads each query's past) no
+    query, is an id mismatch, refused with the count and both sides' ids; partly matching histories
+    are taken (an item never seen is cold, a query may have no past), a model showing only items
+    never seen too."""
+    log = pd.DataFrame({"query": ["q0"] * 4 + ["q1"] * 3, "item": ["000", "007", "012", "099", "000", "007", "012"],
+                        "rel": [1, 0, 0, 0, 0, 1, 0], "s": [0.9, 0.5, 0.1, 0.05, 0.2, 0.8, 0.4]})
     history = pd.DataFrame({"query": ["q0", "q1", "q1"], "item": ["007", "000", "007"]})
     names = ["novelty@2", "popularity@2", "novelty(variant=replay)@2"]
     res = tk.evaluate(log, names, relevance="rel", score="s", item="item", history=history)
     # by hand: shares 000 1/2, 007 2/2; q0 shows 000, 007; q1 shows 007, 012 (cold: share 1/2)
     assert res.per_query[names].to_numpy().tolist() == [[0.5, 0.75, 0.5], [0.5, 0.5, 0.5]]
     mismatches = [
-        (history.assign(item=[7, 0, 7]), r"none of the 3 items shown in a top k is in history= \(its 2 distinct ids\)\. "
-         r"The log's ids are text \('000', '007', '012'\), those of history= whole numbers \(7, 0\)"),
-        (history.assign(item=["7", "0", "7"]), r"none of the 3 items .* is in history=.* look like '000', '007', "
-         r"'012', those of history= like '7', '0': ids match as written"),
+        (history.assign(item=[7, 0, 7]), r"none of the 4 items of the log is in history= \(its 2 distinct ids\)\. "
+         r"The log's ids are text \('000', '007', '012', \.\.\.\), those of history= whole numbers \(7, 0\)"),
+        (history.assign(item=["7", "0", "7"]), r"none of the 4 items of the log is in history=.* look like '000', "
+         r"'007', '012', \.\.\., those of history= like '7', '0': ids match as written"),
         (history.assign(query=[0, 1, 1]), r"none of the 2 queries of the log is in history= \(its 2 distinct ids\)\. "
          r"The log's ids are text \('q0', 'q1'\), those of history= whole numbers \(0, 1\)"),
-        (pd.DataFrame({"query": [], "item": []}), r"none of the 3 items .* history= has no ids"),
+        (pd.DataFrame({"query": [], "item": []}), r"none of the 4 items .* history= has no ids"),
     ]
     for bad, message in mismatches:
         with pytest.raises(tk.ParameterError, match=message):
             tk.evaluate(log, names, relevance="rel", score="s", item="item", history=bad)
+    # a model that shows only items never seen (the log's 099 seen): taken, every item cold (share 1/2)
+    cold = tk.evaluate(log, names, relevance="rel", score="s", item="item",
+                       history=pd.DataFrame({"query": ["q0", "q1"], "item": ["099", "099"]}))
+    assert cold.per_query[names].to_numpy().tolist() == [[1.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
     # a history of other users (a training set) gives the items' popularity; each query's past needs its own
     others = history.assign(query=["u1", "u2", "u2"])
     got = tk.evaluate(log, names[:2], relevance="rel", score="s", item="item", history=others)
@@ -398,10 +403,11 @@ def test_every_family_equals_its_definition(rows, conv, k, history, given_pop, s
                   baseline="b")
     specs = _specs(PER_QUERY, k, conv["ties"])
     shown = shown_items_reference(rows, ["a", "b"], conv, [k])
-    if (shown and not shown & {i for _, i in history}) or not {r["query"] for r in rows} & {q for q, _ in history}:
-        # nothing in common with the lists' items or the log's queries (novelty(variant=replay) reads
-        # each query's past): refused as ids that are not the log's
-        with pytest.raises(tk.ParameterError, match=r"none of the \d+ (items shown in a top k|queries of the log) "
+    if (shown and not {r["item"] for r in rows} & {i for _, i in history}) or \
+            not {r["query"] for r in rows} & {q for q, _ in history}:
+        # nothing in common with the log's items or queries (novelty(variant=replay) reads each
+        # query's past): refused as ids that are not the log's
+        with pytest.raises(tk.ParameterError, match=r"none of the \d+ (items|queries) of the log "
                                                     r"is in history="):
             res.with_beyond([s[0] for s in specs], **inputs)
         return

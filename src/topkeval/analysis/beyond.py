@@ -634,11 +634,15 @@ class _Given:
         return True
 
     def check_history(self) -> None:
-        """history= shares items with the lists: with none of the items shown in it, its ids are not
-        the log's (each item would count as never seen)."""
+        """history= shares items with the log: with none of the log's items in it, its ids are not
+        the log's (each item would count as never seen). The log's items, not only those some model
+        shows: a model that shows only items never seen is taken, alone or beside others."""
         def check() -> bool:
-            matched(self.lists.ids, pd.unique(self.history_pairs()[1]), what="items shown in a top k",
-                    where="history=", every=False)
+            if not len(self.lists.ids):  # nothing shown: nothing read of the history's items
+                return True
+            ids = [pd.Index(log.item_ids(pd.unique(log.items)), dtype=object) for log, _ in self.lists.logs]
+            every = pd.Index(np.concatenate([i.to_numpy(object) for i in ids]), dtype=object).unique()
+            matched(every, pd.unique(self.history_pairs()[1]), what="items of the log", where="history=", every=False)
             return True
         self.once("history items", check)
 
