@@ -167,8 +167,11 @@ def evaluate(
         of its values is a model, named by its text, with the one ``score`` column. With ``qrels``
         every model is matched to the judgments; without, each model's rows are evaluated as that
         model's table alone would be (R counts the relevant candidates among its own rows, as in
-        the wide form), and ``info["skipped_empty"]`` is the most any model skipped
-        (``info["skipped_empty_per_model"]`` has each). A stacked file is read whole.
+        the wide form). ``info["evaluated_per_model"]``, ``info["skipped_empty_per_model"]`` and
+        ``info["without_rows_per_model"]`` give each model's counts, which add up to
+        ``info["queries"]``; ``info["evaluated"]`` and ``info["skipped_empty"]`` are those of the
+        model with the most evaluated queries (``info["counts_of_model"]`` where the models' counts
+        differ). A stacked file is read whole.
     missing_queries : {"skip", "zero"}
         With ``qrels``: a judged query absent from a run is left out (trec_eval) or scored as an
         empty list (trec_eval ``-c``).
@@ -1221,14 +1224,29 @@ class _StackedRerun:
             sources += kept
         if warn:
             engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
-        skipped = {b.models[0].model: b.skipped_empty for b in batches}
-        info = {"queries": self.distinct, "skipped_empty": max(skipped.values()), "skipped_empty_per_model": skipped}
+        info = _stacked_counts(batches, self.distinct)
         evaluation = engine.build_results(batches, plan, query_name=self.query, info=info, sources=Kept(sources),
                                           backend=CPU, own_rows=True)
         return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
 
     def __call__(self, names) -> engine.Evaluation:
         return replace(self.evaluate(engine.make_plan(names, self.conv), warn=False), rerun=self)
+
+
+def _stacked_counts(batches, queries: int) -> dict:
+    """A stacked table's counts: each model's queries evaluated, skipped as empty and without a row
+    of its own (they add up to ``queries``), and the top-level ``evaluated`` and ``skipped_empty`` of
+    one model, the one with the most evaluated queries (named in ``counts_of_model`` where the models'
+    counts differ), so that they too add up."""
+    evaluated = {b.models[0].model: b.models[0].evaluated for b in batches}
+    skipped = {b.models[0].model: b.skipped_empty for b in batches}
+    absent = {m: queries - evaluated[m] - skipped[m] for m in evaluated}
+    first = max(evaluated, key=lambda m: evaluated[m])
+    info = {"queries": queries, "evaluated": evaluated[first], "skipped_empty": skipped[first],
+            "skipped_empty_per_model": skipped, "without_rows_per_model": absent}
+    if len({(evaluated[m], skipped[m]) for m in evaluated}) > 1:
+        info["counts_of_model"] = first
+    return info
 
 
 def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,
