@@ -219,10 +219,12 @@ def markdown(rows: list[dict]) -> str:
 
 
 def calibration_settings() -> list[tuple[str, object, int]]:
-    """The settings behind the warning's limits (engine/unbiased.py: SKEWNESS_LIMIT,
-    POOLED_SKEWNESS_LIMIT): cascades that read on after a click with probability 0.3 or 0.5 and after a
-    skip 0.8 or 0.9, behind a logging ranker as good as the rankers or a poor one; position-based
-    examination ``j ** -eta`` for eta 1, 1.5, 2; and logs of fewer queries."""
+    """The settings behind the skewness limits (engine/unbiased.py: SKEWNESS_LIMIT,
+    POOLED_SKEWNESS_LIMIT, and the refusal limits above them): cascades that read on after a click with
+    probability 0.3 or 0.5 and after a skip 0.8 or 0.9, behind a logging ranker as good as the rankers
+    or a poor one; position-based examination ``j ** -eta`` for eta 1, 1.5, 2; logs of fewer queries,
+    and the harshest cascade on more queries (does its skewness, falling as the queries grow, still
+    say how its intervals cover?)."""
     import itertools
 
     s = cs.SETTINGS
@@ -235,44 +237,92 @@ def calibration_settings() -> list[tuple[str, object, int]]:
                     replace(s["position, sparse"], eta=eta, logger_noise=noise), 2000))
     out += [(f"position-based, eta 1, {q} queries", s["position, sparse"], q) for q in (30, 60, 120, 250)]
     out += [(f"cascade (0.5, 0.85), {q} queries", s["cascade, sparse"], q) for q in (250, 500, 1000, 4000)]
+    harsh = replace(s["cascade, sparse"], go_on_click=0.3, go_on_skip=0.8, logger_noise=2.5)
+    out += [(f"cascade, reads on 0.3 after a click, 0.8 after a skip, logger noise 2.5, {q} queries", harsh, q)
+            for q in (4000, 8000)]
     return out
 
 
-def calibrate(tk, logs: int, resamples: int) -> str:
-    """Per setting: the median skewness the warning judges (``info["ips"]["skewness"]``), the lowest
-    coverage of summary_ci's 95% interval over A, B2, B, for the sums and for the pooled ratios, and
-    the sums' mean coverage in the logs whose effective sample size is above and below 10% of their
-    clicks (the diagnostic the skewness replaces)."""
-    lines = ["| setting | skewness (median) | sums' 95% CI covers (lowest) | pooled ratios' 95% CI covers (lowest) | "
-             "sums' CI covers where the ESS is above / below 10% of the clicks |", "|---|---|---|---|---|"]
-    rows = []
+CALIBRATED = ["precision@10", "dcg@10", "recall_micro@10", "f1_micro@10"]
+SUMS = ("precision@10", "dcg@10")
+
+
+def calibration_logs(tk, logs: int, resamples: int) -> list[dict]:
+    """Per setting and log: the skewness the warning and the refusal judge (``info["ips"]["skewness"]``),
+    whether the effective sample size is above 10% of the clicks, whether each 95% interval of
+    summary_ci covered the truth, and compare's verdicts of B2 and B against A (permutation test, no
+    correction). Decisions are made through ``Results.from_per_query`` (the same values, and the same
+    intervals as the estimates give below the refusal limits) so that every log is measured."""
+    records = []
     for name, setting, queries in calibration_settings():
         truth = cs.truth(setting, n_queries=100_000)
-        covered: dict = {}
-        skews, large_ess = [], []
         for seed in range(logs):
             log = cs.log(setting, queries, 2_000_000 + seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", tk.TopkevalWarning)
-                res = tk.evaluate(log, ["precision@10", "dcg@10", "recall_micro@10", "f1_micro@10"], relevance="click",
-                                  score=RANKERS, position="position", propensity="propensity")
-            skews.append(res.info["ips"]["skewness"])
-            large_ess.append(res.info["ips"]["effective_sample_size"] >= 0.1 * res.info["ips"]["clicks"])
-            ci = res.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
-            for (r, m), row in ci.iterrows():
-                covered.setdefault((r, m), []).append(row["ci_low"] <= truth[r][m] <= row["ci_high"])
-        sums = min(np.mean(v) for (r, m), v in covered.items() if m in ("precision@10", "dcg@10"))
-        pooled = min(np.mean(v) for (r, m), v in covered.items() if m not in ("precision@10", "dcg@10"))
-        large = np.array(large_ess)
-        by_ess = [np.mean([np.mean(np.array(v)[part]) for (r, m), v in covered.items()
-                           if m in ("precision@10", "dcg@10")]) if part.any() else np.nan for part in (large, ~large)]
-        rows.append((float(np.median(skews)), name, sums, pooled, by_ess))
+                res = tk.evaluate(log, CALIBRATED, relevance="click", score=RANKERS, position="position",
+                                  propensity="propensity")
+            ips = res.info["ips"]
+            plain = tk.Results.from_per_query(res.per_query)
+            ci = plain.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
+            cmp = plain.compare(baseline="A", correction="none", n_resamples=resamples,
+                                seed=seed).set_index(["model", "metric"])
+            records.append(dict(
+                setting=name, skewness=ips["skewness"], large_ess=ips["effective_sample_size"] >= 0.1 * ips["clicks"],
+                covered={(r, m): bool(row["ci_low"] <= truth[r][m] <= row["ci_high"]) for (r, m), row in ci.iterrows()},
+                worse={(r, m): cmp.loc[(r, m), "verdict"] == "worse" for r in ("B2", "B") for m in CALIBRATED}))
         print(f"{name}: done", file=sys.stderr, flush=True)
-    for g, name, sums, pooled, (above, below) in sorted(rows, key=lambda row: row[:2]):
+    return records
+
+
+def calibrate(records: list[dict], logs: int, resamples: int) -> str:
+    """Two tables. Per setting: the median skewness, the lowest coverage of summary_ci's 95% interval
+    over A, B2, B for the sums and for the pooled ratios, the highest wrong-way rate (B2 or B, truly
+    better, declared significantly worse than A), and the sums' mean coverage in the logs whose
+    effective sample size is above and below 10% of their clicks (the diagnostic the skewness
+    replaces). Per band of each log's own skewness, over every setting: the same, which the refusal
+    limits are read from."""
+    frame = pd.DataFrame(records)
+    lines = ["| setting | skewness (median) | sums' 95% CI covers (lowest) | pooled ratios' 95% CI covers (lowest) | "
+             "wrong way: sums / pooled ratios | sums' CI covers where the ESS is above / below 10% of the clicks |",
+             "|---|---|---|---|---|---|"]
+    rows = []
+    for name, part in frame.groupby("setting", sort=False):
+        cover = _rates(part, "covered")
+        worse = _rates(part, "worse")
+        large = part["large_ess"].to_numpy()
+        by_ess = [np.mean([np.mean([c[(r, m)] for c in part["covered"][sel]]) for r in RANKERS for m in SUMS])
+                  if sel.any() else np.nan for sel in (large, ~large)]
+        rows.append((float(np.median(part["skewness"])), name, min(v for (r, m), v in cover.items() if m in SUMS),
+                     min(v for (r, m), v in cover.items() if m not in SUMS),
+                     max(v for (r, m), v in worse.items() if m in SUMS),
+                     max(v for (r, m), v in worse.items() if m not in SUMS), by_ess))
+    for g, name, sums, pooled, w_sums, w_pooled, (above, below) in sorted(rows, key=lambda row: row[:2]):
         ess = " / ".join("–" if np.isnan(x) else f"{x:.1%}" for x in (above, below))
-        lines.append(f"| {name} | {g:.3f} | {sums:.1%} | {pooled:.1%} | {ess} |")
-    return "\n".join(lines) + (f"\n\n{logs} logs per setting, {resamples:,} resamples per interval; "
+        lines.append(f"| {name} | {g:.3f} | {sums:.1%} | {pooled:.1%} | {w_sums:.1%} / {w_pooled:.1%} | {ess} |")
+    bands = [0, 0.05, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, np.inf]
+    lines += ["", "| skewness of the log | logs | sums' 95% CI covers (mean / lowest) | sums: wrong way (highest) | "
+              "pooled ratios' 95% CI covers (mean / lowest) | pooled ratios: wrong way (highest) |",
+              "|---|---|---|---|---|---|"]
+    band = pd.cut(frame["skewness"], bands, right=False)
+    for interval, part in frame.groupby(band, observed=True):
+        cover = _rates(part, "covered")
+        worse = _rates(part, "worse")
+        cells = []
+        for kind in (SUMS, tuple(m for m in CALIBRATED if m not in SUMS)):
+            c = [v for (r, m), v in cover.items() if m in kind]
+            w = [v for (r, m), v in worse.items() if m in kind]
+            cells.append(f"{np.mean(c):.1%} / {min(c):.1%} | {max(w):.1%}")
+        hi = "" if np.isinf(interval.right) else f"{interval.right:g}"
+        lines.append(f"| {interval.left:g}–{hi} | {len(part)} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + (f"\n\n{logs} logs per setting, {resamples:,} resamples per interval and test; "
                                "`python benchmarks/clicks_simulation.py --calibrate`.")
+
+
+def _rates(part: pd.DataFrame, column: str) -> dict:
+    """Per (ranker, metric): the share of the logs of ``part`` where ``column`` holds."""
+    keys = part[column].iloc[0].keys()
+    return {key: float(np.mean([d[key] for d in part[column]])) for key in keys}
 
 
 def main() -> None:
@@ -283,12 +333,26 @@ def main() -> None:
     p.add_argument("--only", help="settings whose name contains this text")
     p.add_argument("--print", action="store_true", help="print the table only (do not write the docs page)")
     p.add_argument("--calibrate", action="store_true",
-                   help="the table behind the warning's skewness limits instead (120 logs per setting by default)")
+                   help="the tables behind the skewness limits instead (120 logs per setting by default)")
+    p.add_argument("--records", help="with --calibrate: a pickle file of the logs' records, read when it exists "
+                                     "(the tables again without the simulation), else written")
     args = p.parse_args()
     import topkeval as tk
 
     if args.calibrate:
-        table = calibrate(tk, args.logs if args.logs != 300 else 120, args.resamples)
+        import pickle
+
+        logs = args.logs if args.logs != 300 else 120
+        if args.records and Path(args.records).exists():
+            records = pickle.loads(Path(args.records).read_bytes())
+        else:
+            records = calibration_logs(tk, logs, args.resamples)
+            if args.records:
+                from topkeval.files import open_output
+
+                with open_output(args.records, binary=True) as out:
+                    out.write(pickle.dumps(records))
+        table = calibrate(records, logs, args.resamples)
         print(table)
         if not args.print:
             _write(table, CALIBRATION)
