@@ -1077,7 +1077,7 @@ _LIST: list[Mutation] = [
     M("analysis/curve_ci.py", "lo, hi = _percentiles(2 * weighted_mean(v, u) - m, alpha)", "lo, hi = _percentiles(m, alpha)",
       f"{PB}::test_estimated_curve_intervals_are_basic_intervals_of_the_resampled_means"),
     M("analysis/curve_ci.py", "    return np.minimum(w, clip) if clip is not None else w", "    return w",
-      f"{PB}::test_a_clip_of_one_leaves_no_curve_uncertainty"),
+      f"{PB}::test_a_clip_caps_the_weights_of_the_refitted_curves"),
     M("analysis/curve_ci.py", "            yield c[:, :n_curve], c[:, at]", "            yield c[:, -n_curve:], c[:, at]",
       f"{PB}::test_one_log_for_curve_and_evaluation_is_resampled_query_by_query"),
     M("analysis/curve_ci.py", "out[i].append(np.where(sums != 0, sums * w, 0.0).sum(axis=1) / cu.sum(axis=1))",
