@@ -41,24 +41,33 @@ ESTIMATED_CURVE = False
 
 
 def run(setting: cs.Setting, logs: int, metrics=tuple(OFFERED), seed: int = 0, clip=None, decide: bool = True,
-        curve=None, queries: int = QUERIES) -> dict:
+        curve=None, queries: int = QUERIES, test: str = "t", resamples: int = 500) -> dict:
     """Evaluate ``logs`` fresh logs of ``setting``: per (ranker, metric) the estimates and whether the
     95% interval covered the truth, per (better ranker, metric) the verdicts against A and whether the
     interval of the difference covered the true difference, and how many logs gave a warning (with
     the warnings' texts). ``curve``: a callable ``seed -> propensity`` (an estimated curve), else
-    each row's true propensity."""
+    each row's true propensity; ``test``: compare's test, ``resamples``: for its intervals and the
+    intervals of summary_ci."""
     truth = cs.truth(setting, n_queries=100_000)
     est: dict = {}
     covered: dict = {}
     verdicts: dict = {}
     delta_covered: dict = {}
     warned, texts = 0, set()
+    refused = []
     for rep in range(logs):
         log = cs.log(setting, queries, seed + rep)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", tk.TopkevalWarning)
-            res = tk.evaluate(log, list(metrics), relevance="click", score=RANKERS, item="item", position="position",
-                              propensity="propensity" if curve is None else curve(seed + rep), clip=clip)
+            try:
+                res = tk.evaluate(log, list(metrics), relevance="click", score=RANKERS, item="item",
+                                  position="position", clip=clip,
+                                  propensity="propensity" if curve is None else curve(seed + rep))
+            except tk.DataError as error:  # an estimated curve that cannot place a click of the log: told so
+                if curve is None:
+                    raise
+                refused.append(str(error))
+                continue
         ours = [str(w.message) for w in caught if issubclass(w.category, tk.TopkevalWarning)]
         warned += bool(ours)
         texts.update(ours)
@@ -67,8 +76,8 @@ def run(setting: cs.Setting, logs: int, metrics=tuple(OFFERED), seed: int = 0, c
                 est.setdefault((r, m), []).append(res.summary.loc[r, m])
         if not decide:
             continue
-        ci = res.summary_ci(n_resamples=500, seed=rep).set_index(["model", "metric"])
-        cmp = res.compare(baseline="A", test="t", correction="none", n_resamples=500, seed=rep)
+        ci = res.summary_ci(n_resamples=resamples, seed=rep).set_index(["model", "metric"])
+        cmp = res.compare(baseline="A", test=test, correction="none", n_resamples=resamples, seed=rep)
         cmp = cmp.set_index(["model", "metric"])
         for m in metrics:
             for r in RANKERS:
@@ -80,7 +89,7 @@ def run(setting: cs.Setting, logs: int, metrics=tuple(OFFERED), seed: int = 0, c
                 true_delta = truth[r][m] - truth["A"][m]
                 delta_covered.setdefault((r, m), []).append(row["ci_low"] <= true_delta <= row["ci_high"])
     return {"truth": truth, "estimates": est, "covered": covered, "verdicts": verdicts,
-            "delta_covered": delta_covered, "warned": warned / logs, "warnings": texts}
+            "delta_covered": delta_covered, "warned": warned / logs, "warnings": texts, "refused": refused}
 
 
 def _lowest(rate: float, logs: int) -> float:

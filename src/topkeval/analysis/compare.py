@@ -318,12 +318,12 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         curve_ci.check_test(test)
     _terms.check_test(results.info, test, "compare")
     results.require_rows("compare")
-    check_decision(results.info, "compare")  # clipped click estimates: no interval, no verdict
     all_metrics = list(results.summary.columns)
     if metrics is None:
         metrics = all_metrics
     else:
         metrics = list(dict.fromkeys(results.label(m) for m in ([metrics] if isinstance(metrics, str) else metrics)))
+    check_decision(results.info, "compare", metrics)  # click estimates clipped or too skewed: no interval, no verdict
 
     weight = results.weight
     if weight and test in ("t", "wilcoxon"):
@@ -578,7 +578,7 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     :meth:`topkeval.Results.summary_ci`), per segment too with ``by=``; weighted with ``weight=``
     (a query of weight 0 counts nowhere; the t interval has no weighted form)."""
     ev.require_rows("summary_ci")
-    check_decision(ev.info, "summary_ci")  # clipped click estimates: no interval, no verdict
+    check_decision(ev.info, "summary_ci")  # click estimates clipped or too skewed: no interval, no verdict
     if curve_ci.estimated(ev):  # an estimated examination curve: fitted again on every resample
         return curve_ci.summary_ci(ev, confidence, n_resamples, seed)
     weight = ev.weight
