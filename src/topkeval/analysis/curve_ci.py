@@ -368,8 +368,36 @@ def _percentiles(draws: np.ndarray, alpha: float) -> tuple[float, float]:
     """The percentile interval; NaN when a resample has no mean (a curve it cannot place)."""
     if not len(draws) or np.isnan(draws).any():
         return math.nan, math.nan
-    lo, hi = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
-    return float(lo), float(hi)
+    lo, hi = quantiles(draws, [alpha / 2, 1 - alpha / 2])
+    return lo, hi
+
+
+def quantiles(draws: np.ndarray, probs) -> list[float]:
+    """``np.quantile(draws, probs)`` (linear interpolation between order statistics) where some draws
+    may be infinite (a resample whose refitted curve gives a position with clicks no finite weight):
+    between an infinite order statistic and a finite one the quantile is the infinite one (the limit
+    of the interpolation), between two infinities of opposite signs NaN, and no numpy warning.
+
+    >>> quantiles(np.array([3.0, 1.0, 2.0, 4.0]), [0.5, 0.25])
+    [2.5, 1.75]
+    >>> quantiles(np.array([1.0, 2.0, np.inf]), [0.75, 0.25])
+    [inf, 1.5]
+    """
+    x = np.sort(np.asarray(draws, np.float64))
+    out = []
+    for p in probs:
+        h = (len(x) - 1) * float(p)
+        i = int(math.floor(h))
+        j = min(i + 1, len(x) - 1)
+        t = h - i
+        a, b = float(x[i]), float(x[j])
+        if t == 0 or a == b:
+            out.append(a)
+        elif math.isinf(a) or math.isinf(b):
+            out.append(a if math.isinf(a) and not math.isinf(b) else b if not math.isinf(a) else math.nan)
+        else:
+            out.append(a + (b - a) * t)
+    return out
 
 
 def compare_resamples(ev, rows: list[dict], test: str, n_resamples: int, seed) -> tuple[dict, dict]:
