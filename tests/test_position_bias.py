@@ -308,50 +308,20 @@ def test_an_estimated_curve_widens_every_interval(weighted):
     assert row["verdict"] == "better" and row["p_value"] < 0.01
 
 
-@pytest.fixture(scope="module")
-def pooled(weighted):
+def test_pooled_ratios_with_an_estimated_curve_are_refused_with_what_to_use(weighted):
+    """A ratio pooled over the queries has no interval that carries the curve (measured: the ratio
+    bootstrap with the curve refitted gave no interval or bounds of recall above 1 in many simulated
+    logs, docs/how-to/clicks.md); its estimate stands, and the sums beside it are decided apart."""
     bias, log, _, _ = weighted
     common = dict(relevance="click", score=["A", "B"], item="item", position="position")
-    metrics = ["recall_micro@5", "f1_micro@5", "fbeta_micro(beta=0.5)@5", "precision@5"]
-    return (tk.evaluate(log, metrics, propensity=bias, **common),
-            tk.evaluate(log, metrics, propensity=bias.propensities, **common))
-
-
-def test_a_pooled_ratio_is_its_numerator_and_denominator_sums_weighed(weighted, pooled):
-    """A ratio pooled over the queries, from its per-position sums under the estimated curve's
-    weights: the value evaluate computes (the same curve given as numbers), per model and metric."""
-    from topkeval.analysis.curve_ci import Ratio, position_sums
-
-    estimated, known = pooled
-    positions, weights, sums = position_sums(estimated.evaluation)
-    for (model, metric), held in sums.items():
-        if metric == "precision@5":
-            continue
-        assert isinstance(held, Ratio)
-        value = held.a * (held.numerator.sum() @ weights) / (held.b * (held.denominator.sum() @ weights)
-                                                            + held.listed.sum())
-        assert value == pytest.approx(known.summary.loc[model, metric], rel=1e-12)
-        assert value == pytest.approx(estimated.summary.loc[model, metric], rel=1e-12)
-
-
-def test_a_pooled_ratio_s_interval_with_an_estimated_curve_is_wider_and_its_comparison_decides(pooled):
-    estimated, known = pooled
-    wide, narrow = estimated.summary_ci(n_resamples=500), known.summary_ci(n_resamples=500)
-    pd.testing.assert_series_equal(wide["mean"], narrow["mean"])
-    widening = (wide["ci_high"] - wide["ci_low"]) / (narrow["ci_high"] - narrow["ci_low"])
-    assert (widening > 1.05).all()
-    # the curve's error moves a ratio's numerator and denominator together: it widens recall less than a sum
-    by = dict(zip(wide["metric"] + wide["model"], widening))
-    assert by["precision@5A"] > by["recall_micro@5A"] and by["precision@5B"] > by["recall_micro@5B"]
-    assert ((wide["ci_low"] < wide["mean"]) & (wide["mean"] < wide["ci_high"])).all()
-    rows = estimated.compare(n_resamples=500).set_index("metric")
-    for metric in ("recall_micro@5", "f1_micro@5"):  # B is much better than A
-        row = rows.loc[metric]
-        assert row["ci_low"] < row["delta"] < row["ci_high"] and row["verdict"] == "better"
-    boot = estimated.compare(n_resamples=500, test="bootstrap", seed=1).set_index("metric")
-    assert boot.loc["recall_micro@5", "verdict"] == "better"
-    with pytest.raises(ParameterError, match="test='t' takes the per-query differences"):
-        estimated.compare(test="t")
+    res = tk.evaluate(log, ["recall_micro@5", "f1_micro@5", "precision@5"], propensity=bias, **common)
+    known = tk.evaluate(log, ["recall_micro@5"], propensity=bias.propensities, **common)
+    assert res.summary["recall_micro@5"].equals(known.summary["recall_micro@5"])
+    for call in (lambda: res.summary_ci(n_resamples=100), lambda: res.compare(n_resamples=100)):
+        with pytest.raises(ParameterError, match=r"^recall_micro@5, f1_micro@5: no interval carries an estimated "
+                                                 r"curve's uncertainty for a ratio pooled .* tp@k and precision@k "
+                                                 r".*propensity=bias.propensities"):
+            call()
 
 
 @pytest.mark.parametrize("call, words", [

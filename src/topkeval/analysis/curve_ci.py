@@ -21,21 +21,10 @@ twice, the basic one removes it); ``compare`` that of the paired differences (``
 minus ``S`` of the baseline), its bootstrap test shifts them to the null, and
 its permutation test adds to the sign-flipped differences (weighed with the estimated curve) the
 curve's own deviation ``sum_j (w_bj - w_j) Dbar_j`` (``Dbar`` the mean paired difference per
-position): the statistic's two sources of noise, the queries evaluated and the curve.
-
-A ratio pooled over the queries (recall_micro@k, f1_micro@k, fbeta_micro@k:
-:mod:`topkeval.metrics.pooled`) is a ratio of two such sums,
-``r = a sum_q N_q . w / (b sum_q D_q . w + sum_q K_q)`` (``N_qj`` the query's clicks at position j
-in the model's top k, ``D_qj`` its clicks at position j, ``K_q`` what F-beta adds per query), so
-it is resampled as a ratio: each resample's ratio of its resampled numerator and denominator under
-its refitted curve (a ratio bootstrap), its basic interval ``2 r - q``, the difference of two
-models' ratios likewise; the permutation test flips the signs of the paired linearised shares
-(the per-query values) and adds the curve's deviation of the difference of the ratios,
-``Delta(w_b) - Delta(w)`` over every query (for a sum, ``sum_j (w_bj - w_j) Dbar_j`` again).
-
-The t and Wilcoxon tests have no such form and are refused, as are the analyses that take the
-per-query values as the only noise (compare_all, anova, queries_needed). Validated by simulation in
-tests/test_position_bias.py and tests/test_clicks_simulation.py (coverage, wrong-way rate).
+position): the statistic's two sources of noise, the queries evaluated and the curve. The t and
+Wilcoxon tests have no such form and are refused, as are the analyses that take the per-query
+values as the only noise (compare_all, anova, queries_needed). Validated by simulation in
+tests/test_position_bias.py (coverage, wrong-way rate).
 """
 
 from __future__ import annotations
@@ -43,7 +32,6 @@ from __future__ import annotations
 import math
 import weakref
 import zlib
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -80,78 +68,36 @@ def check_test(test: str) -> None:
                              f"resample the curve's queries too), or {KNOWN}.")
 
 
-@dataclass(frozen=True)
-class Ratio:
-    """The sums of a ratio pooled over the queries, per logged position: under click weights ``w``
-    (one per position) and query counts ``c``, its value is
-    ``a (c @ numerator) . w / (b (c @ denominator) . w + c @ listed)``.
-
-    Attributes
-    ----------
-    numerator : pandas.DataFrame
-        Queries x positions: the clicks logged at each position that the model puts in its top k
-        (their expected number under ``ties="expected"``).
-    denominator : pandas.DataFrame
-        Queries x positions: the query's clicks logged at each position.
-    listed : pandas.Series
-        Per query, what F-beta's denominator adds (``k``, or ``min(k, n)`` under
-        ``short_lists="shrink"``, times its coefficient); 0 for recall.
-    a, b : float
-        The coefficients of the numerator and of the clicks in the denominator.
-    """
-
-    numerator: pd.DataFrame
-    denominator: pd.DataFrame
-    listed: pd.Series
-    a: float
-    b: float
-
-    def parts(self, q: pd.Index) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        """The sums of the queries ``q``, each total ``(c @ S) . w + c @ K`` of a ``(S, K)``: the
-        numerator's ``(numerator, None)`` and the denominator's ``(b denominator, listed)``."""
-        return [(self.numerator.loc[q].to_numpy(), None),
-                (self.b * self.denominator.loc[q].to_numpy(), self.listed.loc[q].to_numpy())]
-
-    def value(self, totals: list[tuple]) -> np.ndarray:
-        """The ratio from the totals of :meth:`parts` (see :func:`_total`): where a resample's curve
-        gives a position with clicks no finite weight, the ratio's limit as that weight grows, the
-        share of those clicks in the numerator; NaN where the denominator is 0."""
-        (num, num_inf), (den, den_inf) = totals
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den_inf > 0, self.a * num_inf / den_inf,
-                            np.where(den != 0, self.a * num / den, np.nan))
-
-
 def position_sums(ev) -> tuple[np.ndarray, np.ndarray, dict]:
     """``(positions, weights, sums)``: the logged positions with a click, the weight each click there
     got, and per (model, metric label) a DataFrame of ``S`` (queries x positions), indexed by query
-    id, such that each per-query value is ``S @ weights``; for a ratio pooled over the queries, a
-    :class:`Ratio` of its numerator's and denominator's sums."""
+    id, such that each per-query value is ``S @ weights``."""
     held = _SUMS.get(ev)
     if held is not None:
         return held
     from ..backends.cpu import CPU
     from ..engine import build_results, evaluate_grouped, make_plan
     from ..metrics import FAMILIES
-    from ..metrics.pooled import listed
 
     conv = ev.conventions
     labels = list(ev.metrics)
     names = ev.info.get("metric_names", {})
-    plan = make_plan([names.get(label, label) for label in labels], conv, clicks=True)
-    kinds = {label: FAMILIES[m.family].ips for label, m in zip(labels, plan.metrics)}
-    other = [label for label, kind in kinds.items() if kind not in ("ips", "pooled")]
+    kinds = (ev.info.get("ips") or {}).get("estimators") or {}
+    pooled = [label for label in labels if kinds.get(label) == "pooled"]
+    if pooled:
+        raise ParameterError(f"{', '.join(pooled)}: no interval carries an estimated curve's uncertainty for a ratio "
+                             "pooled over the queries. Resampled as a ratio of two sums, each under the curve fitted "
+                             "again, it gave no interval in a quarter of simulated logs (a curve from two arms of "
+                             "2,000 queries) and upper bounds of recall above 1 in half: a resampled curve that leaves "
+                             "a rarely examined position no click leaves the ratio undefined. On one log, tp@k and "
+                             "precision@k order the models as recall_micro@k does, and their intervals carry the "
+                             f"curve: evaluate them apart; or {KNOWN}.")
+    plan = make_plan([names.get(label, label) for label in labels], conv)
+    other = [label for label, m in zip(labels, plan.metrics) if FAMILIES[m.family].ips != "ips"]
     if other:
         raise ParameterError(f"{', '.join(other)}: no interval carries an estimated curve's uncertainty for this "
-                             "estimator (only the sums of weighted clicks, precision, tp, dcg and rbp, and the ratios "
-                             "of such sums pooled over the queries, recall_micro, f1_micro and fbeta_micro, are); "
-                             f"evaluate the others apart, or {KNOWN}.")
-    linear = [label for label in labels if kinds[label] == "ips"]
-    pooled = [label for label in labels if kinds[label] == "pooled"]
-    linear_plan = make_plan([names.get(label, label) for label in linear], conv) if linear else None
-    # the pooled ratios: the same kernel as the metric's (its relevance threshold, its kind of hits), per part
-    pooled_parts = make_plan([names.get(label, label) for label in pooled], conv, clicks=True).parts() \
-        if pooled else []
+                             "estimator (only the sums of weighted clicks, precision, tp, dcg and rbp, are linear in "
+                             f"the weights); evaluate the others apart, or {KNOWN}.")
     log = next(iter(ev.sources()))[0]
     clicked = log.relevant(conv)
     pos = log.rows["position"]
@@ -159,56 +105,20 @@ def position_sums(ev) -> tuple[np.ndarray, np.ndarray, dict]:
     positions = np.unique(pos[clicked])
     shown_weights = np.array([weights[clicked & (pos == j)][0] for j in positions])
     sums: dict = {}
-    ratios: dict = {}  # (model, label) -> [numerator, denominator, listed, metric]
-    for part in pooled_parts:
-        for model in log.scores:
-            st = CPU.compute(log, model, part, log.judgments(part.conv))
-            for name, m in zip(part.names, part.metrics):
-                for label in (label for label in pooled if names.get(label, label) == name):
-                    ratios[(model, label)] = [np.zeros((log.n_queries, len(positions))),
-                                              np.zeros((log.n_queries, len(positions))),
-                                              _coefficients(m)[2] * listed(st, m, part.conv), m]
     for i, j in enumerate(positions):
         one = log.with_scores(log.scores)
         one.rows = {**log.rows, "ips_weight": np.where(clicked, (pos == j).astype(np.float64), 1.0)}
-        if linear_plan is not None:
-            batch, _ = evaluate_grouped(one, linear_plan, backend=CPU)
-            pq = build_results([batch], linear_plan, query_name=ev.query_name).per_query
-            for model, frame_part in pq.groupby("model", sort=False):
-                frame_part = frame_part.set_index(ev.query_name)
-                for label, column in zip(linear, linear_plan.labels):
-                    frame = sums.setdefault((model, label), pd.DataFrame(index=frame_part.index,
-                                                                         columns=range(len(positions)),
-                                                                         dtype=np.float64))
-                    frame[i] = frame_part[column].to_numpy(np.float64)
-        for part in pooled_parts:  # the clicks weighed 1 at position j only: its share of each sum
-            for model in log.scores:
-                st = CPU.compute(one, model, part, one.judgments(part.conv))
-                for name, m in zip(part.names, part.metrics):
-                    for label in (label for label in pooled if names.get(label, label) == name):
-                        ratios[(model, label)][0][:, i] = st.h[:, st.column(m.k)]
-                        ratios[(model, label)][1][:, i] = st.Rw
-    ids = pd.Index(log.queries)
-    for key, (numerator, denominator, fixed, m) in ratios.items():
-        sums[key] = Ratio(pd.DataFrame(numerator, index=ids), pd.DataFrame(denominator, index=ids),
-                          pd.Series(fixed, index=ids), *_coefficients(m)[:2])
+        batch, _ = evaluate_grouped(one, plan, backend=CPU)
+        pq = build_results([batch], plan, query_name=ev.query_name).per_query
+        for model, part in pq.groupby("model", sort=False):
+            part = part.set_index(ev.query_name)
+            for label, column in zip(labels, plan.labels):
+                frame = sums.setdefault((model, label), pd.DataFrame(index=part.index, columns=range(len(positions)),
+                                                                     dtype=np.float64))
+                frame[i] = part[column].to_numpy(np.float64)
     held = (positions, shown_weights, sums)
     _SUMS[ev] = held
     return held
-
-
-def _coefficients(m) -> tuple[float, float, float]:
-    """``(a, b, c)`` of a pooled ratio ``a sum h / (b sum R + c sum k)``, as
-    :mod:`topkeval.metrics.pooled` computes it (divided by ``beta ** 2`` for beta >= 1; recall's
-    ``c`` is 0)."""
-    if m.family == "recall_micro":
-        return 1.0, 1.0, 0.0
-    beta = 1.0 if m.family == "f1_micro" else float(m.param("beta"))
-    if beta >= 1:
-        inv = 1.0 / (beta * beta)
-        return inv + 1.0, 1.0, inv
-    b2 = beta * beta
-    return 1.0 + b2, b2, 1.0
 
 
 def _curve_weights(bias, positions: np.ndarray, curve_counts: np.ndarray, clip: float | None) -> np.ndarray:
@@ -244,93 +154,33 @@ def counts(curve_ids: pd.Index, eval_ids: pd.Index, n_resamples: int, seed):
                        query_counts(eval_rng, n_resamples, len(eval_ids), per))
 
 
-@dataclass(frozen=True)
-class Block:
-    """One statistic to resample: the rows of ``queries`` in each of ``parts`` (``(S, K)``: sums per
-    position, and a term per query that no weight changes, or None), the query weights (or None), and
-    ``value``, the statistic from the parts' totals ``sum_q c_q u_q (S_q . w + K_q)`` and the total
-    weight ``sum_q c_q u_q``."""
-
-    queries: pd.Index
-    parts: list
-    weights: np.ndarray | None
-    value: object
-
-    @classmethod
-    def mean(cls, queries: pd.Index, S: np.ndarray, weights: np.ndarray | None = None) -> Block:
-        """The (weighted) mean of the per-query values ``S . w``."""
-        return cls(queries, [(S, None)], weights, _mean)
-
-
-def _mean(totals: list[tuple], weight) -> np.ndarray:
-    """The mean ``total / weight``; infinite where a resample's curve gives a position with clicks no
-    finite weight."""
-    total, infinite = totals[0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(infinite != 0, np.sign(infinite) * np.inf, total / weight)
-
-
-def _total(sums: np.ndarray, fixed, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``sums . w + fixed`` per resample, as its finite part and the sum of the ``sums`` whose weight
-    is infinite (a resample whose curve is 0 at a position: the statistic's limit as that weight
-    grows); a position without a click adds 0, whatever its weight."""
-    infinite = np.isinf(w)
-    with np.errstate(invalid="ignore"):
-        finite = np.where((sums != 0) & ~infinite, sums * np.where(infinite, 0.0, w), 0.0).sum(axis=-1) + fixed
-    return finite, np.where(infinite, sums, 0.0).sum(axis=-1)
-
-
-def resamples(ev, blocks: list, n_resamples: int, seed, deviation: bool = False) -> tuple[list, list]:
-    """For each block (a :class:`Block`, or ``(queries, S, u)`` for the mean of ``S . w``), its
-    statistic on each resample: the queries' counts ``c`` and the curve's weights ``w_b`` fitted
-    again on the resampled queries of the curve's log; the same counts and curves for every block
-    (each block's numbers depend on the seed and its own queries only). With ``deviation``, also the
-    curve's own deviation of each block's statistic over all its queries, ``value(w_b) - value(w)``
-    (for a mean, ``sum_j (w_bj - w_j) Dbar_j``)."""
+def resamples(ev, blocks: list, n_resamples: int, seed, deviations: list | None = None) -> tuple[list, list]:
+    """For each block ``(queries, S, u)`` (query ids, their S rows, query weights or None), the
+    resampled means ``sum_q c u S.w_b / sum_q c u``, one per resample; the same counts and curves for
+    every block (each block's numbers depend on the seed and its own queries only). With
+    ``deviations`` (one mean paired difference per position ``Dbar`` per block), also the curve's own
+    deviation ``sum_j (w_bj - w_j) Dbar_j`` under each resample's curve."""
     positions, weights, _ = position_sums(ev)
     bias = ev.estimated_curve
     clip = (ev.info.get("ips") or {}).get("clip")
     eval_ids = pd.Index(ev.per_query[ev.query_name].unique())
-    blocks = [b if isinstance(b, Block) else Block.mean(*b) for b in blocks]
-    at = [eval_ids.get_indexer(b.queries) for b in blocks]
+    at = [eval_ids.get_indexer(q) for q, _, _ in blocks]
     out: list[list] = [[] for _ in blocks]
     dev: list[list] = [[] for _ in blocks]
-    whole = []  # per block: the sums over every query, and the statistic under the curve as estimated
-    for b in blocks:
-        u = np.ones(len(b.queries)) if b.weights is None else b.weights
-        parts = [(u @ S, 0.0 if K is None else float(u @ K)) for S, K in b.parts]
-        whole.append((parts, float(u.sum()), b.value([_total(S, K, weights) for S, K in parts], float(u.sum()))))
     streams = counts(bias.queries, eval_ids, n_resamples, seed)
     for curve_counts, eval_counts in streams:
         w = _curve_weights(bias, positions, curve_counts, clip)
-        for i, b in enumerate(blocks):
+        for i, (_, S, u) in enumerate(blocks):
             c = eval_counts[:, at[i]]
-            cu = c if b.weights is None else c * b.weights
-            totals = [_total(cu @ S, 0.0 if K is None else cu @ K, w) for S, K in b.parts]
-            out[i].append(b.value(totals, cu.sum(axis=1)))
-            if deviation:
-                parts, weight, estimate = whole[i]
-                with np.errstate(invalid="ignore"):
-                    dev[i].append(b.value([_total(S, K, w) for S, K in parts], weight) - estimate)
+            cu = c if u is None else c * u
+            sums = cu @ S
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[i].append(np.where(sums != 0, sums * w, 0.0).sum(axis=1) / cu.sum(axis=1))
+                if deviations is not None:
+                    d = deviations[i]
+                    dev[i].append(np.where(d != 0, (w - weights) * d, 0.0).sum(axis=1))
     return ([np.concatenate(o) if o else np.zeros(0) for o in out],
             [np.concatenate(o) if o else np.zeros(0) for o in dev])
-
-
-def estimate(ev, block) -> float:
-    """A block's statistic on every query once, under the curve as estimated."""
-    _, weights, _ = position_sums(ev)
-    b = block if isinstance(block, Block) else Block.mean(*block)
-    u = np.ones(len(b.queries)) if b.weights is None else b.weights
-    return float(b.value([_total(u @ S, 0.0 if K is None else float(u @ K), weights) for S, K in b.parts],
-                         float(u.sum())))
-
-
-def _block(sums: dict, model: str, metric: str, q: pd.Index, u: np.ndarray | None) -> Block:
-    """The block of one model's metric over the queries ``q``: a mean, or a pooled ratio."""
-    held = sums[(model, metric)]
-    if isinstance(held, Ratio):
-        return Block(q, held.parts(q), None, lambda totals, weight, r=held: r.value(totals))
-    return Block.mean(q, held.loc[q].to_numpy(), u)
 
 
 def summary_ci(ev, confidence: float, n_resamples: int, seed) -> pd.DataFrame:
@@ -351,7 +201,7 @@ def summary_ci(ev, confidence: float, n_resamples: int, seed) -> pd.DataFrame:
                 q = pd.Index(part[ev.query_name].to_numpy()[ok])
                 u = part[weight].to_numpy(np.float64)[ok] if weight else None
                 keys.append((key, model, metric))
-                blocks.append(_block(sums, model, metric, q, u))
+                blocks.append((q, sums[(model, metric)].loc[q].to_numpy(), u))
                 values.append(part[metric].to_numpy(np.float64))
                 value_weights.append(part[weight].to_numpy(np.float64) if weight else None)
     means, _ = resamples(ev, blocks, n_resamples, seed)
@@ -406,33 +256,27 @@ def compare_resamples(ev, rows: list[dict], test: str, n_resamples: int, seed) -
     check_test(test)
     _, weights, sums = position_sums(ev)
     live = [i for i, r in enumerate(rows) if len(r["m"])]
-    blocks, flipped = [], []
+    blocks, D = [], []
     for i in live:
         r = rows[i]
-        q, u = r["queries"], r["w"]
-        model, base = sums[(r["model"], r["metric"])], sums[(r["baseline"], r["metric"])]
-        if isinstance(model, Ratio):  # the difference of two pooled ratios, each resampled as a ratio
-            blocks.append(Block(q, model.parts(q) + base.parts(q), None,
-                                lambda t, _, a=model, b=base, shift=r["shift"]:
-                                np.ldexp(a.value(t[:2]) - b.value(t[2:]), -shift)))
-            flipped.append(r["m"] - r["b"])  # the paired linearised shares
-            continue
-        S = model.loc[q].to_numpy() - base.loc[q].to_numpy()
+        q = r["queries"]
+        S = (sums[(r["model"], r["metric"])].loc[q].to_numpy() - sums[(r["baseline"], r["metric"])].loc[q].to_numpy())
         S = np.ldexp(S, -r["shift"])  # as the row's values: scaled by a power of 2 where they are huge
-        blocks.append(Block.mean(q, S, u))
-        flipped.append(S @ weights)
-    boot_list, deviation = resamples(ev, blocks, n_resamples, seed, deviation=test == "permutation")
+        u = r["w"]
+        blocks.append((q, S, u))
+        D.append(S.mean(axis=0) if u is None else (u[:, None] * S).sum(axis=0) / u.sum())
+    boot_list, deviation = resamples(ev, blocks, n_resamples, seed, D if test == "permutation" else None)
     # reflected about the estimate: their percentiles are the basic bootstrap interval (the bootstrap
     # test's |boot - estimate| is the same either way)
-    boot = {i: 2 * estimate(ev, block) - b for i, block, b in zip(live, blocks, boot_list)}
+    boot = {i: 2 * float(d @ weights) - b for i, d, b in zip(live, D, boot_list)}
     perm: dict = {}
     if test == "permutation":
         for j, i in enumerate(live):
-            u = blocks[j].weights
+            q, S, u = blocks[j]
             r = rows[i]  # each row's signs seeded by what it compares: the same whichever rows the call holds
             key = repr((tuple(r["key"].items()), r["model"], r["metric"])).encode()
             rng = np.random.default_rng(None if seed is None else [seed, zlib.crc32(key)])
-            x = flipped[j] if u is None else u * flipped[j]
+            x = S @ weights if u is None else u * (S @ weights)
             total = len(x) if u is None else u.sum()
             flips = np.empty(n_resamples)
             for start in range(0, n_resamples, 1024):

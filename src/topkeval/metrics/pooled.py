@@ -62,8 +62,7 @@ def _h(st, m) -> np.ndarray:
     return st.h[:, st.column(m.k)]
 
 
-def listed(st, m, conv) -> np.ndarray:
-    """Per query, the ``k`` of F-beta's denominator: ``min(k, n)`` under ``short_lists="shrink"``."""
+def _listed(st, m, conv):
     return np.minimum(float(m.k), st.n) if conv.short_lists == "shrink" else np.full(len(st.n), float(m.k))
 
 
@@ -78,7 +77,7 @@ def recall_micro(st, m, conv):
 
 def _f_micro(st, m, conv, beta: float) -> np.ndarray:
     # divided by b^2 for b >= 1 (as f_measure): no term overflows for large or small b
-    h, R, k = _h(st, m), st.Rw, listed(st, m, conv)
+    h, R, k = _h(st, m), st.Rw, _listed(st, m, conv)
     if beta >= 1:
         inv = 1.0 / (beta * beta)
         return linearised((inv + 1.0) * h, R + k * inv, conv.undefined)
