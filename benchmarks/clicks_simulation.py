@@ -21,16 +21,23 @@ Columns, per setting and metric:
 * wrong way: the share of logs in which ``compare`` (its default permutation test, no correction
   across rows: each comparison on its own) declares B2 or B, both truly better than A, significantly
   worse (the higher of the two); B found better: the share of logs in which B is declared better;
-* warned: the share of logs for which ``evaluate`` gave a TopkevalWarning that concerns the metric
-  (the skewness warning names the metrics it is about), and of which kind.
+* warned / refused: the share of logs for which ``evaluate`` gave a TopkevalWarning that concerns the
+  metric (the skewness warning names the metrics it is about), and of which kind; the share whose
+  decisions (``summary_ci``, ``compare``) were refused, and why (the skewness above its refusal limit,
+  a pooled ratio weighted by an estimated curve); the share given no interval (NaN: a curve that a
+  resample of an estimated curve's queries cannot fit); the logs an estimated curve could not weigh
+  (``evaluate`` refused them) are left out and counted.
 
-A clipped estimate's decisions are refused (``summary_ci``, ``compare``): their coverage and wrong-way
-rate are measured here through ``Results.from_per_query``, which does not know the values were
-clipped. The per-query self-normalised ratios that topkeval refuses (recall@10 and F1@10 as a ratio
+Where topkeval refuses the decisions (clipped weights; a skewness above the refusal limit; a pooled
+ratio weighted by an estimated curve), their coverage and wrong-way rate are measured here through
+``Results.from_per_query``, which does not know what the values are: what the refusal keeps from the
+user (for an estimated curve, its intervals with the curve taken as known). Coverage is over the logs
+given an interval. The per-query self-normalised ratios that topkeval refuses (recall@10 and F1@10 as a ratio
 of weighted sums per query) are computed here with numpy: their mean over the queries with a click,
 a t interval, and a paired t test over those queries. The setting "curve estimated from two arms"
-evaluates each log with ``estimate_position_bias``'s curve from two arms of 2,000 other queries, as
-intervals stand today (without the curve's own uncertainty: issue 34, part B).
+evaluates each log with ``estimate_position_bias``'s curve from two arms of 2,000 other queries, given
+as itself (``propensity=bias``: the intervals of the sums fit the curve again on every resample), the
+sums and the pooled ratios evaluated apart (the pooled ratios' decisions are refused there).
 """
 
 from __future__ import annotations
@@ -72,8 +79,8 @@ def settings(queries: int) -> list[dict]:
         dict(name="cascade, reads on after a click 30%, poor logger", setting=harsh),
         dict(name="position-based, 1.1 clicks/query, 250 queries", setting=s["position, sparse"], queries=250),
         # the refused ratios' rows would repeat the first setting's (the same logs, the true propensities)
-        dict(name="position-based, 1.1 clicks/query, curve estimated from two arms", setting=s["position, sparse"],
-             curve=True, refused=False),
+        dict(name="position-based, 1.1 clicks/query, curve estimated from two arms (100 logs)",
+             setting=s["position, sparse"], curve=True, refused=False, logs=100),
         dict(name="position-based, 1.1 clicks/query, clip=10", setting=s["position, sparse"], clip=10.0, refused=False),
         dict(name="position-based, 1.1 clicks/query, clip=5", setting=s["position, sparse"], clip=5.0, refused=False),
         dict(name="position-based, 1.1 clicks/query, clip=2", setting=s["position, sparse"], clip=2.0, refused=False),
@@ -89,28 +96,44 @@ def one_log(tk, case: dict, queries: int, seed: int, resamples: int) -> dict:
     if case.get("curve"):
         arms = pd.DataFrame(cs.arms(setting, queries, seed + 7_000_000))
         propensity = tk.estimate_position_bias(arms, n_resamples=0)
-    out: dict = {"warned": [], "error": None}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", tk.TopkevalWarning)
+    out: dict = {"warned": {m: [] for m in OFFERED}, "error": None, "estimate": {}, "interval": {}, "delta": {},
+                 "decisions_refused": {}}
+    # with an estimated curve the pooled ratios' decisions are refused: the sums are evaluated apart, as a
+    # user told so would
+    groups = [[m for m in OFFERED if "micro" not in m], [m for m in OFFERED if "micro" in m]] \
+        if case.get("curve") else [OFFERED]
+    for group in groups:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", tk.TopkevalWarning)
+            try:
+                res = tk.evaluate(log, group, relevance="click", score=RANKERS, item="item", position="position",
+                                  propensity=propensity, clip=case.get("clip"))
+            except tk.TopkevalError as exc:
+                out["error"] = str(exc).split(":")[0]
+                return out
+        said = res.info["ips"].get("warnings") or {}
+        assert len(said) == sum(issubclass(w.category, tk.TopkevalWarning) for w in caught)  # each given once
+        # per metric, the kinds of warning that concern it (the skewness warning names the metrics it is about)
+        for m in group:
+            out["warned"][m] = sorted(k for k, text in said.items() if k != "skewed" or f"{m} (limit" in text)
+        out["estimate"].update({(r, m): float(res.summary.loc[r, m]) for r in RANKERS for m in group})
         try:
-            res = tk.evaluate(log, OFFERED, relevance="click", score=RANKERS, item="item", position="position",
-                              propensity=propensity, clip=case.get("clip"))
-        except tk.TopkevalError as exc:
-            out["error"] = str(exc).split(":")[0]
-            return out
-    said = res.info["ips"].get("warnings") or {}
-    assert len(said) == sum(issubclass(w.category, tk.TopkevalWarning) for w in caught)  # each given once
-    # per metric, the kinds of warning that concern it (the skewness warning names the metrics it is about)
-    out["warned"] = {m: sorted(k for k, text in said.items() if k != "skewed" or f"{m} (limit" in text)
-                     for m in OFFERED}
-    out["estimate"] = {(r, m): float(res.summary.loc[r, m]) for r in RANKERS for m in OFFERED}
-    if case.get("clip"):  # decisions refused on clipped estimates: measured on the same values, told nothing
-        res = tk.Results.from_per_query(res.per_query)
-    ci = res.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
-    cmp = res.compare(baseline="A", correction="none", n_resamples=resamples, seed=seed).set_index(["model", "metric"])
-    out["interval"] = {(r, m): (ci.loc[(r, m), "ci_low"], ci.loc[(r, m), "ci_high"]) for r in RANKERS for m in OFFERED}
-    out["delta"] = {(r, m): (cmp.loc[(r, m), "ci_low"], cmp.loc[(r, m), "ci_high"], cmp.loc[(r, m), "verdict"])
-                    for r in ("B2", "B") for m in OFFERED}
+            ci = res.summary_ci(n_resamples=resamples, seed=seed)
+        except tk.ParameterError as exc:  # refused: measured on the same values, told nothing
+            why = ("clipped" if "clip=" in str(exc) else "skewness" if "skewness" in str(exc) else
+                   "estimated curve" if "estimated curve" in str(exc) else None)
+            if why is None:
+                raise
+            out["decisions_refused"].update({m: why for m in group})
+            res = tk.Results.from_per_query(res.per_query)
+            ci = res.summary_ci(n_resamples=resamples, seed=seed)
+        ci = ci.set_index(["model", "metric"])
+        cmp = res.compare(baseline="A", correction="none", n_resamples=resamples,
+                          seed=seed).set_index(["model", "metric"])
+        out["interval"].update({(r, m): (ci.loc[(r, m), "ci_low"], ci.loc[(r, m), "ci_high"])
+                                for r in RANKERS for m in group})
+        out["delta"].update({(r, m): (cmp.loc[(r, m), "ci_low"], cmp.loc[(r, m), "ci_high"], cmp.loc[(r, m), "verdict"])
+                             for r in ("B2", "B") for m in group})
     if case.get("refused", True):
         out.update(_refused(log, n, setting))
     return out
@@ -163,7 +186,7 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             t = truth[r][m]
             bias_se.append((v.mean() - t) / v.std(ddof=1))
             bias_pct.append((v.mean() - t) / abs(t) * 100)
-            cover.append(np.mean([lo <= t <= hi for lo, hi in (lg[key_i][(r, m)] for lg in ok)]))
+            cover.append(np.mean([lo <= t <= hi for lo, hi in (lg[key_i][(r, m)] for lg in ok) if not np.isnan(lo)]))
         worst = int(np.argmax(np.abs(bias_se)))
         row = dict(setting=case["name"], metric=m, offered="yes" if offered else "refused",
                    bias_se=bias_se[worst], bias_pct=bias_pct[int(np.argmax(np.abs(bias_pct)))],
@@ -172,7 +195,8 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             dcov, wrong, better = [], [], []
             for r in ("B2", "B"):
                 d = truth[r][m] - truth["A"][m]
-                dcov.append(np.mean([lg["delta"][(r, m)][0] <= d <= lg["delta"][(r, m)][1] for lg in ok]))
+                dcov.append(np.mean([lg["delta"][(r, m)][0] <= d <= lg["delta"][(r, m)][1] for lg in ok
+                                     if not np.isnan(lg["delta"][(r, m)][0])]))
                 wrong.append(np.mean([lg["delta"][(r, m)][2] == "worse" for lg in ok]))
                 better.append(np.mean([lg["delta"][(r, m)][2] == "better" for lg in ok]))
             row.update(delta_coverage=min(dcov), wrong_way=max(wrong), b_better=better[1])
@@ -182,11 +206,17 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             row.update(delta_coverage=np.nan, wrong_way=max(wrong), b_better=better)
         if offered:
             warned = Counter(k for lg in ok for k in lg["warned"][m])
+            refused = Counter(lg["decisions_refused"][m] for lg in ok if m in lg["decisions_refused"])
+            # no interval: the share of the intervals of A, B2, B (and of the differences) given as NaN
+            none = np.mean([np.isnan(lg["interval"][(r, m)][0]) for lg in ok for r in RANKERS]
+                           + [np.isnan(lg["delta"][(r, m)][0]) for lg in ok for r in ("B2", "B")])
             row.update(warned=np.mean([bool(lg["warned"][m]) for lg in ok]),
-                       kinds=", ".join(f"{k} {_share(v / len(ok))}" for k, v in warned.most_common()))
+                       kinds=", ".join(f"{k} {_share(v / len(ok))}" for k, v in warned.most_common()),
+                       refused=", ".join(f"{_share(v / len(ok))} ({k})" for k, v in refused.most_common()),
+                       no_interval=none)
         else:
-            row.update(warned=np.nan, kinds="")
-        row.update(logs=len(ok), note="; ".join(f"{e} ({c})" for e, c in errors.items()))
+            row.update(warned=np.nan, kinds="", refused="", no_interval=0.0)
+        row.update(logs=len(ok), note="; ".join(f"{e} ({_share(c / len(logs))} of logs)" for e, c in errors.items()))
         rows.append(row)
     return rows
 
@@ -198,7 +228,7 @@ def _share(x: float) -> str:
 
 def markdown(rows: list[dict]) -> str:
     head = ("| setting | metric | offered | bias (SE) | bias (%) | 95% CI covers | CI of B2−A, B−A covers | "
-            "wrong way | B found better | warned |")
+            "wrong way | B found better | warned / refused |")
     lines = [head, "|" + "---|" * 10]
     last = None
     for r in rows:
@@ -211,7 +241,11 @@ def markdown(rows: list[dict]) -> str:
         def pct(x):
             return "" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.1%}"
 
-        warned = "" if r["offered"] == "refused" else (pct(r["warned"]) + (f" ({r['kinds']})" if r["kinds"] else ""))
+        warned = "" if r["offered"] == "refused" else (
+            pct(r["warned"]) + (f" ({r['kinds']})" if r["kinds"] else "")
+            + (f"; decisions refused {r['refused']}" if r["refused"] else "")
+            + (f"; no interval {pct(r['no_interval'])}" if r["no_interval"] else "")
+            + (f"; evaluate refused {r['note']}" if r["note"] else ""))
         lines.append(f"| {name} | {r['metric']} | {r['offered']} | {r['bias_se']:+.2f} | {r['bias_pct']:+.1f}% | "
                      f"{pct(r['coverage'])} | {pct(r['delta_coverage'])} | {pct(r['wrong_way'])} | "
                      f"{pct(r['b_better'])} | {warned} |")
@@ -332,6 +366,8 @@ def main() -> None:
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples and sign flips per log")
     p.add_argument("--only", help="settings whose name contains this text")
     p.add_argument("--print", action="store_true", help="print the table only (do not write the docs page)")
+    p.add_argument("--replace", action="store_true", help="with --only: replace those settings' rows in the docs "
+                                                          "page's table")
     p.add_argument("--calibrate", action="store_true",
                    help="the tables behind the skewness limits instead (120 logs per setting by default)")
     p.add_argument("--records", help="with --calibrate: a pickle file of the logs' records, read when it exists "
@@ -364,7 +400,8 @@ def main() -> None:
         if args.only and args.only not in case["name"]:
             continue
         truth = cs.truth(case["setting"])
-        logs = [one_log(tk, case, args.queries, 1_000_000 + seed, args.resamples) for seed in range(args.logs)]
+        n_logs = min(case.get("logs", args.logs), args.logs)
+        logs = [one_log(tk, case, args.queries, 1_000_000 + seed, args.resamples) for seed in range(n_logs)]
         rows += summarise(case, logs, truth)
         print(f"{case['name']}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     table = markdown(rows)
@@ -373,6 +410,31 @@ def main() -> None:
     print(table + footer)
     if not args.print and not args.only:
         _write(table + footer, (START, END))
+    elif args.replace and args.only:  # these settings' rows only, the others as they were
+        _replace_rows(rows)
+
+
+def _replace_rows(rows: list[dict]) -> None:
+    """Put the rows of the settings in ``rows`` in place of theirs in the docs page's table."""
+    from topkeval.files import write_text
+
+    text = PAGE.read_text(encoding="utf-8")
+    head, rest = text.split(START, 1)
+    table, tail = rest.split(END, 1)
+    lines = table.strip("\n").split("\n")
+    new = markdown(rows).split("\n")[2:]
+    names = {r["setting"] for r in rows}
+    out, skipping, placed = [], False, False
+    for line in lines:
+        cell = line.split("|")[1].strip() if line.startswith("|") else None
+        if cell:
+            skipping = cell in names or any(cell.split(" (")[0] == n.split(" (")[0] for n in names)
+            if skipping and not placed:
+                out += new
+                placed = True
+        if not (skipping and line.startswith("|")):
+            out.append(line)
+    write_text(PAGE, f"{head}{START}\n" + "\n".join(out) + f"\n{END}{tail}", overwrite=True)
 
 
 def _write(table: str, markers: tuple[str, str]) -> None:
