@@ -504,9 +504,10 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: t
     else:
         value = base_mean = delta = sd = math.nan
     if n and not math.isnan(delta):
-        lo, hi = t_interval(d, 1 - alpha) if interval == "t" else curve_ci.quantiles(  # infinite draws: no warning
-            boot[~np.isnan(boot)], [alpha / 2, 1 - alpha / 2]) if np.isinf(boot).any() else np.nanquantile(
-            boot, [alpha / 2, 1 - alpha / 2])
+        if interval != "t" and np.isinf(boot).any():  # infinite draws (a refitted curve): no numpy warning
+            lo, hi = curve_ci.quantiles(boot[~np.isnan(boot)], [alpha / 2, 1 - alpha / 2])
+        else:
+            lo, hi = t_interval(d, 1 - alpha) if interval == "t" else np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
         p = _p_value(test, d, m, b, perm, boot, n_resamples, w, stud)
     else:
         lo = hi = p = math.nan
