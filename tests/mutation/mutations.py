@@ -465,7 +465,7 @@ _LIST: list[Mutation] = [
       "tests/test_trec.py::test_runs_written_rank_by_rank_rank_only_their_tied_items_and_keep_every_value"),
     M("analysis/compare.py", 'if detectable > 1 and r["unit"]:', 'if detectable > 1 and False:',
       f"{COMPARE}::test_detectable_delta_beyond_the_range"),
-    M("metrics/names.py", "return bool(parse_metric(label).info.bounded)", "return True",
+    M("metrics/names.py", "return parse_metric(label).bounded", "return True",
       f"{COMPARE}::test_detectable_delta_beyond_the_range tests/test_many.py::test_queries_needed_detectable_beyond_the_range"),
     M("analysis/many.py", 'if not is_bounded(label) or (info or {}).get("ips") or (info or {}).get("off_policy"):',
       'if not is_bounded(label) or (info or {}).get("off_policy"):',
