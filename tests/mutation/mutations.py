@@ -1081,7 +1081,7 @@ _LIST: list[Mutation] = [
     M("analysis/bias.py", "hit = hit[~(curve[\"propensity\"].to_numpy()[hit] > 0)]", "hit = hit[:0]",
       f"{PB}::test_every_position_shown_gets_a_row_with_its_reason"),
     M("analysis/curve_ci.py", "            out.append(a + (b - a) * t)", "            out.append(a + (b - a) * (1 - t))",
-      "src/topkeval/analysis/curve_ci.py::topkeval.analysis.curve_ci.quantiles"),
+      f"{PB}::test_quantiles_of_resamples_are_numpy_s_and_take_infinite_draws_as_their_limit"),
     M("analysis/curve_ci.py", "lo, hi = _percentiles(2 * weighted_mean(v, u) - m, alpha)", "lo, hi = _percentiles(m, alpha)",
       f"{PB}::test_estimated_curve_intervals_are_basic_intervals_of_the_resampled_means"),
     M("analysis/curve_ci.py", "    return np.minimum(w, clip) if clip is not None else w", "    return w",
