@@ -261,8 +261,8 @@ def test_the_per_query_ratios_topkeval_refuses_are_biased():
 def test_estimates_with_a_curve_estimated_from_two_arms_cover_the_truth():
     """The curve as a user gets it: estimate_position_bias on two arms of 2,000 other queries, given
     as itself (``propensity=bias``): summary_ci's intervals and compare's (default permutation test)
-    fit it again on every resample. The sums: biased up by the estimated weights' Jensen bias (+1.6
-    to +2.5% in the benchmark), their intervals covering the truth and never declaring a truly better
+    fit it again on every resample. The sums: biased up by the estimated weights' Jensen bias (+1.2
+    to +1.7% in the benchmark's 100 logs), their intervals covering the truth and never declaring a truly better
     ranker worse; a resample whose curve cannot place a click's position leaves some logs without an
     interval (NaN) for the rankers far from the logging one, and evaluate refuses the logs whose clicks
     the curve cannot place at all. The pooled ratios' decisions are refused (see test_position_bias)."""
