@@ -46,7 +46,7 @@ def estimator_terms(info: Mapping | None) -> str | None:
 def check_test(info: Mapping | None, test: str, owner: str) -> None:
     """Refuse a rank-based test on terms of an estimate (see the module docstring).
 
-    >>> check_test({"per_query_terms": "each round's term of the estimate"}, "wilcoxon", "compare")
+    >>> check_test({"per_query_terms": "each round's term of the estimate"}, "wilcoxon", "compare")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     topkeval.errors.ParameterError: test='wilcoxon' ranks the paired per-query differences as outcomes, ...
