@@ -1287,7 +1287,7 @@ _LIST: list[Mutation] = [
       "    metrics = list(res.metrics)", f"{TREC}::test_the_trec_output_prints_num_q_once_and_sums_it"),
     M("kernels/sequence.py", "    stop = reach * (1.0 - c)\n    if column == \"etu\":",
       "    stop = reach * c\n    if column == \"etu\":", f"{IRM}::test_cwl_eval_measures_and_columns_equal_cwl_eval"),
-    M("kernels/sequence.py", "goal = T + hb * (seen - g - (i - 1.0) * med)", "goal = T + hb * (seen - (i - 1.0) * med)",
+    M("kernels/sequence.py", "steps[:, 1:] = hb * (g[:, :-1] - med)", "steps[:, 1:] = hb * (g[:, 1:] - med)",
       f"{IRM}::test_cwl_eval_measures_and_columns_equal_cwl_eval"),
     M("kernels/sequence.py", "c *= 1.0 / (1.0 + b2 * np.exp((A - seen / i) * R2))",
       "c *= 1.0 / (1.0 + b2 * np.exp((A - seen / (i + 1.0)) * R2))", f"{IRM}::test_cwl_eval_measures_and_columns_equal_cwl_eval"),
