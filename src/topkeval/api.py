@@ -8,9 +8,8 @@ hands them to the engine (:mod:`topkeval.engine`); none computes anything itself
 from __future__ import annotations
 
 import math
-import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -683,19 +682,17 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
         return rows, None
     at = np.flatnonzero(clicked)  # only a click's propensity is ever read
     if getattr(r.propensity, "statistics", None) is not None:  # an estimated curve: its reason where it has none
-        from .analysis.bias import refuse_unplaced
-
-        refuse_unplaced(r.propensity, pos[at])
-    prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
+        unbiased.refuse_unplaced(r.propensity, pos[at])
+    prop, unmatched = unbiased.propensity_rows(r.propensity, pos, cols, r.item, at)
     # every other shown candidate's propensity says how heavy-tailed the weights can be (unbiased.skewness)
     rest = np.flatnonzero(~clicked & ~np.isnan(pos))
-    shown = np.concatenate([prop, _propensity_rows(r.propensity, pos, cols, r.item, rest, check=False)[0]])
+    shown = np.concatenate([prop, unbiased.propensity_rows(r.propensity, pos, cols, r.item, rest, check=False)[0]])
     w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position", shown=shown)
     info["sparse_positions"] = unbiased.sparse_positions(r.propensity, pos[at]) if r.position is not None else {}
     never = np.flatnonzero(np.isnan(pos))
     examinable = False
     if len(never) and isinstance(r.propensity, str):  # a randomised logger's column gives them a chance of being shown
-        p_never = _propensity_rows(r.propensity, pos, cols, r.item, never, check=False)[0]
+        p_never = unbiased.propensity_rows(r.propensity, pos, cols, r.item, never, check=False)[0]
         examinable = bool(((p_never > 0) & (p_never <= 1)).all())
     info["never_shown_examinable"] = examinable
     rows["ips_weight"] = w
@@ -716,14 +713,14 @@ def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
         out["ips"] = ips_info
     k = None
     if r.position is not None:
-        from .analysis.clicks import never_shown_share
+        from .backends.clicks import NEVER_SHOWN_EXACT_ROWS, NEVER_SHOWN_SAMPLE, never_shown_share
 
         cutoffs = [m.k for m in r.plan.metrics if m.k is not None]
         k = max(cutoffs) if cutoffs else None
         # the item ids only where the tie rule reads them (text ids would be encoded for nothing)
         sample = log if r.plan.conv.ties in ("item_asc", "item_desc") else log.without_items()
-        if k is not None and np.isnan(log.rows["position"]).any() and log.n_rows > _NEVER_SHOWN_EXACT_ROWS:
-            stride = -(-log.n_queries // _NEVER_SHOWN_SAMPLE)  # a note, not a metric: every stride-th query
+        if k is not None and np.isnan(log.rows["position"]).any() and log.n_rows > NEVER_SHOWN_EXACT_ROWS:
+            stride = -(-log.n_queries // NEVER_SHOWN_SAMPLE)  # a note, not a metric: every stride-th query
             sample = sample.keep_rows(np.repeat(np.arange(log.n_queries) % stride == 0, np.diff(log.offsets)))
         never = np.isnan(sample.rows["position"])
         out["clicks"] = {"position": r.position, "k": k,
@@ -738,66 +735,6 @@ def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
         for message in ips_info["warnings"].values():
             warn(message)
     return out
-
-
-#: Logs up to this many rows get the exact never-shown share of info["clicks"]; larger ones that of a
-#: sample of about _NEVER_SHOWN_SAMPLE queries (every stride-th), as info["clicks"] says.
-_NEVER_SHOWN_EXACT_ROWS = 2_000_000
-_NEVER_SHOWN_SAMPLE = 100_000
-
-
-def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray,
-                     check: bool = True) -> tuple[np.ndarray, int | None]:
-    """At rows ``at`` (the clicks; the other shown candidates with ``check=False``), the examination
-    probability that ``propensity`` gives (NaN where it gives none), and with per-item propensities
-    the rows on items they do not list (``check``: refused when none of them is listed)."""
-    from .engine.unbiased import numbers_or_missing
-
-    pos = pos[at]
-    if isinstance(propensity, str):
-        return numbers_or_missing(cols[propensity], propensity, "propensity=")[at], None
-    by_item = getattr(propensity, "by_item", None)
-    if by_item is not None:  # popularity_propensity(): per item
-        from .inputs.ids import ids_as_objects
-
-        ids = ids_as_objects(cols[item], at)
-        where = pd.Index(by_item.index).get_indexer(ids)
-        unmatched = int((where < 0).sum())
-        if check and len(at) and unmatched == len(at):
-            raise DataError(f"None of the clicked items of column {item!r} is among the items of the propensities "
-                            f"(for example {ids[0]!r}, while they list {by_item.index[0]!r}): the ids must be the same "
-                            "values of the same type (text '12' is not the number 12).")
-        return np.where(where >= 0, by_item.to_numpy(np.float64)[np.maximum(where, 0)], float(propensity.unseen)), \
-            unmatched
-    if callable(propensity) and not isinstance(propensity, Mapping):  # position -> probability, vectorised
-        try:
-            with np.errstate(all="ignore"):
-                values = np.asarray(propensity(pos.copy()), dtype=np.float64)
-        except Exception as exc:
-            raise ParameterError(f"propensity= as a function raised {type(exc).__name__}: {exc}. It must take an "
-                                 "array of positions (float64) and return an array of probabilities.") from None
-        if values.shape != pos.shape:
-            raise ParameterError("propensity= as a function must map an array of positions to an array of "
-                                 f"probabilities of the same shape; it returned shape {values.shape}.")
-        return values, None
-    curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
-    if isinstance(curve, pd.Series):
-        curve = curve.to_dict()
-    if not isinstance(curve, Mapping) or not curve:
-        raise ParameterError(f"propensity= must be a column name, a mapping position -> examination probability "
-                             f"({{1: 1.0, 2: 0.6}}), a function of the positions, or estimate_position_bias's result; "
-                             f"got {type(propensity).__name__}.")
-    bad = [k for k in curve if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= int(k) <= 2**53)]
-    if bad:
-        raise ParameterError(f"propensity= maps positions (whole numbers from 1 to 2**53) to probabilities; it has the "
-                             f"key {bad[0]!r}.")
-    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in curve.values()):
-        raise ParameterError("propensity= maps positions to probabilities (numbers in (0, 1]); a value is not a number.")
-    keys = np.array([float(k) for k in curve])
-    order = np.argsort(keys)
-    keys, values = keys[order], np.array([float(v) for v in curve.values()])[order]
-    found = np.minimum(np.searchsorted(keys, pos), len(keys) - 1)
-    return np.where(keys[found] == pos, values[found], np.nan), None
 
 
 @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),

@@ -132,6 +132,21 @@ def is_spark(data) -> bool:
     return select(data) == "spark"
 
 
+def evaluate_request(r) -> engine.Evaluation:
+    """A checked request (:class:`topkeval.request.Request`) of a Spark DataFrame: evaluated on the
+    cluster; with segments or weights, the per-query values and each query's attributes are
+    collected (as compare does)."""
+    from dataclasses import replace
+
+    evaluation = evaluate_spark(r.data, r.plan, query=r.query, relevance=r.relevance, scores=r.scores, item=r.item,
+                                depth=r.depth, ascending=r.ascending, qrels=r.qrels, model=r.model,
+                                missing_queries=r.missing_queries, judged_only=r.judged_only)
+    if not r.attributes:
+        return evaluation
+    attrs = query_attributes(r.data, r.query, r.by, r.weight)
+    return engine.attach(replace(evaluation, backend=None), attrs, r.by, r.weight)
+
+
 def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str | None, scores: list[str], item: str | None,
                    depth: int | None, ascending: bool, qrels=None, model: str | None = None,
                    missing_queries: str = "skip", judged_only: bool = False, partitions: int | None = None):
