@@ -1,17 +1,27 @@
 """Off-policy estimates: the simulation table (bias, coverage, wrong-way rate) and the speed.
 
     python benchmarks/offpolicy_bench.py table --reps 500        # the table of docs/how-to/off-policy.md
+    python benchmarks/offpolicy_bench.py tests --reps 500        # compare's tests on off-policy estimates
     python benchmarks/offpolicy_bench.py speed --rows 10000000   # topkeval beside a numpy transcription
 
 ``table``: ``--reps`` logs of 2,000 rounds per setting from tests/offpolicy_simulation.py (a
 Plackett-Luce logger over the production ranker's ranks, weights ``exp(-rank / tau)``, 20 candidates,
-5 shown; the new ranker deterministic and better; position-based or cascade clicks; a logger that only
+5 shown; the new ranker deterministic and better; position-based, cascade or dependent-click-model
+clicks (after a click the user goes on with probability 0.3, 0.6, 0.8); a logger that only
 shuffles its top 5, with support= given; and a sharply peaked logger, tau 2, where the chance that it
 shows the policy's item is often below 1%). For every estimator and metric: the mean bias (estimate minus the population's
 truth, in the estimator's standard deviations across logs), the coverage of the 95% interval
 (Results.summary_ci, 1,000 resamples), the wrong-way rate (compare(baseline="logger"), paired t-test:
 the truly better ranker declared significantly worse at 5%), and the share of logs where the estimate
 was refused (NaN, with its reason).
+
+``tests``: the paired tests of :meth:`Results.compare` on off-policy estimates, ``--reps`` logs of
+2,000 rounds (position-based clicks, Plackett-Luce logger, tau 5). Under a true null (the new ranker
+against its twin, whose population value is the same): the share of logs where each test rejects at
+5% (permutation, t, bootstrap; and scipy's Wilcoxon signed-rank test run on the same per-round terms,
+which compare refuses), and how often compare's interval of the difference holds 0. Against the
+logger (a true difference, known): how often the interval holds it and how often the truly better
+ranker is declared significantly worse.
 
 ``speed``: ``--rows`` rows (rounds of 10 candidates, 5 shown by a uniformly random logger), the new
 ranker a score column; topkeval.off_policy (iips, sniips, dr; reading a pandas DataFrame, every input
@@ -37,10 +47,10 @@ METRICS = ["precision@5", "precision@1", "dcg@3"]
 PSCORES = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
 
 
-def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float) -> list[dict]:
+def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float, continuation: float = 0.6) -> list[dict]:
     import topkeval as tk
 
-    log, support = sim.simulate(2000, seed=seed, clicks=clicks, logger=logger, tau=tau)
+    log, support = sim.simulate(2000, seed=seed, clicks=clicks, logger=logger, tau=tau, continuation=continuation)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tk.TopkevalWarning)
         res = tk.off_policy(log, METRICS, policy="new", query="round", pscore=PSCORES, estimator=ESTIMATORS,
@@ -68,8 +78,9 @@ def _reason(reasons: pd.Series) -> str:
     """The most common reason of refusal, in a few words."""
     if not len(reasons):
         return ""
-    words = reasons.map(lambda r: "cascade-like clicks" if "cascade" in r else "effective sample size" if "sample size"
-                        in r else "effective clicks" if "effective clicks" in r else "support" if "cannot show" in r
+    words = reasons.map(lambda r: "clicks depend on clicks above" if "depend on the clicks above" in r else
+                        "slate weights' tail" if "ratios of whole slates" in r else "items the log lacks" if "never lists"
+                        in r else "effective sample size" if "sample size" in r else "effective clicks" if "effective clicks" in r else "support" if "cannot show" in r
                         else "weights' mean" if "weights average" in r else "no estimate" if "no estimate" in r
                         else r[:30])
     return words.value_counts().index[0]
@@ -78,16 +89,18 @@ def _reason(reasons: pd.Series) -> str:
 def table(reps: int) -> None:
     import offpolicy_simulation as sim
 
-    settings = [("position", "plackett_luce", 5.0), ("cascade", "plackett_luce", 5.0), ("position", "shuffle", 5.0),
-                ("position", "plackett_luce", 2.0)]
+    settings = [("position", "plackett_luce", 5.0, 0.0), ("cascade", "plackett_luce", 5.0, 0.0),
+                ("dcm", "plackett_luce", 5.0, 0.3), ("dcm", "plackett_luce", 5.0, 0.6), ("dcm", "plackett_luce", 5.0, 0.8),
+                ("position", "shuffle", 5.0, 0.0), ("position", "plackett_luce", 2.0, 0.0)]
     out = []
     t0 = time.perf_counter()
-    for clicks, logger, tau in settings:
-        truth = sim.truth(clicks=clicks, logger=logger, tau=tau)
-        name = (f"{clicks} clicks, " + (f"Plackett-Luce logger (tau {tau:g})" if logger == "plackett_luce" else
-                                        "top-5 shuffle logger, support= given"))
+    for clicks, logger, tau, go_on in settings:
+        truth = sim.truth(clicks=clicks, logger=logger, tau=tau, continuation=go_on)
+        kind = f"DCM clicks (continuation {go_on:g})" if clicks == "dcm" else f"{clicks} clicks"
+        name = (f"{kind}, " + (f"Plackett-Luce logger (tau {tau:g})" if logger == "plackett_luce" else
+                               "top-5 shuffle logger, support= given"))
         for rep in range(reps):
-            for row in one_log(sim, 10_000 + rep, clicks, logger, truth, tau):
+            for row in one_log(sim, 10_000 + rep, clicks, logger, truth, tau, go_on):
                 out.append(dict(setting=name, **row))
     frame = pd.DataFrame(out)
 
@@ -108,6 +121,55 @@ def table(reps: int) -> None:
     summary = frame.groupby(["setting", "estimator", "metric"], sort=False).apply(summarise, include_groups=False)
     print(f"{reps} logs of 2,000 rounds per setting, {time.perf_counter() - t0:.0f} s")
     print(summary.reset_index().to_markdown(index=False, floatfmt=".3f"))
+
+
+# ---------------------------------------------------------------------------------------------
+# compare's tests on off-policy estimates
+
+
+def tests(reps: int) -> None:
+    from scipy import stats
+
+    import offpolicy_simulation as sim
+    import topkeval as tk
+
+    truth = sim.truth(clicks="position")
+    metrics = ["precision@5", "precision@1"]
+    rows = []
+    t0 = time.perf_counter()
+    for rep in range(reps):
+        log, _ = sim.simulate(2000, seed=20_000 + rep)
+        for e in ("iips", "sniips", "dr"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", tk.TopkevalWarning)
+                res = tk.off_policy(log, metrics, policy=["new", "twin"], query="round", pscore="p_item", estimator=e)
+            pq = res.per_query
+            for test in ("permutation", "t", "bootstrap"):
+                cmp = res.compare(baseline="new", test=test, correction=None, n_resamples=1000, seed=rep)
+                for r in cmp.itertuples():
+                    if r.verdict == "refused":
+                        continue
+                    delta = 0.0 if r.model == "twin" else (sim.metric_truth(truth["new"], r.metric)
+                                                           - sim.metric_truth(truth["logger"], r.metric))
+                    rows.append(dict(estimator=e, test=test, metric=r.metric,
+                                     null="twin against new (equal value)" if r.model == "twin" else
+                                     "logger against new (new better)", rejects=r.p_value < 0.05,
+                                     covers=r.ci_low <= -delta <= r.ci_high if r.model == "logger" else
+                                     r.ci_low <= delta <= r.ci_high,
+                                     wrong=(r.verdict == "better") if r.model == "logger" else False))
+            for metric in metrics:  # the signed-rank test compare refuses, run by scipy on the same terms
+                a = pq.loc[pq["model"] == "new", metric].to_numpy()
+                b = pq.loc[pq["model"] == "twin", metric].to_numpy()
+                if np.isfinite(a).all() and np.isfinite(b).all() and (a != b).any():
+                    rows.append(dict(estimator=e, test="wilcoxon (refused)", metric=metric,
+                                     null="twin against new (equal value)",
+                                     rejects=stats.wilcoxon(a, b).pvalue < 0.05, covers=np.nan, wrong=False))
+    frame = pd.DataFrame(rows)
+    table = frame.groupby(["null", "test", "estimator", "metric"], sort=False).agg(
+        logs=("rejects", "size"), rejects=("rejects", "mean"), interval_holds_truth=("covers", "mean"),
+        better_ranker_declared_worse=("wrong", "mean")).reset_index()
+    print(f"{reps} logs of 2,000 rounds, {time.perf_counter() - t0:.0f} s")
+    print(table.to_markdown(index=False, floatfmt=".3f"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,12 +266,16 @@ def main() -> None:
     sub = p.add_subparsers(dest="what", required=True)
     t = sub.add_parser("table")
     t.add_argument("--reps", type=int, default=500)
+    c = sub.add_parser("tests")
+    c.add_argument("--reps", type=int, default=500)
     s = sub.add_parser("speed")
     s.add_argument("--rows", type=int, default=10_000_000)
     s.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     if args.what == "table":
         table(args.reps)
+    elif args.what == "tests":
+        tests(args.reps)
     else:
         speed(args.rows, args.repeat)
 

@@ -12,11 +12,16 @@ an attractiveness ``rel = 1 / (1 + exp(-(A + B x)))``. The logger's production r
 * ``logger="shuffle"``: its top ``L`` by score, shown in uniformly random order: a candidate outside
   its top L is never shown (the support is missing wherever the new ranker differs).
 
-The new ranker ranks by ``x + N(0, 0.5)``: deterministic, and better than the logger. Clicks:
+The new ranker ranks by ``x + N(0, 0.5)``: deterministic, and better than the logger; its ``twin``
+ranks by ``x`` plus noise of the same law drawn apart (its own generator): another ranker whose
+population value is exactly the new ranker's (a true null for the paired comparisons). Clicks:
 
 * ``clicks="position"``: position-based, ``P(click at j) = rel / j`` independently at each position;
 * ``clicks="cascade"``: the user scans from the top, clicks the item at j with probability ``rel``
-  and stops at the first click.
+  and stops at the first click;
+* ``clicks="dcm"``: the dependent click model (Guo et al. 2009): the same scan, but after a click the
+  user goes on with probability ``continuation`` (0: the cascade; 1: position-independent clicks of
+  ``rel``).
 
 :func:`truth` gives the population's expected click rate at each position under the new ranker
 (exactly, per round, averaged over many rounds) and under the logger (Monte Carlo over many rounds).
@@ -71,29 +76,37 @@ def _logger_ranking(rng, logger_score, L: int, logger: str, tau: float = TAU):
     return np.take_along_axis(top, shuffle, axis=1)
 
 
-def _clicks(rng, rel_shown, clicks: str):
+def _continuation(clicks: str, continuation: float) -> float:
+    return 0.0 if clicks == "cascade" else continuation
+
+
+def _clicks(rng, rel_shown, clicks: str, continuation: float = 0.0):
     rounds, L = rel_shown.shape
     if clicks == "position":
         return (rng.random((rounds, L)) < rel_shown / np.arange(1, L + 1)).astype(float)
+    go_on = _continuation(clicks, continuation)
     u = rng.random((rounds, L)) < rel_shown
-    first = np.where(u.any(axis=1), u.argmax(axis=1), L)
+    stay = rng.random((rounds, L)) < go_on
     out = np.zeros((rounds, L))
-    hit = first < L
-    out[np.flatnonzero(hit), first[hit]] = 1.0
+    scanning = np.ones(rounds, bool)
+    for j in range(L):
+        out[:, j] = scanning & u[:, j]
+        scanning &= ~u[:, j] | stay[:, j]
     return out
 
 
-def _expected(rel_ranked, clicks: str):
+def _expected(rel_ranked, clicks: str, continuation: float = 0.0):
     """E[click at j] of a fixed ranking (rounds, L) of attractiveness."""
     L = rel_ranked.shape[1]
     if clicks == "position":
         return rel_ranked / np.arange(1, L + 1)
-    survive = np.cumprod(np.concatenate([np.ones((len(rel_ranked), 1)), 1 - rel_ranked[:, :-1]], axis=1), axis=1)
+    stop = rel_ranked[:, :-1] * (1.0 - _continuation(clicks, continuation))  # a click above ends the scan
+    survive = np.cumprod(np.concatenate([np.ones((len(rel_ranked), 1)), 1 - stop], axis=1), axis=1)
     return rel_ranked * survive
 
 
 def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = "plackett_luce", n: int = 20,
-             L: int = 5, tau: float = TAU):
+             L: int = 5, tau: float = TAU, continuation: float = 0.6):
     """The log (one row per candidate: round, item, position (NaN: not shown), click, the three pscores,
     the new ranker's score ``new``) and, for ``logger="shuffle"``, the support table (round, item,
     position) of what the logger could show."""
@@ -101,7 +114,7 @@ def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = 
     x, rel, logger_score, new_score = _rounds(rng, rounds, n)
     ranking = _logger_ranking(rng, logger_score, L, logger, tau)
     rel_shown = np.take_along_axis(rel, ranking, axis=1)
-    click_shown = _clicks(rng, rel_shown, clicks)
+    click_shown = _clicks(rng, rel_shown, clicks, continuation)
     if logger == "plackett_luce":
         rank_of = np.empty((rounds, n), np.int64)
         np.put_along_axis(rank_of, np.argsort(-logger_score, axis=1), np.arange(n)[None, :].repeat(rounds, 0), axis=1)
@@ -125,9 +138,11 @@ def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = 
     pi[r_idx, ranking] = p_item
     pc[r_idx, ranking] = prefix
     ps[r_idx, ranking] = prefix[:, [L - 1]]
+    twin = x + 0.5 * np.random.default_rng([seed, 1]).normal(size=(rounds, n))  # apart: the other draws unchanged
     log = pd.DataFrame({"round": np.repeat(np.arange(rounds), n), "item": np.arange(rounds * n),
                         "position": position.ravel(), "click": click.ravel(), "p_item": pi.ravel(),
-                        "p_cascade": pc.ravel(), "p_slate": ps.ravel(), "new": new_score.ravel()})
+                        "p_cascade": pc.ravel(), "p_slate": ps.ravel(), "new": new_score.ravel(),
+                        "twin": twin.ravel()})
     support = None
     if logger == "shuffle":
         top = np.argsort(-logger_score, axis=1)[:, :L]
@@ -138,14 +153,14 @@ def simulate(rounds: int, *, seed: int, clicks: str = "position", logger: str = 
 
 
 def truth(*, clicks: str, logger: str = "plackett_luce", n: int = 20, L: int = 5, rounds: int = 400_000,
-          seed: int = 12345, tau: float = TAU) -> dict:
+          seed: int = 12345, tau: float = TAU, continuation: float = 0.6) -> dict:
     """The population's click rate at each position 1..L: ``{"new": array, "logger": array}``."""
     rng = np.random.default_rng(seed)
     x, rel, logger_score, new_score = _rounds(rng, rounds, n)
     new_top = np.argsort(-new_score, axis=1)[:, :L]
-    new = _expected(np.take_along_axis(rel, new_top, axis=1), clicks).mean(axis=0)
+    new = _expected(np.take_along_axis(rel, new_top, axis=1), clicks, continuation).mean(axis=0)
     ranking = _logger_ranking(rng, logger_score, L, logger, tau)
-    old = _expected(np.take_along_axis(rel, ranking, axis=1), clicks).mean(axis=0)
+    old = _expected(np.take_along_axis(rel, ranking, axis=1), clicks, continuation).mean(axis=0)
     return {"new": new, "logger": old}
 
 

@@ -559,7 +559,9 @@ def evaluate_reference(rows, metrics, conv, models, judgments=None):
         by_query = OrderedDict((q, by_query.get(q, [])) for q in judgments)
     for model in models:
         for q, cands in by_query.items():
-            rel = [(c["grade"] > 0) if threshold is None else (c["grade"] >= threshold) for c in cands]
+            # an unjudged candidate (its filler grade 0) is never relevant, whatever the threshold (trec_eval)
+            rel = [c.get("judged", True) and ((c["grade"] > 0) if threshold is None else (c["grade"] >= threshold))
+                   for c in cands]
             grades = [c["grade"] for c in cands] if judgments is None else list(judgments[q])
             R = sum(rel) if judgments is None else sum(1 for g in grades if _is_rel(g, conv))
             if R == 0:

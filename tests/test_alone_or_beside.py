@@ -34,7 +34,7 @@ def _names(ties: str, beyond: str | None = None) -> list[str]:
     unexpectedness (read against a baseline model) apart."""
     out = []
     for fam in _built_in():
-        if fam.beyond != beyond or fam.name == "unexpectedness":
+        if fam.beyond != beyond or fam.name == "unexpectedness" or fam.ips == "pooled":  # pooled: click logs only
             continue
         if fam.ties is not None and ties not in fam.ties:
             continue
@@ -312,7 +312,8 @@ def test_click_log_and_weights(data):
     log["position"] = log.groupby("query").cumcount() + 1
     log["traffic"] = (log["query"] % 3 + 1).astype(float)
     log["device"] = np.where(log["query"] % 2 == 0, "phone", "desktop")
-    ips = [n for n in _names("expected") if FAMILIES[tk.parse_metric(n).family].ips]
+    ips = [n for n in _names("expected") if FAMILIES[tk.parse_metric(n).family].ips == "ips"]
+    ips += [n for fam in _built_in() if fam.ips == "pooled" for n in fam.examples()]
     for kw in (dict(position="position", propensity={p: 1 / p for p in range(1, 40)}),
                dict(weight="traffic", by="device")):
         run = [_outcome(lambda s=s, kw=kw: tk.evaluate(log, ips if "position" in kw else _names("expected"),

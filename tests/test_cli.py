@@ -991,17 +991,17 @@ def test_a_good_curve_file_and_a_column_named_like_a_file(click_files, capsys):
     import topkeval as tk
 
     code, out, err = run(["evaluate", click_files / "clicks.csv", "--item", "item", "--position", "position",
-                          "--propensity", click_files / "good.csv", "-m", "recall@2", "--format", "json"], capsys)
+                          "--propensity", click_files / "good.csv", "-m", "precision@2", "--format", "json"], capsys)
     assert code == 0, err
-    want = tk.evaluate(str(click_files / "clicks.csv"), ["recall@2"], item="item", position="position",
+    want = tk.evaluate(str(click_files / "clicks.csv"), ["precision@2"], item="item", position="position",
                        propensity={1: 1.0, 2: 0.5, 3: 0.3})
-    assert json.loads(out)["summary"]["score"]["recall@2"] == want.summary.iloc[0, 0]
+    assert json.loads(out)["summary"]["score"]["precision@2"] == want.summary.iloc[0, 0]
     frame = pd.read_csv(click_files / "clicks.csv").assign(**{"p.csv": [1.0, 0.5, 0.3, 1.0, 0.5]})
     frame.to_csv(click_files / "named.csv", index=False)  # a column whose name ends in .csv: the column
     code, out, err = run(["evaluate", click_files / "named.csv", "--item", "item", "--position", "position",
-                          "--propensity", "p.csv", "-m", "recall@2", "--format", "json"], capsys)
+                          "--propensity", "p.csv", "-m", "precision@2", "--format", "json"], capsys)
     assert code == 0, err
-    assert json.loads(out)["summary"]["score"]["recall@2"] == want.summary.iloc[0, 0]
+    assert json.loads(out)["summary"]["score"]["precision@2"] == want.summary.iloc[0, 0]
 
 
 def test_a_folder_of_parquet_files_of_two_schemas_is_said_in_one_line(click_files, capsys):

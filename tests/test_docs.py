@@ -259,7 +259,7 @@ def test_every_command_line_shown_parses():
 def _command_line_files(folder: Path) -> None:
     """The files the command line's page and the README's tour run on, besides the demo's log (which
     they write themselves, with ``topkeval demo --save``): TREC runs and their qrels, a table of top-N
-    recommendations beside its truth, and click logs."""
+    recommendations beside its truth, click logs and a randomised logger's log."""
     import numpy as np
 
     import topkeval as tk
@@ -284,6 +284,9 @@ def _command_line_files(folder: Path) -> None:
     pd.DataFrame(recs, columns=["model", "user", "item", "score"]).to_csv(folder / "recs.csv", index=False)
     click_log(1500, arms=2).to_csv(folder / "arms.csv", index=False)
     click_log(1500).to_parquet(folder / "clicks.parquet")
+    from topkeval.demo import randomized_log
+
+    randomized_log(2000, seed=0).to_parquet(folder / "random.parquet")
 
 
 @pytest.mark.slow

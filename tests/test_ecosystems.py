@@ -237,12 +237,86 @@ def test_ambiguous_and_unreadable_shapes_are_refused():
         tk.evaluate(iter([A(*run[0])][1:]), qrels=pd.DataFrame(qrels, columns=["query_id", "doc_id", "relevance"]))
 
 
-def test_default_columns_that_exist_are_read_as_always():
-    """A table with topkeval's own 'query' column beside ir_measures' ids: 'query' is the query (as
-    before), the ids give the item; explicit names are read as given."""
+def test_a_tools_query_id_is_the_query_even_beside_a_query_column():
+    """A frame in a tool's shape that also has a 'query' column (PyTerrier's query text, which a frame
+    renamed for ir_measures keeps): the tool's query id is the query, so two topics with the same text
+    stay apart; a default relevance column the table has is read as always."""
+    pt = pd.DataFrame({"qid": ["401", "401", "402", "402"], "docno": ["a", "b", "c", "d"], "score": [2.0, 1.0, 2.0, 1.0],
+                       "query": ["wind power"] * 4, "label": [1, 0, 0, 1]})
+    irm = pt.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    explicit = tk.evaluate(pt, ["P@1", "rr"], query="qid", item="docno", relevance="label").per_query
+    assert explicit["P@1"].tolist() == [1.0, 0.0]
+    for frame, query in ((pt, "qid"), (irm, "query_id")):
+        got = tk.evaluate(frame, ["P@1", "rr"]).per_query
+        assert got[query].tolist() == ["401", "402"]
+        pd.testing.assert_frame_equal(got.drop(columns=query), explicit.drop(columns="qid"), check_exact=True)
+    # with judgments apart, as a PyTerrier result frame renamed for ir_measures is evaluated
+    run = irm.drop(columns="relevance")
+    qrels = pd.DataFrame({"query_id": ["401", "402"], "doc_id": ["b", "d"], "relevance": [1, 1]})
+    assert tk.evaluate(run, qrels=qrels, metrics=["P@1", "ap"]).per_query["ap"].tolist() == [0.5, 0.5]
     log = pd.DataFrame({"query": ["a", "a", "b"], "query_id": ["1", "1", "1"], "doc_id": ["x", "y", "x"],
                         "relevance": [1, 0, 1], "score": [0.2, 0.9, 0.5]})
-    res = tk.evaluate(log, ["P@1"])
-    assert res.per_query["query"].tolist() == ["a", "b"] and res.per_query["P@1"].tolist() == [0.0, 1.0]
     with pytest.raises(tk.DataError, match="twice"):  # query_id: one query, with the item x twice
-        tk.evaluate(log, ["P@1"], query="query_id")
+        tk.evaluate(log, ["P@1"])
+    by_query = tk.evaluate(log.rename(columns={"query": "user"}), ["P@1"], query="user")  # named: read as named
+    assert by_query.per_query["P@1"].tolist() == [0.0, 1.0]
+
+
+def test_explicit_names_settle_a_table_with_both_tools_columns():
+    """Both tools' id columns: ambiguous when nothing is named; query= or item= naming one tool's column
+    reads that tool's shape (its grade column too)."""
+    t = pd.DataFrame({"qid": ["1", "1"], "docno": ["a", "b"], "query_id": ["1", "1"], "doc_id": ["b", "a"],
+                      "score": [2.0, 1.0], "label": [1, 0]})
+    with pytest.raises(tk.ColumnError, match="ambiguous"):
+        tk.evaluate(t, ["P@1"])
+    for kw in (dict(query="qid", item="docno"), dict(query="qid"), dict(item="docno"),
+               dict(query="qid", item="docno", relevance="label")):
+        assert tk.evaluate(t, ["P@1"], **kw).summary.iloc[0, 0] == 1.0, kw  # a (label 1) first
+    qrels = pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [1]})
+    assert tk.evaluate(t, qrels=qrels, query="qid", item="docno", metrics=["P@1"]).summary.iloc[0, 0] == 1.0
+
+
+def test_several_systems_records_and_plain_tuples_are_refused_with_the_way_to_give_them():
+    """pt.Experiment takes a list of systems (or names them): topkeval takes one stacked table with a
+    name column (model=). Lists of dicts and of plain tuples: give a table."""
+    run, qrels = _rows(10)
+    res, pt_qrels = _pyterrier_frames(run, qrels)
+    for systems in ([res, res], {"BM25": res, "DPH": res}):
+        with pytest.raises(tk.DataError, match=r"one per system.*pd.concat.*model='name'"):
+            tk.evaluate(systems, qrels=pt_qrels, metrics=METRICS)
+    records = [{"query_id": q, "doc_id": d, "score": s} for q, d, s in run]
+    with pytest.raises(tk.DataError, match=r"list of dicts \(records\).*pd.DataFrame\(records\)"):
+        tk.evaluate(records, qrels=pt_qrels, metrics=METRICS)
+    with pytest.raises(tk.DataError, match="list of plain tuples"):
+        tk.evaluate(run, qrels=pt_qrels, metrics=METRICS)
+    stacked = pd.concat([res.assign(name=name) for name in ("BM25", "DPH")])
+    assert tk.evaluate(stacked, qrels=pt_qrels, metrics=METRICS, model="name").models == ["BM25", "DPH"]
+
+
+def test_rows_with_ids_that_are_not_text_and_their_messages():
+    """A lone surrogate (undecodable bytes read with errors='surrogateescape') in the ids of rows; rows of
+    two classes of one name; rows without the column asked for say what they were read from."""
+    ScoredDoc = namedtuple("ScoredDoc", ["query_id", "doc_id", "score"])  # noqa: PYI024
+    Qrel = namedtuple("Qrel", ["query_id", "doc_id", "relevance"])  # noqa: PYI024
+    qrels = [Qrel("q1", "a", 1)]
+    with pytest.raises(tk.ColumnError, match=r"'\\udc80' of column 'doc_id' is not valid text.*surrogate"):
+        tk.evaluate([ScoredDoc("q1", "\udc80", 1.0)], qrels=qrels, metrics=["P@1"])
+    with pytest.raises(tk.ColumnError, match="not valid text"):
+        tk.evaluate([ScoredDoc("q1", "a", 1.0)], qrels=[Qrel("\udc80", "a", 1)], metrics=["P@1"])
+    frame = pd.DataFrame({"query_id": ["q1", "q1"], "doc_id": pd.Series(["\udc80", "a"], dtype=object),
+                          "score": [1.0, 1.0]})
+    with pytest.raises(tk.ColumnError, match="not valid text"):  # an order as text is needed: refused there too
+        tk.evaluate(frame, qrels=pd.DataFrame(qrels), metrics=["P@1"], conventions="trec_eval")
+    Other = namedtuple("ScoredDoc", ["query_id", "doc_id", "score"])  # noqa: PYI024
+    with pytest.raises(tk.DataError, match=r"row 0 is a ScoredDoc \(of .*\), row 1 a ScoredDoc \(another class"):
+        tk.evaluate([ScoredDoc("q1", "a", 1.0), Other("q1", "b", 2.0)], qrels=qrels, metrics=["P@1"])
+    with pytest.raises(tk.ColumnError, match=r"'relevance' \(relevance=\) not found in the rows \(ScoredDoc"):
+        tk.evaluate(iter([ScoredDoc("q1", "a", 1.0)]), metrics=["P@1"])
+
+
+def test_judgments_sharing_no_query_name_the_query_column_passed_over():
+    run = pd.DataFrame({"qid": ["401", "401", "402"], "item": ["a", "b", "c"], "score": [2.0, 1.0, 1.0],
+                        "query": ["black bear", "black bear", "wind"]})
+    qrels = pd.DataFrame({"query": ["401", "402"], "item": ["b", "c"], "relevance": [1, 1]})
+    with pytest.raises(tk.DataError, match=r"share no query.*also has 'qid', not read as the query id.*query='qid'"):
+        tk.evaluate(run, qrels=qrels, item="item", metrics=["P@1"])

@@ -258,6 +258,35 @@ def test_compat_equals_ir_measures(seed):
             assert pq.loc[q] == pytest.approx(theirs[(q, str(measure))], abs=1e-12), (q, p, normalize)
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_compat_ideal_in_the_judgments_order_equals_ir_measures(seed):
+    """compat(ideal=judgments): ir_measures' ideal (equal grades by the run's score, 0 for a document the
+    run lacks, then in the judgments' order), on judgments in shuffled order, tied scores and scores of 0
+    and below; with judgments apart, and in one table of graded rows (its rows' order, shuffled across
+    queries), where the default ideal (the list's order) differs."""
+    ir_measures = _ir_measures()
+    run, qrels = _random(40 + seed, [-1, 0, 1, 2, 3])
+    run = run.assign(score=run["score"] - 2.0)  # scores <= 0 tie with the 0 of a document the run lacks
+    qrels = qrels.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    measure = ir_measures.Compat(p=0.8)
+    theirs = _theirs(ir_measures.compat, [measure], run, qrels)
+    conv = dict(ties="item_asc", item_order="text", empty_queries="keep")
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics=["compat(p=0.8,ideal=judgments)", "compat(p=0.8)"],
+                      missing_queries="zero", **conv)
+    pq = res.per_query.set_index("query")
+    assert sorted(pq.index) == sorted({q for q, _ in theirs})
+    for q in pq.index:
+        assert pq.loc[q, "compat(p=0.8,ideal=judgments)"] == pytest.approx(theirs[(q, str(measure))], abs=1e-12), q
+    assert not np.allclose(pq["compat(p=0.8,ideal=judgments)"], pq["compat(p=0.8)"])
+    # one table: the graded rows are the judgments, in the order they are given
+    table = run.merge(qrels, on=["query", "item"]).sample(frac=1.0, random_state=seed + 7).reset_index(drop=True)
+    theirs = _theirs(ir_measures.compat, [measure], table[["query", "item", "score"]],
+                     table[["query", "item", "relevance"]])
+    one = tk.evaluate(table, metrics=["compat(p=0.8,ideal=judgments)"], item="item", **conv).per_query
+    for row in one.itertuples(index=False):
+        assert row[2] == pytest.approx(theirs[(row.query, str(measure))], abs=1e-12), row.query
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_accuracy_equals_ir_measures(seed):
     """ir_measures' accuracy provider: its stable sort by score (ties in input order: ties="first"),

@@ -297,7 +297,7 @@ def test_ir_measures_empty_inputs_test_case():
 def _random(seed: int, queries: int = 30, long_query: bool = False):
     """A run with many tied scores (halves from 0.5 to 4), unjudged documents, grades -1..3, a judged
     query without a relevant document, a judged query the run misses and a run query without
-    judgments; judgments listed by document id (as the compat provider's ideal needs), rows grouped by
+    judgments; judgments listed by document id, rows grouped by
     query (as cwl_eval's reader needs)."""
     rng = np.random.default_rng(seed)
     run, qrels = [], []
@@ -340,6 +340,55 @@ def _records(records) -> dict:
     return out
 
 
+def _first_invocation(measure) -> bool:
+    """Measures that ir_measures 0.4.3's pytrec_eval provider computes in "the first invocation" of the call
+    (NumRet without rel=, nDCG without gains=): whichever pytrec_eval call comes first, with its judged_only
+    flag or its gains map, and the order of the measures reaching the provider follows Python's hash seed."""
+    NOT = ir_measures.providers.base.NOT_PROVIDED
+    return ((measure.NAME == "NumRet" and measure["rel"] is NOT)
+            or (measure.NAME == "nDCG" and measure["gains"] is NOT and provider.follows(measure) == "pytrec_eval"))
+
+
+def _default_records(measures, qrels, run) -> dict:
+    """The default pipeline's records, with the measures of pytrec_eval's first invocation each computed
+    in a call of its own (so that the oracle does not depend on the hash seed: see _first_invocation)."""
+    alone = [m for m in measures if _first_invocation(m)]
+    out = _records(ir_measures.iter_calc([m for m in measures if m not in alone], qrels, run))
+    for m in alone:
+        out |= _records(ir_measures.iter_calc([m], qrels, run))
+    return out
+
+
+def _aggregates(records: dict, measures) -> dict:
+    """Each measure's aggregate (its own aggregator) over the records."""
+    out = {}
+    for m in measures:
+        agg = m.aggregator()
+        for (_, name), value in records.items():
+            if name == str(m):
+                agg.add(value)
+        out[m] = agg.result()
+    return out
+
+
+def test_the_oracle_of_the_first_invocation_is_deterministic():
+    """ir_measures' own quirk, which the oracle above avoids: NumRet given with P(judged_only=True)
+    counts only the judged documents when that call is pytrec_eval's first (judged_only) invocation,
+    and nDCG given after nDCG(gains=...) takes its gains. Alone, each is what its definition says; the
+    topkeval provider gives that, whatever the other measures of the call."""
+    q = [ir_measures.Qrel("1", "a", 1), ir_measures.Qrel("1", "b", 0), ir_measures.Qrel("1", "c", 2)]
+    r = [ir_measures.ScoredDoc("1", "a", 3.0), ir_measures.ScoredDoc("1", "x", 2.0), ir_measures.ScoredDoc("1", "c", 1.0)]
+    pytrec = ir_measures.pytrec_eval
+    assert pytrec.calc_aggregate([P(judged_only=True) @ 2, NumRet], q, r)[NumRet] == 2  # x (unjudged) left out
+    assert pytrec.calc_aggregate([NumRet], q, r)[NumRet] == 3
+    gains = nDCG(gains={1: 10, 2: 1})
+    assert pytrec.calc_aggregate([gains, nDCG], q, r)[nDCG] == pytest.approx(pytrec.calc_aggregate([gains], q, r)[gains])
+    for measures in ([P(judged_only=True) @ 2, NumRet, gains, nDCG], [NumRet, nDCG]):
+        ours = provider.calc_aggregate(measures, q, r)
+        assert ours[NumRet] == 3
+        assert ours[nDCG] == pytest.approx(pytrec.calc_aggregate([nDCG], q, r)[nDCG], abs=1e-15)
+
+
 def _same(ours: dict, theirs: dict, tol=1e-12) -> None:
     assert sorted(ours) == sorted(theirs)
     for key, value in theirs.items():
@@ -363,10 +412,10 @@ def test_equals_the_default_pipeline_on_random_runs_with_ties(seed, tmp_path, mo
                                             ("compat", COMPAT), ("cwl_eval", CWL), ("gdeval", GDEVAL_MEASURES))
                 for m in group}
     assert {m: provider.follows(m) for m in measures} == {m: expected[m] for m in measures}
-    theirs = _records(ir_measures.iter_calc(measures, qrels, run))
+    theirs = _default_records(measures, qrels, run)
     ours = _records(provider.iter_calc(measures, iter(qrels), iter(run)))
     _same(ours, theirs)
-    mine, default = provider.calc_aggregate(measures, qrels, run), ir_measures.calc_aggregate(measures, qrels, run)
+    mine, default = provider.calc_aggregate(measures, qrels, run), _aggregates(theirs, measures)
     for m in measures:
         assert mine[m] == pytest.approx(default[m], abs=GDEVAL if m in GDEVAL_MEASURES else 1e-12), m
 
@@ -400,10 +449,10 @@ def test_equals_the_default_pipeline_on_trec_evals_test_files(shared_dir, tmp_pa
     qrels = list(ir_measures.read_trec_qrels(str(base / "qrels.test")))
     run = list(ir_measures.read_trec_run(str(base / "results.test")))
     measures = PYTREC_EVAL + MSMARCO + JUDGED + [RBP(rel=1), SDCG(max_rel=2) @ 20, INSQ(max_rel=2)]
-    _same(_records(provider.iter_calc(measures, qrels, run)), _records(ir_measures.iter_calc(measures, qrels, run)))
+    _same(_records(provider.iter_calc(measures, qrels, run)), _default_records(measures, qrels, run))
     qrels = list(ir_measures.read_trec_qrels(str(base / "qrels.rel_level")))
     levels = [P(rel=2) @ 10, AP(rel=2), RR(rel=2) @ 10, Rprec(rel=2), nDCG @ 20]
-    _same(_records(provider.iter_calc(levels, qrels, run)), _records(ir_measures.iter_calc(levels, qrels, run)))
+    _same(_records(provider.iter_calc(levels, qrels, run)), _default_records(levels, qrels, run))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -582,3 +631,137 @@ def test_without_ir_measures_the_module_says_which_extra_to_install():
                          env={**__import__("os").environ, "PYTHONPATH": str(Path(tk.__file__).parents[1])})
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("TopkevalError topkeval.integrations.ir_measures needs ir_measures")
+    assert "pip install ir-measures" in out.stdout and "pip install '.[ir_measures]'" in out.stdout  # not on PyPI
+    assert "topkeval[" not in out.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# ids, relevance levels, gain maps, the compat ideal, empty inputs
+
+
+def test_query_ids_of_two_kinds_are_matched_as_evaluate_matches_them():
+    """Judgments read with pandas.read_csv have integer (or float) topic ids; a run has text ids. The ids
+    are matched as tk.evaluate matches them (401, 401.0 and "401" are one id), the records carry the
+    judgments' ids; ids evaluate refuses are refused. Oracle: the default pipeline on text ids."""
+    import io
+
+    qrels = pd.read_csv(io.StringIO("query_id,doc_id,relevance\n401,d1,1\n401,d2,0\n402,d3,2\n402,d4,1\n"))
+    run = pd.DataFrame({"query_id": ["401", "401", "402", "402"], "doc_id": ["d1", "d2", "d4", "d3"],
+                        "score": [2.0, 1.0, 2.0, 1.0]})
+    measures = [P @ 1, AP, nDCG @ 10, RR @ 10, Judged @ 1]
+    want = ir_measures.calc_aggregate(measures, qrels.astype({"query_id": str}), run)
+    assert want[AP] == 1.0
+    for judged in (qrels, qrels.astype({"query_id": float}), qrels.astype({"query_id": str})):
+        assert provider.calc_aggregate(measures, judged, run) == pytest.approx(want, abs=1e-15)
+        assert provider.calc_aggregate(measures, qrels.astype({"query_id": str}),
+                                       run.astype({"query_id": judged["query_id"].dtype})) == pytest.approx(want)
+    assert [m.query_id for m in provider.iter_calc([AP], qrels, run)] == [401, 402]
+    # what evaluate refuses, the provider refuses, in evaluate's words
+    for bad, error in (([401.5, 402.0, 402.0, 402.0], tk.ColumnError), ([True, True, False, False], tk.DataError)):
+        odd = qrels.assign(query_id=bad)
+        with pytest.raises(error) as ours:
+            provider.calc_aggregate([AP], odd, run)
+        with pytest.raises(error) as theirs:
+            tk.evaluate(run, qrels=odd, metrics=["ap"])
+        assert str(ours.value) == str(theirs.value)
+    # ids of one kind that share no query: every query gets the DEFAULT, as in ir_measures
+    other = run.assign(query_id=["501", "501", "502", "502"])
+    assert provider.calc_aggregate([AP], qrels.astype({"query_id": str}), other) == \
+        ir_measures.calc_aggregate([AP], qrels.astype({"query_id": str}), other) == {AP: 0.0}
+
+
+def test_a_relevance_level_of_zero_or_less():
+    """An unjudged document is never relevant. msmarco's RR(rel=0)@k counts a judged grade 0 relevant;
+    cwl_eval reads a negative grade as 0, so its RBP(rel<=0) counts every judged document; pytrec_eval
+    refuses rel=0 (and gives 0 for everything below it), and the accuracy provider counts unjudged
+    documents under rel <= 0: those are refused, saying why. Oracle: the default pipeline."""
+    Q, S = ir_measures.Qrel, ir_measures.ScoredDoc
+    cases = [([Q("1", "a", 0), Q("1", "b", 1)], [S("1", "x", 3.0), S("1", "a", 2.0), S("1", "b", 1.0)]),
+             ([Q("1", "a", -1), Q("1", "b", 1)], [S("1", "a", 3.0), S("1", "b", 1.0)]),
+             ([Q("1", "b", 1)], [S("1", "x", 3.0), S("1", "b", 1.0)])]
+    measures = [RR(rel=0) @ 5, RR(rel=-1) @ 5, RBP(rel=0), RBP(rel=-1), RBP(p=0.5, rel=0)]
+    for qrels, run in cases:
+        assert provider.calc_aggregate(measures, qrels, run) == pytest.approx(
+            ir_measures.calc_aggregate(measures, qrels, run), abs=1e-15)
+    assert provider.calc_aggregate([RR(rel=0) @ 5], *cases[0]) == {RR(rel=0) @ 5: 0.5}  # a, judged 0, at rank 2
+    run, qrels = _random(5)
+    _same(_records(provider.iter_calc(measures, qrels, run)), _default_records(measures, qrels, run))
+    with pytest.raises(Exception, match="relevance_level should be positive"):
+        ir_measures.pytrec_eval.calc_aggregate([AP(rel=0)], *cases[0])
+    for measure in (AP(rel=0), R(rel=0) @ 3, Bpref(rel=0), P(rel=-1) @ 3, Success(rel=0) @ 1, RR(rel=0)):
+        assert not provider.supports(measure) and provider.follows(measure) is None
+        with pytest.raises(tk.ParameterError, match=r"pytrec_eval refuses a relevance level of 0.*threshold=0"):
+            provider.calc_aggregate([measure], *cases[0])
+    with pytest.raises(tk.ParameterError, match="accuracy provider reads a document without a judgment as grade 0"):
+        provider.calc_aggregate([Accuracy(rel=0)], *cases[0])
+
+
+def test_a_gains_map_rewrites_the_grades_as_ir_measures_does():
+    """nDCG(gains=...): ir_measures rewrites the judgments' grades by the map before pytrec_eval reads them,
+    and trec_eval gives a negative grade no gain (in the list and in the ideal). Oracles: a brute force of
+    that definition; the default pipeline where the map gives no grade below -1 (pytrec_eval's nDCG was
+    seen to hang, now and then, on rewritten grades such as -5: trec_eval indexes its gains by grade)."""
+    Q, S = ir_measures.Qrel, ir_measures.ScoredDoc
+    for gains in ({0: -1, 1: 1}, {0: 2, 1: -1}, {1: -1, 2: -5}, {1: -2, 2: 1}):
+        for grades in ([3, -1], [1, 2], [3, 2], [2, 3], [0, 2], [2, 1], [0, 1]):
+            qrels = [Q("q", "a", grades[0]), Q("q", "b", grades[1])]
+            run = [S("q", "b", 2.0), S("q", "a", 1.0), S("q", "x", 0.5)]
+            gain = {d: max(gains.get(g, g), 0) for d, g in zip("ab", grades)}  # rewritten, then no negative gain
+            dcg = gain["b"] / math.log2(2) + gain["a"] / math.log2(3)
+            ideal = sorted(gain.values(), reverse=True)
+            best = ideal[0] / math.log2(2) + ideal[1] / math.log2(3)
+            want = dcg / best if best > 0 else 0.0
+            for m in (nDCG(gains=gains) @ 5, nDCG(gains=gains)):
+                ours = provider.calc_aggregate([m], qrels, run)[m]
+                assert ours == pytest.approx(want, abs=1e-15), (gains, grades)
+                if min(gains.values()) >= -1:
+                    assert ours == pytest.approx(ir_measures.calc_aggregate([m], qrels, run)[m], abs=1e-15)
+
+
+def test_compat_follows_the_order_of_the_judgments():
+    """ir_measures' compat provider orders its ideal by grade, then by the run's score (0 for a document
+    the run lacks), then in the order the judgments list the documents (Vaswani's qrels list "9" before
+    "10", while the run's tie rule puts "10" first): the provider reproduces it (compat(ideal=judgments)).
+    Oracle: the default pipeline, on judgments in shuffled order, tied scores and scores of 0 and less."""
+    Q, S = ir_measures.Qrel, ir_measures.ScoredDoc
+    m = Compat(p=0.8)
+    run = [S("q1", "9", 2.0), S("q1", "10", 2.0), S("q1", "x", 1.0)]
+    for qrels in ([Q("q1", "9", 1), Q("q1", "10", 1)], [Q("q1", "10", 1), Q("q1", "9", 1)]):
+        want = ir_measures.calc_aggregate([m], qrels, run)[m]
+        assert provider.calc_aggregate([m], qrels, run)[m] == pytest.approx(want, abs=1e-15)
+    assert want == 1.0 and provider.calc_aggregate([m], qrels[::-1], run)[m] == pytest.approx(0.5508982035928144)
+    rng = np.random.default_rng(3)
+    for seed in range(3):
+        run, qrels = _random(30 + seed)
+        order = rng.permutation(len(qrels))
+        shuffled = [qrels[i] for i in order]
+        low = [d._replace(score=d.score - 2.0) for d in run]  # scores of 0 and below, tied with an unretrieved 0
+        for r in (run, low):
+            measures = [Compat, Compat(p=0.8, normalize=False)]
+            _same(_records(provider.iter_calc(measures, shuffled, r)), _records(ir_measures.iter_calc(measures, shuffled, r)))
+    res = tk.evaluate(pd.DataFrame(run), qrels=pd.DataFrame(shuffled), metrics=["compat(ideal=judgments)"],
+                      ties="item_asc", item_order="text", empty_queries="keep")
+    assert res.metrics == ["compat(ideal=judgments)"]
+
+
+def test_empty_inputs_are_read_as_ir_measures_reads_them():
+    """An empty run generator, a run or judgments {query: {}} without documents, an empty judgments
+    generator: the records and aggregates of the default pipeline (DEFAULTs, or no records)."""
+    q, r = _qrels(Q_NUMRET), _run(R_NUMRET)
+    measures = [P @ 5, AP, RR @ 5, Judged @ 5, NumRet, nDCG @ 2]
+    for qrels, run in ((q, iter([])), ({"0": {}, "1": {}}, r), (iter([]), r), ({"0": {}}, iter([])),
+                       ({"0": {"D0": 1}, "7": {}}, r)):
+        qrels_list = list(qrels) if not isinstance(qrels, dict) else qrels
+        run_list = list(run)
+        ours = _records(provider.iter_calc(measures, qrels_list if isinstance(qrels, dict) else iter(qrels_list),
+                                           iter(run_list)))
+        _same(ours, _default_records(measures, qrels_list, run_list))
+    assert provider.calc_aggregate([NumRet, AP], {"0": {}}, r) == {NumRet: 0, AP: 0.0}
+
+
+def test_measures_given_as_one_measure_or_unsupported_say_what_to_do():
+    q, r = _qrels(Q_NUMRET), _run(R_NUMRET)
+    with pytest.raises(tk.ParameterError, match=r"single measure P@1: pass \[P@1\]"):
+        provider.calc_aggregate(P @ 1, q, r)
+    with pytest.raises(tk.ParameterError, match="no provider of ir_measures' default pipeline supports it either"):
+        provider.calc_aggregate([RBP], q, r)  # graded RBP: cwl_eval needs rel=

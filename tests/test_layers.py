@@ -185,6 +185,6 @@ def test_side_by_side_frame_cells():
     text = side_by_side_frame(view, text=True)
     assert text["b other rank"].tolist() == ["2", "not retrieved", ""]
     assert text["a other rank"].tolist() == ["not retrieved", "1", "not retrieved"]
-    assert text["rank"].tolist() == ["1", "2", "3"] and text["b relevance"].tolist() == ["0", "1", ""]
+    assert text["rank"].tolist() == ["1", "2", "3"] and text["b relevance"].tolist() == ["unjudged", "1", ""]  # y: not in the qrels
     payload = json_text(records(side_by_side_frame(view, text=False)))
     assert '"b other rank": 2' in payload and '"b other rank": 2.0' not in payload

@@ -73,7 +73,7 @@ def test_tukey_p_values_and_intervals_are_the_studentized_range_formula():
         assert row.delta == pytest.approx(d, abs=1e-12)
         assert row.p_value == pytest.approx(stats.studentized_range.sf(abs(d) / se, m, df_e), rel=1e-6, abs=1e-12)
         assert (row.ci_low, row.ci_high) == pytest.approx((d - q95 * se, d + q95 * se), abs=1e-10)
-        assert row.effect_size == pytest.approx(d / math.sqrt(ss_e / df_e), rel=1e-9)
+        assert row.es_e == pytest.approx(d / math.sqrt(ss_e / df_e), rel=1e-9)  # Sakai's ES_E
         assert row.significant == (row.p_value < 0.05)
 
 

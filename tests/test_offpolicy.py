@@ -326,6 +326,91 @@ def test_plackett_luce_marginals_equal_every_ordered_prefix():
     exact, _ = pl.marginals(scores, offsets, 1.0, 4)
     assert how["sampled"] == len(sizes) and how["samples"] == 40_000
     assert np.abs(sampled - exact).max() < 5 * math.sqrt(0.25 / 40_000)  # within 5 standard errors
+    # each sampled marginal within 5 of its own standard errors, which are what info reports (a chance
+    # that no draw reaches, below about 1 / samples, has a standard error of 0: 4 / samples allowed)
+    errors = how["_standard_errors"]
+    assert (np.abs(sampled - exact) <= 5 * errors + 4 / 40_000).all()
+    assert how["largest_standard_error"] == pytest.approx(errors.max()) and 0 < errors.max() < 0.01
+    np.testing.assert_allclose(sampled[:, 0], exact[:, 0], atol=1e-12)  # position 1 is exact (Rao-Blackwell)
+
+
+def decimal_marginals(scores, T: float, depth: int) -> np.ndarray:
+    """Plackett-Luce marginals by every ordered prefix in 60-digit decimals, each draw's remaining
+    weight summed afresh (no weight underflows: exp(40 / 0.001) is a decimal like any other)."""
+    import decimal
+
+    ctx = decimal.Context(prec=60, Emax=10**9, Emin=-10**9)
+    w = [ctx.exp(ctx.divide(decimal.Decimal(float(x)), decimal.Decimal(T))) for x in scores]
+    n = len(w)
+    out = [[decimal.Decimal(0)] * depth for _ in range(n)]
+    for prefix in itertools.permutations(range(n), min(depth, n)):
+        p = decimal.Decimal(1)
+        for j, a in enumerate(prefix):
+            p = ctx.multiply(p, ctx.divide(w[a], sum((w[b] for b in range(n) if b not in prefix[:j]),
+                                                     decimal.Decimal(0))))
+        for j, a in enumerate(prefix):
+            out[a][j] += p
+    return np.array([[float(x) for x in row] for row in out])
+
+
+@pytest.mark.parametrize("T", [1.0, 0.02, 1e-3])
+def test_plackett_luce_holds_every_positions_mass_at_sharp_temperatures(T):
+    """exp(s / T) of scores 40..1 at T = 0.02 underflows (exp(-1400)): the marginals and the prefix
+    probabilities are taken relative to the largest weight left, so each position's chances still sum
+    to 1 and equal the brute force in 60-digit decimals."""
+    from topkeval.analysis import plackett_luce as pl
+
+    scores = np.array([40.0, 30.0, 20.0, 12.0, 5.0, 1.0])
+    got, how = pl.marginals(scores, np.array([0, 6]), T, 4)
+    np.testing.assert_allclose(got, decimal_marginals(scores, T, 4), atol=1e-14)
+    np.testing.assert_allclose(got.sum(axis=0), 1.0, rtol=1e-14)
+    # the probability of a logged prefix (scores in the order shown), the rest unshown
+    shown = np.array([[12.0, 40.0, 5.0]])
+    top, total = pl.log_weight_sums(np.array([30.0, 20.0, 1.0]), np.zeros(3, np.int64), 1, T)
+    prefix = pl.prefix_probabilities(shown, top, total, T)
+    want = decimal_marginals_prefix(np.array([12.0, 40.0, 5.0, 30.0, 20.0, 1.0]), T, 3)
+    np.testing.assert_allclose(prefix[0], want, rtol=1e-12, atol=1e-300)
+
+
+def decimal_marginals_prefix(scores, T: float, depth: int) -> np.ndarray:
+    """P(the first ``depth`` candidates of ``scores`` drawn in their order), for each prefix, in decimals."""
+    import decimal
+
+    ctx = decimal.Context(prec=60, Emax=10**9, Emin=-10**9)
+    w = [ctx.exp(ctx.divide(decimal.Decimal(float(x)), decimal.Decimal(T))) for x in scores]
+    p, out = decimal.Decimal(1), []
+    for j in range(depth):
+        p = ctx.multiply(p, ctx.divide(w[j], sum(w[j:], decimal.Decimal(0))))
+        out.append(float(p))
+    return np.array(out)
+
+
+def test_a_sharp_plackett_luce_policy_is_the_ranker_and_huge_scores_stay_finite():
+    from topkeval.analysis import plackett_luce as pl
+
+    # the degenerate limit: each candidate at its rank with probability 1 (ties spread, as ties="expected")
+    got, _ = pl.marginals(np.array([3.0, 9.0, 1.0, 9.0, 5.0]), np.array([0, 5]), 1e-4, 3)
+    want = np.array([[0, 0, 0], [0.5, 0.5, 0], [0, 0, 0], [0.5, 0.5, 0], [0, 0, 1.0]])
+    np.testing.assert_allclose(got, want, atol=1e-300)
+    # scores of +-1e308: differences overflow double, the chances do not
+    got, _ = pl.marginals(np.array([1e308, -1e308, 1e308, 0.0, 5e307]), np.array([0, 5]), 1.0, 3)
+    np.testing.assert_allclose(got, [[0.5, 0.5, 0], [0, 0, 0], [0.5, 0.5, 0], [0, 0, 0], [0, 0, 1.0]], atol=1e-300)
+    # through off_policy: a Plackett-Luce policy at T = 0.02 over BM25-like scores estimates the ranker's value
+    rng = np.random.default_rng(1)
+    rounds, n, L = 400, 10, 5
+    base = np.array([40.0, 30, 20, 12, 5, 1, 0.5, 0.2, 0.1, 0.0])
+    perm = np.argsort(rng.random((rounds, n)), axis=1)
+    pos = np.full((rounds, n), np.nan)
+    pos[np.arange(rounds)[:, None], perm[:, :L]] = np.arange(1, L + 1)
+    click = np.where(np.isnan(pos), 0.0, (rng.random((rounds, n)) < 0.5).astype(float))
+    log = pd.DataFrame({"round": np.repeat(np.arange(rounds), n), "item": np.tile(np.arange(n), rounds),
+                        "position": pos.ravel(), "click": click.ravel(), "pscore": 1 / n,
+                        "score": np.tile(base, rounds)})
+    res = tk.off_policy(log, ["precision@5"], policy={"ranker": "score", "pl": tk.PlackettLuce("score", 0.02)},
+                        query="round", estimator=["iips", "sniips", "dr"], refuse=False)
+    for e in ("iips", "sniips", "dr"):
+        assert res.summary.loc[f"pl ({e})", "precision@5"] == pytest.approx(
+            res.summary.loc[f"ranker ({e})", "precision@5"], rel=1e-12)
 
 
 def _tied_log():
@@ -640,57 +725,116 @@ def test_weights_far_from_the_policys_mass_refuse_the_unnormalised_estimate():
 @pytest.mark.slow
 def test_offered_estimates_cover_the_truth_and_never_go_the_wrong_way():
     """Logs of 2,000 rounds (tests/offpolicy_simulation.py): a Plackett-Luce logger over 20 candidates
-    showing 5 and a better deterministic ranker, with position-based clicks (150 logs) then cascade
-    clicks (20); and a logger that only shuffles its top 5, with support= given (15). Every estimate
-    offered (not refused) covers the population's truth in >= 88% of the logs that offer it, pooled
-    over the metrics, and >= 85% for each metric alone: 150 logs measure a coverage to +-2% (the claim,
-    >= 90%, is the 300-log table of benchmarks/offpolicy_bench.py: 93-95%; on these 150 logs iips
-    covers 89-92%). None says the better ranker is significantly worse, what cascade clicks break is
-    refused (with cascade clicks and with the shuffling logger, the refusals are what is tested), and a
-    refused estimate's bounds hold the truth."""
+    showing 5 and a better deterministic ranker, with position-based clicks (120 logs), cascade clicks
+    (10) and dependent-click-model clicks going on after a click with probability 0.3, 0.6 and 0.8 (10
+    each); and a logger that only shuffles its top 5, with support= given (10). With position-based
+    clicks every estimate offered (not refused) covers the population's truth in >= 88% of the logs
+    that offer it, pooled over the metrics, and >= 85% for each metric alone: 120 logs measure a
+    coverage to +-2% (the claim, >= 90%, is the 300-log table of benchmarks/offpolicy_bench.py). None
+    says the better ranker is significantly worse. Where clicks depend on the clicks above (cascade,
+    DCM), iips, sniips and dr are refused below position 1 in every log, and rips at position 1 is
+    offered; where the logger cannot show the ranker's choices nothing is offered and the bounds hold
+    the truth."""
     import offpolicy_simulation as sim
 
     metrics = ["precision@5", "precision@1", "dcg@3"]
     estimators = ["iips", "sniips", "dr", "rips", "snrips", "sips"]
     pscores = {"item_position": "p_item", "cascade": "p_cascade", "slate": "p_slate"}
-    for clicks, logger, logs in (("position", "plackett_luce", 150), ("cascade", "plackett_luce", 20),
-                                 ("position", "shuffle", 15)):
-        truth = sim.truth(clicks=clicks, logger=logger, rounds=100_000)
+    settings = [("position", "plackett_luce", 0.0, 120), ("cascade", "plackett_luce", 0.0, 10),
+                ("dcm", "plackett_luce", 0.3, 10), ("dcm", "plackett_luce", 0.6, 10), ("dcm", "plackett_luce", 0.8, 10),
+                ("position", "shuffle", 0.0, 10)]
+    for clicks, logger, go_on, logs in settings:
+        truth = sim.truth(clicks=clicks, logger=logger, rounds=100_000, continuation=go_on)
         hits: dict = {}
         for rep in range(logs):
-            log, support = sim.simulate(2000, seed=500 + rep, clicks=clicks, logger=logger)
+            log, support = sim.simulate(2000, seed=500 + rep, clicks=clicks, logger=logger, continuation=go_on)
             res = tk.off_policy(log, metrics, policy="new", query="round", pscore=pscores, estimator=estimators,
                                 support=support)
-            ci = res.summary_ci(n_resamples=1000, seed=rep).set_index(["model", "metric"])
             cmp = res.compare(baseline="logger", test="t", correction=None, n_resamples=100).set_index(["model",
                                                                                                            "metric"])
+            ci = (res.summary_ci(n_resamples=1000, seed=rep).set_index(["model", "metric"])
+                  if clicks == "position" and logger == "plackett_luce" else None)
             for model in res.models[1:]:
                 for metric in metrics:
                     t = sim.metric_truth(truth["new"], metric)
-                    assert cmp.loc[(model, metric), "verdict"] != "worse", (clicks, logger, model, metric)
+                    assert cmp.loc[(model, metric), "verdict"] != "worse", (clicks, go_on, logger, model, metric)
                     m = res.info["off_policy"]["diagnostics"][model]["metrics"][metric]
-                    lo, hi = ci.loc[(model, metric), ["ci_low", "ci_high"]]
                     got = hits.setdefault((model, metric), [])
                     if math.isfinite(res.summary.loc[model, metric]):
-                        got.append(lo <= t <= hi)
+                        if ci is not None:
+                            lo, hi = ci.loc[(model, metric), ["ci_low", "ci_high"]]
+                            got.append(lo <= t <= hi)
+                        else:
+                            got.append(True)
                     if m.get("lower") is not None:
                         assert m["lower"] <= t <= m["upper"], (clicks, logger, model, metric)
-        pooled: dict = {}
-        for (model, metric), covered in hits.items():
-            if len(covered) >= 100:  # coverage measured where 100 logs or more offer the estimate
-                assert np.mean(covered) >= 0.85, (clicks, logger, model, metric, np.mean(covered))
-                pooled.setdefault(model, []).extend(covered)
-        for model, covered in pooled.items():
-            assert np.mean(covered) >= 0.88, (clicks, logger, model, np.mean(covered))
-        if clicks == "cascade":  # the item-position estimators are refused below the first position
-            for e in ("iips", "sniips", "dr"):
-                assert not hits[(f"new ({e})", "precision@5")], e
-            assert len(hits[("new (rips)", "precision@1")]) == logs
-        if logger == "shuffle":  # nothing is offered where the logger cannot show the ranker's choices
-            assert not any(hits.values())
         if clicks == "position" and logger == "plackett_luce":
+            pooled: dict = {}
+            for (model, metric), covered in hits.items():
+                if len(covered) >= 80:  # coverage measured where 80 logs or more offer the estimate
+                    assert np.mean(covered) >= 0.85, (model, metric, np.mean(covered))
+                    pooled.setdefault(model, []).extend(covered)
+            for model, covered in pooled.items():
+                assert np.mean(covered) >= 0.88, (model, np.mean(covered))
             for e in ("sniips", "dr"):
                 assert len(hits[(f"new ({e})", "precision@5")]) == logs, e
+        elif logger == "plackett_luce":  # cascade and DCM: the item-position estimators refused below position 1
+            for e in ("iips", "sniips", "dr"):
+                assert not hits[(f"new ({e})", "precision@5")] and not hits[(f"new ({e})", "dcg@3")], (go_on, e)
+            assert len(hits[("new (rips)", "precision@1")]) == logs, go_on
+        else:  # nothing is offered where the logger cannot show the ranker's choices
+            assert not any(hits.values())
+
+
+@pytest.mark.slow
+def test_compares_tests_hold_their_level_on_off_policy_estimates():
+    """compare's permutation (sign-flip), t and bootstrap tests on off-policy estimates, 100 logs of 2,000
+    rounds (position-based clicks, Plackett-Luce logger): under a true null (the new ranker against its
+    twin, whose population value is the same) each rejects at 5% in at most 8% of (log, estimator,
+    metric) cases and its interval of the difference holds 0 in at least 90%; against the logger (a
+    known difference) its interval holds the truth in at least 88% and the better ranker is never
+    declared worse. The Wilcoxon signed-rank test on the same terms (scipy's: compare refuses it)
+    rejects the true null in most logs for sniips, whose terms in the rounds without a match are each
+    policy's own estimate (so thousands of equal differences of one sign): why it is refused. The
+    300-log table: docs/how-to/off-policy.md."""
+    from scipy import stats
+
+    import offpolicy_simulation as sim
+
+    truth = sim.truth(clicks="position", rounds=100_000)
+    metrics = ["precision@5", "precision@1"]
+    rejects: dict = {}
+    holds: dict = {}
+    wilcoxon = []
+    for rep in range(100):
+        log, _ = sim.simulate(2000, seed=900 + rep)
+        res = tk.off_policy(log, metrics, policy=["new", "twin"], query="round", pscore="p_item",
+                            estimator=["iips", "sniips", "dr"])
+        pq = res.per_query
+        for e in ("iips", "sniips", "dr"):
+            for test in ("permutation", "t", "bootstrap"):
+                cmp = res.compare(baseline=f"new ({e})", metrics=metrics, test=test, correction=None,
+                                  n_resamples=400, seed=rep).set_index(["model", "metric"])
+                for metric in metrics:
+                    twin = cmp.loc[(f"twin ({e})", metric)]
+                    if twin["verdict"] == "refused":
+                        continue
+                    rejects.setdefault(test, []).append(twin["p_value"] < 0.05)
+                    holds.setdefault(("null", test), []).append(twin["ci_low"] <= 0 <= twin["ci_high"])
+                    other = cmp.loc[("logger", metric)]
+                    delta = sim.metric_truth(truth["logger"], metric) - sim.metric_truth(truth["new"], metric)
+                    holds.setdefault(("logger", test), []).append(other["ci_low"] <= delta <= other["ci_high"])
+                    assert other["verdict"] != "better", (rep, e, test, metric)  # the logger is truly worse
+        for metric in metrics:
+            a = pq.loc[pq["model"] == "new (sniips)", metric].to_numpy()
+            b = pq.loc[pq["model"] == "twin (sniips)", metric].to_numpy()
+            if np.isfinite(a).all() and np.isfinite(b).all():
+                wilcoxon.append(stats.wilcoxon(a, b).pvalue < 0.05)
+    for test, rejected in rejects.items():
+        assert len(rejected) >= 300 and np.mean(rejected) <= 0.08, (test, np.mean(rejected))
+    for (kind, test), held in holds.items():
+        assert np.mean(held) >= (0.90 if kind == "null" else 0.88), (kind, test, np.mean(held))
+    assert len(wilcoxon) >= 150 and np.mean(wilcoxon) > 0.5  # ranking the terms rejects a true null in most logs
 
 
 def test_items_the_log_lacks_are_one_item_in_every_table():
@@ -701,3 +845,314 @@ def test_items_the_log_lacks_are_one_item_in_every_table():
     m = res.info["off_policy"]["diagnostics"]["t"]["metrics"]["tp@2"]
     assert m["unsupported"] == pytest.approx(0.5)  # 'z' at position 1 is outside the support
     assert m["never_shown"] == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# what each estimate is over: rounds without a position, policies that show nothing some of the time
+
+
+def test_a_round_with_nothing_at_a_position_adds_zero_there():
+    """Round 1 shows 3 items, round 2 has only 2 candidates (all shown), every one clicked: the clicks in
+    the top 3 per round are (3 + 2) / 2 = 2.5, and round 2's own value is 2, not 3."""
+    log = pd.DataFrame({"round": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "d", "e"], "position": [1, 2, 3, 1, 2],
+                        "click": [1.0, 1, 1, 1, 1], "pscore": [1.0] * 5, "new": [3.0, 2, 1, 2, 1]})
+    res = tk.off_policy(log, ["tp@3", "precision@3"], policy="new", query="round", refuse=False)
+    assert res.summary.loc["new", "tp@3"] == pytest.approx(2.5) and res.summary.loc["logger", "tp@3"] == 2.5
+    assert res.summary.loc["new", "precision@3"] == pytest.approx(2.5 / 3)
+    rows = res.per_query.set_index(["model", "round"])["tp@3"]
+    assert rows[("new", 1)] == pytest.approx(3.0) and rows[("new", 2)] == pytest.approx(2.0)
+    assert rows[("logger", 2)] == pytest.approx(2.0)
+    third = res.info["off_policy"]["per_position"]["new"][2]
+    assert third["rounds"] == 2 and third["logged"] == 1 and third["estimate"] == pytest.approx(0.5)
+
+
+def test_rounds_that_show_nothing_are_refused():
+    log = _small().assign(round=[1, 1, 1, 2, 2, 3])
+    log.loc[5, "position"] = np.nan  # round 3: one candidate, not shown
+    with pytest.raises(tk.DataError, match="show none"):
+        tk.off_policy(log, ["precision@2"], policy="new", query="round", refuse=False)
+
+
+def test_self_normalised_estimates_are_normalised_to_the_policys_mass():
+    """A table policy that shows something at each position only part of the time (allowed: at most 1
+    per position): sniips is the policy's mass times the weighted click rate, m_j sum(w c) / sum(w),
+    here by hand in numpy; OBP's form (m_j = 1) would estimate the rate given that it shows something."""
+    log = random_log(31, rounds=400)
+    table = pd.DataFrame({"item": [0, 1, 2, 3, 4], "position": [1, 1, 2, 3, 3],
+                          "probability": [0.3, 0.2, 0.6, 0.1, 0.15]})
+    res = tk.off_policy(log, ["tp@3"], policy={"t": table}, query="round", pscore="p_item",
+                        estimator=["iips", "sniips"], refuse=False)
+    shown = _flat(log)
+    prob = {(int(i), int(j)): p for i, j, p in zip(table["item"], table["position"], table["probability"])}
+    w = np.array([prob.get((int(i), int(j)), 0.0) for i, j in zip(shown["item"], shown["position"])]) / shown["p_item"]
+    c, j = shown["click"].to_numpy(), shown["position"].to_numpy().astype(int)
+    mass = table.groupby("position")["probability"].sum()
+    want = sum(mass[p] * (w * c)[j == p].sum() / w[j == p].sum() for p in (1, 2, 3))
+    assert res.summary.loc["t (sniips)", "tp@3"] == pytest.approx(want, rel=1e-12)
+    # the same policy at full mass per position (each probability scaled to sum 1): the self-normalised
+    # estimate of the half-mass policy is the full one's times the mass, position by position
+    assert res.per_query.groupby("model")["tp@3"].mean()["t (sniips)"] == pytest.approx(want, rel=1e-12)
+
+
+def test_items_the_log_never_lists_refuse_every_estimator_with_bounds():
+    log = random_log(32, rounds=600)
+    table = pd.DataFrame({"item": [0, 999, 1, 2], "position": [1, 2, 2, 3], "probability": [1.0, 0.9, 0.1, 1.0]})
+    with pytest.warns(tk.TopkevalWarning, match="never lists") as caught:
+        res = tk.off_policy(log, ["precision@3"], policy={"t": table}, query="round", pscore="p_item",
+                            estimator=["iips", "sniips", "dr"])
+    assert not any("sniips or dr" in str(w.message) for w in caught)
+    for e in ("iips", "sniips", "dr"):
+        m = res.info["off_policy"]["diagnostics"][f"t ({e})"]["metrics"]["precision@3"]
+        assert math.isnan(res.summary.loc[f"t ({e})", "precision@3"])
+        assert m["absent_items"] == pytest.approx(0.9 / 3) and "999" in m["refused"]
+        assert 0 <= m["lower"] <= m["upper"] <= 1
+
+
+def test_bounds_stay_in_the_metrics_range():
+    log = _small()
+    support = pd.DataFrame({"item": ["x"], "position": [1]})  # nothing the policy shows is supported
+    res = tk.off_policy(log, ["precision@2", "tp@2"], policy="new", query="round", support=support, refuse=False)
+    m = res.info["off_policy"]["diagnostics"]["new"]["metrics"]
+    assert m["precision@2"]["upper"] == 1.0 and m["tp@2"]["upper"] <= 2.0
+    assert m["precision@2"]["lower"] >= 0.0
+
+
+def test_doubly_robust_clip_bias_is_what_clipping_took_away():
+    """dr with weights capped at M loses sum (w - M)+ (c - q) / n_j (not iips's sum (w - M)+ c / n_j): by
+    pandas with the documented reward model, and it is the difference of the two estimates."""
+    log = random_log(33, rounds=300, items=10)
+    flat = _flat(log)
+    fold, rate = reference_rates(flat, log["round"].nunique(), seed=5, K=3)
+    top = deterministic_policy(log, 3)
+    w = np.array([float(top.get((r, int(p))) == i) for r, p, i in zip(flat["round"], flat["position"], flat["item"])])
+    w = w / flat["p_item"].to_numpy()
+    q = np.array([rate(fold[r], i, int(p) - 1) for r, i, p in zip(flat["round"], flat["item"], flat["position"])])
+    want = (np.maximum(w - 2.0, 0) * (flat["click"].to_numpy() - q)).sum() / log["round"].nunique()
+    spec = dict(policy="new", query="round", pscore="p_item", estimator="dr", seed=5, refuse=False, on_policy=None)
+    with pytest.warns(tk.TopkevalWarning, match="reward model"):
+        clipped = tk.off_policy(log, ["tp@3"], clip=2.0, **spec)
+    bias = clipped.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["clip_bias"]
+    assert bias == pytest.approx(want, rel=1e-12)
+    full = tk.off_policy(log, ["tp@3"], **spec).summary.iloc[0, 0]
+    assert full - clipped.summary.iloc[0, 0] == pytest.approx(bias, rel=1e-9)
+
+
+@pytest.mark.parametrize("continuation", [0.3, 0.6, 0.8])
+def test_clicks_that_depend_on_the_clicks_above_refuse_the_item_position_estimators(continuation):
+    """The dependent click model (after a click the user goes on with probability 0.3, 0.6, 0.8):
+    below a click, clicks at the same position are rarer, far beyond chance; iips, sniips and dr are
+    refused below position 1, rips is not."""
+    from offpolicy_simulation import simulate
+
+    log, _ = simulate(2000, seed=60, clicks="dcm", continuation=continuation)
+    with pytest.warns(tk.TopkevalWarning, match="depend on the clicks above"):
+        res = tk.off_policy(log, ["precision@3", "precision@1"], policy="new", query="round", pscore=PSCORES,
+                            estimator=["iips", "sniips", "dr", "rips"], min_ess=0)
+    check = res.info["off_policy"]["clicks_below_a_click"]
+    assert check["cascade_like"] and check["z"] < -3 and check["ratio"] < 0.95
+    for e in ("iips", "sniips", "dr"):
+        assert math.isnan(res.summary.loc[f"new ({e})", "precision@3"])
+        assert not math.isnan(res.summary.loc[f"new ({e})", "precision@1"])
+    assert not math.isnan(res.summary.loc["new (rips)", "precision@3"])
+
+
+def test_position_based_clicks_are_not_taken_for_a_cascade():
+    """Position-based clicks, with unique items (a deep position has more clicks above it and fewer clicks
+    of its own: the stratification by position keeps them apart) and with recurring items."""
+    from offpolicy_simulation import simulate
+
+    for seed in (61, 62):
+        log, _ = simulate(4000, seed=seed, clicks="position")
+        check = tk.off_policy(log, ["precision@5"], policy="new", query="round", pscore="p_item")
+        assert not check.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+        assert abs(check.info["off_policy"]["clicks_below_a_click"]["z"]) < 3
+    recurring = random_log(63, rounds=3000, n=5, L=3, items=8)
+    check = tk.off_policy(recurring, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False)
+    assert not check.info["off_policy"]["clicks_below_a_click"]["cascade_like"]
+
+
+# ---------------------------------------------------------------------------------------------
+# per-round values are terms of an estimate: what compare, diff and the report make of them
+
+
+def test_compare_refuses_the_signed_rank_test_on_terms_of_an_estimate():
+    log = random_log(34, rounds=300)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator="iips", refuse=False)
+    assert res.info["per_query_terms"]
+    with pytest.raises(tk.ParameterError, match="signed-rank"):
+        res.compare(baseline="logger", test="wilcoxon")
+    table = res.compare(baseline="logger", test="t", n_resamples=200)
+    assert not {"wins", "ties", "losses"} & set(table.columns)
+    with pytest.raises(tk.ParameterError, match="outcome"):
+        res.diff("logger", "new", "tp@3")
+    # the same declaration for a click log's inverse propensity weighted metrics
+    clicks = pd.DataFrame({"query": np.repeat(np.arange(40), 5), "click": np.tile([1, 0, 0, 1, 0], 40),
+                           "position": np.tile(np.arange(1, 6), 40), "a": np.tile([5.0, 4, 3, 2, 1], 40),
+                           "b": np.tile([1.0, 2, 3, 4, 5], 40)})
+    ips = tk.evaluate(clicks, ["precision@2"], relevance="click", score=["a", "b"], position="position",
+                      propensity={1: 1.0, 2: 0.5, 3: 0.4, 4: 0.3, 5: 0.25})
+    assert ips.info["per_query_terms"]
+    with pytest.raises(tk.ParameterError, match="signed-rank"):
+        ips.compare(baseline="a", test="wilcoxon")
+    plain = tk.evaluate(clicks, ["precision@2"], relevance="click", score=["a", "b"])
+    assert "wins" in plain.compare(baseline="a", test="wilcoxon", n_resamples=100).columns
+
+
+def test_the_report_leaves_out_per_query_sections_for_terms_and_says_refused(tmp_path):
+    log = random_log(35, rounds=300)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator=["iips", "dr"],
+                        min_clicks=1e6)
+    page = Path(res.report(tmp_path / "r.html", baseline="logger", n_resamples=200, curves=False)).read_text(
+        encoding="utf-8")
+    assert 'id="deltas"' not in page and 'id="queries"' not in page and "No per-query differences" in page
+    assert "Refused, new (iips) on tp@3" in page and "no query to compare" not in page
+    table = res.compare(baseline="logger", n_resamples=200)
+    assert (table["verdict"] == "refused").all() and "effective clicks" in next(iter(table.attrs["refused"].values()))
+
+
+def test_refuse_false_says_why_it_would_refuse_in_print_report_and_command_line(tmp_path, capsys):
+    from topkeval.cli import main
+
+    log = random_log(36, rounds=60)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", refuse=False)
+    why = res.info["off_policy"]["diagnostics"]["new"]["metrics"]["tp@3"]["would_refuse"]
+    assert why and why in str(res)
+    page = Path(res.report(tmp_path / "r.html", n_resamples=100, curves=False)).read_text(encoding="utf-8")
+    assert "would be refused" in page
+    log.to_csv(tmp_path / "log.csv", index=False)
+    assert main(["off-policy", str(tmp_path / "log.csv"), "--query", "round", "--pscore", "p_item", "--policy", "new",
+                 "-m", "tp@3", "--no-refuse"]) == 0
+    out = capsys.readouterr().out
+    assert "would be refused" in out and "effective sample size" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# messages
+
+
+def test_a_wrong_pscore_scale_is_named_in_the_refusal():
+    log = random_log(37, rounds=500).assign(p_item=lambda f: f["p_item"].notna().map({True: 1.0, False: np.nan}))
+    with pytest.warns(tk.TopkevalWarning, match="pscore is not") as caught:
+        tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", min_ess=0, min_clicks=0)
+    assert "Use sniips or dr" not in str(caught[0].message)
+
+
+def test_a_policy_on_pairs_no_round_shows_is_refused_not_zero():
+    log = _small()  # item 'c' is never shown
+    table = pd.DataFrame({"item": ["c"], "position": [1], "probability": [1.0]})
+    with pytest.warns(tk.TopkevalWarning, match="no round of this log shows"):
+        res = tk.off_policy(log, ["precision@1"], policy={"t": table}, query="round", min_ess=0, min_clicks=0)
+    assert math.isnan(res.summary.loc["t", "precision@1"])
+
+
+def test_a_position_no_round_logs_is_named_for_the_logger_too():
+    log = _small().assign(position=[1, 3, None, 3, 1, None])
+    with pytest.warns(tk.TopkevalWarning, match="no round of the log logs position 2.*logger"):
+        res = tk.off_policy(log, ["precision@3"], policy="new", query="round", refuse=False)
+    assert res.summary.isna().all().all()
+
+
+@pytest.mark.parametrize("change, kwargs, error, message", [
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": ["a"], "position": [0], "probability": [1.0]})}},
+     tk.DataError, r"policy 't'.*position 0.*0-based"),
+    (lambda f: f, {"policy": {"t": [("a", 1, 1.0)]}}, tk.ParameterError, "list of rows"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": [], "position": [], "probability": []})}}, tk.DataError,
+     "policy 't' has no rows"),
+    (lambda f: f, {"support": [("a", 1)]}, tk.ParameterError, r"support table \(support=\) must be a table"),
+    (lambda f: f.assign(pscore=[1.0000000001, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "1.0000000001"),
+    (lambda f: f.assign(pscore=[1e-320, 0.5, None, 0.5, 0.5, None]), {}, tk.DataError, "below 1e-300"),
+    (lambda f: f, {"policy": {"t": pd.DataFrame({"item": [True], "position": [1], "probability": [1.0]})}},
+     tk.DataError, "True / False"),
+    (lambda f: f, {"by": "round"}, tk.ParameterError, "segment"),
+    (lambda f: f, {"weight": "pscore"}, tk.ParameterError, "weight"),
+])
+def test_more_bad_input_is_refused_with_a_clear_error(change, kwargs, error, message):
+    args = dict(metrics=["precision@2"], policy="new", query="round", pscore="pscore", refuse=False)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        tk.off_policy(change(_small()), **args)
+
+
+def test_clip_is_shown_with_every_digit():
+    log = random_log(38, rounds=100)
+    with pytest.warns(tk.TopkevalWarning, match=r"clip=1\.0000001 "):
+        tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", clip=1.0000001, refuse=False)
+
+
+def test_tiny_pscores_leave_no_numpy_warning():
+    """pscores of 1e-299 give weights of 1e299, whose squares overflow unless scaled: the estimate is
+    made (and refused: one round), with no RuntimeWarning (the suite turns warnings into errors)."""
+    log = _small().assign(pscore=[1e-299, 0.5, None, 0.5, 1e-299, None], new=[0.9, 0.2, 0.1, 0.1, 0.9, 0.3])
+    res = tk.off_policy(log, ["precision@2"], policy="new", query="round", estimator=["iips", "sniips", "dr"],
+                        refuse=False)
+    assert np.isfinite(res.summary.loc["new (sniips)", "precision@2"])
+
+
+def test_a_stray_deep_position_is_refused_before_any_matrix():
+    import tracemalloc
+
+    n = 200
+    log = pd.DataFrame({"round": np.repeat(np.arange(n), 2), "item": np.tile([1, 2], n),
+                        "position": np.tile([1.0, 5_000_000.0], n), "click": 0.0, "pscore": 0.5,
+                        "new": np.tile([1.0, 0.0], n)})
+    tracemalloc.start()
+    try:
+        with pytest.raises(tk.DataError, match="gap"):
+            tk.off_policy(log, ["precision@1"], policy="new", query="round", estimator="sips", pscore={"slate": "pscore"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50e6
+
+
+def test_many_candidates_sample_the_plackett_luce_marginals_and_say_so():
+    """100 candidates, 5 positions: beyond the exact recursion; the Monte Carlo is Rao-Blackwellised
+    (position 1 exact: w_a / W), every position's chances sum to 1, and info and print say so."""
+    rng = np.random.default_rng(39)
+    rounds, n = 30, 100
+    scores = rng.normal(size=(rounds, n))
+    pos = np.full((rounds, n), np.nan)
+    pos[:, :5] = np.arange(1, 6)
+    log = pd.DataFrame({"round": np.repeat(np.arange(rounds), n), "item": np.tile(np.arange(n), rounds),
+                        "position": pos.ravel(), "click": np.where(np.isnan(pos), 0.0, 1.0).ravel(),
+                        "pscore": np.where(np.isnan(pos), np.nan, 0.01).ravel(), "s": scores.ravel()})
+    res = tk.off_policy(log, ["precision@5"], policy={"pl": tk.PlackettLuce("s", 0.5)}, query="round", refuse=False)
+    how = res.info["off_policy"]["plackett_luce"]["pl"]
+    assert how["sampled"] == rounds and how["samples"] == 1000 and 0 < how["largest_standard_error"] < 0.05
+    assert "Monte Carlo" in str(res)
+    from topkeval.analysis import plackett_luce as pl
+
+    marg, _ = pl.marginals(scores.ravel(), np.arange(0, rounds * n + 1, n), 0.5, 5)
+    w = np.exp(scores / 0.5)
+    np.testing.assert_allclose(marg[:, 0], (w / w.sum(axis=1, keepdims=True)).ravel(), rtol=1e-9)
+    np.testing.assert_allclose(marg.reshape(rounds, n, 5).sum(axis=1), 1.0, rtol=1e-9)
+
+
+def test_per_position_intervals_stay_in_the_click_rates_range():
+    log = random_log(40, rounds=40)
+    res = tk.off_policy(log, ["tp@3"], policy="new", query="round", pscore="p_item", estimator="dr", refuse=False)
+    for p in res.info["off_policy"]["per_position"]["new"]:
+        assert 0.0 <= p["ci_low"] <= p["ci_high"] <= 1.0
+
+
+def test_a_log_of_single_positions_averages_each_position_over_the_rounds_that_log_it():
+    """The Open Bandit Dataset's shape: each round one impression at one position. The logger's row is
+    each position's own click rate (not diluted by the rounds that log another position), and a table
+    policy's iips its weighted clicks over the rounds of that position, by hand."""
+    rng = np.random.default_rng(41)
+    n = 3000
+    pos = rng.integers(1, 4, n)
+    item = rng.integers(0, 5, n)
+    click = (rng.random(n) < 0.1 + 0.05 * item / pos).astype(float)
+    log = pd.DataFrame({"round": np.arange(n), "item": item, "position": pos.astype(float), "click": click,
+                        "pscore": 0.2})
+    P = np.array([[0.3, 0.2, 0.1], [0.3, 0.2, 0.2], [0.2, 0.3, 0.2], [0.1, 0.2, 0.3], [0.1, 0.1, 0.2]])
+    table = pd.DataFrame([(a, j + 1, P[a, j]) for a in range(5) for j in range(3)],
+                         columns=["item", "position", "probability"])
+    res = tk.off_policy(log, ["precision@3"], policy={"t": table}, query="round", refuse=False)
+    rates = [click[pos == j].mean() for j in (1, 2, 3)]
+    assert res.summary.loc["logger", "precision@3"] == pytest.approx(np.mean(rates), rel=1e-12)
+    prob = table.set_index(["item", "position"])["probability"]
+    w = np.array([prob[(a, j)] for a, j in zip(item, pos)]) / 0.2
+    want = np.mean([(w * click)[pos == j].mean() for j in (1, 2, 3)])
+    assert res.summary.loc["t", "precision@3"] == pytest.approx(want, rel=1e-12)

@@ -146,6 +146,25 @@ def test_pytrec_eval_compares_float32_scores_and_docnos_as_text(seed):
         assert not changed.per_query.equals(res.per_query), other
 
 
+def test_pytrec_eval_scores_beyond_float32_become_infinite_and_tie():
+    """Scores beyond float32's range (1e308, -1e308, 5e38): pytrec_eval's C floats make them +-inf, so
+    1e308 and 5e38 tie (docno descending decides); topkeval's float32 rule does the same, without a
+    warning (the test suite turns warnings into errors)."""
+    qrel = {"q": {"a": 1, "b": 0, "z": 0}, "r": {"a": 1, "b": 1}}
+    run = {"q": {"a": 1e308, "z": 5e38, "b": -1e308, "c": 1.0}, "r": {"a": -1e308, "b": -5e38}}
+    measures = {"P_1": "P@1", "recip_rank": "rr", "map": "ap"}
+    ref = pytrec_eval.RelevanceEvaluator(qrel, set(measures)).evaluate(run)
+    frame = pd.DataFrame([(q, d, s) for q, docs in run.items() for d, s in docs.items()], columns=["query", "item", "score"])
+    judged = pd.DataFrame([(q, d, g) for q, docs in qrel.items() for d, g in docs.items()],
+                          columns=["query", "item", "relevance"])
+    res = tk.evaluate(frame, qrels=judged, item="item", metrics=list(measures.values()), conventions="pytrec_eval")
+    pq = res.per_query.set_index("query")
+    assert ref["q"]["P_1"] == 0.0  # z (5e38) before a (1e308): both +inf, z > a as text
+    for q, values in ref.items():
+        for theirs, ours in measures.items():
+            assert pq.loc[q, ours] == pytest.approx(values[theirs], abs=1e-12), (q, theirs)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_judged_only_and_set_measures_equal_pytrec_eval(seed):
     """trec_eval -J (judged documents only) and the set measures without a cutoff."""

@@ -161,7 +161,7 @@ def test_a_click_log():
     impressions["click"] = (rng.random(len(impressions)) < 0.9 / impressions["position"] ** 0.5).astype(int)
     bias = tk.estimate_position_bias(impressions, n_resamples=5)
     for propensity in ({p: 1 / p for p in range(1, 20)}, bias):
-        res = tk.evaluate(log, ["recall@3", "precision@3"], score=["a", "b"], item="item", position="position",
+        res = tk.evaluate(log, ["recall_micro@3", "precision@3"], score=["a", "b"], item="item", position="position",
                           propensity=propensity)
         _answered(_check(res), "curves", "bounds")
 

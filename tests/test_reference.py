@@ -266,6 +266,31 @@ def test_judgments_apart_equal_reference(data, conv, specs):
         assert _close(float(res.summary.iloc[0][name]), value), name
 
 
+@given(data=runs_and_judgments(), conv=conventions(), specs=metric_specs(),
+       threshold=st.sampled_from([0, 0.0, -0.5, -1, -2]))
+def test_judgments_apart_under_a_threshold_at_or_below_zero_equal_reference(data, conv, specs, threshold):
+    """A relevance threshold of 0 or less: a judged item of grade 0 (and of a negative grade at or above
+    the threshold) is relevant, a retrieved item without a judgment never is (its filler grade 0 would
+    pass the threshold; trec_eval: only a judged document can be relevant)."""
+    test_judgments_apart_equal_reference.hypothesis.inner_test(data, dict(conv, threshold=threshold), specs)
+
+
+def test_unjudged_documents_are_never_relevant_whatever_the_threshold():
+    """By hand: x is unjudged, a judged 0, b judged 1, c judged -1 and never retrieved. Under a threshold of
+    0, a and b are relevant (R = 2: recall and AP at most 1, as pytrec_eval and the msmarco script count);
+    under -1, c too (R = 3)."""
+    run = pd.DataFrame({"query": "q", "item": ["x", "a", "b"], "score": [3.0, 2.0, 1.0]})
+    qrels = pd.DataFrame({"query": "q", "item": ["a", "b", "c"], "relevance": [0, 1, -1]})
+    metrics = ["recall@3", "P@3", "ap", "rr", "bpref", "hit_rate@1"]
+    for threshold, want in ((0, [1.0, 2 / 3, (1 / 2 + 2 / 3) / 2, 1 / 2, 1.0, 0.0]),
+                            (-1, [2 / 3, 2 / 3, (1 / 2 + 2 / 3) / 3, 1 / 2, 2 / 3, 0.0])):
+        for ties in DETERMINISTIC + ("expected",):
+            res = tk.evaluate(run, qrels=qrels, item="item", metrics=metrics, threshold=threshold, ties=ties)
+            assert res.summary.iloc[0].tolist() == pytest.approx(want, abs=1e-15), (threshold, ties)
+        named = tk.evaluate(run, qrels=qrels, item="item", metrics=[f"recall(rel={threshold})@3", f"ap(rel={threshold})"])
+        assert named.summary.iloc[0].tolist() == pytest.approx([want[0], want[2]], abs=1e-15)
+
+
 @given(data=runs_and_judgments(), conv=conventions(), ties=st.sampled_from(DETERMINISTIC))
 def test_infap_with_sampled_pools_equals_reference(data, conv, ties):
     """infAP on runs against judgments with all four kinds of retrieved items: relevant, judged

@@ -386,8 +386,8 @@ def test_write_run_writes(tmp_path, data, text):
 # command-line flags: hostile values, one error line, exit 2
 
 CLI_REFUSED = [
-    (["evaluate", "{log}", "--score", "a", "--ci", "95"], "--confidence option of evaluate must be a number in (0, 1)"),
-    (["evaluate", "{log}", "--score", "a", "--ci", "nan"], "must be a number in (0, 1)"),
+    (["evaluate", "{log}", "--score", "a", "--ci", "95"], "--ci must be a confidence level between 0 and 1, such as 0.95"),
+    (["evaluate", "{log}", "--score", "a", "--ci", "nan"], "--ci must be a confidence level between 0 and 1"),
     (["evaluate", "{log}", "--score", "a", "--ci", "x"], "invalid float value"),
     (["evaluate", "{log}", "--score", "a", "--ci", "--format", "trec"], "no place for them"),
     (["evaluate", "{log}", "--score", "a", "-m", ""], "names no metric"),

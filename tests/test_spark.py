@@ -85,6 +85,26 @@ def test_spark_with_judgments_apart_equals_trec_eval_numbers(spark):
         assert on_spark.info["missing_from_run"] == local.info["missing_from_run"]
 
 
+def test_spark_never_counts_an_unjudged_document_relevant_whatever_the_threshold(spark):
+    """A relevance threshold of 0 or less with judgments apart: each partition matches its rows to the
+    judgments as the local engine does, so an unjudged document stays not relevant there too (recall at
+    most 1; the local engine is tested against the brute-force reference on such thresholds)."""
+    rng = np.random.default_rng(9)
+    run = pd.DataFrame({"query": rng.choice([f"t{i}" for i in range(20)], 800), "item": rng.integers(0, 100, 800),
+                        "score": rng.integers(0, 6, 800) / 2}).drop_duplicates(["query", "item"])
+    run = run.assign(item=run["item"].astype(str))
+    qrels = pd.DataFrame({"query": rng.choice([f"t{i}" for i in range(20)], 300),
+                          "item": rng.integers(0, 100, 300).astype(str),
+                          "relevance": rng.choice([-1, 0, 1], 300)}).drop_duplicates(["query", "item"])
+    metrics = ["recall@10", "P@10", "map", "bpref", "ndcg@10"]
+    for threshold in (0, -1):
+        local = tk.evaluate(run, qrels=qrels, metrics=metrics, item="item", threshold=threshold, ties="item_desc")
+        assert local.per_query["recall@10"].max() <= 1.0 and local.per_query["map"].max() <= 1.0
+        on_spark = tk.evaluate(_sdf(spark, run), qrels=_sdf(spark, qrels, 2), metrics=metrics, item="item",
+                               threshold=threshold, ties="item_desc")
+        _same(on_spark, local)
+
+
 def test_spark_reads_a_table_of_relevant_pairs_as_the_local_engine(spark):
     """relevance=None: judgments that list the relevant (query, item) pairs only, a pair twice
     counted once: on Spark as on this machine."""

@@ -21,6 +21,7 @@ from .analysis.offpolicy import ESTIMATORS, MIN_CLICKS, MIN_ESS
 from .analysis.offpolicy import TIES as OFF_POLICY_TIES
 from .backends.cpu import CPU
 from .conventions import Conventions, resolve
+from .engine import terms
 from .errors import (
     DataError,
     ParameterError,
@@ -705,8 +706,10 @@ def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
 def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
     """``info["ips"]`` (the weights, and the queries the ratios average over) and ``info["clicks"]``
     (the position column, and per model the share of its top k, at the largest cutoff, that the
-    logging ranker never showed)."""
-    out: dict = {}
+    logging ranker never showed); with propensities, the declaration that each query's value is its
+    term of an estimate (:mod:`topkeval.engine.terms`)."""
+    out: dict = {} if ips_info is None else {terms.KEY: "each query's inverse propensity weighted term of the "
+                                                        "estimate (its weighted clicks), not that query's outcome"}
     if ips_info is not None:
         clicked = log.relevant(r.plan.conv)
         ips_info["queries_with_clicks"] = int((log.per_query_sum(clicked) > 0).sum())
@@ -823,12 +826,12 @@ def evaluate_matrix(scores, relevant, metrics=DEFAULT_MATRIX_METRICS, exclude=No
     on_policy=[Text(empty=False, max_length=1000), None],
     support=[Given("a table of (item, position) pairs: checked by topkeval.analysis.offpolicy"), None],
     clip=[Real(1.0), None], min_clicks=Real(0), min_ess=Real(0), refuse=Bool(), ties=Options(*OFF_POLICY_TIES),
-    seed=SEED,
+    seed=SEED, by=[Columns(), None], weight=[Column(), None],
 )
 def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item", position: str = "position",
                click: str = "click", pscore="pscore", estimator="iips", on_policy: str | None = "logger",
                support=None, clip: float | None = None, min_clicks: float = MIN_CLICKS, min_ess: float = MIN_ESS,
-               refuse: bool = True, ties: str = "expected", seed: int | None = 0) -> Results:
+               refuse: bool = True, ties: str = "expected", seed: int | None = 0, by=None, weight=None) -> Results:
     """Estimate a new ranking policy's clicks from the log of a randomised logging policy.
 
     The log has one row per shown (round, position, item) with its click and ``pscore``, the
@@ -917,13 +920,20 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
         ranks it spans (a stochastic policy), the others break ties by row order or item id.
     seed : int or None
         Of the doubly robust estimator's folds and of a Plackett-Luce policy's Monte Carlo.
+    by, weight : None
+        Refused: segments and weights of rounds have no off-policy form here (a segment's mean of
+        the per-round terms is not that segment's estimate); filter the log and estimate each
+        segment from its own rounds.
 
     Returns
     -------
     Results
         One row per policy (and estimator), and the logger's row: ``summary`` holds the estimates,
         ``per_query`` each round's term of them (see docs/conventions.md: its mean is the estimate,
-        and :meth:`Results.summary_ci` and :meth:`Results.compare` resample rounds), ``info["off_policy"]``
+        and :meth:`Results.summary_ci` and :meth:`Results.compare` resample rounds; a term is not
+        the round's outcome, so ``info["per_query_terms"]`` says so, and compare refuses the
+        signed-rank test and leaves out wins, ties and losses, :meth:`Results.diff` refuses, the
+        report leaves out the per-query sections), ``info["off_policy"]``
         what each column estimates, per position the click rate with its interval, and per estimate
         its diagnostics: ``effective_sample_size``, ``effective_clicks``, the weights clipped,
         ``never_shown`` (the policy's mass on (item, position) pairs this log never shows),
@@ -969,7 +979,7 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
     evaluation, messages = offpolicy.off_policy(
         log, metrics, policy=policy, query=query, item=item, position=position, click=click, pscore=pscore,
         estimator=estimator, on_policy=on_policy, support=support, clip=clip, min_clicks=min_clicks, ties=ties,
-        seed=seed, min_ess=min_ess, refuse=refuse)
+        seed=seed, min_ess=min_ess, refuse=refuse, by=by, weight=weight)
     offpolicy.give_warnings(messages)
     return Results(evaluation)
 

@@ -815,8 +815,8 @@ def _compare(args, out) -> int:
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
                         confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
-    shown = table[[*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
-                   "p_value", "p_adjusted", "wins", "ties", "losses"]]
+    shown = table[[c for c in (*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
+                               "p_value", "p_adjusted", "wins", "ties", "losses") if c in table.columns]]
     p_text = {c: (lambda p: report.p_value_text(p, args.resamples if args.test in ("permutation", "bootstrap")
                                                  else None)) for c in ("p_value", "p_adjusted")}
     title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
@@ -846,6 +846,8 @@ def _bias(args, out) -> int:
 def _off_policy(args, out) -> int:
     from .api import off_policy
     from .inputs.tables import column_names
+
+    _check_ci(args.format, False, args.ci)
 
     pscore: str | dict = "pscore"
     if args.pscore:
@@ -937,7 +939,7 @@ def _compare_all(args, out) -> int:
     res = _load_models(args, required=True)
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
-                   "effect_size", "letters_a", "letters_b"]]
+                   "es_e", "letters_a", "letters_b"]]
     floor = table.attrs.get("p_floor") if test == "tukey" else None
 
     def p_text(p):

@@ -416,7 +416,8 @@ class Results:
         ``ci_low, ci_high``, ``p_value`` (adjusted for all pairs; Tukey's below 1e-12, which scipy's
         integral of the studentized range cannot tell apart, is given as 1e-12, an upper bound, in
         ``attrs["p_floor"]``, and printed ``< 1e-12``), ``significant`` (p below
-        ``1 - confidence``), ``effect_size`` (delta / sqrt(residual variance), Sakai's ES_E), and
+        ``1 - confidence``), ``es_e`` (Sakai's ES_E: delta / sqrt(residual variance of the two-way ANOVA), one
+        scale for every pair; not :meth:`compare`'s ``effect_size``, Cohen's d of one pair's differences), and
         the compact letter display ``letters_a, letters_b`` (models sharing a letter are not
         distinguishable); per metric and segment. Definitions: :mod:`topkeval.analysis.many`.
         ``progress=True`` shows progress bars on stderr while it resamples (see :mod:`topkeval.progress`).

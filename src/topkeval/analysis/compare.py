@@ -29,7 +29,9 @@ evaluated on:
 
   When every ``d_i`` is 0 the p-value is 1 (nothing to detect), whatever the test.
 * ``p_adjusted``: Holm, Bonferroni or Benjamini-Hochberg over every (model, metric) row of the call;
-* ``effect_size``: Cohen's d of the paired differences, ``mean(d) / sd(d)``;
+* ``effect_size``: Cohen's d of the paired differences (often written d_z), ``mean(d) / sd(d)``: the mean
+  difference in units of its own spread over the queries (not :meth:`~topkeval.Results.compare_all`'s ``es_e``,
+  which divides by the residual standard deviation of the two-way ANOVA of every model);
 * ``wins / ties / losses``: queries where M scores above / equal to / below B (equal: within 1e-12);
 * ``detectable_delta``: detectable at this size: the smallest mean difference a two-sided paired
   t-test at ``1 - confidence`` finds with probability 0.8, given the spread of these ``d_i`` and their
@@ -49,6 +51,13 @@ The corrected estimates of a sampled evaluation (``evaluate_sampled``'s ``[corre
 columns) get no interval (``ci_low``, ``ci_high`` NaN, in ``summary_ci`` too): one over users and
 draws would leave out the correction's bias, which the sample cannot measure
 (:func:`topkeval.analysis.sampled.without_interval`); their tests and verdicts stand.
+
+Per-query values that are terms of an estimate (an off-policy estimate's rounds, a click log's
+inverse propensity weighted queries: ``info["per_query_terms"]``, :mod:`topkeval.engine.terms`):
+the permutation, t and bootstrap tests test their mean difference, the estimates' difference; the
+Wilcoxon test ranks them as outcomes and is refused, and wins / ties / losses (outcomes too) are
+left out. An estimate the evaluation refused (``info["refused"]``) gets the verdict ``refused``, its
+reason in the table's ``attrs["refused"]``.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..engine import terms as _terms
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..engine.unbiased import check_decision
 from ..errors import ParameterError, check_choice, did_you_mean
@@ -278,8 +288,11 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         One row per (model, metric): ``model, metric, verdict, baseline, value, delta,
         relative_delta, ci_low, ci_high, p_value, p_adjusted, significant, wins, ties, losses,
         effect_size, n_queries, left_out, detectable_delta``. ``verdict`` is ``better`` or ``worse`` when the
-        difference is significant after the correction, ``no query to compare`` when no paired
-        query has a value (``n_queries`` 0), else ``no detectable difference``.
+        difference is significant after the correction, ``refused`` when the evaluation refused the
+        model's or the baseline's estimate (its reason in ``attrs["refused"]``), ``no query to compare``
+        when no paired query has a value (``n_queries`` 0), else ``no detectable difference``. On
+        per-query values that are terms of an estimate, ``wins, ties, losses`` are left out and
+        ``test="wilcoxon"`` is refused.
 
     Examples
     --------
@@ -301,6 +314,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         raise ParameterError(f"baseline {baseline!r} is not a model of these results.{did_you_mean(str(baseline), models)} "
                              f"Models: {', '.join(map(repr, models))}.")
     # test, correction, confidence, n_resamples, seed and missing are checked by Results.compare (topkeval.params)
+    if curve_ci.estimated(results):  # its refusal first: it names the tests that hold with an estimated curve
+        curve_ci.check_test(test)
+    _terms.check_test(results.info, test, "compare")
     results.require_rows("compare")
     check_decision(results.info, "compare")  # clipped click estimates: no interval, no verdict
     all_metrics = list(results.summary.columns)
@@ -342,6 +358,17 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
     frame.attrs["n_resamples"] = n_resamples
+    refused = {}
+    for i, r in enumerate(frame.itertuples()):
+        why = _terms.refusal(results.info, r.model, r.metric) or _terms.refusal(results.info, baseline, r.metric)
+        if why is not None:
+            refused[(r.model, r.metric)] = why
+            frame.iat[i, frame.columns.get_loc("verdict")] = "refused"
+    frame.attrs["refused"] = refused
+    if _terms.estimator_terms(results.info) is not None:  # a query's term is no outcome: nothing won or lost
+        frame = frame.drop(columns=["wins", "ties", "losses"])
+        frame.attrs.update(n_resamples=n_resamples, refused=refused,
+                           per_query_terms=_terms.estimator_terms(results.info))
     frame.attrs["interval"] = interval
     return frame
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..engine.terms import check_outcomes
 from ..errors import ParameterError, did_you_mean
 
 
@@ -23,6 +24,8 @@ def check_models(ev, **models) -> None:
 
 def diff(ev, baseline: str, model: str, metric: str, items: bool = True) -> pd.DataFrame:
     """See :meth:`topkeval.Results.diff`."""
+    check_outcomes(ev.info, "diff()", "Compare the estimates with compare() (paired by query: its permutation, t and "
+                                      "bootstrap tests of the mean difference) and summary_ci().")
     check_models(ev, baseline=baseline, model=model)
     metric = ev.label(metric)
     ev.require_rows("diff")

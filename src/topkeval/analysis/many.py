@@ -21,7 +21,9 @@ value of model j on query i, ``x_i.``, ``x_.j`` and ``x_..`` the query, model an
   the largest difference between two model means; ``p`` of a pair is the share of those at least
   its observed difference, ``(1 + #) / (1 + B)`` for random permutations; the interval is the
   difference +- the ``confidence`` quantile of that largest difference.
-* Effect size (Sakai's ``ES_E``): ``(x_.a - x_.b) / sqrt(V_E)``.
+* Effect size ``es_e`` (Sakai's ``ES_E``): ``(x_.a - x_.b) / sqrt(V_E)``, the difference in units of the
+  residual standard deviation of the two-way ANOVA, one scale for every pair of the table. Not
+  :meth:`~topkeval.Results.compare`'s ``effect_size`` (Cohen's d of one pair's differences, ``mean(d) / sd(d)``).
 * Compact letter display (Piepho 2004, insert-absorb): models sharing a letter are not
   significantly different; letters run from the best mean.
 * Topic set size (Sakai 2016, ch. 6): the fewest queries with which a two-sided paired t-test at
@@ -185,7 +187,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                     raise ParameterError(f"compare_all {reason}.")
                 rows += [{**key, "metric": label, "model_a": models[a], "model_b": models[b], "mean_a": math.nan,
                           "mean_b": math.nan, "delta": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                          "p_value": math.nan, "significant": False, "effect_size": math.nan, "letters_a": "",
+                          "p_value": math.nan, "significant": False, "es_e": math.nan, "letters_a": "",
                           "letters_b": "", "n_queries": n} for a, b in pairs]
                 continue
             shift = value_shift(X.ravel())  # values of 1e300 divided by a power of 2 (exact), the means scaled back
@@ -212,7 +214,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                 rows.append({**key, "metric": label, "model_a": models[a], "model_b": models[b],
                              "mean_a": mean_a, "mean_b": mean_b, "delta": delta, "ci_low": low, "ci_high": high,
                              "p_value": float(p[i]), "significant": bool(significant[i]),
-                             "effect_size": float(diffs[i] / math.sqrt(v_e)) if v_e > 0 else math.nan,
+                             "es_e": float(diffs[i] / math.sqrt(v_e)) if v_e > 0 else math.nan,
                              "letters_a": letters[models[a]], "letters_b": letters[models[b]], "n_queries": n})
     frame = pd.DataFrame(rows)
     frame.attrs.update(test=test, confidence=confidence, n_resamples=n_resamples,

@@ -148,6 +148,27 @@ MIN_ESS = 30.0
 #: standard errors by which the weights' mean may differ from the policy's mass before an unnormalised
 #: IPS estimate is refused
 WEIGHT_T = 3.0
+#: the smallest pscore read: a probability below it gives a weight ``1 / p`` beyond 1e300, whose square
+#: and sums no floating-point number holds (and a choice no log of fewer than 1e300 rounds can show twice)
+PSCORE_FLOOR = 1e-300
+#: clicks below a click against below none, stratified by position (and by the item where it recurs):
+#: a z-statistic below -CASCADE_Z with a ratio below CASCADE_RATIO says the clicks depend on the clicks
+#: above (a cascade, a dependent click model), which iips, sniips and dr assume away
+CASCADE_Z = 3.0
+CASCADE_RATIO = 0.95
+#: the slate estimator's least effective sample size as a share of the rounds (its weights, ratios of
+#: whole slates, are so heavy-tailed that below it its interval does not hold: docs/how-to/off-policy.md)
+SLATE_ESS_SHARE = 0.05
+#: the most (round, position) cells held in memory (each about 33 bytes: about 4.4 GB)
+MAX_CELLS = 2**27
+
+
+def number(value: float) -> str:
+    """A number for a message: ``:g`` where that shows it exactly, else every digit (1.0000000001 is
+    not 1)."""
+    value = float(value)
+    short = f"{value:g}"
+    return short if not math.isfinite(value) or float(short) == value else repr(value)
 
 
 class PlackettLuce:
@@ -357,6 +378,8 @@ class _Log:
     click: np.ndarray  # (n, width): 0 where nothing is logged
     logged: np.ndarray  # (n, width) bool
     slate_end: np.ndarray  # (n,): the last position logged (0: none)
+    sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # (n,): candidates of each round
+    prefixes: bool = True  # every round logs positions 1, 2, ... up to its last without a gap
     pscore: dict = field(default_factory=dict)  # kind -> (n, width), NaN where nothing is logged
     slate_pscore: np.ndarray | None = None  # (n,)
     columns: dict = field(default_factory=dict)  # other columns read, per sorted row
@@ -415,7 +438,7 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
     bad = shown & ~((c >= 0) & (c <= 1))
     if bad.any():
         row = int(order[_first(bad)])
-        raise DataError(f"Column {click!r} (click=) holds {float(c[_first(bad)]):g} at row {row}: clicks are 0 or 1 "
+        raise DataError(f"Column {click!r} (click=) holds {number(c[_first(bad)])} at row {row}: clicks are 0 or 1 "
                         "(a reward in [0, 1] at most); the bounds and estimates rest on it.")
     c = np.where(shown, c, 0.0)
     # duplicates: (round, position) among shown rows, (round, item) among all rows
@@ -431,10 +454,30 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
         raise DataError(f"Round {show(round_labels[r[at_]])} has item {show(item_labels[it[at_]])} twice: a round lists "
                         "each candidate once (shown at one position, or not shown).")
     L = int(np.nanmax(p))
+    # the last logged position of each round, and whether its positions run 1..end without a gap (before
+    # any matrix of rounds x positions is made: one stray position 5,000,000 would make it gigabytes)
+    last = np.zeros(n, np.int64)
+    np.maximum.at(last, r[shown], p[shown].astype(np.int64))
+    count_shown = np.bincount(r[shown], minlength=n)
+    empty = count_shown == 0
+    if empty.any():
+        i = _first(empty)
+        raise DataError(f"{plural(int(empty.sum()), 'round')} list candidates but show none (round "
+                        f"{show(round_labels[i])} first): the logger's choice to show nothing has no pscore, and "
+                        "those rounds would silently drop out of every estimate. Leave them out of the log (the "
+                        "estimates then describe the rounds where the logger showed something), or give the rows "
+                        "it showed.")
+    if (slate or cascade) and (count_shown != last).any():
+        i = _first(count_shown != last)
+        which = "the slate estimators (sips, snsips)" if slate else "the cascade estimators (rips, snrips)"
+        raise DataError(f"Round {show(round_labels[i])} logs {count_shown[i]} positions up to position {last[i]}, with "
+                        f"a gap: {which} read the logged prefix of every position, so each round must log "
+                        "positions 1, 2, ... without a gap. Use iips, sniips or dr for such a log.")
     width = max(K, L) if slate else K
-    if n * width > 2**31:
-        raise DataError(f"{plural(n, 'round')} x {width:,} positions is too large to hold: evaluate fewer positions "
-                        "(smaller k; the slate estimators read every logged position).")
+    if n * width > MAX_CELLS:
+        raise DataError(f"{plural(n, 'round')} x {width:,} positions is too large to hold ({n * width:,} cells; at "
+                        f"most {MAX_CELLS:,}): evaluate fewer positions (smaller k; the slate estimators read every "
+                        "logged position, so a slate as long as the longest logged one), or fewer rounds at once.")
     keep = shown & (p <= width)
     rows_at = np.flatnonzero(keep)
     at = np.full((n, width), -1, np.int64)
@@ -442,18 +485,9 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
     logged = at >= 0
     click_m = np.zeros((n, width))
     click_m[logged] = c[at[logged]]
-    # the last logged position of each round, and whether its positions run 1..end without a gap
-    last = np.zeros(n, np.int64)
-    np.maximum.at(last, r[shown], p[shown].astype(np.int64))
-    count_shown = np.bincount(r[shown], minlength=n)
-    if (slate or cascade) and (count_shown != last).any():
-        i = _first(count_shown != last)
-        which = "the slate estimators (sips, snsips)" if slate else "the cascade estimators (rips, snrips)"
-        raise DataError(f"Round {show(round_labels[i])} logs {count_shown[i]} positions up to position {last[i]}, with "
-                        f"a gap: {which} read the logged prefix of every position, so each round must log "
-                        "positions 1, 2, ... without a gap. Use iips, sniips or dr for such a log.")
     out = _Log(n=n, labels=round_labels, offsets=offsets, order=order, round_of=r, item=it, item_labels=item_labels,
-               width=width, at=at, click=click_m, logged=logged, slate_end=last)
+               width=width, at=at, click=click_m, logged=logged, slate_end=last, sizes=counts.astype(np.int64),
+               prefixes=bool((count_shown == last).all()))
     for kind, column in pscore.items():
         values = numbers_or_missing(cols[column], column, "pscore=")[order]
         missing = shown & np.isnan(values)
@@ -465,9 +499,15 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
         if wrong.any():
             v = float(values[_first(wrong)])
             why = ("the logger showed the item, so its probability was above 0" if v <= 0 else
-                   "a probability is at most 1")
-            raise DataError(f"pscore {column!r} holds {v:g} at row {int(order[_first(wrong)])}: pscores are in (0, 1] "
-                            f"({why}).")
+                   "a probability is at most 1" + ("; a percentage divided by 100 is one" if 1 < v <= 100 else ""))
+            raise DataError(f"pscore {column!r} holds {number(v)} at row {int(order[_first(wrong)])}: pscores are in "
+                            f"(0, 1] ({why}).")
+        tiny = shown & (values < PSCORE_FLOOR)
+        if tiny.any():
+            raise DataError(f"pscore {column!r} holds {number(values[_first(tiny)])} at row {int(order[_first(tiny)])}: "
+                            f"below {PSCORE_FLOOR:g} its weight 1 / pscore is beyond what floating-point sums can hold "
+                            "(and a choice that rare is never seen twice in a log). Check the column: a log-probability "
+                            "or an underflowed product, rather than the logger's probability?")
         matrix = np.full((n, width), np.nan)
         matrix[logged] = values[at[logged]]
         if kind == "slate":
@@ -478,8 +518,9 @@ def _read_log(log, *, query: str, item: str, position: str, click: str, pscore: 
             uneven = (hi - lo) > 1e-12 * hi
             if uneven.any():
                 i = _first(uneven)
-                raise DataError(f"pscore {column!r} (slate) differs within round {show(round_labels[i])} ({lo[i]:g} and "
-                                f"{hi[i]:g}): the slate's probability is one number, the same on each of its rows.")
+                raise DataError(f"pscore {column!r} (slate) differs within round {show(round_labels[i])} ({number(lo[i])} "
+                                f"and {number(hi[i])}): the slate's probability is one number, the same on each of its "
+                                "rows.")
             out.slate_pscore = np.where(last > 0, hi, np.nan)
         if kind == "cascade":
             both = logged[:, 1:] & logged[:, :-1]
@@ -562,12 +603,16 @@ def _plackett_luce(log: _Log, spec: _Spec, K: int, seed: int | None) -> _Policy:
     at_logged = np.zeros((log.n, log.width))
     cols = min(K, log.width)
     at_logged[:, :cols] = np.where(log.logged[:, :cols], marg[rows[:, :cols], np.arange(cols)[None, :]], 0.0)
-    w = _pl.weights(s, log.offsets, pl.temperature)
     in_matrix = np.zeros(log.rows, bool)
     in_matrix[log.at[log.logged]] = True
-    unshown = np.bincount(log.round_of[~in_matrix], weights=w[~in_matrix], minlength=log.n)
-    shown_w = np.where(log.logged, w[rows], np.nan)
-    prefix = _pl.prefix_probabilities(shown_w, unshown)
+    top, total = _pl.log_weight_sums(s[~in_matrix], log.round_of[~in_matrix], log.n, pl.temperature)
+    prefix = _pl.prefix_probabilities(np.where(log.logged, s[rows], np.nan), top, total, pl.temperature)
+    if how["sampled"]:  # the Monte Carlo error of the policy's probability at each logged (item, position)
+        errors = how["_standard_errors"]
+        how["_at_logged_se"] = np.zeros((log.n, log.width))
+        how["_at_logged_se"][:, :cols] = np.where(log.logged[:, :cols], errors[rows[:, :cols],
+                                                                                 np.arange(cols)[None, :]], 0.0)
+    del how["_standard_errors"]
     nz = np.nonzero(marg > 0)
     triples = _Triples(log.round_of[nz[0]], log.item[nz[0]], nz[1].astype(np.int64), marg[nz])
     return _Policy(spec, at_logged, prefix, triples, how)
@@ -582,6 +627,11 @@ def _id_codes(values, column: str, labels: np.ndarray, what: str) -> np.ndarray:
         own = uniq
         codes = inverse
     own = np.asarray(own)
+    boolean = lambda a: a.dtype.kind == "b" or (a.dtype.kind == "O" and len(a) and all(  # noqa: E731
+        isinstance(v, (bool, np.bool_)) for v in a[:1000]))
+    if len(own) and boolean(own) != boolean(np.asarray(labels)):
+        raise DataError(f"The {what} ids of {column!r} are True / False, and those of the log are not: they would "
+                        "match nothing (True is not the item 1). Give the ids as the log writes them.")
     numeric = lambda a: a.dtype.kind in "iufb" or (a.dtype.kind == "O" and len(a) and all(  # noqa: E731
         isinstance(v, (int, float, np.integer, np.floating)) for v in a[:1000]))
     if len(own) and len(labels) and numeric(own) != numeric(np.asarray(labels)):
@@ -597,19 +647,26 @@ def _read_pairs(table, *, log: _Log, query: str, item: str, position: str, what:
     """A table of (round, item, position[, probability]) rows, its round column optional: round codes
     (None without the column: the same in every round), item codes (an item the log does not have
     gets a code beyond the log's), positions (1-based) and probabilities (1 without the column)."""
-    if isinstance(table, (str, bytes)) or not hasattr(table, "__len__") and not hasattr(table, "schema"):
+    tabular = hasattr(table, "schema") or hasattr(table, "columns") or isinstance(table, Mapping)
+    if not tabular:
         raise ParameterError(f"{what} must be a table (pandas, polars, Arrow or a dict of columns) with the columns "
-                             f"{item!r}, {position!r}{', probability' if probability else ''} (and {query!r} for a "
-                             f"policy that differs per round); got {type(table).__name__}.")
+                             f"{item!r}, {position!r}{', probability' if probability else ''} (and {query!r} for "
+                             f"one that differs per round); got {type(table).__name__}"
+                             + (" (a list of rows: make it a DataFrame with those columns)"
+                                if isinstance(table, (list, tuple, np.ndarray)) else "") + ".")
     names = [str(c) for c in column_names(table)]
     has_round = query in names
     has_prob = "probability" in names
     if probability and not has_prob:
         raise ColumnError(f"{what} has no 'probability' column: a stochastic policy gives the probability of each "
-                          f"(item, position) in a column named 'probability' (it has {', '.join(map(repr, names))}).")
+                          f"(item, position) in a column named 'probability' ("
+                          + (f"it has {', '.join(map(repr, names))}" if names else "it has no column") + ").")
     wanted = ([query] if has_round else []) + [item, position] + (["probability"] if has_prob else [])
     cols = read_columns(table, wanted, owner="off_policy", id_columns=[c for c in (query, item) if c in wanted],
-                        where=what)
+                        where=what, allow_empty=True)
+    if not len(cols[item]):
+        raise DataError(f"{what} has no rows: " + ("a policy gives the probability of at least one (item, position)."
+                                                   if probability else "the logger could then show nothing at all."))
     items = _id_codes(cols[item], item, log.item_labels, "item")
     unknown = items < 0
     if unknown.any():  # an item the log never has: a code of its own beyond the log's items, the same in every table
@@ -617,10 +674,15 @@ def _read_pairs(table, *, log: _Log, query: str, item: str, position: str, what:
         codes = [log.extra_items.setdefault(label, len(log.item_labels) + len(log.extra_items))
                  for label in _labels_at(cols[item], unknown).tolist()]
         items[unknown] = np.asarray(codes, np.int64)
-    pos = read_positions(cols[position], position)
+    pos = numbers_or_missing(cols[position], position, what)
     if np.isnan(pos).any():
         row = _first(np.isnan(pos))
         raise DataError(f"{what}: row {row} has no position: every row gives the position its probability is for.")
+    bad = ~((pos >= 1) & (pos == np.floor(pos)) & (pos <= 2.0 ** 53))
+    if bad.any():
+        row = _first(bad)
+        raise DataError(f"{what}: row {row} has position {number(pos[row])}: positions are whole numbers from 1 (the "
+                        "top), as in the log" + (" (these look 0-based: add 1)" if pos.min() == 0 else "") + ".")
     rounds = None
     if has_round:
         rounds = _id_codes(cols[query], query, log.labels, "round")
@@ -633,7 +695,7 @@ def _read_pairs(table, *, log: _Log, query: str, item: str, position: str, what:
     bad = ~((prob >= 0) & (prob <= 1))
     if bad.any():
         row = _first(bad)
-        raise DataError(f"{what}: row {row} has probability {float(prob[row]):g}; probabilities are numbers in [0, 1].")
+        raise DataError(f"{what}: row {row} has probability {number(prob[row])}; probabilities are numbers in [0, 1].")
     return rounds, items, pos.astype(np.int64), prob
 
 
@@ -791,9 +853,15 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return out[np.r_[True, out[1:] != out[:-1]]] if len(out) else out
 
 
-def _outside(policy: _Policy, pairs: _Pairs, n: int, K: int, values: np.ndarray | None = None) -> np.ndarray:
-    """The policy's mass (or ``values``-weighted mass) per (round, position) on entries outside ``pairs``."""
+def _outside(policy: _Policy, pairs: _Pairs | None, n: int, K: int, values: np.ndarray | None = None,
+             absent: int | None = None) -> np.ndarray:
+    """The policy's mass (or ``values``-weighted mass) per (round, position) on entries outside ``pairs``
+    (all inside without), and with ``absent`` (the log's number of items) on items the log never lists."""
     t = policy.triples
+    if pairs is None:
+        miss = t.item >= absent if absent is not None else np.zeros(len(t.item), bool)
+        vals = np.ones(len(t.item)) if values is None else values
+        return _per_round(t, vals * miss, n, K)
     if t.round is None and pairs.per_round:  # a policy the same in every round against a per-round set
         rounds = np.repeat(np.arange(n), len(t.item))
         if len(rounds) > 200_000_000:
@@ -802,8 +870,12 @@ def _outside(policy: _Policy, pairs: _Pairs, n: int, K: int, values: np.ndarray 
         expanded = _Triples(rounds, np.tile(t.item, n), np.tile(t.pos, n), np.tile(t.prob, n))
         vals = np.ones(len(rounds)) if values is None else np.tile(values, n)
         miss = ~pairs.contains(expanded.round, expanded.item, expanded.pos)
+        if absent is not None:
+            miss |= expanded.item >= absent
         return _per_round(expanded, vals * miss, n, K)
     miss = ~pairs.contains(t.round, t.item, t.pos)
+    if absent is not None:
+        miss |= t.item >= absent
     vals = np.ones(len(t.item)) if values is None else values
     return _per_round(t, vals * miss, n, K)
 
@@ -823,46 +895,80 @@ class _Estimate:
 
 
 def _kish(w: np.ndarray, axis=0):
-    s = w.sum(axis=axis)
-    s2 = (w * w).sum(axis=axis)
+    """Kish's effective size ``(sum w)^2 / sum w^2``, the values scaled by their largest first (no
+    square overflows)."""
+    top = np.abs(w).max(axis=axis, keepdims=True) if w.size else np.ones_like(w)
+    x = w / np.where(top > 0, top, 1.0)
+    s = x.sum(axis=axis)
+    s2 = (x * x).sum(axis=axis)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(s2 > 0, s * s / np.where(s2 > 0, s2, 1.0), 0.0)
+
+
+def _sd(v: np.ndarray, axis=0) -> np.ndarray:
+    """The standard deviation (ddof 1) along ``axis``, the values scaled by their largest first."""
+    top = np.abs(v).max(axis=axis, keepdims=True) if v.size else np.ones_like(v)
+    top = np.where((top > 0) & np.isfinite(top), top, 1.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.squeeze(top, axis=axis) * (v / top).std(axis=axis, ddof=1)
+
+
+def _metric_max(coef: np.ndarray) -> float:
+    """The largest value of a weighted sum of click rates (each in [0, 1])."""
+    return float(coef.sum())
 
 
 def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics: list[_Metric], K: int, *,
               clip: float | None, rates: _Rates | None, support: _Pairs | None, shown_pairs: _Pairs,
               min_clicks: float, min_ess: float = 0.0, cascade: dict | None = None, refuse: bool = True) -> _Estimate:
     n = log.n
-    b = log.logged[:, :K].astype(np.float64)
+    logged = log.logged[:, :K]
     c = log.click[:, :K]
     diag: dict = {}
+    # the rounds counted at position j: those that log it, and those where nothing is there (no click, for
+    # sure): for the logger a round with fewer than j candidates, for a policy a round where it puts no mass
+    # at j. A round that logs nothing at j where the policy would show an item is left out of position j.
+    if policy is None:
+        # the logger showed nothing below a round's last position when every round logs a whole prefix;
+        # a log whose rounds log single positions (the Open Bandit Dataset's) says nothing of the others
+        mass_ij = None
+        nothing = ((log.slate_end[:, None] < np.arange(1, K + 1)[None, :]) if log.prefixes else
+                   np.zeros((n, K), bool))
+    else:
+        cache = policy.how.setdefault("_shares", {})
+        if "mass_ij" not in cache:
+            cache["mass_ij"] = _per_round(policy.triples, np.ones(len(policy.triples.item)), n, K)
+        mass_ij = cache["mass_ij"]
+        nothing = mass_ij <= 0
+    b = (logged | nothing).astype(np.float64)
+    n_j = b.sum(axis=0)
+    qhat = None
     if est is None:  # the logger's own clicks
         w = b.copy()
         a, den = b * c, b
         raw = w
     else:
         assert policy is not None
-        if est.pscore == "item_position":
-            raw = np.where(log.logged[:, :K], policy.at_logged[:, :K] / np.where(log.logged[:, :K],
-                                                                                 log.pscore["item_position"][:, :K], 1.0),
-                           0.0)
-        elif est.pscore == "cascade":
-            assert policy.prefix is not None
-            raw = np.where(log.logged[:, :K], np.nan_to_num(policy.prefix[:, :K]) /
-                           np.where(log.logged[:, :K], log.pscore["cascade"][:, :K], 1.0), 0.0)
-        else:
-            assert policy.prefix is not None and log.slate_pscore is not None
-            end = np.maximum(log.slate_end, 1) - 1
-            pe = np.where(log.slate_end > 0, np.nan_to_num(policy.prefix[np.arange(n), end]), 0.0)
-            ws = np.where(log.slate_end > 0, pe / np.where(log.slate_end > 0, log.slate_pscore, 1.0), 0.0)
-            raw = b * ws[:, None]
+        with np.errstate(over="ignore"):
+            if est.pscore == "item_position":
+                raw = np.where(logged, policy.at_logged[:, :K] / np.where(logged, log.pscore["item_position"][:, :K],
+                                                                          1.0), 0.0)
+            elif est.pscore == "cascade":
+                assert policy.prefix is not None
+                raw = np.where(logged, np.nan_to_num(policy.prefix[:, :K]) /
+                               np.where(logged, log.pscore["cascade"][:, :K], 1.0), 0.0)
+            else:
+                assert policy.prefix is not None and log.slate_pscore is not None
+                end = np.maximum(log.slate_end, 1) - 1
+                pe = np.where(log.slate_end > 0, np.nan_to_num(policy.prefix[np.arange(n), end]), 0.0)
+                ws = np.where(log.slate_end > 0, pe / np.where(log.slate_end > 0, log.slate_pscore, 1.0), 0.0)
+                raw = logged * ws[:, None]
         w = np.minimum(raw, clip) if clip is not None else raw
-        diag["clipped"] = int(((raw > clip) & (b > 0)).sum()) if clip is not None else 0
+        diag["clipped"] = int(((raw > clip) & logged).sum()) if clip is not None else 0
         diag["max_weight"] = float(raw.max(initial=0.0))
         if est.doubly_robust:
             assert rates is not None
-            cells = log.logged[:, :K]
-            rr, jj = np.nonzero(cells)
+            rr, jj = np.nonzero(logged)
             qhat = np.zeros((n, K))
             qhat[rr, jj] = rates.q(rates.fold[rr], log.item[log.at[rr, jj]], jj)
             dm = rates.dm(policy, n)
@@ -872,66 +978,99 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
             a, den = b * w * c, b * w
         else:
             a, den = b * c * w, b
-    n_j = b.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        massj = (np.where(n_j > 0, (b * mass_ij).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+                 if mass_ij is not None else np.ones(K))
     total_den = den.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        theta = np.where(total_den > 0, a.sum(axis=0) / np.where(total_den > 0, total_den, 1.0), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.where(total_den > 0, a.sum(axis=0) / np.where(total_den > 0, total_den, 1.0), np.nan)
         mean_den = total_den / n
-        v = theta[None, :] + (a - theta[None, :] * den) / np.where(mean_den > 0, mean_den, np.nan)[None, :]
+        v = ratio[None, :] + (a - ratio[None, :] * den) / np.where(mean_den > 0, mean_den, np.nan)[None, :]
+        if est is not None and est.normalised:
+            # normalised to the policy's own mass at j (1 for a full ranking, as Open Bandit Pipeline does; less
+            # for a policy that shows nothing at j some of the time), which is known: theta = M R
+            assert mass_ij is not None
+            none_at_all = (massj <= 0) & (n_j > 0)
+            ratio = np.where(none_at_all, 0.0, ratio)
+            v = np.where(none_at_all[None, :], 0.0, v)
+            theta = massj * ratio
+            v = massj[None, :] * v + ratio[None, :] * (b * mass_ij - massj[None, :] * b) / np.where(
+                n_j > 0, n_j / n, np.nan)[None, :]
+        else:
+            theta = ratio
     ess = _kish(w * b)
-    weighted_clicks = w * c * b
+    with np.errstate(over="ignore", invalid="ignore"):
+        weighted_clicks = w * c * b
     ess_clicks = _kish(weighted_clicks)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mean_weight = np.where(n_j > 0, (w * b).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), np.nan)
-        spread = np.where(n_j > 1, ((w - mean_weight[None, :]) ** 2 * b).sum(axis=0) / np.maximum(n_j - 1, 1), np.nan)
-        weight_se = np.sqrt(spread / np.where(n_j > 0, n_j, 1.0))
+        counted = np.where(b > 0, w, np.nan)
+        weight_se = np.array([_sd(counted[b[:, j] > 0, j]) if n_j[j] > 1 else np.nan for j in range(K)]) / np.sqrt(
+            np.where(n_j > 0, n_j, 1.0))
     # position-wise intervals (normal, from the linearised values)
     se = np.full(K, np.nan)
     finite = np.isfinite(theta)
     if n > 1 and finite.any():
-        se[finite] = np.sqrt(v[:, finite].var(axis=0, ddof=1) / n)
+        se[finite] = _sd(v[:, finite]) / math.sqrt(n)
     unsupported = never = None
     if policy is not None:
-        def mean_over_logged(values: np.ndarray) -> np.ndarray:  # per position, over the rounds logging it
-            return np.where(n_j > 0, (b * values).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+        def mean_over_counted(values: np.ndarray) -> np.ndarray:  # per position, over the rounds counted there
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(n_j > 0, (b * values).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
 
         # the policy's own shares, the same for each estimator: computed once per policy
-        cache = policy.how.setdefault("_shares", {})
+        cache = policy.how["_shares"]
         if "never" not in cache:
-            cache["mass"] = mean_over_logged(_per_round(policy.triples, np.ones(len(policy.triples.item)), n, K))
-            cache["never"] = mean_over_logged(_outside(policy, shown_pairs, n, K))
-            if support is not None:
-                cache["unsupported"] = mean_over_logged(_outside(policy, support, n, K))
-        never, massj = cache["never"], cache["mass"]
-        if support is not None:
-            unsupported = cache["unsupported"]
-            if est is not None and est.doubly_robust and rates is not None:
-                q_out = _outside(policy, support, n, K, values=_entry_q(policy, rates))
-                diag["_dr_unsupported_q"] = mean_over_logged(q_out)
+            absent = len(log.item_labels)
+            cache["never"] = mean_over_counted(_outside(policy, shown_pairs, n, K))
+            cache["absent"] = mean_over_counted(_outside(policy, None, n, K, absent=absent))
+            cache["unsupported"] = mean_over_counted(_outside(policy, support, n, K, absent=absent))
+        never, unsupported = cache["never"], cache["unsupported"]
+        if est is not None and est.doubly_robust and rates is not None and unsupported.any():
+            q_out = _outside(policy, support, n, K, values=_entry_q(policy, rates), absent=len(log.item_labels))
+            diag["_dr_unsupported_q"] = mean_over_counted(q_out)
         diag["_mass"] = massj
     positions = []
     for j in range(K):
         z = Z95 * se[j]
-        positions.append({"position": j + 1, "estimate": float(theta[j]), "ci_low": float(theta[j] - z),
-                          "ci_high": float(theta[j] + z), "rounds": int(n_j[j]),
+        # normal, cut to the click rate's range [0, 1]
+        positions.append({"position": j + 1, "estimate": float(theta[j]),
+                          "ci_low": float(min(max(theta[j] - z, 0.0), 1.0)), "ci_high": float(max(min(theta[j] + z, 1.0),
+                                                                                                  0.0)),
+                          "rounds": int(n_j[j]), "logged": int(logged[:, j].sum()),
                           "effective_sample_size": float(ess[j]), "effective_clicks": float(ess_clicks[j]),
                           "mean_weight": float(mean_weight[j]), "mean_weight_se": float(weight_se[j]),
-                          **({"never_shown": float(never[j])} if never is not None else {}),
+                          **({"policy_mass": float(massj[j]), "never_shown": float(never[j])}
+                             if never is not None else {}),
                           **({"unsupported": float(unsupported[j])} if unsupported is not None else {})})
     values: dict = {}
     summary: dict = {}
     per_metric: dict = {}
+    mc_se = policy.how.get("_at_logged_se") if policy is not None else None
     for m in metrics:
         coef = m.coefs(K)
         used = coef > 0
-        vi = v[:, used] @ coef[used]
+        with np.errstate(over="ignore", invalid="ignore"):
+            vi = v[:, used] @ coef[used]
         est_value = float(np.dot(theta[used], coef[used])) if np.isfinite(theta[used]).all() else math.nan
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = np.where(n_j > 0, n / np.where(n_j > 0, n_j, 1.0), 0.0)
-        z_i = (weighted_clicks * (coef * scale)[None, :]).sum(axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z_i = (weighted_clicks * (coef * scale)[None, :]).sum(axis=1)
         eff_clicks = float(_kish(z_i))
         info_m: dict = {"effective_clicks": eff_clicks,
-                  "effective_sample_size": float(ess[used].min()) if used.any() else 0.0}
+                        "effective_sample_size": float(ess[used].min()) if used.any() else 0.0}
+        if est is not None and mc_se is not None and est.pscore == "item_position":
+            # the Monte Carlo error of the policy's probabilities at the logged pairs, carried into the estimate
+            # (independent across rounds; dr's reward-model term aside)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                per = np.where(logged, c * mc_se[:, :K] / np.where(logged, log.pscore["item_position"][:, :K], 1.0),
+                               0.0)
+                if est.normalised:
+                    per = per * np.where(total_den > 0, massj * n / np.where(total_den > 0, total_den, 1.0), 0.0)
+                else:
+                    per = per * scale[None, :]
+            info_m["monte_carlo_se"] = float(np.sqrt(((per * coef[None, :]).sum(axis=1) ** 2).sum())) / n
         refused = None
         if not math.isfinite(est_value):
             empty = [j + 1 for j in range(K) if used[j] and not np.isfinite(theta[j])]
@@ -939,69 +1078,110 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
                        + ("no round logs it" if n_j[empty[0] - 1] == 0 else "the policy never agrees with the logger "
                                                                              "there (every weight 0)"))
         if est is not None:
+            assert policy is not None and never is not None and unsupported is not None
             if clip is not None and not est.normalised:
-                excess = np.maximum(raw - clip, 0.0) * c * b
-                info_m["clip_bias"] = float(np.dot(excess.sum(axis=0) / np.where(n_j > 0, n_j, 1.0), coef))
-            if unsupported is not None:
-                # the clicks the estimate cannot see: the mass on unsupported pairs; for the cascade and slate
-                # estimators, on prefixes (slates) holding one, at most the sum over the positions above
-                if est.pscore == "cascade":
-                    missing = np.minimum(np.cumsum(unsupported), 1.0)
-                elif est.pscore == "slate":
-                    whole = float(unsupported.sum()) if log.width <= K else math.inf  # deeper positions unchecked
-                    missing = np.full(K, min(whole, 1.0) if whole > 1e-12 else 0.0)
-                else:
-                    missing = unsupported
-                gap = float(np.dot(missing, coef))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    # what clipping took away: (w - M)+ c for IPS; for dr (w - M)+ (c - q), towards its reward model
+                    excess = np.maximum(raw - clip, 0.0) * ((c - qhat) if qhat is not None else c) * b
+                    info_m["clip_bias"] = float(np.dot(excess.sum(axis=0) / np.where(n_j > 0, n_j, 1.0), coef))
+            # the clicks the estimate cannot see: the mass on pairs the logger could not show (support=) or on
+            # items the log never lists; for the cascade and slate estimators, on prefixes (slates) holding one,
+            # at most the sum over the positions above
+            if est.pscore == "cascade":
+                missing = np.minimum(np.cumsum(unsupported), 1.0)
+            elif est.pscore == "slate":
+                whole = float(unsupported.sum()) if log.width <= K else math.inf  # deeper positions unchecked
+                missing = np.full(K, min(whole, 1.0) if whole > 1e-12 else 0.0)
+            else:
+                missing = unsupported
+            gap = float(np.dot(missing, coef))
+            if support is not None or gap > 1e-12:
                 info_m["unsupported"] = gap
-                if gap > 1e-12 and math.isfinite(est_value):
-                    # the supported part's estimate and its per-round values; the truth lies between its
-                    # interval's low end and its high end plus the unsupported mass (clicks in [0, 1])
-                    if est.normalised:  # the IPS form of the same weights (SN rescales by the supported mass)
-                        with np.errstate(divide="ignore", invalid="ignore"):
-                            theta_ips = np.where(n_j > 0, (b * w * c).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
-                            part = (theta_ips[None, :] + (b * w * c - theta_ips[None, :] * b)
-                                    / np.where(n_j > 0, n_j / n, np.nan)[None, :])[:, used] @ coef[used]
-                        point = float(np.dot(theta_ips, coef))
-                    elif est.doubly_robust:
-                        point, part = est_value - float(np.dot(diag["_dr_unsupported_q"], coef)), vi
-                    else:
-                        point, part = est_value, vi
-                    half = Z95 * float(np.std(part, ddof=1)) / math.sqrt(n) if n > 1 else math.inf
-                    lower, upper = max(point - half, 0.0), point + gap + half
-                    info_m["lower"], info_m["upper"] = lower, upper
+            absent_gap = float(np.dot(policy.how["_shares"]["absent"], coef))
+            if absent_gap > 1e-12:
+                info_m["absent_items"] = absent_gap
+            if gap > 1e-12 and math.isfinite(est_value):
+                # the supported part's estimate and its per-round values; the truth lies between its
+                # interval's low end and its high end plus the unsupported mass (clicks in [0, 1])
+                if est.normalised:  # the IPS form of the same weights (SN rescales by the supported mass)
+                    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                        theta_ips = np.where(n_j > 0, (b * w * c).sum(axis=0) / np.where(n_j > 0, n_j, 1.0), 0.0)
+                        part = (theta_ips[None, :] + (b * w * c - theta_ips[None, :] * b)
+                                / np.where(n_j > 0, n_j / n, np.nan)[None, :])[:, used] @ coef[used]
+                    point = float(np.dot(theta_ips, coef))
+                elif est.doubly_robust:
+                    point, part = est_value - float(np.dot(diag["_dr_unsupported_q"], coef)), vi
+                else:
+                    point, part = est_value, vi
+                half = Z95 * float(_sd(part)) / math.sqrt(n) if n > 1 else math.inf
+                top = _metric_max(coef)
+                lower, upper = min(max(point - half, 0.0), top), min(point + gap + half, top)
+                info_m["lower"], info_m["upper"] = lower, upper
+                if absent_gap > 1e-12:
+                    labels = list(log.extra_items)[:3]
+                    refused = (f"{absent_gap:.1%} of the policy's weighted mass is on items the log never lists "
+                               f"({', '.join(map(show, labels))}{', ...' if len(log.extra_items) > 3 else ''}): no "
+                               "round could show them, so no estimator (iips, sniips, dr or any other) can value "
+                               f"their clicks; whatever they are, the truth lies in [{lower:.6g}, {upper:.6g}] (95%). "
+                               "Give a policy over the log's items")
+                else:
                     refused = (f"{gap:.1%} of the policy's weighted mass lies on (item, position) pairs the logger "
                                f"cannot show: the estimate counts their clicks as 0; whatever they are, the truth "
                                f"lies in [{lower:.6g}, {upper:.6g}] (95%)")
-            if never is not None:
-                info_m["never_shown"] = float(np.dot(never, coef) / max(np.dot(diag["_mass"], coef), 1e-300))
+            info_m["never_shown"] = float(np.dot(never, coef) / max(float(np.dot(massj, coef)), 1e-300))
             if (refused is None and cascade is not None and cascade.get("cascade_like") and est.pscore == "item_position"
                     and used[1:].any()):
-                refused = (f"clicks below a click are rarer than below none ({cascade['below_click']:.3g} against "
-                           f"{cascade['below_no_click']:.3g}): the log looks like cascade clicks, which {est.name} "
-                           "assumes away (it would count clicks the policy's upper positions prevent). Use rips or "
-                           "snrips (cascade) or sips (no assumption)")
+                refused = (f"clicks depend on the clicks above them: below a click they are {cascade['ratio']:.2f} "
+                           f"times as frequent as below none, at the same position (z = {cascade['z']:.1f}; a "
+                           "cascade or a dependent click model), which "
+                           f"{est.name} assumes away (it would count clicks the policy's upper positions prevent). "
+                           "Use rips or snrips (cascade: the click at j depends only on the items at 1..j) or sips "
+                           "(no assumption)")
             thin = [j + 1 for j in range(K) if used[j] and ess[j] < min_ess]
             if refused is None and thin:
                 refused = (f"at position {thin[0]} the weights' effective sample size is {ess[thin[0] - 1]:.1f} rounds "
-                           f"(fewer than min_ess={min_ess:g}): the logger rarely did what the policy would there, and "
-                           "the estimate of that position rests on almost nothing (an interval of it would not hold)")
+                           f"(fewer than min_ess={number(min_ess)}): the logger rarely did what the policy would there, "
+                           "and the estimate of that position rests on almost nothing (an interval of it would not "
+                           "hold)")
+            share = [j + 1 for j in range(K) if used[j] and n_j[j] > 0 and ess[j] < SLATE_ESS_SHARE * n_j[j]]
+            if refused is None and est.name == "sips" and share and min_ess > 0:
+                j = share[0] - 1
+                refused = (f"its weights, ratios of whole slates, have an effective sample size of {ess[j]:.1f} of "
+                           f"{int(n_j[j]):,} rounds at position {j + 1} (below {SLATE_ESS_SHARE:.0%}): so heavy-"
+                           "tailed that the logs which miss their rare large values look precise and are not (its "
+                           "interval covers too rarely in simulation). Use snsips, or rips / iips where their "
+                           "assumptions hold")
             if refused is None and clip is None and not est.normalised and not est.doubly_robust:
                 # the weights average the policy's mass at each position (full support): far from it, the
                 # sample under-represents the policy's choices (rare large weights not drawn, or choices the
-                # logger cannot make) and the unnormalised estimate is off by as much, its interval too narrow
+                # logger cannot make), or pscore is not what the estimator reads
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    t = (mean_weight - diag["_mass"]) / weight_se
-                off = [j for j in range(K) if used[j] and np.isfinite(t[j]) and abs(t[j]) > WEIGHT_T]
+                    t = np.where(weight_se > 0, (mean_weight - massj) / np.where(weight_se > 0, weight_se, 1.0),
+                                 np.where(np.abs(mean_weight - massj) > 1e-9 * np.maximum(massj, 1e-300), np.inf, 0.0))
+                off = [j for j in range(K) if used[j] and n_j[j] > 0 and not abs(t[j]) <= WEIGHT_T]
                 if off:
                     j = off[0]
-                    refused = (f"at position {j + 1} the weights average {mean_weight[j]:.3g} where they should "
-                               f"average the policy's mass there, {diag['_mass'][j]:.3g} ({abs(t[j]):.1f} standard "
-                               "errors off): the rounds under-represent the policy's choices (rare large weights "
-                               "not drawn, or choices the logger cannot make), and this unnormalised estimate is off "
-                               "by as much. Use sniips or dr, or give support= to check what the logger could show")
+                    far = not (0.5 <= mean_weight[j] / max(massj[j], 1e-300) <= 2.0)
+                    how_far = (f"{abs(t[j]):.1f} standard errors off" if math.isfinite(t[j]) else
+                               "every weight there alike")
+                    refused = (f"at position {j + 1} the weights average {mean_weight[j]:.3g} where they should average "
+                               f"the policy's mass there, {massj[j]:.3g} ({how_far}): ")
+                    if never[j] >= massj[j] * (1 - 1e-9) and massj[j] > 0:
+                        refused += ("the policy puts all of it on (item, position) pairs no round of this log shows, "
+                                    "so this estimate is 0 whatever their clicks. Give support= to say what the logger "
+                                    "could show, or a policy over what it showed")
+                    elif far:
+                        refused += (f"{'under half' if mean_weight[j] < massj[j] else 'over twice'} the mass usually "
+                                    f"means pscore is not {_KIND_TEXT[est.pscore]} (all 1, a percentage, or another "
+                                    "form: the slate's or the prefix's probability where the item's is read). Check "
+                                    "pscore=; if it is right, the rounds under-represent the policy's choices, and "
+                                    "every estimator here rests on the same weights")
+                    else:
+                        refused += ("the rounds under-represent the policy's choices (rare large weights not drawn, or "
+                                    "choices the logger cannot make), and this unnormalised estimate is off by as much. "
+                                    "Use sniips or dr, or give support= to check what the logger could show")
             if refused is None and eff_clicks < min_clicks:
-                refused = (f"it rests on {eff_clicks:.1f} effective clicks (fewer than min_clicks={min_clicks:g}): "
+                refused = (f"it rests on {eff_clicks:.1f} effective clicks (fewer than min_clicks={number(min_clicks)}): "
                            "too few for its interval to hold")
         info_m["refused"] = refused
         if refused is not None and not math.isfinite(est_value):
@@ -1021,27 +1201,62 @@ def _estimate(est: Estimator | None, log: _Log, policy: _Policy | None, metrics:
 
 
 def _cascade_check(log: _Log, K: int) -> dict | None:
-    """Whether clicks look like cascade clicks: the click rate at positions 2..K in rounds with a click
-    above against rounds without one (a randomised logger puts independent items there, so under
-    item-position clicks the two are about equal; under a cascade a click above stops the user).
-    Cascade-like: at most half, and below by more than 3 standard errors. None without two positions."""
+    """Whether clicks depend on the clicks above them: the click rate at positions 2..K below a click
+    against below none, at the same position (and for the same item where items recur), pooled over
+    those strata (Mantel-Haenszel). A randomised logger puts independent items below, so under
+    item-position clicks the two are about equal; under a cascade or a dependent click model a click
+    above ends or thins the scan. Stratifying matters: a deep position has both more chances of a click
+    above and fewer clicks, and an attractive item shown above is one fewer left to show below.
+
+    ``z`` is the Cochran-Mantel-Haenszel statistic ``sum (C1 - N1 p) / sqrt(sum N1 N0 p (1 - p) / N)``
+    over the strata (``C1`` clicks in ``N1`` slots below a click, ``N0`` below none, ``p`` the stratum's
+    rate), ``ratio`` the Mantel-Haenszel common ratio ``sum C1 N0 / N / sum C0 N1 / N``. Clicks
+    depend on those above (``cascade_like``) when ``z < -3`` and the ratio is below 0.95 (a smaller
+    dependence is within what rounds that differ produce under position-based clicks: 0.96 measured).
+    None without two positions or without both kinds of slot."""
     if K < 2:
         return None
     logged = log.logged[:, :K]
     clicks = log.click[:, :K]
     above = np.cumsum(clicks, axis=1) - clicks > 0  # a click at a position above j
     cells = logged[:, 1:]
-    hit = cells & above[:, 1:]
-    miss = cells & ~above[:, 1:]
-    n1, n0 = int(hit.sum()), int(miss.sum())
+    rr, jj = np.nonzero(cells)
+    jj = jj + 1
+    up = above[rr, jj]
+    hit = clicks[rr, jj]
+    n1, n0 = int(up.sum()), int((~up).sum())
     if n1 == 0 or n0 == 0:
         return None
-    p1, p0 = float(clicks[:, 1:][hit].mean()), float(clicks[:, 1:][miss].mean())
-    pooled = (p1 * n1 + p0 * n0) / (n1 + n0)
-    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0)) if 0 < pooled < 1 else 0.0
-    z = (p1 - p0) / se if se > 0 else 0.0
+    item = log.item[log.at[rr, jj]]
+    # strata: (position, item) where that item at that position has slots of both kinds, else the position
+    key = item.astype(np.int64) * K + jj
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    both = np.add.reduceat(up[order].astype(np.int64), starts)
+    sizes = np.diff(np.r_[starts, len(ks)])
+    mixed_group = (both > 0) & (both < sizes)
+    mixed = np.empty(len(ks), bool)
+    mixed[order] = np.repeat(mixed_group, sizes)
+    stratum = np.where(mixed, key, -1 - jj)
+    codes, inverse = np.unique(stratum, return_inverse=True)
+    S = len(codes)
+    N1 = np.bincount(inverse, weights=up, minlength=S)
+    N0 = np.bincount(inverse, weights=~up, minlength=S)
+    C1 = np.bincount(inverse, weights=hit * up, minlength=S)
+    C0 = np.bincount(inverse, weights=hit * ~up, minlength=S)
+    N = N1 + N0
+    ok = (N1 > 0) & (N0 > 0)
+    N1, N0, C1, C0, N = N1[ok], N0[ok], C1[ok], C0[ok], N[ok]
+    p = (C1 + C0) / np.where(N > 0, N, 1.0)
+    var = float((N1 * N0 * p * (1 - p) / N).sum())
+    z = float((C1 - N1 * p).sum()) / math.sqrt(var) if var > 0 else 0.0
+    num, den = float((C1 * N0 / N).sum()), float((C0 * N1 / N).sum())
+    ratio = num / den if den > 0 else (1.0 if num == 0 else math.inf)
+    p1, p0 = float(hit[up].mean()), float(hit[~up].mean())
     return {"below_click": p1, "below_no_click": p0, "slots_below_click": n1, "slots_below_no_click": n0,
-            "z": z, "cascade_like": bool(p1 <= 0.5 * p0 and z < -3)}
+            "ratio": ratio, "z": z, "strata": int(ok.sum()),
+            "cascade_like": bool(z < -CASCADE_Z and ratio < CASCADE_RATIO)}
 
 
 def _entry_q(policy: _Policy, rates: _Rates) -> np.ndarray:
@@ -1058,8 +1273,16 @@ def _entry_q(policy: _Policy, rates: _Rates) -> np.ndarray:
 
 def off_policy(log, metrics, *, policy, query: str, item: str, position: str, click: str, pscore, estimator,
                on_policy: str | None, support, clip: float | None, min_clicks: float, ties: str,
-               seed: int | None, min_ess: float = 0.0, refuse: bool = True) -> tuple[Evaluation, list[str]]:
+               seed: int | None, min_ess: float = 0.0, refuse: bool = True, by=None,
+               weight=None) -> tuple[Evaluation, list[str]]:
     """See :func:`topkeval.off_policy`; returns the Evaluation and the warnings to give."""
+    if by is not None or weight is not None:
+        what = "by= (segments)" if by is not None else "weight= (weights of rounds)"
+        raise ParameterError(f"off_policy takes no {what}: its per-round values are terms of one estimate over every "
+                             "round (each position's rate over the rounds that log it, the ratios linearised), so a "
+                             "segment's mean of them is not that segment's estimate, nor a weighted mean a weighted "
+                             "estimate. Estimate each segment from its own rounds: filter the log and call off_policy "
+                             "once per segment.")
     estimators = _estimator_names(estimator)
     specs = _specs(policy, on_policy)
     wanted = _metrics(metrics)
@@ -1135,8 +1358,16 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
     diagnostics = {}
     for name, kind, res in rows:
         diagnostics[name] = {"estimator": kind or "on-policy", **res.diagnostics}
+    unlogged = [j + 1 for j in range(K) if not data.logged[:, j].any()]
+    if unlogged:  # a position no round logs: no estimate reading it, for the logger nor for any policy
+        reading = [m.label for m in wanted if m.k >= unlogged[0]]
+        warnings_out.append(f"off_policy: no round of the log logs position {unlogged[0]}, which {', '.join(reading)} "
+                            f"read{'s' if len(reading) == 1 else ''}: no estimate of "
+                            f"{'it' if len(reading) == 1 else 'them'}, for the logger ({on_policy!r}) nor for any "
+                            "policy (each round's positions: 1, 2, 3... as the logger showed them).")
     refused = {(name, lab): res.diagnostics["metrics"][lab]["refused"] for name, kind, res in rows for lab in labels
-               if kind is not None and res.diagnostics["metrics"][lab]["refused"]}
+               if kind is not None and res.diagnostics["metrics"][lab]["refused"]
+               and not (unlogged and "no round logs it" in res.diagnostics["metrics"][lab]["refused"])}
     if refused:
         (name, lab), why = next(iter(refused.items()))
         more = len(refused) - 1
@@ -1146,10 +1377,17 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
     clipped = {name: res.diagnostics.get("clipped", 0) for name, kind, res in rows if kind is not None}
     if clip is not None and any(clipped.values()):
         name = next(k for k, v in clipped.items() if v)
-        warnings_out.append(f"off_policy: clip={clip:g} capped {plural(clipped[name], 'weight')} of {name}: the IPS and "
-                            "DR estimates are then biased low (by about info['off_policy']['diagnostics'][...]"
-                            "['metrics'][...]['clip_bias']), the self-normalised ones towards the logger's own clicks.")
+        warnings_out.append(f"off_policy: clip={number(clip)} capped {plural(clipped[name], 'weight')} of {name}: the "
+                            "IPS estimates are then biased low, the doubly robust ones towards their reward model "
+                            "(by about info['off_policy']['diagnostics'][...]['metrics'][...]['clip_bias'] each), the "
+                            "self-normalised ones towards the logger's own clicks.")
+    from ..engine.terms import KEY as TERMS
+
     info = {
+        TERMS: "each round's term of the off-policy estimate (its weighted clicks, linearised for the ratios; 0 "
+               "wherever the logger did not do what the policy would), not that round's outcome",
+        "refused": {name: {lab: m["refused"] for lab, m in res.diagnostics["metrics"].items() if m.get("refused")}
+                    for name, kind, res in rows},
         "queries": n, "evaluated": n, "skipped_empty": 0, "rows": data.rows,
         "evaluated_per_model": {m: n for m in models}, "rows_per_model": {m: data.rows for m in models},
         "ties_at_cutoff": {m: 0 for m in models}, "longest_list": {m: None for m in models},

@@ -10,6 +10,7 @@ model's top k. Every convention reaches the kernels through :mod:`topkeval.engin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -226,12 +227,32 @@ def _sequence_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judg
                     total = total + np.asarray(judgments.zeros, np.float64)  # the cells of grade 0 a matrix omits
             out[v] = sequence.cwl(log.offsets, rank, gains, kind, k, param, CWL_DEPTH, column, total)
         elif spec[0] == "compat":
+            judged_rel = plan.conv.is_relevant(np.asarray(judgments.grades))
+            places = None
+            if spec[3] == "judgments":  # ir_measures' ideal: equal grades by score, then in the judgments' order
+                places = sequence.ideal_places(rank, scores, judgments.offsets, judgments.grades, judged_rel,
+                                               _row_judgments(log, judgments))
             out[v] = sequence.compat(log.offsets, rank, rel, log.grades, judgments.R, judgments.offsets,
-                                     judgments.grades, plan.conv.is_relevant(np.asarray(judgments.grades)), spec[1],
-                                     spec[2])
+                                     judgments.grades, judged_rel, spec[1], spec[2], places)
         else:  # accuracy
             out[v] = sequence.accuracy(log.offsets, rank, rel, spec[1])
     st.seq, st.seq_specs = out, plan.seq_specs
+
+
+def _row_judgments(log: GroupedLog, judgments: Judgments) -> np.ndarray:
+    """Per row of ``log``, the index of its judgment in ``judgments`` (-1 without one): the row itself
+    when the judgments are the log's own rows, else its item looked up among its query's judged items."""
+    from ..kernels.grouping import judge
+
+    if judgments.grades is log.grades:
+        return np.arange(log.n_rows, dtype=np.int64)
+    if judgments.items is None or not log.has_items:
+        raise ParameterError("compat(ideal=judgments) orders the ideal by the judgments' order, which needs the "
+                             "judged items of each query (judgments apart, qrels=, or one table of graded rows).")
+    items = cast(np.ndarray, log.items)  # has_items: the codes exist
+    index, found = judge(log.offsets, items, judgments.offsets, judgments.items,
+                         np.arange(len(judgments.grades), dtype=np.float64))
+    return np.where(found, index, -1).astype(np.int64)
 
 
 def _relevant_kept(log: GroupedLog, rel: np.ndarray, scores: np.ndarray, conv: Conventions) -> np.ndarray:

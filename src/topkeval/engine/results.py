@@ -27,8 +27,8 @@ from .plan import Plan
 #: column names of the tables segments appear in (per_query, segments, compare, summary_ci): a
 #: segment or weight column may not take one of them
 RESERVED = ("model", "metric", "verdict", "baseline", "value", "delta", "relative_delta", "ci_low", "ci_high",
-            "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "effect_size", "n_queries", "left_out",
-            "weight", "queries", "mean")
+            "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "effect_size", "es_e", "n_queries",
+            "left_out", "weight", "queries", "mean")
 
 #: column names of the tables the query column appears in beside fixed columns (per_query: ``model``;
 #: Results.diff: ``baseline``, ``model``, ``delta``, ``gained``, ``lost``)

@@ -287,9 +287,12 @@ def threshold(conv: Conventions) -> float:
 
 
 def comparable_scores(scores: np.ndarray, conv: Conventions) -> np.ndarray:
-    """Scores as the conventions compare them: float64, or rounded to float32 first (trec_eval)."""
+    """Scores as the conventions compare them: float64, or rounded to float32 first (trec_eval 9 and
+    pytrec_eval store them as C floats). A score beyond float32's range (about 3.4e38) becomes
+    infinite in float32, as C's conversion makes it: two such scores tie (without a warning)."""
     if conv.score_precision == "float32":
-        return scores.astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):  # +-inf beyond float32's range: the rule, not an accident
+            return scores.astype(np.float32).astype(np.float64)
     return scores.astype(np.float64, copy=False)
 
 

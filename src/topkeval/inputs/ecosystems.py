@@ -24,14 +24,18 @@ says the same):
   PyTerrier                   qid        docno      label           score
   ==========================  =========  =========  ==============  =========
 
-  and then a role left at its default (``query="query"``, ``relevance="relevance"``, no ``item``)
-  whose default column the table lacks is read from that tool's column; a default column that the
-  table has is read as always. One exception: PyTerrier's frames carry a ``query`` column that
-  PyTerrier defines as the query's text, so in its shape the query id is ``qid`` (two queries with
-  the same text stay apart). A table with both tools' id columns is refused as ambiguous. PyTerrier's
-  ``rank`` column is ignored (the score ranks, as in ir_measures and trec_eval; ``ties="first"``
-  is the order PyTerrier's ``add_ranks`` gives tied documents), and so is ``docid`` (Terrier's
-  internal number).
+  and then the query left at its default (``query="query"``) is the tool's query id, and the item
+  (no ``item=``) its document id, even beside a ``query`` column: PyTerrier's frames carry one that
+  PyTerrier defines as the query's text, and a PyTerrier frame renamed for ir_measures keeps it (two
+  queries with the same text stay apart). The grade left at its default (``relevance="relevance"``)
+  is read from the tool's grade column when the table lacks a ``relevance`` column. A table with both
+  tools' id columns is refused as ambiguous, unless ``query=`` or ``item=`` names one tool's column
+  (then that tool's shape gives the other roles). PyTerrier's ``rank`` column is ignored (the score
+  ranks, as in ir_measures and trec_eval; ``ties="first"`` is the order PyTerrier's ``add_ranks``
+  gives tied documents), and so is ``docid`` (Terrier's internal number).
+
+  Several systems' tables, as ``pt.Experiment`` takes them (a list, or a dict by name), are
+  refused with the way to evaluate them: stacked into one table with a name column, ``model=``.
 
   The judgments (``qrels=``) are matched column by column to the run's names; when they lack one
   of them and are in a tool's shape, that tool's column is read (ir_datasets' judgments with a
@@ -60,14 +64,12 @@ class Shape:
     query: str
     item: str
     relevance: str
-    #: the tool's ``query`` column is the query's text, not its id (PyTerrier)
-    query_is_text: bool = False
 
 
 #: The tools whose shapes are recognised, by their two id columns.
 SHAPES = (
     Shape("ir_measures / ir_datasets", "query_id", "doc_id", "relevance"),
-    Shape("PyTerrier", "qid", "docno", "label", query_is_text=True),
+    Shape("PyTerrier", "qid", "docno", "label"),
 )
 
 #: evaluate()'s default column names: a role left at its default may take a tool's column.
@@ -92,19 +94,47 @@ def _may_be_rows(obj) -> bool:
             and _module(obj) not in _TABLE_MODULES and isinstance(obj, Iterable))
 
 
-def _id_column(values: list):
-    """Ids as Arrow text when every one is text (Arrow hashes them without Python objects), else the list."""
+def _id_column(values: list, name: str = "id", where: str = "The data"):
+    """Ids as Arrow text when every one is text (Arrow hashes them without Python objects), else the list.
+
+    Raises
+    ------
+    ColumnError
+        Text that is not valid Unicode (a lone surrogate, as Python decodes bytes that are not
+        UTF-8 with ``errors="surrogateescape"``): it has no UTF-8 form to compare or order.
+    """
     import pyarrow as pa
 
     try:
         column = pa.array(values, type=pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # numbers, or ids of several kinds: read as typed
         return values
+    except UnicodeEncodeError:
+        bad = next(v for v in values if isinstance(v, str) and not _encodes(v))
+        raise not_text(bad, name, where) from None
     return values if column.null_count else column  # a missing id: said where ids are read
 
 
-def _rows(obj, where: str) -> dict | None:
-    """An iterable of namedtuples as a dict of columns (its fields); None when ``obj`` is not one."""
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def not_text(value: str, name: str, where: str) -> ColumnError:
+    """The error for an id that is not valid Unicode text."""
+    char = next(c for c in value if not _encodes(c))
+    return ColumnError(f"{where}: the id {value!r} of column {name!r} is not valid text: it holds the lone surrogate {char!r} "
+                       "(Python's stand-in for a byte that is not UTF-8, from decoding with "
+                       "errors='surrogateescape'). Decode the ids with their real encoding, or with "
+                       "errors='replace'.")
+
+
+def _rows(obj, where: str, empty: bool = False) -> dict | None:
+    """An iterable of namedtuples as a dict of columns (its fields); None when ``obj`` is not one.
+    ``empty``: an iterator without rows is an empty dict (else an error)."""
     if isinstance(obj, (list, tuple)):
         if not obj or not _is_namedtuple(obj[0]):
             return None
@@ -113,6 +143,8 @@ def _rows(obj, where: str) -> dict | None:
         iterator = iter(obj)
         first = next(iterator, _END)
         if first is _END:
+            if empty:
+                return {}
             raise DataError(f"{where} is an iterator without rows: there is nothing to evaluate.")
         if not _is_namedtuple(first):
             raise DataError(f"{where} is an iterator ({type(obj).__name__}) of {type(first).__name__}s; an iterator "
@@ -123,11 +155,18 @@ def _rows(obj, where: str) -> dict | None:
     kind = type(rows[0])
     if len(set(map(type, rows))) > 1:
         odd = next(i for i, row in enumerate(rows) if type(row) is not kind)
-        raise DataError(f"{where} mixes rows of two kinds: row 0 is a {kind.__name__}, row {odd} a "
-                        f"{type(rows[odd]).__name__}; give rows of one namedtuple class.")
-    columns = {name: list(map(itemgetter(i), rows)) for i, name in enumerate(kind._fields)}
+        other = type(rows[odd])
+        a, b = kind.__name__, other.__name__
+        if a == b:  # two classes of one name: say where each comes from
+            a, b = f"{a} (of {kind.__module__}, fields {kind._fields})", \
+                f"{b} (another class of that name, of {other.__module__}, fields {getattr(other, '_fields', None)})"
+        raise DataError(f"{where} mixes rows of two kinds: row 0 is a {a}, row {odd} a {b}; give rows of one "
+                        "namedtuple class.")
+    columns = Rows((name, list(map(itemgetter(i), rows))) for i, name in enumerate(kind._fields))
+    columns.described = f"the rows ({kind.__name__} namedtuples)"
     for name, values in columns.items():
-        columns[name] = _id_column(values) if name in ("query_id", "doc_id", "qid", "docno") else _value_column(values)
+        columns[name] = _id_column(values, name, where) if name in ("query_id", "doc_id", "qid", "docno") \
+            else _value_column(values)
     return columns
 
 
@@ -147,9 +186,16 @@ def _value_column(values: list):
 _END = object()
 
 
-def _dict_of_dicts(obj, value: str, where: str) -> dict | None:
+class Rows(dict):
+    """A dict of columns read from rows (namedtuples, a dict of dicts), which says what it was read from
+    in messages (``described``: "the rows (ScoredDoc namedtuples)")."""
+
+    described = "the rows"
+
+
+def _dict_of_dicts(obj, value: str, where: str, empty: bool = False) -> dict | None:
     """``{query: {doc: value}}`` as a dict of columns (query_id, doc_id and ``value``); None when
-    ``obj`` is not a dict of dicts."""
+    ``obj`` is not a dict of dicts. ``empty``: one without any pair is an empty dict (else an error)."""
     if not isinstance(obj, Mapping) or not obj:
         return None
     inner = [isinstance(v, Mapping) for v in obj.values()]
@@ -168,33 +214,72 @@ def _dict_of_dicts(obj, value: str, where: str) -> dict | None:
         docs.extend(inner_docs.keys())
         values.extend(inner_docs.values())
     if not queries:
+        if empty:
+            return {}
         raise DataError(f"{where} is a dict of dicts without any (query, doc) pair: there is nothing to evaluate.")
-    return {"query_id": _id_column(queries), "doc_id": _id_column(docs), value: _value_column(values)}
+    out = Rows(query_id=_id_column(queries, "query_id", where), doc_id=_id_column(docs, "doc_id", where))
+    out[value] = _value_column(values)
+    out.described = f"the dict of dicts ({{query: {{doc: {value}}}}})"
+    return out
 
 
-def as_table(obj, role: str):
+def as_table(obj, role: str, empty: bool = False):
     """``obj`` as a table when it is rows of namedtuples or a dict of dicts; anything else as it is.
 
     ``role``: ``"run"`` (the data, with judgments apart), ``"qrels"`` or ``"table"`` (the data,
-    without judgments apart).
+    without judgments apart). ``empty``: an iterator without rows, or a dict of dicts without a
+    pair, is an empty dict (ir_measures takes them); by default they are refused (nothing to evaluate).
     """
     where = {"run": "The run (data)", "qrels": "The judgments (qrels=)", "table": "The data"}[role]
+    _refuse_collections(obj, where)
     if isinstance(obj, Mapping):
         if role == "table" and _dict_of_dicts(obj, "score", where) is not None:
             raise DataError("The data is a dict of dicts ({query: {doc: value}}, as ir_measures takes a run or "
                             "judgments), which holds one value per pair, not both a grade and a score: pass the run "
                             "as data and the judgments apart, qrels={query: {doc: grade}}.")
-        found = _dict_of_dicts(obj, "relevance" if role == "qrels" else "score", where)
+        found = _dict_of_dicts(obj, "relevance" if role == "qrels" else "score", where, empty)
         return obj if found is None else found
     if _may_be_rows(obj):
-        found = _rows(obj, where)
+        found = _rows(obj, where, empty)
         return obj if found is None else found
     return obj
 
 
-def _shape(columns: list[str], where: str) -> Shape | None:
-    """The tool whose two id columns ``columns`` has, or None; both tools' is ambiguous."""
+def _is_table(value) -> bool:
+    """A pandas, polars or Arrow table (not a column)."""
+    return _module(value) in ("pandas", "polars", "pyarrow") and (hasattr(value, "columns") or hasattr(value, "schema")
+                                                                  and hasattr(value, "num_columns"))
+
+
+#: How several systems' result frames are evaluated together (pt.Experiment's list of systems).
+STACK = ("stack them into one table with a column naming each system, "
+         "pd.concat([frame.assign(name=name) for name, frame in systems.items()]), and pass model='name' (each "
+         "system is then a model: compare, compare_all and report take them)")
+
+
+def _refuse_collections(obj, where: str) -> None:
+    """Refuse what is no table nor rows: a list or dict of tables (several systems), rows of dicts."""
+    if isinstance(obj, Mapping) and obj and all(_is_table(v) for v in obj.values()):
+        raise DataError(f"{where} is a dict of {len(obj)} tables ({', '.join(map(repr, list(obj)[:3]))}"
+                        f"{', ...' if len(obj) > 3 else ''}), one per system as pt.Experiment takes them: {STACK}.")
+    if isinstance(obj, (list, tuple)) and obj and all(_is_table(v) for v in obj):
+        raise DataError(f"{where} is a list of {len(obj)} tables, one per system as pt.Experiment takes them: {STACK}.")
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], Mapping):
+        raise DataError(f"{where} is a list of dicts (records); topkeval reads tables, and rows as namedtuples: "
+                        "pass pd.DataFrame(records), whose columns are the dicts' keys.")
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], tuple) and not _is_namedtuple(obj[0]):
+        raise DataError(f"{where} is a list of plain tuples, whose fields have no names; rows are read when they are "
+                        "namedtuples (ir_datasets' and ir_measures' rows), with fields such as query_id, doc_id and "
+                        "score or relevance. Give such rows, or a table: pd.DataFrame(rows, columns=[...]).")
+
+
+def _shape(columns: list[str], where: str, query: str | None = None, item: str | None = None) -> Shape | None:
+    """The tool whose two id columns ``columns`` has, or None; both tools' is ambiguous unless ``query=``
+    or ``item=`` name one tool's column."""
     found = [s for s in SHAPES if s.query in columns and s.item in columns]
+    named = [s for s in found if s.query == query or s.item == item]
+    if len(found) > 1 and len(named) == 1:
+        return named[0]
     if len(found) > 1:
         a, b = found[0], found[1]
         raise ColumnError(f"{where} has the id columns of {a.tool} ({a.query!r}, {a.item!r}) and of {b.tool} "
@@ -240,9 +325,11 @@ def recognise(data, qrels, *, query: str, relevance: str | None, item: str | Non
                                       and all(isinstance(p, (str, os.PathLike)) for p in data))
     if not trec_run and (query == DEFAULT_QUERY or item is None or (qrels is None and relevance == DEFAULT_RELEVANCE)):
         columns = column_names(data)
-        shape = _shape(columns, "The data")
+        shape = _shape(columns, "The data", None if query == DEFAULT_QUERY else query, item)
         if shape is not None:
-            if query == DEFAULT_QUERY and (DEFAULT_QUERY not in columns or shape.query_is_text):
+            # in a tool's shape its query id is the query, even beside a 'query' column (PyTerrier's query text,
+            # which a frame renamed for ir_measures keeps)
+            if query == DEFAULT_QUERY:
                 query = shape.query
             if item is None:
                 item = shape.item
@@ -251,7 +338,7 @@ def recognise(data, qrels, *, query: str, relevance: str | None, item: str | Non
                 relevance = shape.relevance
     own = column_names(qrels) if qrels is not None and not is_trec_path(qrels) else []
     if own and any(name is not None and name not in own for name in (query, item, relevance)):
-        shape = _shape(own, "The judgments (qrels=)")
+        shape = _shape(own, "The judgments (qrels=)", query, item)
         if shape is not None:
             names = {}
             for wanted, theirs in ((query, shape.query), (item, shape.item), (relevance, shape.relevance)):

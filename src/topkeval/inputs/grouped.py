@@ -26,6 +26,9 @@ class Judgments:
     grades: np.ndarray
     nonrelevant: np.ndarray | None = None  # judged non-relevant items per query, when not all are in grades
     zeros: np.ndarray | None = None  # judged items of grade 0 per query not listed in grades (a score matrix's cells)
+    #: the item code of each judged grade, in the run's code space (judgments apart from a run); None when the
+    #: judgments are the log's own rows. Within a query the judgments keep the order they were listed in.
+    items: np.ndarray | None = None
 
     def under(self, conv) -> Judgments:
         """These judgments under ``conv``'s relevance threshold (a metric's own ``rel=``): R counted
@@ -35,7 +38,7 @@ class Judgments:
         if self.nonrelevant is not None or self.zeros is not None:  # a score matrix's: its batch recounts them
             raise ValueError("judgments that do not list every judged item cannot be recounted")
         return Judgments(count_per_group(self.offsets, conv.is_relevant(np.asarray(self.grades))), self.offsets,
-                         self.grades)
+                         self.grades, items=self.items)
 
     def judged_nonrelevant(self, conv) -> np.ndarray:
         """Judged non-relevant items of each query: a judgment with a grade >= 0 that is not relevant
@@ -121,10 +124,17 @@ class GroupedLog:
         return Judgments(self.per_query_sum(self.relevant(conv)), self.offsets, self.grades)
 
     def relevant(self, conv) -> np.ndarray:
-        """Boolean relevance of every row under ``conv`` (:meth:`Conventions.is_relevant`), computed once."""
+        """Boolean relevance of every row under ``conv`` (:meth:`Conventions.is_relevant`), computed once.
+
+        A row without a judgment (:attr:`judged` False: a retrieved item the judgments do not list,
+        whose filler grade is 0) is never relevant, whatever the threshold: under a threshold of 0 or
+        less its filler grade would pass it (trec_eval: only a judged document can be relevant)."""
         key = conv.threshold
         if key not in self._relevant:
-            self._relevant[key] = conv.is_relevant(self.grades)
+            relevant = conv.is_relevant(self.grades)
+            if self.judged is not None:
+                relevant &= self.judged
+            self._relevant[key] = relevant
         return self._relevant[key]
 
     def item_ids(self, codes: np.ndarray) -> np.ndarray:

@@ -315,10 +315,25 @@ def argsort_labels(labels: np.ndarray, column: str = "id") -> np.ndarray:
             return pc.sort_indices(pa.array(labels, pa.string())).to_numpy()
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             pass
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 form, so no order as C's strcmp sees it
+            bad = next(v for v in labels if isinstance(v, str) and not _utf8(v))
+            where = "The id" if column == "id" else f"Column {column!r}: the id"
+            raise ColumnError(f"{where} {bad!r} is not valid text (it holds a lone surrogate, "
+                              "Python's stand-in for a byte that is not UTF-8, from decoding with "
+                              "errors='surrogateescape'), so it has no order as text. Decode the ids with their "
+                              "real encoding, or with errors='replace'.") from None
     try:
         return np.argsort(labels, kind="stable")
     except TypeError as exc:
         raise ColumnError(f"Column {column!r}: its ids cannot be ordered ({exc}); use one type.") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def text_rank(codes: np.ndarray, labels: np.ndarray | None) -> np.ndarray:

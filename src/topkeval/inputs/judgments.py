@@ -2,8 +2,9 @@
 
 A run lists what a model retrieved: (query, item, score). Judgments list (query, item, grade),
 including relevant items that no model retrieved. For each run the retrieved rows get their grade
-(0 when unjudged), R counts every judged item with a relevant grade, and the ideal DCG ranks every
-judged gain. Queries are those with judgments; a query of the run without judgments is left out
+(0 when unjudged, and marked unjudged: such a row is never relevant, whatever the relevance
+threshold, 0 or less included, as in trec_eval), R counts every judged item with a relevant grade,
+and the ideal DCG ranks every judged gain. Queries are those with judgments; a query of the run without judgments is left out
 and counted; a judged query missing from the run is left out (``missing_queries="skip"``,
 trec_eval's default) or scored as an empty list (``"zero"``, trec_eval ``-c``).
 
@@ -93,7 +94,13 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     return table, query, item, free[0], free[1]
 
 
-def _kind(values: np.ndarray) -> str:
+def id_kind(values: np.ndarray) -> str:
+    """The kind of an array of ids as :func:`match_ids` matches them: ``"int"``, ``"float"``, ``"text"`` or
+    ``"other"``.
+
+    >>> id_kind(np.array([401, 402])), id_kind(np.array(["401"], dtype=object)), id_kind(np.array([401.0]))
+    ('int', 'text', 'float')
+    """
     if values.dtype.kind in "iub":
         return "int"
     if values.dtype.kind == "f":
@@ -133,7 +140,7 @@ def match_ids(judged: np.ndarray, run: np.ndarray, column: str) -> tuple[np.ndar
     if len(judged) == 0 or len(run) == 0:  # nothing to match (a partition of a distributed table)
         return judged.astype(run.dtype if len(judged) == 0 else judged.dtype), run.astype(
             judged.dtype if len(run) == 0 else run.dtype)
-    kj, kr = _kind(judged), _kind(run)
+    kj, kr = id_kind(judged), id_kind(run)
     if kj == kr and kj != "other":
         return judged, run
     numeric = ("int", "float")
@@ -313,12 +320,18 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: l
         log.grades, found = judge(log.offsets, log.items, jo, ji, jg)
         log.judged = found
         judged_hits += int(found.sum())
-        matched.append(RunApart(name, log, Judgments(R[order], jo, jg), ji, len(r_scores), unjudged, Q - present))
+        matched.append(RunApart(name, log, Judgments(R[order], jo, jg, items=ji), ji, len(r_scores), unjudged,
+                                Q - present))
     if shared == 0 and warn:
+        from .tables import column_names
+
+        passed = [c for c in ("query_id", "qid", "query") if c != query and c in column_names(data)]
+        other = (f" The run also has {' and '.join(map(repr, passed))}, not read as the query id: if that is the id, "
+                 f"name it (query={passed[0]!r}).") if passed else ""
         raise DataError(
             f"The judgments and the run share no query: judged queries look like {_sample(qlabels[judged_q])}, the "
             f"run's like {_sample(qlabels[np.unique(rqc[:1000])])}. Check the {query!r} columns (text '1' and the "
-            "number 1 match; '007' and 7 do not)."
+            f"number 1 match; '007' and 7 do not).{other}"
         )
     if judged_hits == 0 and warn:
         warn_user(f"No retrieved item has a judgment: check that the {item!r} ids of the run and of the "

@@ -72,11 +72,11 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
             _check_columns(columns, header, f"file '{path}'", roles, hint)
             return pcsv.read_csv(path, parse_options=parse, convert_options=convert)
     except (pa.ArrowException, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if path.is_dir():
-            mixed = mixed_schemas(path, columns)
+            mixed = mixed_schemas(path, columns, first)
             if mixed:
                 raise InputFileError(f"Cannot read '{path}': {mixed}") from None
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputFileError(f"Cannot read '{path}': {first}") from None
     raise InputFileError(
         f"Cannot read '{path}': unknown file type {path.suffix or '(none)'!r}. "
@@ -84,9 +84,10 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
     )
 
 
-def mixed_schemas(folder: Path, columns: Sequence[str]) -> str | None:
+def mixed_schemas(folder: Path, columns: Sequence[str], failure: str = "") -> str | None:
     """Why the parquet files of ``folder`` cannot be read as one table: a wanted column of another type
-    (or absent) in one file than in the first (None when their schemas agree on ``columns``)."""
+    (or absent) in one file than in the first (None when their schemas agree on ``columns``); ``failure``,
+    Arrow's words for the value that did not fit the first file's type, follows in parentheses."""
     import pyarrow.parquet as pq
 
     from .paths import _data_files
@@ -109,9 +110,10 @@ def mixed_schemas(folder: Path, columns: Sequence[str]) -> str | None:
                 def what(t):
                     return "absent" if t is None else str(t)
 
+                said = f" ({failure.rstrip('.')})" if failure else ""
                 return (f"its parquet files do not share one schema: column {name!r} is {what(mine)} in "
-                        f"'{first_path.relative_to(folder)}' and {what(theirs)} in '{file.relative_to(folder)}'. "
-                        "Write them with the same columns and types, or read them one by one.")
+                        f"'{first_path.relative_to(folder)}' and {what(theirs)} in '{file.relative_to(folder)}'"
+                        f"{said}. Write them with the same columns and types, or read them one by one.")
     return None
 
 
@@ -487,7 +489,8 @@ def read_columns(data, columns: Sequence[str], owner: str = "evaluate",
         out = dict(zip(columns, run_parallel(lambda c: (id_values if c in id_columns else _to_numpy)(data.column(c)),
                                              columns)))
     elif isinstance(data, Mapping):
-        label = _check_columns(columns, list(data.keys()), where or "the dict", roles, hint)
+        label = _check_columns(columns, list(data.keys()), where or str(getattr(data, "described", "the dict")), roles,
+                               hint)
         out = {c: id_values(data[label[c]], c) if c in id_columns else _sequence(data[label[c]], c) for c in columns}
     else:
         raise DataError(

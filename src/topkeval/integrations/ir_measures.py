@@ -26,9 +26,16 @@ pipeline's; ``TopkevalProvider(ties=...)`` computes every measure under one tie 
 (``ties="expected"``: the exact mean over the orders of tied documents). A measure is supported
 when that provider is one of :data:`PROVIDERS` and topkeval's name parser reads the measure's
 ``str()`` into a metric it computes under those conventions: the list is derived, never kept by
-hand. Two measures are computed apart from the parser's reading, as their provider computes them:
+hand. Some measures are computed apart from the parser's reading, as their provider computes them:
 cwl_eval's ``RBP(rel=r)`` normalises its weights over 1000 ranks (``rbp@1000 / (1 - p^1000)``), and
-``Judged`` without a cutoff is judged@k over the whole list.
+reads a negative grade as 0 (under ``rel <= 0`` every judged document is relevant); ``Judged``
+without a cutoff is judged@k over the whole list; ``nDCG(gains={...})`` rewrites the grades by the
+map, as ir_measures does before pytrec_eval reads them, so that a negative gain gains 0; and
+``Compat``'s ideal orders equal grades by the run's score, then in the judgments' order
+(``compat(ideal=judgments)``). A relevance level of 0 or less is refused for the measures that
+pytrec_eval computes (it refuses ``rel=0`` and gives 0 below it) and for ``Accuracy`` (whose
+provider counts unjudged documents relevant there); a document without a judgment is never
+relevant. docs/conventions.md lists where the providers differ from each other and from themselves.
 
 Records. ``iter_calc`` yields ir_measures' ``Metric(query_id, measure, value)`` for each query of
 the run that has judgments, then the measure's ``DEFAULT`` for each judged query the run misses,
@@ -37,13 +44,16 @@ its provider does. ``calc_aggregate`` and ``calc`` aggregate them with each meas
 aggregator (the mean; the sum for ``NumRet``, ``NumRel``). The run and the judgments are read by
 :func:`topkeval.evaluate` in any form it takes: ir_measures' (namedtuples, pandas frames with
 ``query_id``, ``doc_id``, ``score`` / ``relevance``, dicts of dicts), PyTerrier's frames, Arrow and
-polars tables. Unlike ir_measures, a document listed twice for a query is refused, not overwritten.
+polars tables; empty ones as ir_measures reads them. Query ids are matched as evaluate matches them
+(the number 401 and the text "401" are one id; the records carry the judgments' ids), and ids it
+refuses are refused, never scored 0. Unlike ir_measures, a document listed twice for a query is
+refused, not overwritten.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,7 +63,7 @@ from ..params import Given, Options, validate_params
 
 #: what this module needs, in the one line raised without it
 MISSING = ("topkeval.integrations.ir_measures needs ir_measures, which is not installed: pip install ir-measures "
-           "(or pip install 'topkeval[ir_measures]').")
+           "(or, in topkeval's source checkout, pip install '.[ir_measures]').")
 
 #: The name the provider is registered under.
 NAME = "topkeval"
@@ -101,6 +111,10 @@ PROVIDERS: dict[str, Rule] = {
 #: cwl_eval's lists end at 1000 ranks (its RankingMaker's max_n)
 CWL_RANKS = 1000
 
+#: cwl_eval's RBP(rel=r) with r <= 0 counts every judged document relevant (it reads a negative grade as
+#: 0): a relevance threshold below any grade, -CWL_ANY_GRADE, says so
+CWL_ANY_GRADE = 1e300
+
 #: The tie rules a provider may be given for every measure (``TopkevalProvider(ties=...)``).
 TIES = ("expected", "optimistic", "pessimistic", "first", "item_desc", "item_asc")
 
@@ -131,11 +145,13 @@ else:
     class TopkevalEvaluator(Evaluator):
         """The judgments read once, evaluated against each run given to ``iter_calc``."""
 
-        def __init__(self, measures: list, computed: dict, qrels, qrel_qids: set):
+        def __init__(self, measures: list, computed: dict, qrels, qrel_qids: set, judged_ids=None):
             super().__init__(measures, qrel_qids)
             self.listed = list(measures)  # (ir_measures types its measures as an iterable)
             self.computed = computed
             self.qrels = qrels
+            #: the distinct query ids of the judgments' rows (an array, matched to a run's as evaluate matches them)
+            self.judged_ids = judged_ids
 
         @validate_params(run=Given("a run in a form topkeval.evaluate reads, checked where it is read"))
         def iter_calc(self, run):
@@ -177,15 +193,20 @@ else:
         def _records(self, run) -> Iterator[tuple[int, Any]]:
             from ..api import evaluate
             from ..inputs.ecosystems import as_table
+            from ..inputs.judgments import id_kind, match_ids
 
-            if not self.qrel_qids:
-                return
-            table = as_table(run, "run")
-            if _is_empty(table):
-                return
+            table = as_table(run, "run", empty=True)
+            if self.judged_ids is None or not len(self.judged_ids) or _is_empty(table):
+                return  # every record is a DEFAULT
             query, item, score = _run_names(table)
-            if not _distinct(table, query) & set(self.qrel_qids):
-                return  # no judged query in the run: every record is a DEFAULT
+            run_ids = _id_values(table, query)
+            # the query ids of both sides in one comparable form, as evaluate matches them (1 and "1" one id; a
+            # ColumnError for ids that cannot be matched, 401.5 and "401"); the records carry the judgments' ids
+            judged, ran = match_ids(self.judged_ids, run_ids, query)
+            original = dict(zip(judged.tolist(), self.judged_ids.tolist()))
+            if not set(judged.tolist()) & set(ran.tolist()) and id_kind(self.judged_ids) == id_kind(run_ids):
+                return  # ids of one kind, no judged query in the run: every record is a DEFAULT (as in ir_measures)
+            # (ids of two kinds that share no query: evaluate refuses them, with what each side looks like)
             groups: dict[tuple, list[int]] = {}
             for i, measure in enumerate(self.listed):
                 c = self.computed[measure]
@@ -201,7 +222,8 @@ else:
                     c = self.computed[measure]
                     for qid, value in zip(ids, pq[str(c.metric)].tolist()):
                         if value == value:  # NaN: not reported (Accuracy where it is undefined)
-                            yield i, IrMetric(query_id=qid, measure=measure, value=float(value) * c.factor)
+                            yield i, IrMetric(query_id=original.get(qid, qid), measure=measure,
+                                              value=float(value) * c.factor)
 
     class TopkevalProvider(Provider):
         """topkeval as an ir_measures provider (see the module docstring).
@@ -266,6 +288,9 @@ else:
         def _evaluator(self, measures, qrels):
             from ..inputs.ecosystems import as_table
 
+            if isinstance(measures, ir_measures.Measure):
+                raise ParameterError(f"measures must be a list of ir_measures measures; got the single measure "
+                                     f"{measures!r}: pass [{measures!r}].")
             try:
                 measures = list(measures)
             except TypeError:
@@ -285,13 +310,17 @@ else:
                                          "first in a fallback pipeline: ir_measures.providers.FallbackProvider("
                                          "[ir_measures.topkeval, *ir_measures.DefaultPipeline.providers]).")
                 computed[measure] = c
-            table = as_table(qrels, "qrels")
+            # judged queries without a judged document ({"q": {}}): judged queries all the same (their DEFAULTs)
+            bare = {q for q, docs in qrels.items() if isinstance(docs, Mapping) and not docs} \
+                if isinstance(qrels, Mapping) and all(isinstance(v, Mapping) for v in qrels.values()) else set()
+            table = as_table(qrels, "qrels", empty=True)
             if _is_empty(table):
-                return TopkevalEvaluator(measures, computed, table, set())
+                return TopkevalEvaluator(measures, computed, table, bare)
             names = _qrel_names(table)
             if names != ("query_id", "doc_id", "relevance"):
                 table = _renamed(table, names)
-            return TopkevalEvaluator(measures, computed, table, _distinct(table, "query_id"))
+            ids = _id_values(table, "query_id")
+            return TopkevalEvaluator(measures, computed, table, set(ids.tolist()) | bare, ids)
 
     def _canonical(measure) -> str | None:
         """The ir_measures provider the default pipeline gives ``measure`` to (declarations, not
@@ -312,7 +341,7 @@ else:
         except AssertionError:  # ir_measures checks its parameters with assert
             return None
         follows = _canonical(measure)
-        if follows is None:
+        if follows is None or _refused_level(measure, follows) is not None:
             return None
         rule = PROVIDERS[follows]
         factor = 1.0
@@ -326,6 +355,14 @@ else:
             if follows == "cwl_eval" and measure.NAME == "RBP":  # weights normalised over cwl_eval's 1000 ranks
                 metric = replace(metric, k=CWL_RANKS)
                 factor = 1.0 / (1.0 - metric.param("p") ** CWL_RANKS)
+                if _rel(measure) <= 0:  # cwl_eval reads a negative grade as 0: every judged document is relevant
+                    metric = _with(metric, rel=-CWL_ANY_GRADE)
+            gains = metric.param("gain") if metric.family == "ndcg" else None
+            if follows == "pytrec_eval" and isinstance(gains, tuple) and any(g < 0 for _, g in gains):
+                # ir_measures rewrites the judgments' grades by the map, and trec_eval gives a negative grade no gain
+                metric = _with(metric, gain=tuple((grade, max(g, 0.0)) for grade, g in gains))
+            if follows == "compat":  # its ideal: equal grades by the run's score, then in the judgments' order
+                metric = _with(metric, ideal="judgments")
             if metric.family in rule.differs:
                 return None
             settings = dict(rule.settings)
@@ -337,11 +374,49 @@ else:
         return Computed(metric, follows, dict(rule.settings) | ({"ties": ties} if ties else {}), rule.fills_missing,
                         factor)
 
+    def _rel(measure) -> float:
+        """A measure's ``rel=`` (1 when it has none or leaves it out)."""
+        try:
+            rel = measure["rel"]
+        except (KeyError, TypeError):
+            return 1.0
+        return 1.0 if rel is ir_measures.providers.base.NOT_PROVIDED or rel is None else float(rel)
+
+    def _refused_level(measure, follows: str) -> str | None:
+        """Why a relevance level of 0 or less is not reproduced for ``measure`` (None when it is)."""
+        if _rel(measure) > 0:
+            return None
+        if follows == "pytrec_eval":
+            return ("pytrec_eval refuses a relevance level of 0 (\"relevance_level should be positive\") and counts no "
+                    "document relevant below 0, so its numbers there are an accident, not a definition; to count "
+                    "grade 0 relevant, use tk.evaluate(run, qrels=..., threshold=0), under which a judged document "
+                    "of grade 0 or more is relevant and an unjudged one never is")
+        if follows == "accuracy":
+            return ("ir_measures' accuracy provider reads a document without a judgment as grade 0, so under "
+                    "rel <= 0 it counts unjudged documents as relevant; topkeval never does")
+        return None
+
+    def _with(metric, **values):
+        """``metric`` with some parameters set, read again by the parser (its canonical form)."""
+        from ..metrics.names import Metric, parse_metric
+
+        params = dict(metric.params) | values
+        return parse_metric(str(Metric(metric.family, metric.k, tuple(params.items()))))
+
     def _why(measure, ties: str | None) -> str:
         follows = _canonical(measure)
         if follows is None:
+            try:
+                anywhere = any(p.supports(measure) for p in ir_measures.DefaultPipeline.providers if p.NAME != NAME)
+            except AssertionError:  # parameters ir_measures refuses
+                anywhere = False
+            if not anywhere:
+                return " (no provider of ir_measures' default pipeline supports it either)"
             return (" (the first provider of ir_measures' default pipeline that supports it is not one whose "
                     f"semantics topkeval reproduces: {', '.join(PROVIDERS)})")
+        level = _refused_level(measure, follows)
+        if level is not None:
+            return f" (it follows {follows}: {level})"
         if ties is not None:
             return f" under ties={ties!r}"
         try:
@@ -408,16 +483,19 @@ def _renamed(table, names: tuple[str, str, str]):
     return renamed(table, dict(zip(names, ("query_id", "doc_id", "relevance"))))
 
 
-def _distinct(table, column: str) -> set:
-    """The distinct values of an id column, as Python objects (as ir_measures' records carry them)."""
+def _id_values(table, column: str):
+    """The distinct values of an id column, as an array (its ``tolist()`` gives them as ir_measures'
+    records carry them); missing ids and ids of mixed kinds are refused as evaluate refuses them."""
+    import numpy as np
     import pandas as pd
 
-    from ..inputs.ids import Encoded, is_arrow
+    from ..inputs.ids import Encoded, check_ids, is_arrow
     from ..inputs.tables import read_columns
 
     values = read_columns(table, [column], id_columns=[column], allow_empty=True)[column]
+    check_ids(values, column, "query")
     if isinstance(values, Encoded):
-        return set(values.labels[pd.unique(values.codes[values.codes >= 0])].tolist())
+        return np.asarray(values.labels[pd.unique(values.codes[values.codes >= 0])])
     if is_arrow(values):
-        return set(values.unique().to_pylist())
-    return set(pd.unique(values).tolist())
+        return np.asarray(values.unique().to_pylist(), dtype=object)
+    return np.asarray(pd.unique(np.asarray(values)))

@@ -214,7 +214,7 @@ def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: 
 
 def compat(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, grades: np.ndarray, R: np.ndarray,
            judged_offsets: np.ndarray, judged_grades: np.ndarray, judged_rel: np.ndarray, p: float,
-           normalize: bool) -> np.ndarray:
+           normalize: bool, places: np.ndarray | None = None) -> np.ndarray:
     """Compatibility of each query's list with its ideal ranking (see the module docstring).
 
     With D = max(n, R), the overlap at depth d is the number of items in both the top d of the list
@@ -222,6 +222,10 @@ def compat(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, grades: np.nd
     d = 1..D, divided by ``sum p^(d-1)`` (or, with ``normalize``, by the same sum for the ideal
     with itself, which is ``min(d, R)`` at depth d). An item at rank r of the list and place i of
     the ideal is in both from depth max(r, i) on. NaN where R = 0.
+
+    The ideal ranks the judged relevant items by grade, equal grades in the list's order (those it
+    misses last); ``places`` (per row, from :func:`ideal_places`) gives each ranked relevant row its
+    place in another ideal instead.
     """
     Q = len(offsets) - 1
     n = np.bincount(np.searchsorted(offsets, np.flatnonzero(rank > 0), side="right") - 1, minlength=Q)
@@ -257,7 +261,7 @@ def compat(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, grades: np.nd
     at = np.arange(len(mine))
     above = np.empty(len(mine), np.int64)
     above[mine] = at - np.maximum.accumulate(np.where(new, at, 0)) if len(mine) else at
-    place = higher + above + 1
+    place = higher + above + 1 if places is None else np.asarray(places, np.int64)[rows]
     both = np.maximum(place, r)
     walk = np.lexsort((r, q))  # each query's terms added in rank order, whatever the order of its rows
     score = np.bincount(q[walk], weights=(head[D[q]] - head[both - 1])[walk], minlength=Q)
@@ -272,6 +276,36 @@ def compat(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, grades: np.nd
         out = score / den
     out[R == 0] = np.nan
     return out
+
+
+def ideal_places(rank: np.ndarray, scores: np.ndarray, judged_offsets: np.ndarray, judged_grades: np.ndarray,
+                 judged_rel: np.ndarray, row_judgment: np.ndarray) -> np.ndarray:
+    """Per row, its place (from 1; 0 for a row not in the ideal) in the ideal ranking as ir_measures'
+    compat provider orders it: the judged relevant items of a query by grade descending, equal grades
+    by the list's score descending (0 for an item the list does not rank), equal scores in the order
+    of the judgments (their order within a query). ``row_judgment``: per row, the index of its judgment
+    (-1 without one); query q of the rows is query q of the judgments.
+
+    >>> # judged: d9 (grade 1), d10 (grade 1), d5 (grade 2); the list ranks d10 and d9 with equal scores
+    >>> ideal_places(np.array([1, 2]), np.array([2.0, 2.0]), np.array([0, 3]), np.array([1.0, 1.0, 2.0]),
+    ...              np.array([True, True, True]), np.array([1, 0])).tolist()
+    [3, 2]
+    """
+    J = len(judged_grades)
+    jq = np.repeat(np.arange(len(judged_offsets) - 1), np.diff(judged_offsets))
+    jscore = np.zeros(J, np.float64)
+    ranked = (np.asarray(row_judgment) >= 0) & (np.asarray(rank) > 0)
+    jscore[row_judgment[ranked]] = np.asarray(scores, np.float64)[ranked]
+    rel_j = np.flatnonzero(judged_rel)
+    g = np.asarray(judged_grades, np.float64)[rel_j]
+    order = np.lexsort((rel_j, -jscore[rel_j], -g, jq[rel_j]))
+    sorted_q = jq[rel_j][order]
+    first = np.searchsorted(sorted_q, sorted_q, side="left")
+    jplace = np.zeros(J, np.int64)
+    jplace[rel_j[order]] = np.arange(len(order)) - first + 1
+    places = np.zeros(len(rank), np.int64)
+    places[ranked] = jplace[row_judgment[ranked]]
+    return places
 
 
 def accuracy(offsets: np.ndarray, rank: np.ndarray, rel: np.ndarray, k: int) -> np.ndarray:

@@ -150,6 +150,16 @@ class Metric:
         """The registry entry of this metric's family."""
         return FAMILIES[self.family]
 
+    @property
+    def bounded(self) -> bool:
+        """Whether this metric's values lie in [0, 1]: its family's, except cwl_eval's other columns
+        (``value=etu``, ``etc``, ``ed``, ``ec``: totals and depths, not the measure).
+
+        >>> parse_metric("trap(max_rel=3)").bounded, parse_metric("trap(max_rel=3,value=etu)").bounded
+        (True, False)
+        """
+        return bool(self.info.bounded) and dict(self.params).get("value", "eu") == "eu"
+
 
 def _unknown(text: str, why: str) -> UnknownMetricError:
     """An unknown family: the closest names suggested on the family part of ``text``, each with the
@@ -730,7 +740,7 @@ def is_bounded(label: str) -> bool:
     """Whether a metric (by a column label: its name as requested) takes values in [0, 1], so that two
     models' values differ by at most 1; False for a label that names no metric."""
     try:
-        return bool(parse_metric(label).info.bounded)
+        return parse_metric(label).bounded
     except (ValueError, KeyError):  # UnknownMetricError is a ValueError
         return False
 

@@ -36,9 +36,13 @@ mean over the orders of tied candidates has no closed form here: deterministic t
 (:mod:`topkeval.kernels.sequence`).
 
 ``compat(p=0.95)``: Clarke, Vtyurina & Smucker (2021), ir_measures' Compat: the rank-biased overlap
-of the list with the ideal ranking of the query's relevant items (by grade, equal grades in the
-list's order, those the list misses last), over depths 1..max(n, R), divided by that of the ideal
-with itself (``normalize=true``, the default) or by ``sum p^(d-1)`` (``normalize=false``).
+of the list with the ideal ranking of the query's relevant items, over depths 1..max(n, R), divided
+by that of the ideal with itself (``normalize=true``, the default) or by ``sum p^(d-1)``
+(``normalize=false``). The ideal ranks the relevant items by grade; ``ideal=`` orders equal grades:
+``list`` (the default; Clarke et al.): in the list's order, those the list misses last;
+``judgments`` (ir_measures' compat provider): by the list's score, descending, an item the list
+lacks scoring 0, and equal scores in the order the judgments list the items (the rows' order of a
+table without judgments apart).
 ``accuracy@k``: ir_measures' Accuracy, the share of (relevant, non-relevant) pairs of the top k
 ranked in that order (the whole list without k; ``auc`` is the whole list's under
 ``ties="expected"``). Both need a deterministic tie rule.
@@ -230,12 +234,15 @@ register("trap", undefined="never", cutoff="none", needs=("seq",), depth="list",
 
 
 @register("compat", undefined="R = 0", needs_all_relevant=True, cutoff="none", needs=("seq",), depth="list",
-          params=(Param("p", "unit", 0.95, False), Param("normalize", "bool", True, False)),
-          seq=lambda m: ("compat", float(m.param("p")), bool(m.param("normalize"))), ties=DETERMINISTIC,
+          params=(Param("p", "unit", 0.95, False), Param("normalize", "bool", True, False),
+                  Param("ideal", "choice", "list", False, ("list", "judgments"))),
+          seq=lambda m: ("compat", float(m.param("p")), bool(m.param("normalize")), m.param("ideal")),
+          ties=DETERMINISTIC,
           summary="compatibility (Clarke, Vtyurina & Smucker 2021; ir_measures Compat): rank-biased overlap with "
                   "the ideal ranking",
           formula="sum over depths d <= max(n, R) of p^(d-1) |top d of the list and of the ideal| / d, over the "
-                  "same sum for the ideal with itself")
+                  "same sum for the ideal with itself; the ideal by grade, equal grades in the list's order "
+                  "(ideal=judgments: by the list's score, then in the judgments' order)")
 def compat(st, m, conv):
     return _values(st.seq_at(m.info.seq(m)), conv)
 

@@ -286,12 +286,18 @@ def report_html(res, baseline: str | None = None, **options) -> str:
     if res.by and has_rows:
         sections.append(timed("segments", _segments_section, res, o))
     diffs: dict = {}
+    from ..engine.terms import estimator_terms
+
+    terms = estimator_terms(res.info)
     if o.baseline is not None and has_rows:
         sections.append(timed("comparison", _comparison_section, res, o))
         pairs = timed("all pairs", _pairs_section, res, o)
         if pairs is not None:
             sections.append(pairs)
-        if o.model is not None:
+        if terms is not None:  # a query's term of an estimate is no outcome: no per-query differences
+            notes.append(f"No per-query differences, worst regressions or side-by-side lists: the per-query values "
+                         f"are {terms}, and one query's term says nothing of how the models did on it.")
+        elif o.model is not None:
             # the items gained and lost only for the metric of the worst regressions (they read the rows again)
             diffs = {(o.model, name): timed("per-query differences", res.diff, o.baseline, o.model, name,
                                             items=name == o.metric)
@@ -308,7 +314,7 @@ def report_html(res, baseline: str | None = None, **options) -> str:
                                    notes)
     if curve_frame is not None:
         sections.append(_curves_section(res, o, curve_frame, curves_svg))
-    view_queries: list = list(o.queries)
+    view_queries: list = list(o.queries) if terms is None else []
     if diffs:
         section, worst_queries = timed("worst queries", _deltas_section, res, o, diffs[(o.model, o.metric)],
                                        deltas_svg, view_queries)
@@ -417,7 +423,9 @@ def _off_policy_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
                         + _num(m["effective_sample_size"], 1) + _num(m["effective_clicks"], 1)
                         + "".join(_num(m.get(key, math.nan), o.digits) for key in ("never_shown", "unsupported",
                                                                                      "lower", "upper"))
-                        + f"<td>{esc(m.get('refused') or '')}</td></tr>")
+                        + "<td>" + (esc(m["refused"]) if m.get("refused") else
+                                    "<strong>kept with refuse=False; would be refused:</strong> " + esc(m["would_refuse"])
+                                    if m.get("would_refuse") else "") + "</td></tr>")
     pos_head = ["model", "#position", "#click rate", "#ci low", "#ci high", "#rounds", "#effective sample size"]
     pos_rows = [f'<tr><td class="id">{esc(model)}</td>' + _int(p["position"]) + _num(p["estimate"], o.digits)
                 + _num(p["ci_low"], o.digits) + _num(p["ci_high"], o.digits) + _int(p["rounds"])
@@ -435,7 +443,9 @@ def _off_policy_section(res, o: ReportOptions) -> tuple[str, str, str] | None:
             f"on fewer than {op['min_clicks']:g} is refused: its interval would not hold). Never shown: the policy's "
             "mass on (item, position) pairs this log never shows; unsupported: where the logger could not show "
             "(support=), with the interval of the truth whatever those clicks are (lower, upper). The intervals of "
-            "the summary resample rounds; a position's interval below is normal.")
+            "the summary resample rounds; a position's interval below is normal, cut to the click rate's range [0, 1]. "
+            "The logger's row is its own click rate at each position, averaged over the positions (CTR@k): with "
+            "positions shown unequally often, not its clicks over its impressions.")
     if op.get("clip") is not None:
         note += (f" Weights clipped at {op['clip']:g}: the IPS and DR estimates are biased low, the self-normalised "
                  "ones towards the logger.")
@@ -468,6 +478,7 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
     table = res.compare(baseline=o.baseline, test=o.test, correction=o.correction, confidence=o.confidence,
                         n_resamples=o.n_resamples, seed=o.seed)
     resampled = o.n_resamples if o.test in ("permutation", "bootstrap") else None
+    counts = "wins" in table.columns  # left out on per-query values that are terms of an estimate
     rows = []
     for r in table.to_dict("records"):
         verdict_cls = {"better": "better", "worse": "worse"}.get(r["verdict"], "none")
@@ -480,10 +491,11 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
             f'<td class="num" data-value="{float(r["p_value"])!r}">{esc(p_value_text(r["p_value"], resampled))}</td>'
             f'<td class="num" data-value="{float(r["p_adjusted"])!r}">'
             f'{esc(p_value_text(r["p_adjusted"], resampled))}</td>'
-            f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}{_num(r["detectable_delta"], digits)}</tr>')
+            + (f'{_int(r["wins"])}{_int(r["ties"])}{_int(r["losses"])}' if counts else "")
+            + f'{_num(r["detectable_delta"], digits)}</tr>')
     head = [esc(name) for name in by] + [
         "model", "metric", "verdict", "#baseline", "#value", "#delta", "#ci_low", "#ci_high", "#p", "#p adjusted",
-        "#wins", "#ties", "#losses", "#detectable"]
+        *(["#wins", "#ties", "#losses"] if counts else []), "#detectable"]
     how = (f"Paired {esc(o.test)} test on the queries both models have, {esc(correction_text(o.correction))} "
            f"correction over every row{' (every segment and ' + ALL + ')' if by else ''}, {o.confidence:.0%} "
            f"bootstrap intervals of the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better "
@@ -494,6 +506,11 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
         how += (" The clicks are weighed by an examination curve estimated by estimate_position_bias: every interval "
                 "and test fits it again on each resample of its queries (basic bootstrap intervals), and no "
                 "detectable difference is given (a t-test's sizing would leave the curve out).")
+    if not counts:
+        how += (f" No wins, ties or losses: the per-query values are {esc(table.attrs.get('per_query_terms', ''))}; "
+                "the test compares their means, which are the estimates.")
+    for (model, metric), why in table.attrs.get("refused", {}).items():
+        how += f" Refused, {esc(model)} on {esc(metric)}: {esc(why)}."
     return ("comparison", f"Comparison with {esc(o.baseline)}", _table(head, rows, "compare")
             + f'<p class="note">{how}</p>')
 

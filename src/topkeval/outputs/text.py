@@ -495,17 +495,29 @@ def off_policy_lines(info: Mapping) -> list[str]:
         parts = [f"{d['estimator']}", f"effective sample size {first['effective_sample_size']:,.0f}",
                  f"effective clicks {first['effective_clicks']:,.1f}"]
         if d.get("clipped"):
-            parts.append(f"{d['clipped']:,} weights clipped at {op['clip']:g} (biased low by about "
+            toward = "low" if d["estimator"] != "dr" else "towards its reward model"
+            parts.append(f"{d['clipped']:,} weights clipped at {op['clip']!r} (biased {toward} by about "
                          f"{first.get('clip_bias', float('nan')):.4g})" if "clip_bias" in first else
-                         f"{d['clipped']:,} weights clipped at {op['clip']:g} (biased towards the logger)")
+                         f"{d['clipped']:,} weights clipped at {op['clip']!r} (biased towards the logger)")
         if first.get("never_shown"):
             parts.append(f"{first['never_shown']:.1%} of its mass on (item, position) pairs the log never shows")
         if first.get("unsupported"):
             parts.append(f"{first['unsupported']:.1%} where the logger could not show")
+        if first.get("monte_carlo_se"):
+            parts.append(f"Monte Carlo error of its probabilities {first['monte_carlo_se']:.2g} (standard error)")
         lines.append(f"{visible(str(model))}: " + ", ".join(parts))
         for metric, m in d["metrics"].items():
             if m.get("refused"):
                 lines.append(f"no estimate of {visible(str(metric))} for {visible(str(model))}: {m['refused']}")
+            elif m.get("would_refuse"):
+                lines.append(f"kept with refuse=False, but would be refused: {visible(str(metric))} for "
+                             f"{visible(str(model))}: {m['would_refuse']}")
+    for name, how in (op.get("plackett_luce") or {}).items():
+        if how.get("sampled"):
+            lines.append(f"{visible(str(name))}: the Plackett-Luce probabilities of {plural(how['sampled'], 'round')} "
+                         f"are Monte Carlo ({how['samples']:,} Rao-Blackwellised draws per round; standard error of a "
+                         f"probability at most {how['largest_standard_error']:.2g}, {how['mean_standard_error']:.2g} on "
+                         "average)")
     lines.append(f"support {op['support']}")
     return lines
 
