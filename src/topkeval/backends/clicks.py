@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..engine import unbiased
+from ..engine import terms, unbiased
 from ..engine.aggregate import weighted_mean
 from ..engine.rules import comparable_scores, threshold
 from ..metrics import FAMILIES
@@ -71,8 +71,11 @@ def click_rows(r: Request, cols) -> tuple[dict, dict | None]:
 def click_info(log, r: Request, ips_info: dict | None) -> dict:
     """``info["ips"]`` (the weights, and the queries the ratios average over) and ``info["clicks"]``
     (the position column, and per model the share of its top k, at the largest cutoff, that the
-    logging ranker never showed); the warnings they call for are given here, once per call."""
-    out: dict = {}
+    logging ranker never showed); with propensities, the declaration that each query's value is its
+    term of an estimate (:mod:`topkeval.engine.terms`); the warnings they call for are given here,
+    once per call."""
+    out: dict = {} if ips_info is None else {terms.KEY: "each query's inverse propensity weighted term of the "
+                                                        "estimate (its weighted clicks), not that query's outcome"}
     if ips_info is not None:
         clicked = log.relevant(r.plan.conv)
         ips_info["queries_with_clicks"] = int((log.per_query_sum(clicked) > 0).sum())
