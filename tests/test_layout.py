@@ -18,7 +18,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topkeval"
 # the packages in the order the data flows through them; a module may import from its own floor and
 # from floors below it, never from one above
 FLOORS = [
-    ("foundation", {"errors", "params", "conventions", "files", "progress", "kernels", "demo", "version"}),
+    ("foundation", {"errors", "params", "conventions", "files", "progress", "kernels", "demo", "version",
+                    "stattests"}),
     ("inputs", {"inputs"}),
     ("metrics", {"metrics"}),
     ("engine", {"engine"}),

@@ -6,6 +6,7 @@ import copy
 
 import pandas as pd
 
+from . import stattests
 from .analysis import beyond as _beyond
 from .analysis import clicks as _clicks
 from .analysis import compare as _compare
@@ -441,7 +442,7 @@ class Results:
                                      n_resamples=n_resamples, seed=seed)
 
     @validate_params(metric=MetricName(), delta=Real(0, low_open=True), power=Real(0, 1, low_open=True, high_open=True),
-                     alpha=Real(0, 1, low_open=True, high_open=True), test=Options("paired_t", "anova"))
+                     alpha=Real(0, 1, low_open=True, high_open=True), test=Options(*stattests.POWER))
     def queries_needed(self, metric: str, delta: float, *, power: float = 0.8, alpha: float = 0.05,
                        test: str = "paired_t") -> pd.DataFrame:
         """Topic set size design: how many queries detect a difference ``delta`` of ``metric`` with
