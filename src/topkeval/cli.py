@@ -13,13 +13,14 @@ import os
 import re
 import shlex
 import sys
-from pathlib import Path
 
 from . import stattests
 from .analysis.offpolicy import ESTIMATORS as OFF_POLICY_ESTIMATORS
 from .analysis.offpolicy import MIN_CLICKS, MIN_ESS
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError
+from .inputs.formats import FORMATS as FILE_FORMATS
+from .inputs.formats import format_of, is_gzip_name, table_suffixes
 from .outputs import formats
 from .outputs import text as report
 
@@ -515,8 +516,8 @@ def _load(args, metrics, *, scores, keep_per_query: bool, beyond: dict | None = 
                     keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
-#: the suffixes of a curve file (topkeval bias --format csv, or parquet)
-_CURVE_FILES = (".csv", ".tsv", ".parquet", ".pq")
+#: the suffixes of a curve file (topkeval bias --format csv, or parquet): the table files, uncompressed
+_CURVE_FILES = tuple(s for s in table_suffixes() if not is_gzip_name(s))
 
 
 def _propensity(text: str | None, data=None):
@@ -562,8 +563,8 @@ def _curve_file(path: str) -> dict:
     import pandas as pd
 
     try:
-        frame = pd.read_parquet(path) if path.lower().endswith((".parquet", ".pq")) else \
-            pd.read_csv(path, sep="\t" if path.lower().endswith(".tsv") else ",")
+        fmt = format_of(path)
+        frame = pd.read_csv(path, sep=fmt.delimiter) if fmt is not None and fmt.text else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
         frame = pd.DataFrame()
     except Exception as exc:  # an unreadable file: said in one line
@@ -1030,17 +1031,15 @@ def _shell_path(path: str) -> str:
                           for b in os.fsencode(path)) + "'"
 
 
-#: Formats of ``topkeval demo --save``, by the file's suffix.
-_DEMO_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": ",", ".tsv": "\t"}
-
-
 def _demo_format(path: str) -> str:
-    """The format of a ``--save`` file from its suffix, or a usage error naming the suffixes read."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in _DEMO_SUFFIXES:
-        raise _UsageError(f"--save {path!r}: give a file ending in .parquet, .csv or .tsv (the formats that topkeval "
-                          "evaluate reads), such as demo.parquet")
-    return _DEMO_SUFFIXES[suffix]
+    """The format of a ``--save`` file from its suffix (``"parquet"``, or a text format's delimiter),
+    or a usage error naming the suffixes read (:mod:`topkeval.inputs.formats`, uncompressed)."""
+    fmt = format_of(path)
+    if fmt is None or is_gzip_name(path):
+        first = [f.suffixes[0] for f in FILE_FORMATS]
+        raise _UsageError(f"--save {path!r}: give a file ending in {', '.join(first[:-1])} or {first[-1]} (the "
+                          f"formats that topkeval evaluate reads), such as demo{first[0]}")
+    return fmt.delimiter if fmt.text and fmt.delimiter else fmt.name
 
 
 def _save_demo(log, path: str, kind: str, overwrite: bool) -> str:

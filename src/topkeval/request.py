@@ -50,7 +50,7 @@ class Request:
     data: object
     plan: engine.Plan
     query: str = "query"
-    relevance: str | None = "relevance"
+    relevance: str = "relevance"  # None (untyped) with judgments apart of relevant pairs only (relevance=None)
     scores: list = ()  # type: ignore[assignment]
     item: str | None = None
     qrels: object = None
@@ -159,7 +159,9 @@ def _rows_read(data):
     if not isinstance(data, (str, Path)):
         return None
     total = None
-    if str(data).endswith((".parquet", ".pq")):
+    from .inputs.formats import PARQUET, format_of
+
+    if format_of(data) is PARQUET:
         from .inputs.stream import count_rows
 
         try:

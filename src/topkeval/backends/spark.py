@@ -62,9 +62,10 @@ def read_parquet(path, master: str):
         raise InputFileError("--spark needs pyspark: pip install pyspark (or pip install '.[spark]' in topkeval's checkout), and Java 17.") from None
     if "://" not in str(path):  # a local path (Spark reads s3a://, hdfs://... itself)
         from ..inputs import input_path
+        from ..inputs.formats import PARQUET, format_of
 
         path = input_path(path, "the parquet data")
-        if not str(path).rstrip("/").endswith((".parquet", ".pq")) and not os.path.isdir(path):
+        if format_of(str(path).rstrip("/")) is not PARQUET and not os.path.isdir(path):
             raise InputFileError(f"--spark reads parquet (a file or a directory of them); got '{path}'.")
     session = SparkSession.getActiveSession()
     if session is None:
