@@ -10,7 +10,9 @@ everything that involves more than one parameter is here, by subject:
                               tools' rows, TREC run files: :func:`_data`), a relevance column or none
                               (:func:`_relevance_none`), the columns' roles (:func:`_columns`), segments
                               and weights (:func:`_segments`), judgments apart (:func:`_judgments`)
-:func:`dispatch`              a Request to the path of its kind of data
+:func:`dispatch`              a Request to the backend that takes its data (:mod:`topkeval.backends`:
+                              the first registered that accepts it; what it does not declare is
+                              refused by :func:`_backend` with the message its declarations make)
 :func:`evaluate`              ``evaluate()`` itself: the beyond-accuracy metrics split off, progress
                               bars, resolve, dispatch, the beyond-accuracy metrics added back
 :func:`evaluate_matrix`       ``evaluate_matrix()``: the conventions, the plan, dispatch
@@ -44,7 +46,7 @@ BEYOND_INPUTS = ("popularity", "features", "similarity", "distance", "catalog", 
 class Request:
     """What ``evaluate()`` was asked, once every parameter is checked alone and with the others: the
     conventions resolved into a plan, TREC run files read into a table, the columns' roles decided,
-    and the data's kind (``"spark"``, ``"runs"``: judgments apart, ``"table"``: local)."""
+    and the backend that takes the data (``kind``: its name, ``"cpu"`` or ``"spark"``)."""
 
     kind: str
     data: object
@@ -187,7 +189,7 @@ def resolve(data, metrics, query, relevance, score, item, *, conventions, qrels,
         _relevance_none(qrels, plan)
     scores = [score] if isinstance(score, str) else list(score)
     by = _segments(by, weight, query, relevance, scores, item, model, runs, plan)
-    kind = _kind(data, chunk_rows, model, qrels)
+    kind = _backend(data, plan, chunk_rows, model, qrels, by, weight, position, propensity)
     _columns(query, relevance, scores, item, model, distinct=qrels is None)
     if qrels is None:
         _judgments(missing_queries, judged_only)
@@ -344,21 +346,23 @@ def _segments(by, weight, query, relevance, scores, item, model, runs, plan: eng
     return by
 
 
-def _kind(data, chunk_rows, model, qrels) -> str:
-    """Which path takes the data: ``"spark"``, ``"runs"`` (judgments apart) or ``"table"`` (local)."""
-    backend = backends.select(data)  # the one dispatcher: which backend takes this data
-    if backend == "matrix":
-        raise ParameterError("data is a score matrix (users x items), which evaluate_matrix(scores, relevant) evaluates; "
-                             "evaluate() takes a table of (query, relevance, score) rows.")
-    if backend == "spark" and chunk_rows is not None:
-        raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
-                             "already: drop chunk_rows.")
-    if backend == "spark":
-        if model is not None and qrels is None:
-            raise ParameterError("model= on a Spark DataFrame needs judgments apart (qrels=); a stacked Spark table "
-                                 "with a relevance column is not supported: evaluate each model's rows, or pass qrels=.")
-        return "spark"
-    return "runs" if qrels is not None else "table"
+def _backend(data, plan, chunk_rows, model, qrels, by, weight, position, propensity) -> str:
+    """The backend that takes the data (:func:`topkeval.backends.plugin_for`), once it declares every
+    capability the request needs; a missing one is refused with the message its declarations make."""
+    backend = backends.plugin_for(data, plan)
+    needs: dict[str, str | None] = {"rows": None}
+    if chunk_rows is not None:
+        needs["streaming"] = None
+    if model is not None and qrels is None:
+        needs["stacked"] = "model= without qrels= (a stacked table with a relevance column)"
+    if qrels is not None:
+        needs["judgments"] = None
+    if by or weight:
+        needs["segments"] = "by= and weight=" if by and weight else "by=" if by else "weight="
+    if position is not None or propensity is not None:
+        needs["clicks"] = "position=" if position is not None else "propensity="
+    backends.check_supported(backend, needs)
+    return backend.name
 
 
 def _judgments(missing_queries, judged_only) -> None:
@@ -388,18 +392,17 @@ def _clicks_together(plan, kind, model, chunk_rows, position, propensity, query,
     if model is not None and (position is not None or propensity is not None):
         raise ParameterError("position= and propensity= read one click log of one or more score columns; with "
                              "model= (a stacked table) they are not supported: give one score column per model.")
-    if model is not None and chunk_rows is not None and kind == "table":
+    if model is not None and chunk_rows is not None and qrels is None:
         raise ParameterError("chunk_rows= streams a file in batches; a stacked table (model=) is read whole: "
                              "drop chunk_rows=.")
     if position is not None or propensity is not None:
         from .backends.local import streamed
 
-        if kind != "table" or streamed(data, chunk_rows, position, model):
+        if streamed(data, chunk_rows, position, model):
             option = "position=" if position is not None else "propensity="
             raise ParameterError(f"{option} reads a click log held as one table in memory (a DataFrame, an Arrow "
                                  "table, a dict of columns, or a parquet / CSV file small enough to read whole); this "
-                                 f"data is evaluated as {'a Spark DataFrame' if kind == 'spark' else 'a stream of batches'}. "
-                                 "Read it into a table first.")
+                                 "data is evaluated as a stream of batches. Read it into a table first.")
     attributes = by + ([weight] if weight else [])
     if position is not None and {position} & {query, relevance, *scores, item, *attributes}:
         raise ParameterError(f"position= names {position!r}, which already has another role; it must be the column "
@@ -414,14 +417,8 @@ def _clicks_together(plan, kind, model, chunk_rows, position, propensity, query,
 
 
 def dispatch(r: Request) -> engine.Evaluation:
-    """A checked request to the path of its kind of data."""
-    if r.kind == "spark":
-        from .backends.spark import evaluate_request
-
-        return evaluate_request(r)
-    from .backends.local import evaluate as evaluate_local
-
-    return evaluate_local(r)
+    """A checked request to the backend that takes its data (``r.kind``, its name)."""
+    return next(b for b in backends.backends() if b.name == r.kind).evaluate(r)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,10 +430,20 @@ def evaluate_matrix(scores, relevant, metrics, exclude, *, conventions, batch_si
     """``evaluate_matrix()`` once its parameters are each checked: see :func:`topkeval.evaluate_matrix`."""
     conv = resolve_conventions(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"),
                                **settings)
-    from .backends.matrix import evaluate_scores
+    request = MatrixRequest(scores, relevant, engine.make_plan(metrics, conv), exclude, batch_size, threads)
+    return backends.with_capability(scores, "matrices").evaluate(request)
 
-    return evaluate_scores(scores, relevant, engine.make_plan(metrics, conv), exclude, batch_size=batch_size,
-                           threads=threads)
+
+@dataclass(frozen=True)
+class MatrixRequest:
+    """What ``evaluate_matrix()`` was asked, checked: the matrices, the plan and the options."""
+
+    scores: object
+    relevant: object
+    plan: engine.Plan
+    exclude: object = None
+    batch_size: int | None = None
+    threads: int | None = None
 
 
 def one_ranking(family: str, relevance, scores, k, *, params=(), items=None, conventions=None, owner: str,
@@ -482,4 +489,4 @@ def _as_1d(values, name: str, owner: str) -> np.ndarray:
     return arr
 
 
-__all__ = ["Request", "dispatch", "evaluate", "evaluate_matrix", "one_ranking", "resolve"]
+__all__ = ["MatrixRequest", "Request", "dispatch", "evaluate", "evaluate_matrix", "one_ranking", "resolve"]

@@ -23,6 +23,7 @@ from ..inputs.grouped import build_log
 from ..inputs.judgments import _PARTIAL_COUNTS, RunApart, read_runs
 from ..inputs.stream import NotGrouped, StreamedFile
 from .cpu import CPU
+from .plugins import BackendPlugin
 
 if TYPE_CHECKING:
     from ..request import Request
@@ -385,3 +386,18 @@ class _FileRerun:
         with warnings.catch_warnings():  # said once, by the evaluation itself (as a table in memory does)
             warnings.simplefilter("ignore", TopkevalWarning)
             return evaluate_file(self.path, engine.make_plan(names, self.conv), **self.options)
+
+
+def accepts(data, plan=None) -> bool:
+    """Any data the other backends do not take: a table in memory (pandas, polars, pyarrow, a dict of
+    columns), a table file, TREC run files (the readers say what is wrong with anything else)."""
+    return True
+
+
+#: The CPU backend over local data as the dispatcher sees it (registered in :mod:`topkeval.backends`,
+#: asked last: it takes what no other backend does).
+PLUGIN = BackendPlugin(
+    "cpu", "a table in memory, a table file or TREC run files", accepts,
+    frozenset({"rows", "clicks", "stacked", "judgments", "segments", "streaming"}),
+    hints={"matrices": "evaluate_matrix takes numpy or torch matrices; evaluate() takes a table of rows"},
+    evaluate=evaluate)

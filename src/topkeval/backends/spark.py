@@ -43,6 +43,7 @@ from .. import engine
 from ..errors import DataError, TopkevalError, TopkevalWarning, warn
 from ..metrics.define import ensure, shipped
 from .cpu import CPU, items_changed
+from .plugins import BackendPlugin
 
 #: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
 MAX_COLLECT = 50_000_000
@@ -126,11 +127,9 @@ def start_session(master: str):
     return session
 
 
-def is_spark(data) -> bool:
+def is_spark(data, plan=None) -> bool:
     """A pyspark DataFrame (classic or Spark Connect), recognised without importing pyspark."""
-    from . import select
-
-    return select(data) == "spark"
+    return type(data).__module__.startswith("pyspark.") and hasattr(data, "mapInArrow")
 
 
 def evaluate_request(r) -> engine.Evaluation:
@@ -547,3 +546,15 @@ def query_attributes(df, query: str, by: list[str], weight: str | None):
         columns[c] = np.array([np.nan if v is None else v for v in values], dtype=np.float64) if c == weight \
             else pd.array(values, dtype=object)
     return attributes_by_code(np.arange(len(rows)), labels, columns, list(by), weight, query)
+
+
+#: The Spark backend as the dispatcher sees it (registered in :mod:`topkeval.backends`).
+PLUGIN = BackendPlugin(
+    "spark", "a Spark DataFrame", is_spark, frozenset({"rows", "judgments", "segments"}),
+    hints={"streaming": "a Spark DataFrame is evaluated partition by partition already: drop chunk_rows",
+           "stacked": "a stacked Spark table with a relevance column is not supported: evaluate each model's rows, "
+                      "or pass qrels= (judgments apart)",
+           "clicks": "a click log is read as one table in memory: read it into a table first (toPandas(), or "
+                     "write it to parquet)",
+           "matrices": "evaluate_matrix takes numpy or torch matrices"},
+    evaluate=evaluate_request)
