@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..errors import ParameterError
 from . import is_parquet_path, read_columns
-from .formats import format_of
+from .formats import PARQUET, format_of
 from .tables import _check_columns, file_format
 
 #: Parquet files with more rows than this are streamed even without ``chunk_rows``.
@@ -161,7 +161,7 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     from ..files import scratch_error
 
     writers: dict[int, pq.ParquetWriter] = {}
-    files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
+    files = [tmp / f"part-{i:04d}{PARQUET.suffixes[0]}" for i in range(parts)]
     try:
         read = 0
         for table in tables:
