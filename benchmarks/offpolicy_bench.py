@@ -1,6 +1,7 @@
 """Off-policy estimates: the simulation table (bias, coverage, wrong-way rate) and the speed.
 
     python benchmarks/offpolicy_bench.py table --reps 500        # the table of docs/how-to/off-policy.md
+    python benchmarks/offpolicy_bench.py table --reps 300 --records /tmp/offpolicy_logs.pkl  # and every log's rows
     python benchmarks/offpolicy_bench.py tests --reps 500        # compare's tests on off-policy estimates
     python benchmarks/offpolicy_bench.py speed --rows 10000000   # topkeval beside a numpy transcription
 
@@ -70,7 +71,7 @@ def one_log(sim, seed: int, clicks: str, logger: str, truth: dict, tau: float, c
                              estimate=float(res.summary.loc[model, metric]), truth=t,
                              low=float(ci.loc[(model, metric), "ci_low"]), high=float(ci.loc[(model, metric), "ci_high"]),
                              verdict=cmp.loc[(model, metric), "verdict"], refused=m.get("refused"),
-                             lower=m.get("lower"), upper=m.get("upper")))
+                             lower=m.get("lower"), upper=m.get("upper"), skewness=m.get("skewness")))
     return rows
 
 
@@ -81,12 +82,12 @@ def _reason(reasons: pd.Series) -> str:
     words = reasons.map(lambda r: "clicks depend on clicks above" if "depend on the clicks above" in r else
                         "slate weights' tail" if "ratios of whole slates" in r else "items the log lacks" if "never lists"
                         in r else "effective sample size" if "sample size" in r else "effective clicks" if "effective clicks" in r else "support" if "cannot show" in r
-                        else "weights' mean" if "weights average" in r else "no estimate" if "no estimate" in r
+                        else "weights' mean" if "weights average" in r else "weights' skewness" if "skewness" in r else "no estimate" if "no estimate" in r
                         else r[:30])
     return words.value_counts().index[0]
 
 
-def table(reps: int) -> None:
+def table(reps: int, records: str | None = None) -> None:
     import offpolicy_simulation as sim
 
     settings = [("position", "plackett_luce", 5.0, 0.0), ("cascade", "plackett_luce", 5.0, 0.0),
@@ -103,6 +104,8 @@ def table(reps: int) -> None:
             for row in one_log(sim, 10_000 + rep, clicks, logger, truth, tau, go_on):
                 out.append(dict(setting=name, **row))
     frame = pd.DataFrame(out)
+    if records:  # every log's rows (each estimate's skewness among them): limits can be read off them later
+        frame.to_pickle(records)
 
     def summarise(f: pd.DataFrame) -> pd.Series:
         ok = f[np.isfinite(f["estimate"])]
@@ -266,6 +269,7 @@ def main() -> None:
     sub = p.add_subparsers(dest="what", required=True)
     t = sub.add_parser("table")
     t.add_argument("--reps", type=int, default=500)
+    t.add_argument("--records", help="also write every log's rows (a pandas pickle) to this file")
     c = sub.add_parser("tests")
     c.add_argument("--reps", type=int, default=500)
     s = sub.add_parser("speed")
@@ -273,7 +277,7 @@ def main() -> None:
     s.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     if args.what == "table":
-        table(args.reps)
+        table(args.reps, args.records)
     elif args.what == "tests":
         tests(args.reps)
     else:

@@ -325,28 +325,35 @@ def test_rank_distribution_recovers_a_beta_mixture():
 # the corrections: the decomposition into ranks, fed the true ranks, is the full metric
 
 
-def _ranks_above(score_of, items, item, ties, relevant_first=False):
-    """How many of ``items`` rank above ``item`` under a deterministic tie rule, by brute force."""
+def _ranks_above(score_of, items, item, ties, grade_of=None, text=False):
+    """How many of ``items`` rank above ``item`` under a deterministic tie rule, by brute force.
+    ``grade_of``: the items are relevant, as ``item`` (optimistic puts the higher grade of a tie
+    first, pessimistic the lower; equal grades in item order, any order will do); ``text``: item ids
+    compared as text (item_order="text")."""
     s = score_of[item]
+    key = str if text else int
     count = 0
     for x in items:
         if score_of[x] > s:
             count += 1
         elif score_of[x] == s and x != item:
-            if ties in ("optimistic", "pessimistic") and relevant_first:
-                count += x < item  # relevant items tied with each other: in item order (any order will do)
+            if ties in ("optimistic", "pessimistic") and grade_of is not None:
+                higher, lower = grade_of[x] > grade_of[item], grade_of[x] < grade_of[item]
+                count += (higher if ties == "optimistic" else lower) or (grade_of[x] == grade_of[item] and x < item)
             elif ties == "pessimistic":
                 count += 1  # a tied negative above the relevant item
             elif ties == "optimistic":
                 pass  # below it
             elif ties == "item_desc":
-                count += x > item
-            else:  # first (a matrix's rows in item order), item_asc
+                count += key(x) > key(item)
+            elif ties == "item_asc":
+                count += key(x) < key(item)
+            else:  # first (a matrix's rows in item order)
                 count += x < item
     return count
 
 
-def brute_ranks(scores, test, exclude, ties):
+def brute_ranks(scores, test, exclude, ties, text=False):
     """(users, per held-out item: its user's index, a, b, N) in (user, item) order, by brute force."""
     out = []
     users = [u for u in range(test.shape[0]) if ((test[u] > 0) & (exclude[u] == 0)).any()]
@@ -354,20 +361,30 @@ def brute_ranks(scores, test, exclude, ties):
         rel = [i for i in range(test.shape[1]) if test[u, i] > 0 and exclude[u, i] == 0]
         neg = [i for i in range(test.shape[1]) if test[u, i] == 0 and exclude[u, i] == 0]
         for i in rel:
-            out.append((q, _ranks_above(scores[u], rel, i, ties, relevant_first=True),
-                        _ranks_above(scores[u], neg, i, ties), len(neg)))
+            out.append((q, _ranks_above(scores[u], rel, i, ties, grade_of=test[u], text=text),
+                        _ranks_above(scores[u], neg, i, ties, text=text), len(neg)))
     return np.array(users), np.array(out)
+
+
+def graded(test, seed):
+    """The held-out cells of ``test`` given grades 1 to 3 (ties among graded held-out items)."""
+    return test * np.random.default_rng(seed).integers(1, 4, test.shape)
 
 
 @pytest.mark.parametrize("ties", ["optimistic", "pessimistic", "first", "item_desc", "item_asc"])
 @pytest.mark.parametrize("short_lists", ["pad", "shrink"])
-def test_decomposition_with_the_true_ranks_is_evaluate_matrix(ties, short_lists):
+@pytest.mark.parametrize("grades", [False, True])
+def test_decomposition_with_the_true_ranks_is_evaluate_matrix(ties, short_lists, grades):
     scores, test, exclude = catalogue(users=30, items=60, held=(1, 8), train=(5, 20), seed=8, ties=True)
+    if grades:
+        test = graded(test, 8)
     conv = resolve(ties=ties, short_lists=short_lists)
-    metrics = ["recall@5", "precision@5", "hit_rate@5", "ndcg@5", "rr@5", "ap@5", "f1@5", "recall@12", "ndcg@12"]
+    metrics = ["recall@5", "precision@5", "hit_rate@5", "ndcg@5", "rr@5", "ap@5", "f1@5", "recall@12", "ndcg@12",
+               "ndcg(gain=exponential)@5"]
     full = tk.evaluate_matrix(scores, test, metrics, exclude=exclude, ties=ties, short_lists=short_lists)
     draws = S.draw(_prepared(scores, test, exclude), conv, 3, "uniform", 0)
     users, ranks = brute_ranks(scores, test, exclude, ties)
+    np.testing.assert_array_equal(S.held_out_ranks(scores, draws, conv).above, ranks[:, 1])
     np.testing.assert_array_equal(users, draws.users)
     np.testing.assert_array_equal(ranks[:, 3], draws.pool[draws.pos_query])
     true = S.HeldOutRanks(ranks[:, 1], ranks[:, 2])
@@ -382,19 +399,60 @@ def test_decomposition_with_the_true_ranks_is_evaluate_matrix(ties, short_lists)
         np.testing.assert_allclose(got, full.per_query[name].to_numpy(), rtol=1e-12, atol=1e-15, err_msg=name)
 
 
-@pytest.mark.parametrize("ties", ["optimistic", "pessimistic", "first", "item_desc", "item_asc"])
-def test_held_out_ranks_count_the_draws_above_by_the_tie_rule(ties):
+@pytest.mark.parametrize(("ties", "item_order"), [("optimistic", "typed"), ("pessimistic", "typed"),
+                                                   ("first", "typed"), ("item_desc", "typed"), ("item_asc", "typed"),
+                                                   ("item_desc", "text"), ("item_asc", "text")])
+def test_held_out_ranks_count_the_draws_above_by_the_tie_rule(ties, item_order):
+    """a and j by brute force; graded held-out items (optimistic / pessimistic order a tie by
+    grade) and item ids compared as text under item_order="text" ("9" > "14")."""
     scores, test, exclude = catalogue(users=20, items=50, held=(1, 5), train=(5, 20), seed=9, ties=True)
-    conv = resolve(ties=ties)
+    test = graded(test, 9)
+    conv = resolve(ties=ties, item_order=item_order)
+    text = item_order == "text"
     draws = S.draw(_prepared(scores, test, exclude), conv, 15, "uniform", 4)
     got = S.held_out_ranks(scores, draws, conv)
-    _, ranks = brute_ranks(scores, test, exclude, ties)
+    _, ranks = brute_ranks(scores, test, exclude, ties, text=text)
     np.testing.assert_array_equal(got.above, ranks[:, 1])
     for p in range(len(draws.pos_item)):
         u = draws.users[draws.pos_query[p]]
         score_of = {x: scores[u, x] for x in [draws.pos_item[p], *draws.negatives[p]]}
-        want = sum(_ranks_above(score_of, [x], draws.pos_item[p], ties) for x in draws.negatives[p])
+        want = sum(_ranks_above(score_of, [x], draws.pos_item[p], ties, text=text) for x in draws.negatives[p])
         assert got.count[p] == want
+
+
+@pytest.mark.parametrize("ties", ["optimistic", "pessimistic"])
+def test_graded_held_out_items_tied_above_every_draw_are_corrected_to_the_full_value(ties):
+    """Two graded held-out items tied at the top and every negative below: j = 0 and b = 0 for both,
+    so the rescaled correction (b = 0 exactly) is the full nDCG, whichever grade the tie rule puts
+    first (evaluate_matrix's oracle: the higher grade under optimistic, the lower under pessimistic)."""
+    scores = np.zeros((1, 300))
+    scores[0, :2] = 1.0
+    for first, second in ((1, 3), (3, 1)):
+        test = np.zeros((1, 300))
+        test[0, 0], test[0, 1] = first, second
+        metrics = ["ndcg@1", "ndcg@5", "ndcg(gain=exponential)@5", "ap@5"]
+        res = tk.evaluate_sampled(scores, test, metrics, n_negatives=20, estimator=["rescaled", "mle"], ties=ties)
+        full = tk.evaluate_matrix(scores, test, metrics, ties=ties).summary
+        for metric in metrics:
+            assert res.summary.iloc[0][f"{metric}[corrected:rescaled]"] == pytest.approx(full.iloc[0][metric],
+                                                                                         abs=1e-12)
+            # the MLE's posterior leaves a trace of mass below b = 0 (about 1e-10), never the other grade order
+            assert res.summary.iloc[0][f"{metric}[corrected:mle]"] == pytest.approx(full.iloc[0][metric], abs=1e-6)
+
+
+def test_text_item_order_presets_break_ties_as_the_full_catalogue():
+    """Every score tied: under the trec_eval preset (item_desc over ids as text) item 9 comes first
+    ("9" > "14"), in the full catalogue and in every draw's comparison: the corrections give the full
+    value exactly (j = 0)."""
+    scores = np.zeros((1, 15))
+    test = np.zeros((1, 15))
+    test[0, 9] = 1
+    metrics = ["hit_rate@3", "rr@10"]
+    for conv in (dict(conventions="trec_eval", empty_queries="skip"), dict(ties="item_asc", item_order="text")):
+        res = tk.evaluate_sampled(scores, test, metrics, n_negatives=12, estimator=["rescaled", "mle", "bv"], **conv)
+        full = tk.evaluate_matrix(scores, test, metrics, **conv).summary
+        for metric in metrics:
+            assert res.summary.iloc[0][f"{metric}[corrected:rescaled]"] == full.iloc[0][metric]
 
 
 def test_expected_ties_are_settled_by_one_random_order_per_user():
@@ -422,9 +480,9 @@ def test_expected_ties_are_settled_by_one_random_order_per_user():
 def test_columns_are_named_after_what_they_estimate():
     scores, test, exclude = catalogue(seed=10)
     res = tk.evaluate_sampled(scores, test, ["R@10", "ndcg@5"], n_negatives=30, exclude=exclude,
-                              estimator=["sampled", "corrected", "bv", "full"])
-    assert res.metrics == ["R@10[sampled:uni30]", "R@10[corrected:mle]", "R@10[corrected:bv]", "R@10",
-                           "ndcg@5[sampled:uni30]", "ndcg@5[corrected:mle]", "ndcg@5[corrected:bv]", "ndcg@5"]
+                              estimator=["sampled", "corrected", "mle", "full"])
+    assert res.metrics == ["R@10[sampled:uni30]", "R@10[corrected:bv]", "R@10[corrected:mle]", "R@10",
+                           "ndcg@5[sampled:uni30]", "ndcg@5[corrected:bv]", "ndcg@5[corrected:mle]", "ndcg@5"]
     assert res.info["metric_names"]["R@10[corrected:mle]"] == "recall@10[corrected:mle]"
     assert res.label("recall@10[sampled:uni30]") == "R@10[sampled:uni30]"
     assert res.label("recall@10") == "R@10"
@@ -459,6 +517,70 @@ def test_a_models_numbers_do_not_depend_on_the_other_models():
                                 estimator=["sampled", "mle", "bv", "rescaled"])
     np.testing.assert_array_equal(both.per_query[both.per_query.model == "a"].drop(columns="model").to_numpy(),
                                   alone.per_query.drop(columns="model").to_numpy())
+
+
+def test_a_columns_numbers_do_not_depend_on_the_other_metrics():
+    """Each column alone and beside deeper metrics: the same per-user values, for every estimator.
+    The data (60 users, 30 held-out items each at known positions) once made the MLE's fit for
+    hit_rate@10 depend on whether recall@11 was asked too (strata grouped up to the deepest cutoff)."""
+    rng = np.random.default_rng(0)
+    U, I, R = 60, 3000, 30
+    scores = rng.random((U, I))
+    test = np.zeros((U, I), bool)
+    for u in range(U):
+        items = rng.choice(I, R, replace=False)
+        test[u, items] = True
+        scores[u, items] = 1 - np.sort(np.clip(0.004 * (np.arange(R) + 1) ** 1.5 * rng.uniform(0.2, 1.8, R), 0, 1))
+    estimators = ["sampled", "mle", "bv", "rescaled", "full"]
+    for metric in ("hit_rate@10", "recall@10"):
+        alone = tk.evaluate_sampled(scores, test, [metric], n_negatives=100, estimator=estimators).per_query
+        for others in (["recall@11"], ["ndcg@50", "ap@25"]):
+            beside = tk.evaluate_sampled(scores, test, [*others, metric], n_negatives=100, estimator=estimators)
+            for column in alone.columns.drop(["model", "user"]):
+                np.testing.assert_array_equal(beside.per_query[column], alone[column], err_msg=f"{column} {others}")
+    full = tk.evaluate_matrix(scores, test, ["hit_rate@10"]).summary.iloc[0, 0]
+    mle = tk.evaluate_sampled(scores, test, ["hit_rate@10"], n_negatives=100, estimator="mle").summary.iloc[0, 0]
+    assert abs(mle - full) < 0.25 * full
+
+
+def test_mle_strata_do_not_depend_on_the_depth():
+    above = np.repeat([0, 1, 2, 3, 4, 5], [60, 30, 150, 20, 90, 40])
+    deep = S.strata(above, 6)
+    assert [sorted(set(above[g])) for g in deep] == [[0, 1, 2], [3, 4, 5]]  # 240 items, then 150 (130 + 20)
+    for depth in range(1, 6):
+        got = S.strata(above, depth)
+        assert len(got) == (1 if depth <= 3 else 2)
+        for g, h in zip(got, deep):
+            np.testing.assert_array_equal(g, h)
+    np.testing.assert_array_equal(np.sort(np.concatenate(deep)), np.arange(len(above)))
+
+
+def test_mle_never_collapses_to_a_spike_below_the_samples_resolution():
+    """A strong model: each held-out item at a relative position uniform in (0.0008, 0.0072) of
+    3,000 items (ranks 2 to 22), m = 100. The draws cannot tell these positions from one point;
+    a free beta fit once became a spike at t = 0.0047 (b = 14, a = 1310) and put every hit rate at
+    exactly 0 (seed 2). The fitted shape keeps a <= 2 (a density at most linear in t near the top of
+    the list: no spike), so the estimate stays near the full value (the oracle: evaluate_matrix) in
+    every seed."""
+    U, I = 300, 3000
+    rng = np.random.default_rng(U)
+    scores = rng.random((U, I))
+    test = np.zeros((U, I), bool)
+    held = rng.integers(0, I, U)
+    test[np.arange(U), held] = True
+    scores[np.arange(U), held] = 1 - 0.004 * rng.uniform(0.2, 1.8, U)
+    full = tk.evaluate_matrix(scores, test, ["hit_rate@10", "ndcg@10"]).summary.iloc[0]
+    for seed in range(4):
+        res = tk.evaluate_sampled(scores, test, ["hit_rate@10", "ndcg@10"], n_negatives=100, seed=seed,
+                                  estimator="mle").summary.iloc[0]
+        for metric in ("hit_rate@10", "ndcg@10"):
+            assert 0.6 * full[metric] < res[f"{metric}[corrected:mle]"] < 2.0 * full[metric], (seed, metric)
+    j = np.random.default_rng(1).binomial(100, 0.0047, 300)  # one point: the likelihood's own maximum is a spike
+    dist = sr.RankDistribution(j, 100, 1)
+    assert (dist.a <= sr.SHAPE_MAX).all() and sr.SHAPE_MAX == 2.0
+    from scipy.stats import beta
+
+    assert beta.std(dist.a, dist.b)[0] > 0.5 * beta.mean(dist.a, dist.b)[0]  # a spread, not a spike
 
 
 def test_same_seed_same_numbers_other_seed_other_draws():
@@ -497,8 +619,13 @@ def test_results_pickle_compare_and_summary_ci():
     assert table.loc[table["metric"].str.contains("corrected"), ["ci_low", "ci_high"]].isna().all().all()
     assert (table.loc[table["metric"].str.contains("corrected"), "verdict"] == "better").all()
     assert "none" in res.to_string(ci=0.9)
-    se = res.info["sampled"]["standard_error"]["better"]["recall@10[corrected:mle]"]
-    values = res.per_query[res.per_query.model == "better"]["recall@10[corrected:mle]"]
+    # results rebuilt from the per-query table keep the rule: the label names the estimate
+    rebuilt = tk.Results.from_per_query(res.per_query, query="user").summary_ci(n_resamples=200)
+    corrected = rebuilt["metric"].str.contains("corrected")
+    assert corrected.any() and rebuilt.loc[corrected, ["ci_low", "ci_high"]].isna().all().all()
+    assert rebuilt.loc[~corrected, ["ci_low", "ci_high"]].notna().all().all()
+    se = res.info["sampled"]["standard_error"]["better"]["recall@10[corrected:bv]"]
+    values = res.per_query[res.per_query.model == "better"]["recall@10[corrected:bv]"]
     assert se == pytest.approx(values.std(ddof=1) / math.sqrt(len(values)))
 
 
@@ -553,7 +680,7 @@ def test_bad_input_is_refused_with_the_reason():
     _bad("has no correction", tk.ParameterError, metrics=["ap"])
     _bad("empty_queries", tk.ParameterError, empty_queries="keep")
     _bad("estimator=", tk.ParameterError, metrics=["recall@10[sampled:uni20]"])
-    _bad("twice", tk.ParameterError, estimator=["corrected", "mle"])
+    _bad("twice", tk.ParameterError, estimator=["corrected", "bv"])
     _bad("score_threshold", tk.ParameterError, score_threshold=0.5)
     _bad("ranx", tk.ParameterError, ties="ranx")
     _bad("sampling", tk.ParameterError, sampling="uniformly")
@@ -647,9 +774,10 @@ def test_rank_distribution_weights_are_the_posterior_mass_of_each_rank():
 @pytest.mark.slow
 def test_movielens_100k_when_present():
     """On MovieLens 100k (leave-one-out, popularity, item-kNN, PureSVD with 8 factors; the copy
-    ``benchmarks/sampled_bench.py`` fetches, never downloaded here): over 5 seeds the MLE is within
-    20% of the full HR@10 and NDCG@10 of every model on average, and sampled HR@10 ranks the
-    factorisation above item-kNN, which the full catalogue ranks the other way."""
+    ``benchmarks/sampled_bench.py`` fetches, never downloaded here): over 5 seeds the recommended
+    correction (BV) and the MLE are within 20% of the full HR@10 and NDCG@10 of every model on
+    average, and sampled HR@10 ranks the factorisation above item-kNN, which the full catalogue ranks
+    the other way."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -666,11 +794,13 @@ def test_movielens_100k_when_present():
     metrics = ["hit_rate@10", "ndcg@10"]
     full = tk.evaluate_matrix(scores, test, metrics, exclude=train).summary
     assert full.loc["item_knn10", "hit_rate@10"] > full.loc["mf8", "hit_rate@10"]
-    runs = [tk.evaluate_sampled(scores, test, metrics, exclude=train, seed=s, estimator=["sampled", "mle"]).summary
-            for s in range(5)]
+    runs = [tk.evaluate_sampled(scores, test, metrics, exclude=train, seed=s, estimator=["sampled", "corrected", "mle"])
+            .summary for s in range(5)]
+    assert f"{metrics[0]}[corrected:bv]" in runs[0]
     for metric in metrics:
         for model in scores:
-            estimate = np.mean([r.loc[model, f"{metric}[corrected:mle]"] for r in runs])
-            assert abs(estimate - full.loc[model, metric]) < 0.2 * full.loc[model, metric]
+            for est in ("bv", "mle"):
+                estimate = np.mean([r.loc[model, f"{metric}[corrected:{est}]"] for r in runs])
+                assert abs(estimate - full.loc[model, metric]) < 0.2 * full.loc[model, metric], (est, model, metric)
     sampled = np.mean([r["hit_rate@10[sampled:uni100]"] for r in runs], axis=0)
     assert sampled[list(scores).index("mf8")] > sampled[list(scores).index("item_knn10")]

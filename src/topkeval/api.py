@@ -439,9 +439,11 @@ def off_policy(log, metrics, *, policy, query: str = "query", item: str = "item"
         beside it (``would_refuse``): to check formulas, or to look at a number at your own risk.
         The checks besides ``min_clicks`` and ``min_ess``: mass where ``support=`` says the logger
         could not show; cascade-like clicks for an estimator assuming item-position clicks; for the
-        unnormalised IPS forms (iips, rips, sips), weights whose mean at a position is more than 3
-        standard errors from the policy's mass there (it must equal it under full support: the
-        rounds under-represent the policy's choices).
+        unnormalised IPS forms (iips, rips, sips), weights whose mean at a position is more than 2
+        standard errors below the policy's mass there or 3 above (it must equal it under full
+        support: the rounds under-represent the policy's choices); a skewness of the weighted clicks above 0.6,
+        judged from the weights of every round the logger matched and a click rate fitted to them
+        (``skewness`` in ``info``: a few rare large weights whose clicks the estimate swings on).
     ties : {"expected", "first", "item_asc", "item_desc"}
         A ranker's order among equal scores: ``"expected"`` spreads a tie group uniformly over the
         ranks it spans (a stochastic policy), the others break ties by row order or item id.
@@ -534,7 +536,7 @@ def evaluate_sampled(scores, test, metrics=("recall@10", "ndcg@10"), n_negatives
     * ``recall@10[sampled:uni100]``: recall@10 of the sampled lists (``pop100`` under popularity
       sampling; the number is m): a number of its own, which orders models differently from the
       full catalogue (Krichene & Rendle 2020);
-    * ``recall@10[corrected:mle]`` (also ``bv``, ``rescaled``): an estimate of the full-catalogue
+    * ``recall@10[corrected:bv]`` (also ``mle``, ``rescaled``): an estimate of the full-catalogue
       recall@10. A held-out item with ``a`` relevant held-out items and ``b`` negatives above it has
       full rank ``a + b + 1``; of its own m draws, ``j ~ Binomial(m, b / N_u)`` score above it. The
       metric is a sum over held-out items of a function ``phi`` of the rank (``recall@k = sum
@@ -579,7 +581,7 @@ def evaluate_sampled(scores, test, metrics=("recall@10", "ndcg@10"), n_negatives
         pool's total weight). Under ``ties="expected"`` the seed also orders tied candidates for the
         corrections.
     estimator : str or list of str
-        Any of ``"sampled"``, ``"corrected"`` (topkeval's recommended correction, ``"mle"``),
+        Any of ``"sampled"``, ``"corrected"`` (topkeval's recommended correction, ``"bv"``),
         ``"bv"``, ``"mle"``, ``"rescaled"`` and ``"full"``, one column each per metric.
     conventions, **settings
         As in :func:`evaluate`; ``empty_queries`` must be ``"skip"`` (a user without a held-out item

@@ -468,6 +468,8 @@ _LIST: list[Mutation] = [
       f"{COMPARE}::test_detectable_delta_beyond_the_range"),
     M("metrics/names.py", "return parse_metric(label).bounded", "return True",
       f"{COMPARE}::test_detectable_delta_beyond_the_range tests/test_many.py::test_queries_needed_detectable_beyond_the_range"),
+    M("metrics/names.py", 'return bool(self.info.bounded) and dict(self.params).get("value", "eu") == "eu"',
+      "return bool(self.info.bounded)", "tests/test_invariance.py::test_values_in_range"),
     M("analysis/many.py", 'if not is_bounded(label) or (info or {}).get("ips") or (info or {}).get("off_policy"):',
       'if not is_bounded(label) or (info or {}).get("off_policy"):',
       f"{COMPARE}::test_detectable_delta_stays_a_number_where_values_may_leave_0_1"),
@@ -1342,6 +1344,15 @@ _LIST: list[Mutation] = [
     M("analysis/sampled_ranks.py", "db = (special.digamma(rest + b) - special.digamma(b) + ab) * b",
       "db = (special.digamma(rest + b) - special.digamma(b)) * b",
       f"{SAMPLED}::test_rank_distribution_recovers_a_beta_mixture"),
+    M("analysis/sampled.py", "        second = -draws.pos_grade.astype(np.float64)",
+      "        second = draws.pos_grade.astype(np.float64)",
+      f"{SAMPLED}::test_graded_held_out_items_tied_above_every_draw_are_corrected_to_the_full_value"),
+    M("analysis/sampled.py", 'if conv.item_order != "text" or conv.ties not in ("item_desc", "item_asc"):',
+      'if True:', f"{SAMPLED}::test_text_item_order_presets_break_ties_as_the_full_catalogue"),
+    M("analysis/sampled.py", "        bounds.pop()  # the deep remainder joins the last stratum closed",
+      "        pass", f"{SAMPLED}::test_mle_strata_do_not_depend_on_the_depth"),
+    M("analysis/sampled.py", 'or "[corrected:" in str(label)]', "]",
+      f"{SAMPLED}::test_results_pickle_compare_and_summary_ci"),
 ]
 
 
