@@ -21,16 +21,23 @@ Columns, per setting and metric:
 * wrong way: the share of logs in which ``compare`` (its default permutation test, no correction
   across rows: each comparison on its own) declares B2 or B, both truly better than A, significantly
   worse (the higher of the two); B found better: the share of logs in which B is declared better;
-* warned: the share of logs for which ``evaluate`` gave a TopkevalWarning that concerns the metric
-  (the skewness warning names the metrics it is about), and of which kind.
+* warned / refused: the share of logs for which ``evaluate`` gave a TopkevalWarning that concerns the
+  metric (the skewness warning names the metrics it is about), and of which kind; the share whose
+  decisions (``summary_ci``, ``compare``) were refused, and why (the skewness above its refusal limit,
+  a pooled ratio weighted by an estimated curve); the share given no interval (NaN: a curve that a
+  resample of an estimated curve's queries cannot fit); the logs an estimated curve could not weigh
+  (``evaluate`` refused them) are left out and counted.
 
-A clipped estimate's decisions are refused (``summary_ci``, ``compare``): their coverage and wrong-way
-rate are measured here through ``Results.from_per_query``, which does not know the values were
-clipped. The per-query self-normalised ratios that topkeval refuses (recall@10 and F1@10 as a ratio
+Where topkeval refuses the decisions (clipped weights; a skewness above the refusal limit; a pooled
+ratio weighted by an estimated curve), their coverage and wrong-way rate are measured here through
+``Results.from_per_query``, which does not know what the values are: what the refusal keeps from the
+user (for an estimated curve, its intervals with the curve taken as known). Coverage is over the logs
+given an interval. The per-query self-normalised ratios that topkeval refuses (recall@10 and F1@10 as a ratio
 of weighted sums per query) are computed here with numpy: their mean over the queries with a click,
 a t interval, and a paired t test over those queries. The setting "curve estimated from two arms"
-evaluates each log with ``estimate_position_bias``'s curve from two arms of 2,000 other queries, as
-intervals stand today (without the curve's own uncertainty: issue 34, part B).
+evaluates each log with ``estimate_position_bias``'s curve from two arms of 2,000 other queries, given
+as itself (``propensity=bias``: the intervals of the sums fit the curve again on every resample), the
+sums and the pooled ratios evaluated apart (the pooled ratios' decisions are refused there).
 """
 
 from __future__ import annotations
@@ -72,8 +79,8 @@ def settings(queries: int) -> list[dict]:
         dict(name="cascade, reads on after a click 30%, poor logger", setting=harsh),
         dict(name="position-based, 1.1 clicks/query, 250 queries", setting=s["position, sparse"], queries=250),
         # the refused ratios' rows would repeat the first setting's (the same logs, the true propensities)
-        dict(name="position-based, 1.1 clicks/query, curve estimated from two arms", setting=s["position, sparse"],
-             curve=True, refused=False),
+        dict(name="position-based, 1.1 clicks/query, curve estimated from two arms (100 logs)",
+             setting=s["position, sparse"], curve=True, refused=False, logs=100),
         dict(name="position-based, 1.1 clicks/query, clip=10", setting=s["position, sparse"], clip=10.0, refused=False),
         dict(name="position-based, 1.1 clicks/query, clip=5", setting=s["position, sparse"], clip=5.0, refused=False),
         dict(name="position-based, 1.1 clicks/query, clip=2", setting=s["position, sparse"], clip=2.0, refused=False),
@@ -89,28 +96,44 @@ def one_log(tk, case: dict, queries: int, seed: int, resamples: int) -> dict:
     if case.get("curve"):
         arms = pd.DataFrame(cs.arms(setting, queries, seed + 7_000_000))
         propensity = tk.estimate_position_bias(arms, n_resamples=0)
-    out: dict = {"warned": [], "error": None}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", tk.TopkevalWarning)
+    out: dict = {"warned": {m: [] for m in OFFERED}, "error": None, "estimate": {}, "interval": {}, "delta": {},
+                 "decisions_refused": {}}
+    # with an estimated curve the pooled ratios' decisions are refused: the sums are evaluated apart, as a
+    # user told so would
+    groups = [[m for m in OFFERED if "micro" not in m], [m for m in OFFERED if "micro" in m]] \
+        if case.get("curve") else [OFFERED]
+    for group in groups:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", tk.TopkevalWarning)
+            try:
+                res = tk.evaluate(log, group, relevance="click", score=RANKERS, item="item", position="position",
+                                  propensity=propensity, clip=case.get("clip"))
+            except tk.TopkevalError as exc:
+                out["error"] = str(exc).split(":")[0]
+                return out
+        said = res.info["ips"].get("warnings") or {}
+        assert len(said) == sum(issubclass(w.category, tk.TopkevalWarning) for w in caught)  # each given once
+        # per metric, the kinds of warning that concern it (the skewness warning names the metrics it is about)
+        for m in group:
+            out["warned"][m] = sorted(k for k, text in said.items() if k != "skewed" or f"{m} (limit" in text)
+        out["estimate"].update({(r, m): float(res.summary.loc[r, m]) for r in RANKERS for m in group})
         try:
-            res = tk.evaluate(log, OFFERED, relevance="click", score=RANKERS, item="item", position="position",
-                              propensity=propensity, clip=case.get("clip"))
-        except tk.TopkevalError as exc:
-            out["error"] = str(exc).split(":")[0]
-            return out
-    said = res.info["ips"].get("warnings") or {}
-    assert len(said) == sum(issubclass(w.category, tk.TopkevalWarning) for w in caught)  # each given once
-    # per metric, the kinds of warning that concern it (the skewness warning names the metrics it is about)
-    out["warned"] = {m: sorted(k for k, text in said.items() if k != "skewed" or f"{m} (limit" in text)
-                     for m in OFFERED}
-    out["estimate"] = {(r, m): float(res.summary.loc[r, m]) for r in RANKERS for m in OFFERED}
-    if case.get("clip"):  # decisions refused on clipped estimates: measured on the same values, told nothing
-        res = tk.Results.from_per_query(res.per_query)
-    ci = res.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
-    cmp = res.compare(baseline="A", correction="none", n_resamples=resamples, seed=seed).set_index(["model", "metric"])
-    out["interval"] = {(r, m): (ci.loc[(r, m), "ci_low"], ci.loc[(r, m), "ci_high"]) for r in RANKERS for m in OFFERED}
-    out["delta"] = {(r, m): (cmp.loc[(r, m), "ci_low"], cmp.loc[(r, m), "ci_high"], cmp.loc[(r, m), "verdict"])
-                    for r in ("B2", "B") for m in OFFERED}
+            ci = res.summary_ci(n_resamples=resamples, seed=seed)
+        except tk.ParameterError as exc:  # refused: measured on the same values, told nothing
+            why = ("clipped" if "clip=" in str(exc) else "skewness" if "skewness" in str(exc) else
+                   "estimated curve" if "estimated curve" in str(exc) else None)
+            if why is None:
+                raise
+            out["decisions_refused"].update({m: why for m in group})
+            res = tk.Results.from_per_query(res.per_query)
+            ci = res.summary_ci(n_resamples=resamples, seed=seed)
+        ci = ci.set_index(["model", "metric"])
+        cmp = res.compare(baseline="A", correction="none", n_resamples=resamples,
+                          seed=seed).set_index(["model", "metric"])
+        out["interval"].update({(r, m): (ci.loc[(r, m), "ci_low"], ci.loc[(r, m), "ci_high"])
+                                for r in RANKERS for m in group})
+        out["delta"].update({(r, m): (cmp.loc[(r, m), "ci_low"], cmp.loc[(r, m), "ci_high"], cmp.loc[(r, m), "verdict"])
+                             for r in ("B2", "B") for m in group})
     if case.get("refused", True):
         out.update(_refused(log, n, setting))
     return out
@@ -163,7 +186,7 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             t = truth[r][m]
             bias_se.append((v.mean() - t) / v.std(ddof=1))
             bias_pct.append((v.mean() - t) / abs(t) * 100)
-            cover.append(np.mean([lo <= t <= hi for lo, hi in (lg[key_i][(r, m)] for lg in ok)]))
+            cover.append(np.mean([lo <= t <= hi for lo, hi in (lg[key_i][(r, m)] for lg in ok) if not np.isnan(lo)]))
         worst = int(np.argmax(np.abs(bias_se)))
         row = dict(setting=case["name"], metric=m, offered="yes" if offered else "refused",
                    bias_se=bias_se[worst], bias_pct=bias_pct[int(np.argmax(np.abs(bias_pct)))],
@@ -172,7 +195,8 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             dcov, wrong, better = [], [], []
             for r in ("B2", "B"):
                 d = truth[r][m] - truth["A"][m]
-                dcov.append(np.mean([lg["delta"][(r, m)][0] <= d <= lg["delta"][(r, m)][1] for lg in ok]))
+                dcov.append(np.mean([lg["delta"][(r, m)][0] <= d <= lg["delta"][(r, m)][1] for lg in ok
+                                     if not np.isnan(lg["delta"][(r, m)][0])]))
                 wrong.append(np.mean([lg["delta"][(r, m)][2] == "worse" for lg in ok]))
                 better.append(np.mean([lg["delta"][(r, m)][2] == "better" for lg in ok]))
             row.update(delta_coverage=min(dcov), wrong_way=max(wrong), b_better=better[1])
@@ -182,11 +206,17 @@ def summarise(case: dict, logs: list[dict], truth: dict) -> list[dict]:
             row.update(delta_coverage=np.nan, wrong_way=max(wrong), b_better=better)
         if offered:
             warned = Counter(k for lg in ok for k in lg["warned"][m])
+            refused = Counter(lg["decisions_refused"][m] for lg in ok if m in lg["decisions_refused"])
+            # no interval: the share of the intervals of A, B2, B (and of the differences) given as NaN
+            none = np.mean([np.isnan(lg["interval"][(r, m)][0]) for lg in ok for r in RANKERS]
+                           + [np.isnan(lg["delta"][(r, m)][0]) for lg in ok for r in ("B2", "B")])
             row.update(warned=np.mean([bool(lg["warned"][m]) for lg in ok]),
-                       kinds=", ".join(f"{k} {_share(v / len(ok))}" for k, v in warned.most_common()))
+                       kinds=", ".join(f"{k} {_share(v / len(ok))}" for k, v in warned.most_common()),
+                       refused=", ".join(f"{_share(v / len(ok))} ({k})" for k, v in refused.most_common()),
+                       no_interval=none)
         else:
-            row.update(warned=np.nan, kinds="")
-        row.update(logs=len(ok), note="; ".join(f"{e} ({c})" for e, c in errors.items()))
+            row.update(warned=np.nan, kinds="", refused="", no_interval=0.0)
+        row.update(logs=len(ok), note="; ".join(f"{e} ({_share(c / len(logs))} of logs)" for e, c in errors.items()))
         rows.append(row)
     return rows
 
@@ -198,7 +228,7 @@ def _share(x: float) -> str:
 
 def markdown(rows: list[dict]) -> str:
     head = ("| setting | metric | offered | bias (SE) | bias (%) | 95% CI covers | CI of B2−A, B−A covers | "
-            "wrong way | B found better | warned |")
+            "wrong way | B found better | warned / refused |")
     lines = [head, "|" + "---|" * 10]
     last = None
     for r in rows:
@@ -211,7 +241,11 @@ def markdown(rows: list[dict]) -> str:
         def pct(x):
             return "" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.1%}"
 
-        warned = "" if r["offered"] == "refused" else (pct(r["warned"]) + (f" ({r['kinds']})" if r["kinds"] else ""))
+        warned = "" if r["offered"] == "refused" else (
+            pct(r["warned"]) + (f" ({r['kinds']})" if r["kinds"] else "")
+            + (f"; decisions refused {r['refused']}" if r["refused"] else "")
+            + (f"; no interval {pct(r['no_interval'])}" if r["no_interval"] else "")
+            + (f"; evaluate refused {r['note']}" if r["note"] else ""))
         lines.append(f"| {name} | {r['metric']} | {r['offered']} | {r['bias_se']:+.2f} | {r['bias_pct']:+.1f}% | "
                      f"{pct(r['coverage'])} | {pct(r['delta_coverage'])} | {pct(r['wrong_way'])} | "
                      f"{pct(r['b_better'])} | {warned} |")
@@ -219,10 +253,12 @@ def markdown(rows: list[dict]) -> str:
 
 
 def calibration_settings() -> list[tuple[str, object, int]]:
-    """The settings behind the warning's limits (engine/unbiased.py: SKEWNESS_LIMIT,
-    POOLED_SKEWNESS_LIMIT): cascades that read on after a click with probability 0.3 or 0.5 and after a
-    skip 0.8 or 0.9, behind a logging ranker as good as the rankers or a poor one; position-based
-    examination ``j ** -eta`` for eta 1, 1.5, 2; and logs of fewer queries."""
+    """The settings behind the skewness limits (engine/unbiased.py: SKEWNESS_LIMIT,
+    POOLED_SKEWNESS_LIMIT, and the refusal limits above them): cascades that read on after a click with
+    probability 0.3 or 0.5 and after a skip 0.8 or 0.9, behind a logging ranker as good as the rankers
+    or a poor one; position-based examination ``j ** -eta`` for eta 1, 1.5, 2; logs of fewer queries,
+    and the harshest cascade on more queries (does its skewness, falling as the queries grow, still
+    say how its intervals cover?)."""
     import itertools
 
     s = cs.SETTINGS
@@ -235,44 +271,92 @@ def calibration_settings() -> list[tuple[str, object, int]]:
                     replace(s["position, sparse"], eta=eta, logger_noise=noise), 2000))
     out += [(f"position-based, eta 1, {q} queries", s["position, sparse"], q) for q in (30, 60, 120, 250)]
     out += [(f"cascade (0.5, 0.85), {q} queries", s["cascade, sparse"], q) for q in (250, 500, 1000, 4000)]
+    harsh = replace(s["cascade, sparse"], go_on_click=0.3, go_on_skip=0.8, logger_noise=2.5)
+    out += [(f"cascade, reads on 0.3 after a click, 0.8 after a skip, logger noise 2.5, {q} queries", harsh, q)
+            for q in (4000, 8000)]
     return out
 
 
-def calibrate(tk, logs: int, resamples: int) -> str:
-    """Per setting: the median skewness the warning judges (``info["ips"]["skewness"]``), the lowest
-    coverage of summary_ci's 95% interval over A, B2, B, for the sums and for the pooled ratios, and
-    the sums' mean coverage in the logs whose effective sample size is above and below 10% of their
-    clicks (the diagnostic the skewness replaces)."""
-    lines = ["| setting | skewness (median) | sums' 95% CI covers (lowest) | pooled ratios' 95% CI covers (lowest) | "
-             "sums' CI covers where the ESS is above / below 10% of the clicks |", "|---|---|---|---|---|"]
-    rows = []
+CALIBRATED = ["precision@10", "dcg@10", "recall_micro@10", "f1_micro@10"]
+SUMS = ("precision@10", "dcg@10")
+
+
+def calibration_logs(tk, logs: int, resamples: int) -> list[dict]:
+    """Per setting and log: the skewness the warning and the refusal judge (``info["ips"]["skewness"]``),
+    whether the effective sample size is above 10% of the clicks, whether each 95% interval of
+    summary_ci covered the truth, and compare's verdicts of B2 and B against A (permutation test, no
+    correction). Decisions are made through ``Results.from_per_query`` (the same values, and the same
+    intervals as the estimates give below the refusal limits) so that every log is measured."""
+    records = []
     for name, setting, queries in calibration_settings():
         truth = cs.truth(setting, n_queries=100_000)
-        covered: dict = {}
-        skews, large_ess = [], []
         for seed in range(logs):
             log = cs.log(setting, queries, 2_000_000 + seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", tk.TopkevalWarning)
-                res = tk.evaluate(log, ["precision@10", "dcg@10", "recall_micro@10", "f1_micro@10"], relevance="click",
-                                  score=RANKERS, position="position", propensity="propensity")
-            skews.append(res.info["ips"]["skewness"])
-            large_ess.append(res.info["ips"]["effective_sample_size"] >= 0.1 * res.info["ips"]["clicks"])
-            ci = res.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
-            for (r, m), row in ci.iterrows():
-                covered.setdefault((r, m), []).append(row["ci_low"] <= truth[r][m] <= row["ci_high"])
-        sums = min(np.mean(v) for (r, m), v in covered.items() if m in ("precision@10", "dcg@10"))
-        pooled = min(np.mean(v) for (r, m), v in covered.items() if m not in ("precision@10", "dcg@10"))
-        large = np.array(large_ess)
-        by_ess = [np.mean([np.mean(np.array(v)[part]) for (r, m), v in covered.items()
-                           if m in ("precision@10", "dcg@10")]) if part.any() else np.nan for part in (large, ~large)]
-        rows.append((float(np.median(skews)), name, sums, pooled, by_ess))
+                res = tk.evaluate(log, CALIBRATED, relevance="click", score=RANKERS, position="position",
+                                  propensity="propensity")
+            ips = res.info["ips"]
+            plain = tk.Results.from_per_query(res.per_query)
+            ci = plain.summary_ci(n_resamples=resamples, seed=seed).set_index(["model", "metric"])
+            cmp = plain.compare(baseline="A", correction="none", n_resamples=resamples,
+                                seed=seed).set_index(["model", "metric"])
+            records.append(dict(
+                setting=name, skewness=ips["skewness"], large_ess=ips["effective_sample_size"] >= 0.1 * ips["clicks"],
+                covered={(r, m): bool(row["ci_low"] <= truth[r][m] <= row["ci_high"]) for (r, m), row in ci.iterrows()},
+                worse={(r, m): cmp.loc[(r, m), "verdict"] == "worse" for r in ("B2", "B") for m in CALIBRATED}))
         print(f"{name}: done", file=sys.stderr, flush=True)
-    for g, name, sums, pooled, (above, below) in sorted(rows, key=lambda row: row[:2]):
+    return records
+
+
+def calibrate(records: list[dict], logs: int, resamples: int) -> str:
+    """Two tables. Per setting: the median skewness, the lowest coverage of summary_ci's 95% interval
+    over A, B2, B for the sums and for the pooled ratios, the highest wrong-way rate (B2 or B, truly
+    better, declared significantly worse than A), and the sums' mean coverage in the logs whose
+    effective sample size is above and below 10% of their clicks (the diagnostic the skewness
+    replaces). Per band of each log's own skewness, over every setting: the same, which the refusal
+    limits are read from."""
+    frame = pd.DataFrame(records)
+    lines = ["| setting | skewness (median) | sums' 95% CI covers (lowest) | pooled ratios' 95% CI covers (lowest) | "
+             "wrong way: sums / pooled ratios | sums' CI covers where the ESS is above / below 10% of the clicks |",
+             "|---|---|---|---|---|---|"]
+    rows = []
+    for name, part in frame.groupby("setting", sort=False):
+        cover = _rates(part, "covered")
+        worse = _rates(part, "worse")
+        large = part["large_ess"].to_numpy()
+        by_ess = [np.mean([np.mean([c[(r, m)] for c in part["covered"][sel]]) for r in RANKERS for m in SUMS])
+                  if sel.any() else np.nan for sel in (large, ~large)]
+        rows.append((float(np.median(part["skewness"])), name, min(v for (r, m), v in cover.items() if m in SUMS),
+                     min(v for (r, m), v in cover.items() if m not in SUMS),
+                     max(v for (r, m), v in worse.items() if m in SUMS),
+                     max(v for (r, m), v in worse.items() if m not in SUMS), by_ess))
+    for g, name, sums, pooled, w_sums, w_pooled, (above, below) in sorted(rows, key=lambda row: row[:2]):
         ess = " / ".join("–" if np.isnan(x) else f"{x:.1%}" for x in (above, below))
-        lines.append(f"| {name} | {g:.3f} | {sums:.1%} | {pooled:.1%} | {ess} |")
-    return "\n".join(lines) + (f"\n\n{logs} logs per setting, {resamples:,} resamples per interval; "
+        lines.append(f"| {name} | {g:.3f} | {sums:.1%} | {pooled:.1%} | {w_sums:.1%} / {w_pooled:.1%} | {ess} |")
+    bands = [0, 0.05, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.7, np.inf]
+    lines += ["", "| skewness of the log | logs | sums' 95% CI covers (mean / lowest) | sums: wrong way (highest) | "
+              "pooled ratios' 95% CI covers (mean / lowest) | pooled ratios: wrong way (highest) |",
+              "|---|---|---|---|---|---|"]
+    band = pd.cut(frame["skewness"], bands, right=False)
+    for interval, part in frame.groupby(band, observed=True):
+        cover = _rates(part, "covered")
+        worse = _rates(part, "worse")
+        cells = []
+        for kind in (SUMS, tuple(m for m in CALIBRATED if m not in SUMS)):
+            c = [v for (r, m), v in cover.items() if m in kind]
+            w = [v for (r, m), v in worse.items() if m in kind]
+            cells.append(f"{np.mean(c):.1%} / {min(c):.1%} | {max(w):.1%}")
+        hi = "" if np.isinf(interval.right) else f"{interval.right:g}"
+        lines.append(f"| {interval.left:g}–{hi} | {len(part)} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + (f"\n\n{logs} logs per setting, {resamples:,} resamples per interval and test; "
                                "`python benchmarks/clicks_simulation.py --calibrate`.")
+
+
+def _rates(part: pd.DataFrame, column: str) -> dict:
+    """Per (ranker, metric): the share of the logs of ``part`` where ``column`` holds."""
+    keys = part[column].iloc[0].keys()
+    return {key: float(np.mean([d[key] for d in part[column]])) for key in keys}
 
 
 def main() -> None:
@@ -282,13 +366,29 @@ def main() -> None:
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples and sign flips per log")
     p.add_argument("--only", help="settings whose name contains this text")
     p.add_argument("--print", action="store_true", help="print the table only (do not write the docs page)")
+    p.add_argument("--replace", action="store_true", help="with --only: replace those settings' rows in the docs "
+                                                          "page's table")
     p.add_argument("--calibrate", action="store_true",
-                   help="the table behind the warning's skewness limits instead (120 logs per setting by default)")
+                   help="the tables behind the skewness limits instead (120 logs per setting by default)")
+    p.add_argument("--records", help="with --calibrate: a pickle file of the logs' records, read when it exists "
+                                     "(the tables again without the simulation), else written")
     args = p.parse_args()
     import topkeval as tk
 
     if args.calibrate:
-        table = calibrate(tk, args.logs if args.logs != 300 else 120, args.resamples)
+        import pickle
+
+        logs = args.logs if args.logs != 300 else 120
+        if args.records and Path(args.records).exists():
+            records = pickle.loads(Path(args.records).read_bytes())
+        else:
+            records = calibration_logs(tk, logs, args.resamples)
+            if args.records:
+                from topkeval.files import open_output
+
+                with open_output(args.records, binary=True) as out:
+                    out.write(pickle.dumps(records))
+        table = calibrate(records, logs, args.resamples)
         print(table)
         if not args.print:
             _write(table, CALIBRATION)
@@ -300,7 +400,8 @@ def main() -> None:
         if args.only and args.only not in case["name"]:
             continue
         truth = cs.truth(case["setting"])
-        logs = [one_log(tk, case, args.queries, 1_000_000 + seed, args.resamples) for seed in range(args.logs)]
+        n_logs = min(case.get("logs", args.logs), args.logs)
+        logs = [one_log(tk, case, args.queries, 1_000_000 + seed, args.resamples) for seed in range(n_logs)]
         rows += summarise(case, logs, truth)
         print(f"{case['name']}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     table = markdown(rows)
@@ -309,6 +410,31 @@ def main() -> None:
     print(table + footer)
     if not args.print and not args.only:
         _write(table + footer, (START, END))
+    elif args.replace and args.only:  # these settings' rows only, the others as they were
+        _replace_rows(rows)
+
+
+def _replace_rows(rows: list[dict]) -> None:
+    """Put the rows of the settings in ``rows`` in place of theirs in the docs page's table."""
+    from topkeval.files import write_text
+
+    text = PAGE.read_text(encoding="utf-8")
+    head, rest = text.split(START, 1)
+    table, tail = rest.split(END, 1)
+    lines = table.strip("\n").split("\n")
+    new = markdown(rows).split("\n")[2:]
+    names = {r["setting"] for r in rows}
+    out, skipping, placed = [], False, False
+    for line in lines:
+        cell = line.split("|")[1].strip() if line.startswith("|") else None
+        if cell:
+            skipping = cell in names or any(cell.split(" (")[0] == n.split(" (")[0] for n in names)
+            if skipping and not placed:
+                out += new
+                placed = True
+        if not (skipping and line.startswith("|")):
+            out.append(line)
+    write_text(PAGE, f"{head}{START}\n" + "\n".join(out) + f"\n{END}{tail}", overwrite=True)
 
 
 def _write(table: str, markers: tuple[str, str]) -> None:

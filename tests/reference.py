@@ -684,6 +684,24 @@ def _popularity_reference(rows, conv, popularity=None, history=None):
     return {i: c / n for i, c in counts.items()}, (1 / n if n else math.nan)
 
 
+def shown_items_reference(rows, models, conv, ks):
+    """The items some model shows in a top k (k of ``ks``) of an evaluated query, under some order of
+    its tied candidates (those with a chance of being there), from the orders of :func:`ranked_orders`."""
+    by_query = OrderedDict()
+    for r in rows:
+        by_query.setdefault(r["query"], []).append(r)
+    shown = set()
+    for model in models:
+        for cands in by_query.values():
+            rel = [_is_rel(c["grade"], conv) for c in cands]
+            if sum(rel) == 0 and conv["empty_queries"] == "skip":
+                continue
+            for order in ranked_orders([c[model] for c in cands], rel, [c["item"] for c in cands], conv,
+                                       [c["grade"] for c in cands]):
+                shown |= {cands[i]["item"] for k in ks for i in order[:k]}
+    return shown
+
+
 def beyond_lists_reference(rows, models, conv, metrics, *, popularity=None, similarity=None, catalog=None,
                            categories=None, history=None, baseline=None):
     """Every beyond-accuracy family from explicit lists, by its peer's definition written out.

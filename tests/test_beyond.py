@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import topkeval as tk
-from reference import beyond_lists_reference, beyond_reference
+from reference import beyond_lists_reference, beyond_reference, shown_items_reference
 from strategies import conventions, logs
 from topkeval.kernels import cpu
 
@@ -268,12 +268,12 @@ def _res(**kw):
 ERRORS = [
     (dict(k=0), "'k' parameter of beyond_accuracy must be"),
     (dict(k=1.5), "'k' parameter of beyond_accuracy"),
-    (dict(popularity={"x": 0.5}), r"have no popularity \(for example 'y'\)"),
+    (dict(popularity={"x": 0.5}), r"1 item shown in a top k has no popularity \(for example 'y'\); 1 of the 2 match"),
     (dict(popularity={"x": 0.5, "y": 0.0}), r"share in \(0, 1\]"),
     (dict(popularity={"x": 0.5, "y": 2}), r"share in \(0, 1\]"),
     (dict(popularity=[0.5, 0.5]), "must be a mapping or a pandas Series"),
     (dict(catalog=1), "catalog=1, but the models show 2 distinct items"),
-    (dict(catalog=["x"]), r"not in catalog \(for example 'y'\)"),
+    (dict(catalog=["x"]), r"1 item shown in a top k is not in catalog= \(for example 'y'\); 1 of the 2 match"),
     (dict(catalog="xy"), "'catalog' parameter of beyond_accuracy must be None or a positive int or a list of ids"),
     (dict(features={"x": [1.0]}), "have no features"),
     (dict(features={"x": [1.0], "y": [0.0]}), "norm 0.0"),
@@ -288,6 +288,50 @@ def test_errors(kwargs, message):
     res = _res(item="item")
     with pytest.raises(tk.ParameterError, match=message):
         res.beyond_accuracy(**{"k": 2, **kwargs})
+
+
+def test_inputs_whose_ids_are_not_the_logs_are_refused():
+    """history=, popularity= and catalog= match the log's ids through one path (7 is not '7', '007'
+    is not '7'): a history sharing no item with the log, or (for what reads each query's past) no
+    query, is an id mismatch, refused with the count and both sides' ids; partly matching histories
+    are taken (an item never seen is cold, a query may have no past), a model showing only items
+    never seen too."""
+    log = pd.DataFrame({"query": ["q0"] * 4 + ["q1"] * 3, "item": ["000", "007", "012", "099", "000", "007", "012"],
+                        "rel": [1, 0, 0, 0, 0, 1, 0], "s": [0.9, 0.5, 0.1, 0.05, 0.2, 0.8, 0.4]})
+    history = pd.DataFrame({"query": ["q0", "q1", "q1"], "item": ["007", "000", "007"]})
+    names = ["novelty@2", "popularity@2", "novelty(variant=replay)@2"]
+    res = tk.evaluate(log, names, relevance="rel", score="s", item="item", history=history)
+    # by hand: shares 000 1/2, 007 2/2; q0 shows 000, 007; q1 shows 007, 012 (cold: share 1/2)
+    assert res.per_query[names].to_numpy().tolist() == [[0.5, 0.75, 0.5], [0.5, 0.5, 0.5]]
+    mismatches = [
+        (history.assign(item=[7, 0, 7]), r"none of the 4 items of the log is in history= \(its 2 distinct ids\)\. "
+         r"The log's ids are text \('000', '007', '012', \.\.\.\), those of history= whole numbers \(7, 0\)"),
+        (history.assign(item=["7", "0", "7"]), r"none of the 4 items of the log is in history=.* look like '000', "
+         r"'007', '012', \.\.\., those of history= like '7', '0': ids match as written"),
+        (history.assign(query=[0, 1, 1]), r"none of the 2 queries of the log is in history= \(its 2 distinct ids\)\. "
+         r"The log's ids are text \('q0', 'q1'\), those of history= whole numbers \(0, 1\)"),
+        (pd.DataFrame({"query": [], "item": []}), r"none of the 4 items .* history= has no ids"),
+    ]
+    for bad, message in mismatches:
+        with pytest.raises(tk.ParameterError, match=message):
+            tk.evaluate(log, names, relevance="rel", score="s", item="item", history=bad)
+    # a model that shows only items never seen (the log's 099 seen): taken, every item cold (share 1/2)
+    cold = tk.evaluate(log, names, relevance="rel", score="s", item="item",
+                       history=pd.DataFrame({"query": ["q0", "q1"], "item": ["099", "099"]}))
+    assert cold.per_query[names].to_numpy().tolist() == [[1.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
+    # a history of other users (a training set) gives the items' popularity; each query's past needs its own
+    others = history.assign(query=["u1", "u2", "u2"])
+    got = tk.evaluate(log, names[:2], relevance="rel", score="s", item="item", history=others)
+    assert got.per_query[names[:2]].to_numpy().tolist() == res.per_query[names[:2]].to_numpy().tolist()
+    with pytest.raises(tk.ParameterError, match="none of the 2 queries of the log is in history="):
+        tk.evaluate(log, names[2:], relevance="rel", score="s", item="item", history=others)
+    with pytest.raises(tk.ParameterError, match=r"3 items shown in a top k have no popularity \(for example '000', "
+                                                r"'007', '012'\); 0 of the 3 match\. The log's ids are text .* those "
+                                                r"of popularity= whole numbers"):
+        tk.evaluate(log, names[:1], relevance="rel", score="s", item="item", popularity={0: 0.5, 7: 1.0, 12: 0.1})
+    with pytest.raises(tk.ParameterError, match=r"3 items shown in a top k are not in catalog=.*0 of the 3 match.* "
+                                                r"ids match by value and kind"):
+        res.beyond_accuracy(k=2, metrics=["coverage@2"], catalog=range(20))
 
 
 def test_results_without_item_ids_or_rows_refuse():
@@ -358,6 +402,15 @@ def test_every_family_equals_its_definition(rows, conv, k, history, given_pop, s
                   history=pd.DataFrame({"query": [q for q, _ in history], "item": [i for _, i in history]}),
                   baseline="b")
     specs = _specs(PER_QUERY, k, conv["ties"])
+    shown = shown_items_reference(rows, ["a", "b"], conv, [k])
+    if (shown and not {r["item"] for r in rows} & {i for _, i in history}) or \
+            not {r["query"] for r in rows} & {q for q, _ in history}:
+        # nothing in common with the log's items or queries (novelty(variant=replay) reads each
+        # query's past): refused as ids that are not the log's
+        with pytest.raises(tk.ParameterError, match=r"none of the \d+ (items|queries) of the log "
+                                                    r"is in history="):
+            res.with_beyond([s[0] for s in specs], **inputs)
+        return
     got = res.with_beyond([s[0] for s in specs], **inputs)
     ref = beyond_lists_reference(rows, ["a", "b"], conv, specs + _specs(CATALOG, k, conv["ties"]),
                                  popularity=popularity, similarity=_cosine, categories=inputs["categories"],

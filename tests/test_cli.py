@@ -933,6 +933,16 @@ def test_the_counts_of_a_stacked_table_add_up_per_model(tmp_path, capsys):
 
     res = tk.evaluate(path, ["recall@2"], item="item", model="model")
     assert "queries evaluated (of 40): a " in repr(res).splitlines()[0]
+    # info (and JSON): each model's three counts, and a top-level pair of one model (the most evaluated)
+    code, out, err = run(["evaluate", path, "--item", "item", "--model", "model", "-m", "recall@2", "--format",
+                          "json"], capsys)
+    for info in (res.info, json.loads(out)["info"]):
+        assert info["evaluated_per_model"] == evaluated and info["skipped_empty_per_model"] == skipped
+        assert info["without_rows_per_model"] == {"a": 0, "b": 5, "c": 0}
+        top = max(evaluated, key=evaluated.get)
+        assert info["counts_of_model"] == top and info["queries"] == 40
+        assert (info["evaluated"], info["skipped_empty"]) == (evaluated[top], skipped[top])
+        assert info["evaluated"] + info["skipped_empty"] + info["without_rows_per_model"][top] == 40
     report = tmp_path / "r.html"
     res.report(report, n_resamples=100)
     html = report.read_text(encoding="utf-8")
@@ -1118,10 +1128,26 @@ def test_beyond_accuracy_defaults_are_said_and_refusals_are_one_line(recs, capsy
     assert code == 0, err
     assert ("beyond accuracy: the catalogue is the 40 distinct items of the table (--catalog gives the real one); an "
             "item's popularity is its share of the 28 queries") in " ".join(out.split()), out
+    # ids not the log's ('001' written as 1, users as numbers): refused, not every item counted as never seen
+    history.assign(item=history["item"].astype(int)).to_csv(root / "history_int.csv", index=False)
+    history.assign(user=[0, 0, 1, 2, 2]).to_csv(root / "history_users.csv", index=False)
+    pd.DataFrame({"item": range(40), "popularity": 0.5}).to_csv(root / "popularity_int.csv", index=False)
     for argv, pattern in [
+        (["-m", "novelty@5", "--history", root / "history_int.csv"],
+         r"none of the 40 items of the log is in --history \(its 4 distinct ids\)\. The log's ids look like "
+         r"'\d{3}', .* those of --history like '1', '2', '3', \.\.\.: ids match as written \('007' is not '7'\)\. "
+         r"Give --history the log's ids\.$"),
+        (["-m", "novelty(variant=replay)@5", "--history", root / "history_users.csv"],
+         r"none of the 30 queries of the log is in --history \(its 3 distinct ids\)"),
+        (["-m", "novelty@5", "--popularity", root / "popularity_int.csv"],
+         r"have no popularity.*; 0 of the \d+ match\. The log's ids look like '\d{3}', .* those of --popularity like "
+         r"'0', '1', '2', \.\.\.: ids match as written"),
         (["-m", "recall@5", "--catalog", "60"], r"--catalog is read by the beyond-accuracy metrics"),
         (["-m", "coverage@5", "--catalog", root / "missing.csv"], r"--catalog '.*missing.csv': no such file"),
         (["-m", "coverage@5", "--catalog", "5"], r"--catalog 5, but the models show \d+ distinct items"),
+        (["-m", "coverage@5", "--catalog", "0"], r"^topkeval: error: --catalog '0': the catalogue's number of items "
+                                                 r"must be at least 1; for a catalogue of item ids \(an item whose id "
+                                                 r"is 0 among them\), give a file that lists them\.$"),  # not "[0]"
         (["-m", "diversity@5", "--features", "f9"], r"--features 'f9': 'f9' is not a column of the log, nor a file"),
         (["-m", "novelty@5", "--popularity", "a"], r"item '\d+' two values"),  # a score column: not one per item
         (["-m", "coverage@5", "--by", "cat"], r"coverage@5 describes each model's lists all together"),

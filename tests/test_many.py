@@ -338,7 +338,8 @@ def test_tukey_p_values_beyond_the_integrals_accuracy_are_a_bound_printed_as_suc
     """scipy's studentized range gives 6.72e-13 however far in the tail (m = 3, 1884 df): such a p is
     given as 1e-12, an upper bound (the Bonferroni bound over the pairs, from Student's t, shows the
     true p is smaller still), printed '< 1e-12' in the table, markdown, CSV and the report; JSON keeps
-    the number. A p above the floor is printed as a number, never as the floor."""
+    the number, said to be a bound (p_value_is_upper_bound, p_floor). A p above the floor is printed
+    as a number, never as the floor."""
     import json
 
     from topkeval.analysis.many import P_FLOOR
@@ -372,7 +373,11 @@ def test_tukey_p_values_beyond_the_integrals_accuracy_are_a_bound_printed_as_suc
         assert main(argv + ["--format", fmt]) == 0
         out = capsys.readouterr().out
         if fmt == "json":
-            assert [p["p_value"] for p in json.loads(out)["pairs"]] == want["p_value"].tolist()
+            payload = json.loads(out)
+            assert [p["p_value"] for p in payload["pairs"]] == want["p_value"].tolist()
+            # which is a bound is said (the Bonferroni bound above tells which are), and the floor
+            assert [p["p_value_is_upper_bound"] for p in payload["pairs"]] == [p == 1e-12 for p in want["p_value"]]
+            assert payload["p_floor"] == 1e-12 and sum(p["p_value_is_upper_bound"] for p in payload["pairs"]) == 2
             continue
         assert "< 1e-12" in out and "6.7" not in out, (fmt, out)
         if fmt == "csv":

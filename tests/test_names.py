@@ -93,6 +93,13 @@ def test_a_parameter_given_twice_is_refused_in_every_family(name, once):
     ("ndcg(gain=exp,gains=linear)@10", "gain is given twice"),  # ir_measures' spelling of the same parameter
     ("P(cutoff=5,top_k=5)", "the cutoff is given twice"),
     ("SetP(relative=true,relative=false)", "relative is given twice"),
+    # odd spellings: two pairs of parentheses, trec_eval's p= twice (not "rel must be a finite number")
+    ("P(rel=2)(rel=3)@5", "rel is given twice, in two pairs of parentheses"),
+    ("rbp(p=0.5)(p=0.8)", "p is given twice, in two pairs of parentheses"),
+    ("P(rel=2)(judged_only=1)@5", "the parameters are in two pairs of parentheses: give them in one pair"),
+    ("P(rel=2))@5", "its parentheses do not pair up"),
+    ("rbp.p=0.5.p=0.8", "p is given twice (rbp.p=0.5.p=0.8): give it once (rbp.p=0.8)"),
+    ("rbp_resid.p=0.5,p=0.8", "p is given twice"),
 ])
 def test_peer_spellings_given_twice_are_refused(name, fragment):
     with pytest.raises(tk.UnknownMetricError, match=re.escape(fragment)):
@@ -235,3 +242,23 @@ def test_a_parameter_given_twice_is_refused(text):
     with pytest.raises(tk.UnknownMetricError, match="given twice"):
         tk.parse_metric(text)
     assert str(tk.parse_metric("ndcg(gain={1:3,2:7})@5")) == "ndcg(gain={1:3,2:7})@5"
+
+
+def test_trec_evals_own_spelling_of_a_recall_level_is_read():
+    """trec_eval's ``-m iprec_at_recall.0.10`` (its parameter after a dot) is the metric it prints as
+    iprec_at_recall_0.10; a list of levels names one metric per level; a level outside [0, 1] is refused."""
+    for dotted, printed in [("iprec_at_recall.0.10", "iprec_at_recall_0.10"), ("iprec_at_recall.1.00", "iprec(recall=1)"),
+                            ("IPREC_AT_RECALL.0.5", "iprec_at_recall_0.50"), ("iprec_at_recall.0", "iprec(recall=0)")]:
+        assert tk.parse_metric(dotted) == tk.parse_metric(printed)
+    from topkeval.metrics.names import labelled_metrics, split_names
+
+    labels, parsed = labelled_metrics(split_names("iprec_at_recall.0.10,0.20,map"))  # -m as the command line reads it
+    assert labels == ("iprec_at_recall.0.10", "iprec_at_recall.0.20", "map")
+    assert [str(m) for m in parsed] == ["iprec(recall=0.1)", "iprec(recall=0.2)", "ap"]
+    with pytest.raises(tk.UnknownMetricError, match="names 2 metrics: pass it in a list"):
+        tk.parse_metric("iprec_at_recall.0.1,0.2")
+    with pytest.raises(tk.UnknownMetricError, match="recall must be a number from 0 to 1"):
+        tk.parse_metric("iprec_at_recall.1.5")
+    log = {"query": [1, 1, 1, 2, 2], "rel": [1, 0, 1, 0, 1], "s": [0.9, 0.8, 0.1, 0.5, 0.4]}
+    res = tk.evaluate(log, ["iprec_at_recall.0.50"], relevance="rel", score="s", ties="first")
+    assert res.summary.iloc[0].tolist() == [0.75]  # by hand: q1 1 (rank 1), q2 1/2 (rank 2)

@@ -2,8 +2,7 @@
 README's python block with an output block prints it (as tests/test_docs.py holds the docs' pages to
 theirs), its other python block calls the API by names and keywords that exist, every file and
 anchor it links to exists, and the examples of docs/contributing/extending.md (a metric of your
-own, an output format) and docs/reference/clicks-legacy.md (a click log), which tests/test_docs.py
-does not run, give what their comments say."""
+own, an output format), which tests/test_docs.py does not run, give what their comments say."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from topkeval.outputs import formats
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 EXTENDING = ROOT / "docs" / "contributing" / "extending.md"
-CLICKS = ROOT / "docs" / "reference" / "clicks-legacy.md"
 
 
 def _block(page: Path, marker: str) -> tuple[str, str]:
@@ -140,15 +138,3 @@ def test_the_output_format_example_writes_the_models_as_the_first_column(monkeyp
     assert [r[0] for r in rows[1:]] == ["old", "new"]
     per_query = [line.split("\t") for line in namespace["res"].to_string("tsv", per_query=True).splitlines()]
     assert per_query[0] == ["model", "query", "recall@2", "ndcg@2"]  # per query, the model is a column
-
-
-def test_the_click_log_example_runs_and_estimates_what_it_says():
-    body, last = _block(CLICKS, "estimate_position_bias(")
-    namespace: dict = {}
-    exec(body.replace("20_000", "4000"), namespace)  # a smaller log: the same statements
-    assert eval(last, namespace) == {"a": 1.0, "b": 0.5}  # as its comment says
-    res, bias = namespace["res"], namespace["bias"]
-    assert res.info["ips"]["estimators"] == {"precision@10": "ips", "dcg@10": "ips"}
-    assert abs(bias.curve.loc[2, "propensity"] - 0.5) < 0.06  # examination 1/position
-    bounds = namespace["res"].bounds()
-    assert (bounds["lower"] <= bounds["upper"]).all()

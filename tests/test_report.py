@@ -395,6 +395,32 @@ def test_report_without_matplotlib_or_rows(tmp_path, monkeypatch):
     assert "no intervals" in text
 
 
+def test_report_of_per_query_values_shows_ids_as_ids_and_says_what_is_unknown(tmp_path):
+    """A report of Results.from_per_query: integer query ids as written (8, not 8.0000) in the worst
+    regressions, as in the report of the same values evaluated from a table; rows read, ties at a
+    cutoff and conventions said not to be known (not 0 rows, not an empty table)."""
+    import re
+
+    rng = np.random.default_rng(3)
+    log = pd.DataFrame({"query": np.repeat(np.arange(8, 38), 4), "relevance": rng.integers(0, 2, 120),
+                        "a": rng.random(120), "b": rng.random(120)})
+    evaluated = tk.evaluate(log, ["recall@2"], score=["a", "b"])
+    given = tk.Results.from_per_query(evaluated.per_query)
+    assert given.per_query["query"].dtype == np.int64
+    assert given.info["rows"] is None and set(given.info["ties_at_cutoff"].values()) == {None}
+    pages = [Path(r.report(tmp_path / f"{n}.html", baseline="a", n_resamples=200, curves=False)).read_text("utf-8")
+             for n, r in (("e", evaluated), ("g", given))]
+    worst = [re.findall(r'<td class="id"><a href="#q\d+">([^<]*)</a>', page) for page in pages]
+    want = evaluated.diff("a", "b", "recall@2")
+    want = want[want["delta"] < 0]["query"].head(10).astype(str).tolist()
+    assert worst[0] == worst[1] == want and want and all(w.isdigit() for w in want)
+    page = pages[1]
+    assert "rows read: not known" in page and " 0 rows" not in page and "rows read</td>" not in page
+    assert "Conventions: not known" in page and 'class="conventions"' not in page
+    assert "ties across a cutoff" not in page
+    assert "rows read</td>" in pages[0] and 'class="conventions"' in pages[0]
+
+
 def test_report_file_safety(tmp_path):
     res = demo_results(40)
     target = tmp_path / "r.html"
@@ -782,6 +808,31 @@ def test_report_figures_keep_their_labels_inside():
             box = ax.get_tightbbox(fig.canvas.get_renderer())
             assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, box
             plots._pyplot().close(fig)
+
+
+@pytest.mark.parametrize("n", [200, 3000])
+def test_delta_histogram_keeps_a_long_title_inside_and_its_legend_off_the_bars(n):
+    """Two long model names and DCG differences of 1e5: the title was cut at both ends and the
+    legend drawn over the tallest bars. The title wraps inside the figure; the legend sits in the
+    room left above the bars (linear and logarithmic counts)."""
+    pytest.importorskip("matplotlib")
+    from topkeval.outputs import plots
+
+    rng = np.random.default_rng(1)
+    a, b = "a_model_with_a_really_long_name_v2", "baseline_production_ranker_2024"
+    res = tk.Results.from_per_query(pd.DataFrame({"model": np.repeat([b, a], n), "query": np.tile(np.arange(n), 2),
+                                                  "dcg@10": np.r_[rng.random(n) * 1e5, rng.random(n) * 1e5 + 2e4]}))
+    ax = plots.fixed_axes()
+    fig = plots.plot_deltas(res, "dcg@10", a, b, ax=ax)
+    plots.fit(fig)
+    renderer = fig.canvas.get_renderer()
+    title = ax.title.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width and title.y1 <= fig.bbox.height, title
+    assert ax.get_title().replace("\n", " ") == f"dcg@10: {b} - {a} per query"
+    legend = ax.get_legend().get_window_extent(renderer)
+    tops = [ax.transData.transform((x + w / 2, h))[1] for _, x, w, h in _bars(ax) if h > 0]
+    assert tops and legend.y0 > max(tops), (legend.y0, max(tops))  # every bar's top below the legend
+    plots._pyplot().close(fig)
 
 
 def test_unjudged_candidates_are_told_from_judged_non_relevant_ones(tmp_path):

@@ -7,6 +7,7 @@ is tests/test_clicks_simulation.py."""
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -819,6 +820,57 @@ def test_skewed_estimates_are_warned_of_with_their_limits():
     res = tk.evaluate(at_clicks, ["recall_micro@10"], relevance="click", score="a", position="position",
                       propensity="p")
     assert res.info["ips"]["skewness"] is None and res.info["ips"]["warnings"] == {}
+
+
+def test_decisions_are_refused_above_the_skewness_refusal_limit_and_only_for_what_is_over_it():
+    """Above REFUSAL_LIMIT (calibrated: docs/how-to/clicks.md) summary_ci, compare and the other decisions
+    refuse the estimates, naming them, the skewness, what simulation measured there and how many
+    queries would do; compare(metrics=) of the estimates under their limit still decides."""
+    from topkeval.engine.unbiased import POOLED_SKEWNESS_LIMIT, REFUSAL_LIMIT, SKEWNESS_LIMIT
+
+    assert SKEWNESS_LIMIT < REFUSAL_LIMIT["ips"] and POOLED_SKEWNESS_LIMIT < REFUSAL_LIMIT["pooled"]
+    rng = np.random.default_rng(5)
+    curve = {k: k ** -1.5 for k in range(1, 21)}
+    small = _clicks(rng, queries=60, eta=1.5)
+    with pytest.warns(tk.TopkevalWarning, match=r"decisions refuse precision@10, recall_micro@10 \(skewness above "
+                                                r"0.35 for the sums and 0.18 for the pooled ratios"):
+        res = tk.evaluate(small, ["precision@10", "recall_micro@10"], relevance="click", score=["a", "b"],
+                          position="position", propensity=curve)
+    g = res.info["ips"]["skewness"]
+    assert g > REFUSAL_LIMIT["ips"]
+    for owner, call in [("summary_ci", lambda: res.summary_ci(n_resamples=100)),
+                        ("compare", lambda: res.compare(n_resamples=100)), ("compare_all", lambda: res.compare_all()),
+                        ("anova", lambda: res.anova("precision@10")),
+                        ("queries_needed", lambda: res.queries_needed("precision@10", delta=0.01))]:
+        with pytest.raises(tk.ParameterError, match=rf"^{owner} refuses precision@10") as caught:
+            call()
+        text = str(caught.value)
+        assert f"about {g:.2f}" in text and "84-89% of logs" in text and "(res.summary)" in text
+        # the smaller limit of the kinds over theirs among the metrics asked for (anova's: precision@10 alone)
+        needed = 60 * (g / REFUSAL_LIMIT["ips" if owner in ("anova", "queries_needed") else "pooled"]) ** 2
+        assert f"About {needed:,.0f} queries (this log has 60)" in text
+    # between the limits: the pooled ratio refused, the sum decided on its own
+    rng = np.random.default_rng(8)
+    for _ in range(20):
+        mid = _clicks(rng, queries=300, eta=1.5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tk.TopkevalWarning)
+            res = tk.evaluate(mid, ["precision@10", "recall_micro@10"], relevance="click", score=["a", "b"],
+                              position="position", propensity=curve)
+        if REFUSAL_LIMIT["pooled"] < res.info["ips"]["skewness"] < SKEWNESS_LIMIT:
+            break
+    else:
+        pytest.fail("no log between the limits")
+    assert "summary_ci and compare may be overconfident" not in res.info["ips"]["warnings"]["skewed"]
+    assert "refuse recall_micro@10" in res.info["ips"]["warnings"]["skewed"]
+    with pytest.raises(tk.ParameterError, match=r"compare refuses recall_micro@10: .*evaluate precision@10 alone.*"
+                                                r"tp@k and precision@k order the models as recall_micro@k does"):
+        res.compare(n_resamples=100)
+    with pytest.raises(tk.ParameterError, match="summary_ci refuses recall_micro@10"):
+        res.summary_ci(n_resamples=100)
+    kept = res.compare(metrics=["precision@10"], n_resamples=100)
+    assert list(kept["metric"]) == ["precision@10"] and kept["p_value"].notna().all()
+    assert not res.queries_needed("precision@10", delta=0.05).empty
 
 
 def test_never_shown_candidates_are_warned_of_unless_a_column_gives_them_a_chance():

@@ -147,8 +147,11 @@ def evaluate(
         of its values is a model, named by its text, with the one ``score`` column. With ``qrels``
         every model is matched to the judgments; without, each model's rows are evaluated as that
         model's table alone would be (R counts the relevant candidates among its own rows, as in
-        the wide form), and ``info["skipped_empty"]`` is the most any model skipped
-        (``info["skipped_empty_per_model"]`` has each). A stacked file is read whole.
+        the wide form). ``info["evaluated_per_model"]``, ``info["skipped_empty_per_model"]`` and
+        ``info["without_rows_per_model"]`` give each model's counts, which add up to
+        ``info["queries"]``; ``info["evaluated"]`` and ``info["skipped_empty"]`` are those of the
+        model with the most evaluated queries (``info["counts_of_model"]`` where the models' counts
+        differ). A stacked file is read whole.
     missing_queries : {"skip", "zero"}
         With ``qrels``: a judged query absent from a run is left out (trec_eval) or scored as an
         empty list (trec_eval ``-c``).

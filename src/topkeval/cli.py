@@ -954,13 +954,19 @@ def _compare_all(args, out) -> int:
 
     title = (f"every pair: {test.replace('_', ' ')} HSD, {args.confidence:.0%} simultaneous intervals; models "
              "sharing a letter are not distinguishable")
-    # a file (CSV) gets the numbers, and "< 1e-12" for a p too small to be told (JSON: the number, a bound)
+    # a file (CSV) gets the numbers, and "< 1e-12" for a p too small to be told (JSON: the number, said to be a
+    # bound: p_value_is_upper_bound, with the smallest p the test tells apart, p_floor)
     frame = table.assign(p_value=[p_text(p) if floor and p <= floor else p for p in table["p_value"]]) \
         if floor else table
+    smallest = float(table.attrs["p_floor"])
+    bound = table.copy()
+    bound.insert(bound.columns.get_loc("p_value") + 1, "p_value_is_upper_bound",
+                 [bool(p <= smallest * (1 + 1e-9)) for p in table["p_value"]])
     _write(out, args.format, formats.Document([formats.Block(frame, title=title, formats={"p_value": p_text},
                                                              shown=shown)],
                                               notes=report.info_lines(res.info),
-                                              payload={"pairs": report.records(table), "info": res.info}))
+                                              payload={"pairs": report.records(bound), "p_floor": smallest,
+                                                       "info": res.info}))
     return 0
 
 

@@ -159,7 +159,9 @@ class Results:
         """Results from per-query values computed elsewhere (to compare them, report them...).
 
         ``frame`` has a ``model`` column, the query column and one column per metric; the summary
-        is each model's mean over its queries (NaN values left out).
+        is each model's mean over its queries (NaN values left out). What the values were computed
+        from is not known: ``info["rows"]``, ``rows_per_model`` and ``ties_at_cutoff`` are None, and
+        the conventions unknown (the report says so).
 
         Examples
         --------

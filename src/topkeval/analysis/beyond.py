@@ -28,6 +28,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -406,12 +407,8 @@ class _Given:
             raise ParameterError(f"popularity must be a share in (0, 1] for every item (novelty takes -log2 of it); "
                                  f"item {show(bad.index[0])} has {show(bad.iloc[0])}. Give items never seen a small "
                                  "share (RecTools counts them as seen once).")
-        missing = np.flatnonzero(pop.index.get_indexer(self.lists.ids) < 0) if len(self.lists.ids) else \
-            np.zeros(0, np.int64)
-        if len(missing):
-            raise ParameterError(f"{len(missing)} items shown in a top k have no popularity (for example "
-                                 f"{', '.join(show(self.lists.ids[i]) for i in missing[:5])}): give every item a "
-                                 "share in (0, 1].")
+        matched(self.lists.ids, pop.index, what="items shown in a top k", where="popularity=", every=True,
+                absent="have no popularity", fix="Give every item a share in (0, 1].")
         return pop, math.nan, "given"
 
     def shares(self) -> np.ndarray:
@@ -493,10 +490,8 @@ class _Given:
         except TypeError as exc:
             raise ParameterError(f"The 'catalog' parameter of {self.owner} must be a number of items or a collection "
                                  f"of item ids (strings or numbers): {exc}.") from None
-        missing = np.flatnonzero(known.get_indexer(shown) < 0) if len(shown) else np.zeros(0, np.int64)
-        if len(missing):
-            raise ParameterError(f"{len(missing)} items shown in a top k are not in catalog (for example "
-                                 f"{', '.join(show(shown[i]) for i in missing[:5])}).")
+        matched(shown, known, what="items shown in a top k", where="catalog=", every=True,
+                fix="Give catalog= every item of the catalogue.")
         return len(known)
 
     # features and similarity ---------------------------------------------------------------------------
@@ -625,9 +620,31 @@ class _Given:
         return frame["q"].to_numpy(), frame["i"].to_numpy()
 
     def needs_history(self, label: str) -> None:
+        """``label`` reads each query's own past: history= given, and some query of the log in it."""
         if self.inputs.history is None:
             raise ParameterError(f"{label} compares each list with the query's past interactions: pass history= (a "
                                  f"DataFrame with the query column and an item column, or a mapping query -> items).")
+        self.once("history queries", self._history_queries)
+
+    def _history_queries(self) -> bool:
+        queries = [pd.Index(log.queries, dtype=object) for log, _ in self.lists.logs]
+        every = pd.Index(np.concatenate([q.to_numpy(object) for q in queries]) if queries else [], dtype=object)
+        matched(every.unique(), pd.unique(self.history_pairs()[0]), what="queries of the log", where="history=",
+                every=False)
+        return True
+
+    def check_history(self) -> None:
+        """history= shares items with the log: with none of the log's items in it, its ids are not
+        the log's (each item would count as never seen). The log's items, not only those some model
+        shows: a model that shows only items never seen is taken, alone or beside others."""
+        def check() -> bool:
+            if not len(self.lists.ids):  # nothing shown: nothing read of the history's items
+                return True
+            ids = [pd.Index(log.item_ids(pd.unique(log.items)), dtype=object) for log, _ in self.lists.logs]
+            every = pd.Index(np.concatenate([i.to_numpy(object) for i in ids]), dtype=object).unique()
+            matched(every, pd.unique(self.history_pairs()[1]), what="items of the log", where="history=", every=False)
+            return True
+        self.once("history items", check)
 
 
 class _NoDefault(Exception):
@@ -662,6 +679,65 @@ def _find(keys, wanted) -> np.ndarray:
         except (OverflowError, ValueError):  # beyond int64
             pass
     return pd.Index(keys, dtype=object).get_indexer(pd.Index(wanted, dtype=object))
+
+
+def matched(wanted, known, *, what: str, where: str, every: bool, absent: str = "", fix: str = "") -> np.ndarray:
+    """The one id-matching path of the inputs given beside the log (``catalog=``, ``popularity=``,
+    ``history=``): the position in ``known`` of each of ``wanted`` (-1 where absent), ids matching by
+    value as :func:`_find` matches them (7 is not '7', '007' is not '7').
+
+    Refused, with how many matched and how to fix it, when one of ``wanted`` is absent and each must
+    be there (``every``: the catalogue, the popularity of each item shown), or when none of them is
+    there (``every=False``: the history, where an item never seen is cold and a query may have no
+    past, but where nothing in common is an id mismatch, whose numbers would be those of an empty
+    history). ``what``: the ids wanted, in words ("items shown in a top k"); ``where``: the input
+    (``"history="``, which the command line names as its flag); ``absent``: what an id missing lacks
+    ("have no popularity"); ``fix``: what to do when some ids match, of the same kind."""
+    wanted = pd.Index(wanted, dtype=object)
+    if not len(wanted):
+        return np.zeros(0, np.int64)
+    at = _find(known, wanted)
+    missing = np.flatnonzero(at < 0)
+    if not len(missing) or (not every and len(missing) < len(wanted)):
+        return at
+    known = pd.Index(pd.unique(pd.Index(known, dtype=object)), dtype=object)
+    example = ", ".join(show(wanted[i]) for i in missing[:5])
+    if every:
+        absent = absent or f"are not in {where}"
+        if len(missing) == 1:  # one id: said in the singular
+            what = what.replace("items", "item", 1).replace("queries", "query", 1)
+            absent = absent.replace("are ", "is ", 1).replace("have ", "has ", 1)
+        head = (f"{len(missing)} {what} {absent} (for example {example}); "
+                f"{len(wanted) - len(missing)} of the {len(wanted)} match.")
+    else:
+        head = f"none of the {len(wanted)} {what} is in {where} (its {len(known)} distinct ids)."
+    _refuse_ids(head, wanted, known, where, fix if len(missing) < len(wanted) else "")
+
+
+def _refuse_ids(head: str, wanted: pd.Index, known: pd.Index, where: str, fix: str) -> NoReturn:
+    """Raise ``head`` with what the two sides' ids look like and how to make them match."""
+    def kind(ids: pd.Index) -> str:
+        kinds = {"text" if isinstance(v, str) else "whole numbers" if isinstance(v, numbers.Integral)
+                 and not isinstance(v, bool) else "numbers" if isinstance(v, numbers.Real) else type(v).__name__
+                 for v in ids[:1000]}
+        return " and ".join(sorted(kinds)) or "none"
+
+    def some(ids: pd.Index) -> str:
+        return ", ".join(show(v) for v in ids[:3]) + (", ..." if len(ids) > 3 else "")
+
+    mine, theirs = kind(wanted), kind(known)
+    if fix and mine == theirs:
+        tail = f" {fix}"
+    elif not len(known):
+        tail = f" {where} has no ids: give the ids of the log."
+    elif mine != theirs:
+        tail = (f" The log's ids are {mine} ({some(wanted)}), those of {where} {theirs} ({some(known)}): ids match "
+                f"by value and kind (7 is not '7'). Give {where} ids of the log's kind (a CSV file's ids are text as "
+                "written to topkeval, numbers to pandas.read_csv without dtype=str).")
+    else:
+        tail = (f" The log's ids look like {some(wanted)}, those of {where} like {some(known)}: ids match as written "
+                f"('007' is not '7'). Give {where} the log's ids.")
+    raise ParameterError(head + tail)
 
 
 def _integers(index: pd.Index) -> bool:
@@ -816,6 +892,8 @@ def compute(evaluation, metrics, inputs: Inputs, defaults: dict | None = None) -
     lists.read(sorted({m.k for _, m in metrics}))
     lists.inputs_baseline = inputs.baseline
     # what was given is checked whatever the metrics read of it
+    if inputs.history is not None:
+        given.check_history()
     if inputs.popularity is not None or inputs.history is not None:
         given.popularity()
     if inputs.features is not None:

@@ -341,12 +341,12 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
         curve_ci.check_test(test)
     _terms.check_test(results.info, test, "compare")
     results.require_rows("compare")
-    check_decision(results.info, "compare")  # clipped click estimates: no interval, no verdict
     all_metrics = list(results.summary.columns)
     if metrics is None:
         metrics = all_metrics
     else:
         metrics = list(dict.fromkeys(results.label(m) for m in ([metrics] if isinstance(metrics, str) else metrics)))
+    check_decision(results.info, "compare", metrics)  # click estimates clipped or too skewed: no interval, no verdict
 
     weight = results.weight
     if weight and not stattests.TESTS[test].weighted:
@@ -528,7 +528,10 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: t
     else:
         value = base_mean = delta = sd = math.nan
     if n and not math.isnan(delta):
-        lo, hi = t_interval(d, 1 - alpha) if interval == "t" else np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+        if interval != "t" and np.isinf(boot).any():  # infinite draws (a refitted curve): no numpy warning
+            lo, hi = curve_ci.quantiles(boot[~np.isnan(boot)], [alpha / 2, 1 - alpha / 2])
+        else:
+            lo, hi = t_interval(d, 1 - alpha) if interval == "t" else np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
         p = _p_value(test, d, m, b, perm, boot, n_resamples, w, stud)
     else:
         lo = hi = p = math.nan
@@ -602,7 +605,7 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     :meth:`topkeval.Results.summary_ci`), per segment too with ``by=``; weighted with ``weight=``
     (a query of weight 0 counts nowhere; the t interval has no weighted form)."""
     ev.require_rows("summary_ci")
-    check_decision(ev.info, "summary_ci")  # clipped click estimates: no interval, no verdict
+    check_decision(ev.info, "summary_ci")  # click estimates clipped or too skewed: no interval, no verdict
     if curve_ci.estimated(ev):  # an estimated examination curve: fitted again on every resample
         return curve_ci.summary_ci(ev, confidence, n_resamples, seed)
     weight = ev.weight

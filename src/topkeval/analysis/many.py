@@ -142,7 +142,8 @@ def anova_table(X: np.ndarray) -> pd.DataFrame:
 def anova(results, metric: str) -> pd.DataFrame:
     """See :meth:`topkeval.Results.anova`."""
     results.require_rows("anova")
-    check_decision(results.info, "anova")  # clipped click estimates: no interval, no verdict
+    # click estimates clipped or too skewed: no interval, no verdict
+    check_decision(results.info, "anova", _label(results, metric))
     curve_ci.refuse(results, "anova")
     label = _label(results, metric)[0]
     out = []
@@ -172,7 +173,8 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                 seed: int | None = 0) -> pd.DataFrame:
     """See :meth:`topkeval.Results.compare_all`."""
     results.require_rows("compare_all")
-    check_decision(results.info, "compare_all")  # clipped click estimates: no interval, no verdict
+    # click estimates clipped or too skewed: no interval, no verdict
+    check_decision(results.info, "compare_all", _label(results, metric))
     curve_ci.refuse(results, "compare_all")
     rng = np.random.default_rng(seed)
     rows = []
@@ -347,7 +349,8 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                    test: str = "paired_t") -> pd.DataFrame:
     """See :meth:`topkeval.Results.queries_needed`."""
     results.require_rows("queries_needed")
-    check_decision(results.info, "queries_needed")  # clipped click estimates: no interval, no verdict
+    # click estimates clipped or too skewed: no interval, no verdict
+    check_decision(results.info, "queries_needed", _label(results, metric))
     curve_ci.refuse(results, "queries_needed")
     label = _label(results, metric)[0]
     rows = []

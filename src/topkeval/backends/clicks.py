@@ -79,6 +79,7 @@ def click_info(log, r: Request, ips_info: dict | None) -> dict:
     if ips_info is not None:
         clicked = log.relevant(r.plan.conv)
         ips_info["queries_with_clicks"] = int((log.per_query_sum(clicked) > 0).sum())
+        ips_info["queries"] = int(log.n_queries)  # for the skewness refusal's queries needed (unbiased.py)
         out["ips"] = ips_info
     k = None
     if r.position is not None:

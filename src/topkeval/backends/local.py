@@ -121,6 +121,22 @@ class _TableRerun:
         return replace(self.evaluate(engine.make_plan(names, self.conv, clicks=self.weighted)), rerun=self)
 
 
+def _stacked_counts(batches, queries: int) -> dict:
+    """A stacked table's counts: each model's queries evaluated, skipped as empty and without a row
+    of its own (they add up to ``queries``), and the top-level ``evaluated`` and ``skipped_empty`` of
+    one model, the one with the most evaluated queries (named in ``counts_of_model`` where the models'
+    counts differ), so that they too add up."""
+    evaluated = {b.models[0].model: b.models[0].evaluated for b in batches}
+    skipped = {b.models[0].model: b.skipped_empty for b in batches}
+    absent = {m: queries - evaluated[m] - skipped[m] for m in evaluated}
+    first = max(evaluated, key=lambda m: evaluated[m])
+    info = {"queries": queries, "evaluated": evaluated[first], "skipped_empty": skipped[first],
+            "skipped_empty_per_model": skipped, "without_rows_per_model": absent}
+    if len({(evaluated[m], skipped[m]) for m in evaluated}) > 1:
+        info["counts_of_model"] = first
+    return info
+
+
 def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,
                      query_name: str = "query") -> engine.Evaluation:
     """Evaluate a grouped log held in memory: the engine's batch, then its Evaluation."""
@@ -180,8 +196,7 @@ class _StackedRerun:
             sources += kept
         if warn:
             engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
-        skipped = {b.models[0].model: b.skipped_empty for b in batches}
-        info = {"queries": self.distinct, "skipped_empty": max(skipped.values()), "skipped_empty_per_model": skipped}
+        info = _stacked_counts(batches, self.distinct)
         evaluation = engine.build_results(batches, plan, query_name=self.query, info=info, sources=Kept(sources),
                                           backend=CPU, own_rows=True)
         return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation

@@ -419,9 +419,11 @@ def from_per_query(frame: pd.DataFrame, query: str = "query") -> Evaluation:
     summary = pd.DataFrame({name: [mean(table.loc[table["model"] == m, name].to_numpy(np.float64)) for m in models]
                             for name in names}, index=pd.Index(models, name="model"), columns=names)
     evaluated = {m: int((table["model"] == m).sum()) for m in models}
+    # what the values were computed from (rows read, ties at a cutoff) is not known here: None, not 0
     info = {"queries": int(table[query].nunique()), "evaluated": max(evaluated.values(), default=0),
-            "skipped_empty": 0, "rows": 0, "evaluated_per_model": evaluated, "rows_per_model": {m: 0 for m in models},
-            "ties_at_cutoff": {m: 0 for m in models}, "longest_list": {m: None for m in models},
+            "skipped_empty": 0, "rows": None, "evaluated_per_model": evaluated,
+            "rows_per_model": {m: None for m in models},
+            "ties_at_cutoff": {m: None for m in models}, "longest_list": {m: None for m in models},
             "shorter_than_k": {m: None for m in models}, "models": models,
             "metrics": names, "metric_names": canonical}
     return Evaluation(summary, info, query, None, _per_query=[table])  # computed elsewhere: conventions unknown

@@ -54,6 +54,24 @@ POOLED_SKEWNESS_LIMIT = 0.08
 #: The lowest coverage the simulations measured above each limit, said in the warning.
 COVERAGE_ABOVE_LIMIT = {"ips": "81%", "pooled": "59%"}
 
+#: The skewness above which ``summary_ci``, ``compare`` and the other decisions refuse an estimate
+#: (:func:`check_decision`), by estimator: the level past which, in the calibration of
+#: ``benchmarks/clicks_simulation.py --calibrate`` (docs/how-to/clicks.md), the 95% intervals covered
+#: the truth in fewer than 90% of logs. The sums covered at least 88% in every setting up to a skewness
+#: of 0.30 and under 90% (84-89%) in every one from 0.37 on, where a truly better ranker was also
+#: declared significantly worse in up to 19% of logs (a cascade whose users read on after a click with
+#: probability 0.3, behind a poor logging ranker); the pooled ratios covered at least 86% up to 0.15
+#: (90% or more but in one setting) and under 90% (71-88%) in seven settings of eight from 0.20 on.
+#: Between the warning's limit and this one the estimates are warned of and decided.
+REFUSAL_LIMIT = {"ips": 0.35, "pooled": 0.18}
+
+#: What the simulations measured above the refusal limits, said in the refusal.
+MEASURED_ABOVE_REFUSAL = {
+    "ips": "their 95% intervals covered the truth in 84-89% of logs, and a truly better ranker was declared "
+           "significantly worse in up to 19% of them",
+    "pooled": "their 95% intervals covered the truth in 59-88% of logs, and a truly better ranker was declared "
+              "significantly worse in up to 20% of them"}
+
 #: An estimated examination curve whose value at a position rests on fewer (query, item) pairs than
 #: this is flagged where clicks are weighted by it (see :func:`sparse_positions`).
 CURVE_MIN_PAIRS = 100
@@ -305,9 +323,9 @@ def warnings_of(ips: dict, never_shown: dict | None, k: int | None, queries: int
             f"or few clicks): judged from the propensities of every shown candidate, their skewness is about {g:.2f}, "
             f"above what {which} can take: in simulation such estimates' 95% intervals covered the truth in as few "
             f"as {seen} of logs (this log's effective sample size, {ips['effective_sample_size']:,.0f} of "
-            f"{plural(ips['clicks'], 'click')}, does not show it). summary_ci and compare may be overconfident for "
-            + (f"them: about {queries * (g / limit) ** 2:,.0f} queries would bring the skewness under {limit:g}."
-               if math.isfinite(g) else "them: a shown candidate's propensity is so small that its weight 1/p "
+            f"{plural(ips['clicks'], 'click')}, does not show it). " + _decided(over, kinds, g)
+            + (f"about {queries * (g / limit) ** 2:,.0f} queries would bring the skewness under {limit:g}."
+               if math.isfinite(g) else "a shown candidate's propensity is so small that its weight 1/p "
                "overflows; check the propensities."))
     unseen = {m: v for m, v in (never_shown or {}).items() if v > 0}
     if unseen and not ips.get("never_shown_examinable"):
@@ -409,9 +427,37 @@ def refuse_unplaced(bias, positions: np.ndarray) -> None:
                         "and the same rows of the log), or estimate the curve from a log that shows more there.")
 
 
-def check_decision(info, owner: str) -> None:
-    """Refuse a decision (an interval, a test, a verdict) on estimates whose weights were clipped:
-    biased toward the logging ranker, their intervals miss the truth and their verdicts can flip."""
+def _decided(over: list, kinds: dict, g: float) -> str:
+    """What the decisions do with the estimates ``over`` their warning's limit: refuse those above
+    :data:`REFUSAL_LIMIT`, take the others with care."""
+    refused = [m for m in over if g > REFUSAL_LIMIT[kinds[m]]]
+    kept = [m for m in over if m not in refused]
+    out = ""
+    if refused:
+        limits = " and ".join(f"{REFUSAL_LIMIT[k]:g} for {'the sums' if k == 'ips' else 'the pooled ratios'}"
+                              for k in dict.fromkeys(kinds[m] for m in refused))
+        out += (f"summary_ci, compare and the other decisions refuse {', '.join(refused)} (skewness above {limits}: "
+                "no interval or verdict to trust); ")
+    if kept:
+        out += f"summary_ci and compare may be overconfident for {', '.join(kept)}; "
+    return out
+
+
+def check_decision(info, owner: str, metrics=None) -> None:
+    """Refuse a decision (an interval, a test, a verdict) on estimates from clicks that cannot meet the
+    criteria: weights clipped (biased toward the logging ranker: their intervals miss the truth and
+    their verdicts can flip), or a skewness above :data:`REFUSAL_LIMIT` for one of ``metrics`` (all
+    the estimates when None): their intervals cover too rarely and their verdicts can be the wrong
+    way round.
+
+    >>> info = {"ips": {"skewness": 0.6, "estimators": {"precision@10": "ips"}, "queries": 2000}}
+    >>> try:
+    ...     check_decision(info, "compare")
+    ... except ParameterError as error:
+    ...     print(str(error)[:68])
+    compare refuses precision@10: judged from the propensities of every
+    >>> check_decision(info, "compare", metrics=[])  # nothing over the limit asked for
+    """
     ips = (info or {}).get("ips") or {}
     if ips.get("clipped"):
         raise ParameterError(f"{owner} refuses these estimates: clip={ips['clip']:g} capped the weights of "
@@ -419,3 +465,31 @@ def check_decision(info, owner: str) -> None:
                              "logging ranker (in simulation their 95% intervals covered the truth in no log at "
                              "clip=5, and a truly better ranker was declared worse in a third to a half of them). "
                              "Evaluate without clip= to compare models or to have intervals.")
+    g = ips.get("skewness")
+    g = math.nan if g is None else float(g)
+    kinds = ips.get("estimators") or {}
+    wanted = None if metrics is None else set(metrics)
+    over = [m for m, kind in kinds.items() if (wanted is None or m in wanted) and g > REFUSAL_LIMIT.get(kind, math.inf)]
+    if not over:
+        return
+    over_kinds = list(dict.fromkeys(kinds[m] for m in over))
+    limit = min(REFUSAL_LIMIT[k] for k in over_kinds)
+    names = {"ips": "the sums", "pooled": "the ratios pooled over the queries"}
+    queries = ips.get("queries")
+    more = (f"About {queries * (g / limit) ** 2:,.0f} queries (this log has {queries:,}) would bring it under "
+            f"{limit:g}" if math.isfinite(g) and queries else
+            "A shown candidate's weight 1/p overflows: check the propensities" if not math.isfinite(g) else
+            "More queries would bring it under the limit")
+    kept = [m for m, k in kinds.items() if g <= REFUSAL_LIMIT.get(k, math.inf)]
+    instead = (f"; the estimates under their limit can be decided without them (evaluate {', '.join(kept)} alone, or "
+               f"compare(metrics=[...]) of them)" if kept else "")
+    if over_kinds == ["pooled"]:
+        instead += ("; on one log, tp@k and precision@k order the models as recall_micro@k does, with a skewness "
+                    "limit of their own")
+    raise ParameterError(
+        f"{owner} refuses {', '.join(over)}: judged from the propensities of every shown candidate, the skewness of "
+        f"these estimates from clicks is about {g:.2f}, above "
+        + " and ".join(f"{REFUSAL_LIMIT[k]:g} for {names[k]}" for k in over_kinds)
+        + ", where in simulation " + "; for the pooled ratios ".join(MEASURED_ABOVE_REFUSAL[k] for k in over_kinds)
+        + " (heavy-tailed inverse propensity weights: rare clicks at rarely examined positions). The estimates "
+        f"themselves stand (res.summary). {more}{instead}.")

@@ -78,6 +78,10 @@ def read_catalog(text: str, *, item: str, flag: str = "catalog=") -> int | list:
     the table's only column)."""
     stripped = text.strip().replace("_", "")
     if stripped.isdigit():
+        if int(stripped) == 0:  # a size of 0 (not an id: ids come in a file)
+            raise ParameterError(f"{flag} {text!r}: the catalogue's number of items must be at least 1; for a "
+                                 "catalogue of item ids (an item whose id is 0 among them), give a file that lists "
+                                 "them.")
         return int(stripped)
     path = _file(text, flag, "the catalogue's items, or its number of items")
     names = column_names(path)

@@ -367,6 +367,8 @@ def _trec_param(name: str, value: str, full: str):
     if fam.name in _TREC_P_FAMILIES and "=" in value:  # trec_eval's rbp.p=0.5, rbp_resid.p=0.8
         pair = _TREC_P.match(value)
         fam = FAMILIES[_TREC_P_FAMILIES[fam.name]]
+        if pair is None and len(re.findall(r"(?:^|[.,])\s*p\s*=", value)) > 1:  # rbp.p=0.5.p=0.8
+            raise _bad(full, fam, f"p is given twice ({name}.{value}): give it once ({name}.p=0.8)")
         if pair is None:
             raise _bad(full, fam, f"trec_eval's {name} takes p=x here ({name}.p=0.8); its gain maps are not "
                                   "reproduced (trec_eval's rbp rescales mapped gains by bounds it never sets)")
@@ -446,16 +448,15 @@ def parse_metric(text: str | Metric) -> Metric:
     tool = _TOOL.match(text)
     if tool:
         return _in_tool(tool.group("tool"), tool.group("rest"), text)
-    fraction = _TREC_FRACTION.match(text.strip())
-    if fraction:  # trec_eval's printed names of a level: iprec_at_recall_0.50
-        for fam in FAMILIES.values():
-            first = fam.params[0] if fam.params else None
-            if first is None or first.kind != "fraction" or fam.trec_format is None:
-                continue
-            prefix = fam.trec_format(Metric(fam.name, None, ((first.name, 0.0),))).rsplit("_", 1)[0]
-            if prefix.lower() == fraction.group("name").lower():
-                value = _param_value(first, fraction.group("value"), text, fam)
-                return _finish(fam, None, ((first.name, value),), text)
+    # trec_eval's names of a level: iprec_at_recall_0.50 (printed), iprec_at_recall.0.50 (its -m form)
+    fraction = _TREC_FRACTION.match(text.strip()) or _TREC_PARAM.match(text.strip())
+    leveled = _fraction_family(fraction.group("name")) if fraction and "@" not in text and "(" not in text else None
+    if fraction and leveled is not None:
+        fam, first = leveled
+        levels = fraction.group("value").split(",")
+        if len(levels) > 1:
+            raise _bad(text, fam, f"{text} names {len(levels)} metrics: pass it in a list (parse_metrics)")
+        return _finish(fam, None, ((first.name, _param_value(first, levels[0], text, fam)),), text)
     trec = _TREC_PARAM.match(text.strip()) or _TREC_PRINTED_GAINS.match(text.strip())
     if trec and "@" not in text and "(" not in text:
         found = _trec_param(trec.group("name"), trec.group("value"), text)
@@ -484,11 +485,45 @@ def parse_metric(text: str | Metric) -> Metric:
         raise _unknown(text, f"no metric is called {name!r}")
     family, preset = _ALIASES[key]
     fam = FAMILIES[family]
+    _one_pair(fam, params, text)
     fam, params, k_text = _ir_measures_forms(fam, params, k_text, text)
     parsed = _parse_params(fam, params, preset, text)
     if key in _SQUARED_BETA:
         parsed = tuple((n, math.sqrt(v) if n == "beta" else v) for n, v in parsed)
     return _finish(fam, k_text, parsed, text)
+
+
+def _one_pair(fam: Family, params: str | None, text: str) -> None:
+    """The parameters in one pair of parentheses: ``P(rel=2)(rel=3)@5`` refused as such (a parameter
+    given twice named), not read as a value ``2)(rel=3``."""
+    if params is None or ")" not in params:
+        return
+    groups = [g.strip() for g in re.split(r"\)\s*\(", params)]
+    if len(groups) < 2 or any(c in g for g in groups for c in "()"):
+        raise _bad(text, fam, "its parentheses do not pair up: give the parameters in one pair")
+    seen: set[str] = set()
+    for group in groups:
+        for part in _split_top(group):
+            name = part.partition("=")[0].strip().lower() if "=" in part else ""
+            if name and name in seen:
+                raise _bad(text, fam, f"{name} is given twice, in two pairs of parentheses: give each parameter "
+                                      "once, in one pair")
+            seen.add(name)
+    raise _bad(text, fam, "the parameters are in two pairs of parentheses: give them in one pair, separated by "
+                          "commas")
+
+
+def _fraction_family(name: str):
+    """``(family, its level parameter)`` of the family trec_eval names ``name`` followed by a level
+    (``iprec_at_recall``), or None."""
+    for fam in FAMILIES.values():
+        first = fam.params[0] if fam.params else None
+        if first is None or first.kind != "fraction" or fam.trec_format is None:
+            continue
+        prefix = fam.trec_format(Metric(fam.name, None, ((first.name, 0.0),))).rsplit("_", 1)[0]
+        if prefix.lower() == name.lower():
+            return fam, first
+    return None
 
 
 def _ir_measures_forms(fam: Family, params: str | None, k_text: str | None, text: str):
@@ -654,7 +689,9 @@ def _expand(item) -> list[tuple[str, Metric]]:
             if len(found) > 1:
                 return [(label_of(f"{t.group('name')}.{v.strip()}"), _finish(fam, None, p, item))
                         for v, p in zip(t.group("value").split(","), found)]
-        if t and "," in t.group("value") and all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(",")):
+        if t and "," in t.group("value") and (all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(","))
+                                              or _fraction_family(t.group("name")) is not None):
+            # P.5,10; iprec_at_recall.0.10,0.20: one metric per value
             return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
                     for v in t.group("value").split(",")]
     return [(label_of(item) if isinstance(item, (str, Metric)) else label_of(str(item)), parse_metric(item))]

@@ -11,8 +11,8 @@ every Document, so a new format (one function and one :func:`register_format` li
 ``markdown``   GitHub markdown tables (every id escaped), notes in italics
 ``csv``        the first table, full precision (a file holds one table)
 ``json``       the payload (NaN as null, infinities as "inf" / "-inf", ids as JSON values; a Tukey p-value
-               below 1e-12 as 1e-12, an upper bound, where text formats print "< 1e-12"), or the first
-               table's rows
+               below 1e-12 as 1e-12, an upper bound, where text formats print "< 1e-12": said by
+               ``p_value_is_upper_bound`` and ``p_floor``), or the first table's rows
 ``trec``       trec_eval's lines (``name query value``): the evaluation's own text only
 =============  ===============================================================================
 """

@@ -586,7 +586,7 @@ def _deltas_section(res, o: ReportOptions, d, deltas_svg: str, view_queries: lis
     rows = []
     for i in range(len(worst_rows)):
         r = worst_rows.iloc[i]
-        q = r.iloc[0]
+        q = worst[i]  # the id itself (a row of numbers alone reads an integer id as a float)
         items = (f'<td class="id">{esc(", ".join(map(str, r["lost"])))}</td>'
                  f'<td class="id">{esc(", ".join(map(str, r["gained"])))}</td>') if has_items else ""
         rows.append(f'<tr><td class="id"><a href="#{anchors[q]}">{esc(q)}</a></td>{_num(r["baseline"], o.digits)}'
@@ -643,12 +643,16 @@ def _conventions_section(res) -> tuple[str, str, str]:
     conv_rows = [f'<tr><td><code>{esc(name)}</code></td><td class="id">{esc(value if isinstance(value, str) else repr(value))}'
                  "</td></tr>"
                  for name, value in info.get("conventions", {}).items()]
+    # values computed elsewhere (Results.from_per_query): their conventions and rows are not known
+    conventions = (_table(["convention", "value"], conv_rows, "conventions") if conv_rows else
+                   "<p>Conventions: not known (per-query values computed elsewhere, given to "
+                   "Results.from_per_query).</p>")
     evaluated, skipped, absent = per_model_counts(info)
     differ = counts_differ(info)
     count_rows = [f"<tr><td>{esc(label)}</td>{_int(info[key])}</tr>"
                   for key, label in (("queries", "queries"), ("evaluated", "evaluated"),
                                      ("skipped_empty", "skipped: no relevant item"), ("rows", "rows read"))
-                  if key in info and not (differ and key in ("evaluated", "skipped_empty"))]
+                  if info.get(key) is not None and not (differ and key in ("evaluated", "skipped_empty"))]
     if differ:
         # the models' counts differ (a stacked table, runs missing queries): each model's, which add up
         for what, counts in (("evaluated", evaluated), ("skipped: no relevant item", skipped),
@@ -656,14 +660,13 @@ def _conventions_section(res) -> tuple[str, str, str]:
             count_rows += [f'<tr><td>{what}: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
                            for m, c in counts.items() if c or what != "without a row of the model"]
     count_rows += [f'<tr><td>ties across a cutoff: <span class="id">{esc(m)}</span></td>{_int(c)}</tr>'
-                   for m, c in info.get("ties_at_cutoff", {}).items()]
+                   for m, c in info.get("ties_at_cutoff", {}).items() if c is not None]
     count_rows += [f"<tr><td>{esc(key)}</td>{_int(info[key])}</tr>"
                    for key in ("judged_queries", "run_queries_without_judgments", "missing_from_run")
                    if isinstance(info.get(key), (int, np.integer))]
     lines = "".join(f"<p>{esc(line)}</p>" for line in info_lines(info))
     return ("conventions", "Conventions and counts",
-            lines + _table(["convention", "value"], conv_rows, "conventions")
-            + _table(["count", "#value"], count_rows, "counts"))
+            lines + conventions + _table(["count", "#value"], count_rows, "counts"))
 
 
 def _page(res, o: ReportOptions, sections: list, notes: list[str]) -> str:
@@ -678,7 +681,8 @@ def _page(res, o: ReportOptions, sections: list, notes: list[str]) -> str:
     from .text import evaluated_text
 
     lead = (f"{len(res.models)} model(s), {evaluated_text(info)}, "
-            f"{info['rows']:,} rows. topkeval {esc(__version__)}, {when}.")
+            + (f"{info['rows']:,} rows" if info.get("rows") is not None else "rows read: not known")
+            + f". topkeval {esc(__version__)}, {when}.")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

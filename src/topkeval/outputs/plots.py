@@ -120,20 +120,47 @@ def plot_deltas(results, metric: str, baseline: str | None = None, model: str | 
         ax.axvline(mean, color="black", linewidth=1.2, linestyle="--",
                    label=f"{'weighted ' if weight else ''}mean {mean:+.4f}")
     ax.set_yscale("symlog", linthresh=10)
+    if len(delta):  # room above the tallest bar for the legend (upper left), never drawn over the bars
+        peak = max(np.histogram(delta[delta < 0], bins)[0].max(initial=0),
+                   np.histogram(delta[delta > 0], bins)[0].max(initial=0), ties)
+        ax.set_ylim(0, _headroom(float(peak)))
     # plain numbers (1, 10, 1,000) rather than mathtext powers of ten: parsing mathtext was a third of the drawing
     from matplotlib.ticker import FuncFormatter
 
     ax.yaxis.set_major_formatter(FuncFormatter(_whole))  # a module-level function: the figure pickles
     ax.set_xlabel(label(f"{metric}: {model} - {baseline}"))
     ax.set_ylabel("queries")
-    ax.set_title(label(f"{metric}: {model} - {baseline} per query"))
+    ax.set_title(_wrapped(label(f"{metric}: {model} - {baseline} per query")))
     if len(delta):
-        for text in ax.legend(frameon=False, fontsize=8, loc="upper left").get_texts():
+        # over the room left above the bars; the mean's line passes behind it
+        legend = ax.legend(fontsize=8, loc="upper left", frameon=True, facecolor="white", edgecolor="none",
+                           framealpha=0.85)
+        for text in legend.get_texts():
             text.set_text(label(text.get_text()))
     else:  # no query has a value under both models (undefined everywhere, or no per-query values)
         ax.text(0.5, 0.5, "no query with a value under both models", transform=ax.transAxes, ha="center",
                 va="center", color="#6b7482")
     return fig
+
+
+#: the share of a histogram's height its bars may take: the rest, above them, holds the legend
+_BARS = 0.62
+
+
+def _headroom(peak: float) -> float:
+    """The top of a symlog y axis (linear to 10, then logarithmic) at which a bar of ``peak``
+    queries reaches ``_BARS`` of its height."""
+    peak = max(peak, 1.0)
+    decades = (peak / 10 if peak <= 10 else 1 + np.log10(peak / 10)) / _BARS  # symlog's scale: 10 is one decade
+    return float(10 * decades if decades <= 1 else 10 * 10 ** (decades - 1))
+
+
+def _wrapped(title: str, width: int = 60) -> str:
+    """A title on lines of about ``width`` characters (broken at spaces, a long id kept whole): a
+    title wider than its figure would be cut off at both ends."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False)) or title
 
 
 def counted_deltas(results, d) -> tuple[np.ndarray, np.ndarray]:
