@@ -16,6 +16,7 @@ import sys
 import types
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 
@@ -804,3 +805,66 @@ def test_movielens_100k_when_present():
                 assert abs(estimate - full.loc[model, metric]) < 0.2 * full.loc[model, metric], (est, model, metric)
     sampled = np.mean([r["hit_rate@10[sampled:uni100]"] for r in runs], axis=0)
     assert sampled[list(scores).index("mf8")] > sampled[list(scores).index("item_knn10")]
+
+
+def test_the_full_catalogues_verdicts_do_not_depend_on_the_sampling_seed():
+    """compare's correction runs over each estimator's rows apart: the full catalogue's rows of a sampled
+    evaluation get evaluate_matrix's adjusted p-values and verdicts, whatever the seed and the other
+    estimators in the call (Holm over every row made them change with both); each estimator's rows are
+    adjusted as one family of their own."""
+    from topkeval.analysis.compare import adjust
+
+    rng = np.random.default_rng(3)
+    users, items = 200, 300
+    test = np.zeros((users, items))
+    test[np.arange(users), rng.integers(0, items, users)] = 1
+    base = rng.random((users, items))
+    scores = {"pop": base, "mf": base + test * rng.random((users, 1)) * 0.35}
+    metrics = ["ndcg@10", "hit_rate@10", "recall@5"]
+    want = tk.evaluate_matrix(scores, test, metrics).compare(baseline="pop", seed=1, n_resamples=400)
+    want = want.set_index("metric")[["p_value", "p_adjusted", "verdict"]]
+    assert want["p_adjusted"].gt(want["p_value"]).any()  # the correction matters here
+    for seed in (0, 1):
+        for estimators in (["full"], ["sampled", "bv", "rescaled", "full"]):
+            res = tk.evaluate_sampled(scores, test, metrics=metrics, n_negatives=50, estimator=estimators, seed=seed)
+            cmp = res.compare(baseline="pop", seed=1, n_resamples=400)
+            family = cmp["metric"].str.extract(r"\[(.*)\]$")[0].fillna("")
+            full = cmp[family == ""].set_index("metric")[["p_value", "p_adjusted", "verdict"]]
+            pd.testing.assert_frame_equal(full.loc[want.index], want)
+            for _, rows in cmp.groupby(family):
+                np.testing.assert_array_equal(rows["p_adjusted"], adjust(rows["p_value"].to_numpy(), "holm"))
+
+
+def test_a_corrected_column_that_orders_models_otherwise_than_the_full_catalogue_is_said():
+    """A correction keeps the full catalogue's order on average over the draws, not in every draw: each
+    [corrected:...] column beside the full one is listed in info["reordered"] exactly for the pairs its
+    means order the other way round (read off the summary here), and said in the notes."""
+    U, I = 300, 1000
+    rng = np.random.default_rng(0)
+    held = rng.integers(0, I, U)
+    test = np.zeros((U, I))
+    test[np.arange(U), held] = 1
+    scores = {}
+    for name, (lo, hi) in {"a": (1, 40), "b": (8, 20), "c": (2, 30)}.items():
+        s = rng.random((U, I))
+        s[np.arange(U), held] = -1.0
+        ordered = -np.sort(-s, axis=1)
+        ranks = rng.integers(lo, hi, U)
+        s[np.arange(U), held] = np.where(ranks == 1, 2.0, (ordered[np.arange(U), np.maximum(ranks - 2, 0)]
+                                                           + ordered[np.arange(U), ranks - 1]) / 2)
+        scores[name] = s
+    said = 0
+    for seed in range(4):
+        res = tk.evaluate_sampled(scores, test, ["hit_rate@10"], n_negatives=20, seed=seed,
+                                  estimator=["rescaled", "bv", "full"])
+        summary, reordered = res.summary, res.info["sampled"]["reordered"]
+        for label in ("hit_rate@10[corrected:rescaled]", "hit_rate@10[corrected:bv]"):
+            want = [[a, b] for a in scores for b in scores
+                    if summary.loc[a, label] > summary.loc[b, label]
+                    and summary.loc[a, "hit_rate@10"] < summary.loc[b, "hit_rate@10"]]
+            assert reordered.get(label, {"pairs": []})["pairs"] == want
+            if want:
+                said += 1
+                assert reordered[label]["against"] == "hit_rate@10"
+                assert f"{label} orders models otherwise than hit_rate@10" in repr(res)
+    assert said  # the case holds a draw where a correction reorders

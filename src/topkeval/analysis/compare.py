@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -291,7 +292,10 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     test : {"permutation", "t", "wilcoxon", "bootstrap"}
     correction : {"holm", "bonferroni", "bh", "none", None}
         Applied across every (model, metric) row of the call; ``"none"`` (or None): no correction,
-        ``p_adjusted`` equals ``p_value``.
+        ``p_adjusted`` equals ``p_value``. The columns of a sampled evaluation (``evaluate_sampled``)
+        are estimates of the same metrics by several estimators: the correction runs over each
+        estimator's rows apart (the full catalogue's, ``[sampled:...]``'s, each ``[corrected:...]``'s), so
+        that the full catalogue's verdicts are those of ``evaluate_matrix`` whatever the sampling seed.
     confidence : float
         Level of the bootstrap intervals; ``significant`` is ``p_adjusted < 1 - confidence``.
     n_resamples : int
@@ -377,7 +381,7 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     withheld = without_interval(results.info, metrics)  # corrected estimates of sampled evaluation: bias unknown
     if withheld:
         frame.loc[frame["metric"].isin(withheld), ["ci_low", "ci_high"]] = np.nan
-    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", adjust(frame["p_value"], correction))
+    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", _adjust_per_estimator(frame, correction))
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
     frame.attrs["n_resamples"] = n_resamples
@@ -394,6 +398,27 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
                            per_query_terms=_terms.estimator_terms(results.info))
     frame.attrs["interval"] = interval
     return frame
+
+
+#: the estimator of a sampled evaluation's column label, ``ndcg@10[corrected:bv]`` -> ``corrected:bv``
+_ESTIMATE = re.compile(r"\[([a-z]+:[^\[\]]*)\]$")
+
+
+def _adjust_per_estimator(frame: pd.DataFrame, correction: str | None) -> np.ndarray:
+    """The adjusted p-values of compare's rows: one family per estimator of the metrics (the text in
+    brackets of a sampled evaluation's labels, ``ndcg@10[corrected:bv]``; "" for a metric itself), each
+    adjusted apart; one family, every row, for any other evaluation."""
+    out = np.full(len(frame), np.nan)
+    if not len(frame):
+        return out
+    families: dict[str, list[int]] = {}
+    for i, label in enumerate(frame["metric"]):
+        found = _ESTIMATE.search(str(label))
+        families.setdefault(found.group(1) if found else "", []).append(i)
+    p = frame["p_value"].to_numpy(dtype=np.float64)
+    for idx in families.values():
+        out[idx] = adjust(p[idx], correction)
+    return out
 
 
 def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:

@@ -658,16 +658,19 @@ def _assemble(models, users, labels, values, ties, rows, short):
 
 def _sampled_info(draws: Draws, sampling: str, roles, labels, info, models, values) -> dict:
     """``info["sampled"]``: the protocol, each column's estimator and standard error, and the pairs of
-    models a sampled column orders otherwise than the full catalogue (or, without it, the correction)."""
+    models a sampled column orders otherwise than the full catalogue (or, without it, the correction), and
+    those a corrected column orders otherwise than the full catalogue when it is in the call (a correction
+    orders the models as the full catalogue does on average over the draws, not in every draw)."""
     estimators = {label: est for label, (est, _, _) in zip(labels, roles)}
     se = {model: {label: _standard_error(values[model][label]) for label in labels} for model in models}
     reordered = {}
     for label, (est, base_label, _) in zip(labels, roles):
-        if est != "sampled":
+        if est not in ("sampled", *CORRECTIONS):
             continue
         truth = next((lab for lab, (e, b, _) in zip(labels, roles) if b == base_label and e == "full"), None)
-        truth = truth or next((lab for lab, (e, b, _) in zip(labels, roles) if b == base_label and e in CORRECTIONS),
-                              None)
+        if est == "sampled":
+            truth = truth or next((lab for lab, (e, b, _) in zip(labels, roles) if b == base_label and e in CORRECTIONS),
+                                  None)
         if truth is None:
             continue
         pairs = []

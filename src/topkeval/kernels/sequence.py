@@ -192,7 +192,12 @@ def cwl(offsets: np.ndarray, rank: np.ndarray, gains: np.ndarray, kind: str, k: 
         elif kind == "bpmd":
             T, hb, med = param
             seen = np.cumsum(g, axis=1)
-            goal = T + hb * (seen - g - (i - 1.0) * med)  # the goal before rank i: moved by the ranks above it
+            # the goal before rank i, moved by each rank above it in turn as cwl_eval's loop moves it
+            # (T + hb (g_1 - m) + hb (g_2 - m) ..., summed in that order: the same rounding at a goal reached exactly)
+            steps = np.empty_like(g)
+            steps[:, 0] = T
+            steps[:, 1:] = hb * (g[:, :-1] - med)
+            goal = np.cumsum(steps, axis=1)
             c = (np.logical_and.accumulate(seen < goal, axis=1) & (i < k)).astype(np.float64)
         elif kind in ("iftg", "iftr", "ift"):
             seen = np.cumsum(g, axis=1)
