@@ -15,6 +15,7 @@ from .analysis import many as _many
 from .analysis import segments as _segments
 from .analysis import views as _views
 from .engine.results import Evaluation
+from .engine.rules import KeepsRowsLazily
 from .metrics.names import MAX_CUTOFF
 from .outputs import frames as _frames
 from .params import (
@@ -196,8 +197,10 @@ class Results:
         """One row per (model, query) evaluated (see the class docstring); built on first access. The
         results of a Spark evaluation keep these on the cluster: a Spark DataFrame (lazy), collected
         by :meth:`to_pandas`."""
-        lazy = getattr(self._evaluation.backend, "lazy_per_query", None)
-        return lazy if lazy is not None else _copy(self._evaluation.per_query)
+        backend = self._evaluation.backend
+        if isinstance(backend, KeepsRowsLazily) and backend.lazy_per_query is not None:
+            return backend.lazy_per_query
+        return _copy(self._evaluation.per_query)
 
     @property
     def info(self) -> dict:
