@@ -18,14 +18,15 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "topkeval"
 # the packages in the order the data flows through them; a module may import from its own floor and
 # from floors below it, never from one above
 FLOORS = [
-    ("foundation", {"errors", "params", "conventions", "files", "progress", "kernels", "demo", "version"}),
+    ("foundation", {"errors", "params", "conventions", "files", "progress", "kernels", "demo", "version",
+                    "stattests"}),
     ("inputs", {"inputs"}),
     ("metrics", {"metrics"}),
     ("engine", {"engine"}),
     ("backends", {"backends"}),
     ("analysis", {"analysis"}),
     ("outputs", {"outputs"}),
-    ("front doors", {"results", "api", "evaluator", "cli", "__main__", "integrations", ""}),
+    ("front doors", {"results", "request", "api", "evaluator", "cli", "__main__", "integrations", ""}),
 ]
 
 # imports that go up a floor, each a debt to pay; the set may only shrink (a pair listed here that no
@@ -231,3 +232,110 @@ def test_the_layout_page_names_every_module_and_no_other():
     stale = {pkg: sorted(files - on_disk.get(pkg, set())) for pkg, files in named.items()}
     assert not any(missing.values()), f"docs/contributing/layout.md does not name {missing}: add them to its tree"
     assert not any(stale.values()), f"docs/contributing/layout.md names files that do not exist: {stale}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the seams (issue 36): one front door per request, one dispatcher, one registry of tests, one
+# table of file formats
+
+
+def _functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+
+
+def test_the_front_doors_of_api_hold_no_logic():
+    """api.py declares each public signature, its parameters' checks and its docstring, and makes
+    one call (request.py checks the parameters together and dispatches): no branch, loop, try or
+    with in a public function, and a few statements at most."""
+    tree = ast.parse((SRC / "api.py").read_text())
+    public = [f for f in _functions(tree) if not f.name.startswith("_")]
+    assert {"evaluate", "evaluate_matrix", "recall_at_k"} <= {f.name for f in public}
+    for function in public:
+        body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+        kinds = {type(node).__name__ for statement in body for node in ast.walk(statement)}
+        assert not kinds & {"If", "For", "While", "Try", "With", "AsyncFor", "AsyncWith"}, \
+            f"api.{function.name} holds logic ({sorted(kinds & {'If', 'For', 'While', 'Try', 'With'})}): move it to request.py"
+        assert len(body) <= 4, f"api.{function.name} has {len(body)} statements: move its logic to request.py"
+    helpers = [f.name for f in _functions(tree) if f.name.startswith("_")]
+    assert not helpers, f"api.py defines helpers {helpers}: they belong in request.py (or a module below)"
+
+
+#: what dispatches a request to a backend (topkeval.backends); only request.py (and backends/) may use it
+_DISPATCH = {"plugin_for", "with_capability", "check_supported"}
+
+
+def test_only_request_dispatches_and_no_module_reaches_into_a_backend():
+    """The dispatcher's functions are called from request.py only, and no module outside backends/
+    imports a backend module's private names."""
+    for name, path in MODULES.items():
+        if name.startswith("topkeval.backends"):
+            continue
+        tree = ast.parse(path.read_text())
+        calls = sorted({node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                        and node.attr in _DISPATCH} | {a.name for node in ast.walk(tree)
+                                                        if isinstance(node, ast.ImportFrom) for a in node.names
+                                                        if a.name in _DISPATCH})
+        assert name == "topkeval.request" or not calls, f"{name} dispatches ({calls}): only request.py does"
+        private = sorted(f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                         and "backends" in (node.module or "") for a in node.names if a.name.startswith("_"))
+        assert not private, f"{name} imports a backend's internals {private}: make them public there, or ask it"
+
+
+def test_every_backend_is_a_declared_plugin_registered_in_one_place():
+    from topkeval import backends
+    from topkeval.backends.plugins import CAPABILITIES
+
+    plugins = backends.backends()
+    assert [p.name for p in plugins] == ["spark", "matrix", "cpu"]
+    for plugin in plugins:
+        assert plugin.capabilities <= set(CAPABILITIES) and callable(plugin.evaluate), plugin.name
+    registering = [name for name, path in MODULES.items() if "register_backend(" in path.read_text()
+                   and name != "topkeval.backends"]
+    assert not registering, f"{registering} register backends: backends/__init__.py is the one place"
+
+
+def _constants(tree: ast.AST) -> list[tuple[int, str]]:
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_the_formats_table_is_the_only_place_a_suffix_is_spelled():
+    """A file suffix (".parquet", ".csv.gz"...) as a value of its own, outside inputs/formats.py, is a
+    second place that knows a format (messages may name them in words)."""
+    from topkeval.inputs import formats
+
+    spelled = set(formats.table_suffixes()) | {formats.GZIP_SUFFIX}
+    for name, path in MODULES.items():
+        if name == "topkeval.inputs.formats":
+            continue
+        found = [(line, value) for line, value in _constants(ast.parse(path.read_text())) if value.lower() in spelled]
+        assert not found, f"{name} spells file suffixes {found}: ask topkeval.inputs.formats"
+
+
+def test_the_test_registry_is_the_only_place_a_test_is_named_for_a_decision():
+    """Outside stattests.py no module compares a test's name with a spelled name, or lists test names:
+    what a test takes or does is asked of its declaration."""
+    from topkeval import stattests
+
+    names = set(stattests.TESTS)
+
+    def spelled(node) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(spelled(e) for e in node.elts)
+
+    def is_test(node) -> bool:
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return word == "test" or word.endswith("_test")
+
+    for name, path in MODULES.items():
+        if name == "topkeval.stattests":
+            continue
+        tree = ast.parse(path.read_text())
+        compared = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                    and any(is_test(side) for side in [node.left, *node.comparators])
+                    and any(spelled(side) for side in [node.left, *node.comparators])]
+        listed = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+                  and sum(isinstance(e, ast.Constant) and e.value in names - {"t"} for e in node.elts) >= 2]
+        assert not compared and not listed, \
+            f"{name} names statistical tests (lines {compared + listed}): ask topkeval.stattests"

@@ -1,36 +1,21 @@
-"""The front doors: ``evaluate()`` and the one-ranking functions.
+"""The front doors: ``evaluate()``, ``evaluate_matrix()``, ``off_policy()``, ``evaluate_sampled()`` and
+the one-ranking functions.
 
-Each checks its arguments, turns its input into grouped logs (:mod:`topkeval.inputs.grouped`, or
-:mod:`topkeval.inputs.judgments` for judgments apart from runs, :mod:`topkeval.inputs.stream` for large files) and
-hands them to the engine (:mod:`topkeval.engine`); none computes anything itself.
+Each declares its public signature, checks each parameter alone (``@validate_params``), documents
+itself, and makes one call: :mod:`topkeval.request` checks the parameters together and hands the
+request to the backend that takes the data (:mod:`topkeval.backends`); none computes anything itself.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
-from . import backends, engine
+from . import request
 from .analysis.offpolicy import ESTIMATORS, MIN_CLICKS, MIN_ESS
 from .analysis.offpolicy import TIES as OFF_POLICY_TIES
-from .backends.cpu import CPU
 from .conventions import Conventions, resolve
-from .engine import terms
-from .errors import (
-    DataError,
-    ParameterError,
-)
-from .inputs import is_trec_path, read_columns
-from .inputs.grouped import build_log
-from .metrics import FAMILIES
-from .metrics.names import CLICK_DEFAULT_METRICS, DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
+from .metrics.names import DEFAULT_MATRIX_METRICS, DEFAULT_METRICS, MAX_CUTOFF
 from .params import (
     CONVENTIONS,
     SEED,
@@ -55,11 +40,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .conventions import ConventionSettings
-
-
-_EVALUATE_KEYWORDS = ("conventions", "qrels", "model", "missing_queries", "depth", "judged_only", "chunk_rows",
-                      "popularity", "features", "similarity", "distance", "catalog", "categories", "history", "baseline",
-                      "progress", "keep_per_query", "threads", "ascending")
 
 
 @validate_params(
@@ -285,526 +265,12 @@ def evaluate(
     model
     score      0.25
     """
-    from .analysis import beyond as _beyond
-    from .progress import shown
-
-    inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline, owner="evaluate",
-                            distance=distance)
-    labels, wanted_beyond, metrics = _beyond_split(metrics, inputs, propensity)
-    with shown(progress is True):
-        reading = None
-        if isinstance(progress, bool):
-            progress = reading = _rows_read(data) if progress else None
-        request = _request(data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels,
-                           model=model, missing_queries=missing_queries, depth=depth, judged_only=judged_only,
-                           chunk_rows=chunk_rows, progress=progress, keep_per_query=keep_per_query, threads=threads,
-                           ascending=ascending, by=by, weight=weight, position=position, propensity=propensity,
-                           clip=clip, **settings)
-        try:
-            evaluation = _dispatch(request)
-        finally:
-            if reading is not None:
-                reading.done()  # the file is read: its bar goes (compare, report... come after)
-    if wanted_beyond:
-        evaluation = _beyond.with_beyond(replace(evaluation, rerun=evaluation.rerun or _rerun_of(request)),
-                                         wanted_beyond, inputs)
-        evaluation = _beyond.ordered(evaluation, labels)
-
-    return Results(replace(evaluation, rerun=evaluation.rerun or _rerun_of(request), ascending=bool(ascending)))
-
-
-def _rerun_of(request: _Request):
-    """The same evaluation at other metrics (Results.curves); the data is read again."""
-    return _Rerun(replace(request, progress=None))
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class _Rerun:
-    """A request evaluated again at other metrics: an object holding it (it pickles where its data does)."""
-
-    request: _Request
-
-    def __call__(self, names) -> engine.Evaluation:
-        return _dispatch(replace(self.request, plan=engine.make_plan(names, self.request.plan.conv,
-                                                                     clicks=self.request.plan.clicks)))
-
-
-def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[str], object]:
-    """(every label as requested, the beyond-accuracy ones, what the engine evaluates): the engine
-    needs one metric of its own when only beyond-accuracy ones are asked for (left out after)."""
-    from .analysis.beyond import STAND_IN
-    from .metrics.names import labelled_metrics
-
-    given = [name for name in ("popularity", "features", "similarity", "distance", "catalog", "categories", "history",
-                               "baseline")
-             if getattr(inputs, name) is not None]
-    if isinstance(metrics, (str, list, tuple)) or hasattr(metrics, "family"):
-        try:
-            labels, parsed = labelled_metrics(metrics)
-        except Exception:  # an unknown or bad name: the engine's plan says what is wrong with it
-            return (), [], metrics
-    else:
-        return (), [], metrics
-    beyond = [label for label, m in zip(labels, parsed) if m.info.beyond]
-    if given and not beyond:
-        raise ParameterError(f"{given[0]}= is read by the beyond-accuracy metrics (novelty@10, diversity@10, ...), none "
-                             "of which is among metrics: add one, or drop it.")
-    if not beyond:
-        return labels, [], metrics
-    if propensity is not None:
-        raise ParameterError(f"{beyond[0]} is not estimated under inverse propensity weights: evaluate it without "
-                             "propensity= (on the clicks as they are), or leave it out.")
-    rest = [label for label, m in zip(labels, parsed) if not m.info.beyond]
-    return labels, beyond, rest or [STAND_IN]
-
-
-def _rows_read(data):
-    """progress=True: a step counting the rows of a streamed file (a parquet file's total from its metadata)."""
-    from pathlib import Path
-
-    from .progress import rows_read
-
-    if not isinstance(data, (str, Path)):
-        return None
-    total = None
-    if str(data).endswith((".parquet", ".pq")):
-        from .inputs.stream import count_rows
-
-        try:
-            total = count_rows(Path(data))
-        except Exception:  # the evaluation itself reports an unreadable file, in its words
-            total = None
-    return rows_read(Path(data).name, total)
-
-
-@dataclass(frozen=True)
-class _Request:
-    """evaluate()'s parameters once checked together (each alone is checked by ``@validate_params``):
-    the conventions resolved into a plan, TREC run files read into a table, the data's kind decided
-    (``"spark"``, ``"runs"``: judgments apart, ``"file"``: streamed, ``"table"``: in memory)."""
-
-    kind: str
-    data: object
-    plan: engine.Plan
-    query: str
-    relevance: str
-    scores: list
-    item: str | None
-    qrels: object
-    model: str | None
-    missing_queries: str
-    depth: int | None
-    judged_only: bool
-    chunk_rows: int | None
-    progress: object
-    keep_per_query: bool
-    threads: int | None
-    ascending: bool
-    by: list
-    weight: str | None
-    position: str | None = None
-    propensity: object = None
-    clip: float | None = None
-
-    @property
-    def attributes(self) -> list:
-        return self.by + ([self.weight] if self.weight else [])
-
-
-def _request(data, metrics, query, relevance, score, item, *, conventions, qrels, model, missing_queries, depth,
-             judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position=None,
-             propensity=None, clip=None, **settings) -> _Request:
-    """Every check that involves more than one of evaluate()'s parameters, in one place."""
-    # the defaults left unsaid (the very object), not the same names given one by one: what is named is computed
-    defaults = metrics is DEFAULT_METRICS
-    if propensity is not None and defaults:
-        # the defaults as estimated from clicks: recall and F1 pooled over the queries, precision (specificity and
-        # R-precision have no estimator from clicks)
-        metrics = list(CLICK_DEFAULT_METRICS)
-    elif qrels is not None and defaults:
-        # judgments apart: the rows are each model's retrieved list (top-N recommendations, a run), without the
-        # candidates it left out, so specificity would count only the negatives it retrieved (0 for a list of k or less)
-        metrics = [m for m in metrics if not m.startswith("specificity")]
-    if propensity is not None and conventions is None:
-        # an IPS sum is exactly 0 on a query without a click (every query enters its mean: unbiased), and so is
-        # its share of a pooled ratio's sums; a pooled ratio without any click in the log is undefined (NaN)
-        settings = {"empty_queries": "keep", "undefined": "nan"} | settings
-    conv = resolve(conventions, owner="evaluate", also=_EVALUATE_KEYWORDS, **settings)
-    plan = engine.make_plan(metrics, conv, clicks=propensity is not None)
-    _check_clicks(plan, position, propensity, clip, item, qrels, depth, data)
-    if depth is not None:
-        engine.check_depth_rule(conv)
-    if ascending and conv.score_threshold is not None:
-        raise ParameterError("score_threshold removes candidates scoring below it, which is ambiguous for "
-                             "ascending scores: filter the rows before evaluating instead.")
-    from .inputs import input_paths, segments
-
-    data, qrels = input_paths(data, qrels)  # a folder, an empty file, a URL... said for what they are
-    from .inputs.ecosystems import recognise
-
-    # ir_datasets' and ir_measures' rows, dicts of dicts, and their and PyTerrier's column names
-    data, qrels, query, relevance, item = recognise(data, qrels, query=query, relevance=relevance, item=item)
-    if relevance is None:
-        from .inputs import is_trec_path
-
-        if qrels is None:
-            raise ParameterError("relevance=None says that every (query, item) pair the judgments list is relevant, "
-                                 "which needs judgments apart: pass qrels= (a table of the relevant pairs), or name "
-                                 "the relevance column of data (relevance='<column>').")
-        if is_trec_path(qrels):
-            raise ParameterError("relevance=None reads a qrels table of relevant pairs; a TREC qrels file has its own "
-                                 "grades (its fourth field, 0 for a document judged not relevant): drop relevance=None.")
-        from .inputs.tables import ROLE_NAMES, column_names
-
-        high = [t for t in [conv.threshold] + [part.conv.threshold for part in plan.parts()] if t is not None and t > 1]
-        if high:  # grade 1 below the threshold: nothing would be relevant
-            raise ParameterError(f"relevance=None gives every listed pair grade 1, below the relevance threshold "
-                                 f"{max(high):g} of these conventions or metrics (a grade >= {max(high):g} is "
-                                 "relevant), so nothing would be relevant: give the judgments a grade column and name "
-                                 "it (relevance='<column>'), or use a threshold of 1 or none.")
-        graded = [c for c in column_names(qrels) if c.lower() in ("relevance", *ROLE_NAMES["relevance"])]
-        if graded:  # grades that may say "not relevant" would be read as relevant: the user says which
-            raise ParameterError(f"relevance=None counts every pair the judgments list as relevant, but they have a "
-                                 f"column {graded[0]!r} that looks like grades (a pair graded 0 would count as "
-                                 f"relevant): name it (relevance={graded[0]!r}) to use its grades, or leave it out of "
-                                 "the table if every listed pair is relevant.")
-    runs = _run_paths(data)
-    if runs is not None:
-        from .inputs.judgments import trec_runs
-
-        if qrels is None:
-            raise ParameterError(f"{runs[0]} is read as a TREC run (query Q0 item rank score tag), which needs "
-                                 "judgments: pass qrels= (a TREC qrels file or a table).")
-        data, query, item, score, model = trec_runs(runs, query=query, item=item, score=score, model=model)
-    scores = [score] if isinstance(score, str) else list(score)
-    by = segments.names(by)
-    attributes = by + ([weight] if weight else [])
-    if weight is not None and weight in by:
-        raise ParameterError(f"{weight!r} is both a segment (by=) and the weight (weight=): a column is one or the "
-                             "other.")
-    engine.check_result_names(query, by, weight, plan.names)
-    roles_taken = {query, relevance, *scores, item, model} - {None}
-    if set(attributes) & roles_taken:
-        raise ParameterError(f"by= and weight= name query-level columns other than the query, relevance, score, item "
-                             f"and model columns; {sorted(set(attributes) & roles_taken)!r} is one of those.")
-    if attributes and runs is not None:
-        raise ParameterError("by= and weight= read query-level columns of a table; TREC run files have none: evaluate "
-                             "a table of (query, item, score, segment) rows with qrels= instead.")
-    backend = backends.select(data, plan)  # the one dispatcher: which backend takes this data and plan
-    if backend == "matrix":
-        raise ParameterError("data is a score matrix (users x items), which evaluate_matrix(scores, relevant) evaluates; "
-                             "evaluate() takes a table of (query, relevance, score) rows.")
-    if backend == "spark" and chunk_rows is not None:
-        raise ParameterError("chunk_rows streams a file; a Spark DataFrame is evaluated partition by partition "
-                             "already: drop chunk_rows.")
-    if model is not None and len(scores) != 1:
-        raise ParameterError(f"With model= (a run-name column) give exactly one score column; got {len(scores)}: "
-                             f"{', '.join(map(repr, scores))}.")
-    if backend == "spark":
-        if model is not None and qrels is None:
-            raise ParameterError("model= on a Spark DataFrame needs judgments apart (qrels=); a stacked Spark table "
-                                 "with a relevance column is not supported: evaluate each model's rows, or pass qrels=.")
-        kind = "spark"
-    elif qrels is not None:
-        kind = "runs"
-    else:
-        for name, value, hint in (("missing_queries", missing_queries != "skip" or None, "scores missing queries"),
-                                  ("judged_only", judged_only or None, "drops unjudged items")):
-            if value is not None:
-                raise ParameterError(f"{name}= {hint}, which needs judgments apart from the run: pass qrels=.")
-        wanted = [query, relevance, *scores] + ([item] if item is not None else []) + ([model] if model else [])
-        if len(set(wanted)) != len(wanted):
-            raise ParameterError(f"The query, relevance, score, item and model columns must differ. Got {wanted!r}.")
-        if model is not None and (position is not None or propensity is not None):
-            raise ParameterError("position= and propensity= read one click log of one or more score columns; with "
-                                 "model= (a stacked table) they are not supported: give one score column per model.")
-        if model is not None and chunk_rows is not None:
-            raise ParameterError("chunk_rows= streams a file in batches; a stacked table (model=) is read whole: "
-                                 "drop chunk_rows=.")
-        from .inputs import stream
-
-        # a click log and a stacked table are read whole (positions and weights go with the grouped rows; each
-        # model's rows are grouped apart)
-        kind = "file" if (position is None and model is None or chunk_rows is not None) \
-            and stream.should_stream(data, chunk_rows) else "table"
-        if kind == "table" and chunk_rows is not None:
-            raise ParameterError("chunk_rows streams a parquet or CSV file in batches; data is not such a path. Drop "
-                                 "chunk_rows, or write the table to parquet first.")
-    if (position is not None or propensity is not None) and kind != "table":
-        option = "position=" if position is not None else "propensity="
-        raise ParameterError(f"{option} reads a click log held as one table in memory (a DataFrame, an Arrow table, "
-                             "a dict of columns, or a parquet / CSV file small enough to read whole); this data is "
-                             f"evaluated as {'a Spark DataFrame' if kind == 'spark' else 'a stream of batches'}. "
-                             "Read it into a table first.")
-    pooled = [label for label, m in zip(plan.names, plan.metrics) if FAMILIES[m.family].ips == "pooled"]
-    if pooled and attributes:
-        raise ParameterError(f"{pooled[0]} is a ratio pooled over every query of the log (its per-query values are "
-                             "each query's share of it), which segments (by=) and query weights (weight=) would split "
-                             "or reweigh into other numbers than their own ratios: evaluate each segment's rows apart, "
-                             "or use precision@k / tp@k, whose means by segment and weighted are what they say.")
-    if position is not None and {position} & {query, relevance, *scores, item, *attributes}:
-        raise ParameterError(f"position= names {position!r}, which already has another role; it must be the column "
-                             "of the logging ranker's positions.")
-    if isinstance(propensity, str) and propensity in {query, relevance, *scores, item, position, *attributes}:
-        raise ParameterError(f"propensity= names {propensity!r}, which already has another role; it must be a column "
-                             "of per-row examination probabilities.")
-    return _Request(kind, data, plan, query, relevance, scores, item, qrels, model, missing_queries, depth,
-                    judged_only, chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position,
-                    propensity, clip)
-
-
-def _check_clicks(plan, position, propensity, clip, item, qrels, depth, data) -> None:
-    """evaluate()'s click-log parameters together (position=, propensity=, clip=)."""
-    by_item = getattr(propensity, "by_item", None) is not None
-    if propensity is not None and position is None and not by_item:
-        raise ParameterError("propensity= gives the examination probability of each position, which needs the "
-                             "position at which the logging ranker showed each candidate: pass position='<column>'.")
-    if by_item and item is None:
-        raise ParameterError("A popularity propensity is given per item: pass item='<column>' as well.")
-    if clip is not None and propensity is None:
-        raise ParameterError("clip= caps inverse propensity weights, which need propensity=: pass one, or drop clip=.")
-    if position is None and propensity is None:
-        return
-    if qrels is not None or depth is not None:
-        raise ParameterError("position= and propensity= read one click log (query, item, click, position, scores): "
-                             "drop qrels= and depth=.")
-    if propensity is not None:
-        from .engine.unbiased import check_families
-
-        check_families(plan.metrics)
-
-
-def _dispatch(r: _Request) -> engine.Evaluation:
-    """A checked request to the path of its kind of data."""
-    if r.kind == "spark":
-        from .backends.spark import evaluate_spark, query_attributes
-
-        evaluation = evaluate_spark(r.data, r.plan, query=r.query, relevance=r.relevance, scores=r.scores, item=r.item,
-                                    depth=r.depth, ascending=r.ascending, qrels=r.qrels, model=r.model,
-                                    missing_queries=r.missing_queries, judged_only=r.judged_only)
-        if not r.attributes:
-            return evaluation
-        # segments and weights: the per-query values and each query's attributes are collected (as compare does)
-        attrs = query_attributes(r.data, r.query, r.by, r.weight)
-        return engine.attach(replace(evaluation, backend=None), attrs, r.by, r.weight)
-    if r.kind == "runs":
-        from .backends.local import evaluate_runs
-
-        return evaluate_runs(r.data, r.qrels, r.plan, query=r.query, relevance=r.relevance, scores=r.scores,
-                             item=r.item, model=r.model, missing_queries=r.missing_queries, depth=r.depth,
-                             judged_only=r.judged_only, threads=r.threads, ascending=r.ascending, by=r.by,
-                             weight=r.weight, backend=CPU, own_rows=r.model is not None)
-    if r.kind == "file":
-        from .backends.local import evaluate_file
-
-        return evaluate_file(r.data, r.plan, query=r.query, relevance=r.relevance, scores=r.scores,
-                                    item=r.item, depth=r.depth, threads=r.threads, chunk_rows=r.chunk_rows,
-                                    progress=r.progress, keep_per_query=r.keep_per_query, ascending=r.ascending,
-                                    by=r.by, weight=r.weight, backend=CPU)
-    return _evaluate_table(r)
-
-
-def _evaluate_table(r: _Request) -> engine.Evaluation:
-    """A table in memory: its columns read once into a grouped log, kept to evaluate other metrics."""
-    from .inputs import segments
-
-    query, item, by, weight = r.query, r.item, r.by, r.weight
-    clicks = [r.position] if r.position else []
-    clicks += [r.propensity] if isinstance(r.propensity, str) else []
-    wanted = ([query, r.relevance, *r.scores] + ([item] if item is not None else []) + ([r.model] if r.model else [])
-              + r.attributes + clicks)
-    ids = [query] + ([item] if item else []) + ([r.model] if r.model else [])
-    roles = (_roles(query, r.relevance, r.scores, item) | {name: "by" for name in by}
-             | ({weight: "weight"} if weight else {}) | ({r.position: "position"} if r.position else {})
-             | ({r.propensity: "propensity"} if isinstance(r.propensity, str) else {})
-             | ({r.model: "model"} if r.model else {}))
-    cols = read_columns(r.data, wanted, id_columns=ids, roles=roles)
-    if r.model is not None:
-        return _evaluate_stacked(r, cols)
-    rows, ips_info = _click_rows(r, cols)
-    log = build_log(cols[query], cols[r.relevance], {s: cols[s] for s in r.scores},
-                    cols[item] if item is not None else None,
-                    names=dict(query=query, relevance=r.relevance, item=item or "item"), ascending=r.ascending,
-                    borrowed=cols.borrowed, rows=rows)
-    sizes = np.diff(log.offsets)
-    if r.position is None and r.propensity is None:  # a click log's pages: the same number on every query
-        engine.warn_if_truncated(r.plan, log.n_queries, int(sizes.min()), int(sizes.max()))
-    attrs = segments.query_attributes(cols[query], cols, by, weight, query) if r.attributes else None
-    run = _TableRerun(log, r.plan.conv, attrs, tuple(by), weight, r.depth, r.threads, query, r.propensity is not None)
-    evaluation = run.evaluate(r.plan)
-    if r.position is not None or ips_info is not None:
-        evaluation = replace(evaluation, info={**evaluation.info, **_click_info(log, r, evaluation, ips_info)})
-    if getattr(r.propensity, "statistics", None) is not None:  # estimate_position_bias's curve: intervals refit it
-        evaluation = replace(evaluation, estimated_curve=r.propensity)
-    # other metrics of the same rows (Results.curves): the grouped log is kept, not read again
-    return replace(evaluation, rerun=run)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class _TableRerun:
-    """A table's grouped log evaluated (again) at other metrics (``Evaluation.rerun``): an object
-    holding its inputs, so that the results pickle."""
-
-    log: object
-    conv: Conventions
-    attrs: pd.DataFrame | None
-    by: tuple
-    weight: str | None
-    depth: int | None
-    threads: int | None
-    query: str
-    weighted: bool  # inverse propensity weights: other metrics (curves) only where they are estimable
-
-    def evaluate(self, plan: engine.Plan) -> engine.Evaluation:
-        if self.weighted:
-            from .engine.unbiased import check_families
-
-            check_families(plan.metrics)
-        evaluation = evaluate_grouped(self.log, plan, depth=self.depth, threads=self.threads, query_name=self.query)
-        return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
-
-    def __call__(self, names) -> engine.Evaluation:
-        return replace(self.evaluate(engine.make_plan(names, self.conv, clicks=self.weighted)), rerun=self)
-
-
-def _click_rows(r: _Request, cols) -> tuple[dict, dict | None]:
-    """The per-row columns of a click log (``position``, and with ``propensity`` the clicks'
-    inverse propensity weights ``ips_weight``) and what ``info["ips"]`` says about them."""
-    if r.position is None and r.propensity is None:
-        return {}, None
-    from .engine import unbiased
-    from .inputs.grouped import numeric_column
-
-    clicked = r.plan.conv.is_relevant(numeric_column(cols[r.relevance], r.relevance, "grade"))
-    if r.position is None:  # per-item propensities (popularity_propensity) need no position: a recommender's log
-        pos = np.ones(len(clicked))
-        rows = {}
-    else:
-        pos = unbiased.positions(cols[r.position], r.position)
-        unbiased.check_shown(pos, clicked, r.position)
-        rows = {"position": pos}
-    if r.propensity is None:
-        return rows, None
-    at = np.flatnonzero(clicked)  # only a click's propensity is ever read
-    if getattr(r.propensity, "statistics", None) is not None:  # an estimated curve: its reason where it has none
-        from .analysis.bias import refuse_unplaced
-
-        refuse_unplaced(r.propensity, pos[at])
-    prop, unmatched = _propensity_rows(r.propensity, pos, cols, r.item, at)
-    # every other shown candidate's propensity says how heavy-tailed the weights can be (unbiased.skewness)
-    rest = np.flatnonzero(~clicked & ~np.isnan(pos))
-    shown = np.concatenate([prop, _propensity_rows(r.propensity, pos, cols, r.item, rest, check=False)[0]])
-    w, info = unbiased.weights(pos, clicked, prop, r.clip, r.position or "position", shown=shown)
-    info["sparse_positions"] = unbiased.sparse_positions(r.propensity, pos[at]) if r.position is not None else {}
-    never = np.flatnonzero(np.isnan(pos))
-    examinable = False
-    if len(never) and isinstance(r.propensity, str):  # a randomised logger's column gives them a chance of being shown
-        p_never = _propensity_rows(r.propensity, pos, cols, r.item, never, check=False)[0]
-        examinable = bool(((p_never > 0) & (p_never <= 1)).all())
-    info["never_shown_examinable"] = examinable
-    rows["ips_weight"] = w
-    info["estimators"] = {label: FAMILIES[m.family].ips for label, m in zip(r.plan.labels, r.plan.metrics)}
-    if unmatched is not None:
-        info["clicks_on_unseen_items"] = unmatched
-    return rows, info
-
-
-def _click_info(log, r: _Request, evaluation, ips_info: dict | None) -> dict:
-    """``info["ips"]`` (the weights, and the queries the ratios average over) and ``info["clicks"]``
-    (the position column, and per model the share of its top k, at the largest cutoff, that the
-    logging ranker never showed); with propensities, the declaration that each query's value is its
-    term of an estimate (:mod:`topkeval.engine.terms`)."""
-    out: dict = {} if ips_info is None else {terms.KEY: "each query's inverse propensity weighted term of the "
-                                                        "estimate (its weighted clicks), not that query's outcome"}
-    if ips_info is not None:
-        clicked = log.relevant(r.plan.conv)
-        ips_info["queries_with_clicks"] = int((log.per_query_sum(clicked) > 0).sum())
-        ips_info["queries"] = int(log.n_queries)  # for the skewness refusal's queries needed (unbiased.py)
-        out["ips"] = ips_info
-    k = None
-    if r.position is not None:
-        from .analysis.clicks import never_shown_share
-
-        cutoffs = [m.k for m in r.plan.metrics if m.k is not None]
-        k = max(cutoffs) if cutoffs else None
-        # the item ids only where the tie rule reads them (text ids would be encoded for nothing)
-        sample = log if r.plan.conv.ties in ("item_asc", "item_desc") else log.without_items()
-        if k is not None and np.isnan(log.rows["position"]).any() and log.n_rows > _NEVER_SHOWN_EXACT_ROWS:
-            stride = -(-log.n_queries // _NEVER_SHOWN_SAMPLE)  # a note, not a metric: every stride-th query
-            sample = sample.keep_rows(np.repeat(np.arange(log.n_queries) % stride == 0, np.diff(log.offsets)))
-        never = np.isnan(sample.rows["position"])
-        out["clicks"] = {"position": r.position, "k": k,
-                         "never_shown": {m: never_shown_share(sample, r.plan.conv, m, k, never) for m in log.scores}
-                         if k is not None and never.any() else {},
-                         "never_shown_queries": int((np.diff(sample.offsets) > 0).sum())}
-    if ips_info is not None:  # what may make the estimates unreliable: said once per call, kept for the outputs
-        from .engine.unbiased import warnings_of
-        from .errors import warn
-
-        ips_info["warnings"] = warnings_of(ips_info, (out.get("clicks") or {}).get("never_shown"), k, log.n_queries)
-        for message in ips_info["warnings"].values():
-            warn(message)
-    return out
-
-
-#: Logs up to this many rows get the exact never-shown share of info["clicks"]; larger ones that of a
-#: sample of about _NEVER_SHOWN_SAMPLE queries (every stride-th), as info["clicks"] says.
-_NEVER_SHOWN_EXACT_ROWS = 2_000_000
-_NEVER_SHOWN_SAMPLE = 100_000
-
-
-def _propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray,
-                     check: bool = True) -> tuple[np.ndarray, int | None]:
-    """At rows ``at`` (the clicks; the other shown candidates with ``check=False``), the examination
-    probability that ``propensity`` gives (NaN where it gives none), and with per-item propensities
-    the rows on items they do not list (``check``: refused when none of them is listed)."""
-    from .engine.unbiased import numbers_or_missing
-
-    pos = pos[at]
-    if isinstance(propensity, str):
-        return numbers_or_missing(cols[propensity], propensity, "propensity=")[at], None
-    by_item = getattr(propensity, "by_item", None)
-    if by_item is not None:  # popularity_propensity(): per item
-        from .inputs.ids import ids_as_objects
-
-        ids = ids_as_objects(cols[item], at)
-        where = pd.Index(by_item.index).get_indexer(ids)
-        unmatched = int((where < 0).sum())
-        if check and len(at) and unmatched == len(at):
-            raise DataError(f"None of the clicked items of column {item!r} is among the items of the propensities "
-                            f"(for example {ids[0]!r}, while they list {by_item.index[0]!r}): the ids must be the same "
-                            "values of the same type (text '12' is not the number 12).")
-        return np.where(where >= 0, by_item.to_numpy(np.float64)[np.maximum(where, 0)], float(propensity.unseen)), \
-            unmatched
-    if callable(propensity) and not isinstance(propensity, Mapping):  # position -> probability, vectorised
-        try:
-            with np.errstate(all="ignore"):
-                values = np.asarray(propensity(pos.copy()), dtype=np.float64)
-        except Exception as exc:
-            raise ParameterError(f"propensity= as a function raised {type(exc).__name__}: {exc}. It must take an "
-                                 "array of positions (float64) and return an array of probabilities.") from None
-        if values.shape != pos.shape:
-            raise ParameterError("propensity= as a function must map an array of positions to an array of "
-                                 f"probabilities of the same shape; it returned shape {values.shape}.")
-        return values, None
-    curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
-    if isinstance(curve, pd.Series):
-        curve = curve.to_dict()
-    if not isinstance(curve, Mapping) or not curve:
-        raise ParameterError(f"propensity= must be a column name, a mapping position -> examination probability "
-                             f"({{1: 1.0, 2: 0.6}}), a function of the positions, or estimate_position_bias's result; "
-                             f"got {type(propensity).__name__}.")
-    bad = [k for k in curve if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= int(k) <= 2**53)]
-    if bad:
-        raise ParameterError(f"propensity= maps positions (whole numbers from 1 to 2**53) to probabilities; it has the "
-                             f"key {bad[0]!r}.")
-    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in curve.values()):
-        raise ParameterError("propensity= maps positions to probabilities (numbers in (0, 1]); a value is not a number.")
-    keys = np.array([float(k) for k in curve])
-    order = np.argsort(keys)
-    keys, values = keys[order], np.array([float(v) for v in curve.values()])[order]
-    found = np.minimum(np.searchsorted(keys, pos), len(keys) - 1)
-    return np.where(keys[found] == pos, values[found], np.nan), None
+    return Results(request.evaluate(
+        data, metrics, query, relevance, score, item, conventions=conventions, qrels=qrels, model=model,
+        missing_queries=missing_queries, depth=depth, judged_only=judged_only, chunk_rows=chunk_rows, progress=progress,
+        keep_per_query=keep_per_query, threads=threads, ascending=ascending, by=by, weight=weight, position=position,
+        propensity=propensity, clip=clip, popularity=popularity, features=features, similarity=similarity,
+        catalog=catalog, categories=categories, history=history, baseline=baseline, distance=distance, **settings))
 
 
 @validate_params(scores=Given("a matrix (numpy, torch) or a dict of them, checked by prepare()"),
@@ -876,11 +342,8 @@ def evaluate_matrix(scores, relevant, metrics=DEFAULT_MATRIX_METRICS, exclude=No
     >>> tk.evaluate_matrix(scores, edges, metrics=["recall@1", "r_precision"]).summary.iloc[0].tolist()
     [0.25, 0.5]
     """
-    conv = resolve(conventions, owner="evaluate_matrix", also=("exclude", "batch_size", "threads"), **settings)
-    from .backends.matrix import evaluate_scores
-
-    return Results(evaluate_scores(scores, relevant, engine.make_plan(metrics, conv), exclude, batch_size=batch_size,
-                                   threads=threads))
+    return Results(request.evaluate_matrix(scores, relevant, metrics, exclude, conventions=conventions,
+                                           batch_size=batch_size, threads=threads, **settings))
 
 
 @validate_params(
@@ -1176,164 +639,11 @@ def evaluate_sampled(scores, test, metrics=("recall@10", "ndcg@10"), n_negatives
                                            batch_size=batch_size, threads=threads))
 
 
-def _evaluate_stacked(r: _Request, cols) -> engine.Evaluation:
-    """A stacked table without judgments apart (``model=``, no ``qrels=``): each model's rows are a
-    log of their own, evaluated as that model's table alone would be (R: the relevant candidates
-    among its own rows), and the batches go to the one results builder."""
-    from .inputs import segments
-    from .inputs.ids import encode, take_rows
-    from .inputs.judgments import model_rows
-
-    query, item, score, model = r.query, r.item, r.scores[0], str(r.model)
-    logs = []
-    for name, rows in model_rows(cols[model], model):
-        part = {c: take_rows(cols[c], rows) for c in [query, r.relevance, score] + ([item] if item else [])}
-        logs.append(build_log(part[query], part[r.relevance], {name: part[score]}, part[item] if item else None,
-                              names=dict(query=query, relevance=r.relevance, item=item or "item"),
-                              ascending=r.ascending, borrowed=False))  # rows taken: copies, never the caller's
-    sizes = np.concatenate([np.diff(log.offsets) for log in logs])
-    engine.warn_if_truncated(r.plan, len(sizes), int(sizes.min()), int(sizes.max()))
-    codes, labels = encode(cols[query], query, "query")
-    distinct = len(labels) if labels is not None else len(np.unique(codes))
-    attrs = segments.query_attributes(cols[query], cols, r.by, r.weight, query) if r.attributes else None
-    run = _StackedRerun(tuple(logs), r.plan.conv, attrs, tuple(r.by), r.weight, r.depth, r.threads, query, distinct)
-    return replace(run.evaluate(r.plan), rerun=run)
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class _StackedRerun:
-    """A stacked table's logs (one per model) evaluated (again) at other metrics: an object holding
-    them, so that the results pickle."""
-
-    logs: tuple
-    conv: Conventions
-    attrs: pd.DataFrame | None
-    by: tuple
-    weight: str | None
-    depth: int | None
-    threads: int | None
-    query: str
-    distinct: int
-
-    def evaluate(self, plan: engine.Plan, warn: bool = True) -> engine.Evaluation:
-        from .engine.results import Kept
-
-        batches, sources = [], []
-        for log in self.logs:
-            batch, kept = engine.evaluate_grouped(log, plan, backend=CPU, depth=self.depth, threads=self.threads)
-            batches.append(batch)
-            sources += kept
-        if warn:
-            engine.warn_if_nothing_relevant(plan.conv, sum(b.relevant for b in batches))
-        info = _stacked_counts(batches, self.distinct)
-        evaluation = engine.build_results(batches, plan, query_name=self.query, info=info, sources=Kept(sources),
-                                          backend=CPU, own_rows=True)
-        return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
-
-    def __call__(self, names) -> engine.Evaluation:
-        return replace(self.evaluate(engine.make_plan(names, self.conv), warn=False), rerun=self)
-
-
-def _stacked_counts(batches, queries: int) -> dict:
-    """A stacked table's counts: each model's queries evaluated, skipped as empty and without a row
-    of its own (they add up to ``queries``), and the top-level ``evaluated`` and ``skipped_empty`` of
-    one model, the one with the most evaluated queries (named in ``counts_of_model`` where the models'
-    counts differ), so that they too add up."""
-    evaluated = {b.models[0].model: b.models[0].evaluated for b in batches}
-    skipped = {b.models[0].model: b.skipped_empty for b in batches}
-    absent = {m: queries - evaluated[m] - skipped[m] for m in evaluated}
-    first = max(evaluated, key=lambda m: evaluated[m])
-    info = {"queries": queries, "evaluated": evaluated[first], "skipped_empty": skipped[first],
-            "skipped_empty_per_model": skipped, "without_rows_per_model": absent}
-    if len({(evaluated[m], skipped[m]) for m in evaluated}) > 1:
-        info["counts_of_model"] = first
-    return info
-
-
-def evaluate_grouped(log, plan: engine.Plan, *, depth: int | None = None, threads: int | None = None,
-                     query_name: str = "query") -> engine.Evaluation:
-    """Evaluate a grouped log held in memory: the engine's batch, then its Evaluation."""
-    from .engine.results import Kept
-
-    batch, sources = engine.evaluate_grouped(log, plan, backend=CPU, depth=depth, threads=threads)
-    engine.warn_if_nothing_relevant(plan.conv, batch.relevant)
-    return engine.build_results([batch], plan, query_name=query_name, sources=Kept(sources), backend=CPU)
-
-
-def _roles(query, relevance, scores, item=None) -> dict:
-    """Which parameter names each column (for the message when one is missing)."""
-    roles = {s: "score" for s in scores}
-    roles.update({c: role for c, role in ((query, "query"), (relevance, "relevance"), (item, "item")) if c is not None})
-    return roles
-
-
-
-def _run_paths(data) -> list | None:
-    """TREC run paths given as data (one path, or a list of paths), else None."""
-    if is_trec_path(data):
-        return [data]
-    if isinstance(data, (list, tuple)) and data and all(is_trec_path(p) for p in data):
-        return list(data)
-    if isinstance(data, (list, tuple)) and data and all(isinstance(p, (str, os.PathLike)) for p in data):
-        missing = next(p for p in data if not is_trec_path(p))
-        if not os.path.exists(missing):
-            from .errors import InputFileError
-
-            raise InputFileError(f"Run file not found: '{missing}'. Check the path.")
-        raise ParameterError(f"data is a list of paths, read as TREC run files, but '{missing}' is a table file: "
-                             "give TREC run files, or one table.")
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # one ranking
 
 
-def _as_1d(values, name: str, owner: str) -> np.ndarray:
-    """One value per candidate, as given: a Python list of ints beyond 2**53 is refused rather than
-    rounded to floats by numpy (two different ids or scores would tie)."""
-    if hasattr(values, "to_numpy"):
-        values = values.to_numpy()
-    if isinstance(values, (list, tuple)) and any(
-            isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53 for v in values):
-        raise DataError(f"{name} of {owner} holds integers beyond 2**53, which a float cannot hold exactly (two "
-                        "different values could become equal, a false tie); rescale them.")
-    from .inputs.tables import _sequence
-
-    try:
-        arr = _sequence(values)
-    except DataError as exc:
-        raise DataError(f"{name} of {owner} must be a one-dimensional array of values: {exc}") from None
-    if arr.ndim != 1:
-        raise DataError(f"{name} of {owner} must be one-dimensional (one value per candidate); got shape {arr.shape}.")
-    return arr
-
-
-def _single(family: str, relevance, scores, k, *, params=(), items=None, conventions=None,
-            owner: str, **settings) -> float:
-    from .metrics.names import Metric
-
-    conv = resolve(conventions, owner=owner, also=("items", "conventions"), **settings)
-    metric = Metric(family, k, params)
-    rel = _as_1d(relevance, "relevance", owner)
-    sc = _as_1d(scores, "scores", owner)
-    if len(rel) != len(sc):
-        raise DataError(f"relevance and scores of {owner} must have the same length; got {len(rel)} and {len(sc)}.")
-    if len(rel) == 0:
-        raise DataError(f"{owner} got an empty ranking: relevance and scores have no values.")
-    if items is not None:
-        items = _as_1d(items, "items", owner)
-        if len(items) != len(rel):
-            raise DataError(f"items of {owner} must have one id per candidate; got {len(items)} for {len(rel)}.")
-    log = build_log(np.zeros(len(rel), np.int64), rel, {"score": sc}, items,
-                    names=dict(query="query", relevance="relevance", item="items"), borrowed=False)
-    plan = engine.make_plan([metric], conv)
-    batch = engine.evaluate_log(log, plan, backend=CPU, threads=1)
-    values = batch.models[0].values[str(metric)]
-    return float(values[0]) if len(values) else math.nan
-
-
-RANKING = Given("one value per candidate, read by _as_1d")
+RANKING = Given("one value per candidate, read by topkeval.request.one_ranking")
 
 _SINGLE_PARAMS = """
     Parameters
@@ -1383,8 +693,8 @@ def recall_at_k(relevance, scores, k, *, items=None, conventions=None,
     >>> recall_at_k([1, 0, 0], [0.5, 0.5, 0.1], 1)  # a tie across the cutoff: expected value
     0.5
     """
-    return _single("recall", relevance, scores, k, items=items, conventions=conventions, owner="recall_at_k",
-                   **settings)
+    return request.one_ranking("recall", relevance, scores, k, items=items, conventions=conventions,
+                               owner="recall_at_k", **settings)
 
 
 @validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
@@ -1402,8 +712,8 @@ def precision_at_k(relevance, scores, k, *, items=None, conventions=None,
     >>> precision_at_k([1, 0], [0.9, 0.1], 4), precision_at_k([1, 0], [0.9, 0.1], 4, short_lists="shrink")
     (0.25, 0.5)
     """
-    return _single("precision", relevance, scores, k, items=items, conventions=conventions,
-                   owner="precision_at_k", **settings)
+    return request.one_ranking("precision", relevance, scores, k, items=items, conventions=conventions,
+                               owner="precision_at_k", **settings)
 
 
 @validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), beta=Real(0, low_open=True),
@@ -1424,8 +734,8 @@ def fbeta_at_k(relevance, scores, k, *, beta=1.0, items=None, conventions=None,
     0.6666666666666666
     """
     family, params = ("f1", ()) if beta == 1.0 else ("fbeta", (("beta", beta),))
-    return _single(family, relevance, scores, k, params=params, items=items, conventions=conventions,
-                   owner="fbeta_at_k", **settings)
+    return request.one_ranking(family, relevance, scores, k, params=params, items=items, conventions=conventions,
+                               owner="fbeta_at_k", **settings)
 
 
 @validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
@@ -1441,7 +751,8 @@ def f1_at_k(relevance, scores, k, *, items=None, conventions=None,
     >>> f1_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3)
     0.6666666666666666
     """
-    return _single("f1", relevance, scores, k, items=items, conventions=conventions, owner="f1_at_k", **settings)
+    return request.one_ranking("f1", relevance, scores, k, items=items, conventions=conventions, owner="f1_at_k",
+                               **settings)
 
 
 @validate_params(relevance=RANKING, scores=RANKING, k=Int(1, MAX_CUTOFF), items=[RANKING, None],
@@ -1458,8 +769,8 @@ def specificity_at_k(relevance, scores, k, *, items=None, conventions=None,
     >>> specificity_at_k([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3], 3)  # one negative in the top 3
     0.5
     """
-    return _single("specificity", relevance, scores, k, items=items, conventions=conventions,
-                   owner="specificity_at_k", **settings)
+    return request.one_ranking("specificity", relevance, scores, k, items=items, conventions=conventions,
+                               owner="specificity_at_k", **settings)
 
 
 @validate_params(relevance=RANKING, scores=RANKING, items=[RANKING, None], conventions=CONVENTIONS,
@@ -1476,8 +787,8 @@ def r_precision(relevance, scores, *, items=None, conventions=None,
     >>> r_precision([1, 1, 0, 0, 1], [0.4, 0.1, 0.2, 0.5, 0.3])  # R = 3, top 3 holds 2
     0.6666666666666666
     """
-    return _single("r_precision", relevance, scores, None, items=items, conventions=conventions,
-                   owner="r_precision", **settings)
+    return request.one_ranking("r_precision", relevance, scores, None, items=items, conventions=conventions,
+                               owner="r_precision", **settings)
 
 
 for _f in (recall_at_k, precision_at_k, fbeta_at_k, f1_at_k, specificity_at_k, r_precision):

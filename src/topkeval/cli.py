@@ -13,17 +13,19 @@ import os
 import re
 import shlex
 import sys
-from pathlib import Path
 
+from . import stattests
 from .analysis.offpolicy import ESTIMATORS as OFF_POLICY_ESTIMATORS
 from .analysis.offpolicy import MIN_CLICKS, MIN_ESS
 from .conventions import PRESETS, SETTINGS
 from .errors import TopkevalError
+from .inputs.formats import FORMATS as FILE_FORMATS
+from .inputs.formats import format_of, is_gzip_name, table_suffixes
 from .outputs import formats
 from .outputs import text as report
 
 FORMATS = formats.names(general_only=True)  # the output formats' registry (outputs/formats.py), as imported
-TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
+TESTS = stattests.PAIRED
 CORRECTIONS = ("holm", "bonferroni", "bh", "none")
 DEMO_MAX_QUERIES = 100_000  # about 4 million rows of the demo log
 
@@ -219,10 +221,13 @@ def _add_input(p: argparse.ArgumentParser, positional_help: str) -> None:
 
 
 def _add_tests(p: argparse.ArgumentParser, many: bool = False) -> None:
-    choices = TESTS + (("tukey", "randomized_tukey") if many else ())
-    p.add_argument("--test", choices=choices, default=None if many else "permutation",
-                   help="paired test (default: permutation" + ("; with --all: tukey or randomized_tukey, default "
-                                                               "tukey" if many else "") + ")")
+    choices = TESTS + (stattests.ALL_PAIRS if many else ())
+    every = " or ".join(stattests.ALL_PAIRS)
+    p.add_argument("--test", choices=choices, default=None if many else stattests.default("pair"),
+                   help=f"paired test (default: {stattests.default('pair')}"
+                        + (f"; with --all: {every}, default {stattests.default('all')}" if many else "") + "): "
+                        + "; ".join(f"{t.name}: {t.description}" for t in stattests.TESTS.values()
+                                    if t.name in choices))
     p.add_argument("--correction", choices=CORRECTIONS, default="holm",
                    help="multiple-testing correction over every row (default: holm)")
     p.add_argument("--confidence", type=float, default=0.95, help="level of the intervals; a row is significant "
@@ -284,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--score", action="append", help="score column of a model to compare; repeat for several "
                      "(not with --run: every run is compared)")
     cmp.add_argument("--all", action="store_true", help="every pair of models, the family-wise error controlled "
-                     "(--test tukey, the default here, or randomized_tukey), with a compact letter display")
+                     f"(--test {stattests.default('all')}, the default here, or "
+                     f"{' or '.join(stattests.ALL_PAIRS[1:])}), with a compact letter display")
     _add_tests(cmp, many=True)
     cmp.add_argument("--format", choices=formats.names(general_only=True), default="table",
                      help=f"{', '.join(formats.names(general_only=True))} (default: table)")
@@ -510,8 +516,8 @@ def _load(args, metrics, *, scores, keep_per_query: bool, beyond: dict | None = 
                     keep_per_query=keep_per_query, **extra, **_conventions(args))
 
 
-#: the suffixes of a curve file (topkeval bias --format csv, or parquet)
-_CURVE_FILES = (".csv", ".tsv", ".parquet", ".pq")
+#: the suffixes of a curve file (topkeval bias --format csv, or parquet): the table files, uncompressed
+_CURVE_FILES = tuple(s for s in table_suffixes() if not is_gzip_name(s))
 
 
 def _propensity(text: str | None, data=None):
@@ -557,8 +563,8 @@ def _curve_file(path: str) -> dict:
     import pandas as pd
 
     try:
-        frame = pd.read_parquet(path) if path.lower().endswith((".parquet", ".pq")) else \
-            pd.read_csv(path, sep="\t" if path.lower().endswith(".tsv") else ",")
+        fmt = format_of(path)
+        frame = pd.read_csv(path, sep=fmt.delimiter) if fmt is not None and fmt.text else pd.read_parquet(path)
     except pd.errors.EmptyDataError:
         frame = pd.DataFrame()
     except Exception as exc:  # an unreadable file: said in one line
@@ -805,10 +811,10 @@ def _compare(args, out) -> int:
         return _compare_all(args, out)
     if not args.baseline:
         raise _UsageError("compare needs --baseline (the model the others are compared with), or --all (every pair)")
-    if args.test in ("tukey", "randomized_tukey"):
+    if args.test in stattests.ALL_PAIRS:
         raise _UsageError(f"--test {args.test} compares every pair of models: add --all (or choose a paired test: "
                           f"{', '.join(TESTS)})")
-    args.test = args.test or "permutation"
+    args.test = args.test or stattests.default("pair")
     check_arguments(Results.compare, test=args.test, correction=args.correction, confidence=args.confidence,
                     n_resamples=args.resamples, seed=args.seed)  # before the evaluation, not after it
     res = _load_models(args, required=True)
@@ -817,7 +823,7 @@ def _compare(args, out) -> int:
                         confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[c for c in (*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
                                "p_value", "p_adjusted", "wins", "ties", "losses") if c in table.columns]]
-    p_text = {c: (lambda p: report.p_value_text(p, args.resamples if args.test in ("permutation", "bootstrap")
+    p_text = {c: (lambda p: report.p_value_text(p, args.resamples if stattests.TESTS[args.test].resampled
                                                  else None)) for c in ("p_value", "p_adjusted")}
     title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
              f"correction, {args.confidence:.0%} intervals")
@@ -928,9 +934,10 @@ def _compare_all(args, out) -> int:
 
     if args.baseline:
         raise _UsageError("--all compares every pair of models: drop --baseline")
-    test = args.test or "tukey"
-    if test not in ("tukey", "randomized_tukey"):
-        raise _UsageError(f"--all controls the error over every pair with --test tukey or randomized_tukey, not {test}")
+    test = args.test or stattests.default("all")
+    if test not in stattests.ALL_PAIRS:
+        raise _UsageError(f"--all controls the error over every pair with --test {' or '.join(stattests.ALL_PAIRS)}, "
+                          f"not {test}")
     check_arguments(Results.compare_all, test=test, confidence=args.confidence, n_resamples=args.resamples,
                     seed=args.seed)
     if not args.run and not args.model and len(set(args.score or [])) < 2:
@@ -940,10 +947,10 @@ def _compare_all(args, out) -> int:
     table = res.compare_all(test=test, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
     shown = table[[*res.by, "metric", "model_a", "model_b", "delta", "ci_low", "ci_high", "p_value", "significant",
                    "es_e", "letters_a", "letters_b"]]
-    floor = table.attrs.get("p_floor") if test == "tukey" else None
+    floor = None if stattests.TESTS[test].resampled else table.attrs.get("p_floor")
 
     def p_text(p):
-        return report.p_value_text(p, args.resamples if test == "randomized_tukey" else None, floor=floor)
+        return report.p_value_text(p, args.resamples if stattests.TESTS[test].resampled else None, floor=floor)
 
     title = (f"every pair: {test.replace('_', ' ')} HSD, {args.confidence:.0%} simultaneous intervals; models "
              "sharing a letter are not distinguishable")
@@ -1030,17 +1037,15 @@ def _shell_path(path: str) -> str:
                           for b in os.fsencode(path)) + "'"
 
 
-#: Formats of ``topkeval demo --save``, by the file's suffix.
-_DEMO_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": ",", ".tsv": "\t"}
-
-
 def _demo_format(path: str) -> str:
-    """The format of a ``--save`` file from its suffix, or a usage error naming the suffixes read."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in _DEMO_SUFFIXES:
-        raise _UsageError(f"--save {path!r}: give a file ending in .parquet, .csv or .tsv (the formats that topkeval "
-                          "evaluate reads), such as demo.parquet")
-    return _DEMO_SUFFIXES[suffix]
+    """The format of a ``--save`` file from its suffix (``"parquet"``, or a text format's delimiter),
+    or a usage error naming the suffixes read (:mod:`topkeval.inputs.formats`, uncompressed)."""
+    fmt = format_of(path)
+    if fmt is None or is_gzip_name(path):
+        first = [f.suffixes[0] for f in FILE_FORMATS]
+        raise _UsageError(f"--save {path!r}: give a file ending in {', '.join(first[:-1])} or {first[-1]} (the "
+                          f"formats that topkeval evaluate reads), such as demo{first[0]}")
+    return fmt.delimiter if fmt.text and fmt.delimiter else fmt.name
 
 
 def _save_demo(log, path: str, kind: str, overwrite: bool) -> str:

@@ -286,7 +286,7 @@ class MatrixEvaluator:
                 raise DataError(f"the models {models} of this update have seen different numbers of rows before "
                                 f"({start}), so the running counter gives their rows different ids: pass users=.")
             return np.arange(start[models[0]], start[models[0]] + U, dtype=np.int64)
-        from .backends.matrix import _numpy
+        from .backends.matrix import as_numpy
         from .inputs.ids import check_ids
 
         if isinstance(users, (list, tuple)):
@@ -296,7 +296,7 @@ class MatrixEvaluator:
                                 f"{show(next(u for u in users if not isinstance(u, str)))} and "
                                 f"{show(next(u for u in users if isinstance(u, str)))}): give ids of one kind.")
         # a copy: the ids are read when compute() builds the results, after the caller may have reused its array
-        ids = np.array(_numpy(users) if not isinstance(users, (list, tuple)) else users)
+        ids = np.array(as_numpy(users) if not isinstance(users, (list, tuple)) else users)
         if ids.dtype.kind == "c" or ids.dtype.kind == "V":
             raise DataError(f"users must be ids (numbers or text); got dtype {ids.dtype}.")
         if ids.ndim != 1 or len(ids) != U:

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from . import stattests
 from .conventions import PRESETS, Conventions
 from .conventions import SETTINGS as CONVENTION_SETTINGS
 from .errors import ParameterError, bad_parameter, did_you_mean
@@ -650,7 +651,7 @@ class _Correction(Options):
 #: the multiple-testing correction of a comparison ("none" is None, as on the command line)
 CORRECTION = [_Correction(), None]
 #: the paired tests of a comparison
-TEST = Options("permutation", "t", "wilcoxon", "bootstrap")
+TEST = Options(*stattests.PAIRED)
 
 
 class Model(Constraint):

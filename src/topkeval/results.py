@@ -6,6 +6,7 @@ import copy
 
 import pandas as pd
 
+from . import stattests
 from .analysis import beyond as _beyond
 from .analysis import clicks as _clicks
 from .analysis import compare as _compare
@@ -14,6 +15,7 @@ from .analysis import many as _many
 from .analysis import segments as _segments
 from .analysis import views as _views
 from .engine.results import Evaluation
+from .engine.rules import KeepsRowsLazily
 from .metrics.names import MAX_CUTOFF
 from .outputs import frames as _frames
 from .params import (
@@ -195,8 +197,10 @@ class Results:
         """One row per (model, query) evaluated (see the class docstring); built on first access. The
         results of a Spark evaluation keep these on the cluster: a Spark DataFrame (lazy), collected
         by :meth:`to_pandas`."""
-        lazy = getattr(self._evaluation.backend, "lazy_per_query", None)
-        return lazy if lazy is not None else _copy(self._evaluation.per_query)
+        backend = self._evaluation.backend
+        if isinstance(backend, KeepsRowsLazily) and backend.lazy_per_query is not None:
+            return backend.lazy_per_query
+        return _copy(self._evaluation.per_query)
 
     @property
     def info(self) -> dict:
@@ -443,7 +447,7 @@ class Results:
                                      n_resamples=n_resamples, seed=seed)
 
     @validate_params(metric=MetricName(), delta=Real(0, low_open=True), power=Real(0, 1, low_open=True, high_open=True),
-                     alpha=Real(0, 1, low_open=True, high_open=True), test=Options("paired_t", "anova"))
+                     alpha=Real(0, 1, low_open=True, high_open=True), test=Options(*stattests.POWER))
     def queries_needed(self, metric: str, delta: float, *, power: float = 0.8, alpha: float = 0.05,
                        test: str = "paired_t") -> pd.DataFrame:
         """Topic set size design: how many queries detect a difference ``delta`` of ``metric`` with

@@ -33,6 +33,7 @@ from typing import NoReturn
 import numpy as np
 import pandas as pd
 
+from ..engine.rules import RanksAgain
 from ..errors import ParameterError, show, warn
 
 _WHO = "beyond_accuracy"
@@ -243,7 +244,7 @@ class _Lists:
         conv = evaluation.conventions
         sources = evaluation.sources
         # the backends that can rank a query's rows again (query_ranking: side_by_side's) keep them
-        if conv is None or sources is None or not hasattr(evaluation.backend, "query_ranking"):
+        if conv is None or sources is None or not isinstance(evaluation.backend, RanksAgain):
             raise ParameterError(f"{owner} reads each model's top k again, which these results do not keep "
                                  "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or "
                                  "per-query values given to Results.from_per_query): evaluate the log as a table in "

@@ -89,19 +89,6 @@ def refit(bias: PositionBias, counts: np.ndarray) -> np.ndarray:
     return np.minimum(bias.statistics.fit(counts, bias.curve["propensity"].to_numpy()), 1.0)
 
 
-def refuse_unplaced(bias, positions: np.ndarray) -> None:
-    """Refuse clicks at positions the curve could not estimate, with the curve's reason."""
-    curve = bias.curve
-    at = curve.index.get_indexer(np.unique(positions))
-    hit = at[at >= 0]
-    hit = hit[~(curve["propensity"].to_numpy()[hit] > 0)]
-    if len(hit):
-        where = int(curve.index[hit[0]])
-        raise DataError(f"A click at position {where}, which the estimated curve cannot place ({curve['note'].iloc[hit[0]]}"
-                        "): drop the clicks there (or the positions beyond it, max_position= in estimate_position_bias "
-                        "and the same rows of the log), or estimate the curve from a log that shows more there.")
-
-
 @dataclass(frozen=True)
 class ItemPropensity:
     """Per-item observation propensities (:func:`popularity_propensity`), for

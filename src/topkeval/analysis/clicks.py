@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..backends.clicks import never_shown_share
 from ..engine import make_plan
 from ..engine.aggregate import weighted_mean
 from ..engine.rules import comparable_scores, threshold, tie_rule
@@ -215,22 +216,6 @@ def _inclusion(log, conv, model: str, k: int, rows: np.ndarray) -> np.ndarray:
     grades = log.grades.astype(np.float64, copy=False)
     kq = np.full(log.n_queries, int(min(k, 1 << 40)), np.int64)
     return cpu.inclusion(log.offsets, scores, rows, grades, items, threshold(conv), tie, kq)
-
-
-def never_shown_share(log, conv, model: str, k: int, never: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """The mean share of the model's top min(k, n) filled by candidates the logging ranker never
-    showed (``never``), over the queries with a candidate; weighted with ``weights``."""
-    from ..backends.cpu import CPU
-
-    inside = CPU.expected_in_top(log, conv, model, k, never)
-    q = np.repeat(np.arange(log.n_queries), np.diff(log.offsets))
-    scores = comparable_scores(log.scores[model], conv)
-    n_kept = np.bincount(q, weights=(scores >= threshold(conv)).astype(np.float64), minlength=log.n_queries)
-    den = np.minimum(float(k), n_kept)
-    ok = den > 0
-    if not ok.any():
-        return float("nan")
-    return weighted_mean(inside[ok] / den[ok], None if weights is None else weights[ok])
 
 
 def _ratio_bounds(log, conv, model: str, metric, never: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -69,6 +69,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from .. import stattests
 from ..engine import terms as _terms
 from ..engine.aggregate import scaled_weights, total_weight, unscale, value_shift, weighted_mean
 from ..engine.unbiased import check_decision
@@ -79,7 +80,7 @@ from .many import all_equal as _all_equal
 from .sampled import without_interval
 from .segments import groups
 
-TESTS = ("permutation", "t", "wilcoxon", "bootstrap")
+TESTS = stattests.PAIRED
 #: the intervals of compare (of a difference) and summary_ci (of a mean)
 INTERVALS = ("bootstrap", "t")
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
@@ -156,29 +157,51 @@ def _exact_sign_flip_p(d: np.ndarray) -> float:
 
 def _p_value(test: str, d: np.ndarray, m: np.ndarray, b: np.ndarray, perm_stats, boot_stats, n_resamples: int,
              w: np.ndarray | None = None, stud: tuple | None = None) -> float:
+    """The p-value of H0 "no difference" by ``test`` (its implementation registered below)."""
     wd = d if w is None else w * d
     if np.all(wd == 0):
         return 1.0
-    if len(d) < 2:
+    if len(d) < stattests.TESTS[test].min_n:
         return math.nan
+    return stattests.implementation(test)(d, m, b, wd, w, perm_stats, boot_stats, n_resamples, stud)
+
+
+@stattests.implement("t")
+def _t_p(d, m, b, wd, w, perm_stats, boot_stats, n_resamples, stud) -> float:
     from scipy import stats
 
-    if test == "t":
-        if _all_equal(d):  # every query differs by the same amount: t is infinite (scipy warns instead)
-            return 0.0
-        return float(stats.ttest_rel(m, b).pvalue)
-    if test == "wilcoxon":
-        return float(stats.wilcoxon(m, b, zero_method="wilcox").pvalue)
+    if _all_equal(d):  # every query differs by the same amount: t is infinite (scipy warns instead)
+        return 0.0
+    return float(stats.ttest_rel(m, b).pvalue)
+
+
+@stattests.implement("wilcoxon")
+def _wilcoxon_p(d, m, b, wd, w, perm_stats, boot_stats, n_resamples, stud) -> float:
+    from scipy import stats
+
+    return float(stats.wilcoxon(m, b, zero_method="wilcox").pvalue)
+
+
+def _observed(d: np.ndarray, wd: np.ndarray, w: np.ndarray | None) -> tuple[float, float, float]:
+    """(the mean difference, its size, the tolerance a resampled statistic's size is counted within)."""
     mean = float(d.mean()) if w is None else float(wd.sum() / w.sum())
-    observed = abs(mean)
-    tol = 1e-12 * max(1.0, observed)
-    if test == "permutation":
-        if perm_stats is None:
-            return _exact_sign_flip_p(wd)  # the weighted statistic is mean(w d) scaled by n / sum(w)
-        return float((1 + np.sum(np.abs(perm_stats) >= observed - tol)) / (1 + n_resamples))
+    return mean, abs(mean), 1e-12 * max(1.0, abs(mean))
+
+
+@stattests.implement("permutation")
+def _permutation_p(d, m, b, wd, w, perm_stats, boot_stats, n_resamples, stud) -> float:
+    if perm_stats is None:
+        return _exact_sign_flip_p(wd)  # the weighted statistic is mean(w d) scaled by n / sum(w)
+    _, observed, tol = _observed(d, wd, w)
+    return float((1 + np.sum(np.abs(perm_stats) >= observed - tol)) / (1 + n_resamples))
+
+
+@stattests.implement("bootstrap")
+def _bootstrap_p(d, m, b, wd, w, perm_stats, boot_stats, n_resamples, stud) -> float:
     if stud is not None:  # the studentized bootstrap (bootstrap-t): |T*| against |T|, a NaN T* counted as extreme
         return float((1 + np.sum(~(np.abs(stud[1]) < abs(stud[0]) * (1 - 1e-12)))) / (1 + n_resamples))
     # bootstrap: shift the resampled means to the null hypothesis (a resample without weight counts as extreme)
+    mean, observed, tol = _observed(d, wd, w)
     shifted = np.abs(boot_stats - mean)
     return float((1 + np.sum(~(shifted < observed - tol))) / (1 + n_resamples))
 
@@ -330,9 +353,9 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     check_decision(results.info, "compare", metrics)  # click estimates clipped or too skewed: no interval, no verdict
 
     weight = results.weight
-    if weight and test in ("t", "wilcoxon"):
+    if weight and not stattests.TESTS[test].weighted:
         raise ParameterError(f"test={test!r} has no weighted form; with query weights (weight=) use "
-                             "test='permutation' (weighted sign flips) or test='bootstrap' (weighted resampling).")
+                             f"{stattests.choices(stattests.names('pair', weighted=True))}.")
     if weight and interval == "t":
         raise ParameterError("interval='t' has no weighted form; with query weights (weight=) use "
                              "interval='bootstrap' (weighted resampling).")
@@ -443,14 +466,15 @@ def _resamples(rows: list[dict], weighted: bool, test: str, n_resamples: int, rn
     # weighted: the resampled ratio sum(c w d) / sum(c w) (c: bootstrap counts), and sign flips of w d
     blocks = [np.column_stack([rows[i]["w"] * diffs[i], rows[i]["w"]]) if weighted else diffs[i][:, None]
               for i in live]
-    if test == "bootstrap":  # the columns the resample's standard error needs (the same draws: d decides them)
+    draws = stattests.TESTS[test].draws
+    if draws == "bootstrap-t":  # the columns the resample's standard error needs (the same draws: d decides them)
         blocks = [np.column_stack([block, _spread_columns(diffs[i], rows[i]["w"])]) for block, i in zip(blocks, live)]
     # each row's resamples keyed by what it compares: the same whichever other rows the call holds
     keys = {i: (tuple(rows[i]["key"].items()), rows[i]["model"], rows[i]["metric"]) for i in live}
     boot: dict = {}
     perm: dict = {}
     stud: dict = {}
-    flipped = [i for i in live if test == "permutation" and not (len(diffs[i]) <= _EXACT_MAX_N
+    flipped = [i for i in live if draws == "sign flips" and not (len(diffs[i]) <= _EXACT_MAX_N
                                                                 and 2 ** len(diffs[i]) <= n_resamples)]
     at = {i: j for j, i in enumerate(live)}
     # the bootstrap and the sign flips in one parallel pass (as if one after the other, with rng)
@@ -466,7 +490,7 @@ def _resamples(rows: list[dict], weighted: bool, test: str, n_resamples: int, rn
                 boot[i] = sums[j][:, 0] / sums[j][:, 1]
         else:
             boot[i] = sums[j][:, 0] / n
-        if test == "bootstrap":
+        if draws == "bootstrap-t":
             stud[i] = _studentized(diffs[i], rows[i]["w"], sums[j][:, 2 if weighted else 1:])
     for j, i in enumerate(flipped):
         n = len(diffs[i])

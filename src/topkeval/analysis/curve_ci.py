@@ -38,6 +38,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from .. import stattests
 from ..errors import ParameterError
 
 #: Evaluation -> (positions, {(model, label): DataFrame of S by query}); computed once per evaluation.
@@ -63,11 +64,13 @@ def refuse(ev, owner: str) -> None:
 
 
 def check_test(test: str) -> None:
-    if test in ("t", "wilcoxon"):
+    """Refuse a test that cannot resample the estimated curve's queries (:mod:`topkeval.stattests`)."""
+    if not stattests.TESTS[test].refits_curve:
+        usable = " or ".join(f"test={name!r}" for name in stattests.names("pair", refits_curve=True))
         raise ParameterError(f"test={test!r} takes the per-query differences as the only source of noise, but these "
                              "results weigh the clicks by a curve estimated by estimate_position_bias, whose own "
-                             "uncertainty it would leave out: use test='permutation' or test='bootstrap' (both "
-                             f"resample the curve's queries too), or {KNOWN}.")
+                             f"uncertainty it would leave out: use {usable} (both resample the curve's queries too), "
+                             f"or {KNOWN}.")
 
 
 def position_sums(ev) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -268,12 +271,13 @@ def compare_resamples(ev, rows: list[dict], test: str, n_resamples: int, seed) -
         u = r["w"]
         blocks.append((q, S, u))
         D.append(S.mean(axis=0) if u is None else (u[:, None] * S).sum(axis=0) / u.sum())
-    boot_list, deviation = resamples(ev, blocks, n_resamples, seed, D if test == "permutation" else None)
+    signed = stattests.TESTS[test].draws == "sign flips"  # the permutation test's sign flips
+    boot_list, deviation = resamples(ev, blocks, n_resamples, seed, D if signed else None)
     # reflected about the estimate: their percentiles are the basic bootstrap interval (the bootstrap
     # test's |boot - estimate| is the same either way)
     boot = {i: 2 * float(d @ weights) - b for i, d, b in zip(live, D, boot_list)}
     perm: dict = {}
-    if test == "permutation":
+    if signed:
         for j, i in enumerate(live):
             q, S, u = blocks[j]
             r = rows[i]  # each row's signs seeded by what it compares: the same whichever rows the call holds

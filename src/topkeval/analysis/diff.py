@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..engine.rules import ReadsItemsChanged
 from ..engine.terms import check_outcomes
 from ..errors import ParameterError, did_you_mean
 
@@ -36,8 +37,9 @@ def diff(ev, baseline: str, model: str, metric: str, items: bool = True) -> pd.D
     queries = a.index.intersection(b.index, sort=False)
     out = pd.DataFrame({qn: queries, "baseline": a.loc[queries].to_numpy(), "model": b.loc[queries].to_numpy()})
     out["delta"] = out["model"] - out["baseline"]
-    changed = getattr(ev.backend, "items_changed", None)
-    found = changed(ev, baseline, model, ev.info["metric_names"].get(metric, metric)) if items and changed else None
+    backend = ev.backend
+    found = backend.items_changed(ev, baseline, model, ev.info["metric_names"].get(metric, metric)) \
+        if items and isinstance(backend, ReadsItemsChanged) else None
     if found is not None:
         gained, lost = found
         out["gained"] = [gained.get(q, []) for q in out[qn]]

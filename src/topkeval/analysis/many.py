@@ -43,6 +43,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .. import stattests
 from ..engine.aggregate import unscale, value_shift
 from ..engine.unbiased import check_decision
 from ..errors import ParameterError, plural
@@ -50,7 +51,7 @@ from ..metrics.names import is_bounded
 from . import curve_ci
 from .segments import groups
 
-ALL_TESTS = ("tukey", "randomized_tukey")
+ALL_TESTS = stattests.ALL_PAIRS
 
 #: the smallest Tukey p-value told apart: scipy's integral of the studentized range is good to
 #: about 1e-12 (further in the tail it gives 6.72e-13 whatever q, or 0). A smaller p is given as
@@ -197,11 +198,12 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
             v_e = float(anova_table(X).loc["residual", "mean_sq"])
             means = X.mean(axis=0)
             diffs = np.array([means[a] - means[b] for a, b in pairs])
-            if test == "tukey" and not v_e > 0:
+            studentized = not stattests.TESTS[test].resampled  # Tukey's HSD; else the randomized one
+            if studentized and not v_e > 0:
                 # no residual: every query moves every model alike, and each difference is exact
                 p = np.where(np.abs(diffs) > 0, 0.0, 1.0)
                 halves = np.zeros(len(pairs))
-            elif test == "tukey":
+            elif studentized:
                 se = math.sqrt(v_e / n)
                 p = np.maximum(_studentized_sf(np.abs(diffs) / se, m, (m - 1) * (n - 1)), P_FLOOR)
                 halves = np.full(len(pairs), _q_critical(float(confidence), m, (m - 1) * (n - 1)) * se)
@@ -220,7 +222,7 @@ def compare_all(results, metric=None, *, test: str = "tukey", confidence: float 
                              "letters_a": letters[models[a]], "letters_b": letters[models[b]], "n_queries": n})
     frame = pd.DataFrame(rows)
     frame.attrs.update(test=test, confidence=confidence, n_resamples=n_resamples,
-                       p_floor=P_FLOOR if test == "tukey" else 1.0 / (1 + n_resamples))
+                       p_floor=1.0 / (1 + n_resamples) if stattests.TESTS[test].resampled else P_FLOOR)
     return frame
 
 
@@ -364,7 +366,8 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                          "variance": math.nan, "queries_needed": math.nan, "queries_now": n, "power_now": math.nan,
                          "detectable_delta": math.nan})
             continue
-        if test == "paired_t":
+        paired = test == stattests.default("power")  # the paired t-test; else the F-test of every model
+        if paired:
             variance = float(np.var(X[:, 1] - X[:, 0], ddof=1)) if m == 2 else 2 * float(
                 anova_table(X).loc["residual", "mean_sq"])
             power_at = _paired_t_power
@@ -378,7 +381,7 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
             raise ParameterError(f"{label} does not vary between the models from query to query (variance 0): any "
                                  "difference is detected with 2 queries, and none can be sized.")
         needed = _fewest(lambda k, f=power_at, v=variance: f(k, delta, v, alpha), power)
-        if test == "paired_t":
+        if paired:
             detectable = detectable_nc(n - 1, float(alpha), float(power)) * math.sqrt(variance / n)
         else:
             detectable = _smallest_delta(lambda d, f=power_at, v=variance, k=n: f(k, d, v, alpha), power,

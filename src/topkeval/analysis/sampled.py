@@ -310,10 +310,10 @@ class HeldOutRanks:
 
 def held_out_ranks(S, draws: Draws, conv) -> HeldOutRanks:
     """j and a of every held-out item of the model scoring ``S``."""
-    from ..backends.matrix import _gather
+    from ..backends.matrix import gather
 
     users = draws.users[draws.pos_query]
-    s_pos = _comparable(_gather(S, users, draws.pos_item), conv)
+    s_pos = _comparable(gather(S, users, draws.pos_item), conv)
     expected = conv.ties == "expected"
     k_pos = tie_keys(draws.seed, users, draws.pos_item, draws.n_items) if expected else None
     item_key = _item_keys(draws.pos_item, conv, draws.n_items)
@@ -340,7 +340,7 @@ def held_out_ranks(S, draws: Draws, conv) -> HeldOutRanks:
         b = min(len(users), a + step)
         items = draws.negatives[a:b]
         rows = np.repeat(users[a:b], m)
-        s_neg = _comparable(_gather(S, rows, items.ravel()), conv).reshape(b - a, m)
+        s_neg = _comparable(gather(S, rows, items.ravel()), conv).reshape(b - a, m)
         k_neg = tie_keys(draws.seed, rows, items.ravel(), draws.n_items).reshape(b - a, m) if expected else None
         up = _above(s_neg, s_pos[a:b, None], _item_keys(items, conv, draws.n_items), item_key[a:b, None], k_neg,
                     None if k_pos is None else k_pos[a:b, None], conv.ties)
@@ -620,7 +620,7 @@ def _evaluate_log(log, plan, threads):
 def sampled_log(prepared, draws: Draws):
     """The sampled lists of every user as one grouped log: its held-out relevant items and the
     distinct items drawn for any of them, in item order, with every model's scores."""
-    from ..backends.matrix import _gather
+    from ..backends.matrix import gather
     from ..inputs.grouped import GroupedLog
 
     I = draws.n_items
@@ -637,7 +637,7 @@ def sampled_log(prepared, draws: Draws):
     grades = np.where(found, rel.data[np.minimum(at, len(rel.data) - 1)] if len(rel.data) else 0.0, 0.0)
     scores = {}
     for model, S in prepared.models.items():
-        values = _gather(S, row_user, row_item)
+        values = gather(S, row_user, row_item)
         if not np.isfinite(values).all():
             raise DataError(f"the scores of model {model!r} hold NaN or infinite values at a held-out item or a "
                             "sampled negative; every score of a candidate must be finite (excluded cells may hold "

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ..engine.rules import RanksAgain
 from ..errors import ParameterError, TopkevalWarning, did_you_mean, show
 from ..inputs.ids import find_id
 
@@ -107,7 +108,7 @@ def side_by_side(results, query, k: int = 20, baseline: str | None = None, model
     shown = [baseline] if model is None or model == baseline else [baseline, model]
     conv: Conventions | None = results.conventions
     backend = results.backend  # the backend that computed the results orders the candidates again
-    if conv is None or results.sources is None or not hasattr(backend, "query_ranking"):
+    if conv is None or results.sources is None or not isinstance(backend, RanksAgain):
         raise ParameterError("side_by_side reads each model's candidates again, which these results do not keep "
                              "(a score matrix, a Spark DataFrame, a file streamed with keep_per_query=False, or per-query values "
                              "given to Results.from_per_query): "

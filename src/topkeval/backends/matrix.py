@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import DataError, show, warn
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.select import select_top
+from .plugins import BackendPlugin
 
 
 def _is_torch(x) -> bool:
@@ -40,7 +41,7 @@ def _is_edge_list(values) -> bool:
     return isinstance(values, tuple) and len(values) in (2, 3)
 
 
-def _numpy(x) -> np.ndarray:
+def as_numpy(x) -> np.ndarray:
     if _is_torch(x):
         _refuse_meta(x, "a tensor")
         x = x.to_dense() if _is_sparse_tensor(x) else x
@@ -106,7 +107,7 @@ def _to_csr(values, shape, name: str):
                         "From {user: [items]}: users = np.repeat(list(d), [len(v) for v in d.values()]); "
                         "items = np.concatenate([list(v) for v in d.values()]); pass (users, items).")
     if _is_edge_list(values):
-        parts = [_numpy(v) for v in values]
+        parts = [as_numpy(v) for v in values]
         if any(p.ndim != 1 or len(p) != len(parts[0]) for p in parts):
             raise DataError(f"{name} as an edge list (users, items[, grades]) needs 1-D arrays of one length; got "
                             f"shapes {[p.shape for p in parts]}.")
@@ -219,6 +220,18 @@ def _select_torch(S, depth: int, masked: bool = True):
     cols = idx[:, 1].to(torch.int32) if S.shape[1] < 2**31 else idx[:, 1]
     rows = np.repeat(np.arange(S.shape[0], dtype=np.int64), counts.cpu().numpy())
     return rows, cols.cpu().numpy(), vals.cpu().numpy().astype(np.float64)
+
+
+def is_matrix(data, plan=None) -> bool:
+    """A score matrix: a 2-D numpy array or torch tensor (a dict is a table of columns; the dict of
+    matrices that :func:`topkeval.evaluate_matrix` takes, one per model, is told apart there)."""
+    kind = type(data).__module__.split(".")[0]
+    return kind in ("numpy", "torch") and getattr(data, "ndim", 0) == 2
+
+
+def evaluate_request(r):
+    """A checked request of ``evaluate_matrix`` (:class:`topkeval.request.MatrixRequest`)."""
+    return evaluate_scores(r.scores, r.relevant, r.plan, r.exclude, batch_size=r.batch_size, threads=r.threads)
 
 
 def evaluate_scores(scores, relevant, plan, exclude=None, *, batch_size: int | None = None,
@@ -662,7 +675,7 @@ class MatrixBackend:
             removed += below.sum(1).cpu().numpy() if torch_input else below.sum(1)
             # relevant items scoring below score_threshold leave the candidates but stay in R
             r_users = np.repeat(np.arange(users, dtype=np.int64), np.diff(rel.indptr))
-            r_scores = _gather(S, r_users, rel.indices)
+            r_scores = gather(S, r_users, rel.indices)
             rel_ret = np.bincount(r_users[conv.is_relevant(rel.data) & (r_scores >= thr)], minlength=users)
             S[below] = -math.inf
         return S, removed, rel_ret
@@ -823,7 +836,7 @@ def _threshold_in(S, thr: float) -> float:
     return float(t)
 
 
-def _gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+def gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
     if _is_torch(S):
         import torch
 
@@ -831,3 +844,11 @@ def _gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         i = torch.as_tensor(items, device=S.device)
         return S[u, i].double().cpu().numpy()
     return np.asarray(S)[users, items].astype(np.float64)
+
+
+#: The matrix backend as the dispatcher sees it (registered in :mod:`topkeval.backends`).
+PLUGIN = BackendPlugin(
+    "matrix", "a score matrix (users x items)", is_matrix, frozenset({"matrices"}),
+    hints={"rows": "evaluate_matrix(scores, relevant) evaluates a score matrix; evaluate() takes a table of (query, "
+                   "relevance, score) rows"},
+    evaluate=evaluate_request)

@@ -43,6 +43,7 @@ from .. import engine
 from ..errors import DataError, TopkevalError, TopkevalWarning, warn
 from ..metrics.define import ensure, shipped
 from .cpu import CPU, items_changed
+from .plugins import BackendPlugin
 
 #: Most per-query rows (models x queries) that compare / summary_ci / diff collect to the driver.
 MAX_COLLECT = 50_000_000
@@ -62,9 +63,10 @@ def read_parquet(path, master: str):
         raise InputFileError("--spark needs pyspark: pip install pyspark (or pip install '.[spark]' in topkeval's checkout), and Java 17.") from None
     if "://" not in str(path):  # a local path (Spark reads s3a://, hdfs://... itself)
         from ..inputs import input_path
+        from ..inputs.formats import PARQUET, format_of
 
         path = input_path(path, "the parquet data")
-        if not str(path).rstrip("/").endswith((".parquet", ".pq")) and not os.path.isdir(path):
+        if format_of(str(path).rstrip("/")) is not PARQUET and not os.path.isdir(path):
             raise InputFileError(f"--spark reads parquet (a file or a directory of them); got '{path}'.")
     session = SparkSession.getActiveSession()
     if session is None:
@@ -125,11 +127,24 @@ def start_session(master: str):
     return session
 
 
-def is_spark(data) -> bool:
+def is_spark(data, plan=None) -> bool:
     """A pyspark DataFrame (classic or Spark Connect), recognised without importing pyspark."""
-    from . import select
+    return type(data).__module__.startswith("pyspark.") and hasattr(data, "mapInArrow")
 
-    return select(data) == "spark"
+
+def evaluate_request(r) -> engine.Evaluation:
+    """A checked request (:class:`topkeval.request.Request`) of a Spark DataFrame: evaluated on the
+    cluster; with segments or weights, the per-query values and each query's attributes are
+    collected (as compare does)."""
+    from dataclasses import replace
+
+    evaluation = evaluate_spark(r.data, r.plan, query=r.query, relevance=r.relevance, scores=r.scores, item=r.item,
+                                depth=r.depth, ascending=r.ascending, qrels=r.qrels, model=r.model,
+                                missing_queries=r.missing_queries, judged_only=r.judged_only)
+    if not r.attributes:
+        return evaluation
+    attrs = query_attributes(r.data, r.query, r.by, r.weight)
+    return engine.attach(replace(evaluation, backend=None), attrs, r.by, r.weight)
 
 
 def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str | None, scores: list[str], item: str | None,
@@ -531,3 +546,15 @@ def query_attributes(df, query: str, by: list[str], weight: str | None):
         columns[c] = np.array([np.nan if v is None else v for v in values], dtype=np.float64) if c == weight \
             else pd.array(values, dtype=object)
     return attributes_by_code(np.arange(len(rows)), labels, columns, list(by), weight, query)
+
+
+#: The Spark backend as the dispatcher sees it (registered in :mod:`topkeval.backends`).
+PLUGIN = BackendPlugin(
+    "spark", "a Spark DataFrame", is_spark, frozenset({"rows", "judgments", "segments"}),
+    hints={"streaming": "a Spark DataFrame is evaluated partition by partition already: drop chunk_rows",
+           "stacked": "a stacked Spark table with a relevance column is not supported: evaluate each model's rows, "
+                      "or pass qrels= (judgments apart)",
+           "clicks": "a click log is read as one table in memory: read it into a table first (toPandas(), or "
+                     "write it to parquet)",
+           "matrices": "evaluate_matrix takes numpy or torch matrices"},
+    evaluate=evaluate_request)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -62,6 +62,31 @@ class Backend(Protocol):
 
     def compute(self, batch, model: str, plan: Plan, judgments: Judgments,
                 threads: int | None = None, shared: dict | None = None) -> QueryStats: ...
+
+
+@runtime_checkable
+class RanksAgain(Protocol):
+    """A backend that orders a query's rows again as its kernel did (``Evaluation.backend``):
+    :meth:`~topkeval.Results.side_by_side` and the beyond-accuracy metrics read each top k through
+    it (:class:`~topkeval.backends.cpu.CpuBackend`)."""
+
+    def query_ranking(self, log: GroupedLog, R, q: int, conv: Conventions, model: str, k: int): ...
+
+
+@runtime_checkable
+class ReadsItemsChanged(Protocol):
+    """A backend that reads the rows again for :meth:`~topkeval.Results.diff`'s gained and lost items
+    (:class:`~topkeval.backends.cpu.CpuBackend`, the Spark backend's rows)."""
+
+    def items_changed(self, evaluation, baseline: str, model: str, metric: str): ...
+
+
+@runtime_checkable
+class KeepsRowsLazily(Protocol):
+    """A backend whose per-query table stays where it was computed (a Spark DataFrame on the
+    cluster), given as it is by :attr:`~topkeval.Results.per_query`."""
+
+    lazy_per_query: object
 
 
 #: The gains that mark unjudged candidates rather than grade them (:class:`~topkeval.metrics.DcgSpec`).

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .. import stattests
 from ..errors import ParameterError
 
 #: the key of ``info`` that declares per-query values to be terms of an estimate
 KEY = "per_query_terms"
 
 #: tests that rank the paired differences: they take each query's value as its outcome
-RANK_TESTS = ("wilcoxon",)
+RANK_TESTS = stattests.names("pair", ranks=True)
 
 
 def estimator_terms(info: Mapping | None) -> str | None:
@@ -56,9 +57,16 @@ def check_test(info: Mapping | None, test: str, owner: str) -> None:
         raise ParameterError(f"test={test!r} ranks the paired per-query differences as outcomes, but these results' "
                              f"per-query values are {terms}: a signed-rank test of them does not test the estimates' "
                              f"difference (in simulation it rejected a true null far above its level). {owner} with "
-                             "test='permutation' (the default), 't' or 'bootstrap': each tests the mean difference of "
-                             "the terms, which is the estimates' difference (validated by simulation: "
-                             "docs/how-to/off-policy.md).")
+                             f"{_mean_tests()}: each tests the mean difference of the terms, which is the estimates' "
+                             "difference (validated by simulation: docs/how-to/off-policy.md).")
+
+
+def _mean_tests() -> str:
+    """The paired tests of the mean difference, as the message lists them: ``test='permutation' (the
+    default), 't' or 'bootstrap'``."""
+    tests = [f"{name!r}" + (" (the default)" if name == stattests.default("pair") else "")
+             for name in stattests.PAIRED if name not in RANK_TESTS]
+    return "test=" + ", ".join(tests[:-1]) + " or " + tests[-1]
 
 
 def check_outcomes(info: Mapping | None, owner: str, instead: str) -> None:

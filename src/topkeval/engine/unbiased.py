@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ColumnError, DataError, ParameterError, plural
 from ..metrics import FAMILIES
@@ -350,6 +352,79 @@ def warnings_of(ips: dict, never_shown: dict | None, k: int | None, queries: int
             "curve as if it were known are too narrow. Estimate it from more impressions, or leave those positions out "
             "of the evaluation.")
     return out
+
+
+def propensity_rows(propensity, pos: np.ndarray, cols, item, at: np.ndarray,
+                    check: bool = True) -> tuple[np.ndarray, int | None]:
+    """At rows ``at`` (the clicks; the other shown candidates with ``check=False``), the examination
+    probability that ``propensity`` gives (NaN where it gives none), and with per-item propensities
+    the rows on items they do not list (``check``: refused when none of them is listed).
+
+    ``propensity`` is a column of ``cols`` (per-row probabilities), per-item propensities (an object
+    with ``by_item``, a pandas Series item -> propensity, and ``unseen``: ``popularity_propensity``'s
+    result), a function of the positions, a mapping position -> probability, or an object with a
+    ``propensities`` mapping (``estimate_position_bias``'s result). ``pos``: every row's position.
+    """
+    pos = pos[at]
+    if isinstance(propensity, str):
+        return numbers_or_missing(cols[propensity], propensity, "propensity=")[at], None
+    by_item = getattr(propensity, "by_item", None)
+    if by_item is not None:  # popularity_propensity(): per item
+        from ..inputs.ids import ids_as_objects
+
+        ids = ids_as_objects(cols[item], at)
+        where = pd.Index(by_item.index).get_indexer(ids)
+        unmatched = int((where < 0).sum())
+        if check and len(at) and unmatched == len(at):
+            raise DataError(f"None of the clicked items of column {item!r} is among the items of the propensities "
+                            f"(for example {ids[0]!r}, while they list {by_item.index[0]!r}): the ids must be the same "
+                            "values of the same type (text '12' is not the number 12).")
+        return np.where(where >= 0, by_item.to_numpy(np.float64)[np.maximum(where, 0)], float(propensity.unseen)), \
+            unmatched
+    if callable(propensity) and not isinstance(propensity, Mapping):  # position -> probability, vectorised
+        try:
+            with np.errstate(all="ignore"):
+                values = np.asarray(propensity(pos.copy()), dtype=np.float64)
+        except Exception as exc:
+            raise ParameterError(f"propensity= as a function raised {type(exc).__name__}: {exc}. It must take an "
+                                 "array of positions (float64) and return an array of probabilities.") from None
+        if values.shape != pos.shape:
+            raise ParameterError("propensity= as a function must map an array of positions to an array of "
+                                 f"probabilities of the same shape; it returned shape {values.shape}.")
+        return values, None
+    curve = getattr(propensity, "propensities", propensity)  # estimate_position_bias()'s result, or a mapping
+    if isinstance(curve, pd.Series):
+        curve = curve.to_dict()
+    if not isinstance(curve, Mapping) or not curve:
+        raise ParameterError(f"propensity= must be a column name, a mapping position -> examination probability "
+                             f"({{1: 1.0, 2: 0.6}}), a function of the positions, or estimate_position_bias's result; "
+                             f"got {type(propensity).__name__}.")
+    bad = [k for k in curve if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 1 <= int(k) <= 2**53)]
+    if bad:
+        raise ParameterError(f"propensity= maps positions (whole numbers from 1 to 2**53) to probabilities; it has the "
+                             f"key {bad[0]!r}.")
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in curve.values()):
+        raise ParameterError("propensity= maps positions to probabilities (numbers in (0, 1]); a value is not a number.")
+    keys = np.array([float(k) for k in curve])
+    order = np.argsort(keys)
+    keys, values = keys[order], np.array([float(v) for v in curve.values()])[order]
+    found = np.minimum(np.searchsorted(keys, pos), len(keys) - 1)
+    return np.where(keys[found] == pos, values[found], np.nan), None
+
+
+def refuse_unplaced(bias, positions: np.ndarray) -> None:
+    """Refuse clicks at positions an estimated curve (``estimate_position_bias``'s result: its
+    ``curve`` table, with ``propensity`` and ``note`` columns by position) could not estimate, with
+    the curve's reason."""
+    curve = bias.curve
+    at = curve.index.get_indexer(np.unique(positions))
+    hit = at[at >= 0]
+    hit = hit[~(curve["propensity"].to_numpy()[hit] > 0)]
+    if len(hit):
+        where = int(curve.index[hit[0]])
+        raise DataError(f"A click at position {where}, which the estimated curve cannot place ({curve['note'].iloc[hit[0]]}"
+                        "): drop the clicks there (or the positions beyond it, max_position= in estimate_position_bias "
+                        "and the same rows of the log), or estimate the curve from a log that shows more there.")
 
 
 def _decided(over: list, kinds: dict, g: float) -> str:

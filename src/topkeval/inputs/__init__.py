@@ -5,22 +5,19 @@ and TREC run / qrels files. Nothing here computes a metric.
 import os
 from pathlib import Path
 
+from .formats import OTHER_SUFFIXES, format_of
 from .paths import input_path, input_paths
 from .tables import read_columns
 from .trec import read_qrels, read_run, read_runs, write_run
 
-#: File name endings of tables; any other existing file is read as a TREC run or qrels file.
-TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
-_OTHER = (".xlsx", ".xls", ".json", ".jsonl", ".feather", ".arrow", ".ipc", ".orc", ".avro", ".pkl", ".pickle",
-          ".h5", ".hdf5", ".zip", ".npy", ".npz")
-
 
 def is_trec_path(data) -> bool:
-    """A path to an existing file that is not a table (parquet, CSV, TSV) nor another known format."""
+    """A path to an existing file that is not a table (no row of :mod:`topkeval.inputs.formats` names it)
+    nor another known format."""
     if not isinstance(data, (str, os.PathLike)):
         return False
     path = Path(data)
-    return path.is_file() and not "".join(path.suffixes).lower().endswith(TABLE_SUFFIXES + _OTHER)
+    return path.is_file() and format_of(path) is None and not "".join(path.suffixes).lower().endswith(OTHER_SUFFIXES)
 
 
 def is_parquet_path(data) -> bool:
@@ -28,7 +25,8 @@ def is_parquet_path(data) -> bool:
     if not isinstance(data, (str, os.PathLike)):
         return False
     path = Path(data)
-    return path.exists() and ("".join(path.suffixes).lower().endswith((".parquet", ".pq")) or path.is_dir())
+    fmt = format_of(path)
+    return path.exists() and (fmt is not None and fmt.folder or path.is_dir())
 
 
 __all__ = ["input_path", "input_paths", "is_parquet_path", "is_trec_path", "read_columns", "read_qrels", "read_run",

@@ -32,15 +32,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ColumnError, DataError, ParameterError, show
+from .formats import format_of
 from .ids import ids_as_objects
 from .tables import column_names, read_columns
 
-#: file name endings of the tables these inputs are read from
-_TABLES = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
-
 
 def _is_table(text: str) -> bool:
-    return "".join(Path(text).suffixes).lower().endswith(_TABLES) or Path(text).is_dir()
+    """A table file by its name (:mod:`topkeval.inputs.formats`), or a folder (a parquet dataset)."""
+    return format_of(text) is not None or Path(text).is_dir()
 
 
 def _ids(values) -> np.ndarray:

@@ -23,17 +23,12 @@ import stat
 from pathlib import Path
 
 from ..errors import InputFileError
+from .formats import GZIP_SUFFIX, PARQUET, format_of, is_gzip_name
 
 #: A URL: a scheme, then "://" (https://, s3://, file://...).
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_PARQUET = (".parquet", ".pq")
-_CSV = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
-_PARQUET_MAGIC = b"PAR1"
-
-
-def _suffixes(path: Path) -> str:
-    return "".join(path.suffixes).lower()
+_PARQUET_MAGIC = PARQUET.magic or b""
 
 
 def _sample(names: list[str], n: int = 3) -> str:
@@ -90,26 +85,27 @@ def _looks_like_text(head: bytes) -> bool:
 
 def _check_contents(path: Path, head: bytes) -> None:
     """The first bytes of ``path`` against what its name says it is."""
-    name = _suffixes(path)
+    fmt = format_of(path)
     gzipped = head.startswith(_GZIP_MAGIC)
-    if name.endswith(_PARQUET):
+    text = fmt is not None and fmt.text
+    if fmt is not None and fmt.magic is not None:
         if not head.startswith(_PARQUET_MAGIC):
             what = ("gzip-compressed data" if gzipped else "text (a CSV file? then name it .csv)"
                     if _looks_like_text(head) else "data of another format")
-            raise InputFileError(f"Cannot read '{path}' as parquet: it holds {what}, while a .parquet file starts "
-                                 "with the bytes PAR1.")
+            raise InputFileError(f"Cannot read '{path}' as {fmt.name}: it holds {what}, while a .{fmt.name} file "
+                                 f"starts with the bytes {fmt.magic.decode('latin-1')}.")
         return
-    if name.endswith((".csv.gz", ".tsv.gz")) or name.endswith(".gz") and not name.endswith(_CSV):
-        if not gzipped and name.endswith((".csv.gz", ".tsv.gz")):
+    if is_gzip_name(path):
+        if not gzipped and text:
             raise InputFileError(f"Cannot read '{path}': it is named .gz but is not gzip-compressed; remove the .gz "
                                  "from its name.")
         return  # a TREC file named .gz that is not compressed is read as plain text
     if head.startswith(_PARQUET_MAGIC):
-        raise InputFileError(f"Cannot read '{path}': it is a parquet file; name it .parquet (its name decides how it "
-                             "is read).")
-    if name.endswith(_CSV):
+        raise InputFileError(f"Cannot read '{path}': it is a parquet file; name it {PARQUET.suffixes[0]} (its name "
+                             "decides how it is read).")
+    if text:
         if gzipped:
-            raise InputFileError(f"Cannot read '{path}' as CSV: it is gzip-compressed; name it {path.name}.gz so that "
+            raise InputFileError(f"Cannot read '{path}' as CSV: it is gzip-compressed; name it {path.name}{GZIP_SUFFIX} so that "
                                  "it is decompressed.")
         if not _looks_like_text(head):
             raise InputFileError(f"Cannot read '{path}' as CSV: it holds binary data, not text.")
@@ -187,7 +183,7 @@ def input_path(path, what: str = "the data", *, folder: bool = True, noun: str =
         if not files:
             raise InputFileError(f"'{p}' is an empty folder: there is nothing to read. A folder is read as a parquet "
                                  "dataset (the .parquet files in it): put them there, or give the path of a file.")
-        if not any(_suffixes(f).endswith(_PARQUET) for f in files) and not any(
+        if not any(format_of(f) is PARQUET for f in files) and not any(
                 _head(f, 4) == _PARQUET_MAGIC for f in files[:20]):
             raise InputFileError(f"'{p}' is a folder without parquet files (it holds {_sample(names)}); a folder is "
                                  f"read as a parquet dataset. Give the path of the file to read, such as "

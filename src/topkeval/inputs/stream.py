@@ -27,7 +27,8 @@ import pandas as pd
 
 from ..errors import ParameterError
 from . import is_parquet_path, read_columns
-from .tables import _check_columns, csv_options
+from .formats import PARQUET, format_of
+from .tables import _check_columns, file_format
 
 #: Parquet files with more rows than this are streamed even without ``chunk_rows``.
 STREAM_ABOVE_ROWS = 20_000_000
@@ -39,7 +40,9 @@ class NotGrouped(Exception):
 
 
 def _is_csv(path: Path) -> bool:
-    return "".join(path.suffixes).lower().endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz"))
+    """A delimited text file (CSV, TSV), whose rows are not counted before they are read."""
+    fmt = format_of(path)
+    return fmt is not None and fmt.text
 
 
 def should_stream(data, chunk_rows: int | None) -> bool:
@@ -49,7 +52,8 @@ def should_stream(data, chunk_rows: int | None) -> bool:
         return False
     path = Path(data)
     if chunk_rows is not None:
-        return is_parquet_path(path) or _is_csv(path)
+        fmt = format_of(path)
+        return is_parquet_path(path) or fmt is not None and fmt.batches is not None
     if not is_parquet_path(path):
         return False
     try:
@@ -58,97 +62,24 @@ def should_stream(data, chunk_rows: int | None) -> bool:
         return False
 
 
-def _parquet_batches(path: Path, columns, chunk_rows: int):
-    """Tables of about ``chunk_rows`` rows, read one row group at a time.
-
-    (``ParquetFile.iter_batches`` was measured to keep every batch's buffers alive: 1.7 GB of
-    Arrow memory after 100M rows; reading row groups one by one stays flat.)
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()
-                                                 and p.suffix.lower() in (".parquet", ".pq"))
-    # the files of a folder are read as the in-memory reader reads the folder: in the dataset's schema
-    schema = None if path.is_file() else pq.ParquetDataset(path).schema
-    pending, size = [], 0
-    for file in files:
-        pf = pq.ParquetFile(file)
-        for i in range(pf.metadata.num_row_groups):
-            table = pf.read_row_group(i, columns=list(columns))
-            if schema is not None:
-                table = _in_schema(table, schema, columns, path, file)
-            for start in range(0, table.num_rows, chunk_rows):
-                part = table.slice(start, chunk_rows)
-                pending.append(part)
-                size += part.num_rows
-                if size >= chunk_rows:
-                    yield pa.concat_tables(pending).combine_chunks()
-                    pending, size = [], 0
-    if pending:
-        yield pa.concat_tables(pending).combine_chunks()
-
-
-def _in_schema(table, schema, columns, path: Path, file: Path):
-    """A table read from one file of a parquet folder, in the folder's schema: each column cast to its
-    type (an error if a value does not fit, as when the folder is read whole), a missing one null."""
-    import pyarrow as pa
-
-    from ..errors import InputFileError
-
-    arrays = []
-    for name in columns:
-        kind = schema.field(name).type
-        if name not in table.column_names:
-            arrays.append(pa.nulls(table.num_rows, kind))
-            continue
-        column = table.column(name)
-        try:
-            arrays.append(column if column.type == kind else column.cast(kind))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]} (column {name!r} of "
-                                 f"'{file}' does not fit the folder's type {kind}; give every file the same column "
-                                 "types).") from None
-    return pa.Table.from_arrays(arrays, names=list(columns))
-
-
-def _csv_batches(path: Path, columns, text_columns, chunk_rows: int):
-    """Tables of about ``chunk_rows`` rows of a CSV file, read by Arrow's streaming reader."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    parse, convert = csv_options(path, columns, text_columns)
-    reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert,
-                           read_options=pcsv.ReadOptions(block_size=1 << 22))
-    pending, size = [], 0
-    for batch in reader:
-        pending.append(batch)
-        size += batch.num_rows
-        if size >= chunk_rows:
-            yield pa.Table.from_batches(pending).combine_chunks()
-            pending, size = [], 0
-    if pending:
-        yield pa.Table.from_batches(pending).combine_chunks()
-
-
 def _tables(path: Path, columns, text_columns, chunk_rows: int, roles: dict | None = None):
-    if _is_csv(path):
-        import pyarrow as pa
-        import pyarrow.csv as pcsv
+    """The file's batches (its format's batch iterator), once its columns are checked."""
+    import pyarrow as pa
 
-        try:
-            header = pcsv.open_csv(path, parse_options=csv_options(path, columns)[0]).schema.names
-        except (pa.ArrowInvalid, OSError) as exc:
-            from ..errors import InputFileError
+    fmt = file_format(path)
+    if fmt is None or fmt.batches is None:
+        raise ParameterError(f"chunk_rows streams a file in batches; '{path}' is of a format read whole: drop "
+                             "chunk_rows.")
+    try:
+        names = fmt.columns(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        if not fmt.text:  # a parquet file's own error, as the in-memory reader gives it
+            raise
+        from ..errors import InputFileError
 
-            raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]}") from None
-        _check_columns(columns, header, f"file '{path}'", roles)
-        return _csv_batches(path, columns, text_columns, chunk_rows)
-    import pyarrow.parquet as pq
-
-    names = pq.read_schema(path).names if path.is_file() else pq.ParquetDataset(path).schema.names
+        raise InputFileError(f"Cannot read '{path}': {str(exc).strip().splitlines()[0]}") from None
     _check_columns(columns, names, f"file '{path}'", roles)
-    return _parquet_batches(path, columns, chunk_rows)
+    return fmt.batches(path, columns, text_columns, chunk_rows)
 
 
 def count_rows(path: Path) -> int:
@@ -230,7 +161,7 @@ def _partition(tables, parts: int, tmp: Path, progress=None) -> list[Path]:
     from ..files import scratch_error
 
     writers: dict[int, pq.ParquetWriter] = {}
-    files = [tmp / f"part-{i:04d}.parquet" for i in range(parts)]
+    files = [tmp / f"part-{i:04d}{PARQUET.suffixes[0]}" for i in range(parts)]
     try:
         read = 0
         for table in tables:

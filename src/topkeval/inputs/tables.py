@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ColumnError, DataError, InputFileError, closest
+from .formats import FORMATS, FileFormat, format_of
 
 
 def _module(obj) -> str:
@@ -30,17 +31,12 @@ def _unwrapped_pandas(values):
     return values
 
 
-def csv_options(path: Path, columns: Sequence[str], text_columns: Sequence[str] = ()):
-    """Arrow CSV options: the wanted columns only, id columns as text (so "007" stays "007")."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    suffixes = "".join(path.suffixes).lower()
-    delimiter = "\t" if ".tsv" in suffixes else ","
-    return (pcsv.ParseOptions(delimiter=delimiter),
-            pcsv.ConvertOptions(include_columns=list(columns),
-                                column_types={c: pa.string() for c in text_columns},
-                                strings_can_be_null=False))
+def file_format(path: Path) -> FileFormat | None:
+    """The format of a table file by its name (:mod:`topkeval.inputs.formats`); a folder is read as a
+    dataset of the format that reads folders."""
+    if path.is_dir():
+        return next((f for f in FORMATS if f.folder), None)
+    return format_of(path)
 
 
 def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), roles: dict | None = None,
@@ -50,27 +46,15 @@ def _read_file(path, columns: Sequence[str], text_columns: Sequence[str] = (), r
     from .paths import input_path
 
     path = input_path(path, what)  # a folder, an empty file, a gzip file named .csv...: said as such
-    suffixes = "".join(path.suffixes).lower()
+    fmt = file_format(path)
     try:
-        if path.is_dir() or suffixes.endswith((".parquet", ".pq")):
-            import pyarrow.parquet as pq
-
+        if fmt is not None:
             if path.is_dir() and not any(p.is_file() and not p.name.startswith(("_", "."))
                                          for p in path.rglob("*")):
                 raise InputFileError(f"'{path}' is a directory without data files: give a parquet file, a "
                                      "directory of them, or a .csv file.")
-
-            schema = pq.read_schema(path) if path.is_file() else pq.ParquetDataset(path).schema
-            present = [c for c in columns if c in schema.names]
-            _check_columns(columns, schema.names, f"file '{path}'", roles, hint)
-            return pq.read_table(path, columns=present)
-        if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
-            import pyarrow.csv as pcsv
-
-            parse, convert = csv_options(path, columns, text_columns)
-            header = pcsv.open_csv(path, parse_options=parse).schema.names
-            _check_columns(columns, header, f"file '{path}'", roles, hint)
-            return pcsv.read_csv(path, parse_options=parse, convert_options=convert)
+            _check_columns(columns, fmt.columns(path), f"file '{path}'", roles, hint)
+            return fmt.read(path, columns, text_columns)
     except (pa.ArrowException, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if path.is_dir():
@@ -121,20 +105,11 @@ def column_names(data) -> list[str]:
     """The column names of a table or a table file, without reading its rows (an empty list when the
     file cannot be read: :func:`read_columns` says why)."""
     if isinstance(data, (str, os.PathLike)):
-        path = Path(data)
-        suffixes = "".join(path.suffixes).lower()
+        fmt = file_format(Path(data))
         try:
-            if path.is_dir() or suffixes.endswith((".parquet", ".pq")):
-                import pyarrow.parquet as pq
-
-                return list((pq.read_schema(path) if path.is_file() else pq.ParquetDataset(path).schema).names)
-            if suffixes.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
-                import pyarrow.csv as pcsv
-
-                return list(pcsv.open_csv(path, parse_options=csv_options(path, [])[0]).schema.names)
+            return fmt.columns(Path(data)) if fmt is not None else []
         except Exception:  # read_columns words the error
             return []
-        return []
     if isinstance(data, Mapping):
         return [str(k) for k in data]
     mod = _module(data)

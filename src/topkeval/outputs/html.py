@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .. import stattests
 from ..analysis.segments import ALL
 from ..errors import ParameterError, did_you_mean, plural, show, warn
 
@@ -477,7 +478,7 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
     by, weight, digits = res.by, res.weight, o.digits
     table = res.compare(baseline=o.baseline, test=o.test, correction=o.correction, confidence=o.confidence,
                         n_resamples=o.n_resamples, seed=o.seed)
-    resampled = o.n_resamples if o.test in ("permutation", "bootstrap") else None
+    resampled = o.n_resamples if stattests.TESTS[o.test].resampled else None
     counts = "wins" in table.columns  # left out on per-query values that are terms of an estimate
     rows = []
     for r in table.to_dict("records"):
