@@ -502,3 +502,26 @@ def test_skipped_queries_leave_every_statistic_of_the_others_in_place():
     pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
     assert got["ndcg@3"].tolist() == pytest.approx([(2 + 1 / 2) / (2 + 1 / math.log2(3)),
                                                      (3 / math.log2(3) + 1 / 2) / (3 + 1 / math.log2(3))])
+
+
+def test_dynamic_bpm_reaches_a_goal_exactly_as_cwl_eval_does():
+    """Gains 0, 1/3, 1 under T = 1, hb = -0.5, gain_med = 0.5: after rank 2 the goal is 1 + 0.25 + 1/12, and
+    the gain seen at rank 3 is 4/3: equal in exact arithmetic, and compared in cwl_eval's floating point (the
+    goal moved rank by rank), which stops after rank 3 (EU = (0 + 1/3 + 1) / 3). A goal written in closed form
+    rounds the other way and read on to rank 4 (hypothesis found it: 0.3333 against 0.4444)."""
+    log = pd.DataFrame({"query": ["q"] * 6, "item": [3, 4, 5, 0, 1, 2], "grade": [0, 1, 3, 0, 0, 0],
+                        "score": [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]})
+    res = tk.evaluate(log, ["bpm_dynamic(hb=-0.5,max_rel=3)@4"], relevance="grade", item="item",
+                      ties="pessimistic")
+    assert res.per_query.iloc[0, -1] == pytest.approx(4 / 9, abs=1e-15)
+    cwl = pytest.importorskip("cwl.ruler.measures.cwl_bpm", reason="cwl-eval is a test extra")
+
+    class Ranking:  # cwl_eval's interface: the gains and costs of the first 1000 ranks
+        def get_gain_vector(self, worse_case=True):
+            return np.array([0.0, 1 / 3, 1.0] + [0.0] * 997)
+
+        def get_cost_vector(self, worse_case=True):
+            return np.ones(1000)
+
+    c = cwl.BPMDCWLMetric(T=1, K=4, hb=-0.5, gain_med=0.5).c_vector(Ranking())
+    assert c[:4].tolist() == [1.0, 1.0, 0.0, 0.0]  # it stops after rank 3, as topkeval does
