@@ -834,36 +834,36 @@ def _unit_rows(matrix: np.ndarray, ids) -> np.ndarray:
     return scaled / np.linalg.norm(scaled, axis=1)[:, None]
 
 
+def _called(fn: Callable, name: str, a, b) -> float:
+    """``fn(a, b)`` of the user's ``similarity=`` or ``distance=`` (``name``) as a finite real number; its
+    error, or any other value, is refused, naming the pair."""
+    try:
+        value = fn(a, b)
+    except Exception as exc:  # the user's function: its error, with the pair that raised it
+        raise ParameterError(f"{name}({show(a)}, {show(b)}) raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not np.isfinite(float(value)):
+        raise ParameterError(f"{name} must return a finite number; {name}({show(a)}, {show(b)}) returned "
+                             f"{show(value)} ({type(value).__name__}).")
+    return float(value)
+
+
 def _similarity(sim: Callable, a, b) -> float:
     """``sim(a, b)`` as a finite real number in [-1, 1]; anything else is refused, naming the pair."""
-    try:
-        value = sim(a, b)
-    except Exception as exc:  # the user's function: its error, with the pair that raised it
-        raise ParameterError(f"similarity({show(a)}, {show(b)}) raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not np.isfinite(float(value)):
-        raise ParameterError(f"similarity must return a finite number; similarity({show(a)}, {show(b)}) returned "
-                             f"{show(value)} ({type(value).__name__}).")
-    number = float(value)
+    number = _called(sim, "similarity", a, b)
     if not -1 - 1e-9 <= number <= 1 + 1e-9:  # diversity is 1 - sim: a distance in [0, 2]
         raise ParameterError(f"similarity must return a value in [-1, 1] (a cosine; 1 - similarity is the distance "
-                             f"diversity averages); similarity({show(a)}, {show(b)}) returned {show(value)}.")
+                             f"diversity averages); similarity({show(a)}, {show(b)}) returned {show(number)}.")
     return number
 
 
 def _distance(dist: Callable, a, b) -> float:
     """``dist(a, b)`` as a finite real number >= 0 (a distance; any size: RecTools' Hamming distance
     counts the features that differ); anything else is refused, naming the pair."""
-    try:
-        value = dist(a, b)
-    except Exception as exc:  # the user's function: its error, with the pair that raised it
-        raise ParameterError(f"distance({show(a)}, {show(b)}) raised {type(exc).__name__}: {exc}") from exc
-    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not np.isfinite(float(value)):
-        raise ParameterError(f"distance must return a finite number; distance({show(a)}, {show(b)}) returned "
-                             f"{show(value)} ({type(value).__name__}).")
-    if float(value) < 0:
+    number = _called(dist, "distance", a, b)
+    if number < 0:
         raise ParameterError(f"distance must return a value >= 0 (a distance: diversity averages it over the pairs "
-                             f"of a list); distance({show(a)}, {show(b)}) returned {show(value)}.")
-    return float(value)
+                             f"of a list); distance({show(a)}, {show(b)}) returned {show(number)}.")
+    return number
 
 
 # ------------------------------------------------------------------------------------------------
