@@ -1280,7 +1280,7 @@ _LIST: list[Mutation] = [
       "return (1.0 - m.param(\"p\")) * st.dcg_at(terms, None)", f"{TREC}::{TREC_MORE}"),
     M("metrics/rankbased.py", "return np.where((st.rel_ret > 0) | (ideal == 0), values, 0.0)",
       "return np.where((st.R > 0) | (ideal == 0), values, 0.0)", f"{TREC}::{TREC_MORE}"),
-    M("metrics/rankbased.py", "values = st.ideal_at(_graded(m, conv), m.k)", "values = st.ideal_at(_graded(m, conv), None)",
+    M("metrics/rankbased.py", "return _finite_dcg(st.ideal_at(_graded(m, conv), m.k), m)", "return _finite_dcg(st.ideal_at(_graded(m, conv), None), m)",
       REF),
     M("metrics/rankbased.py", "    den = cum[np.minimum(st.n, m.k)]\n", "    den = cum[m.k]\n",
       "tests/test_presets.py::test_lenskit_rbp_with_rank_weights_from_a_field"),

@@ -87,7 +87,11 @@ _GAIN = (Param("gain", "gain", "linear", False),)
           trec_uncut="dcg",
           summary="discounted cumulative gain, graded gains", formula="sum(gain / log2(rank + 1))")
 def dcg(st, m, conv):
-    values = st.dcg_at(_graded(m, conv), m.k)
+    return _finite_dcg(st.dcg_at(_graded(m, conv), m.k), m)
+
+
+def _finite_dcg(values, m):
+    """A DCG's values (a copy), refused when the grades make one overflow."""
     if not np.isfinite(values).all():
         from ..errors import DataError
 
@@ -109,13 +113,7 @@ def ndcg(st, m, conv):
           summary="the DCG of the ideal order of the query's judged gains, nDCG's denominator (trec_eval ideal_dcg)",
           formula="sum over ideal ranks i <= k of the i-th largest positive gain / log2(i + 1)")
 def ideal_dcg(st, m, conv):
-    values = st.ideal_at(_graded(m, conv), m.k)
-    if not np.isfinite(values).all():
-        from ..errors import DataError
-
-        raise DataError(f"{m} exceeds the largest float64 for some queries: the grades are too large for "
-                        "a DCG; rescale them (nDCG is unaffected by scale).")
-    return values.copy()
+    return _finite_dcg(st.ideal_at(_graded(m, conv), m.k), m)
 
 
 def _jarvelin(m, conv) -> DcgSpec:
