@@ -107,6 +107,23 @@ def test_forward_gives_the_batch_and_accumulates_the_epoch():
     _same(metric, _expected(scores, relevant, exclude, {}))
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA device on this machine (the GPU path is checked where one is present)")
+@pytest.mark.parametrize("conv", CONVENTIONS, ids=str)
+def test_on_a_gpu_the_states_stay_there_and_give_the_numbers_of_evaluate_matrix(conv):
+    """Updates with CUDA tensors (float32 and half precision scores: exact for these multiples of 1/4):
+    the states live on the metric's device, and compute gives evaluate_matrix's numbers on the CPU."""
+    scores, relevant, exclude = _data(5, users=61, items=43)
+    for dtype in (torch.float32, torch.float16):
+        metric = TopkMetrics(METRICS, **conv).to("cuda")
+        for part in np.array_split(np.arange(len(scores)), 4):
+            metric.update(torch.as_tensor(scores[part], dtype=dtype, device="cuda"),
+                          torch.as_tensor(relevant[part], device="cuda"),
+                          exclude=torch.as_tensor(exclude[part], device="cuda"))
+        assert metric.value_count.device.type == "cuda"
+        _same(metric, _expected(scores, relevant, exclude, conv))
+
+
 def test_refusals_are_topkeval_errors():
     metric = TopkMetrics(["recall@2"])
     with pytest.raises(tk.ParameterError, match="'prefix' parameter of TopkMetrics"):
@@ -156,6 +173,8 @@ def _lightning_module(users: int, items: int, train, held_out):
             self.user = torch.nn.Parameter(torch.randn(users, 4, generator=gen))
             self.item = torch.nn.Parameter(torch.randn(items, 4, generator=gen))
             self.topk = TopkMetrics(["recall@5", "ndcg@5", "r_precision"], ties="expected", prefix="val/")
+            self.register_buffer("train_items", train)  # buffers: on the Trainer's device with the module
+            self.register_buffer("held_out_items", held_out)
             self.seen: list[list] = []  # each epoch's validation scores, to evaluate them again
 
         def forward(self, rows):
@@ -163,7 +182,7 @@ def _lightning_module(users: int, items: int, train, held_out):
 
         def training_step(self, batch, batch_idx):
             (rows,) = batch
-            return torch.nn.functional.binary_cross_entropy_with_logits(self(rows), train[rows].float())
+            return torch.nn.functional.binary_cross_entropy_with_logits(self(rows), self.train_items[rows].float())
 
         def on_validation_epoch_start(self):
             self.seen.append([])
@@ -171,8 +190,8 @@ def _lightning_module(users: int, items: int, train, held_out):
         def validation_step(self, batch, batch_idx):
             (rows,) = batch
             scores = self(rows)
-            self.topk.update(scores, held_out[rows], exclude=train[rows])
-            self.seen[-1].append(scores.detach().clone())
+            self.topk.update(scores, self.held_out_items[rows], exclude=self.train_items[rows])
+            self.seen[-1].append(scores.detach().cpu().clone())
 
         def on_validation_epoch_end(self):
             self.log_dict(self.topk.compute())
@@ -188,7 +207,9 @@ def _lightning_module(users: int, items: int, train, held_out):
 @pytest.mark.filterwarnings(r"ignore:The '(train|val)_dataloader' does not have many workers:UserWarning:lightning")
 # Lightning 2.6's own use of a torch API that torch 2.13 deprecates (not ours to change)
 @pytest.mark.filterwarnings(r"ignore:`isinstance\(treespec, LeafSpec\)` is deprecated:FutureWarning:lightning")
-def test_a_lightning_trainer_logs_the_numbers_of_evaluate_matrix(tmp_path):
+@pytest.mark.parametrize("accelerator", ["cpu", pytest.param("gpu", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device on this machine (the GPU path is checked where one is present)"))])
+def test_a_lightning_trainer_logs_the_numbers_of_evaluate_matrix(tmp_path, accelerator):
     pl = pytest.importorskip("lightning.pytorch", reason="lightning is a test extra (the Trainer of this test)")
     from lightning.pytorch.loggers import CSVLogger
     from torch.utils.data import DataLoader, TensorDataset
@@ -199,7 +220,7 @@ def test_a_lightning_trainer_logs_the_numbers_of_evaluate_matrix(tmp_path):
     held_out = (torch.rand(users, items, generator=gen) < 0.1) & ~train
     model = _lightning_module(users, items, train, held_out)
     rows = TensorDataset(torch.arange(users))
-    trainer = pl.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=CSVLogger(tmp_path, name="run"),
+    trainer = pl.Trainer(max_epochs=2, accelerator=accelerator, devices=1, logger=CSVLogger(tmp_path, name="run"),
                          enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False,
                          num_sanity_val_steps=0, log_every_n_steps=1, deterministic=True)
     trainer.fit(model, DataLoader(rows, batch_size=16, shuffle=True), DataLoader(rows, batch_size=16))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topkeval as tk
@@ -20,6 +24,21 @@ METRICS = [f"{name}@3" for name, fam in FAMILIES.items()
            and fam.ties is None] + [
     "fbeta(beta=2)@2", "recall@1", "precision@9", "ndcg(gain=exp)@4", "r_precision", "num_ret", "num_rel_ret", "num_rel"]
 UNCUT = ["ap", "rr", "ndcg", "bpref", "auc", "err"]
+
+
+def _has_cuda() -> bool:
+    """A CUDA device, asked of torch only where a driver is installed (no torch import on other machines)."""
+    if not (Path("/proc/driver/nvidia").exists() or shutil.which("nvidia-smi")):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+needs_cuda = pytest.mark.skipif(not _has_cuda(), reason="no CUDA device on this machine (the GPU path is checked "
+                                                          "where one is present: benchmarks/gpu_check.sh)")
 
 
 def _data(seed, users=12, items=9, ties=True):
@@ -141,6 +160,69 @@ def test_cuda_device_counts_equal_numpy():
                 pd.testing.assert_frame_equal(a.per_query, b.per_query)  # scores are exact in float16 here
                 assert a.info["ties_at_cutoff"] == b.info["ties_at_cutoff"]
     assert calls, "the device counts were not used on the GPU"
+
+
+@needs_cuda
+@settings(max_examples=60)
+@given(seed=st.integers(0, 10_000), conv=conventions(), ties=st.booleans(), users=st.integers(2, 70),
+       items=st.integers(1, 500), dtype=st.sampled_from(["float64", "float32", "float16"]),
+       batch=st.sampled_from([None, 1, 7]), counted=st.booleans())
+def test_cuda_equals_numpy_on_any_shape(seed, conv, ties, users, items, dtype, batch, counted):
+    """On a GPU, any shape (one item, one user, depths beyond the list), every convention, both device
+    paths (counts made with torch ops where the plan allows, else the selection copied to the CPU
+    kernel): the numbers of numpy on the same (rounded) scores."""
+    import torch
+
+    scores, grades, exclude = _data(seed, users=users, items=items, ties=ties)
+    scores = scores.astype(dtype).astype(np.float64)  # what the device holds, exactly
+    if dtype == "float16":
+        scores = np.clip(scores, -60000, 60000)
+    metrics = _counted_metrics(conv) if counted else METRICS + UNCUT
+    if not metrics:
+        return
+
+    def run(on_device):
+        """(the result or the refusal's message, the warnings' messages)"""
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            try:
+                if not on_device:
+                    out = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, **conv)
+                else:
+                    out = tk.evaluate_matrix(torch.tensor(scores, dtype=getattr(torch, dtype), device="cuda"),
+                                             torch.tensor(grades, device="cuda").to_sparse(), metrics=metrics,
+                                             exclude=torch.tensor(exclude, device="cuda"), batch_size=batch, **conv)
+            except tk.TopkevalError as exc:
+                out = f"{type(exc).__name__}: {exc}"
+        return out, sorted(str(w.message) for w in said)
+
+    (want, want_said), (got, got_said) = run(False), run(True)
+    assert got_said == want_said  # the same warnings, on the device as on numpy
+    if isinstance(want, str):  # refused (every candidate excluded...): refused alike
+        assert got == want
+        return
+    pd.testing.assert_frame_equal(got.per_query, want.per_query, check_exact=False, rtol=1e-12, atol=1e-12)
+    assert got.info["ties_at_cutoff"] == want.info["ties_at_cutoff"]
+
+
+@needs_cuda
+@pytest.mark.parametrize("ties", ["expected", "pessimistic", "item_desc"])
+def test_cuda_large_matrix_equals_numpy(ties):
+    """A matrix several blocks wide (3,000 users x 40,000 items, float32, ties among coarse scores,
+    a tenth of the cells excluded): the device's numbers are numpy's, counted and selected."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.random((3000, 40_000), dtype=np.float32) * 512) / 512
+    grades = np.where(rng.random(scores.shape) < 0.002, rng.integers(1, 4, scores.shape), 0)
+    exclude = (rng.random(scores.shape) < 0.1) & (grades == 0)
+    S, G, E = torch.tensor(scores, device="cuda"), torch.tensor(grades, device="cuda").to_sparse(), \
+        torch.tensor(exclude, device="cuda")
+    for metrics in (["recall@20", "precision@10", "ndcg@50", "r_precision", "ap@100", "rr", "hit_rate@5"],
+                    ["recall@20", "bpref", "ndcg", "err@10"]):
+        want = tk.evaluate_matrix(scores, grades, metrics=metrics, exclude=exclude, ties=ties)
+        got = tk.evaluate_matrix(S, G, metrics=metrics, exclude=E, ties=ties, batch_size=1024)
+        pd.testing.assert_frame_equal(got.per_query, want.per_query, check_exact=False, rtol=1e-12, atol=1e-12)
 
 
 def test_seed002_torch_code_transcribed():
