@@ -189,3 +189,15 @@ def test_count_nonfinite_interpreted_and_compiled_in_every_float_width(dtype):
         assert grouping._nonfinite_range.py_func(values, 0, len(values)) == 3
         if dtype != np.float16:  # numeric_column converts float16 to float64 first (numba has no float16)
             assert grouping.count_nonfinite(values) == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=300), st.integers(1, 5))
+def test_run_starts_split_over_threads_equals_one_pass(values, threads):
+    """Runs found in parts (a run may cross a part's edge, or a part hold no new run) equal one pass
+    by hand."""
+    values = np.asarray(values, np.int64)
+    want = [i for i in range(len(values)) if i == 0 or values[i] != values[i - 1]]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grouping, "THREAD_ROWS", 4)
+        assert grouping.run_starts(values, threads=threads).tolist() == want

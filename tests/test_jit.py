@@ -130,7 +130,12 @@ def test_numpy_versions_of_the_small_kernels():
     rng = np.random.default_rng(5)
     for n in (0, 1, 2, 3, 50, 4000):
         values = rng.integers(0, 3, n)
-        assert vectorised.run_starts(values).tolist() == grouping.run_starts(values).tolist()
+        want = [0] + [i for i in range(1, n) if values[i] != values[i - 1]] if n else []  # by hand
+        assert grouping.run_starts(values).tolist() == want
+        for lo, hi in ((0, n), (0, n // 2), (n // 3, n), (n // 2, n // 2)):
+            part = [i for i in want if lo <= i < hi]
+            assert vectorised.run_starts_range(values, lo, hi).tolist() == part, (n, lo, hi)
+            assert grouping._run_starts_range(values, lo, hi).tolist() == part, (n, lo, hi)
         for stop in (0, 1, 2, 5, 10_000):
             assert vectorised.count_runs(values, stop) == grouping.count_runs(values, stop), (n, stop)
         offsets = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 5)])).astype(np.int64)

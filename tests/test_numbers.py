@@ -569,6 +569,41 @@ def test_weighted_mean_of_values_whose_sum_overflows():
     assert weighted_mean(values, np.array([1.0, 3.0, 5.0])) == pytest.approx(want, rel=1e-15)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_mean_of_defined_values_equals_the_exact_mean(seed):
+    """The mean without weights (its quick path for defined values far from overflow, and the general
+    one for NaN, infinities and values past 1e300) against the exact mean of the defined values in
+    fractions, rounded once: within one rounding of each addition."""
+    from fractions import Fraction
+
+    from topkeval.engine.aggregate import weighted_mean
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    values = rng.random(n) * 10.0 ** rng.integers(-5, 6)
+    kind = seed % 5
+    if kind == 1:
+        values[rng.random(n) < 0.3] = np.nan
+    elif kind == 2:
+        values[rng.integers(0, n)] = rng.choice([1.5e308, -1.2e305, 2e300 * 1.01])
+    elif kind == 3:
+        values[:] = np.nan
+    elif kind == 4:
+        values[rng.integers(0, n)] = np.inf
+    defined = values[~np.isnan(values)]
+    got = weighted_mean(values, None)
+    if not len(defined):
+        assert math.isnan(got)
+    elif not np.isfinite(defined).all():
+        assert got == np.inf
+    else:
+        exact = float(sum(Fraction(float(v)) for v in defined) / len(defined))
+        assert got == pytest.approx(exact, rel=1e-13, abs=0)
+        with np.errstate(over="ignore"):
+            if np.isfinite(defined.sum()):
+                assert got == float(np.mean(defined))  # numpy's own mean of the defined values, to the bit
+
+
 def test_best_rows_count_means_equal_up_to_rounding_as_ties():
     """0.1 + 0.2 and 0.3 are one mean summed in two orders: both models are best; lower is better for fp."""
     from topkeval.outputs.text import best_rows

@@ -75,6 +75,13 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray | None) -> float:
     >>> weighted_mean(np.array([1.0, 0.5, np.nan]), np.array([1e308, 1e308, 1.0]))
     0.75
     """
+    if weights is None and values.size and values.dtype == np.float64:
+        # the usual case in one pass and no copy: a finite sum means every value is defined (a NaN would
+        # make it NaN) and no partial sum overflowed (inf would stay); else the general path below
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = values.sum()
+        if math.isfinite(total):
+            return float(total / values.size)
     ok = ~np.isnan(values)
     if not ok.any():
         return float("nan")

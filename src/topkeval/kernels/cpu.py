@@ -451,12 +451,18 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
     out.tie[q] = False
     if m == 0:
         return
-    if m > 1 and (tie == TIE_EXPECTED or G > 0):  # else every sum adds whole numbers: exact in any order
-        _rank_order(g, e, r, b, w, m, tie, gains_all)
+    weighted = rw.shape[0] > 0
+    # no active candidate tied with another candidate (e = 1: scores without ties): under "expected" every
+    # probability of a top-k place is 0 or 1, so each term of h(k) is whole, its place need not be divided out,
+    # and unweighted sums of whole numbers are exact in any order (no rank order needed)
+    untied = tie == TIE_EXPECTED
+    for t in range(m):
+        untied &= e[t] == 1
+    if m > 1 and (tie == TIE_EXPECTED and (weighted or not untied) or G > 0):
+        _rank_order(g, e, r, b, w, m, tie, gains_all)  # else every sum adds whole numbers: exact in any order
     # the best relevant tie group (hit probabilities, reciprocal rank) and the best rank
     best = -1
     first_rank = 1 << 62
-    weighted = rw.shape[0] > 0
     for t in range(m):
         isrel = rel[w[t]]
         f[t] = (rw[w[t]] if weighted else 1.0) if isrel else 0.0
@@ -474,12 +480,16 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
                 break
             k = Rq
         total = 0.0
-        for t in range(m):
-            if tie == TIE_EXPECTED:
-                total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)
-            else:
-                total += f[t] * (g[t] + b[t] + 1 <= k)
-            straddle |= (f[t] > 0.0) & (g[t] < k) & (k < g[t] + e[t]) & (e[t] > r[t])
+        if untied:  # min(max((k - g) / 1, 0), 1) is (g < k), and no tie group straddles k
+            for t in range(m):
+                total += f[t] * (g[t] < k)
+        else:
+            for t in range(m):
+                if tie == TIE_EXPECTED:
+                    total += f[t] * min(max((k - g[t]) / e[t], 0.0), 1.0)
+                else:
+                    total += f[t] * (g[t] + b[t] + 1 <= k)
+                straddle |= (f[t] > 0.0) & (g[t] < k) & (k < g[t] + e[t]) & (e[t] > r[t])
         if c < C:
             out.h[q, c] = total
             if best >= 0:
@@ -549,23 +559,39 @@ def _accumulate(q, m, g, e, r, b, w, rel, rw, gains_all, Rq, prm, out, f, key, r
 @kernel(outputs=('act',))
 def _query_rows(sc, rl, ac, thr, act):
     """The candidates of one query that survive ``thr`` (n), the relevant ones among them (nrel),
-    and the active ones among them (nact, their rows written to ``act[:nact]``)."""
+    and the active ones among them (nact, their rows written to ``act[:nact]``). Two kernels: with the
+    threshold's test in the same function, the compiled loops were not vectorised (twice the time)."""
+    if thr == -np.inf:  # every candidate kept: the scores need not be read here
+        return _rows_all(rl, ac, act)
+    return _rows_above(sc, rl, ac, thr, act)
+
+
+@kernel(outputs=('act',))
+def _rows_all(rl, ac, act):
+    """:func:`_query_rows` without a score threshold."""
+    n = rl.shape[0]
+    nrel = 0
+    nact = 0
+    for j in range(n):  # a loop of its own: vectorised (with the compaction below, it was not)
+        nrel += rl[j]
+    for j in range(n):  # branch-free: the row is written, kept only if active
+        act[nact] = j
+        nact += ac[j]
+    return n, nrel, nact
+
+
+@kernel(outputs=('act',))
+def _rows_above(sc, rl, ac, thr, act):
+    """:func:`_query_rows` with a score threshold."""
     n = 0
     nrel = 0
     nact = 0
-    if thr == -np.inf:  # every candidate kept: the scores need not be read here
-        n = sc.shape[0]
-        for j in range(n):  # branch-free: the row is written, kept only if active
-            nrel += rl[j]
-            act[nact] = j
-            nact += ac[j]
-    else:
-        for j in range(sc.shape[0]):
-            kept = sc[j] >= thr
-            n += kept
-            nrel += kept & rl[j]
-            act[nact] = j
-            nact += kept & ac[j]
+    for j in range(sc.shape[0]):
+        kept = sc[j] >= thr
+        n += kept
+        nrel += kept & rl[j]
+        act[nact] = j
+        nact += kept & ac[j]
     return n, nrel, nact
 
 

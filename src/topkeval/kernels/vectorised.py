@@ -31,11 +31,13 @@ def per_group(offsets: np.ndarray, flags: np.ndarray) -> np.ndarray:
     return csum[offsets[1:]] - csum[offsets[:-1]]
 
 
-def run_starts(values: np.ndarray) -> np.ndarray:
-    """:func:`topkeval.kernels.grouping.run_starts`."""
-    if not len(values):
-        return np.zeros(0, np.int64)
-    return np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) + 1]).astype(np.int64)
+def run_starts_range(values: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """:func:`topkeval.kernels.grouping._run_starts_range`."""
+    first = [0] if lo == 0 and hi > 0 else []
+    start = max(lo, 1)
+    if hi <= start:
+        return np.asarray(first, np.int64)
+    return np.concatenate([first, np.flatnonzero(values[start:hi] != values[start - 1:hi - 1]) + start]).astype(np.int64)
 
 
 def count_runs(values: np.ndarray, stop_above: int) -> int:
