@@ -16,6 +16,7 @@ from reference import evaluate_reference
 from strategies import DETERMINISTIC_ONLY, SCORES, conventions, logs, metric_specs
 from topkeval.conventions import resolve
 from topkeval.inputs.grouped import build_log
+from topkeval.metrics import FAMILIES
 from topkeval.metrics.judged import DETERMINISTIC
 from topkeval.metrics.names import parse_metrics
 
@@ -150,6 +151,30 @@ def test_every_family_equals_reference(rows, conv):
     res = tk.evaluate(df, metrics=[s[0] for s in specs], query="query", relevance="grade",
                       score=models, item="item", **conv)
     assert res.metrics == [s[0] for s in specs]
+    _check(res, rows, specs, conv, models)
+
+
+#: the families read from h(k), the hit probability and h(R) alone: a plan of only these under ties="expected"
+#: takes the kernel's shortest accumulation for queries without ties (kernels.cpu._accumulate_untied)
+PLAIN = [spec for spec in EVERY_FAMILY
+         if set(FAMILIES[spec[1]].needs) <= {"h", "hit", "h_at_r"} and FAMILIES[spec[1]].ips != "pooled"]
+
+
+@given(rows=logs(), conv=conventions(), untie=st.booleans(), expected=st.booleans(), data=st.data())
+def test_set_metrics_alone_equal_reference(rows, conv, untie, expected, data):
+    """Set metrics without a rank metric or a gain (the kernel's shortest path where no candidate is tied),
+    on scores with ties and, drawn distinct, without, under every convention (half the examples under
+    ties="expected", where a tie is counted in expectation)."""
+    models = ["a", "b"]
+    if expected:
+        conv = dict(conv, ties="expected")
+    if untie:  # distinct scores: a random order of the rows
+        order = data.draw(st.permutations(range(len(rows))))
+        rows = [{**row, "a": float(order[i]), "b": float(-order[i] * 2.5)} for i, row in enumerate(rows)]
+    df = pd.DataFrame(rows)
+    specs = _exact_only(PLAIN, conv, df)
+    res = tk.evaluate(df, metrics=[s[0] for s in specs], query="query", relevance="grade",
+                      score=models, item="item", **conv)
     _check(res, rows, specs, conv, models)
 
 

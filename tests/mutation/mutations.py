@@ -43,6 +43,7 @@ class Mutation:
 
 
 # test selections used by many mutations
+PLAIN = "tests/test_reference.py::test_set_metrics_alone_equal_reference"  # the kernel's shortest path
 REF = "tests/test_reference.py::test_every_family_equals_reference"  # every family against the brute-force reference
 APART = "tests/test_reference.py::test_judgments_apart_equal_reference"  # judgments kept apart (qrels)
 SELECTION = " ".join(f"tests/test_reference.py::test_sort_path_selection_equals_counting[{s}]" for s in (0, 1, 3))
@@ -94,6 +95,13 @@ _LIST: list[Mutation] = [
       "total += f[t] * min(max((k - g[t] + 1) / e[t], 0.0), 1.0)", REF),
     M("kernels/cpu.py", "total += f[t] * (g[t] + b[t] + 1 <= k)", "total += f[t] * (g[t] + b[t] + 1 < k)", REF),
     M("kernels/cpu.py", "total += f[t] * (g[t] < k)", "total += f[t] * (g[t] <= k)", REF),
+    M("kernels/cpu.py", "total += rel[w[t]] * (g[t] < k)", "total += rel[w[t]] * (g[t] <= k)", PLAIN),
+    M("kernels/cpu.py", "hit[q, c] = 1.0 if best < k else 0.0", "hit[q, c] = 1.0 if best <= k else 0.0", PLAIN),
+    M("kernels/cpu.py", "        if e[t] != 1:\n            return False", "        if e[t] < 1:\n            return False", PLAIN),
+    M("kernels/cpu.py", "plain = not prm.want_rank and cols.gains.shape[0] == 0 and cols.rw.shape[0] == 0",
+      "plain = not prm.want_rank and cols.gains.shape[0] == 0", "tests/test_unbiased.py"),
+    M("kernels/cpu.py", "plain = not prm.want_rank and cols.gains.shape[0] == 0 and cols.rw.shape[0] == 0",
+      "plain = cols.gains.shape[0] == 0 and cols.rw.shape[0] == 0", REF),
     M("kernels/cpu.py", "untied &= e[t] == 1", "untied &= e[t] >= 1", REF),
     M("kernels/cpu.py", "nrel += rl[j]\n    for j in range(n):", "nrel += 1\n    for j in range(n):", REF),
     M("kernels/cpu.py", "none *= (e0 - r0 - x) / (e0 - x)", "none *= (e0 - r0 - x) / (e0 - x + 1)",
@@ -215,10 +223,10 @@ _LIST: list[Mutation] = [
 
     # --- kernels/grouping.py: R per query, grouping rows, duplicates, judgments -------------------
     M("kernels/grouping.py", "            c += seg[j]\n        out[q] = c", "            c += 1\n        out[q] = c", REF),
-    M("kernels/grouping.py", "    if lo == 0 and hi > 0:\n        buffer[0] = 0", "    if lo == 1 and hi > 0:\n        buffer[0] = 0",
-      "tests/test_grouping.py::test_run_starts_split_over_threads_equals_one_pass"),
-    M("kernels/grouping.py", "        if values[i] != values[i - 1]:\n            buffer[runs] = i",
-      "        if values[i] != values[i - 2]:\n            buffer[runs] = i",
+    M("kernels/grouping.py", "if n > 0 and (lo == 0 or values[lo] != values[lo - 1]):",
+      "if n > 0 and lo == 0:", "tests/test_grouping.py::test_run_starts_split_over_threads_equals_one_pass"),
+    M("kernels/grouping.py", "        if seg[i] != seg[i - 1]:\n            buffer[runs] = lo + i",
+      "        if seg[i] != seg[i - 1]:\n            buffer[runs] = i",
       "tests/test_grouping.py::test_run_starts_split_over_threads_equals_one_pass"),
     M("engine/aggregate.py", "        if math.isfinite(total):\n            return float(total / values.size)",
       "        if True:\n            return float(total / values.size)",
