@@ -500,7 +500,7 @@ def _load(args, metrics, *, scores, keep_per_query: bool, beyond: dict | None = 
     if not args.file:
         raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
     if args.spark:
-        from .backends.spark import read_parquet
+        from .request import read_parquet_with_spark as read_parquet
 
         if args.chunk_rows is not None:
             raise _UsageError("--chunk-rows streams a file on this machine; with --spark, Spark reads it")
