@@ -370,3 +370,38 @@ def test_the_test_registry_is_the_only_place_a_test_is_named_for_a_decision():
                   and sum(isinstance(e, ast.Constant) and e.value in names - {"t"} for e in node.elts) >= 2]
         assert not compared and not listed, \
             f"{name} names statistical tests (lines {compared + listed}): ask topkeval.stattests"
+
+
+def _interval_spellings(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines that compare an interval's name (``interval == "t"``, ``method == "bootstrap"``) or list
+    every interval."""
+
+    def spelled(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in names
+
+    def is_interval(node) -> bool:
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return word in ("interval", "method") or word.endswith("_interval")
+
+    compared = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                and any(is_interval(side) for side in [node.left, *node.comparators])
+                and any(spelled(side) for side in [node.left, *node.comparators])]
+    listed = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+              and {e.value for e in node.elts if isinstance(e, ast.Constant)} >= names]
+    return compared + listed
+
+
+def test_the_interval_registry_is_the_only_place_an_interval_is_named_for_a_decision():
+    """Outside stattests.py no module compares an interval's name or lists the intervals: what an
+    interval takes (weights, an estimated curve) and how it is computed are asked of its declaration
+    (stattests.INTERVALS) and its registered implementation."""
+    from topkeval import stattests
+
+    names = set(stattests.INTERVALS)
+    forbidden = 'if interval == "t":\n    pass\nelif self.method != "bootstrap":\n    pass\nI = ("bootstrap", "t")\n'
+    assert _interval_spellings(ast.parse(forbidden), names) == [1, 3, 5]  # the check sees what it forbids
+    for name, path in MODULES.items():
+        if name == "topkeval.stattests":
+            continue
+        lines = _interval_spellings(ast.parse(path.read_text()), names)
+        assert not lines, f"{name} names confidence intervals (lines {lines}): ask topkeval.stattests.INTERVALS"

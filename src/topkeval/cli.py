@@ -292,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
                      f"(--test {stattests.default('all')}, the default here, or "
                      f"{' or '.join(stattests.ALL_PAIRS[1:])}), with a compact letter display")
     _add_tests(cmp, many=True)
+    cmp.add_argument("--interval", choices=tuple(stattests.INTERVALS), default=None,
+                     help=f"the interval of each difference (default: {stattests.default_interval()}; not with --all, "
+                          "whose intervals are simultaneous): "
+                          + "; ".join(f"{i.name}: {i.description}" for i in stattests.INTERVALS.values()))
     cmp.add_argument("--format", choices=formats.names(general_only=True), default="table",
                      help=f"{', '.join(formats.names(general_only=True))} (default: table)")
     _add_conventions(cmp)
@@ -808,6 +812,9 @@ def _compare(args, out) -> int:
     from .results import Results
 
     if args.all:
+        if args.interval is not None:
+            raise _UsageError("--interval chooses the interval of each difference with a baseline; with --all the "
+                              "intervals are the simultaneous ones of the test: drop --interval")
         return _compare_all(args, out)
     if not args.baseline:
         raise _UsageError("compare needs --baseline (the model the others are compared with), or --all (every pair)")
@@ -815,18 +822,19 @@ def _compare(args, out) -> int:
         raise _UsageError(f"--test {args.test} compares every pair of models: add --all (or choose a paired test: "
                           f"{', '.join(TESTS)})")
     args.test = args.test or stattests.default("pair")
+    interval = args.interval or stattests.default_interval()
     check_arguments(Results.compare, test=args.test, correction=args.correction, confidence=args.confidence,
-                    n_resamples=args.resamples, seed=args.seed)  # before the evaluation, not after it
+                    n_resamples=args.resamples, seed=args.seed, interval=interval)  # before the evaluation
     res = _load_models(args, required=True)
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
-                        confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
+                        confidence=args.confidence, n_resamples=args.resamples, seed=args.seed, interval=interval)
     shown = table[[c for c in (*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
                                "p_value", "p_adjusted", "wins", "ties", "losses") if c in table.columns]]
     p_text = {c: (lambda p: report.p_value_text(p, args.resamples if stattests.TESTS[args.test].resampled
                                                  else None)) for c in ("p_value", "p_adjusted")}
     title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
-             f"correction, {args.confidence:.0%} intervals")
+             f"correction, {args.confidence:.0%} {'' if args.interval is None else interval + ' '}intervals")
     _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
                                               notes=report.info_lines(res.info),
                                               payload={"comparison": report.records(table), "info": res.info}))
@@ -1118,7 +1126,7 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "n_resamples": "--resamples", "missing_queries": "--missing-queries", "chunk_rows": "--chunk-rows",
     "judged_only": "--judged-only", "conventions": "--conventions", "depth": "--depth", "score": "--score",
     "query": "--query", "relevance": "--relevance", "item": "--item", "confidence": "--confidence",
-    "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels", "by": "--by",
+    "seed": "--seed", "test": "--test", "interval": "--interval", "correction": "--correction", "qrels": "--qrels", "by": "--by",
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
     "method": "--method", "form": "--form", "max_position": "--max-position", "click": "--click",
