@@ -145,10 +145,11 @@ def test_every_offer_of_an_interval_reads_the_registry():
     for owner, key in ((tk.Results.compare, "interval"), (tk.Results.summary_ci, "method")):
         with pytest.raises(tk.TopkevalError, match="one of 'bootstrap', 't'"):
             check_arguments(owner, **{key: "no_such_interval"})
-    action = next(a for a in build_parser()._subparsers._group_actions[0].choices["compare"]._actions
-                  if a.dest == "interval")
-    assert tuple(action.choices) == tuple(stattests.INTERVALS)
-    assert all(i.description in action.help for i in stattests.INTERVALS.values())
+    for command in ("compare", "evaluate"):  # compare's interval of each difference, evaluate's of --ci
+        action = next(a for a in build_parser()._subparsers._group_actions[0].choices[command]._actions
+                      if a.dest == "interval")
+        assert tuple(action.choices) == tuple(stattests.INTERVALS)
+        assert all(i.description in action.help for i in stattests.INTERVALS.values())
     for name in stattests.INTERVALS:
         for use in stattests.INTERVAL_USES:
             assert callable(stattests.interval_implementation(name, use))

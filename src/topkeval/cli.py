@@ -276,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "bounds over what the never-shown candidates could be")
     ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
                     help="each mean with its bootstrap confidence interval (default level 0.95)")
+    ev.add_argument("--interval", choices=tuple(stattests.INTERVALS), default=None,
+                    help=f"the interval of --ci (default: {stattests.default_interval()}): "
+                         + "; ".join(f"{i.name}: {i.description}" for i in stattests.INTERVALS.values()))
     ev.add_argument("--baseline", help="the model (a score column) that unexpectedness@k compares each list with")
     _add_conventions(ev)
 
@@ -416,8 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_ci(fmt: str, per_query: bool, ci: float | None) -> None:
+def _check_ci(fmt: str, per_query: bool, ci: float | None, interval: str | None = None) -> None:
     """--ci with the other options of evaluate (before the file is read)."""
+    if interval is not None and ci is None:
+        raise _UsageError("--interval chooses the interval of each mean that --ci adds: add --ci (or drop --interval)")
     if fmt == "trec" and ci is not None:
         raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
     if ci is not None and per_query:
@@ -426,9 +431,9 @@ def _check_ci(fmt: str, per_query: bool, ci: float | None) -> None:
         raise _UsageError(f"--ci must be a confidence level between 0 and 1, such as 0.95 (or --ci alone); got {ci}")
 
 
-def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
-    _check_ci(fmt, per_query, ci)
-    _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci))
+def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None, interval: str | None = None) -> None:
+    _check_ci(fmt, per_query, ci, interval)
+    _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci, interval=interval))
 
 
 def _write(out, fmt: str, document) -> None:
@@ -629,7 +634,7 @@ def _evaluate(args, out) -> int:
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
-    _check_ci(args.format, args.per_query, args.ci)
+    _check_ci(args.format, args.per_query, args.ci, args.interval)
     metrics, catalog, labels, per_query = _split_beyond(metrics)
     if catalog and (args.by or args.bounds or args.format == "trec"):
         raise _UsageError(f"{catalog[0]} describes each model's lists all together (one value per model): not per "
@@ -644,7 +649,7 @@ def _evaluate(args, out) -> int:
     if catalog:
         beside = res.beyond_accuracy(metrics=catalog, **inputs)
         _write(out, args.format, formats.results_document(res, per_query=args.per_query, ci=args.ci, beside=beside,
-                                                          labels=labels))
+                                                          labels=labels, interval=args.interval))
         return 0
     if args.bounds:
         if args.per_query or args.ci is not None or args.format == "trec":
@@ -655,7 +660,7 @@ def _evaluate(args, out) -> int:
                                                   notes=report.info_lines(res.info),
                                                   payload={"bounds": report.records(table), "info": res.info}))
         return 0
-    _emit_results(res, args.format, args.per_query, out, args.ci)
+    _emit_results(res, args.format, args.per_query, out, args.ci, args.interval)
     return 0
 
 
