@@ -79,6 +79,35 @@ def test_evaluate_matrix_goes_through_the_dispatcher(monkeypatch):
     assert backends.with_capability(scores, "matrices") is spy
 
 
+def test_the_accumulating_front_doors_go_through_the_dispatcher(monkeypatch):
+    """MatrixEvaluator's and TopkMetrics' updates go to the backend that declares ``updates`` (its
+    ``prepare``); without one, the refusal is the one the declarations make. The numbers are
+    counted by hand: user 0 has R = 2 and its top item relevant (recall@1 = 1/2), user 1 its relevant
+    item ranked third (0)."""
+    seen = []
+    matrix = next(b for b in backends.backends() if b.name == "matrix")
+    assert [b.name for b in backends.backends() if b.supports("updates")] == ["matrix"]
+    spy = replace(matrix, prepare=lambda r: seen.append(r) or matrix.prepare(r))
+    monkeypatch.setattr(backends, "_REGISTRY", [spy if b is matrix else b for b in backends.backends()])
+    scores, truth = np.array([[0.9, 0.1, 0.5], [0.2, 0.8, 0.4]]), np.array([[1, 0, 1], [1, 0, 0]])
+    ev = tk.MatrixEvaluator(["recall@1"])
+    ev.update(scores[:1], truth[:1])
+    ev.update(scores[1:], truth[1:])
+    assert ev.compute().summary.loc["scores", "recall@1"] == 0.25 and len(seen) == 2
+    try:
+        from topkeval.integrations.torchmetrics import TopkMetrics
+    except tk.TopkevalError:  # without torchmetrics: MatrixEvaluator alone
+        pass
+    else:
+        metric = TopkMetrics(["recall@1"])
+        metric.update(scores, truth)
+        assert float(metric.compute()["recall@1"]) == 0.25 and len(seen) == 3
+    monkeypatch.setattr(backends, "_REGISTRY", [b for b in backends.backends() if b.name != "matrix"])
+    with pytest.raises(tk.ParameterError, match=r"^No registered backend supports MatrixEvaluator and TopkMetrics "
+                                                r"\(score matrices batch by batch\)\.$"):
+        tk.MatrixEvaluator(["recall@1"]).update(scores, truth)
+
+
 def test_a_backend_declares_known_capabilities_only():
     with pytest.raises(ValueError, match="unknown capabilities"):
         BackendPlugin("bad", "bad data", lambda data, plan: False, frozenset({"teleport"}))

@@ -842,3 +842,30 @@ def test_a_distance_that_is_no_distance_is_refused(distance, message):
     res = _res(item="item")
     with pytest.raises(tk.ParameterError, match=message):
         res.beyond_accuracy(k=2, metrics=["diversity@2"], distance=distance)
+
+
+@pytest.mark.parametrize("ties", ["first", "expected", "pessimistic"])
+def test_a_new_beyond_family_is_one_registered_formula(ties):
+    """A toy family registered in a few lines over the lists' statistics (the share of each top k
+    that is relevant, ``sum(p rel) / min(k, n)``) is computed by with_beyond through the registry;
+    the oracle is precision@k with short_lists="shrink" from the kernel's statistics (another path
+    through another engine), under each tie rule."""
+    from topkeval.metrics import FAMILIES, beyond, names
+    from topkeval.metrics.registry import register
+
+    register("toy_shown_relevant", beyond="query", cutoff="required", summary="toy", formula="sum(p rel) / L")(
+        lambda top, m, conv: beyond.mean_over_list(top, top.rel.astype(np.float64)))
+    names.refresh()  # the name grammar reads the registry's names
+    try:
+        rows = {"query": [1, 1, 1, 1, 2, 2, 3, 3, 3], "item": [1, 2, 3, 4, 1, 5, 2, 3, 6],
+                "relevance": [1, 0, 1, 0, 0, 1, 1, 1, 0], "s": [0.9, 0.5, 0.5, 0.5, 0.4, 0.4, 0.3, 0.2, 0.1]}
+        conv = dict(ties=ties, short_lists="shrink")
+        got = tk.evaluate(rows, ["precision@3"], score="s", item="item", **conv).with_beyond(["toy_shown_relevant@3"])
+        pq = got.per_query
+        assert pq["precision@3"].notna().all()
+        np.testing.assert_allclose(pq["toy_shown_relevant@3"], pq["precision@3"], rtol=1e-12)
+        if ties == "expected":  # query 1: the first, then 2 of the 3 tied (one relevant) in the top 3
+            assert pq["toy_shown_relevant@3"].iloc[0] == pytest.approx((1 + 2 / 3) / 3)
+    finally:
+        FAMILIES.pop("toy_shown_relevant", None)
+        names.refresh()

@@ -184,6 +184,14 @@ def test_compare_command(tmp_path, capsys):
     recall, precision = json.loads(out)["comparison"]
     assert recall["p_value"] == pytest.approx(0.25) and recall["p_adjusted"] == pytest.approx(0.5)
     assert precision["p_adjusted"] == 1.0 and recall["verdict"] == "no detectable difference"
+    # --interval t: the paired t interval of d = (0, 0, 1, 1, 1, 0) by hand, mean 0.5 +- t_{0.975}(5) sqrt(0.3 / 6)
+    code, out, err = run(args + ["--test", "t", "--interval", "t"], capsys)
+    assert code == 0, err
+    recall = json.loads(out)["comparison"][0]
+    moe = stats.t.ppf(0.975, 5) * math.sqrt(0.3 / 6)
+    assert (recall["ci_low"], recall["ci_high"]) == pytest.approx((0.5 - moe, 0.5 + moe), abs=1e-12)
+    code, out, err = run(args + ["--all", "--interval", "t"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "drop --interval" in err
     code, out, err = run(["compare", path, "--relevance", "click", "--baseline", "old_ranker", "--score",
                           "old_ranker"], capsys)
     assert code == 2 and "other than --baseline" in err
@@ -264,6 +272,15 @@ def test_evaluate_ci_prints_the_intervals_of_summary_ci(log_file, capsys):
     code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "-m", "recall@2", "--ci", "0.9"], capsys)
     lo, hi = ci.loc["old", ["ci_low", "ci_high"]]
     assert code == 0 and f"[{lo:.4f}, {hi:.4f}]" in out
+    # --interval t: Sakai's t interval of old's recall@2 values (1/2 and 1; query 3 has no relevant item), by hand
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "-m", "recall@2", "--ci", "0.9",
+                          "--interval", "t", "--format", "json"], capsys)
+    assert code == 0, err
+    row = json.loads(out)["summary_ci"][0]
+    moe = stats.t.ppf(0.95, 1) * math.sqrt(0.125 / 2)  # V = ((1/2 - 3/4)^2 + (1 - 3/4)^2) / 1
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.75 - moe, 0.75 + moe), abs=1e-12)
+    code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--interval", "t"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "add --ci" in err
     code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--ci", "--format", "trec"], capsys)
     assert code == 2 and "--ci" in err
     code, out, err = run(["evaluate", log_file, *BASE, "--score", "old", "--ci", "1.5"], capsys)

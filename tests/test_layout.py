@@ -281,6 +281,37 @@ def test_only_request_dispatches_and_no_module_reaches_into_a_backend():
         assert not private, f"{name} imports a backend's internals {private}: make them public there, or ask it"
 
 
+#: modules below the front doors that still reach a backend's module for a computation of their own
+#: (the CPU backend re-evaluating resampled or reweighted logs, the sampled evaluation's matrices, a
+#: click log's never-shown share); the set may only shrink: a pair that no longer occurs fails too.
+KNOWN_BACKEND_REACHES: set[tuple[str, str]] = {
+    ("topkeval.analysis.clicks", "topkeval.backends.clicks"),
+    ("topkeval.analysis.clicks", "topkeval.backends.cpu"),
+    ("topkeval.analysis.curve_ci", "topkeval.backends.cpu"),
+    ("topkeval.analysis.sampled", "topkeval.backends.cpu"),
+    ("topkeval.analysis.sampled", "topkeval.backends.matrix"),
+}
+
+
+def test_only_request_reaches_a_backends_module():
+    """Every front door goes through the dispatcher: only request.py (and the registry,
+    backends/__init__.py, and the backends themselves) imports a backend's module
+    (``topkeval.backends.matrix``...), anywhere in a module, functions included. MatrixEvaluator and
+    TopkMetrics ask :func:`topkeval.request.matrix_update`, the command line's --spark
+    :func:`topkeval.request.read_parquet_with_spark`."""
+    reaches = {(name, target) for name, imports in _graph(inside_functions=True).items()
+               if not name.startswith("topkeval.backends") and name != "topkeval.request"
+               for target in imports if target.startswith("topkeval.backends.")}
+    new = reaches - KNOWN_BACKEND_REACHES
+    assert not new, "modules reaching a backend's module, not through request.py: " + ", ".join(
+        f"{a} -> {b}" for a, b in sorted(new))
+    gone = KNOWN_BACKEND_REACHES - reaches
+    assert not gone, "no longer reached, take off KNOWN_BACKEND_REACHES: " + ", ".join(
+        f"{a} -> {b}" for a, b in sorted(gone))
+    front_doors = {name for name, _ in reaches if _floor(name) == len(FLOORS) - 1}
+    assert not front_doors, f"front doors reaching a backend's module: {sorted(front_doors)}"
+
+
 def test_every_backend_is_a_declared_plugin_registered_in_one_place():
     from topkeval import backends
     from topkeval.backends.plugins import CAPABILITIES
@@ -339,3 +370,38 @@ def test_the_test_registry_is_the_only_place_a_test_is_named_for_a_decision():
                   and sum(isinstance(e, ast.Constant) and e.value in names - {"t"} for e in node.elts) >= 2]
         assert not compared and not listed, \
             f"{name} names statistical tests (lines {compared + listed}): ask topkeval.stattests"
+
+
+def _interval_spellings(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines that compare an interval's name (``interval == "t"``, ``method == "bootstrap"``) or list
+    every interval."""
+
+    def spelled(node) -> bool:
+        return isinstance(node, ast.Constant) and node.value in names
+
+    def is_interval(node) -> bool:
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return word in ("interval", "method") or word.endswith("_interval")
+
+    compared = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                and any(is_interval(side) for side in [node.left, *node.comparators])
+                and any(spelled(side) for side in [node.left, *node.comparators])]
+    listed = [node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+              and {e.value for e in node.elts if isinstance(e, ast.Constant)} >= names]
+    return compared + listed
+
+
+def test_the_interval_registry_is_the_only_place_an_interval_is_named_for_a_decision():
+    """Outside stattests.py no module compares an interval's name or lists the intervals: what an
+    interval takes (weights, an estimated curve) and how it is computed are asked of its declaration
+    (stattests.INTERVALS) and its registered implementation."""
+    from topkeval import stattests
+
+    names = set(stattests.INTERVALS)
+    forbidden = 'if interval == "t":\n    pass\nelif self.method != "bootstrap":\n    pass\nI = ("bootstrap", "t")\n'
+    assert _interval_spellings(ast.parse(forbidden), names) == [1, 3, 5]  # the check sees what it forbids
+    for name, path in MODULES.items():
+        if name == "topkeval.stattests":
+            continue
+        lines = _interval_spellings(ast.parse(path.read_text()), names)
+        assert not lines, f"{name} names confidence intervals (lines {lines}): ask topkeval.stattests.INTERVALS"

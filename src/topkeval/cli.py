@@ -276,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "bounds over what the never-shown candidates could be")
     ev.add_argument("--ci", nargs="?", type=float, const=0.95, metavar="LEVEL",
                     help="each mean with its bootstrap confidence interval (default level 0.95)")
+    ev.add_argument("--interval", choices=tuple(stattests.INTERVALS), default=None,
+                    help=f"the interval of --ci (default: {stattests.default_interval()}): "
+                         + "; ".join(f"{i.name}: {i.description}" for i in stattests.INTERVALS.values()))
     ev.add_argument("--baseline", help="the model (a score column) that unexpectedness@k compares each list with")
     _add_conventions(ev)
 
@@ -292,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
                      f"(--test {stattests.default('all')}, the default here, or "
                      f"{' or '.join(stattests.ALL_PAIRS[1:])}), with a compact letter display")
     _add_tests(cmp, many=True)
+    cmp.add_argument("--interval", choices=tuple(stattests.INTERVALS), default=None,
+                     help=f"the interval of each difference (default: {stattests.default_interval()}; not with --all, "
+                          "whose intervals are simultaneous): "
+                          + "; ".join(f"{i.name}: {i.description}" for i in stattests.INTERVALS.values()))
     cmp.add_argument("--format", choices=formats.names(general_only=True), default="table",
                      help=f"{', '.join(formats.names(general_only=True))} (default: table)")
     _add_conventions(cmp)
@@ -412,8 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_ci(fmt: str, per_query: bool, ci: float | None) -> None:
+def _check_ci(fmt: str, per_query: bool, ci: float | None, interval: str | None = None) -> None:
     """--ci with the other options of evaluate (before the file is read)."""
+    if interval is not None and ci is None:
+        raise _UsageError("--interval chooses the interval of each mean that --ci adds: add --ci (or drop --interval)")
     if fmt == "trec" and ci is not None:
         raise _UsageError("--ci adds intervals to a table; trec_eval lines have no place for them")
     if ci is not None and per_query:
@@ -422,9 +431,9 @@ def _check_ci(fmt: str, per_query: bool, ci: float | None) -> None:
         raise _UsageError(f"--ci must be a confidence level between 0 and 1, such as 0.95 (or --ci alone); got {ci}")
 
 
-def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None) -> None:
-    _check_ci(fmt, per_query, ci)
-    _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci))
+def _emit_results(res, fmt: str, per_query: bool, out, ci: float | None = None, interval: str | None = None) -> None:
+    _check_ci(fmt, per_query, ci, interval)
+    _write(out, fmt, formats.results_document(res, per_query=per_query, ci=ci, interval=interval))
 
 
 def _write(out, fmt: str, document) -> None:
@@ -500,7 +509,7 @@ def _load(args, metrics, *, scores, keep_per_query: bool, beyond: dict | None = 
     if not args.file:
         raise _UsageError("give a FILE to evaluate, or --qrels QRELS --run RUN")
     if args.spark:
-        from .backends.spark import read_parquet
+        from .request import read_parquet_with_spark as read_parquet
 
         if args.chunk_rows is not None:
             raise _UsageError("--chunk-rows streams a file on this machine; with --spark, Spark reads it")
@@ -625,7 +634,7 @@ def _evaluate(args, out) -> int:
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
-    _check_ci(args.format, args.per_query, args.ci)
+    _check_ci(args.format, args.per_query, args.ci, args.interval)
     metrics, catalog, labels, per_query = _split_beyond(metrics)
     if catalog and (args.by or args.bounds or args.format == "trec"):
         raise _UsageError(f"{catalog[0]} describes each model's lists all together (one value per model): not per "
@@ -640,7 +649,7 @@ def _evaluate(args, out) -> int:
     if catalog:
         beside = res.beyond_accuracy(metrics=catalog, **inputs)
         _write(out, args.format, formats.results_document(res, per_query=args.per_query, ci=args.ci, beside=beside,
-                                                          labels=labels))
+                                                          labels=labels, interval=args.interval))
         return 0
     if args.bounds:
         if args.per_query or args.ci is not None or args.format == "trec":
@@ -651,7 +660,7 @@ def _evaluate(args, out) -> int:
                                                   notes=report.info_lines(res.info),
                                                   payload={"bounds": report.records(table), "info": res.info}))
         return 0
-    _emit_results(res, args.format, args.per_query, out, args.ci)
+    _emit_results(res, args.format, args.per_query, out, args.ci, args.interval)
     return 0
 
 
@@ -808,6 +817,9 @@ def _compare(args, out) -> int:
     from .results import Results
 
     if args.all:
+        if args.interval is not None:
+            raise _UsageError("--interval chooses the interval of each difference with a baseline; with --all the "
+                              "intervals are the simultaneous ones of the test: drop --interval")
         return _compare_all(args, out)
     if not args.baseline:
         raise _UsageError("compare needs --baseline (the model the others are compared with), or --all (every pair)")
@@ -815,18 +827,19 @@ def _compare(args, out) -> int:
         raise _UsageError(f"--test {args.test} compares every pair of models: add --all (or choose a paired test: "
                           f"{', '.join(TESTS)})")
     args.test = args.test or stattests.default("pair")
+    interval = args.interval or stattests.default_interval()
     check_arguments(Results.compare, test=args.test, correction=args.correction, confidence=args.confidence,
-                    n_resamples=args.resamples, seed=args.seed)  # before the evaluation, not after it
+                    n_resamples=args.resamples, seed=args.seed, interval=interval)  # before the evaluation
     res = _load_models(args, required=True)
     table = res.compare(baseline=args.baseline, test=args.test,
                         correction=None if args.correction == "none" else args.correction,
-                        confidence=args.confidence, n_resamples=args.resamples, seed=args.seed)
+                        confidence=args.confidence, n_resamples=args.resamples, seed=args.seed, interval=interval)
     shown = table[[c for c in (*res.by, "model", "metric", "verdict", "baseline", "value", "delta", "ci_low", "ci_high",
                                "p_value", "p_adjusted", "wins", "ties", "losses") if c in table.columns]]
     p_text = {c: (lambda p: report.p_value_text(p, args.resamples if stattests.TESTS[args.test].resampled
                                                  else None)) for c in ("p_value", "p_adjusted")}
     title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
-             f"correction, {args.confidence:.0%} intervals")
+             f"correction, {args.confidence:.0%} {'' if args.interval is None else interval + ' '}intervals")
     _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
                                               notes=report.info_lines(res.info),
                                               payload={"comparison": report.records(table), "info": res.info}))
@@ -1118,7 +1131,7 @@ _PARAMS = {s.name: _flag(s.name) for s in SETTINGS} | {
     "n_resamples": "--resamples", "missing_queries": "--missing-queries", "chunk_rows": "--chunk-rows",
     "judged_only": "--judged-only", "conventions": "--conventions", "depth": "--depth", "score": "--score",
     "query": "--query", "relevance": "--relevance", "item": "--item", "confidence": "--confidence",
-    "seed": "--seed", "test": "--test", "correction": "--correction", "qrels": "--qrels", "by": "--by",
+    "seed": "--seed", "test": "--test", "interval": "--interval", "correction": "--correction", "qrels": "--qrels", "by": "--by",
     "k": "-k", "worst": "--worst", "title": "--title", "images": "--images", "baseline": "--baseline",
     "weight": "--weight", "position": "--position", "propensity": "--propensity", "clip": "--clip",
     "method": "--method", "form": "--form", "max_position": "--max-position", "click": "--click",

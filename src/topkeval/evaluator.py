@@ -226,7 +226,7 @@ class MatrixEvaluator:
             the first update; ``users`` not one distinct id per row, or naming a user updated
             before (for one of these models; the update then counts nothing).
         """
-        from .backends.matrix import evaluate_rows, prepare
+        from .request import matrix_update
 
         if model is not None:
             if isinstance(scores, dict):
@@ -236,17 +236,18 @@ class MatrixEvaluator:
                 raise ParameterError(f"The 'model' parameter of MatrixEvaluator.update must be a non-empty str. "
                                      f"Got {model!r} instead.")
             scores = {model: scores}
-        prepared = prepare(scores, relevant, exclude, allow_no_rows=True)
+        prepared = matrix_update(scores, relevant, exclude, self._plan, batch_size=self._batch_size,
+                                 threads=self._threads)
         U, I = prepared.shape
         state = self._state
         if state.items is not None and I != state.items:
             raise DataError(f"scores have {I} columns, but the first update had {state.items}: every update scores "
                             "the whole catalogue, the same items in the same columns.")
-        models = list(prepared.models)
+        models = prepared.models
         if (users is None and state.named) or (users is not None and state.numbered):
             raise DataError("some updates name their rows with users= and others do not (a running counter 0, 1, "
                             "2, ...): the two kinds of ids can collide. Pass users= to every update, or to none.")
-        ids = self._ids(users, U, models)
+        ids = self._ids(users, U, models, prepared.ids)
         if users is not None:  # a user updated before: refused now, before this update counts
             for m in models:
                 repeated = self._seen[m].first_repeated(ids) if m in self._seen else None
@@ -266,9 +267,9 @@ class MatrixEvaluator:
                           "already evaluated, numbered on from there. For a new evaluation (a new epoch) call reset() "
                           "first; pass users= to make a user updated twice an error.")
         if U:
-            run = evaluate_rows(prepared, ids, self._plan, batch_size=self._batch_size, threads=self._threads)
+            run = prepared.evaluate(ids)
             state.updates.append(_Update(ids, models, run.evaluated, run.selected, run.depth, run.relevant,
-                                         prepared.leaked, _signatures(prepared), run.absent))
+                                         prepared.leaked, prepared.signatures(), run.absent))
         # only an update that went through counts (an error above leaves the evaluator as it was)
         self._computed = False
         state.items = I
@@ -279,14 +280,13 @@ class MatrixEvaluator:
             if users is not None:
                 self._seen.setdefault(m, _Seen()).add(ids)
 
-    def _ids(self, users, U: int, models: list[str]) -> np.ndarray:
+    def _ids(self, users, U: int, models: list[str], as_numpy) -> np.ndarray:
         if users is None:
             start = {m: self._next.get(m, 0) for m in models}
             if len(set(start.values())) > 1:
                 raise DataError(f"the models {models} of this update have seen different numbers of rows before "
                                 f"({start}), so the running counter gives their rows different ids: pass users=.")
             return np.arange(start[models[0]], start[models[0]] + U, dtype=np.int64)
-        from .backends.matrix import as_numpy
         from .inputs.ids import check_ids
 
         if isinstance(users, (list, tuple)):
@@ -327,7 +327,6 @@ class MatrixEvaluator:
         import pandas as pd
 
         from . import engine
-        from .backends.matrix import warn_leaked
 
         states, world = self._gather()
         updates = [u for s in states for u in s.updates]
@@ -381,7 +380,7 @@ class MatrixEvaluator:
         evaluated_ids = pd.Index(np.concatenate([mv.queries for u in updates for ev in u.evaluated
                                                  for mv in ev.models])).unique()
         leaked = sum(u.leaked for u in updates)
-        warn_leaked(leaked)
+        engine.warn_leaked(leaked)
         engine.warn_if_nothing_relevant(self.conventions, sum(u.relevant for u in updates))
         info = {"queries": len(all_ids), "skipped_empty": len(all_ids) - len(evaluated_ids),
                 "matrix": {"users": rows, "items": items.pop(), "candidates_selected":
@@ -405,25 +404,6 @@ class MatrixEvaluator:
     def __repr__(self) -> str:
         users = sum(len(u.users) for u in self._state.updates)
         return f"MatrixEvaluator(metrics={self.metrics}, updates={len(self._state.updates)}, rows={users})"
-
-
-def _signatures(prepared) -> np.ndarray:
-    """Per row, a 64-bit signature of its relevance (items and grades) and exclusions: rows of one
-    user given to several models must have the same (compare() pairs their values)."""
-    out = np.zeros(prepared.shape[0], np.uint64)
-    for csr, salt in ((prepared.relevant, 0x9E3779B97F4A7C15), (prepared.exclude, 0xC2B2AE3D27D4EB4F)):
-        if csr is None:  # no exclusions: as an empty matrix of them
-            with np.errstate(over="ignore"):
-                out = out * np.uint64(0x94D049BB133111EB)
-            continue
-        with np.errstate(over="ignore"):
-            h = csr.indices.astype(np.uint64) * np.uint64(salt) ^ csr.data.astype(np.float64).view(np.uint64)
-            h ^= h >> np.uint64(31)
-            h *= np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(29)
-            total = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
-            out = out * np.uint64(0x94D049BB133111EB) + (total[csr.indptr[1:]] - total[csr.indptr[:-1]])
-    return out
 
 
 def _same_truth(updates: list[_Update], models: list[str]) -> None:

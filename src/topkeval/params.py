@@ -652,6 +652,8 @@ class _Correction(Options):
 CORRECTION = [_Correction(), None]
 #: the paired tests of a comparison
 TEST = Options(*stattests.PAIRED)
+#: the confidence intervals (compare's interval=, summary_ci's method=)
+INTERVAL = Options(*stattests.INTERVALS)
 
 
 class Model(Constraint):

@@ -16,6 +16,8 @@ everything that involves more than one parameter is here, by subject:
 :func:`evaluate`              ``evaluate()`` itself: the beyond-accuracy metrics split off, progress
                               bars, resolve, dispatch, the beyond-accuracy metrics added back
 :func:`evaluate_matrix`       ``evaluate_matrix()``: the conventions, the plan, dispatch
+:func:`matrix_update`         one ``update`` of ``MatrixEvaluator`` / ``TopkMetrics``: dispatch to the
+                              backend that takes score matrices batch by batch
 :func:`one_ranking`           ``recall_at_k`` and its siblings: one ranking's arrays checked, evaluated
 ============================  ==========================================================================
 """
@@ -434,6 +436,14 @@ def evaluate_matrix(scores, relevant, metrics, exclude, *, conventions, batch_si
     return backends.with_capability(scores, "matrices").evaluate(request)
 
 
+def matrix_update(scores, relevant, exclude, plan: engine.Plan, *, batch_size, threads):
+    """One ``update`` of :class:`topkeval.MatrixEvaluator` or ``TopkMetrics`` (its parameters each
+    checked, the plan made once): the batch's inputs checked by the backend that takes score
+    matrices batch by batch (``"updates"``), ready to evaluate (``.evaluate(users)``)."""
+    request = MatrixRequest(scores, relevant, plan, exclude, batch_size, threads)
+    return backends.with_capability(scores, "updates").prepare(request)
+
+
 @dataclass(frozen=True)
 class MatrixRequest:
     """What ``evaluate_matrix()`` was asked, checked: the matrices, the plan and the options."""
@@ -444,6 +454,14 @@ class MatrixRequest:
     exclude: object = None
     batch_size: int | None = None
     threads: int | None = None
+
+
+def read_parquet_with_spark(path, master: str):
+    """The command line's ``--spark``: a parquet file or folder read as a Spark DataFrame (in the
+    active session, or a new one on ``master``), for :func:`evaluate` to hand to the Spark backend."""
+    from .backends.spark import read_parquet
+
+    return read_parquet(path, master)
 
 
 def one_ranking(family: str, relevance, scores, k, *, params=(), items=None, conventions=None, owner: str,
@@ -489,4 +507,5 @@ def _as_1d(values, name: str, owner: str) -> np.ndarray:
     return arr
 
 
-__all__ = ["MatrixRequest", "Request", "dispatch", "evaluate", "evaluate_matrix", "one_ranking", "resolve"]
+__all__ = ["MatrixRequest", "Request", "dispatch", "evaluate", "evaluate_matrix", "matrix_update", "one_ranking",
+           "read_parquet_with_spark", "resolve"]

@@ -22,6 +22,7 @@ from .params import (
     CONFIDENCE,
     CORRECTION,
     DIGITS,
+    INTERVAL,
     RESAMPLES,
     SEED,
     TEST,
@@ -317,7 +318,7 @@ class Results:
 
     @validate_params(baseline=[Model(), None], metrics=[Metrics(empty=False), None], test=TEST, correction=CORRECTION,
                      confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, missing=Options("intersect", "zero"),
-                     progress=Bool(), interval=Options(*_compare.INTERVALS))
+                     progress=Bool(), interval=INTERVAL)
     def compare(self, baseline: str | None = None, *, metrics=None, test: str = "permutation",
                 correction: str | None = "holm", confidence: float = 0.95, n_resamples: int = 10_000,
                 seed: int | None = 0, missing: str = "intersect", progress: bool = False,
@@ -349,7 +350,7 @@ class Results:
                 n_resamples=n_resamples, seed=seed, missing=missing, interval=interval))
 
     @validate_params(confidence=CONFIDENCE, n_resamples=RESAMPLES, seed=SEED, progress=Bool(),
-                     method=Options(*_compare.INTERVALS))
+                     method=INTERVAL)
     def summary_ci(self, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0,
                    progress: bool = False, method: str = "bootstrap") -> pd.DataFrame:
         """Each model's mean of each metric with a bootstrap percentile confidence interval, or

@@ -22,15 +22,32 @@ implementations live with the analyses that run them and are registered from the
 ``refits_curve``         it can resample an estimated examination curve's queries with the
                          per-query values (clicks weighted by ``estimate_position_bias``'s curve)
 ``min_n``                the fewest queries that give a p-value (NaN below)
+``min_models``           the fewest models it compares (``"anova"``: three; the others two)
 =======================  ======================================================================
 
+A power computation (scope ``"power"``) registers its sizing (:func:`implement`, from
+``analysis/many.py``): given the per-query values of the models (a queries x models array),
+``alpha`` and the power asked for, the variance it reads, its power at ``n`` queries and the
+smallest difference it detects; ``queries_needed`` asks it, with no branch of its own.
+
+The confidence intervals (``compare(interval=)``, ``summary_ci(method=)``, the command line's
+``--interval``, the report's wording) are a sibling registry, :data:`INTERVALS`: each
+:class:`Interval` declares its name, description, the words a sentence names it with, its weighted
+form, whether it draws ``n_resamples`` resamples and whether it can refit an estimated examination
+curve; its implementations (of a mean, ``"mean"``; of a paired difference, ``"difference"``) are
+registered with :func:`implement_interval` from ``analysis/compare.py``.
+
 How to add a test: one :class:`StatTest` line in :data:`TESTS`, and its implementation registered
-with :func:`implement` where it is computed. Nothing else names it.
+with :func:`implement` where it is computed. How to add an interval: one :class:`Interval` line in
+:data:`INTERVALS`, and its two implementations registered with :func:`implement_interval`.
+Nothing else names them.
 
 >>> PAIRED
 ('permutation', 't', 'wilcoxon', 'bootstrap')
 >>> TESTS["bootstrap"].resampled, TESTS["t"].weighted
 (True, None)
+>>> tuple(INTERVALS), default_interval()
+(('bootstrap', 't'), 'bootstrap')
 """
 
 from __future__ import annotations
@@ -51,6 +68,7 @@ class StatTest:
     ranks: bool = False
     refits_curve: bool = False
     min_n: int = 2
+    min_models: int = 2
 
     @property
     def resampled(self) -> bool:
@@ -70,7 +88,7 @@ TESTS: dict[str, StatTest] = {t.name: t for t in (
     StatTest("randomized_tukey", "the randomized Tukey HSD (each query's values permuted across the models)", "all",
              draws="permutations"),
     StatTest("paired_t", "the power of a two-sided paired t-test (noncentral t)", "power"),
-    StatTest("anova", "the power of the F-test of three or more models", "power"),
+    StatTest("anova", "the power of the F-test of three or more models", "power", min_models=3),
 )}
 
 
@@ -102,14 +120,53 @@ def default(scope: str) -> str:
     return names(scope)[0]
 
 
-def choices(tests) -> str:
-    """The tests as a sentence's list of choices: ``test='permutation' or test='bootstrap'``.
+def choices(tests, key: str = "test") -> str:
+    """The tests as a sentence's list of choices: ``test='permutation' or test='bootstrap'`` (with
+    ``key="interval"`` or ``"method"``, the intervals of :data:`INTERVALS`).
 
     >>> choices(names("pair", weighted=True))
     "test='permutation' (weighted sign flips) or test='bootstrap' (weighted resampling)"
+    >>> choices(interval_names(weighted=True), key="method")
+    "method='bootstrap' (weighted resampling)"
     """
-    parts = [f"test={n!r}" + (f" ({TESTS[n].weighted})" if TESTS[n].weighted else "") for n in tests]
+    registry: dict = TESTS if key == "test" else INTERVALS
+    parts = [f"{key}={n!r}" + (f" ({registry[n].weighted})" if registry[n].weighted else "") for n in tests]
     return ", ".join(parts[:-1]) + (" or " if len(parts) > 1 else "") + parts[-1]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One confidence interval, as every caller sees it (see the module docstring): ``label`` is how a
+    sentence names it (the report: "the 95% bootstrap percentile interval")."""
+
+    name: str
+    description: str
+    label: str
+    weighted: str | None = None
+    draws: bool = False
+    refits_curve: bool = False
+
+
+#: Every interval, in the order the choices are offered; the first is the default.
+INTERVALS: dict[str, Interval] = {i.name: i for i in (
+    Interval("bootstrap", "the percentile bootstrap interval (of the mean; in compare, of the mean paired difference)",
+             "bootstrap percentile interval", weighted="weighted resampling", draws=True, refits_curve=True),
+    Interval("t", "Sakai's t interval, mean +- t_{(1 + confidence) / 2}(n - 1) sqrt(V / n)", "t interval"),
+)}
+
+
+def interval_names(**flags) -> tuple[str, ...]:
+    """The intervals, those with the given flags only.
+
+    >>> interval_names(), interval_names(refits_curve=True)
+    (('bootstrap', 't'), ('bootstrap',))
+    """
+    return tuple(i.name for i in INTERVALS.values() if all(bool(getattr(i, k)) == bool(v) for k, v in flags.items()))
+
+
+def default_interval() -> str:
+    """The default interval: the first of :data:`INTERVALS`."""
+    return next(iter(INTERVALS))
 
 
 _IMPLEMENTATIONS: dict[str, Callable] = {}
@@ -133,5 +190,34 @@ def implementation(name: str) -> Callable:
     return _IMPLEMENTATIONS[name]
 
 
-__all__ = ["ALL_PAIRS", "PAIRED", "POWER", "TESTS", "StatTest", "choices", "default", "implement", "implementation",
-           "names"]
+#: what an interval is computed of: ``"mean"`` (``summary_ci``: ``(columns, confidence, n_resamples,
+#: rng, weights, keys) -> [(low, high)]``) and ``"difference"`` (``compare``: ``(d, draws, alpha) ->
+#: (low, high)``, ``draws`` the resampled mean differences or None)
+INTERVAL_USES = ("mean", "difference")
+
+_INTERVAL_IMPLEMENTATIONS: dict[tuple[str, str], Callable] = {}
+
+
+def implement_interval(name: str, use: str) -> Callable[[Callable], Callable]:
+    """Register the implementation of the declared interval ``name`` for ``use`` (one of
+    :data:`INTERVAL_USES`; a decorator, used by the module that computes it)."""
+    if name not in INTERVALS:
+        raise KeyError(f"{name!r} is not declared in topkeval.stattests.INTERVALS: declare it there first")
+    if use not in INTERVAL_USES:
+        raise KeyError(f"an interval is implemented for one of {INTERVAL_USES}, not {use!r}")
+
+    def register(function: Callable) -> Callable:
+        _INTERVAL_IMPLEMENTATIONS[(name, use)] = function
+        return function
+
+    return register
+
+
+def interval_implementation(name: str, use: str) -> Callable:
+    """The registered implementation of interval ``name`` for ``use``."""
+    return _INTERVAL_IMPLEMENTATIONS[(name, use)]
+
+
+__all__ = ["ALL_PAIRS", "INTERVALS", "INTERVAL_USES", "PAIRED", "POWER", "TESTS", "Interval", "StatTest", "choices",
+           "default", "default_interval", "implement", "implement_interval", "implementation", "interval_implementation",
+           "interval_names", "names"]

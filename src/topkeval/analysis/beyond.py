@@ -20,6 +20,12 @@ means, compare, summary_ci, segments, weights and the report treat them as any m
 (they have no per-query value). Everything runs on arrays: one ranking kernel per model and cutoff,
 then per-query sums (``np.bincount``) and small kernels (:mod:`topkeval.kernels.beyond`); only a
 ``similarity=`` function is called pair by pair, in Python.
+
+The formulas are not here: each family's is its registered function in
+:mod:`topkeval.metrics.beyond`, found through the one registry (``FAMILIES[family].function``).
+This module supplies what they read: each model's top k per log and cutoff (:class:`_TopK`, the
+shown rows' statistics and what the caller's inputs give of their items) and each model's lists
+all together (:class:`_Exposures`, for the catalogue-level families).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import pandas as pd
 
 from ..engine.rules import RanksAgain
 from ..errors import ParameterError, show, warn
+from ..metrics import FAMILIES
 
 _WHO = "beyond_accuracy"
 
@@ -912,11 +919,12 @@ def compute(evaluation, metrics, inputs: Inputs, defaults: dict | None = None) -
             parts = lists.parts.get((model, m.k), [])
             if ids is None:
                 ids = lists.query_ids(model, m.k)
+            formula = FAMILIES[m.family].function  # the family's registered formula (topkeval.metrics.beyond)
             try:
                 if m.info.beyond == "catalog":
-                    per[label] = _catalog_value(m, parts, lists, given)
+                    per[label] = formula(_Exposures(parts, lists, given), m, conv)
                 else:
-                    per[label] = np.concatenate([_query_values(label, m, part, model, lists, given)
+                    per[label] = np.concatenate([formula(_TopK(part, model, label, m.k, lists, given), m, conv)
                                                  for part in parts]) if parts else np.zeros(0)
             except _NoDefault as no:
                 labels = missing.setdefault(no.what, [])
@@ -930,60 +938,118 @@ def compute(evaluation, metrics, inputs: Inputs, defaults: dict | None = None) -
     return out
 
 
-def _mean_over_list(part: _Part, value: np.ndarray, empty: float = np.nan) -> np.ndarray:
-    """Per evaluated query: ``sum(p value) / L`` over its shown rows (``empty`` when L = 0)."""
-    n_q = len(part.L)
-    total = np.bincount(part.qix, weights=part.p * value, minlength=n_q)
-    L = part.L.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(L > 0, total / np.where(L > 0, L, 1.0), empty)
-    return out[part.keep]
+class _TopK:
+    """One model's top k in one log, as the formulas of :mod:`topkeval.metrics.beyond` read it: the
+    shown rows' statistics (of :class:`_Part`) and, per shown row or per query, what the caller's
+    inputs give (each input checked, and built once, where first read)."""
+
+    def __init__(self, part: _Part, model: str, label: str, k: int, lists: _Lists, given: _Given):
+        self.part, self.model, self.label, self.lists, self.given = part, model, label, lists, given
+        self._k = k
+        self.log = lists.logs[part.log_index][0]
+        self.qix, self.p, self.g, self.e, self.b = part.qix, part.p, part.g, part.e, part.b
+        self.rel, self.L, self.keep, self.R, self.soff, self.item = part.rel, part.L, part.keep, part.R, part.soff, part.item
+
+    # per shown row: what the inputs give of its item
+    def novelty_values(self) -> np.ndarray:
+        return self.given.novelty_values()[self.item]
+
+    def shares(self) -> np.ndarray:
+        return self.given.shares()[self.item]
+
+    def tail(self, share: float) -> np.ndarray:
+        return self.given.tail(share)[self.item]
+
+    def quantiles(self) -> np.ndarray:
+        return self.given.quantiles()[self.item]
+
+    def categories(self) -> np.ndarray:
+        return self.given.categories(self.label)[self.item]
+
+    def any_user_chance(self, n_items: int) -> np.ndarray:
+        return self.given.any_user_chance(n_items)[self.item]
+
+    def catalog_size(self) -> int:
+        return self.given.catalog_size()
+
+    # per query
+    def needs_history(self) -> None:
+        self.given.needs_history(self.label)
+
+    def seen_in_history(self) -> tuple[np.ndarray, np.ndarray]:
+        """(per shown row: 1.0 if the query's history holds the item, per query of the log: whether the
+        query has a history)."""
+        return _seen(self.part, self.log, self.lists, self.given)
+
+    def history_similarities(self) -> tuple[np.ndarray, np.ndarray]:
+        """(per shown row: for a relevant one, the sum of its similarity to its query's history items,
+        per query of the log: its history's size): the cosines of features= (a kernel), or the
+        caller's similarity= called pair by pair."""
+        given = self.given
+        given.needs_history(self.label)
+        given.needs_similarity(self.label)
+        if given.inputs.features is not None:
+            from ..kernels.beyond import row_dots
+
+            hist, count = _history_sums(self.part, self.log, given)
+            relevant = np.flatnonzero(self.rel)
+            dots = np.zeros(len(relevant))
+            row_dots(self.qix[relevant], self.item[relevant], given.shown_units(), hist, dots)
+            sims = np.zeros(len(self.qix))
+            sims[relevant] = dots
+            return sims, count
+        return _history_sims_by_function(self.part, self.log, self.lists, given)
+
+    def diversity(self) -> np.ndarray:
+        """Per evaluated query: the mean over the pairs of items shown of 1 - similarity (or of the
+        distance), each pair weighted by the chance that both are shown."""
+        self.given.needs_similarity(self.label, distance=True)
+        return _diversity(self.part, self.log, self.lists, self.given)
+
+    def baseline_overlap(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per query of the log: the expected number of items shown by both this model and the
+        baseline (the two models' orders of tied candidates independent), and the baseline's L."""
+        return _baseline_overlap(self.part, self._k, self.lists)
+
+    def auc_numerators(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per query of the log: RecTools' partial AUC and PAP numerators (every relevant item, and the
+        first min(k, R) relevant, against the top k non-relevant ones); once per model, log and k."""
+        from ..engine.rules import comparable_scores, threshold, tie_rule
+        from ..kernels.beyond import auc_numerators
+
+        lists, log, k = self.lists, self.log, self._k
+        conv = lists.conv
+        key = (self.model, self.part.log_index, k)
+        cache = lists.__dict__.setdefault("_auc", {})
+        if key not in cache:
+            scores = comparable_scores(log.scores[self.model], conv)
+            tie, items = tie_rule(log, conv, scores)
+            thr = threshold(conv)
+            rel = log.relevant(conv)
+            depth = log.per_query_sum(rel & (scores >= thr)).astype(np.int64) + k
+            cache[key] = auc_numerators(log.offsets, scores, rel, log.grades.astype(np.float64, copy=False), items,
+                                        thr, tie, k, depth)
+        return cache[key]
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, undefined: float) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), undefined)
+class _Exposures:
+    """One model's lists all together, as the catalogue-level formulas of
+    :mod:`topkeval.metrics.beyond` read them: every shown row's item and chance, the exposure of
+    each item (over every model's items: ``lists.ids``), the evaluated queries with a non-empty list."""
 
+    def __init__(self, parts: list[_Part], lists: _Lists, given: _Given):
+        n_items = len(lists.ids)
+        if parts:
+            self.item = np.concatenate([p.item for p in parts])
+            self.p = np.concatenate([x.p for x in parts])
+        else:
+            self.item, self.p = np.zeros(0, np.int64), np.zeros(0)
+        self.exposure = np.bincount(self.item, weights=self.p, minlength=n_items)
+        self.lists = sum(int(np.count_nonzero(x.L[x.keep] > 0)) for x in parts)
+        self.given = given
 
-def _query_values(label: str, m, part: _Part, model: str, lists: _Lists, given: _Given) -> np.ndarray:
-    """One family's values for the evaluated queries of one part (one model, one log, one cutoff)."""
-    conv = lists.conv
-    fam = m.family
-    k = m.k
-    log, _ = lists.logs[part.log_index]
-    if fam == "novelty":
-        if m.param("variant") == "replay":
-            given.needs_history(label)
-            seen, in_history = _seen(part, log, lists, given)
-            out = _mean_over_list(part, 1.0 - seen, empty=1.0)
-            return np.where(in_history[part.keep], out, np.nan)
-        return _mean_over_list(part, given.novelty_values()[part.item])
-    if fam == "popularity":
-        share = given.shares()[part.item]
-        return _mean_over_list(part, np.where(np.isnan(share), 0.0, share))
-    if fam == "tail":
-        return _mean_over_list(part, given.tail(m.param("share"))[part.item])
-    if fam == "mean_pop_rank":
-        return _mean_over_list(part, given.quantiles()[part.item])
-    if fam == "diversity":
-        given.needs_similarity(label, distance=True)
-        return _diversity(part, log, lists, given)
-    if fam == "category_diversity":
-        from ..kernels.beyond import distinct_categories
-
-        cats = given.categories(label)[part.item]
-        count = np.zeros(len(part.L))
-        distinct_categories(part.soff, part.p, part.e, cats, count)
-        return np.where(part.L > 0, count / k, np.nan)[part.keep]
-    if fam == "unexpectedness":
-        return _unexpectedness(part, model, k, lists)
-    if fam == "serendipity":
-        return _serendipity(label, m, part, log, lists, given)
-    if fam in ("pauc", "pap"):
-        return _auc(fam, part, log, lists, model, k)
-    if fam == "rbp_norm":
-        return _rbp_norm(m, part, conv)
-    raise ParameterError(f"{label}: no such beyond-accuracy family here.")  # pragma: no cover - registry and code agree
+    def catalog_size(self) -> int:
+        return self.given.catalog_size()
 
 
 def _seen(part: _Part, log, lists: _Lists, given: _Given) -> tuple[np.ndarray, np.ndarray]:
@@ -1023,44 +1089,6 @@ def _sums_of_history(log, given: _Given) -> tuple[np.ndarray, np.ndarray]:
     add_rows(qpos[ok].astype(np.int64), codes.astype(np.int64), units, sums)
     count = np.bincount(qpos[ok], minlength=log.n_queries).astype(np.float64)
     return sums, count
-
-
-def _serendipity(label: str, m, part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
-    variant = m.param("variant")
-    expected = lists.conv.ties == "expected"
-    if variant == "rectools":
-        from ..kernels.beyond import serendipity_terms
-
-        n_items = given.catalog_size()
-        pu = given.any_user_chance(n_items)[part.item]
-        terms = serendipity_terms(part.g, part.e, part.b, expected, m.k, float(n_items), pu) * part.rel
-        total = np.bincount(part.qix, weights=terms, minlength=len(part.L))
-        return _ratio(total, part.L.astype(np.float64), np.nan)[part.keep]
-    given.needs_history(label)
-    given.needs_similarity(label)
-    n_q = len(part.L)
-    if given.inputs.features is not None:
-        from ..kernels.beyond import row_dots
-
-        hist, count = _history_sums(part, log, given)
-        relevant = np.flatnonzero(part.rel)
-        dots = np.zeros(len(relevant))
-        row_dots(part.qix[relevant], part.item[relevant], given.shown_units(), hist, dots)
-        sims = np.zeros(len(part.qix))
-        sims[relevant] = dots
-    else:
-        sims, count = _history_sims_by_function(part, log, lists, given)
-    if variant == "recommenders":  # mean over the list of rel (1 - mean similarity to the history)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            value = np.where(part.rel, 1.0 - sims / np.where(count[part.qix] > 0, count[part.qix], 1.0), 0.0)
-        out = _ratio(np.bincount(part.qix, weights=part.p * value, minlength=n_q), part.L.astype(np.float64), np.nan)
-        return np.where(count > 0, out, np.nan)[part.keep]
-    # evidently: 1 - (sum over history items and relevant items shown of the similarity) / |history|
-    total = np.bincount(part.qix, weights=part.p * part.rel * sims, minlength=n_q)
-    hits = np.bincount(part.qix, weights=part.p * part.rel, minlength=n_q)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where((count > 0) & (hits > 0), 1.0 - total / np.where(count > 0, count, 1.0), np.nan)
-    return out[part.keep]
 
 
 def _history_sims_by_function(part: _Part, log, lists: _Lists, given: _Given):
@@ -1120,9 +1148,9 @@ def _diversity(part: _Part, log, lists: _Lists, given: _Given) -> np.ndarray:
     return out[part.keep]
 
 
-def _unexpectedness(part: _Part, model: str, k: int, lists: _Lists) -> np.ndarray:
-    """RePlay: ``1 - |top k ∩ baseline's top k| / k`` (expected overlap: the two models' orders of
-    tied candidates are independent), 0 when either list is empty."""
+def _baseline_overlap(part: _Part, k: int, lists: _Lists) -> tuple[np.ndarray, np.ndarray]:
+    """Per query of the log: the expected overlap of this top k with the baseline model's (the two
+    models' orders of tied candidates are independent), and the baseline's L (unexpectedness)."""
     log, _ = lists.logs[part.log_index]
     baseline = lists.inputs_baseline
     assert baseline is not None  # compute() refuses unexpectedness without one
@@ -1155,97 +1183,4 @@ def _unexpectedness(part: _Part, model: str, k: int, lists: _Lists) -> np.ndarra
             overlap += np.bincount(part.qix[rows], weights=part.p[rows] * other.p[ok][hit], minlength=n_q)
             found = qpos >= 0
             base_L[qpos[found]] = other.L[found]
-    value = np.where((part.L > 0) & (base_L > 0), 1.0 - overlap / k, 0.0)
-    return value[part.keep]
-
-
-def _auc(fam: str, part: _Part, log, lists: _Lists, model: str, k: int) -> np.ndarray:
-    from ..engine.rules import comparable_scores, threshold, tie_rule
-    from ..kernels.beyond import auc_numerators
-
-    conv = lists.conv
-    key = (model, part.log_index, k)
-    cache = lists.__dict__.setdefault("_auc", {})
-    if key not in cache:
-        scores = comparable_scores(log.scores[model], conv)
-        tie, items = tie_rule(log, conv, scores)
-        thr = threshold(conv)
-        rel = log.relevant(conv)
-        depth = log.per_query_sum(rel & (scores >= thr)).astype(np.int64) + k
-        cache[key] = auc_numerators(log.offsets, scores, rel, log.grades.astype(np.float64, copy=False), items, thr,
-                                    tie, k, depth)
-    pauc, pap = cache[key]
-    R = part.R.astype(np.float64)
-    if fam == "pauc":
-        return _ratio(pauc, k * R, conv.undefined)[part.keep]
-    return _ratio(pap, k * np.minimum(R, k), conv.undefined)[part.keep]
-
-
-def _rbp_norm(m, part: _Part, conv) -> np.ndarray:
-    """LensKit's RBP with normalize=True: the discounted relevant ranks of the top k over the best
-    the query's R relevant items allow in a list of L: ``sum p^(rank-1) / sum_{i <= min(R, L)} p^(i-1)``."""
-    patience = m.param("p")
-    k = m.k
-    if conv.ties == "expected":  # the mean of p^(r - 1) over the group's ranks r <= k
-        top = np.minimum(part.g + part.e, k)
-        terms = (patience ** part.g - patience ** top) / (1.0 - patience) / part.e
-    else:
-        terms = patience ** (part.g + part.b)
-    num = np.bincount(part.qix, weights=terms * part.rel, minlength=len(part.L))
-    best = np.minimum(part.R, part.L)
-    den = (1.0 - patience ** best) / (1.0 - patience)
-    return _ratio(num, np.where(part.R > 0, den, 0.0), conv.undefined)[part.keep]
-
-
-def _catalog_value(m, parts: list[_Part], lists: _Lists, given: _Given) -> float:
-    """One model's catalogue-level value over all its lists. Sums over items are exact (``math.fsum``):
-    the items are numbered over every model's lists, so that a float sum in their order would change
-    in its last bits with the models beside this one."""
-    n_items = len(lists.ids)
-    if parts:
-        item = np.concatenate([p.item for p in parts])
-        p = np.concatenate([x.p for x in parts])
-    else:
-        item, p = np.zeros(0, np.int64), np.zeros(0)
-    exposure = np.bincount(item, weights=p, minlength=n_items)
-    fam = m.family
-    if fam == "coverage":
-        size = given.catalog_size()
-        if size == 0:
-            return float("nan")
-        sure = np.bincount(item[p >= 1.0], minlength=n_items) > 0
-        frac = p < 1.0  # shown with a chance: missed by every query with prod (1 - p)
-        missed = np.exp(np.bincount(item[frac], weights=np.log1p(-p[frac]), minlength=n_items))
-        covered = np.where(sure, 1.0, np.where(exposure > 0, 1.0 - missed, 0.0))
-        return math.fsum(covered) / size
-    if fam == "gini":
-        return _gini(exposure[exposure > 0], given.catalog_size())
-    if fam == "entropy":
-        total = math.fsum(exposure)
-        if total <= 0:
-            return float("nan")
-        s = exposure[exposure > 0] / total
-        if m.param("variant") == "recbole":
-            return -math.fsum(s * np.log(s)) / len(s)
-        return -math.fsum(s * np.log2(s))
-    if fam == "personalization":
-        k = m.k
-        U = sum(int(np.count_nonzero(x.L[x.keep] > 0)) for x in parts)
-        if U < 2:
-            return float("nan")
-        squares = math.fsum(exposure ** 2) + float((p * (1.0 - p)).sum())
-        return float(1.0 - (squares - U * k) / (k * U * (U - 1)))
-    raise ParameterError(f"{m}: no such catalogue-level family here.")  # pragma: no cover
-
-
-def _gini(exposures: np.ndarray, size: int) -> float:
-    """Gini index of the exposures of the ``size`` items of the catalogue (items never shown: 0):
-    ``sum_i (2i - n - 1) x_(i) / (n sum x)`` over the exposures sorted ascending, i = 1..n."""
-    total = math.fsum(exposures)
-    if size == 0 or total <= 0:
-        return float("nan")
-    # the items never shown take the first size - m places with x = 0: only the m shown are summed
-    # (a catalogue of 10**12 items is never materialised)
-    x = np.sort(exposures)
-    i = np.arange(size - len(x) + 1, size + 1, dtype=np.float64)
-    return math.fsum((2 * i - size - 1) * x) / (float(size) * total)
+    return overlap, base_L

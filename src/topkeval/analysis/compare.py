@@ -82,7 +82,8 @@ from .segments import groups
 
 TESTS = stattests.PAIRED
 #: the intervals of compare (of a difference) and summary_ci (of a mean)
-INTERVALS = ("bootstrap", "t")
+#: the confidence intervals of compare (``interval=``) and summary_ci (``method=``), default first
+INTERVALS = tuple(stattests.INTERVALS)
 #: ``"none"`` and None both mean no correction (the command line's ``--correction none``).
 CORRECTIONS = ("holm", "bonferroni", "bh", "none", None)
 _EXACT_MAX_N = 20  # enumerate sign vectors up to 2**20
@@ -356,18 +357,19 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     if weight and not stattests.TESTS[test].weighted:
         raise ParameterError(f"test={test!r} has no weighted form; with query weights (weight=) use "
                              f"{stattests.choices(stattests.names('pair', weighted=True))}.")
-    if weight and interval == "t":
-        raise ParameterError("interval='t' has no weighted form; with query weights (weight=) use "
-                             "interval='bootstrap' (weighted resampling).")
+    if weight and not stattests.INTERVALS[interval].weighted:
+        raise ParameterError(f"interval={interval!r} has no weighted form; with query weights (weight=) use "
+                             f"{stattests.choices(stattests.interval_names(weighted=True), key='interval')}.")
     rng = np.random.default_rng(seed)
     alpha = 1.0 - confidence
     rows = _pairs(results, baseline, metrics, missing)
     curve = curve_ci.estimated(results)
-    if curve and interval == "t":
-        raise ParameterError("interval='t' takes the per-query differences as the only source of noise, but these "
-                             "results weigh the clicks by a curve estimated by estimate_position_bias, whose own "
-                             "uncertainty it would leave out: use interval='bootstrap' (which refits the curve on "
-                             "every resample).")
+    if curve and not stattests.INTERVALS[interval].refits_curve:
+        usable = " or ".join(f"interval={name!r}" for name in stattests.interval_names(refits_curve=True))
+        raise ParameterError(f"interval={interval!r} takes the per-query differences as the only source of noise, but "
+                             "these results weigh the clicks by a curve estimated by estimate_position_bias, whose own "
+                             f"uncertainty it would leave out: use {usable} (which refits the curve on every "
+                             "resample).")
     stud: dict = {}
     if curve:  # an estimated examination curve: fitted again on every resample (topkeval.analysis.curve_ci)
         boot, perm = curve_ci.compare_resamples(results, rows, test, n_resamples, seed)
@@ -553,10 +555,7 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: t
     else:
         value = base_mean = delta = sd = math.nan
     if n and not math.isnan(delta):
-        if interval != "t" and np.isinf(boot).any():  # infinite draws (a refitted curve): no numpy warning
-            lo, hi = curve_ci.quantiles(boot[~np.isnan(boot)], [alpha / 2, 1 - alpha / 2])
-        else:
-            lo, hi = t_interval(d, 1 - alpha) if interval == "t" else np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+        lo, hi = stattests.interval_implementation(interval, "difference")(d, boot, alpha)
         p = _p_value(test, d, m, b, perm, boot, n_resamples, w, stud)
     else:
         lo = hi = p = math.nan
@@ -623,6 +622,32 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
     return out
 
 
+@stattests.implement_interval("bootstrap", "mean")
+def _bootstrap_means(columns, confidence, n_resamples, rng, weights, keys) -> list[tuple[float, float]]:
+    return mean_cis(columns, confidence, n_resamples, rng, weights, keys=keys)
+
+
+@stattests.implement_interval("t", "mean")
+def _t_means(columns, confidence, n_resamples, rng, weights, keys) -> list[tuple[float, float]]:
+    return [t_interval(v, confidence) for v in columns]
+
+
+@stattests.implement_interval("bootstrap", "difference")
+def _bootstrap_difference(d, boot, alpha: float) -> tuple[float, float]:
+    """The percentile interval of the resampled mean differences ``boot``."""
+    if np.isinf(boot).any():  # infinite draws (a refitted curve): no numpy warning
+        lo, hi = curve_ci.quantiles(boot[~np.isnan(boot)], [alpha / 2, 1 - alpha / 2])
+    else:
+        lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+    return lo, hi
+
+
+@stattests.implement_interval("t", "difference")
+def _t_difference(d, boot, alpha: float) -> tuple[float, float]:
+    """The paired t interval of the differences ``d`` (no draws)."""
+    return t_interval(d, 1 - alpha)
+
+
 def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: int | None = 0,
                method: str = "bootstrap") -> pd.DataFrame:
     """Each model's mean of each metric with a bootstrap percentile interval, or (``method="t"``)
@@ -634,9 +659,9 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     if curve_ci.estimated(ev):  # an estimated examination curve: fitted again on every resample
         return curve_ci.summary_ci(ev, confidence, n_resamples, seed)
     weight = ev.weight
-    if weight and method == "t":
-        raise ParameterError("method='t' has no weighted form; with query weights (weight=) use method='bootstrap' "
-                             "(weighted resampling).")
+    if weight and not stattests.INTERVALS[method].weighted:
+        raise ParameterError(f"method={method!r} has no weighted form; with query weights (weight=) use "
+                             f"{stattests.choices(stattests.interval_names(weighted=True), key='method')}.")
     keys, columns, weights = [], [], []
     for key, pq in (groups(ev) if ev.by else [({}, ev.per_query)]):
         for model in ev.models:
@@ -647,11 +672,9 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
                 keys.append((key, model, metric))
                 columns.append(part[metric].to_numpy(float))
                 weights.append(part[weight].to_numpy(float) if weight else None)
-    if method == "t":
-        bounds = [t_interval(v, confidence) for v in columns]
-    else:
-        bounds = mean_cis(columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
-                          keys=[(tuple(key.items()), model, metric) for key, model, metric in keys])
+    bounds = stattests.interval_implementation(method, "mean")(
+        columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
+        [(tuple(key.items()), model, metric) for key, model, metric in keys])
     withheld = set(without_interval(ev.info, ev.metrics))  # corrected estimates of sampled evaluation
     rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
              "ci_low": math.nan if metric in withheld else lo, "ci_high": math.nan if metric in withheld else hi,

@@ -366,32 +366,54 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                          "variance": math.nan, "queries_needed": math.nan, "queries_now": n, "power_now": math.nan,
                          "detectable_delta": math.nan})
             continue
-        paired = test == stattests.default("power")  # the paired t-test; else the F-test of every model
-        if paired:
-            variance = float(np.var(X[:, 1] - X[:, 0], ddof=1)) if m == 2 else 2 * float(
-                anova_table(X).loc["residual", "mean_sq"])
-            power_at = _paired_t_power
-        else:
-            if m < 3:
-                raise ParameterError("test='anova' sizes a comparison of three or more models; with two, use "
-                                     "test='paired_t'.")
-            variance = float(anova_table(X).loc["residual", "mean_sq"])
-            power_at = _anova_power(m)
+        fewest = stattests.TESTS[test].min_models
+        if m < fewest:
+            usable = stattests.choices([t for t in stattests.POWER if stattests.TESTS[t].min_models <= m])
+            raise ParameterError(f"test={test!r} sizes a comparison of {_WORDS.get(fewest, fewest)} or more models; "
+                                 f"with {_WORDS.get(m, m)}, use {usable}.")
+        variance, power_at, detectable_at = stattests.implementation(test)(X, alpha, power)
         if not variance > 0 or (m == 2 and all_equal(X[:, 1] - X[:, 0])):  # equal differences, to rounding
             raise ParameterError(f"{label} does not vary between the models from query to query (variance 0): any "
                                  "difference is detected with 2 queries, and none can be sized.")
         needed = _fewest(lambda k, f=power_at, v=variance: f(k, delta, v, alpha), power)
-        if paired:
-            detectable = detectable_nc(n - 1, float(alpha), float(power)) * math.sqrt(variance / n)
-        else:
-            detectable = _smallest_delta(lambda d, f=power_at, v=variance, k=n: f(k, d, v, alpha), power,
-                                         math.sqrt(variance))
+        detectable = detectable_at(n)
         if detectable > 1 and unit_range(results.info, label, X):  # more than such a metric can differ: none is
             detectable = math.inf
         rows.append({**key, "metric": label, "test": test, "delta": delta, "power": power, "alpha": alpha,
                      "variance": variance, "queries_needed": needed, "queries_now": n,
                      "power_now": float(power_at(n, delta, variance, alpha)), "detectable_delta": detectable})
     return pd.DataFrame(rows)
+
+
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+@stattests.implement("paired_t")
+def _paired_t_sizing(X: np.ndarray, alpha: float, power: float):
+    """The paired t-test's sizing (:func:`queries_needed`): the variance of the per-query differences
+    of two models (twice the ANOVA's residual variance for more), its power at n queries (noncentral
+    t) and, at n queries, the smallest difference detected (:func:`detectable_nc`)."""
+    m = X.shape[1]
+    variance = float(np.var(X[:, 1] - X[:, 0], ddof=1)) if m == 2 else 2 * float(
+        anova_table(X).loc["residual", "mean_sq"])
+
+    def detectable(n: int) -> float:
+        return detectable_nc(n - 1, float(alpha), float(power)) * math.sqrt(variance / n)
+
+    return variance, _paired_t_power, detectable
+
+
+@stattests.implement("anova")
+def _anova_sizing(X: np.ndarray, alpha: float, power: float):
+    """The F-test's sizing (:func:`queries_needed`): the ANOVA's residual variance, its power at n
+    queries (noncentral F) and, at n queries, the smallest range detected (a root search)."""
+    variance = float(anova_table(X).loc["residual", "mean_sq"])
+    power_at = _anova_power(X.shape[1])
+
+    def detectable(n: int) -> float:
+        return _smallest_delta(lambda d: power_at(n, d, variance, alpha), power, math.sqrt(variance))
+
+    return variance, power_at, detectable
 
 
 def unit_range(info, label: str, *values: np.ndarray) -> bool:

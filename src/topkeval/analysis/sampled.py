@@ -518,7 +518,8 @@ def evaluate_sampled_scores(scores, test, metrics, *, conv, n_negatives: int, sa
     """The evaluation behind :func:`topkeval.evaluate_sampled` (parameters checked one by one): an
     :class:`~topkeval.engine.Evaluation` whose columns are the estimates asked for."""
     from .. import engine
-    from ..backends.matrix import evaluate_rows, prepare, warn_leaked
+    from ..backends.matrix import evaluate_rows, prepare
+    from ..engine import warn_leaked
 
     estimators = list(dict.fromkeys(estimators))
     labels, tagged, roles = columns(metrics, estimators, sampling, n_negatives)

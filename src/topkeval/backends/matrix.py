@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError, show, warn
+from ..engine import warn_leaked
+from ..errors import DataError, show
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.select import select_top
 from .plugins import BackendPlugin
@@ -343,14 +344,64 @@ def prepare(scores, relevant, exclude=None, *, allow_no_rows: bool = False) -> P
     return Prepared(models, rel_csr, exc_csr, leaked)
 
 
-def warn_leaked(leaked: int) -> None:
-    """Warn once, with the count, when held-out relevant pairs are also excluded."""
-    if leaked:
+@dataclass
+class Update:
+    """One batch of an accumulating front door (:class:`topkeval.MatrixEvaluator`,
+    ``TopkMetrics``): its inputs checked (:func:`prepare`), ready to evaluate under the request's plan
+    and options. The front door reads its shape, models and leaked pairs to refuse what it must
+    before anything counts, then :meth:`evaluate` runs the rows."""
+
+    prepared: Prepared
+    request: Any  # topkeval.request.MatrixRequest (its plan, batch_size, threads)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.prepared.shape
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.prepared.models)
+
+    @property
+    def leaked(self) -> int:
+        return self.prepared.leaked
+
+    def evaluate(self, users: np.ndarray) -> MatrixRun:
+        """The rows evaluated as the users ``users`` (one id per row): :func:`evaluate_rows`."""
+        r = self.request
+        return evaluate_rows(self.prepared, users, r.plan, batch_size=r.batch_size, threads=r.threads)
+
+    @staticmethod
+    def ids(values) -> np.ndarray:
+        """Ids given beside the batch (``users=``) as a numpy array, from any array a score matrix may
+        be (a torch tensor on any device)."""
+        return as_numpy(values)
+
+    def signatures(self) -> np.ndarray:
+        """Per row, a 64-bit signature of its relevance (items and grades) and exclusions: rows of one
+        user given to several models in separate updates must have the same (compare() pairs their
+        values)."""
+        prepared = self.prepared
+        out = np.zeros(prepared.shape[0], np.uint64)
+        for csr, salt in ((prepared.relevant, 0x9E3779B97F4A7C15), (prepared.exclude, 0xC2B2AE3D27D4EB4F)):
+            if csr is None:  # no exclusions: as an empty matrix of them
+                with np.errstate(over="ignore"):
+                    out = out * np.uint64(0x94D049BB133111EB)
+                continue
+            with np.errstate(over="ignore"):
+                h = csr.indices.astype(np.uint64) * np.uint64(salt) ^ csr.data.astype(np.float64).view(np.uint64)
+                h ^= h >> np.uint64(31)
+                h *= np.uint64(0xBF58476D1CE4E5B9)
+                h ^= h >> np.uint64(29)
+                total = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
+                out = out * np.uint64(0x94D049BB133111EB) + (total[csr.indptr[1:]] - total[csr.indptr[:-1]])
+        return out
 
 
-        warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
-                      "candidates and R (a training item cannot be recommended). If exclude holds the training "
-                      "interactions, the held-out set overlaps it.")
+def prepare_update(r) -> Update:
+    """One batch of a :class:`topkeval.request.MatrixRequest` from an accumulating front door (the
+    plugin's ``prepare``): its inputs checked, a batch of no rows allowed."""
+    return Update(prepare(r.scores, r.relevant, r.exclude, allow_no_rows=True), r)
 
 
 def _score_matrices(scores, allow_no_rows: bool) -> dict:
@@ -848,7 +899,7 @@ def gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
 
 #: The matrix backend as the dispatcher sees it (registered in :mod:`topkeval.backends`).
 PLUGIN = BackendPlugin(
-    "matrix", "a score matrix (users x items)", is_matrix, frozenset({"matrices"}),
+    "matrix", "a score matrix (users x items)", is_matrix, frozenset({"matrices", "updates"}),
     hints={"rows": "evaluate_matrix(scores, relevant) evaluates a score matrix; evaluate() takes a table of (query, "
                    "relevance, score) rows"},
-    evaluate=evaluate_request)
+    evaluate=evaluate_request, prepare=prepare_update)

@@ -11,6 +11,7 @@ capability      asked for by
 ==============  ==========================================================================
 ``rows``        ``evaluate()``: a table of (query, relevance, score) rows
 ``matrices``    ``evaluate_matrix()``: score matrices (users x items)
+``updates``     ``MatrixEvaluator`` and ``TopkMetrics``: score matrices batch by batch
 ``clicks``      ``position=`` / ``propensity=``: a click log's positions and propensities
 ``stacked``     ``model=`` without ``qrels=``: one table of every model's rows, relevance in them
 ``judgments``   ``qrels=`` (and ``depth=``, ``judged_only=``, ``missing_queries=``): judgments apart
@@ -29,6 +30,7 @@ from typing import Any
 CAPABILITIES: dict[str, str] = {
     "rows": "evaluate()",
     "matrices": "evaluate_matrix()",
+    "updates": "MatrixEvaluator and TopkMetrics (score matrices batch by batch)",
     "clicks": "position= and propensity=",
     "stacked": "model= without qrels=",
     "judgments": "qrels=",
@@ -41,6 +43,10 @@ def _no_evaluate():
     raise NotImplementedError("this backend declares no evaluate(request)")
 
 
+def _no_prepare():
+    raise NotImplementedError("this backend declares no prepare(request): it does not take updates")
+
+
 @dataclass(frozen=True)
 class BackendPlugin:
     """One backend as the dispatcher sees it.
@@ -49,7 +55,10 @@ class BackendPlugin:
     ``capabilities`` what it supports (:data:`CAPABILITIES`); ``hints`` per capability it lacks,
     the advice its refusal gives; ``evaluate(request)`` evaluates a checked request
     (:class:`topkeval.request.Request`, or :class:`topkeval.request.MatrixRequest` with
-    ``matrices``).
+    ``matrices``); ``prepare(request)``, with ``updates``, checks one batch of an accumulating front
+    door (a :class:`topkeval.request.MatrixRequest`) and returns it ready to evaluate: its
+    ``shape``, ``models`` and ``leaked`` pairs, ``ids(values)``, ``signatures()`` and
+    ``evaluate(users)`` (:class:`topkeval.backends.matrix.Update`).
     """
 
     name: str
@@ -58,6 +67,7 @@ class BackendPlugin:
     capabilities: frozenset[str] = frozenset()
     hints: Mapping[str, str] = field(default_factory=dict)
     evaluate: Callable[[Any], Any] = field(default=lambda request: _no_evaluate())
+    prepare: Callable[[Any], Any] = field(default=lambda request: _no_prepare())
 
     def __post_init__(self):
         unknown = sorted((set(self.capabilities) | set(self.hints)) - set(CAPABILITIES))

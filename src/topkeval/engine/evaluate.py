@@ -241,5 +241,14 @@ def warn_if_nothing_relevant(conv: Conventions, total_relevant: int) -> None:
                          if conv.threshold == 3.5 else "") + ".")
 
 
+def warn_leaked(leaked: int) -> None:
+    """Warn once, with the count, when held-out relevant pairs are also excluded (``exclude=`` of a
+    score matrix: they leave the candidates and R)."""
+    if leaked:
+        warn(f"{leaked} held-out relevant (user, item) pairs are also in exclude: they leave the "
+             "candidates and R (a training item cannot be recommended). If exclude holds the training "
+             "interactions, the held-out set overlaps it.")
+
+
 #: () -> iterable of (grouped log, R or None): the logs that ``Results.diff`` reads again
 LogSource = Callable[[], Iterable[tuple[GroupedLog, "np.ndarray | None"]]]

@@ -197,12 +197,13 @@ else:
                 Inputs that :func:`~topkeval.evaluate_matrix` refuses; another number of columns
                 than the first update.
             """
-            from ..backends.matrix import evaluate_rows, prepare
+            from ..request import matrix_update
 
             if isinstance(scores, dict):
                 raise ParameterError("TopkMetrics evaluates one model: give update one score matrix, and each "
                                      "model a TopkMetrics of its own (or several models to one tk.MatrixEvaluator).")
-            prepared = prepare(scores, relevant, exclude, allow_no_rows=True)
+            prepared = matrix_update(scores, relevant, exclude, self._plan, batch_size=self._batch_size,
+                                     threads=self._threads)
             rows, width = prepared.shape
             seen = int(self.items)
             if seen and width != seen:
@@ -211,8 +212,7 @@ else:
             self.items.fill_(width)
             if not rows:
                 return
-            run = evaluate_rows(prepared, np.arange(rows, dtype=np.int64), self._plan, batch_size=self._batch_size,
-                                threads=self._threads)
+            run = prepared.evaluate(np.arange(rows, dtype=np.int64))
             found = [mv for done in run.evaluated for mv in done.models]
             sums, counts = np.zeros(len(self.metrics)), np.zeros(len(self.metrics), np.int64)
             for j, name in enumerate(self.metrics):
@@ -239,8 +239,7 @@ else:
             DataError
                 No row updated yet (on any process), or every item of every row excluded.
             """
-            from ..backends.matrix import warn_leaked
-            from ..engine import warn_if_nothing_relevant
+            from ..engine import warn_if_nothing_relevant, warn_leaked
 
             if not int(self.users):
                 raise DataError("TopkMetrics.compute() was called before any update() with rows (on any process): "

@@ -182,14 +182,16 @@ def _trec(document: Document, width: int | None, terminal: bool) -> str:
 
 
 def results_document(res, *, per_query: bool = False, ci: float | None = None,
-                     beside: pd.DataFrame | None = None, labels: list | None = None) -> Document:
+                     beside: pd.DataFrame | None = None, labels: list | None = None,
+                     interval: str | None = None) -> Document:
     """What an evaluation shows: the means (per segment with ``by=``; with the intervals of
     :meth:`~topkeval.Results.summary_ci` at level ``ci``), or with ``per_query`` every (model, query)
     row and then the means; the notes of ``info``; JSON gets :meth:`~topkeval.Results.to_dict`.
 
     ``beside``: one value per model of metrics that have no per-query value (beyond_accuracy's
     coverage, gini...: one row per model), shown beside the means (without an interval), and
-    ``labels`` the metric columns shown, in order (the means' and ``beside``'s)."""
+    ``labels`` the metric columns shown, in order (the means' and ``beside``'s); ``interval`` the
+    interval of ``ci`` (:data:`topkeval.stattests.INTERVALS`; by default the first)."""
     if ci is not None and per_query:
         raise ParameterError("ci gives intervals of the means; drop it, or per_query.")
     if beside is not None and res.by:
@@ -213,10 +215,10 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None,
         rows = rows[[c for c in rows.columns if c not in res.metrics or c in labels]]
         blocks = [Block(rows, **_whole(rows, res.weight)), Block(summary, title="means over the queries")]
     elif ci is not None:
-        numbers, shown = _with_ci(res, ci)
+        numbers, shown = _with_ci(res, ci, interval)
         numbers, shown = _beside(numbers, beside, None), _beside(shown, beside, None)
         blocks = [Block(numbers, shown=shown)]
-        payload["summary_ci"] = text.records(res.summary_ci(confidence=ci))
+        payload["summary_ci"] = text.records(res.summary_ci(confidence=ci, **_method(interval)))
     elif res.by:
         segments = res.segments  # with weight=, the sum of each segment's weights
         blocks = [Block(segments, title="by " + ", ".join(map(text.visible, res.by)),
@@ -252,10 +254,15 @@ def _whole(frame: pd.DataFrame, column: str | None) -> dict:
     return {"right": (column,), "formats": {column: text.whole}}
 
 
-def _with_ci(res, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _method(interval: str | None) -> dict:
+    """summary_ci's ``method=`` for an interval named, or nothing (its default)."""
+    return {} if interval is None else {"method": interval}
+
+
+def _with_ci(res, level: float, interval: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The summary with each mean's interval, one row per model: for files ``metric``, ``metric
     ci_low`` and ``metric ci_high`` columns; for people ``metric`` and ``metric 95% CI`` (``[low, high]``)."""
-    ci = res.summary_ci(confidence=level)
+    ci = res.summary_ci(confidence=level, **_method(interval))
     for name in res.by:  # the summary holds every query: the overall rows of the breakdown
         ci = ci[ci[name] == ALL]
     ci = ci.set_index(["model", "metric"])

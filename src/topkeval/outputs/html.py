@@ -361,7 +361,7 @@ def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, s
         rows.append(f'<tr><td class="id">{esc(m)}</td>{"".join(cells)}</tr>')
     weight = res.weight
     ci_note = (f"{'Weighted mean (weights: ' + esc(weight) + ')' if weight else 'Mean'} over the evaluated queries; "
-               f"below it the {o.confidence:.0%} bootstrap percentile interval "
+               f"below it the {o.confidence:.0%} {stattests.INTERVALS[stattests.default_interval()].label} "
                f"({o.n_resamples:,} resamples). Bold: the best model of the column."
                + (" A corrected estimate of a sampled evaluation has no interval: the sample cannot measure the "
                   "correction's bias." if res.info.get("sampled") else "")) if has_rows else (
@@ -499,7 +499,8 @@ def _comparison_section(res, o: ReportOptions) -> tuple[str, str, str]:
         *(["#wins", "#ties", "#losses"] if counts else []), "#detectable"]
     how = (f"Paired {esc(o.test)} test on the queries both models have, {esc(correction_text(o.correction))} "
            f"correction over every row{' (every segment and ' + ALL + ')' if by else ''}, {o.confidence:.0%} "
-           f"bootstrap intervals of the difference{', weighted by ' + esc(weight) if weight else ''}; a row is better "
+           f"{stattests.INTERVALS[table.attrs.get('interval', stattests.default_interval())].name} intervals of the "
+           f"difference{', weighted by ' + esc(weight) if weight else ''}; a row is better "
            f"or worse when its corrected p-value is below {1 - o.confidence:.2g}. Detectable: the smallest "
            f"difference a paired t-test at {1 - o.confidence:.2g} finds with probability 0.8 at this number of "
            "queries (Results.queries_needed sizes a larger study); inf: none that a metric in [0, 1] can take.")
