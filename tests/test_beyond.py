@@ -551,6 +551,17 @@ def test_evidently_personalization_test_case():
     assert res.beyond_accuracy(metrics=["personalization@4"]).loc["s", "personalization@4"] == pytest.approx(1 / 6)
 
 
+def test_personalization_under_expected_ties_by_hand():
+    """Two lists at k = 1: A ties x and y (each first with probability 1/2), B has x first. Their expected
+    overlap is 1/2, so personalization is 1 - 1/2 = 1/2 (the sum of squared exposures alone, without each
+    item's variance p(1 - p), would give 3/4)."""
+    log = pd.DataFrame({"query": ["A", "A", "B", "B"], "item": ["x", "y", "x", "z"], "s": [1.0, 1.0, 2.0, 1.0],
+                        "relevance": [1, 0, 1, 0]})
+    res = tk.evaluate(log, ["recall@1"], query="query", score="s", item="item", relevance="relevance",
+                      ties="expected")
+    assert res.beyond_accuracy(metrics=["personalization@1"]).loc["s", "personalization@1"] == pytest.approx(0.5)
+
+
 def test_evidently_serendipity_test_case():
     """evidently tests/metrics/recsys/test_serendipity.py: 0.8632630527478137 at k=3, items' features
     (item_f1, item_f2), train 1b: 10a, 2b: 2a, 3b: 5a; 3b has no relevant item and is left out."""
