@@ -187,7 +187,7 @@ def coded_runs(paths) -> pd.DataFrame:
                                                              "score": (4, "number"), "run": (5, "id")}, 6, 2**62)
         if columns is None:
             return read_runs(paths)
-        frames.append(pd.DataFrame(columns))
+        frames.append(pd.DataFrame(columns, copy=False))  # arrays of our own: no copy
     tags = [list(f["run"].cat.categories) for f in frames]
     if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):  # named as read_runs names them
         names = [Path(p).name for p in paths]
