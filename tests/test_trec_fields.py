@@ -213,3 +213,19 @@ def test_interpreted_kernels_read_as_the_compiled_ones(tmp_path):
                               text=True, env=env, check=True)
         out[mode] = proc.stdout
     assert out["0"] == out["1"] and len(out["0"]) > 100
+
+
+def test_a_run_of_scores_written_in_full_goes_to_arrows_reader(tmp_path):
+    """Scores of 17 significant digits (repr's) are left to float() one by one: where most rows have
+    one, the compiled reader gives the file up early, to Arrow's compiled parse; a few are kept."""
+    rng = np.random.default_rng(4)
+    full = "".join(f"q{i // 100} Q0 d{i} {i} 0.{rng.integers(10**16, 10**17)} r\n" for i in range(2 * fields.SLOW_MOST))
+    path = tmp_path / "run.txt"
+    path.write_text(full)
+    assert _coded(path) is None
+    few = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}' if i % 50 == 0 else i / 8} r\n"
+                  for i in range(fields.SLOW_MOST * 3))
+    path.write_text(few)
+    coded = _coded(path)
+    assert coded is not None
+    assert coded["score"].tolist() == [float(line.split()[4]) for line in few.splitlines()]

@@ -15,7 +15,8 @@ Numbers follow the grammar ``[+-]?(digits[.digits]|.digits)([eE][+-]?digits)?`` 
 Python's ``float()`` of the text: a mantissa of at most 2**53 with a power of ten of at most 22
 either side is one correctly rounded IEEE multiplication or division of two exact doubles
 (Clinger's fast path, the value ``float()`` gives); any other number (17 significant digits, a
-large exponent) is marked and parsed by ``float()`` itself afterwards.
+large exponent) is marked and parsed by ``float()`` itself afterwards, or, where such numbers are
+many (:data:`SLOW_MOST`), the file is given up.
 
 Ids are hashed as the lines are read (:func:`_scan`): an open-addressing table per id field, at
 most half full, an id of up to 8 bytes its own tag, and a row whose id equals the row before's (a
@@ -40,6 +41,11 @@ _POWERS = np.array([10.0 ** e for e in range(23)])
 PART_BYTES = 1 << 26
 
 _OK, _SLOW, _BAD = 0, 1, 2
+
+#: Numbers left to ``float()`` beyond which, when they are more than one row in 8 (scores written
+#: in full, 17 significant digits, as ``repr`` writes them), the file is given up: ``float()`` row by
+#: row would cost more than Arrow's compiled parse of such numbers.
+SLOW_MOST = 4096
 
 
 @kernel
@@ -209,6 +215,9 @@ def _scan(buf, hi, keep, numeric, slots, least, most, bits, powers, state, count
                         slow[n_slow, 2] = start
                         slow[n_slow, 3] = i
                         n_slow += 1
+                        if n_slow > SLOW_MOST and 8 * n_slow > rows:  # float() on most rows: Arrow's reader
+                            state[_OUTCOME] = _GIVE_UP
+                            return
                 else:
                     size = i - start
                     p = previous[j]
