@@ -60,6 +60,7 @@ COMPARE = "tests/test_compare.py"
 PB = "tests/test_position_bias.py"  # the examination curve and intervals with it estimated
 BOUNDS = "tests/test_bounds.py"  # bounds() against every completion of small logs
 TREC = "tests/test_trec.py"
+TREC_FIELDS = "tests/test_trec_fields.py"  # the compiled TREC reader against the line reader and float()
 GAIN_MAPS = "tests/test_reference.py::test_gain_maps_on_a_score_matrix"  # grade-0 cells of a matrix in the ideal DCG
 SAMPLED = "tests/test_sampled.py"  # sampled evaluation: the draw order, RecBole's lists, the corrections' formulas
 TREC_HAND = "tests/test_reference.py::test_trec_eval_measures_by_hand"  # trec_eval's other measures by hand
@@ -1380,6 +1381,17 @@ _LIST: list[Mutation] = [
       "        pass", f"{SAMPLED}::test_mle_strata_do_not_depend_on_the_depth"),
     M("analysis/sampled.py", 'or "[corrected:" in str(label)]', "]",
       f"{SAMPLED}::test_results_pickle_compare_and_summary_ci"),
+    # the compiled TREC reader: scores exactly float()'s, line ends, the run given up to Arrow's reader
+    M("kernels/fields.py", "value = float(mantissa) / powers[places]", "value = float(mantissa) * (1 / powers[places])",
+      f"{TREC_FIELDS}::test_numbers_are_exactly_what_float_gives"),
+    M("kernels/fields.py", "if t == i and 0 < digits <= 15 and places <= 22:",
+      "if t == i and 0 < digits <= 17 and places <= 22:", f"{TREC_FIELDS}::test_numbers_are_exactly_what_float_gives"),
+    M("kernels/fields.py", "if c == 13 and i + 1 < hi and buf[i + 1] == 10:", "if c == 13:",
+      f"{TREC_FIELDS}::test_files_it_gives_up_are_read_by_the_other_readers_as_before"),
+    M("kernels/fields.py", "if n_slow > SLOW_MOST and 8 * n_slow > rows:", "if n_slow > SLOW_MOST and n_slow > rows:",
+      f"{TREC_FIELDS}::test_a_run_of_scores_written_in_full_goes_to_arrows_reader"),
+    M("kernels/fields.py", "if field == 0 and buf[start] == 35:", "if buf[start] == 35:",
+      f"{TREC_FIELDS}::test_the_compiled_reader_reads_any_run_file_as_the_line_reader_or_gives_it_up"),
 ]
 
 

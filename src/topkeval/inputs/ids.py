@@ -260,6 +260,35 @@ def arrow_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.n
     return a, b, labels.to_numpy(zero_copy_only=False)
 
 
+def hashed_as_text(values) -> bool:
+    """Ids that :func:`text_codes_together` takes: Arrow strings, or codes into labels that are all
+    text (the categoricals of TREC files read by the compiled reader)."""
+    if arrow_text(values):
+        return True
+    return isinstance(values, Encoded) and values.labels.dtype.kind == "O" and pd_is_string(values.labels)
+
+
+def text_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`arrow_codes_together` of two id columns that :func:`hashed_as_text` takes: codes into
+    labels are hashed by their labels alone (each distinct id once), then the rows take the codes of
+    their labels."""
+    import pyarrow as pa
+
+    parts: list = []
+    rows: list[np.ndarray | None] = []
+    for values in (first, second):
+        if isinstance(values, Encoded):
+            parts.append(pa.array(values.labels, pa.string()))
+            rows.append(values.codes)
+        else:
+            parts.append(values)
+            rows.append(None)
+    a, b, labels = arrow_codes_together(parts[0], parts[1], ordered)
+    a = a if rows[0] is None else a[rows[0]]
+    b = b if rows[1] is None else b[rows[1]]
+    return a, b, labels
+
+
 def encode(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray | None]:
     """``(codes, labels)`` of an id column, codes in order of first appearance; ``labels`` is None
     when integer ids are their own codes (no hashing at all).

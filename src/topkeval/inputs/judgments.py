@@ -27,7 +27,16 @@ from ..kernels.grouping import count_duplicates, judge
 from . import grouped as logmod
 from . import is_trec_path, read_columns, read_qrels
 from .grouped import GroupedLog, Judgments
-from .ids import arrow_codes_together, arrow_text, check_ids, encode, single_value, sorted_codes
+from .ids import (
+    arrow_codes_together,
+    arrow_text,
+    check_ids,
+    encode,
+    hashed_as_text,
+    single_value,
+    sorted_codes,
+    text_codes_together,
+)
 
 #: The grade column of judgments read with ``relevance=None`` (every listed pair relevant, grade 1).
 ALL_RELEVANT = "_topkeval_relevance"
@@ -74,7 +83,7 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     (['user', 'doc', 'score', 'run'], 'user', 'doc', 'score', 'run')
     """
     from ..errors import check_column_name
-    from . import read_runs
+    from .trec import coded_runs
 
     query = check_column_name(query, "query", "evaluate")
     item = check_column_name(item, "item", "evaluate", optional=True) or "item"
@@ -89,7 +98,7 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     if query == item:
         raise ParameterError(f"The query and item columns must differ. Got query={query!r} and item={item!r}.")
     free = [n for n in ("score", "run", "_score", "_run") if n not in (query, item)]
-    table = read_runs(paths)
+    table = coded_runs(paths)
     table.columns = [query, item, free[0], free[1]]  # read_runs gives query, item, score, run
     return table, query, item, free[0], free[1]
 
@@ -200,6 +209,10 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
         check_ids(judged, column, role)
         check_ids(run, column, role)
         return arrow_codes_together(judged, run, ordered)
+    if hashed_as_text(judged) and hashed_as_text(run):  # TREC files read by the compiled reader
+        check_ids(judged, column, role)
+        check_ids(run, column, role)
+        return text_codes_together(judged, run, ordered)
     jc, jl = _distinct(judged, column, role)
     rc, rl = _distinct(run, column, role)
     jl, rl = match_ids(jl, rl, column)

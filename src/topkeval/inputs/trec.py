@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import mmap
 import os
 import re
 from pathlib import Path
@@ -122,6 +123,83 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
                 return None
         out[name] = _text(column)
     return out
+
+
+def _coded(path: Path, fields: dict, least: int, most: int) -> dict | None:
+    """The columns ``fields`` (name -> (position, "id" or "number")) of a file split by the compiled
+    reader (:func:`topkeval.kernels.fields.split_fields`): ids as pandas categoricals (codes into
+    their distinct values, in order of first appearance, hashed once from the file's bytes), numbers
+    as float64. None when the kernels do not run compiled here (the file is small: Arrow's reader is
+    cheaper than loading them) or when the file is not one that reader takes (then Arrow's reader
+    or the line reader reads it, as they would have)."""
+    import pyarrow as pa
+
+    from ..kernels.fields import split_fields
+    from ..kernels.jit import runs_compiled
+
+    try:
+        size = path.stat().st_size
+        if not runs_compiled(size // 32):  # about a line per 32 bytes
+            return None
+        raw: bytes | mmap.mmap
+        with open(path, "rb") as f:
+            if _gzipped(path):
+                raw = gzip.decompress(f.read())
+            else:  # the file's pages as they are (no copy); released once split
+                raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, EOFError, ValueError, gzip.BadGzipFile):
+        return None
+    names = list(fields)
+    try:
+        got = split_fields(raw, [fields[n][0] for n in names], [fields[n][1] == "number" for n in names], least,
+                           most)
+    finally:
+        if isinstance(raw, mmap.mmap):
+            raw.close()
+    if got is None:
+        return None
+    ids, numbers = iter(got[0]), iter(got[1])
+    out = {}
+    for name in names:
+        if fields[name][1] == "number":
+            out[name] = next(numbers)
+            continue
+        codes, offsets, data = next(ids)
+        if offsets[-1] >= 2**31:
+            return None
+        labels = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)),
+                                             pa.py_buffer(data))
+        out[name] = pd.Categorical.from_codes(codes.astype(np.int32, copy=False), dtype=pd.CategoricalDtype(
+            pd.Index(labels.to_numpy(zero_copy_only=False), dtype=object)), validate=False)
+    return out
+
+
+def coded_runs(paths) -> pd.DataFrame:
+    """:func:`read_runs` for an evaluation: the same table, its ids as pandas categoricals (no text per
+    row: each id hashed once, by the compiled reader) where every file is one that reader takes;
+    else :func:`read_runs`'s own table."""
+    paths = [os.fspath(p) for p in paths]
+    if len(set(paths)) != len(paths):
+        return read_runs(paths)  # refused there
+    frames = []
+    for p in paths:
+        columns = _coded(_check_file(p, "a TREC run file"), {"query": (0, "id"), "item": (2, "id"),
+                                                             "score": (4, "number"), "run": (5, "id")}, 6, 2**62)
+        if columns is None:
+            return read_runs(paths)
+        frames.append(pd.DataFrame(columns, copy=False))  # arrays of our own: no copy
+    tags = [list(f["run"].cat.categories) for f in frames]
+    if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):  # named as read_runs names them
+        names = [Path(p).name for p in paths]
+        prefix = names if len(set(names)) == len(names) else paths
+        frames = [f.assign(run=f["run"].cat.rename_categories([pre + ":" + t for t in f["run"].cat.categories]))
+                  for f, pre in zip(frames, prefix)]
+    if len(frames) == 1:
+        return frames[0]
+    from pandas.api.types import union_categoricals
+
+    return pd.DataFrame({name: union_categoricals([f[name] for f in frames]) if name != "score" else
+                         np.concatenate([f[name].to_numpy() for f in frames]) for name in frames[0].columns})
 
 
 def _block_size(path: Path) -> int:

@@ -260,6 +260,16 @@ def use_vectorised(size: int) -> bool:
     return True
 
 
+def runs_compiled(size: int) -> bool:
+    """Whether a kernel call over ``size`` elements would run compiled code (without counting it
+    towards :data:`BUDGET`): for a caller choosing between a kernel and another way of its own (a
+    kernel interpreted over millions of elements would take seconds)."""
+    mode = os.environ.get("TOPKEVAL_JIT", "")
+    if mode in ("0", "1", "numpy"):
+        return mode == "1"
+    return _compiled or size >= SMALL or _interpreted + size >= BUDGET
+
+
 def _wants_compiled(args) -> bool:
     global _interpreted
     mode = os.environ.get("TOPKEVAL_JIT", "")

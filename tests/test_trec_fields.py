@@ -1,0 +1,242 @@
+"""The compiled TREC reader (kernels/fields.py, used by evaluate on TREC run files) reads every file
+as the line reader does (Python's ``line.strip().split()`` and ``float()``, the oracle), or gives the
+file up to the other readers: never a different id, score or row, never a file the line reader
+refuses."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import topkeval as tk
+from topkeval.inputs import trec
+from topkeval.kernels import fields
+
+RUN = {"query": (0, "id"), "item": (2, "id"), "score": (4, "number"), "run": (5, "id")}
+
+
+@pytest.fixture(autouse=True)
+def _reader_on(monkeypatch):
+    """The compiled reader runs whatever the file's size and TOPKEVAL_JIT (interpreted kernels under
+    TOPKEVAL_JIT=0: the same rules, slower)."""
+    from topkeval.kernels import jit
+
+    monkeypatch.setattr(jit, "runs_compiled", lambda size: True)
+
+
+def _line_reader(path, monkeypatch) -> pd.DataFrame | Exception:
+    """read_run with Arrow's reader switched off: the line reader alone (the oracle)."""
+    with monkeypatch.context() as m:
+        m.setattr(trec, "_fast", lambda *a: None)
+        try:
+            return trec.read_run(path)
+        except tk.TopkevalError as exc:
+            return exc
+
+
+def _coded(path) -> pd.DataFrame | None:
+    columns = trec._coded(path, RUN, 6, 2**62)
+    return None if columns is None else pd.DataFrame(columns)
+
+
+def _same(coded: pd.DataFrame, oracle: pd.DataFrame) -> None:
+    for name in ("query", "item", "run"):
+        assert list(coded[name].astype(object)) == oracle[name].tolist(), name
+    got, want = coded["score"].to_numpy(), oracle["score"].to_numpy()
+    assert got.dtype == want.dtype == np.float64
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))  # bit for bit: -0.0 is not 0.0
+
+
+ID = st.text(st.sampled_from("abcXYZ0123456789-_.:/#"), min_size=1, max_size=14)
+SCORE = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(-1, 1, allow_nan=False).map(lambda x: f"{x:.6f}"),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:.3e}"),
+    st.builds(lambda sign, whole, frac, exp: f"{sign}{whole}{frac}{exp}",
+              st.sampled_from(["", "-", "+"]), st.sampled_from(["", "0", "7", "123456789012345678901"]),
+              st.sampled_from(["", ".", ".5", ".000001", ".12345678901234567"]),
+              st.sampled_from(["", "e5", "E-3", "e+22", "e-22", "e23", "e-330", "e308", "e400", "e"])),
+    st.sampled_from(["nan", "inf", "-inf", "1_0", "0x10", "--1", "1.2.3", ".", "-", "٣"]),
+)
+BLANK = st.sampled_from([" ", "\t", "  ", " \t "])
+
+
+@st.composite
+def run_files(draw):
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["row"] * 6 + ["blank", "comment", "short", "long"]))
+        if kind == "blank":
+            lines.append(draw(st.sampled_from(["", " ", "\t"])))
+            continue
+        if kind == "comment":
+            lines.append("#" + draw(st.text(st.sampled_from("ab 1.5\t"), max_size=12)))
+            continue
+        n = {"row": 6, "short": draw(st.integers(1, 5)), "long": draw(st.integers(7, 9))}[kind]
+        words = [draw(ID), "Q0", draw(ID), str(draw(st.integers(0, 999))), draw(SCORE), draw(ID)]
+        words += [draw(ID) for _ in range(n - 6)]
+        words = words[:n]
+        text = words[0]
+        for word in words[1:]:
+            text += draw(BLANK) + word
+        lines.append(draw(st.sampled_from(["", " ", "\t"])) + text + draw(st.sampled_from(["", " ", "\t"])))
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    body = end.join(lines) + draw(st.sampled_from(["", end]))
+    return draw(st.sampled_from(["", "\ufeff"])) + body
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=run_files())
+def test_the_compiled_reader_reads_any_run_file_as_the_line_reader_or_gives_it_up(tmp_path, monkeypatch, text):
+    path = tmp_path / "run.txt"
+    path.write_bytes(text.encode())
+    oracle = _line_reader(path, monkeypatch)
+    coded = _coded(path)
+    if isinstance(oracle, Exception):  # refused by the line reader: never read here
+        assert coded is None
+        return
+    assert coded is not None  # every file these strategies write that the line reader takes (ASCII)
+    _same(coded, oracle)
+
+
+@pytest.mark.parametrize("text", [
+    "q1 Q0 d1 1 0.5 r\rq1 Q0 d2 2 0.4 r\n",  # a lone carriage return: a line break to Python
+    "q1 Q0 d1 1 0.5 r\nq1 Q0 d\x0b2 2 0.4 r\n",  # a control byte Python splits at
+    "q1 Q0 d1 1 0.5 r\nq1 Q0 dé 2 0.4 r\n",  # not ASCII (the Arrow reader reads it)
+    "q1 Q0 d1 1 0.5 r\nq1 Q0 d\xa02 2 0.4 r\n",  # a no-break space, Python's whitespace
+    "q1 Q0 d1 1 nan r\n",
+    "q1 Q0 d1 1 1e999 r\n",  # float() gives inf
+    "q1 Q0 d1 1 0.5\n",
+    "# only a comment\n\n",
+    "",
+])
+def test_files_it_gives_up_are_read_by_the_other_readers_as_before(tmp_path, text):
+    path = tmp_path / "run.txt"
+    path.write_bytes(text.encode())
+    assert _coded(path) is None
+
+
+def test_numbers_are_exactly_what_float_gives():
+    """Clinger's fast path (a mantissa of at most 2**53, a power of ten of at most 22) and float() for
+    the rest: every number bit for bit, on the edges of both."""
+    rng = np.random.default_rng(3)
+    texts = ["0", "-0", "-0.0", "+0.000", "0e5", "-0e-400", "9007199254740992", "9007199254740993",
+             "9007199254740992e22", "1e22", "1e23", "1e-22", "1e-23", "123456789012345.6", "1234567890123456.7",
+             "0.1", "0.3", "2.2250738585072014e-308", "4.9e-324", "1.7976931348623157e308", "1.", ".5", "-.5e1",
+             "00000000000000000000001", "0.000000000000000000000000001", "123456789012345678901234567890"]
+    for _ in range(3000):
+        digits = "".join(map(str, rng.integers(0, 10, rng.integers(1, 21))))
+        point = rng.integers(0, len(digits) + 1)
+        text = digits[:point] + "." + digits[point:] if rng.random() < 0.8 else digits
+        if rng.random() < 0.3:
+            text += f"e{rng.integers(-40, 40)}"
+        texts.append(("-" if rng.random() < 0.3 else "") + text)
+    raw = "".join(f"q Q0 d{i} 1 {t} r\n" for i, t in enumerate(texts)).encode()
+    ids, numbers = fields.split_fields(raw, [2, 4], [False, True], 6, 6)
+    want = np.array([float(t) for t in texts])
+    assert np.array_equal(numbers[0].view(np.int64), want.view(np.int64))
+
+
+def test_a_file_cut_into_parts_reads_as_one(monkeypatch):
+    """Parts split apart (here many, each on its own thread of the pool) give the codes and ids of the
+    whole, in order of first appearance: the parts' ids are hashed together after."""
+    rng = np.random.default_rng(0)
+    rows = [f"q{q} Q0 D{rng.integers(0, 300)}{'x' * int(rng.integers(0, 12))} {r} {rng.random():.6f} run{q % 3}\n"
+            for q in range(60) for r in range(40)]
+    raw = "".join(rows).encode()
+    whole = fields.split_fields(raw, [0, 2, 4, 5], [False, False, True, False], 6, 2**62, threads=1)
+    monkeypatch.setattr(fields, "PART_BYTES", 97)
+    parts = fields.split_fields(raw, [0, 2, 4, 5], [False, False, True, False], 6, 2**62, threads=7)
+    assert len(fields._parts(raw, 0, 7)) == 7
+    for (c1, o1, d1), (c2, o2, d2) in zip(whole[0], parts[0]):
+        assert c1.tolist() == c2.tolist() and o1.tolist() == o2.tolist() and bytes(d1) == bytes(d2)
+    assert np.array_equal(whole[1][0], parts[1][0])
+    words = [r.split() for r in rows]
+    labels = bytes(whole[0][1][2]).decode()
+    offsets = whole[0][1][1]
+    assert [labels[offsets[c]:offsets[c + 1]] for c in whole[0][1][0]] == [w[2] for w in words]
+
+
+def test_ids_longer_than_a_word_and_hash_tables_that_grow():
+    """Ids of 1 to 40 bytes (at most 8 are their own tag, longer ones hashed and compared byte by
+    byte), 20,000 distinct ones (the tables grow many times), each seen several times."""
+    rng = np.random.default_rng(1)
+    ids = [f"{'p' * int(n)}{i}" for i, n in enumerate(rng.integers(0, 35, 20000))]
+    seq = [ids[i] for i in rng.integers(0, len(ids), 60000)]
+    raw = "".join(f"{s} 0 {s[::-1]} 1\n" for s in seq).encode()
+    (qc, qo, qd), (ic, io, idata) = fields.split_fields(raw, [0, 2], [False, False], 4, 4)[0]
+    for codes, offsets, data, want in ((qc, qo, qd, seq), (ic, io, idata, [s[::-1] for s in seq])):
+        text = bytes(data).decode()
+        labels = [text[offsets[c]:offsets[c + 1]] for c in range(len(offsets) - 1)]
+        assert [labels[c] for c in codes] == want
+        assert labels == list(dict.fromkeys(want))  # distinct, in order of first appearance
+
+
+def test_evaluate_gives_the_same_results_through_either_reader(tmp_path, monkeypatch):
+    """A run with ties (6 decimals), two runs whose tags collide (named file:tag), a gzipped run: the
+    results through the compiled reader equal those through Arrow's and the line reader."""
+    rng = np.random.default_rng(2)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d{i} {rng.integers(0, 3)}\n" for q in range(30) for i in range(0, 60, 3)))
+    paths = []
+    for name in ("a.run", "b.run.gz"):
+        text = "".join(f"q{q} Q0 d{i} {r} {round(rng.random(), 2):.6f} bm25\n" for q in range(30)
+                       for r, i in enumerate(rng.permutation(60)[:40]))
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+        paths.append(path)
+    metrics = ["P@10", "map", "ndcg_cut_10", "recip_rank", "Rprec", "bpref"]
+    coded = tk.evaluate(paths, qrels=qrels, metrics=metrics, conventions="trec_eval")
+    monkeypatch.setattr(trec, "_coded", lambda *a: None)
+    arrow = tk.evaluate(paths, qrels=qrels, metrics=metrics, conventions="trec_eval")
+    monkeypatch.setattr(trec, "_fast", lambda *a: None)
+    lines = tk.evaluate(paths, qrels=qrels, metrics=metrics, conventions="trec_eval")
+    assert list(coded.summary.index) == ["a.run:bm25", "b.run.gz:bm25"]
+    for other in (arrow, lines):
+        pd.testing.assert_frame_equal(coded.per_query, other.per_query)
+        pd.testing.assert_frame_equal(coded.summary, other.summary)
+
+
+def test_interpreted_kernels_read_as_the_compiled_ones(tmp_path):
+    """TOPKEVAL_JIT=0 runs the reader's kernels as plain Python: the same codes, ids and numbers."""
+    script = ("import json, sys; from topkeval.kernels import fields; "
+              "ids, numbers = fields.split_fields(open(sys.argv[1], 'rb').read(), [0, 2, 4, 5], "
+              "[False, False, True, False], 6, 2**62); "
+              "print(json.dumps([[c.tolist(), o.tolist(), bytes(d).decode()] for c, o, d in ids] "
+              "+ [numbers[0].tolist()]))")
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"q{q} Q0 d{i % 7}{'z' * (i % 11)} {i} {i / 7:.17g} t{q % 2}\r\n"
+                            for q in range(5) for i in range(30)) + "# end\n")
+    out = {}
+    for mode in ("0", "1"):
+        env = {**os.environ, "TOPKEVAL_JIT": mode}
+        proc = subprocess.run([sys.executable, "-W", "error", "-c", script, str(path)], capture_output=True,
+                              text=True, env=env, check=True)
+        out[mode] = proc.stdout
+    assert out["0"] == out["1"] and len(out["0"]) > 100
+
+
+def test_a_run_of_scores_written_in_full_goes_to_arrows_reader(tmp_path):
+    """Scores of 17 significant digits (repr's) are left to float() one by one: where more than one row
+    in 8 has one (here one in 4), the compiled reader gives the file up early, to Arrow's compiled
+    parse; a few (one in 50) are kept."""
+    rng = np.random.default_rng(4)
+    full = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}' if i % 4 == 0 else i / 8} r\n"
+                   for i in range(8 * fields.SLOW_MOST))
+    path = tmp_path / "run.txt"
+    path.write_text(full)
+    assert _coded(path) is None
+    few = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}' if i % 50 == 0 else i / 8} r\n"
+                  for i in range(fields.SLOW_MOST * 3))
+    path.write_text(few)
+    coded = _coded(path)
+    assert coded is not None
+    assert coded["score"].tolist() == [float(line.split()[4]) for line in few.splitlines()]
