@@ -103,7 +103,9 @@ def test_the_compiled_reader_reads_any_run_file_as_the_line_reader_or_gives_it_u
     if isinstance(oracle, Exception):  # refused by the line reader: never read here
         assert coded is None
         return
-    assert coded is not None  # every file these strategies write that the line reader takes (ASCII)
+    if coded is None:  # given up: only a file with a byte beyond ASCII (in a comment line too), left to Arrow's reader
+        assert not text.isascii()
+        return
     _same(coded, oracle)
 
 
