@@ -628,8 +628,8 @@ def _beyond_for(args, metrics, per_query: bool, catalog: list, inputs: dict) -> 
 
 
 def _evaluate(args, out) -> int:
-    from .analysis.beyond import STAND_IN
     from .api import DEFAULT_METRICS
+    from .request import ListsOnly
 
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
@@ -643,9 +643,9 @@ def _evaluate(args, out) -> int:
         raise _UsageError("--baseline names the model that unexpectedness@k compares each list with: add such a "
                           "metric (-m unexpectedness@10), or drop --baseline")
     inputs = _beyond_inputs(args)
-    res = _load(args, metrics or [STAND_IN], scores=args.score or ["score"],
-                keep_per_query=args.per_query or args.ci is not None,
-                beyond=_beyond_for(args, metrics or [STAND_IN], per_query, catalog, inputs))
+    metrics = metrics or ListsOnly(catalog)  # only catalogue-level metrics: a plan of list-only ones
+    res = _load(args, metrics, scores=args.score or ["score"], keep_per_query=args.per_query or args.ci is not None,
+                beyond=_beyond_for(args, metrics, per_query, catalog, inputs))
     if catalog:
         beside = res.beyond_accuracy(metrics=catalog, **inputs)
         _write(out, args.format, formats.results_document(res, per_query=args.per_query, ci=args.ci, beside=beside,

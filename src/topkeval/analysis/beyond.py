@@ -131,20 +131,13 @@ class _Again:
 
         lab, met = labelled_metrics(names)
         mine = [n for n, m in zip(lab, met) if m.info.beyond]
-        rest = [n for n, m in zip(lab, met) if not m.info.beyond]
-        first = self.rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
-        out = with_beyond(first, mine, self.inputs) if mine else first
-        return out if rest else without(out, [STAND_IN])
-
-
-#: what the engine evaluates when only beyond-accuracy metrics are asked for (it needs one metric;
-#: its column is left out of the results)
-STAND_IN = "tp@1"
+        # the list-only metrics are the plan's (a plan of them alone is valid), added here
+        first = self.rerun(names, lists=True) if mine else self.rerun(names)
+        return ordered(with_beyond(first, mine, self.inputs), lab) if mine else first
 
 
 def ordered(evaluation, labels):
-    """``evaluation`` with exactly the metric columns ``labels``, in that order (the stand-in the engine
-    evaluated for beyond-accuracy metrics alone left out)."""
+    """``evaluation`` with exactly the metric columns ``labels``, in that order."""
     out = without(evaluation, [n for n in evaluation.metrics if n not in labels])
     info = dict(out.info)
     info["metrics"] = list(labels)
