@@ -1380,6 +1380,15 @@ _LIST: list[Mutation] = [
       "        pass", f"{SAMPLED}::test_mle_strata_do_not_depend_on_the_depth"),
     M("analysis/sampled.py", 'or "[corrected:" in str(label)]', "]",
       f"{SAMPLED}::test_results_pickle_compare_and_summary_ci"),
+    # --- list-only metrics: the plan holds them apart, the lists capability, the registry's declarations ----
+    M("engine/plan.py", "        listed = tuple((label, m) for label, m in pairs if FAMILIES[m.family].beyond)",
+      "        listed = ()", f"{BEYOND}::test_a_plan_holds_the_list_only_metrics_apart"),
+    M("backends/local.py", '"segments", "streaming", "lists"}),', '"segments", "streaming"}),',
+      f"{BEYOND}::test_list_only_metrics_alone_are_the_engine_s_counts_without_a_stand_in"),
+    M("metrics/registry.py", "        if variant == which and ties not in allowed:", "        if False:",
+      f"{BEYOND}::test_what_a_beyond_family_declares_is_read_where_it_is_refused"),
+    M("metrics/beyond.py", 'cutoff="required", undefined="never", reads=("baseline",),', 'cutoff="required", undefined="never",',
+      f"{BEYOND}::test_what_a_beyond_family_declares_is_read_where_it_is_refused"),
 ]
 
 
