@@ -111,3 +111,24 @@ def test_the_accumulating_front_doors_go_through_the_dispatcher(monkeypatch):
 def test_a_backend_declares_known_capabilities_only():
     with pytest.raises(ValueError, match="unknown capabilities"):
         BackendPlugin("bad", "bad data", lambda data, plan: False, frozenset({"teleport"}))
+
+
+def test_the_list_only_metrics_go_only_to_a_backend_declaring_lists(toy):
+    """Beyond-accuracy metrics (engine.Plan.lists) need the ``lists`` capability: refused, from the
+    declarations, where a backend lacks it; taken, alone in their plan, where one declares it (its
+    numbers by hand: novelty@2 = the mean of -log2 popularity over each top 2)."""
+    items = LOG.assign(item=["x", "y", "z", "x", "y"])
+    with pytest.raises(tk.ParameterError) as caught:
+        tk.evaluate(Wrapped(items), ["recall@2", "novelty@2"], item="item", popularity={"x": 0.5, "y": 0.25})
+    assert str(caught.value) == ("novelty@2 (a beyond-accuracy metric) is not supported for a wrapped table. It is "
+                                 "supported for: a table in memory, a table file or TREC run files.")
+    plans = []
+    backends.register_backend(replace(toy, name="toy_lists", capabilities=toy.capabilities | {"lists"},
+                                      accepts=lambda data, plan: isinstance(data, Wrapped) and "item" in data.frame,
+                                      evaluate=lambda r: plans.append(r.plan) or toy.evaluate(r)))
+    try:
+        res = tk.evaluate(Wrapped(items), ["novelty@2"], item="item", popularity={"x": 0.5, "y": 0.25, "z": 0.125})
+    finally:
+        backends.unregister_backend("toy_lists")
+    assert res.metrics == ["novelty@2"] and [(p.names, p.list_labels) for p in plans] == [([], ("novelty@2",))]
+    assert res.summary.loc["score", "novelty@2"] == ((1 + 2) / 2 + (1 + 2) / 2) / 2  # q1: x, y; q2: x, y

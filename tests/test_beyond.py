@@ -880,3 +880,71 @@ def test_a_new_beyond_family_is_one_registered_formula(ties):
     finally:
         FAMILIES.pop("toy_shown_relevant", None)
         names.refresh()
+
+
+def test_a_plan_holds_the_list_only_metrics_apart():
+    """The plan of evaluate() holds the beyond-accuracy metrics apart (engine.Plan.lists), with no
+    statistic of theirs; a plan of them alone is valid; where lists are not asked for, each is refused."""
+    from topkeval import engine
+    from topkeval.conventions import resolve
+
+    conv = resolve(None)
+    plan = engine.make_plan(["novelty@3", "recall@2", "Gini@4"], conv, lists=True)
+    assert plan.names == ["recall@2"] and plan.list_labels == ("novelty@3", "Gini@4")
+    assert [str(m) for m in plan.lists] == ["novelty@3", "gini@4"]
+    assert plan.metrics == engine.make_plan(["recall@2"], conv).metrics
+    alone = engine.make_plan(["novelty@3"], conv, lists=True)
+    assert alone.metrics == () and alone.names == [] and alone.cutoffs.tolist() == [1] and not alone.ranked
+    with pytest.raises(tk.ParameterError, match="novelty@3 is a beyond-accuracy metric: it reads the items"):
+        engine.make_plan(["novelty@3"], conv)
+
+
+def test_list_only_metrics_alone_are_the_engine_s_counts_without_a_stand_in():
+    """Beyond-accuracy metrics alone: no other column, and every number the same as beside a metric of
+    the engine (the oracle: tp@1 evaluated beside them, which the engine once evaluated in their place
+    and dropped: the same counts of queries, rows and ties at cutoff 1), on a tied log under every rule."""
+    popularity = {"x": 0.5, "y": 0.25, "z": 0.125}
+    log = _segmented().assign(a=[0.5, 0.5, 0.9, 0.1, 0.4, 0.4])  # ties in queries 1 and 3
+    for ties in ("expected", "first", "optimistic"):
+        alone = tk.evaluate(log, ["novelty@1", "unexpectedness@1"], score=["a", "b"], item="item", ties=ties,
+                            popularity=popularity, baseline="b")
+        beside = tk.evaluate(log, ["tp@1", "novelty@1", "unexpectedness@1"], score=["a", "b"], item="item", ties=ties,
+                             popularity=popularity, baseline="b")
+        assert alone.metrics == ["novelty@1", "unexpectedness@1"]
+        pd.testing.assert_frame_equal(alone.summary, beside.summary[alone.metrics])
+        pd.testing.assert_frame_equal(alone.per_query, beside.per_query.drop(columns="tp@1"))
+        skip = {"metrics", "metric_names"}
+        assert {k: v for k, v in alone.info.items() if k not in skip} == \
+            {k: v for k, v in beside.info.items() if k not in skip}
+        assert alone.summary.loc["b", "unexpectedness@1"] == 0.0  # b against itself: nothing it lacks
+        # evaluated again at other cutoffs through a plan of list-only metrics: each value as evaluated directly
+        curves = alone.curves("novelty", ks=[1, 2])
+        at2 = tk.evaluate(log, ["novelty@2"], score=["a", "b"], item="item", ties=ties, popularity=popularity)
+        for model in ("a", "b"):
+            got = curves[(curves["model"] == model) & (curves["k"] == 2)]["value"].tolist()
+            # by hand: a top 2 shows both items of each query, (1 + 2) / 2, (1 + 3) / 2, (2 + 3) / 2 bits
+            assert got == [at2.summary.loc[model, "novelty@2"]] == [2.0]
+
+
+def test_what_a_beyond_family_declares_is_read_where_it_is_refused():
+    """The registry declares what a family reads without a default (reads=) and the tie rules of a
+    variant (variant_ties=); the refusals are made from the declarations."""
+    from topkeval.metrics import FAMILIES
+    from topkeval.metrics.names import parse_metric
+    from topkeval.metrics.registry import exact_under
+
+    assert [n for n, f in FAMILIES.items() if f.reads] == ["unexpectedness"]
+    assert FAMILIES["unexpectedness"].reads == ("baseline",)
+    evidently = parse_metric("serendipity(variant=evidently)@2")
+    assert exact_under(evidently, "first") is None and exact_under(parse_metric("serendipity@2"), "expected") is None
+    allowed, why = exact_under(evidently, "expected")
+    assert "expected" not in allowed and "first" in allowed and "Evidently" in why
+    assert exact_under(parse_metric("infap"), "expected")[0] == FAMILIES["infap"].ties
+    res = tk.evaluate(_segmented(), ["recall@1"], score=["a", "b"], item="item")
+    with pytest.raises(tk.ParameterError, match=r"^unexpectedness@2 reads baseline=, which has no default: pass "
+                                                r"baseline='<model>' \(a model of these results"):
+        res.with_beyond(["unexpectedness@2"])
+    with pytest.raises(tk.ParameterError, match=r"^serendipity\(variant=evidently\)@2 is not computed exactly under "
+                                                r"ties='expected' \(Evidently leaves out a query .*\): pass ties= one "
+                                                r"of 'optimistic', 'pessimistic', 'first'"):
+        res.with_beyond(["serendipity(variant=evidently)@2"], features={}, history={1: ["x"]})

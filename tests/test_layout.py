@@ -405,3 +405,66 @@ def test_the_interval_registry_is_the_only_place_an_interval_is_named_for_a_deci
             continue
         lines = _interval_spellings(ast.parse(path.read_text()), names)
         assert not lines, f"{name} names confidence intervals (lines {lines}): ask topkeval.stattests.INTERVALS"
+
+
+def _stand_ins(tree: ast.AST) -> list[int]:
+    """Lines that name a stand-in metric: a name ``STAND_IN`` (assigned, read or imported) or the
+    metric ``"tp@1"`` spelled as a value (evaluated in place of list-only metrics, then left out)."""
+    named = [node.lineno for node in ast.walk(tree)
+             if (isinstance(node, ast.Name) and node.id == "STAND_IN")
+             or (isinstance(node, ast.Attribute) and node.attr == "STAND_IN")
+             or (isinstance(node, ast.ImportFrom) and any(a.name == "STAND_IN" for a in node.names))]
+    return named + [line for line, value in _constants(tree) if value.replace(" ", "").lower() == "tp@1"]
+
+
+def test_no_module_evaluates_a_stand_in_metric():
+    """A plan may hold list-only metrics alone (engine.Plan.lists): no module asks the engine for a
+    cheap metric in their place (it once evaluated "tp@1" and dropped its column)."""
+    forbidden = ('from .analysis.beyond import STAND_IN\nSTAND_IN = "tp@1"\nrun(rest or [beyond.STAND_IN])\n'
+                 'run(["tp@1"])\n')
+    assert sorted(set(_stand_ins(ast.parse(forbidden)))) == [1, 2, 3, 4]  # the check sees what it forbids
+    for name, path in MODULES.items():
+        lines = _stand_ins(ast.parse(path.read_text()))
+        assert not lines, f"{name} evaluates a stand-in metric (lines {lines}): a plan of list-only metrics is valid"
+
+
+def _beyond_family_decisions(tree: ast.AST, names: set[str]) -> list[int]:
+    """Lines that decide by a beyond-accuracy family's name: a family compared with it
+    (``m.family == "unexpectedness"``, ``family in ("coverage", "gini")``) or a label tested for it
+    (``label.startswith("unexpectedness")``)."""
+
+    def spelled(node) -> bool:
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str) and node.value.lower() in names
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(spelled(e) for e in node.elts)
+
+    def is_family(node) -> bool:
+        word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return word == "family" or word.endswith("_family")
+
+    compared = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                and any(is_family(side) for side in [node.left, *node.comparators])
+                and any(spelled(side) for side in [node.left, *node.comparators])]
+    prefixed = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr in ("startswith", "endswith")
+                and any(spelled(arg) for arg in node.args)]
+    return compared + prefixed
+
+
+def test_no_module_outside_metrics_decides_by_a_beyond_family_name():
+    """What a beyond-accuracy family reads (``reads``: baseline=) and the tie rules of its variants
+    (``variant_ties``) are declared in the registry (topkeval.metrics.beyond) and asked of it: no
+    module outside metrics/ tells one family from another by its name."""
+    from topkeval.metrics import FAMILIES
+
+    names = {name for name, fam in FAMILIES.items() if fam.beyond}
+    forbidden = ('if m.family == "serendipity" and variant == "evidently":\n    pass\n'
+                 'wanted = any(m.family in ("unexpectedness",) for m in ms)\n'
+                 'if label.lower().startswith("unexpectedness"):\n    pass\n')
+    assert sorted(set(_beyond_family_decisions(ast.parse(forbidden), names))) == [1, 3, 4]
+    for name, path in MODULES.items():
+        if name.startswith("topkeval.metrics"):
+            continue
+        lines = _beyond_family_decisions(ast.parse(path.read_text()), names)
+        assert not lines, (f"{name} decides by a beyond-accuracy family's name (lines {lines}): declare it in the "
+                           "registry (topkeval.metrics.beyond: reads=, variant_ties=) and ask the declaration")

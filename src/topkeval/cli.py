@@ -622,14 +622,21 @@ def _beyond_for(args, metrics, per_query: bool, catalog: list, inputs: dict) -> 
     if per_query or (inputs and not catalog):
         from .metrics.names import labelled_metrics
 
-        wanted = any(m.family == "unexpectedness" for m in labelled_metrics(metrics)[1]) if per_query else False
+        wanted = any("baseline" in m.info.reads for m in labelled_metrics(metrics)[1]) if per_query else False
         return inputs | ({"baseline": args.baseline} if wanted and args.baseline is not None else {})
     return {}
 
 
+def _reading(name: str, labels) -> bool:
+    """Some metric of ``labels`` reads the input ``name`` (the registry's ``reads``: baseline=)."""
+    from .metrics.names import labelled_metrics
+
+    return bool(labels) and any(name in m.info.reads for m in labelled_metrics(labels)[1])
+
+
 def _evaluate(args, out) -> int:
-    from .analysis.beyond import STAND_IN
     from .api import DEFAULT_METRICS
+    from .request import ListsOnly
 
     metrics = _metrics(args.metric) or DEFAULT_METRICS  # the object itself: evaluate() tells it from the names given
     if args.bounds and not args.position:
@@ -639,13 +646,16 @@ def _evaluate(args, out) -> int:
     if catalog and (args.by or args.bounds or args.format == "trec"):
         raise _UsageError(f"{catalog[0]} describes each model's lists all together (one value per model): not per "
                           "segment (--by), nor with --bounds or --format trec")
-    if args.baseline is not None and not any(label.lower().startswith("unexpectedness") for label in labels):
-        raise _UsageError("--baseline names the model that unexpectedness@k compares each list with: add such a "
-                          "metric (-m unexpectedness@10), or drop --baseline")
+    if args.baseline is not None and not _reading("baseline", labels):
+        from .metrics import FAMILIES
+
+        readers = [fam for fam in FAMILIES.values() if "baseline" in fam.reads]
+        raise _UsageError(f"--baseline names the model that {' and '.join(f'{f.name}@k' for f in readers)} "
+                          f"compares each list with: add such a metric (-m {readers[0].example()}), or drop --baseline")
     inputs = _beyond_inputs(args)
-    res = _load(args, metrics or [STAND_IN], scores=args.score or ["score"],
-                keep_per_query=args.per_query or args.ci is not None,
-                beyond=_beyond_for(args, metrics or [STAND_IN], per_query, catalog, inputs))
+    metrics = metrics or ListsOnly(catalog)  # only catalogue-level metrics: a plan of list-only ones
+    res = _load(args, metrics, scores=args.score or ["score"], keep_per_query=args.per_query or args.ci is not None,
+                beyond=_beyond_for(args, metrics, per_query, catalog, inputs))
     if catalog:
         beside = res.beyond_accuracy(metrics=catalog, **inputs)
         _write(out, args.format, formats.results_document(res, per_query=args.per_query, ci=args.ci, beside=beside,

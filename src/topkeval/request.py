@@ -93,7 +93,7 @@ def evaluate(data, metrics, query, relevance, score, item, *, conventions, qrels
 
     inputs = _beyond.Inputs(popularity, features, similarity, catalog, categories, history, baseline, owner="evaluate",
                             distance=distance)
-    labels, wanted_beyond, metrics = _beyond_split(metrics, inputs, propensity)
+    labels, wanted_beyond = _beyond_split(metrics, inputs, propensity)
     with shown(progress is True):
         reading = None
         if isinstance(progress, bool):
@@ -122,15 +122,25 @@ class Rerun:
 
     request: Request
 
-    def __call__(self, names) -> engine.Evaluation:
-        plan = self.request.plan
-        return dispatch(replace(self.request, plan=engine.make_plan(names, plan.conv, clicks=plan.clicks)))
+    def __call__(self, names, lists: bool = False) -> engine.Evaluation:
+        """``lists``: the list-only metrics among ``names`` are the plan's (:attr:`engine.Plan.lists`),
+        which the caller adds (:class:`topkeval.analysis.beyond._Again`); elsewhere each is refused."""
+        plan = engine.make_plan(names, self.request.plan.conv, clicks=self.request.plan.clicks, lists=lists)
+        if plan.lists:
+            backends.check_supported(_plugin(self.request.kind), {"lists": f"{plan.list_labels[0]} (a beyond-accuracy metric)"})
+        return dispatch(replace(self.request, plan=plan))
 
 
-def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[str], object]:
-    """(every label as requested, the beyond-accuracy ones, what the engine evaluates): the engine
-    needs one metric of its own when only beyond-accuracy ones are asked for (left out after)."""
-    from .analysis.beyond import STAND_IN
+class ListsOnly(tuple):
+    """Metrics read off each model's lists that the caller computes itself from the results (the command
+    line's catalogue-level ones, coverage@10..., shown beside them by ``Results.beyond_accuracy``):
+    ``evaluate()`` given only these plans them as list-only metrics (:attr:`engine.Plan.lists`), with
+    no column of their own, instead of refusing them as metrics without a per-query value."""
+
+
+def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[str]]:
+    """(every column label as requested, the per-query beyond-accuracy ones, which the plan holds as
+    list-only metrics and :func:`topkeval.analysis.beyond.with_beyond` adds)."""
     from .metrics.names import labelled_metrics
 
     given = [name for name in BEYOND_INPUTS if getattr(inputs, name) is not None]
@@ -138,20 +148,21 @@ def _beyond_split(metrics, inputs, propensity) -> tuple[tuple[str, ...], list[st
         try:
             labels, parsed = labelled_metrics(metrics)
         except Exception:  # an unknown or bad name: the engine's plan says what is wrong with it
-            return (), [], metrics
+            return (), []
     else:
-        return (), [], metrics
+        return (), []
+    if isinstance(metrics, ListsOnly):
+        return (), []
     beyond = [label for label, m in zip(labels, parsed) if m.info.beyond]
     if given and not beyond:
         raise ParameterError(f"{given[0]}= is read by the beyond-accuracy metrics (novelty@10, diversity@10, ...), none "
                              "of which is among metrics: add one, or drop it.")
     if not beyond:
-        return labels, [], metrics
+        return labels, []
     if propensity is not None:
         raise ParameterError(f"{beyond[0]} is not estimated under inverse propensity weights: evaluate it without "
                              "propensity= (on the clicks as they are), or leave it out.")
-    rest = [label for label, m in zip(labels, parsed) if not m.info.beyond]
-    return labels, beyond, rest or [STAND_IN]
+    return labels, beyond
 
 
 def _rows_read(data):
@@ -224,7 +235,7 @@ def _conventions(metrics, conventions, propensity, depth, ascending, settings: d
         # its share of a pooled ratio's sums; a pooled ratio without any click in the log is undefined (NaN)
         settings = {"empty_queries": "keep", "undefined": "nan"} | settings
     conv = resolve_conventions(conventions, owner="evaluate", also=EVALUATE_KEYWORDS, **settings)
-    plan = engine.make_plan(metrics, conv, clicks=propensity is not None)
+    plan = engine.make_plan(metrics, conv, clicks=propensity is not None, lists=True)
     if depth is not None:
         engine.check_depth_rule(conv)
     if ascending and conv.score_threshold is not None:
@@ -363,8 +374,15 @@ def _backend(data, plan, chunk_rows, model, qrels, by, weight, position, propens
         needs["segments"] = "by= and weight=" if by and weight else "by=" if by else "weight="
     if position is not None or propensity is not None:
         needs["clicks"] = "position=" if position is not None else "propensity="
+    if plan.lists:
+        needs["lists"] = f"{plan.list_labels[0]} (a beyond-accuracy metric)"
     backends.check_supported(backend, needs)
     return backend.name
+
+
+def _plugin(name: str):
+    """The registered backend called ``name`` (a request's ``kind``)."""
+    return next(p for p in backends.backends() if p.name == name)
 
 
 def _judgments(missing_queries, judged_only) -> None:

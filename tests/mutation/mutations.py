@@ -1392,6 +1392,15 @@ _LIST: list[Mutation] = [
       f"{TREC_FIELDS}::test_a_run_of_scores_written_in_full_goes_to_arrows_reader"),
     M("kernels/fields.py", "if field == 0 and buf[start] == 35:", "if buf[start] == 35:",
       f"{TREC_FIELDS}::test_the_compiled_reader_reads_any_run_file_as_the_line_reader_or_gives_it_up"),
+    # --- list-only metrics: the plan holds them apart, the lists capability, the registry's declarations ----
+    M("engine/plan.py", "        listed = tuple((label, m) for label, m in pairs if FAMILIES[m.family].beyond)",
+      "        listed = ()", f"{BEYOND}::test_a_plan_holds_the_list_only_metrics_apart"),
+    M("backends/local.py", '"segments", "streaming", "lists"}),', '"segments", "streaming"}),',
+      f"{BEYOND}::test_list_only_metrics_alone_are_the_engine_s_counts_without_a_stand_in"),
+    M("metrics/registry.py", "        if variant == which and ties not in allowed:", "        if False:",
+      f"{BEYOND}::test_what_a_beyond_family_declares_is_read_where_it_is_refused"),
+    M("metrics/beyond.py", 'cutoff="required", undefined="never", reads=("baseline",),', 'cutoff="required", undefined="never",',
+      f"{BEYOND}::test_what_a_beyond_family_declares_is_read_where_it_is_refused"),
 ]
 
 

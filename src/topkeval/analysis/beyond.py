@@ -42,6 +42,7 @@ import pandas as pd
 from ..engine.rules import RanksAgain
 from ..errors import ParameterError, show, warn
 from ..metrics import FAMILIES
+from ..metrics.registry import exact_under
 
 _WHO = "beyond_accuracy"
 
@@ -62,6 +63,10 @@ class Inputs:
     baseline: str | None = None
     owner: str = _WHO
     distance: Callable | None = None  # (item, item) -> a distance >= 0, for diversity (RecTools' distance calculators)
+
+
+#: what to pass for an input a family reads without a default (the registry's ``reads``)
+_READ = {"baseline": "'<model>' (a model of these results, whose top k each list is compared with)"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -131,20 +136,13 @@ class _Again:
 
         lab, met = labelled_metrics(names)
         mine = [n for n, m in zip(lab, met) if m.info.beyond]
-        rest = [n for n, m in zip(lab, met) if not m.info.beyond]
-        first = self.rerun(rest or [STAND_IN])  # the engine needs a metric: a cheap one, left out below
-        out = with_beyond(first, mine, self.inputs) if mine else first
-        return out if rest else without(out, [STAND_IN])
-
-
-#: what the engine evaluates when only beyond-accuracy metrics are asked for (it needs one metric;
-#: its column is left out of the results)
-STAND_IN = "tp@1"
+        # the list-only metrics are the plan's (a plan of them alone is valid), added here
+        first = self.rerun(names, lists=True) if mine else self.rerun(names)
+        return ordered(with_beyond(first, mine, self.inputs), lab) if mine else first
 
 
 def ordered(evaluation, labels):
-    """``evaluation`` with exactly the metric columns ``labels``, in that order (the stand-in the engine
-    evaluated for beyond-accuracy metrics alone left out)."""
+    """``evaluation`` with exactly the metric columns ``labels``, in that order."""
     out = without(evaluation, [n for n in evaluation.metrics if n not in labels])
     info = dict(out.info)
     info["metrics"] = list(labels)
@@ -889,14 +887,15 @@ def compute(evaluation, metrics, inputs: Inputs, defaults: dict | None = None) -
 
         raise ParameterError(f"baseline {inputs.baseline!r} is not a model of these results."
                              f"{did_you_mean(str(inputs.baseline), lists.models)}")
-    for label, m in metrics:
-        variant = m.param("variant") if any(p.name == "variant" for p in m.info.params) else None
-        if m.family == "serendipity" and variant == "evidently" and conv.ties == "expected":
-            raise ParameterError(f"{label} is not computed exactly under ties='expected' (Evidently leaves out a "
-                                 "query whose top k holds no relevant item, which the order of tied candidates "
-                                 "decides): pass ties='first' or another deterministic rule.")
-        if m.family == "unexpectedness" and inputs.baseline is None:
-            raise ParameterError(f"{label} compares each top k with a baseline model's: pass baseline='<model>'.")
+    for label, m in metrics:  # what each family declares (topkeval.metrics.beyond): its tie rules, its inputs
+        inexact = exact_under(m, conv.ties)
+        if inexact is not None:
+            allowed, why = inexact
+            raise ParameterError(f"{label} is not computed exactly under ties={conv.ties!r}" + (f" ({why})" if why else "")
+                                 + f": pass ties= one of {', '.join(repr(t) for t in allowed)}.")
+        for name in m.info.reads:
+            if getattr(inputs, name) is None:
+                raise ParameterError(f"{label} reads {name}=, which has no default: pass {name}={_READ.get(name, '...')}.")
     lists.read(sorted({m.k for _, m in metrics}))
     lists.inputs_baseline = inputs.baseline
     # what was given is checked whatever the metrics read of it

@@ -117,8 +117,8 @@ class _TableRerun:
         evaluation = evaluate_grouped(self.log, plan, depth=self.depth, threads=self.threads, query_name=self.query)
         return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
 
-    def __call__(self, names) -> engine.Evaluation:
-        return replace(self.evaluate(engine.make_plan(names, self.conv, clicks=self.weighted)), rerun=self)
+    def __call__(self, names, lists: bool = False) -> engine.Evaluation:
+        return replace(self.evaluate(engine.make_plan(names, self.conv, clicks=self.weighted, lists=lists)), rerun=self)
 
 
 def _stacked_counts(batches, queries: int) -> dict:
@@ -201,8 +201,8 @@ class _StackedRerun:
                                           backend=CPU, own_rows=True)
         return engine.attach(evaluation, self.attrs, self.by, self.weight) if self.attrs is not None else evaluation
 
-    def __call__(self, names) -> engine.Evaluation:
-        return replace(self.evaluate(engine.make_plan(names, self.conv), warn=False), rerun=self)
+    def __call__(self, names, lists: bool = False) -> engine.Evaluation:
+        return replace(self.evaluate(engine.make_plan(names, self.conv, lists=lists), warn=False), rerun=self)
 
 
 def one_ranking(relevance: np.ndarray, scores: np.ndarray, items: np.ndarray | None, plan: engine.Plan) -> float:
@@ -313,8 +313,8 @@ class _RunsRerun:
                                    by=list(self.by), weight=self.weight, own_rows=self.own_rows)
         return replace(out, rerun=self)
 
-    def __call__(self, names) -> engine.Evaluation:
-        again = engine.make_plan(names, self.conv)
+    def __call__(self, names, lists: bool = False) -> engine.Evaluation:
+        again = engine.make_plan(names, self.conv, lists=lists)
         return self.results(again, [evaluate_matched(run, log, again, backend=self.backend, judged_only=judged_only,
                                                      threads=self.threads) for run, log, judged_only in self.kept])
 
@@ -396,11 +396,11 @@ class _FileRerun:
     conv: Conventions
     options: dict
 
-    def __call__(self, names) -> engine.Evaluation:
+    def __call__(self, names, lists: bool = False) -> engine.Evaluation:
         self.file.check_unchanged("curves")
         with warnings.catch_warnings():  # said once, by the evaluation itself (as a table in memory does)
             warnings.simplefilter("ignore", TopkevalWarning)
-            return evaluate_file(self.path, engine.make_plan(names, self.conv), **self.options)
+            return evaluate_file(self.path, engine.make_plan(names, self.conv, lists=lists), **self.options)
 
 
 def accepts(data, plan=None) -> bool:
@@ -413,6 +413,6 @@ def accepts(data, plan=None) -> bool:
 #: asked last: it takes what no other backend does).
 PLUGIN = BackendPlugin(
     "cpu", "a table in memory, a table file or TREC run files", accepts,
-    frozenset({"rows", "clicks", "stacked", "judgments", "segments", "streaming"}),
+    frozenset({"rows", "clicks", "stacked", "judgments", "segments", "streaming", "lists"}),
     hints={"matrices": "evaluate_matrix takes numpy or torch matrices; evaluate() takes a table of rows"},
     evaluate=evaluate)

@@ -268,7 +268,7 @@ class _MatrixRerun:
     def __init__(self, kept: Prepared, conv, batch_size: int | None, threads: int | None) -> None:
         self.kept, self.conv, self.batch_size, self.threads = kept, conv, batch_size, threads
 
-    def __call__(self, names):
+    def __call__(self, names, lists: bool = False):  # no lists capability: the plan refuses a list-only metric
         from .. import engine
 
         _check_unchanged(self.kept)
@@ -901,5 +901,7 @@ def gather(S, users: np.ndarray, items: np.ndarray) -> np.ndarray:
 PLUGIN = BackendPlugin(
     "matrix", "a score matrix (users x items)", is_matrix, frozenset({"matrices", "updates"}),
     hints={"rows": "evaluate_matrix(scores, relevant) evaluates a score matrix; evaluate() takes a table of (query, "
-                   "relevance, score) rows"},
+                   "relevance, score) rows",
+           "lists": "it reads each top k's items again: evaluate the long format (one row per user and item, "
+                    "with an item column) with tk.evaluate(..., item='<column>')"},
     evaluate=evaluate_request, prepare=prepare_update)

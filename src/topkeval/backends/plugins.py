@@ -17,6 +17,10 @@ capability      asked for by
 ``judgments``   ``qrels=`` (and ``depth=``, ``judged_only=``, ``missing_queries=``): judgments apart
 ``segments``    ``by=`` / ``weight=``: query-level segments and weights
 ``streaming``   ``chunk_rows=``: a file read in batches
+``lists``       the list-only metrics (novelty@10, coverage@10...: :attr:`Plan.lists
+                <topkeval.engine.Plan.lists>`): each model's top k read again, its per-list
+                arrays (:func:`topkeval.kernels.beyond.ranked_rows`) through the backend's
+                ``query_ranking`` (:class:`topkeval.engine.rules.RanksAgain`)
 ==============  ==========================================================================
 """
 
@@ -36,6 +40,7 @@ CAPABILITIES: dict[str, str] = {
     "judgments": "qrels=",
     "segments": "by= and weight=",
     "streaming": "chunk_rows=",
+    "lists": "the beyond-accuracy metrics (novelty@10, diversity@10, ...)",
 }
 
 

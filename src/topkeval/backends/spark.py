@@ -556,5 +556,7 @@ PLUGIN = BackendPlugin(
                       "or pass qrels= (judgments apart)",
            "clicks": "a click log is read as one table in memory: read it into a table first (toPandas(), or "
                      "write it to parquet)",
-           "matrices": "evaluate_matrix takes numpy or torch matrices"},
+           "matrices": "evaluate_matrix takes numpy or torch matrices",
+           "lists": "it reads each model's top k again, row by row: read the rows into a table in memory "
+                    "(toPandas()) and evaluate it with item='<column>'"},
     evaluate=evaluate_request)

@@ -55,6 +55,15 @@ class Plan:
         The plan of a click log evaluated whole under inverse propensity weights (``evaluate(...,
         propensity=)``): the only evaluation where the ratios pooled over its queries
         (:mod:`topkeval.metrics.pooled`) may be computed.
+    lists : tuple of Metric
+        The list-only metrics (the registry's ``beyond``: novelty@10, coverage@10...), read off each
+        model's top k rather than computed from the statistics: no kernel statistic, no column of the
+        engine's; the backend that evaluates the plan declares the ``lists`` capability
+        (:mod:`topkeval.backends.plugins`) and the front door adds their values
+        (:mod:`topkeval.analysis.beyond`). A plan of list-only metrics alone is valid: its
+        ``metrics`` are empty, and the engine still counts the queries, rows and ties (at cutoff 1).
+    list_labels : tuple of str
+        Their column labels, as requested.
     """
 
     metrics: tuple[Metric, ...]
@@ -72,6 +81,8 @@ class Plan:
     walk_specs: tuple[DcgSpec, ...] = ()
     seq_specs: tuple = ()
     clicks: bool = False
+    lists: tuple[Metric, ...] = ()
+    list_labels: tuple[str, ...] = ()
 
     def parts(self) -> list[Plan]:
         """The plans whose statistics one kernel pass gives: this plan, or one per relevance
@@ -132,11 +143,19 @@ def judged_only_metrics(plan: Plan) -> list[Metric]:
     return [m for m in plan.metrics if m.param("judged_only")]
 
 
-def make_plan(metrics, conv: Conventions, *, clicks: bool = False) -> Plan:
+def make_plan(metrics, conv: Conventions, *, clicks: bool = False, lists: bool = False) -> Plan:
     """Parse ``metrics`` (labelled as written: :func:`topkeval.metrics.names.labelled_metrics`) and derive
     the statistics, cutoffs and gain variants they need. ``clicks``: the plan of a click log evaluated
-    whole under inverse propensity weights (see :class:`Plan`); elsewhere a pooled ratio is refused."""
+    whole under inverse propensity weights (see :class:`Plan`); elsewhere a pooled ratio is refused.
+    ``lists``: the caller's backend declares the ``lists`` capability, so the list-only metrics are
+    the plan's :attr:`Plan.lists` (elsewhere each is refused, saying where it is computed)."""
     labels, mets = labelled_metrics(metrics)
+    listed: tuple[tuple[str, Metric], ...] = ()
+    if lists:
+        pairs = list(zip(labels or [str(m) for m in mets], mets))
+        listed = tuple((label, m) for label, m in pairs if FAMILIES[m.family].beyond)
+        kept = [(label, m) for label, m in pairs if not FAMILIES[m.family].beyond]
+        labels, mets = tuple(label for label, _ in kept), tuple(m for _, m in kept)
     if not clicks:
         pooled = [(label, m) for label, m in zip(labels or [str(m) for m in mets], mets)
                   if FAMILIES[m.family].ips == "pooled"]
@@ -148,7 +167,8 @@ def make_plan(metrics, conv: Conventions, *, clicks: bool = False) -> Plan:
                 f"inverse propensity weights (evaluate(log, ..., position=, propensity=)); it is computed nowhere "
                 f"else. With relevance judgments use {str(m).replace(m.family, per_query, 1)} (the mean over "
                 "queries), or evaluate the click log with position= and propensity=.")
-    return replace(_plan(mets, conv, labels=labels), clicks=clicks)
+    return replace(_plan(mets, conv, labels=labels), clicks=clicks, lists=tuple(m for _, m in listed),
+                   list_labels=tuple(label for label, _ in listed))
 
 
 def _plan(mets, conv: Conventions, positive_hits: bool = False, labels: tuple[str, ...] = ()) -> Plan:

@@ -47,6 +47,7 @@ import math
 
 import numpy as np
 
+from ..conventions import TIES
 from ..errors import ParameterError
 from .registry import Param, register
 
@@ -261,10 +262,15 @@ register("category_diversity", beyond="query", cutoff="required", undefined=_LIS
          aliases=("categorical_diversity", "categoricaldiversity"),
          summary="distinct categories in the top k, over k, with categories= (RePlay CategoricalDiversity)",
          formula="distinct categories of the items shown / k")(_category_diversity)
-register("unexpectedness", beyond="query", cutoff="required", undefined="never",
+register("unexpectedness", beyond="query", cutoff="required", undefined="never", reads=("baseline",),
          summary="share of the top k that a baseline model's top k lacks, with baseline= (RePlay Unexpectedness)",
          formula="1 - |top k ∩ baseline's top k| / k")(_unexpectedness)
+#: the tie rules that give each query one top k (every rule but the mean over the orders of tied candidates)
+_DETERMINISTIC = tuple(t for t in TIES if t != "expected")
+
 register("serendipity", beyond="query", cutoff="required", params=_variant("rectools", "evidently", "recommenders"),
+         variant_ties=(("evidently", _DETERMINISTIC, "Evidently leaves out a query whose top k holds no relevant "
+                                                     "item, which the order of tied candidates decides"),),
          bounded=False, undefined="an empty list; evidently, recommenders: no history (evidently: no relevant item "
                                   "shown)",
          summary="relevant and unpopular (RecTools Serendipity); variant=evidently, recommenders: relevant and unlike "

@@ -147,6 +147,9 @@ class Family:
     # kernel's statistics, see topkeval.metrics.beyond): "query" (a value per query), "catalog" (one per model)
     seq: Callable | None = None  # metric -> the spec of its sequence statistic, for families that need "seq"
     pads: bool = False  # divides by k (or R) under short_lists="pad", by min(k, n) under "shrink": a short list scores less
+    reads: tuple[str, ...] = ()  # a beyond-accuracy family's inputs without a default (evaluate()'s parameter names,
+    # ("baseline",)): refused without them, and the command line passes such a flag only where a metric reads it
+    variant_ties: tuple = ()  # ((variant, the tie rules under which it is exact, why not under the others), ...)
 
     def example(self, k: int = 10) -> str:
         """A name of this family that parses, for listings: ``fbeta(beta=0.5)@10``, ``ap``...; ``k``
@@ -197,7 +200,8 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
              trec_format: Callable | None = None, higher_is_better: bool = True, needs_all_relevant: bool = False,
              undefined: str = "never", ips: str | None = None, geometric: bool = False,
              trec_params: Callable | None = None, mults: Callable | None = None, walk: Callable | None = None,
-             beyond: str | None = None, seq: Callable | None = None, pads: bool = False):
+             beyond: str | None = None, seq: Callable | None = None, pads: bool = False, reads: tuple[str, ...] = (),
+             variant_ties: tuple = ()):
     """Decorator: register ``function(stats, metric, conventions) -> per-query values`` as a family."""
     unknown = set(needs) - STATISTICS
     if (unknown or cutoff not in ("required", "optional", "none") or depth not in ("R", "list", "none")
@@ -209,10 +213,32 @@ def register(name: str, *, cutoff: str, needs=(), depth: str = "none", summary: 
                                 params, bounded, trec, trec_uncut, summed, dcg,
                                 tuple((alias, tuple(values.items())) for alias, values in (variants or {}).items()),
                                 counts_found, levels, err, ties, trec_format, higher_is_better, needs_all_relevant,
-                                undefined, ips, geometric, trec_params, mults, walk, beyond, seq, pads)
+                                undefined, ips, geometric, trec_params, mults, walk, beyond, seq, pads, tuple(reads),
+                                tuple(variant_ties))
         return function
 
     return wrap
+
+
+def exact_under(metric, ties: str) -> tuple[tuple[str, ...], str] | None:
+    """``None`` when ``metric`` (a parsed metric) is computed exactly under the tie rule ``ties``;
+    else (the rules under which it is, why not under ``ties``: empty when its family says nothing),
+    read from its family's declarations (``ties``; ``variant_ties`` for one variant of it).
+
+    >>> from topkeval.metrics.names import parse_metric
+    >>> exact_under(parse_metric("serendipity(variant=evidently)@10"), "expected")[0]
+    ('optimistic', 'pessimistic', 'first', 'item_desc', 'item_asc', 'ranx')
+    >>> exact_under(parse_metric("serendipity@10"), "expected") is None
+    True
+    """
+    fam = FAMILIES[metric.family]
+    if fam.ties is not None and ties not in fam.ties:
+        return tuple(fam.ties), ""
+    variant = metric.param("variant") if any(p.name == "variant" for p in fam.params) else None
+    for which, allowed, why in fam.variant_ties:
+        if variant == which and ties not in allowed:
+            return tuple(allowed), why
+    return None
 
 
 def format_value(value) -> str:
