@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
@@ -1215,3 +1216,21 @@ def test_item_inputs_read_from_files_and_columns(tmp_path):
         items.read_catalog(str(tmp_path / "two.csv"), item="item")
     history = items.read_history(str(tmp_path / "log.csv"), query="query", item="item")
     assert history.to_dict("list") == {"query": ["1", "1", "2", "2"], "item": ["007", "7", "007", "8"]}
+
+
+def test_ci_refusals_name_the_flags_given(tmp_path, capsys):
+    """evaluate --ci --interval t with --weight: the refusal names --interval (summary_ci calls it method=);
+    --ci with --by is refused (the intervals are of the overall means: the segments would be left out)."""
+    rng = np.random.default_rng(0)
+    n = 200
+    pd.DataFrame({"query": np.repeat(np.arange(20), 10), "item": np.tile(np.arange(10), 20),
+                  "relevance": rng.integers(0, 2, n), "m1": rng.random(n), "m2": rng.random(n),
+                  "w": np.repeat(rng.random(20) + 0.5, 10), "seg": np.repeat(rng.integers(0, 2, 20), 10)}
+                 ).to_csv(tmp_path / "log.csv", index=False)
+    base = ["evaluate", str(tmp_path / "log.csv"), "--score", "m1", "--score", "m2", "--item", "item", "-m", "recall@3",
+            "--ci"]
+    code, out, err = run(base + ["--interval", "t", "--weight", "w"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--interval t has no weighted form" in err
+    assert "use --interval bootstrap" in err and "--method" not in err
+    code, out, err = run(base + ["--by", "seg"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "would leave out the segments of --by" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -808,3 +809,18 @@ def test_a_weighted_mean_interval_of_equal_values_is_that_value():
     assert one["mean"] == one.ci_low == one.ci_high == 1.0
     mixed = tk.evaluate(log, ["precision@2"], score="s", weight="w").summary_ci(n_resamples=500).iloc[0]
     assert mixed["mean"] == mixed.ci_low == mixed.ci_high == 0.5
+
+
+def test_one_query_has_no_interval_under_either_method():
+    """One query has no spread to resample: the bootstrap interval of its mean and of a difference is NaN, as
+    the t interval's, not a zero-width [v, v] that would read as certainty."""
+    log = pd.DataFrame({"query": [1, 1, 1], "item": [1, 2, 3], "relevance": [1, 0, 0], "a": [0.1, 0.9, 0.5],
+                        "b": [0.9, 0.1, 0.2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tk.TopkevalWarning)  # one query of three candidates: a tiny log
+        res = tk.evaluate(log, ["recall@1"], score=["a", "b"], item="item")
+    for method in ("bootstrap", "t"):
+        ci = res.summary_ci(method=method)
+        assert ci["n_queries"].tolist() == [1, 1] and ci["ci_low"].isna().all() and ci["ci_high"].isna().all()
+        cmp = res.compare(baseline="a", interval=method)
+        assert cmp["delta"].tolist() == [1.0] and cmp["ci_low"].isna().all() and cmp["ci_high"].isna().all()

@@ -242,3 +242,23 @@ def test_a_run_of_scores_written_in_full_goes_to_arrows_reader(tmp_path):
     coded = _coded(path)
     assert coded is not None
     assert coded["score"].tolist() == [float(line.split()[4]) for line in few.splitlines()]
+
+
+def test_runs_whose_file_tag_names_would_be_equal_are_refused_by_both_readers(tmp_path, monkeypatch):
+    """File a with tag b:c and file a:b with tag c would both be named a:b:c (runs sharing the tag z are
+    named file:tag): refused, not merged into one model, whichever reader reads them."""
+    a = tmp_path / "a"
+    a.write_text("q1 Q0 d1 1 1 b:c\nq1 Q0 d2 2 0.5 z\n")
+    ab = tmp_path / "a:b"
+    ab.write_text("q2 Q0 d3 1 1 c\nq2 Q0 d2 2 0.5 z\n")
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q1 0 d1 1\nq2 0 d3 1\nq2 0 d2 1\n")
+    with pytest.raises(tk.ParameterError, match=r"Two runs would both be named 'a:b:c'.*'b:c' of .*'c' of"):
+        tk.read_runs([a, ab])
+    for jit in ("0", "1"):
+        monkeypatch.setenv("TOPKEVAL_JIT", jit)
+        with pytest.raises(tk.ParameterError, match="Two runs would both be named 'a:b:c'"):
+            tk.evaluate([a, ab], qrels=qrels, metrics=["P@1"], conventions="trec_eval")
+    # distinct names still read: the shared tag z named per file
+    ab.write_text("q2 Q0 d3 1 1 y\nq2 Q0 d2 2 0.5 z\n")
+    assert sorted(set(tk.read_runs([a, ab])["run"])) == ["a:b:c", "a:b:y", "a:b:z", "a:z"]

@@ -642,6 +642,9 @@ def _evaluate(args, out) -> int:
     if args.bounds and not args.position:
         raise _UsageError("--bounds bounds the metrics over what the never-shown candidates could be: give --position")
     _check_ci(args.format, args.per_query, args.ci, args.interval)
+    if args.ci is not None and args.by:
+        raise _UsageError("--ci gives the intervals of each model's overall means, and would leave out the segments "
+                          "of --by: drop --ci, or compare the models segment by segment with `topkeval compare --by`")
     metrics, catalog, labels, per_query = _split_beyond(metrics)
     if catalog and (args.by or args.bounds or args.format == "trec"):
         raise _UsageError(f"{catalog[0]} describes each model's lists all together (one value per model): not per "

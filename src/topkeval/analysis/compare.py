@@ -555,7 +555,9 @@ def _row(r: dict, boot, perm, test: str, n_resamples: int, alpha: float, stud: t
     else:
         value = base_mean = delta = sd = math.nan
     if n and not math.isnan(delta):
-        lo, hi = stattests.interval_implementation(interval, "difference")(d, boot, alpha)
+        # one query has no spread to resample: no interval (as the t interval), not [delta, delta]
+        lo, hi = stattests.interval_implementation(interval, "difference")(d, boot, alpha) if n > 1 else (math.nan,
+                                                                                                          math.nan)
         p = _p_value(test, d, m, b, perm, boot, n_resamples, w, stud)
     else:
         lo = hi = p = math.nan
@@ -596,13 +598,14 @@ def mean_cis(columns: list[np.ndarray], confidence: float, n_resamples: int, rng
              weights: list | None = None, keys: list | None = None) -> list[tuple[float, float]]:
     """Bootstrap percentile intervals of the mean of each array (NaN dropped); with ``weights``, of
     the weighted mean (each resample's ``sum(c w v) / sum(c w)``). Every array is resampled in one
-    parallel pass (each exactly, see :func:`_resampled`)."""
+    parallel pass (each exactly, see :func:`_resampled`). An array of fewer than 2 values gets (nan, nan):
+    one value has no spread to resample."""
     alpha = 1 - confidence
     out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(columns)
     live, blocks, shifts = [], [], []
     for i, v in enumerate(columns):
         ok = ~np.isnan(v)
-        if not ok.any():
+        if ok.sum() < 2:  # one value has no spread to resample: no interval (as the t interval), not [v, v]
             continue
         live.append(i)
         shifts.append(value_shift(v[ok]))  # values of 1e300: resampled divided by a power of 2, scaled back

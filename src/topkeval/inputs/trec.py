@@ -188,10 +188,8 @@ def coded_runs(paths) -> pd.DataFrame:
         if columns is None:
             return read_runs(paths)
         frames.append(pd.DataFrame(columns, copy=False))  # arrays of our own: no copy
-    tags = [list(f["run"].cat.categories) for f in frames]
-    if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):  # named as read_runs names them
-        names = [Path(p).name for p in paths]
-        prefix = names if len(set(names)) == len(names) else paths
+    prefix = _run_prefixes(paths, [list(f["run"].cat.categories) for f in frames])  # named as read_runs names them
+    if prefix is not None:
         frames = [f.assign(run=f["run"].cat.rename_categories([pre + ":" + t for t in f["run"].cat.categories]))
                   for f, pre in zip(frames, prefix)]
     if len(frames) == 1:
@@ -435,19 +433,38 @@ def write_run(frame: pd.DataFrame, path, *, query: str = "query", item: str = "i
 def read_runs(paths) -> pd.DataFrame:
     """Read several TREC run files into one frame; the ``run`` column names each run.
 
-    A run is named by its tag. When two files share a tag (or one file holds several), each run is
-    named ``file:tag``; when two files also share a file name (``d1/a.run``, ``d2/a.run``), it is
-    named ``path:tag`` with the path as given. The same path given twice is refused: no two runs
-    ever merge into one.
+    A run is named by its tag. When two files share a tag, each run is named ``file:tag``; when two
+    files also share a file name (``d1/a.run``, ``d2/a.run``), it is named ``path:tag`` with the
+    path as given. The same path given twice is refused, and so are names that would still be equal
+    (a colon in a file name or a tag): no two runs ever merge into one.
     """
     paths = [os.fspath(p) for p in paths]
     if len(set(paths)) != len(paths):
         twice = next(p for p in paths if paths.count(p) > 1)
         raise ParameterError(f"The run file {twice!r} is given twice; give each run once.")
     frames = [read_run(p) for p in paths]
-    tags = [list(pd.unique(f["run"])) for f in frames]
-    if len({t for ts in tags for t in ts}) < sum(len(t) for t in tags):
-        names = [Path(p).name for p in paths]
-        prefix = names if len(set(names)) == len(names) else paths
+    prefix = _run_prefixes(paths, [list(pd.unique(f["run"])) for f in frames])
+    if prefix is not None:
         frames = [f.assign(run=pre + ":" + f["run"]) for f, pre in zip(frames, prefix)]
     return pd.concat(frames, ignore_index=True)
+
+
+def _run_prefixes(paths: list[str], tags: list[list[str]]) -> list[str] | None:
+    """None where every run's tag is its own name; else each file's prefix, runs being named
+    ``prefix:tag``: the file's name, or its path where two files share a name. Refused where two runs
+    would still share a name (a colon in a file name or a tag: ``a`` with tag ``b:c`` and ``a:b`` with
+    tag ``c``), which would merge them into one model."""
+    if len({t for ts in tags for t in ts}) == sum(len(ts) for ts in tags):
+        return None
+    names = [Path(p).name for p in paths]
+    prefix = names if len(set(names)) == len(names) else paths
+    seen: dict[str, tuple[str, str]] = {}
+    for path, pre, ts in zip(paths, prefix, tags):
+        for t in ts:
+            other = seen.setdefault(f"{pre}:{t}", (path, t))
+            if other != (path, t):
+                raise ParameterError(
+                    f"Two runs would both be named {pre + ':' + t!r}: the run {other[1]!r} of {other[0]!r} and the run "
+                    f"{t!r} of {path!r} (runs that share a tag are named file:tag, and a colon in a file name or a tag "
+                    "makes two such names equal). Rename one of the files, or give the runs distinct tags.")
+    return prefix

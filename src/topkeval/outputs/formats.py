@@ -218,7 +218,7 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None,
         numbers, shown = _with_ci(res, ci, interval)
         numbers, shown = _beside(numbers, beside, None), _beside(shown, beside, None)
         blocks = [Block(numbers, shown=shown)]
-        payload["summary_ci"] = text.records(res.summary_ci(confidence=ci, **_method(interval)))
+        payload["summary_ci"] = text.records(_summary_ci(res, ci, interval))
     elif res.by:
         segments = res.segments  # with weight=, the sum of each segment's weights
         blocks = [Block(segments, title="by " + ", ".join(map(text.visible, res.by)),
@@ -259,10 +259,21 @@ def _method(interval: str | None) -> dict:
     return {} if interval is None else {"method": interval}
 
 
+def _summary_ci(res, level: float, interval: str | None):
+    """``res.summary_ci`` at ``level`` with the interval named (``interval=``, as the document was asked
+    for it: a refusal of summary_ci's ``method=`` says ``interval=``)."""
+    try:
+        return res.summary_ci(confidence=level, **_method(interval))
+    except ParameterError as exc:
+        if interval is None or not str(exc).startswith("method="):
+            raise
+        raise ParameterError("interval=" + str(exc)[len("method="):].replace("use method=", "use interval=")) from None
+
+
 def _with_ci(res, level: float, interval: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The summary with each mean's interval, one row per model: for files ``metric``, ``metric
     ci_low`` and ``metric ci_high`` columns; for people ``metric`` and ``metric 95% CI`` (``[low, high]``)."""
-    ci = res.summary_ci(confidence=level, **_method(interval))
+    ci = _summary_ci(res, level, interval)
     for name in res.by:  # the summary holds every query: the overall rows of the breakdown
         ci = ci[ci[name] == ALL]
     ci = ci.set_index(["model", "metric"])
