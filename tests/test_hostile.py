@@ -595,3 +595,19 @@ def test_p_values_at_the_floor_are_not_zero():
     assert p_value_text(1 / 10_001, 10_000) == "< 1e-04" and p_value_text(0.5, 10_000) == "0.5000"
     row = RES.compare(n_resamples=100, test="permutation").iloc[0]
     assert row.p_value > 0  # a Monte Carlo p-value is never 0: (1 + count) / (1 + n)
+
+
+def test_a_stacked_table_without_model_is_told_to_name_it(tmp_path, capsys):
+    """Two models' rows stacked in one table, model= forgotten: the duplicate rows' refusal says to name the
+    column that tells the models apart (in the command line's words there)."""
+    log = pd.DataFrame({"model": ["a", "a", "b", "b"], "query": [1, 1, 1, 1], "item": [1, 2, 1, 2],
+                        "score": [0.9, 0.1, 0.2, 0.8], "click": [0, 1, 0, 1]})
+    with pytest.raises(tk.DataError, match=r"query 1 lists item 1 twice.*stacks the rows of several models.*"
+                                           r"model='<column>'"):
+        tk.evaluate(log, ["recall@1"], relevance="click", score="score", item="item")
+    qrels = pd.DataFrame({"query": [1], "item": [2], "click": [1]})
+    with pytest.raises(tk.DataError, match=r"twice.*stacks the rows of several models.*model='<column>'"):
+        tk.evaluate(log, ["recall@1"], relevance="click", score="score", item="item", qrels=qrels)
+    log.to_csv(tmp_path / "stacked.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "stacked.csv"), "--relevance", "click", "--item", "item"]) == 2
+    assert "--model <column>" in capsys.readouterr().err

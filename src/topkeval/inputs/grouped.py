@@ -399,8 +399,9 @@ def _duplicates_error(count: int, query, item, column: str):
     raise DataError(
         f"Column {column!r} has {count} duplicate (query, item) rows; for example "
         f"query {show(query)} lists item {show(item)} twice. "
-        "Each item may appear once per query: deduplicate the log (keep the row you mean); a log of several "
-        "rankers or A/B arms is evaluated one arm at a time (or with the arm in the query id)."
+        "Each item may appear once per query: deduplicate the log (keep the row you mean); a table that stacks "
+        "the rows of several models (or runs, or A/B arms) names the column that tells them apart: "
+        "model='<column>'."
     )
 
 

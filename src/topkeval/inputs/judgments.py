@@ -376,7 +376,8 @@ def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, 
     if count:
         q = int(np.searchsorted(offsets, row, side="right")) - 1
         raise DataError(f"Run {name!r} lists query {show(qlabels[groups[q]])}, item {show(ilabels[r_i[row]])} twice; "
-                        "each item may appear once per query in a run.")
+                        "each item may appear once per query in a run. If the table stacks the rows of several "
+                        "models (or runs, or A/B arms), name the column that tells them apart: model='<column>'.")
     jpos = pos[groups]
     present = jpos >= 0
     if not present.all():  # drop the rows of queries without judgments
