@@ -1079,7 +1079,8 @@ def test_compare_p_values(test, expected):
 def test_compare_one_query_and_identical_models():
     one = tk.evaluate(PAIRS[PAIRS["query"] == 0], metrics=["P@1"], score=["a", "b"])
     row = one.compare(baseline="a", n_resamples=100).iloc[0]
-    assert row["delta"] == -1 and row["ci_low"] == row["ci_high"] == -1 and math.isnan(row["p_value"])
+    # one query: no spread to resample, so no interval (it was [-1, -1], which read as certainty)
+    assert row["delta"] == -1 and math.isnan(row["ci_low"]) and math.isnan(row["ci_high"]) and math.isnan(row["p_value"])
     same = tk.evaluate(PAIRS.assign(b=PAIRS["a"]), metrics=["P@1"], score=["a", "b"])
     for test in ("permutation", "t", "wilcoxon", "bootstrap"):
         row = same.compare(baseline="a", test=test, n_resamples=100).iloc[0]
