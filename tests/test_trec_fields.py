@@ -262,3 +262,13 @@ def test_runs_whose_file_tag_names_would_be_equal_are_refused_by_both_readers(tm
     # distinct names still read: the shared tag z named per file
     ab.write_text("q2 Q0 d3 1 1 y\nq2 Q0 d2 2 0.5 z\n")
     assert sorted(set(tk.read_runs([a, ab])["run"])) == ["a:b:c", "a:b:y", "a:b:z", "a:z"]
+
+
+def test_a_hash_starts_a_comment_only_in_the_first_field(tmp_path, monkeypatch):
+    """'#' at the start of the line's first field makes a comment line; at the start of another field
+    (a document id '#d1', a tag '#run') it is part of the id, as the line reader reads it."""
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 #d1 1 0.5 #run\n# a comment\nq1 Q0 d2 2 0.25 #run\nq2\tQ0 #  3 1.5 #run\n")
+    oracle = _line_reader(path, monkeypatch)
+    assert list(oracle["item"]) == ["#d1", "d2", "#"]
+    _same(_coded(path), oracle)

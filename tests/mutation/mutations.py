@@ -1391,7 +1391,7 @@ _LIST: list[Mutation] = [
     M("kernels/fields.py", "if n_slow > SLOW_MOST and 8 * n_slow > rows:", "if n_slow > SLOW_MOST and n_slow > rows:",
       f"{TREC_FIELDS}::test_a_run_of_scores_written_in_full_goes_to_arrows_reader"),
     M("kernels/fields.py", "if field == 0 and buf[start] == 35:", "if buf[start] == 35:",
-      f"{TREC_FIELDS}::test_the_compiled_reader_reads_any_run_file_as_the_line_reader_or_gives_it_up"),
+      f"{TREC_FIELDS}::test_a_hash_starts_a_comment_only_in_the_first_field"),
     # --- the hostile trial of issue 36: one query's intervals, run names that would merge, the CLI's --ci
     M("analysis/compare.py", "        if ok.sum() < 2:  # one value", "        if not ok.any():  # one value",
       "tests/test_compare.py::test_one_query_has_no_interval_under_either_method"),
