@@ -611,3 +611,21 @@ def test_a_stacked_table_without_model_is_told_to_name_it(tmp_path, capsys):
     log.to_csv(tmp_path / "stacked.csv", index=False)
     assert main(["evaluate", str(tmp_path / "stacked.csv"), "--relevance", "click", "--item", "item"]) == 2
     assert "--model <column>" in capsys.readouterr().err
+
+
+def test_rows_read_count_every_models_own_rows(tmp_path):
+    """info['rows'] is the rows read: a wide table's rows (every model ranks them), all the rows of a stacked
+    table (3 of model a, 2 of model b) and of several run files; per model in rows_per_model."""
+    stacked = pd.DataFrame({"model": ["a", "a", "a", "b", "b"], "query": [1, 1, 2, 1, 2], "item": [1, 2, 1, 1, 1],
+                            "score": [0.9, 0.1, 0.5, 0.3, 0.2]})
+    qrels = pd.DataFrame({"query": [1, 2], "item": [1, 1], "relevance": [1, 1]})
+    res = tk.evaluate(stacked, ["recall@1"], score="score", item="item", model="model", qrels=qrels)
+    assert res.info["rows"] == 5 and res.info["rows_per_model"] == {"a": 3, "b": 2}
+    wide = pd.DataFrame({"query": [1, 1, 2], "item": [1, 2, 1], "relevance": [1, 0, 1], "a": [0.9, 0.1, 0.5],
+                         "b": [0.1, 0.9, 0.5]})
+    assert tk.evaluate(wide, ["recall@1"], score=["a", "b"], item="item").info["rows"] == 3
+    (tmp_path / "a.run").write_text("1 Q0 1 1 0.9 A\n1 Q0 2 2 0.1 A\n2 Q0 1 1 0.5 A\n")
+    (tmp_path / "b.run").write_text("1 Q0 1 1 0.3 B\n2 Q0 1 1 0.2 B\n")
+    (tmp_path / "qrels").write_text("1 0 1 1\n2 0 1 1\n")
+    runs = tk.evaluate([tmp_path / "a.run", tmp_path / "b.run"], qrels=tmp_path / "qrels", metrics=["P@1"])
+    assert runs.info["rows"] == 5

@@ -1401,6 +1401,8 @@ _LIST: list[Mutation] = [
       "tests/test_trec_fields.py::test_runs_whose_file_tag_names_would_be_equal_are_refused_by_both_readers"),
     M("cli.py", "    if args.ci is not None and args.by:", "    if False:",
       "tests/test_cli.py::test_ci_refusals_name_the_flags_given"),
+    M("engine/results.py", '"rows": sum(rows.values()) if own_rows else max(rows.values(), default=0),',
+      '"rows": max(rows.values(), default=0),', "tests/test_hostile.py::test_rows_read_count_every_models_own_rows"),
     # --- list-only metrics: the plan holds them apart, the lists capability, the registry's declarations ----
     M("engine/plan.py", "        listed = tuple((label, m) for label, m in pairs if FAMILIES[m.family].beyond)",
       "        listed = ()", f"{BEYOND}::test_a_plan_holds_the_list_only_metrics_apart"),

@@ -216,7 +216,7 @@ def evaluate_spark(df, plan: engine.Plan, *, query: str, relevance: str | None, 
         "model", query, *[F.col(f).alias(name) for f, name in zip(fields, names)])
     rows = SparkRows(per_query, parts, fn, query, order, sum(sum(c["evaluated"].values()) for c in counts))
     return engine.build_results([_batch(c) for c in counts], plan, query_name=query, info=extra, per_query=rows.collect,
-                                backend=rows, own_rows=model is not None or qrels is not None)
+                                backend=rows, own_rows=model is not None)  # a wide table: one set of rows, every score ranks it
 
 
 def _batch(counts: dict) -> engine.Evaluated:

@@ -298,7 +298,9 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
         "queries": sum(b.queries for b in batches),
         "evaluated": max(evaluated.values(), default=0),
         "skipped_empty": sum(b.skipped_empty for b in batches),
-        "rows": max(rows.values(), default=0),
+        # rows read: one table's rows, which every model ranks; or, where each model's rows are its own (stacked
+        # models, runs), all of them
+        "rows": sum(rows.values()) if own_rows else max(rows.values(), default=0),
         "evaluated_per_model": evaluated,
         "rows_per_model": rows,
         "ties_at_cutoff": {m: sum(p.ties for p in parts) for m, parts in by_model.items()},
