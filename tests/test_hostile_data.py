@@ -762,3 +762,16 @@ def test_qrels_file_read_with_crlf_and_bom(tmp_path):
     path.write_bytes("\ufeffq1 0 d1 1\r\nq1 0 d2 0\r\n".encode())
     frame = tk.read_qrels(path)
     assert frame["query"].tolist() == ["q1", "q1"] and frame["item"].tolist() == ["d1", "d2"]
+
+
+def test_a_model_column_left_unnamed_without_item_ids_is_said():
+    """A stacked log (model a ranks the click 3rd, model b 1st) read without model= and item=: both models'
+    rows are ranked as one list (recall@1 0.25, rr 0.75, neither model's number), which nothing else could
+    catch (no item ids to find the repeats): a warning names model=. With model= each model's own numbers."""
+    log = pd.DataFrame({"model": ["a"] * 3 + ["b"] * 3, "query": [1] * 6, "item": [1, 2, 3, 1, 2, 3],
+                        "score": [0.9, 0.5, 0.1, 0.1, 0.5, 0.9], "click": [0, 0, 1, 0, 0, 1]})
+    with pytest.warns(tk.TopkevalWarning, match="column 'model' that no parameter names.*Pass model='model'"):
+        pooled = tk.evaluate(log, ["recall@1", "rr"], relevance="click", score="score")
+    assert pooled.summary.loc["score"].tolist() == [0.25, 0.75]
+    apart = tk.evaluate(log, ["recall@1", "rr"], relevance="click", score="score", model="model", item="item")
+    assert apart.summary.to_dict("index") == {"a": {"recall@1": 0.0, "rr": 1 / 3}, "b": {"recall@1": 1.0, "rr": 1.0}}

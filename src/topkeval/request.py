@@ -204,12 +204,39 @@ def resolve(data, metrics, query, relevance, score, item, *, conventions, qrels,
     by = _segments(by, weight, query, relevance, scores, item, model, runs, plan)
     kind = _backend(data, plan, chunk_rows, model, qrels, by, weight, position, propensity)
     _columns(query, relevance, scores, item, model, distinct=qrels is None)
+    if position is None and propensity is None:  # a click log's arms are its own matter
+        _model_column_unnamed(data, runs, model, item, [query, relevance, *scores, *by, weight])
     if qrels is None:
         _judgments(missing_queries, judged_only)
     _clicks_together(plan, kind, model, chunk_rows, position, propensity, query, relevance, scores, item, by, weight,
                      data, qrels)
     return Request(kind, data, plan, query, relevance, scores, item, qrels, model, missing_queries, depth, judged_only,
                    chunk_rows, progress, keep_per_query, threads, ascending, by, weight, position, propensity, clip)
+
+
+#: column names that say a table stacks several models' (runs', systems') rows
+MODEL_COLUMNS = ("model", "run", "system")
+
+
+def _model_column_unnamed(data, runs, model, item, named: list) -> None:
+    """A table read without model= and without item= whose column named 'model' (or 'run', 'system') no
+    parameter names: if it stacks several models' rows, they are ranked together as one model's, and with no item
+    id nothing finds the repeated items. Said, with what evaluates each model apart."""
+    if model is not None or item is not None or runs is not None:
+        return
+    from .errors import warn
+    from .inputs.tables import column_names
+
+    try:
+        columns = column_names(data)
+    except Exception:  # a table of another kind: read (or refused) by the evaluation, in its words
+        return
+    taken = {c for c in named if isinstance(c, str)}
+    unnamed = [c for c in columns if isinstance(c, str) and c.lower() in MODEL_COLUMNS and c not in taken]
+    if unnamed:
+        warn(f"The table has a column {unnamed[0]!r} that no parameter names, and no item column (item=): if it "
+             f"holds several models' rows, they are ranked together here as one model's list. Pass "
+             f"model={unnamed[0]!r} to evaluate each model apart (and item='<column>' to find repeated items).")
 
 
 def _metrics(metrics, qrels, propensity):

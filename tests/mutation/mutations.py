@@ -1403,6 +1403,8 @@ _LIST: list[Mutation] = [
       "tests/test_cli.py::test_ci_refusals_name_the_flags_given"),
     M("engine/results.py", '"rows": sum(rows.values()) if own_rows else max(rows.values(), default=0),',
       '"rows": max(rows.values(), default=0),', "tests/test_hostile.py::test_rows_read_count_every_models_own_rows"),
+    M("request.py", "c.lower() in MODEL_COLUMNS and c not in taken]", "c.lower() in MODEL_COLUMNS and False]",
+      "tests/test_hostile_data.py::test_a_model_column_left_unnamed_without_item_ids_is_said"),
     # --- list-only metrics: the plan holds them apart, the lists capability, the registry's declarations ----
     M("engine/plan.py", "        listed = tuple((label, m) for label, m in pairs if FAMILIES[m.family].beyond)",
       "        listed = ()", f"{BEYOND}::test_a_plan_holds_the_list_only_metrics_apart"),
