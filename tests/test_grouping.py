@@ -144,6 +144,38 @@ def test_duplicate_checks_equal_pandas(seed):
         assert got == (int(dup.sum()), int(np.argmax(dup)) if dup.any() else -1)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("spread", ["dense", "sparse"])
+def test_duplicates_and_grades_by_key_equal_pandas_whether_keys_are_dense_or_not(seed, spread, monkeypatch):
+    """Keys that are codes of distinct ids (in [0, DENSE_KEYS): looked up in one array indexed by key)
+    and keys that are not (large or negative: a hash table per query) give the same duplicates and
+    grades as pandas, on one thread and on several (queries split between them)."""
+    from topkeval.kernels import grouping
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 80, 400)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    keys = rng.integers(0, 3000, offsets[-1])
+    j_sizes = rng.integers(0, 30, len(sizes))
+    j_offsets = np.concatenate([[0], np.cumsum(j_sizes)]).astype(np.int64)
+    jq = np.repeat(np.arange(len(sizes)), j_sizes)
+    j_items = np.concatenate([rng.choice(3000, n, replace=False) for n in j_sizes]).astype(np.int64)
+    j_grades = rng.integers(-1, 4, len(j_items)).astype(np.float64)
+    if spread == "sparse":
+        keys, j_items = keys * 10**9 - 7, j_items * 10**9 - 7
+    assert bool(grouping._dense(keys, j_items)) == (spread == "dense")
+    dup = pd.DataFrame({"q": q, "k": keys}).duplicated().to_numpy()
+    table = pd.DataFrame({"q": jq, "k": j_items, "g": j_grades})
+    looked = pd.DataFrame({"q": q, "k": keys}).merge(table, how="left", on=["q", "k"])
+    for threads in (1, 3):
+        monkeypatch.setattr(grouping, "THREAD_ROWS", 1 if threads > 1 else 10**9)
+        assert grouping.count_duplicates(offsets, keys, threads=threads) == (int(dup.sum()), int(np.argmax(dup)))
+        grades, found = grouping.judge(offsets, keys, j_offsets, j_items, j_grades, threads=threads)
+        assert found.tolist() == looked["g"].notna().tolist()
+        assert grades.tolist() == looked["g"].fillna(0.0).tolist()
+
+
 def test_duplicate_count_by_hand():
     """Rows repeating an earlier key of their query, each counted once: a key three times is two
     repeats, in a short query (pairs compared) and a long one (hashed)."""

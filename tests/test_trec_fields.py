@@ -272,3 +272,36 @@ def test_a_hash_starts_a_comment_only_in_the_first_field(tmp_path, monkeypatch):
     oracle = _line_reader(path, monkeypatch)
     assert list(oracle["item"]) == ["#d1", "d2", "#"]
     _same(_coded(path), oracle)
+
+
+def test_a_run_and_its_qrels_read_together_code_their_ids_in_one_space(tmp_path, monkeypatch):
+    """A run read with its qrels (the judgments' ids first, the run's after, one set of labels for both)
+    gives the tables read_runs and read_qrels give, and the same evaluation as the files read apart
+    (ids longer and shorter than 8 bytes, judged queries the run lacks, run queries without judgments)."""
+    rng = np.random.default_rng(3)
+    queries = [f"q{q}" if q % 3 else f"query-{q:08d}" for q in range(40)]
+    docs = [f"d{i}" if i % 2 else f"clueweb09-en{i:08d}" for i in range(300)]
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"{q} 0 {docs[i]} {rng.integers(0, 3)}\n" for q in queries[5:] + ["unjudged-only"]
+                             for i in rng.choice(300, 25, replace=False)))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"{q} Q0 {docs[i]} {r} {round(rng.random(), 2):.6f} bm25\n" for q in queries[:-3]
+                           for r, i in enumerate(rng.permutation(300)[:50])))
+    table, judged = trec.coded_runs([run], qrels)
+    assert judged["item"].cat.categories is table["item"].cat.categories
+    assert judged["query"].cat.categories is table["query"].cat.categories
+    _same(table, _line_reader(run, monkeypatch))
+    want = trec.read_qrels(qrels)
+    for name in ("query", "item"):
+        assert list(judged[name].astype(object)) == want[name].tolist(), name
+    assert judged["relevance"].tolist() == want["relevance"].tolist()
+    metrics = ["P@10", "map", "ndcg_cut_10", "Rprec", "recall@20"]
+    together = tk.evaluate(run, qrels=qrels, metrics=metrics, conventions="trec_eval")
+    monkeypatch.setattr(trec, "_split", lambda path, fields, *a, **k: None if "relevance" in fields else
+                        _split(path, fields, *a, **k))
+    apart = tk.evaluate(run, qrels=qrels, metrics=metrics, conventions="trec_eval")
+    pd.testing.assert_frame_equal(together.per_query, apart.per_query)
+    pd.testing.assert_frame_equal(together.summary, apart.summary)
+
+
+_split = trec._split

@@ -309,7 +309,8 @@ def _data(data, qrels, query, relevance, item, score, model):
         if qrels is None:
             raise ParameterError(f"{runs[0]} is read as a TREC run (query Q0 item rank score tag), which needs "
                                  "judgments: pass qrels= (a TREC qrels file or a table).")
-        data, query, item, score, model = trec_runs(runs, query=query, item=item, score=score, model=model)
+        data, query, item, score, model, qrels = trec_runs(runs, query=query, item=item, score=score, model=model,
+                                                           qrels=qrels, relevance=relevance)
     return data, qrels, query, relevance, item, score, model, runs
 
 

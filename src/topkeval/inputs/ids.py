@@ -268,6 +268,21 @@ def hashed_as_text(values) -> bool:
     return isinstance(values, Encoded) and values.labels.dtype.kind == "O" and pd_is_string(values.labels)
 
 
+def shared_codes(first: Encoded, second: Encoded, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`text_codes_together` of two columns coded into one and the same array of text labels
+    (a TREC run and its qrels, read together): the codes as they are, or, ``ordered``, renumbered
+    in ascending order of the labels (as Python and Arrow compare text)."""
+    labels = first.labels
+    a = first.codes.astype(np.int64, copy=False)
+    b = second.codes.astype(np.int64, copy=False)
+    if not ordered:
+        return a, b, labels
+    order = np.argsort(labels, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[a], rank[b], labels[order]
+
+
 def text_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`arrow_codes_together` of two id columns that :func:`hashed_as_text` takes: codes into
     labels are hashed by their labels alone (each distinct id once), then the rows take the codes of
@@ -283,10 +298,24 @@ def text_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.nd
         else:
             parts.append(values)
             rows.append(None)
-    a, b, labels = arrow_codes_together(parts[0], parts[1], ordered)
-    a = a if rows[0] is None else a[rows[0]]
-    b = b if rows[1] is None else b[rows[1]]
-    return a, b, labels
+    # the side with more rows first: its labels are then the first codes, in its own order (an
+    # Encoded side's labels are distinct), and its rows keep their codes (no pass over them)
+    swap = not ordered and len(second) > len(first)
+    if swap:
+        b, a, labels = arrow_codes_together(parts[1], parts[0], ordered)
+    else:
+        a, b, labels = arrow_codes_together(parts[0], parts[1], ordered)
+    return _rows_coded(a, rows[0]), _rows_coded(b, rows[1]), labels
+
+
+def _rows_coded(codes: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """The codes of the rows of an id column: ``codes`` itself (one per row), or per label (``rows``:
+    each row's label), looked up unless they are the labels' own numbers."""
+    if rows is None:
+        return codes
+    if len(codes) and codes[0] == 0 and codes[-1] == len(codes) - 1 and (np.diff(codes) == 1).all():
+        return rows.astype(np.int64, copy=False)
+    return codes[rows]
 
 
 def encode(values, column: str, role: str) -> tuple[np.ndarray, np.ndarray | None]:

@@ -28,11 +28,13 @@ from . import grouped as logmod
 from . import is_trec_path, read_columns, read_qrels
 from .grouped import GroupedLog, Judgments
 from .ids import (
+    Encoded,
     arrow_codes_together,
     arrow_text,
     check_ids,
     encode,
     hashed_as_text,
+    shared_codes,
     single_value,
     sorted_codes,
     text_codes_together,
@@ -66,8 +68,11 @@ def _read_judgments(qrels, query: str, item: str, relevance: str | None, allow_e
                                          "relevance=None."})
 
 
-def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, str, str, str, str]:
-    """TREC run files as one run table: ``(table, query, item, score, model)`` column names.
+def trec_runs(paths: list, *, query, item, score, model, qrels=None,
+              relevance: str | None = None) -> tuple[pd.DataFrame, str, str, str, str, object]:
+    """TREC run files as one run table: ``(table, query, item, score, model, qrels)``: the table, its
+    column names, and the judgments: ``qrels`` as given, or, when it is a TREC qrels file (and
+    ``relevance`` names its grades), that file read with the runs (their ids coded together, once).
 
     A run file's fields are fixed (``query Q0 item rank score tag``), so ``query=`` and ``item=``
     name the columns of the judgments when they are a table (a TREC qrels file's fields are fixed
@@ -78,7 +83,7 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.run"
     >>> _ = p.write_text("q1 Q0 d1 1 0.9 bm25\\n")
-    >>> table, query, item, score, model = trec_runs([p], query="user", item="doc", score="score", model=None)
+    >>> table, query, item, score, model, _ = trec_runs([p], query="user", item="doc", score="score", model=None)
     >>> list(table.columns), query, item, score, model
     (['user', 'doc', 'score', 'run'], 'user', 'doc', 'score', 'run')
     """
@@ -98,9 +103,13 @@ def trec_runs(paths: list, *, query, item, score, model) -> tuple[pd.DataFrame, 
     if query == item:
         raise ParameterError(f"The query and item columns must differ. Got query={query!r} and item={item!r}.")
     free = [n for n in ("score", "run", "_score", "_run") if n not in (query, item)]
-    table = coded_runs(paths)
+    together = relevance is not None and relevance not in (query, item) and is_trec_path(qrels)
+    table, judged = coded_runs(paths, qrels if together else None)
     table.columns = [query, item, free[0], free[1]]  # read_runs gives query, item, score, run
-    return table, query, item, free[0], free[1]
+    if judged is not None:
+        judged.columns = [query, item, relevance]
+        qrels = judged
+    return table, query, item, free[0], free[1], qrels
 
 
 def id_kind(values: np.ndarray) -> str:
@@ -212,6 +221,8 @@ def codes_together(judged, run, column: str, role: str, ordered: bool) -> tuple[
     if hashed_as_text(judged) and hashed_as_text(run):  # TREC files read by the compiled reader
         check_ids(judged, column, role)
         check_ids(run, column, role)
+        if isinstance(judged, Encoded) and isinstance(run, Encoded) and judged.labels is run.labels:
+            return shared_codes(judged, run, ordered)  # read together: one label space already
         return text_codes_together(judged, run, ordered)
     jc, jl = _distinct(judged, column, role)
     rc, rl = _distinct(run, column, role)

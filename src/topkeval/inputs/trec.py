@@ -125,15 +125,14 @@ def _fast(path: Path, names: tuple[str, ...], keep: dict):
     return out
 
 
-def _coded(path: Path, fields: dict, least: int, most: int) -> dict | None:
+def _split(path: Path, fields: dict, least: int, most: int, seeds: dict | None = None) -> dict | None:
     """The columns ``fields`` (name -> (position, "id" or "number")) of a file split by the compiled
-    reader (:func:`topkeval.kernels.fields.split_fields`): ids as pandas categoricals (codes into
-    their distinct values, in order of first appearance, hashed once from the file's bytes), numbers
-    as float64. None when the kernels do not run compiled here (the file is small: Arrow's reader is
-    cheaper than loading them) or when the file is not one that reader takes (then Arrow's reader
-    or the line reader reads it, as they would have)."""
-    import pyarrow as pa
-
+    reader (:func:`topkeval.kernels.fields.split_fields`): per id, ``(codes, offsets, data)`` (codes
+    into its distinct values, in order of first appearance, hashed once from the file's bytes, whose
+    bytes are ``data[offsets[c]:offsets[c + 1]]``), per number, float64 values; ``seeds``: id name
+    -> ``(offsets, data)`` of ids that take the first codes. None when the kernels do not run compiled
+    here (the file is small: Arrow's reader is cheaper than loading them) or when the file is not one
+    that reader takes (then Arrow's reader or the line reader reads it, as they would have)."""
     from ..kernels.fields import split_fields
     from ..kernels.jit import runs_compiled
 
@@ -150,54 +149,90 @@ def _coded(path: Path, fields: dict, least: int, most: int) -> dict | None:
     except (OSError, EOFError, ValueError, gzip.BadGzipFile):
         return None
     names = list(fields)
+    ids = [n for n in names if fields[n][1] == "id"]
     try:
         got = split_fields(raw, [fields[n][0] for n in names], [fields[n][1] == "number" for n in names], least,
-                           most)
+                           most, seeds=[(seeds or {}).get(n) for n in ids])
     finally:
         if isinstance(raw, mmap.mmap):
             raw.close()
-    if got is None:
+    if got is None or any(offsets[-1] >= 2**31 for _, offsets, _ in got[0]):
         return None
-    ids, numbers = iter(got[0]), iter(got[1])
-    out = {}
-    for name in names:
-        if fields[name][1] == "number":
-            out[name] = next(numbers)
-            continue
-        codes, offsets, data = next(ids)
-        if offsets[-1] >= 2**31:
-            return None
-        labels = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)),
-                                             pa.py_buffer(data))
-        out[name] = pd.Categorical.from_codes(codes.astype(np.int32, copy=False), dtype=pd.CategoricalDtype(
-            pd.Index(labels.to_numpy(zero_copy_only=False), dtype=object)), validate=False)
-    return out
+    out = dict(zip(ids, got[0]))
+    out.update(zip([n for n in names if fields[n][1] == "number"], got[1]))
+    return {n: out[n] for n in names}
 
 
-def coded_runs(paths) -> pd.DataFrame:
+def _labels(offsets: np.ndarray, data: np.ndarray) -> pd.CategoricalDtype:
+    """The pandas dtype of ids coded into the distinct values ``data[offsets[c]:offsets[c + 1]]``."""
+    import pyarrow as pa
+
+    labels = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data))
+    return pd.CategoricalDtype(pd.Index(labels.to_numpy(zero_copy_only=False), dtype=object))
+
+
+def _categorical(codes: np.ndarray, dtype: pd.CategoricalDtype) -> pd.Categorical:
+    return pd.Categorical.from_codes(codes.astype(np.int32, copy=False), dtype=dtype, validate=False)
+
+
+def _coded(path: Path, fields: dict, least: int, most: int) -> dict | None:
+    """:func:`_split`'s columns, ids as pandas categoricals."""
+    columns = _split(path, fields, least, most)
+    if columns is None:
+        return None
+    return {n: _categorical(c[0], _labels(*c[1:])) if isinstance(c, tuple) else c for n, c in columns.items()}
+
+
+_RUN_FIELDS = {"query": (0, "id"), "item": (2, "id"), "score": (4, "number"), "run": (5, "id")}
+_QRELS_FIELDS = {"query": (0, "id"), "item": (2, "id"), "relevance": (3, "number")}
+
+
+def coded_runs(paths, qrels=None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """:func:`read_runs` for an evaluation: the same table, its ids as pandas categoricals (no text per
     row: each id hashed once, by the compiled reader) where every file is one that reader takes;
-    else :func:`read_runs`'s own table."""
+    else :func:`read_runs`'s own table. With ``qrels`` (a TREC qrels file), that file too, read
+    first, as :func:`read_qrels` reads it, its ids and the runs' in one label space (shared
+    categories: the judgments' ids first, the runs' others after), or None where the compiled
+    reader does not take it (or a grade is not an integer: :func:`read_qrels` then says where)."""
     paths = [os.fspath(p) for p in paths]
     if len(set(paths)) != len(paths):
-        return read_runs(paths)  # refused there
-    frames = []
+        return read_runs(paths), None  # refused there
+    judged = None
+    if qrels is not None:
+        judged = _split(_check_file(qrels, "a TREC qrels file"), _QRELS_FIELDS, 4, 4)
+        if judged is not None and not _whole(judged["relevance"]):
+            judged = None
+    seeds = None if judged is None else {"query": judged["query"][1:], "item": judged["item"][1:]}
+    splits = []
     for p in paths:
-        columns = _coded(_check_file(p, "a TREC run file"), {"query": (0, "id"), "item": (2, "id"),
-                                                             "score": (4, "number"), "run": (5, "id")}, 6, 2**62)
+        columns = _split(_check_file(p, "a TREC run file"), _RUN_FIELDS, 6, 2**62, seeds)
         if columns is None:
-            return read_runs(paths)
-        frames.append(pd.DataFrame(columns, copy=False))  # arrays of our own: no copy
+            return read_runs(paths), None
+        splits.append(columns)
+    frames = [pd.DataFrame({n: _categorical(c[0], _labels(*c[1:])) if isinstance(c, tuple) else c
+                            for n, c in columns.items()}, copy=False) for columns in splits]  # arrays of our own
     prefix = _run_prefixes(paths, [list(f["run"].cat.categories) for f in frames])  # named as read_runs names them
     if prefix is not None:
         frames = [f.assign(run=f["run"].cat.rename_categories([pre + ":" + t for t in f["run"].cat.categories]))
                   for f, pre in zip(frames, prefix)]
     if len(frames) == 1:
-        return frames[0]
-    from pandas.api.types import union_categoricals
+        table = frames[0]
+    else:
+        from pandas.api.types import union_categoricals
 
-    return pd.DataFrame({name: union_categoricals([f[name] for f in frames]) if name != "score" else
-                         np.concatenate([f[name].to_numpy() for f in frames]) for name in frames[0].columns})
+        table = pd.DataFrame({name: union_categoricals([f[name] for f in frames]) if name != "score" else
+                              np.concatenate([f[name].to_numpy() for f in frames]) for name in frames[0].columns})
+    if judged is None:
+        return table, None
+    # every file's ids start with the judgments' (its seeds), so the first file's, and the union's, do too
+    return table, pd.DataFrame({"query": _categorical(judged["query"][0], table["query"].dtype),
+                                "item": _categorical(judged["item"][0], table["item"].dtype),
+                                "relevance": judged["relevance"].astype(np.int64)}, copy=False)
+
+
+def _whole(grades: np.ndarray) -> bool:
+    """Grades that are all integers as float64 holds them exactly (a qrels file's)."""
+    return bool((np.abs(grades) < 2**53).all() and (grades == np.floor(grades)).all())
 
 
 def _block_size(path: Path) -> int:
@@ -313,7 +348,7 @@ def read_qrels(path) -> pd.DataFrame:
     columns = _fast(path, _QRELS_COLUMNS, {"query": "id", "item": "id", "relevance": "number"})
     if columns is not None:
         grade = columns["relevance"]
-        if (np.abs(grade) < 2**53).all() and (grade == np.floor(grade)).all():
+        if _whole(grade):
             return pd.DataFrame({**columns, "relevance": grade.astype(np.int64)})
     q, it, g = [], [], []
     for number, f in _lines(path):

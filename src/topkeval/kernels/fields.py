@@ -112,42 +112,37 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _FNV_BASIS = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
-#: ``state`` of :func:`_scan`: the next byte, rows done, numbers left to ``float()``, the outcome.
-_AT, _ROWS, _SLOWS, _OUTCOME = 0, 1, 2, 3
-#: outcomes: every line read; a line is not one these rules read; the tables must grow first.
+#: Each id of a row as one integer (a "word"): an id of at most 8 bytes is its bytes (its tag, > 0:
+#: ASCII bytes, none 0); a longer one is ``~(first byte + length << _SHIFT)`` (< 0; an id of
+#: _LONGEST bytes or more, 32 KiB, gives the file up).
+_SHIFT = 48
+_LOW = (1 << _SHIFT) - 1
+_LONGEST = 1 << 15
+
+#: ``state`` of :func:`_tokens`: rows done, numbers left to ``float()``, the outcome.
+_ROWS, _SLOWS, _OUTCOME = 0, 1, 2
+#: outcomes: every line read; a line is not one these rules read; (:func:`_hash`) the tables must grow first.
 _DONE, _GIVE_UP, _GROW = 0, 1, 2
 
 
-@kernel(outputs=("state", "count", "fill", "previous", "repeats", "codes", "numbers", "slow", "table", "keys",
-                  "offsets", "data"))
-def _scan(buf, hi, keep, numeric, slots, least, most, bits, powers, state, count, fill, previous, repeats, codes,
-          numbers, slow, table, keys, offsets, data):
-    """Read the lines of ``buf[state[_AT]:hi]`` into the arrays (see :func:`_split_part`), from a line
-    start, until the last line (outcome ``_DONE``), a line these rules do not read (``_GIVE_UP``),
-    or a line whose new id would not fit: the table half full, or ``offsets`` or ``data`` full
-    (``_GROW``: ``state`` then points at that line's start, to read it again once they have grown).
-
-    Each id field has an open-addressing table (linear probing, at most half full) of codes + 1 (0:
-    empty), and per code its tag and length (``keys``): an id of at most 8 bytes is its own tag (its
-    bytes as one integer: a lookup reads a slot and a key, nothing else); a longer one is tagged by
-    its FNV-1a hash and compared with the distinct ids' bytes, copied next to each other. Slots of
-    4 bytes and keys by code keep a table of 50,000 ids in a core's cache. A row whose id equals the
-    row before's (a query, a run tag: written in runs) takes its code without a lookup.
-    The arrays are never reassigned here (numba keeps them in registers; growing them in this loop
-    would cost reference counts on every row)."""
-    i = state[_AT]
-    rows = state[_ROWS]
-    n_slow = state[_SLOWS]
+@kernel(outputs=("state", "words", "numbers", "slow"))
+def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, base, cap, state, words, numbers, slow):
+    """Read the lines of ``buf[lo:hi]`` (``lo`` at a line start): row ``r`` of these lines is column
+    ``base + r`` (``r < cap``) of ``words`` (per id field, the id as one integer: see :data:`_SHIFT`) and
+    of ``numbers`` (per number field, its value; ``slow``: the (row, field, start, end) of each
+    number that ``float()`` must parse). Outcome ``_GIVE_UP`` at a line these rules do not read.
+    The ids are hashed apart, field by field (:func:`_hash`): a loop that only splits lines, and
+    a loop that only looks ids up, each run faster than the two in one (the lookups of one line
+    no longer wait behind the bytes of the next)."""
+    i = lo
+    rows = 0
+    n_slow = 0
     n_keep = len(keep)
-    cap = codes.shape[1] if codes.shape[0] > 0 else numbers.shape[1]
-    mask = (1 << bits) - 1
-    shift = np.uint64(64 - bits)
     while i < hi:
-        line = i
-        slow_before = n_slow
         field = 0  # fields of this line seen so far
         k = 0  # the next kept field
         comment = False
+        at = base + rows
         while True:
             while i < hi and (buf[i] == 32 or buf[i] == 9):
                 i += 1
@@ -175,7 +170,7 @@ def _scan(buf, hi, keep, numeric, slots, least, most, bits, powers, state, count
             if comment:
                 continue
             if k < n_keep and keep[k] == field:
-                if rows >= cap:  # never (cap bounds the lines), but never a write past the arrays either
+                if rows >= cap:  # never (``cap`` bounds the lines), but never a write past this part either
                     state[_OUTCOME] = _GIVE_UP
                     return
                 j = slots[k]
@@ -208,7 +203,7 @@ def _scan(buf, hi, keep, numeric, slots, least, most, bits, powers, state, count
                     if status == _BAD:
                         state[_OUTCOME] = _GIVE_UP
                         return
-                    numbers[j, rows] = value
+                    numbers[j, at] = value
                     if status == _SLOW:
                         slow[n_slow, 0] = rows
                         slow[n_slow, 1] = j
@@ -220,67 +215,16 @@ def _scan(buf, hi, keep, numeric, slots, least, most, bits, powers, state, count
                             return
                 else:
                     size = i - start
-                    p = previous[j]
-                    code = -1
-                    # the row before's id first, while that pays (it does for ids written in runs)
-                    if p >= 0 and repeats[j] >= 0 and offsets[j, p + 1] - offsets[j, p] == size:
-                        at = offsets[j, p]
-                        code = p
-                        for t in range(size):
-                            if buf[start + t] != data[j, at + t]:
-                                code = -1
-                                break
-                        if rows < 4096:  # the first rows say whether ids repeat the row before's
-                            repeats[j] += 1 if code >= 0 else -1
-                    if code < 0:
-                        if size <= 8:
-                            tag = np.uint64(0)
-                            for t in range(start, i):
-                                tag = (tag << np.uint64(8)) | np.uint64(buf[t])
-                            mixed = (tag + np.uint64(size)) * _GOLDEN
-                        else:
-                            tag = _FNV_BASIS
-                            for t in range(start, i):
-                                tag = (tag ^ np.uint64(buf[t])) * _FNV_PRIME
-                            mixed = tag * _GOLDEN
-                        slot = np.int64(mixed >> shift)
-                        while True:
-                            code = np.int64(table[j, slot]) - 1
-                            if code < 0:
-                                break
-                            if keys[j, 2 * code] == tag and keys[j, 2 * code + 1] == np.uint64(size):
-                                if size <= 8:
-                                    break
-                                at = offsets[j, code]
-                                for t in range(size):
-                                    if buf[start + t] != data[j, at + t]:
-                                        code = -1
-                                        break
-                                if code >= 0:
-                                    break
-                            code = -1
-                            slot = (slot + 1) & mask
-                        if code < 0:  # a new id, if it fits
-                            n = count[j]
-                            if 2 * (n + 1) > (1 << bits) or n + 2 > offsets.shape[1] \
-                                    or fill[j] + size > data.shape[1]:
-                                state[_AT] = line
-                                state[_ROWS] = rows
-                                state[_SLOWS] = slow_before
-                                state[_OUTCOME] = _GROW
-                                return
-                            at = fill[j]
-                            for t in range(size):
-                                data[j, at + t] = buf[start + t]
-                            fill[j] = at + size
-                            offsets[j, n + 1] = at + size
-                            table[j, slot] = n + 1
-                            keys[j, 2 * n] = tag
-                            keys[j, 2 * n + 1] = np.uint64(size)
-                            count[j] = n + 1
-                            code = n
-                    codes[j, rows] = code
-                    previous[j] = code
+                    if size >= _LONGEST:
+                        state[_OUTCOME] = _GIVE_UP
+                        return
+                    if size <= 8:  # the bytes are in the cache now: the tag, and no second read of them
+                        tag = 0
+                        for t in range(start, i):
+                            tag = (tag << 8) | int(buf[t])
+                        words[j, at] = tag
+                    else:
+                        words[j, at] = ~(start | (size << _SHIFT))
                 k += 1
             field += 1
         if comment or field == 0:
@@ -289,76 +233,215 @@ def _scan(buf, hi, keep, numeric, slots, least, most, bits, powers, state, count
             state[_OUTCOME] = _GIVE_UP
             return
         rows += 1
-    state[_AT] = i
     state[_ROWS] = rows
     state[_SLOWS] = n_slow
     state[_OUTCOME] = _DONE
 
 
 @kernel
-def _rehash(keys, count, bits):
-    """The tables of :func:`_scan` (one row per id field) built again with ``2 ** bits`` slots from
-    the keys of the ``count`` distinct ids of each field."""
+def _size(tag):
+    """The bytes of an id of at most 8 bytes, from its tag (none of its bytes is 0)."""
+    size = 0
+    while tag > 0:
+        size += 1
+        tag >>= 8
+    return size
+
+
+@kernel(outputs=("state", "codes", "table", "keys", "offsets", "data"))
+def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
+    """The code of each id of one field (its ``words``, the columns ``segments[s, 0]:segments[s, 1]``
+    in turn; ``buf``: the bytes that the words of ids longer than 8 bytes point into), in order of
+    first appearance, into ``codes`` (from ``state[2]`` on); ``state``: the segment and the column
+    to start at, the next code's place, the distinct ids so far, their bytes so far, the previous
+    row's code (-1), the outcome. Stops (``_GROW``) before an id that would not fit: the table
+    half full, or ``offsets`` or ``data`` full.
+
+    An open-addressing table (linear probing, at most half full) of codes + 1 (0: empty), and per
+    code its tag and length (``keys``): an id of at most 8 bytes is its own tag (its word: a lookup
+    reads a slot and a key, never the file); a longer one is tagged by its FNV-1a hash and compared
+    with the distinct ids' bytes, copied next to each other (``data``, by ``offsets``). A row
+    whose id equals the row before's (a query, a run tag: written in runs) takes its code without
+    a lookup."""
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
-    table = np.zeros((keys.shape[0], 1 << bits), np.int32)
-    for j in range(keys.shape[0]):
-        for code in range(count[j]):
-            tag = keys[j, 2 * code]
-            size = keys[j, 2 * code + 1]
-            mixed = (tag + size) * _GOLDEN if size <= 8 else tag * _GOLDEN
+    s = state[0]
+    col = state[1]
+    out = state[2]
+    n = state[3]
+    fill = state[4]
+    previous = state[5]
+    last = 0  # the row before's word (0: none in this call)
+    tried = 0  # long ids compared with the row before's, of the first 4096, and how many were the same
+    same = 0
+    while s < segments.shape[0]:
+        if col < segments[s, 0]:
+            col = segments[s, 0]
+        stop = segments[s, 1]
+        while col < stop:
+            word = words[col]
+            if word == last:  # the row before's id, of at most 8 bytes (a longer one's word is where it lies)
+                codes[out] = previous
+                out += 1
+                col += 1
+                continue
+            if word > 0:
+                size = _size(word)
+                start = 0
+                tag = np.uint64(word)
+                mixed = (tag + np.uint64(size)) * _GOLDEN
+            else:
+                size = (~word) >> _SHIFT
+                start = (~word) & _LOW
+                # the row before's bytes first (a query written in runs), while that pays
+                if last < 0 and (~last) >> _SHIFT == size and (tried < 4096 or 2 * same > tried):
+                    t0 = (~last) & _LOW
+                    equal = True
+                    for t in range(size):
+                        if buf[start + t] != buf[t0 + t]:
+                            equal = False
+                            break
+                    if tried < 4096:
+                        tried += 1
+                        same += equal
+                    if equal:
+                        codes[out] = previous
+                        out += 1
+                        col += 1
+                        continue
+                tag = _FNV_BASIS
+                for t in range(start, start + size):
+                    tag = (tag ^ np.uint64(buf[t])) * _FNV_PRIME
+                mixed = tag * _GOLDEN
+            last = word
             slot = np.int64(mixed >> shift)
-            while table[j, slot] != 0:
+            while True:
+                code = np.int64(table[slot]) - 1
+                if code < 0:
+                    break
+                if keys[2 * code] == tag and keys[2 * code + 1] == np.uint64(size):
+                    if size <= 8:
+                        break
+                    at = offsets[code]
+                    for t in range(size):
+                        if buf[start + t] != data[at + t]:
+                            code = -1
+                            break
+                    if code >= 0:
+                        break
+                code = -1
                 slot = (slot + 1) & mask
-            table[j, slot] = code + 1
+            if code < 0:  # a new id, if it fits
+                if 2 * (n + 1) > (1 << bits) or n + 2 > offsets.shape[0] or fill + size > data.shape[0]:
+                    state[0] = s
+                    state[1] = col
+                    state[2] = out
+                    state[3] = n
+                    state[4] = fill
+                    state[5] = previous
+                    state[6] = _GROW
+                    return
+                if size <= 8:
+                    for t in range(size):
+                        data[fill + t] = (word >> (8 * (size - 1 - t))) & 255
+                else:
+                    for t in range(size):
+                        data[fill + t] = buf[start + t]
+                fill += size
+                offsets[n + 1] = fill
+                table[slot] = n + 1
+                keys[2 * n] = tag
+                keys[2 * n + 1] = np.uint64(size)
+                code = n
+                n += 1
+            codes[out] = code
+            out += 1
+            previous = code
+            col += 1
+        s += 1
+    state[0] = s
+    state[1] = col
+    state[2] = out
+    state[3] = n
+    state[4] = fill
+    state[5] = previous
+    state[6] = _DONE
+
+
+@kernel
+def _seed_words(data, offsets):
+    """The words (see :data:`_SHIFT`) of the ids ``data[offsets[c]:offsets[c + 1]]``, pointing into ``data``."""
+    words = np.empty(len(offsets) - 1, np.int64)
+    for c in range(len(offsets) - 1):
+        size = offsets[c + 1] - offsets[c]
+        if size <= 8:
+            tag = 0
+            for t in range(offsets[c], offsets[c + 1]):
+                tag = (tag << 8) | int(data[t])
+            words[c] = tag
+        else:
+            words[c] = ~(offsets[c] | (size << _SHIFT))
+    return words
+
+
+@kernel
+def _rehash(keys, count, bits):
+    """The table of :func:`_hash` built again with ``2 ** bits`` slots from the keys of its ``count``
+    distinct ids."""
+    mask = (1 << bits) - 1
+    shift = np.uint64(64 - bits)
+    table = np.zeros(1 << bits, np.int32)
+    for code in range(count):
+        tag = keys[2 * code]
+        size = keys[2 * code + 1]
+        mixed = (tag + size) * _GOLDEN if size <= 8 else tag * _GOLDEN
+        slot = np.int64(mixed >> shift)
+        while table[slot] != 0:
+            slot = (slot + 1) & mask
+        table[slot] = code + 1
     return table
 
 
-def _split_part(buf: np.ndarray, lo: int, hi: int, keep: np.ndarray, numeric: np.ndarray, least: int, most: int):
-    """The lines of ``buf[lo:hi]`` (``lo`` at a line start, ``hi`` after a line end or at the end of
-    the file) read by :func:`_scan`, its arrays grown as it asks. None where it gives up; else
-    ``(rows, codes, numbers, slow, labels)``: per id field ``j``, row ``r``'s code ``codes[j, r]``
-    into that field's distinct ids ``labels[j]`` (``(offsets, bytes)``); per number field ``j``,
-    ``numbers[j, r]``; ``slow``, the (row, number field, start, end) of the numbers that ``float()``
-    must parse."""
-    slots = np.zeros(len(keep), np.int64)  # each kept field's place among the ids, or among the numbers
-    slots[numeric] = np.arange(int(numeric.sum()))
-    slots[~numeric] = np.arange(int((~numeric).sum()))
-    n_ids, n_numbers = int((~numeric).sum()), int(numeric.sum())
-    # lines, at most: a line of f >= least fields takes 2 f - 1 bytes and its line end (the last, none);
-    # arrays of that many rows cost no memory where no row is written (np.empty touches no page)
-    cap = (hi - lo + 1) // (2 * max(least, 1)) + 1
-    codes = np.empty((n_ids, cap), np.int32)
-    numbers = np.empty((n_numbers, cap), np.float64)
-    slow = np.empty((cap * n_numbers, 4), np.int64)
-    state = np.array([lo, 0, 0, _DONE], np.int64)
-    count, fill, previous = np.zeros(n_ids, np.int64), np.zeros(n_ids, np.int64), np.full(n_ids, -1, np.int64)
-    repeats = np.zeros(n_ids, np.int64)
-    bits = 10
-    table = np.zeros((n_ids, 1 << bits), np.int32)
-    offsets = np.zeros((n_ids, 1 << 10), np.int64)
-    keys = np.zeros((n_ids, 2 << 10), np.uint64)
-    data = np.empty((n_ids, 1 << 13), np.uint8)
-    while True:
-        _quiet(_scan, buf, hi, keep, numeric, slots, least, most, bits, _POWERS, state, count, fill, previous, repeats,
-               codes, numbers, slow, table, keys, offsets, data)
-        if state[_OUTCOME] != _GROW:
-            break
-        grown = False
-        if 2 * (count.max() + 1) > (1 << bits):
-            bits += 1
-            table = _quiet(_rehash, keys, count, bits)
-            grown = True
-        if count.max() + 2 > offsets.shape[1]:
-            offsets = np.concatenate([offsets, np.zeros_like(offsets)], axis=1)
-            keys = np.concatenate([keys, np.zeros_like(keys)], axis=1)
-            grown = True
-        if not grown:  # then an id's bytes did not fit
-            data = np.concatenate([data, np.empty_like(data)], axis=1)
-    if state[_OUTCOME] == _GIVE_UP:
-        return None
-    labels = [(offsets[j, :count[j] + 1], data[j, :fill[j]]) for j in range(n_ids)]
-    return int(state[_ROWS]), codes, numbers, slow[:int(state[_SLOWS])], labels
+def _codes(buf: np.ndarray, words: np.ndarray, segments: np.ndarray, rows: int, seed=None):
+    """``(codes, offsets, data)`` of one id field (:func:`_hash`), its tables grown as it asks;
+    ``seed``: ``(offsets, data)`` of distinct ids that take the first codes, in their order (the
+    file's ids found among them take their codes; the others are new, after them)."""
+    state = np.array([0, 0, 0, 0, 0, -1, _DONE], np.int64)
+    tables: list = [10, np.zeros(1 << 10, np.int32), np.zeros(2 << 10, np.uint64), np.zeros(1 << 10, np.int64),
+              np.empty(1 << 13, np.uint8)]
+
+    def run(source, words, segments, codes):
+        while True:
+            bits, table, keys, offsets, data = tables
+            _quiet(_hash, source, words, segments, bits, state, codes, table, keys, offsets, data)
+            if state[6] != _GROW:
+                return
+            n = int(state[3])
+            if 2 * (n + 1) > (1 << bits):
+                tables[0] = bits + 1
+                tables[1] = _quiet(_rehash, keys, n, bits + 1)
+            elif n + 2 > len(offsets):
+                tables[2] = np.concatenate([keys, np.zeros_like(keys)])
+                tables[3] = np.concatenate([offsets, np.zeros_like(offsets)])
+            else:  # then an id's bytes did not fit
+                tables[4] = np.concatenate([data, np.empty_like(data)])
+
+    if seed is not None:
+        seed_offsets, seed_data = seed
+        m = len(seed_offsets) - 1
+        seed_codes = np.empty(m, np.int32)
+        if m:
+            seed_data = np.ascontiguousarray(seed_data, np.uint8)
+            run(seed_data, _seed_words(seed_data, np.asarray(seed_offsets, np.int64)), np.array([[0, m]], np.int64),
+                seed_codes)
+        if int(state[3]) != m:  # never: a seed's ids are distinct
+            raise ValueError("the ids of a seed must be distinct")
+        state[:3] = 0
+        state[5] = -1
+    codes = np.empty(rows, np.int32)
+    run(buf, words, segments, codes)
+    n = int(state[3])
+    return codes, tables[3][:n + 1], tables[4][:int(state[4])]
 
 
 def _parts(raw, start: int, parts: int) -> list[tuple[int, int]]:
@@ -383,7 +466,7 @@ def _quiet(kernel_fn, *args):
 
 
 def split_fields(raw, keep: list[int], numeric: list[bool], least: int, most: int,
-                 threads: int | None = None) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                 threads: int | None = None, seeds: list | None = None) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                                                       list[np.ndarray]] | None:
     """The fields ``keep`` (positions from 0, ascending) of each line of ``raw`` (a file's bytes: bytes or
     a read-only memory map), or
@@ -393,7 +476,9 @@ def split_fields(raw, keep: list[int], numeric: list[bool], least: int, most: in
     Returns ``(ids, numbers)``: per id field (in order), ``(codes, offsets, data)``: each row's code
     (int32, in order of first appearance) into the distinct ids, whose UTF-8 bytes are
     ``data[offsets[c]:offsets[c + 1]]`` (an Arrow string array's buffers); per number field, float64
-    values. None also when the file has no line of fields, or a number is not finite.
+    values. None also when the file has no line of fields, or a number is not finite. ``seeds``: per
+    id field, None or the ``(offsets, data)`` of distinct ids (another file's, as returned here) that
+    take the first codes (the two files' ids are then coded in one label space).
 
     >>> ids, numbers = split_fields(b"q1 Q0 d1 1 0.5 run\\n\\n# note\\nq1\\tQ0  d2 2 -1e-3 run\\r\\n", [0, 2, 4],
     ...                             [False, False, True], 6, 1 << 30)
@@ -407,49 +492,48 @@ def split_fields(raw, keep: list[int], numeric: list[bool], least: int, most: in
     start = 3 if raw[:3] == b"\xef\xbb\xbf" else 0  # a UTF-8 byte order mark is not part of the first id
     buf = np.frombuffer(raw, np.uint8)
     workers = threads or default_threads()
-    parts = max(1, min(workers, (len(raw) - start) // PART_BYTES))
+    parts = _parts(raw, start, max(1, min(workers, (len(raw) - start) // PART_BYTES)))
     keep_a = np.asarray(keep, np.int64)
     numeric_a = np.asarray(numeric, np.bool_)
-    done = run_parallel(lambda r: _split_part(buf, r[0], r[1], keep_a, numeric_a, least, most),
-                        _parts(raw, start, parts), workers)
-    if not done or any(d is None for d in done) or sum(d[0] for d in done) == 0:
+    n_ids, n_numbers = int((~numeric_a).sum()), int(numeric_a.sum())
+    slots = np.zeros(len(keep_a), np.int64)  # each kept field's place among the ids, or among the numbers
+    slots[numeric_a] = np.arange(n_numbers)
+    slots[~numeric_a] = np.arange(n_ids)
+    # lines of a part, at most: a line of f >= least fields takes 2 f - 1 bytes and its line end (the last,
+    # none); columns for that many rows cost no memory where no row is written (np.empty touches no page)
+    caps = [(hi - lo + 1) // (2 * max(least, 1)) + 1 for lo, hi in parts]
+    bases = np.concatenate([[0], np.cumsum(caps)]).astype(np.int64)
+    words = np.empty((n_ids, int(bases[-1])), np.int64)
+    numbers = np.empty((n_numbers, int(bases[-1])), np.float64)
+
+    def tokens(p: int):
+        lo, hi = parts[p]
+        state = np.array([0, 0, _DONE], np.int64)
+        slow = np.empty((caps[p] * n_numbers, 4), np.int64)
+        _quiet(_tokens, buf, lo, hi, keep_a, numeric_a, slots, least, most, _POWERS, bases[p], caps[p], state, words,
+               numbers, slow)
+        return state, slow
+
+    done = run_parallel(tokens, range(len(parts)), workers)
+    if any(state[_OUTCOME] != _DONE for state, _ in done):
         return None
-    numbers = []
-    for j in range(int(numeric_a.sum())):
-        values = np.concatenate([d[2][j, :d[0]] for d in done])
+    counts = [int(state[_ROWS]) for state, _ in done]
+    rows = sum(counts)
+    if rows == 0:
+        return None
+    segments = np.array([[bases[p], bases[p] + counts[p]] for p in range(len(parts))], np.int64)
+    values = []
+    for j in range(n_numbers):
+        column = numbers[j, :rows] if len(parts) == 1 else np.concatenate([numbers[j, a:z] for a, z in segments])
         row0 = 0
-        for rows, _, _, slow, _ in done:
-            for row, field, s, e in slow:
+        for (state, slow), count in zip(done, counts):
+            for row, field, s, e in slow[:int(state[_SLOWS])]:
                 if field == j:
-                    values[row0 + row] = float(raw[s:e])
-            row0 += rows
-        if not np.isfinite(values).all():
+                    column[row0 + row] = float(raw[s:e])
+            row0 += count
+        if not np.isfinite(column).all():
             return None
-        numbers.append(values)
-    ids = []
-    for j in range(int((~numeric_a).sum())):
-        if len(done) == 1:
-            rows, codes, _, _, labels = done[0]
-            ids.append((codes[j, :rows], *labels[j]))
-            continue
-        ids.append(_joined([(d[1][j, :d[0]], *d[4][j]) for d in done]))
-    return ids, numbers
-
-
-def _joined(parts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One id field's ``(codes, offsets, data)`` of consecutive parts of a file, each coded on its own,
-    as one: the parts' distinct ids hashed together by Arrow (in order of first appearance: the
-    first part's, then the new ones of the next...), each part's codes mapped to theirs."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    labels = [pa.LargeStringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-              for _, offsets, data in parts]
-    encoded = pc.dictionary_encode(pa.concat_arrays(labels))
-    where = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    bounds = np.cumsum([0] + [len(a) for a in labels])
-    codes = np.concatenate([where[bounds[p]:bounds[p + 1]][c] for p, (c, _, _) in enumerate(parts)])
-    merged = encoded.dictionary
-    offsets = np.frombuffer(merged.buffers()[1], np.int64)[merged.offset:merged.offset + len(merged) + 1]
-    data = np.frombuffer(merged.buffers()[2], np.uint8) if merged.buffers()[2] is not None else np.zeros(0, np.uint8)
-    return codes, offsets - offsets[0], data[offsets[0]:offsets[-1]]
+        values.append(column)
+    seeds = seeds or [None] * n_ids
+    ids = run_parallel(lambda j: _codes(buf, words[j], segments, rows, seeds[j]), range(n_ids), workers)
+    return ids, values

@@ -334,6 +334,42 @@ def _duplicates_range(offsets, keys, q0, q1):
     return count, first
 
 
+#: Keys below this many (codes of distinct ids: dense) are looked up in one array indexed by key (4
+#: bytes each, in a core's cache) instead of a hash table per query.
+DENSE_KEYS = 1 << 19
+
+
+def _dense(*keys: np.ndarray) -> int:
+    """The size of the array indexed by key that :func:`count_duplicates` and :func:`judge` use when
+    every key is in ``[0, DENSE_KEYS)``; else 0 (they hash)."""
+    hi = 0
+    for k in keys:
+        if len(k):
+            if int(k.min()) < 0:
+                return 0
+            hi = max(hi, int(k.max()) + 1)
+    return hi if hi <= DENSE_KEYS else 0
+
+
+@kernel
+def _duplicates_dense(offsets, keys, q0, q1, size):
+    """:func:`_duplicates_range` of keys in ``[0, size)``: each key's last query, in one array."""
+    stamp = np.zeros(size, np.int32)
+    count = 0
+    first = -1
+    for q in range(q0, q1):
+        mark = q - q0 + 1
+        for i in range(offsets[q], offsets[q + 1]):
+            key = keys[i]
+            if stamp[key] == mark:
+                count += 1
+                if first < 0:
+                    first = i
+            else:
+                stamp[key] = mark
+    return count, first
+
+
 def _quiet(kernel_fn, *args):
     """Run a hashing kernel: interpreted, numpy warns when the 64-bit products wrap, as they must."""
     with np.errstate(over="ignore"):
@@ -355,7 +391,11 @@ def count_duplicates(offsets: np.ndarray, keys: np.ndarray, threads: int | None 
     parts = max(1, min(threads or default_threads(), len(keys) // THREAD_ROWS))
     bounds = np.unique(np.searchsorted(offsets, np.linspace(0, offsets[-1], parts + 1)).clip(0, Q))
     ranges = [(int(a), int(z)) for a, z in zip(bounds[:-1], bounds[1:]) if z > a] or [(0, Q)]
-    found = run_parallel(lambda r: _quiet(_duplicates_range, offsets, keys, r[0], r[1]), ranges)
+    size = _dense(keys)
+    if size:
+        found = run_parallel(lambda r: _duplicates_dense(offsets, keys, r[0], r[1], size), ranges)
+    else:
+        found = run_parallel(lambda r: _quiet(_duplicates_range, offsets, keys, r[0], r[1]), ranges)
     count = sum(int(c) for c, _ in found)
     first = next((int(f) for _, f in found if f >= 0), -1)
     return count, first
@@ -405,6 +445,26 @@ def _judge_range(offsets, items, j_offsets, j_items, j_grades, q0, q1, grades, f
                 slot = (slot + 1) & mask
 
 
+@kernel(outputs=("grades", "found"))
+def _judge_dense(offsets, items, j_offsets, j_items, j_grades, q0, q1, size, grades, found):
+    """:func:`_judge_range` of items in ``[0, size)``: each query's judged items marked in one array
+    (their row of the judgments), looked up, then unmarked."""
+    where = np.full(size, -1, np.int64)
+    for q in range(q0, q1):
+        for t in range(j_offsets[q], j_offsets[q + 1]):
+            where[j_items[t]] = t
+        for i in range(offsets[q], offsets[q + 1]):
+            t = where[items[i]]
+            if t >= 0:
+                grades[i] = j_grades[t]
+                found[i] = True
+            else:
+                grades[i] = 0.0
+                found[i] = False
+        for t in range(j_offsets[q], j_offsets[q + 1]):
+            where[j_items[t]] = -1
+
+
 def judge(offsets: np.ndarray, items: np.ndarray, j_offsets: np.ndarray, j_items: np.ndarray,
           j_grades: np.ndarray, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(grade, judged) of every row: its item looked up among the judged items of its query (query q
@@ -424,8 +484,13 @@ def judge(offsets: np.ndarray, items: np.ndarray, j_offsets: np.ndarray, j_items
     keys = np.ascontiguousarray(items, np.int64)
     judged = np.ascontiguousarray(j_items, np.int64)
     values = np.ascontiguousarray(j_grades, np.float64)
-    run_parallel(lambda r: _quiet(_judge_range, offsets, keys, j_offsets, judged, values, r[0], r[1], grades, found),
-                 ranges)
+    size = _dense(keys, judged)
+    if size:
+        run_parallel(lambda r: _judge_dense(offsets, keys, j_offsets, judged, values, r[0], r[1], size, grades, found),
+                     ranges)
+    else:
+        run_parallel(lambda r: _quiet(_judge_range, offsets, keys, j_offsets, judged, values, r[0], r[1], grades,
+                                      found), ranges)
     return grades, found
 
 
