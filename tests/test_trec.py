@@ -416,15 +416,38 @@ def test_runs_written_rank_by_rank_rank_only_their_tied_items_and_keep_every_val
     step after reading a TREC run), and the values are those of the same rows shuffled (which ranks
     every id), in memory and from a run file (ids as Arrow text)."""
     from topkeval.engine.rules import _tied_in_order
+    from topkeval.kernels import jit
 
     offsets = np.array([0, 0, 3, 3, 5, 5])  # empty queries first, between and last
-    assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 9.0, 8.0])).tolist() == [False] * 5
-    assert _tied_in_order(offsets, np.array([1.0, 2.0, 3.0, 0.0, 5.0])).tolist() == [False] * 5
-    assert _tied_in_order(offsets, np.array([3.0, 2.0, 2.0, 9.0, 9.0])).tolist() == [False, True, True, True, True]
-    assert _tied_in_order(offsets, np.array([3.0, 2.0, 2.0, 2.0, 1.0])).tolist() == [False, True, True, False, False]
-    assert _tied_in_order(offsets, np.array([3.0, 2.0, 4.0, 9.0, 8.0])) is None  # neither falling nor rising
-    assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 8.0, 9.0])) is None  # falling, then rising
-    assert _tied_in_order(offsets, np.array([3.0, np.nan, 1.0, 9.0, 8.0])) is None
+    for compiled in (False, True):  # numpy's passes, or the compiled single pass
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(jit, "runs_compiled", lambda size, compiled=compiled: compiled)
+            assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 9.0, 8.0])).tolist() == [False] * 5
+            assert _tied_in_order(offsets, np.array([1.0, 2.0, 3.0, 0.0, 5.0])).tolist() == [False] * 5
+            assert _tied_in_order(offsets, np.array([3.0, 2.0, 2.0, 9.0, 9.0])).tolist() == [False, True, True, True,
+                                                                                               True]
+            assert _tied_in_order(offsets, np.array([3.0, 2.0, 2.0, 2.0, 1.0])).tolist() == [False, True, True, False,
+                                                                                               False]
+            assert _tied_in_order(offsets, np.array([3.0, 2.0, 4.0, 9.0, 8.0])) is None  # neither falling nor rising
+            assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 8.0, 9.0])) is None  # falling, then rising
+            assert _tied_in_order(offsets, np.array([3.0, np.nan, 1.0, 9.0, 8.0])) is None
+            assert _tied_in_order(offsets, np.array([3.0, 2.0, 1.0, 9.0, -np.inf])) is None
+    rng = np.random.default_rng(11)
+    for _ in range(200):  # the compiled pass against numpy's, on runs of every kind
+        sizes = rng.integers(0, 6, rng.integers(1, 6))
+        offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        scores = np.round(rng.random(offs[-1]) * 3) / 2
+        kind = rng.integers(0, 3)
+        if kind < 2:  # falling (or rising) within each query
+            scores = np.concatenate([np.sort(scores[a:z])[::-1 if kind == 0 else 1] for a, z in zip(offs, offs[1:])])
+        got = {}
+        for compiled in (False, True):
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(jit, "runs_compiled", lambda size, compiled=compiled: compiled)
+                got[compiled] = _tied_in_order(offs, scores)
+        assert (got[True] is None) == (got[False] is None)
+        if got[True] is not None:
+            assert got[True].tolist() == got[False].tolist()
     rng = np.random.default_rng(5)
     rows = []
     for q in range(40):

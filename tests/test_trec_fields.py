@@ -127,8 +127,9 @@ def test_files_it_gives_up_are_read_by_the_other_readers_as_before(tmp_path, tex
 
 
 def test_numbers_are_exactly_what_float_gives():
-    """Clinger's fast path (a mantissa of at most 2**53, a power of ten of at most 22) and float() for
-    the rest: every number bit for bit, on the edges of both."""
+    """Clinger's fast path (a mantissa of at most 2**53, a power of ten of at most 22), Eisel-Lemire
+    for other mantissas of at most 18 digits, float() for longer ones: every number bit for bit, on
+    the edges of each."""
     rng = np.random.default_rng(3)
     texts = ["0", "-0", "-0.0", "+0.000", "0e5", "-0e-400", "9007199254740992", "9007199254740993",
              "9007199254740992e22", "1e22", "1e23", "1e-22", "1e-23", "123456789012345.6", "1234567890123456.7",
@@ -145,6 +146,30 @@ def test_numbers_are_exactly_what_float_gives():
     ids, numbers = fields.split_fields(raw, [2, 4], [False, True], 6, 6)
     want = np.array([float(t) for t in texts])
     assert np.array_equal(numbers[0].view(np.int64), want.view(np.int64))
+
+
+def test_every_double_written_as_repr_writes_it_reads_back_bit_for_bit():
+    """repr's shortest 17 digits of doubles of every bit pattern (normal, subnormal, the extremes), and
+    mantissas of up to 18 digits with exponents from -360 to 320 (rounding to 0, to subnormals, to
+    inf, and halfway cases to even) read by the Eisel-Lemire method exactly as float() reads them."""
+    rng = np.random.default_rng(12)
+    doubles = rng.integers(0, 2**63, 30_000, dtype=np.int64).view(np.float64)
+    texts = [repr(float(x)) for x in doubles if np.isfinite(x)]
+    texts += [repr(float(x)) for x in rng.random(10_000)]  # scores as Python writes them
+    texts += [f"{m}e{e}" for m, e in zip(rng.integers(1, 10**18, 20_000), rng.integers(-360, 321, 20_000))]
+    texts += ["2.2250738585072011e-308", "2.2250738585072014e-308", "4.9406564584124654e-324", "2.4703282292062327e-324",
+              "2.4703282292062328e-324", "1.7976931348623157e308", "1.7976931348623158e308", "1.7976931348623159e308",
+              "9007199254740993", "9007199254740995e0", "1e23", "8.98846567431158e307", "5e-324", "1e-324",
+              "999999999999999999e-342", "1e308", "2e308", "7.2057594037927933e16", "0.1000000000000000055511151231257827"]
+    raw = "".join(f"q Q0 d 1 {t} r\n" for t in texts).encode()
+    got = fields.split_fields(raw, [4], [True], 6, 6)
+    want = np.array([float(t) for t in texts])
+    if not np.isfinite(want).all():  # a number beyond the largest double makes the reader give the file up
+        assert got is None
+        keep = np.isfinite(want)
+        texts, want = [t for t, k in zip(texts, keep) if k], want[keep]
+        got = fields.split_fields("".join(f"q Q0 d 1 {t} r\n" for t in texts).encode(), [4], [True], 6, 6)
+    assert np.array_equal(got[1][0].view(np.int64), want.view(np.int64))
 
 
 def test_a_file_cut_into_parts_reads_as_one(monkeypatch):
@@ -227,16 +252,16 @@ def test_interpreted_kernels_read_as_the_compiled_ones(tmp_path):
 
 
 def test_a_run_of_scores_written_in_full_goes_to_arrows_reader(tmp_path):
-    """Scores of 17 significant digits (repr's) are left to float() one by one: where more than one row
+    """Scores of more than 18 significant digits are left to float() one by one: where more than one row
     in 8 has one (here one in 4), the compiled reader gives the file up early, to Arrow's compiled
     parse; a few (one in 50) are kept."""
     rng = np.random.default_rng(4)
-    full = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}' if i % 4 == 0 else i / 8} r\n"
+    full = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}77' if i % 4 == 0 else i / 8} r\n"
                    for i in range(8 * fields.SLOW_MOST))
     path = tmp_path / "run.txt"
     path.write_text(full)
     assert _coded(path) is None
-    few = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}' if i % 50 == 0 else i / 8} r\n"
+    few = "".join(f"q{i // 100} Q0 d{i} {i} {f'0.{rng.integers(10**16, 10**17)}77' if i % 50 == 0 else i / 8} r\n"
                   for i in range(fields.SLOW_MOST * 3))
     path.write_text(few)
     coded = _coded(path)

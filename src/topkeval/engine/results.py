@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..conventions import Conventions
 from ..errors import DataError, ParameterError, TopkevalError, show
-from ..metrics.names import label_of, parse_metric
+from ..metrics.names import canonical_name, label_of, parse_metric
 from .aggregate import mean, total_weight, weighted_summary
 from .evaluate import Evaluated, LogSource, ModelValues, longest_of, short_of
 from .plan import Plan
@@ -239,18 +239,12 @@ def check_result_names(query: str, by: Sequence[str], weight: str | None, metric
 
 def _canonical(name: str) -> str | None:
     """The canonical name of a column label (None for a label that is no metric name)."""
-    try:
-        return str(parse_metric(name))
-    except TopkevalError:
-        return None
+    return canonical_name(name)
 
 
 def _metric_name(name: str) -> bool:
     """Whether ``name`` is the canonical name of a metric (a column of per_query, of every curve)."""
-    try:
-        return str(parse_metric(name)) == name
-    except TopkevalError:
-        return False
+    return canonical_name(name) == name
 
 
 def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str = "query", info: dict | None = None,

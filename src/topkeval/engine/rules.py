@@ -358,6 +358,13 @@ def _tied_in_order(offsets: np.ndarray, scores: np.ndarray) -> np.ndarray | None
     n = len(scores)
     if n < 2:
         return np.zeros(n, bool)
+    from ..kernels.jit import runs_compiled
+
+    if runs_compiled(n) and offsets[0] == 0 and offsets[-1] == n:  # one pass, compiled
+        from ..kernels.sort import tied_neighbours
+
+        tied = np.empty(n, bool)
+        return tied if tied_neighbours(offsets, np.asarray(scores, np.float64), tied) else None
     if not np.isfinite(scores).all():
         return None
     apart = np.zeros(n - 1, bool)  # a query's last row and the next one's first: not compared

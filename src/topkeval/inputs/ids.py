@@ -273,14 +273,12 @@ def shared_codes(first: Encoded, second: Encoded, ordered: bool) -> tuple[np.nda
     (a TREC run and its qrels, read together): the codes as they are, or, ``ordered``, renumbered
     in ascending order of the labels (as Python and Arrow compare text)."""
     labels = first.labels
-    a = first.codes.astype(np.int64, copy=False)
-    b = second.codes.astype(np.int64, copy=False)
     if not ordered:
-        return a, b, labels
+        return first.codes.astype(np.int64, copy=False), second.codes.astype(np.int64, copy=False), labels
     order = np.argsort(labels, kind="stable")
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
-    return rank[a], rank[b], labels[order]
+    return rank[first.codes], rank[second.codes], labels[order]
 
 
 def text_codes_together(first, second, ordered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

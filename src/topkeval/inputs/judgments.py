@@ -375,7 +375,7 @@ def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, 
     """A run's rows grouped by query, its judged queries only (and, with ``missing_queries="zero"``,
     the judged queries it lacks, as empty lists, last).
 
-    Returns the log (grades still to look up), the judged index of each of its queries, the number
+    Returns the log (its grades still to look up: none yet), the judged index of each of its queries, the number
     of the run's queries without judgments and the number with. Runs are written query by query, so
     their rows are used in place, queries in the order the run gives them; scores that are still
     the caller's memory (``borrowed``) are then copied, as :func:`topkeval.inputs.grouped.build_log` does.
@@ -402,7 +402,8 @@ def _run_log(r_q: np.ndarray, r_i: np.ndarray, r_scores: np.ndarray, name: str, 
         order = np.concatenate([order, absent]).astype(np.int64)
         offsets = np.concatenate([offsets, np.full(len(absent), offsets[-1])]).astype(np.int64)
     r_scores = logmod.owned(r_scores, borrowed)
-    log = logmod.GroupedLog(offsets, qlabels[judged_q[order]], np.zeros(len(r_i)), {name: r_scores}, r_i, ilabels)
+    # grades: looked up next (the caller's judge), not filled twice
+    log = logmod.GroupedLog(offsets, qlabels[judged_q[order]], np.empty(0), {name: r_scores}, r_i, ilabels)
     return log, order, int((~present).sum()), shared
 
 

@@ -339,7 +339,8 @@ def id_values(col, column: str | None = None):
         import pandas as pd
 
         if isinstance(col.dtype, pd.CategoricalDtype):
-            return Encoded(col.cat.codes.to_numpy(), np.asarray(col.cat.categories))
+            # the Categorical's own codes (a read-only view: .cat.codes would copy them into a Series)
+            return Encoded(col.array.codes, np.asarray(col.cat.categories))
         if hasattr(col.array, "__arrow_array__") and not pd.api.types.is_numeric_dtype(col.dtype) \
                 and not pd.api.types.is_bool_dtype(col.dtype):
             return id_values(col.array.__arrow_array__())  # pyarrow-backed strings: no Python objects

@@ -14,9 +14,12 @@ then reads the file another way, which accepts it or says which line is wrong.
 Numbers follow the grammar ``[+-]?(digits[.digits]|.digits)([eE][+-]?digits)?`` and are exactly
 Python's ``float()`` of the text: a mantissa of at most 2**53 with a power of ten of at most 22
 either side is one correctly rounded IEEE multiplication or division of two exact doubles
-(Clinger's fast path, the value ``float()`` gives); any other number (17 significant digits, a
-large exponent) is marked and parsed by ``float()`` itself afterwards, or, where such numbers are
-many (:data:`SLOW_MOST`), the file is given up.
+(Clinger's fast path, the value ``float()`` gives); any other mantissa of at most 18 significant
+digits (17, as ``repr`` writes a double, or a large exponent) is rounded by the Eisel-Lemire method
+(:func:`_eisel_lemire`: the mantissa times a 128-bit power of five, exact for every such mantissa
+and exponent, subnormals and overflow included); a number of more digits is marked and parsed by
+``float()`` itself afterwards, or, where such numbers are many (:data:`SLOW_MOST`), the file is
+given up.
 
 Ids are hashed as the lines are read (:func:`_scan`): an open-addressing table per id field, at
 most half full, an id of up to 8 bytes its own tag, and a row whose id equals the row before's (a
@@ -26,6 +29,8 @@ whose distinct ids are then hashed together.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -42,17 +47,124 @@ PART_BYTES = 1 << 23
 
 _OK, _SLOW, _BAD = 0, 1, 2
 
-#: Numbers left to ``float()`` beyond which, when they are more than one row in 8 (scores written
-#: in full, 17 significant digits, as ``repr`` writes them), the file is given up: ``float()`` row by
-#: row would cost more than Arrow's compiled parse of such numbers.
+
+def _powers_of_five() -> np.ndarray:
+    """``(2, 651)`` uint64: the high and low words of 5**q for q = -342..308 as 128 bits, the most
+    significant set (truncated where 5**q is longer; for q < 0, 2**b // 5**-q + 1 for a b giving
+    128 bits or more, then truncated): the table of the Eisel-Lemire method (Lemire, "Number
+    parsing at a gigabyte per second", 2021), computed exactly with Python's integers."""
+    words = np.empty((2, 651), np.uint64)
+    for at, q in enumerate(range(-342, 309)):
+        if q < 0:
+            five = 5 ** -q
+            z = five.bit_length()  # 2**z > 5**-q (never equal)
+            c = 2 ** (z + 127) // five + 1 if q >= -27 else 2 ** (2 * z + 128) // five + 1
+            while c >= 1 << 128:
+                c //= 2
+        else:
+            c = 5 ** q
+            while c < 1 << 127:
+                c *= 2
+            while c >= 1 << 128:
+                c //= 2
+        words[0, at], words[1, at] = c >> 64, c & ((1 << 64) - 1)
+    return words
+
+
+_FIVES: np.ndarray | None = None
+
+
+def _fives() -> np.ndarray:
+    global _FIVES
+    if _FIVES is None:
+        _FIVES = _powers_of_five()
+    return _FIVES
+
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+@kernel
+def _product(a, b):
+    """``(high, low)`` words of the 128-bit product of two uint64, from their 32-bit halves."""
+    a0 = a & _LOW32
+    a1 = a >> np.uint64(32)
+    b0 = b & _LOW32
+    b1 = b >> np.uint64(32)
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    middle = (p00 >> np.uint64(32)) + (p01 & _LOW32) + (p10 & _LOW32)
+    low = (p00 & _LOW32) | (middle << np.uint64(32))
+    high = a1 * b1 + (p01 >> np.uint64(32)) + (p10 >> np.uint64(32)) + (middle >> np.uint64(32))
+    return high, low
+
+
+@kernel
+def _leading_zeros(x):
+    """Leading zero bits of a uint64 (not 0)."""
+    n = 0
+    for bits in (32, 16, 8, 4, 2, 1):
+        if x >> np.uint64(64 - bits) == np.uint64(0):
+            n += bits
+            x = x << np.uint64(bits)
+    return n
+
+
+@kernel
+def _eisel_lemire(w, q, fives):
+    """The double nearest ``w * 10**q`` (``w``: an integer from 1 to 10**18, ``q``: any exponent),
+    correctly rounded (ties to even) as ``float()`` rounds it: Lemire's method, where the product of
+    ``w`` with the 128-bit truncated power of five is always close enough to decide the rounding
+    (Mushtak and Lemire, "Fast number parsing without fallback", 2023); 0.0 below the subnormals,
+    inf above the largest double."""
+    if q < -342:
+        return 0.0
+    if q > 308:
+        return np.inf
+    zeros = _leading_zeros(np.uint64(w))
+    m = np.uint64(w) << np.uint64(zeros)
+    at = q + 342
+    high, low = _product(m, fives[0, at])
+    if high & np.uint64(0x1FF) == np.uint64(0x1FF):  # the low word may carry into the bits kept
+        carry, _ = _product(m, fives[1, at])
+        low2 = low + carry
+        if low2 < low:
+            high += np.uint64(1)
+        low = low2
+    upper = np.int64(high >> np.uint64(63))
+    mantissa = high >> np.uint64(upper + 9)
+    power = (((152170 + 65536) * q) >> 16) + 63 + upper - zeros + 1023
+    if power <= 0:  # subnormal
+        if 1 - power >= 64:
+            return 0.0
+        mantissa = mantissa >> np.uint64(1 - power)
+        mantissa += mantissa & np.uint64(1)
+        mantissa = mantissa >> np.uint64(1)
+        return math.ldexp(float(mantissa), -1074)  # exact: a multiple of the least subnormal
+    if low <= np.uint64(1) and -4 <= q <= 23 and mantissa & np.uint64(3) == np.uint64(1) \
+            and (mantissa << np.uint64(upper + 9)) == high:  # exactly half way: to the even one
+        mantissa &= ~np.uint64(1)
+    mantissa += mantissa & np.uint64(1)
+    mantissa = mantissa >> np.uint64(1)
+    if mantissa >= np.uint64(1 << 53):
+        mantissa = np.uint64(1 << 52)
+        power += 1
+    if power >= 2047:
+        return np.inf
+    return math.ldexp(float(mantissa), int(power) - 1075)  # exact: 53 bits times a power of two
+
+#: Numbers left to ``float()`` (more than 18 significant digits) beyond which, when they are more than
+#: one row in 8, the file is given up: ``float()`` row by row would cost more than Arrow's compiled
+#: parse of such numbers.
 SLOW_MOST = 4096
 
 
 @kernel
-def _number(buf, s, e, powers):
+def _number(buf, s, e, powers, fives):
     """``(status, value)`` of the number written in ``buf[s:e]``: status 0 when ``value`` is exactly
-    ``float()`` of the text, 1 when the text is a number that ``float()`` must parse, 2 when it is not
-    a number of the grammar (see the module docstring)."""
+    ``float()`` of the text, 1 when the text is a number that ``float()`` must parse (more than 18
+    significant digits), 2 when it is not a number of the grammar (see the module docstring)."""
     i = s
     negative = False
     if i < e and (buf[i] == 43 or buf[i] == 45):  # + -
@@ -101,9 +213,14 @@ def _number(buf, s, e, powers):
         return _BAD, 0.0
     if mantissa == 0 and exact:  # every digit zero: a (signed) zero whatever the exponent
         return _OK, -0.0 if negative else 0.0
-    if not exact or mantissa > 9_007_199_254_740_992 or exponent > 22 or exponent < -22:
+    if not exact:  # more than 18 significant digits: float()
         return _SLOW, 0.0
-    value = float(mantissa) * powers[exponent] if exponent >= 0 else float(mantissa) / powers[-exponent]
+    if mantissa > 9_007_199_254_740_992 or exponent > 22 or exponent < -22:
+        value = _eisel_lemire(mantissa, exponent, fives)
+    elif exponent >= 0:
+        value = float(mantissa) * powers[exponent]
+    else:
+        value = float(mantissa) / powers[-exponent]
     return _OK, -value if negative else value
 
 
@@ -126,7 +243,7 @@ _DONE, _GIVE_UP, _GROW = 0, 1, 2
 
 
 @kernel(outputs=("state", "words", "numbers", "slow"))
-def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, base, cap, state, words, numbers, slow):
+def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, fives, base, cap, state, words, numbers, slow):
     """Read the lines of ``buf[lo:hi]`` (``lo`` at a line start): row ``r`` of these lines is column
     ``base + r`` (``r < cap``) of ``words`` (per id field, the id as one integer: see :data:`_SHIFT`) and
     of ``numbers`` (per number field, its value; ``slow``: the (row, field, start, end) of each
@@ -199,7 +316,7 @@ def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, base, cap, s
                         if negative:
                             value = -value
                     else:
-                        status, value = _number(buf, start, i, powers)
+                        status, value = _number(buf, start, i, powers, fives)
                     if status == _BAD:
                         state[_OUTCOME] = _GIVE_UP
                         return
@@ -504,13 +621,14 @@ def split_fields(raw, keep: list[int], numeric: list[bool], least: int, most: in
     caps = [(hi - lo + 1) // (2 * max(least, 1)) + 1 for lo, hi in parts]
     bases = np.concatenate([[0], np.cumsum(caps)]).astype(np.int64)
     words = np.empty((n_ids, int(bases[-1])), np.int64)
+    fives = _fives()
     numbers = np.empty((n_numbers, int(bases[-1])), np.float64)
 
     def tokens(p: int):
         lo, hi = parts[p]
         state = np.array([0, 0, _DONE], np.int64)
         slow = np.empty((caps[p] * n_numbers, 4), np.int64)
-        _quiet(_tokens, buf, lo, hi, keep_a, numeric_a, slots, least, most, _POWERS, bases[p], caps[p], state, words,
+        _quiet(_tokens, buf, lo, hi, keep_a, numeric_a, slots, least, most, _POWERS, fives, bases[p], caps[p], state, words,
                numbers, slow)
         return state, slow
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import vectorised
-from .jit import kernel, use_vectorised
+from .jit import kernel, runs_compiled, use_vectorised
 
 #: About this many rows per radix bucket (their columns stay in the second pass's cache).
 BUCKET_ROWS = 1 << 17
@@ -344,11 +344,26 @@ def _dense(*keys: np.ndarray) -> int:
     every key is in ``[0, DENSE_KEYS)``; else 0 (they hash)."""
     hi = 0
     for k in keys:
-        if len(k):
-            if int(k.min()) < 0:
-                return 0
-            hi = max(hi, int(k.max()) + 1)
+        if not len(k):
+            continue
+        low, high = _range(k) if runs_compiled(len(k)) else (k.min(), k.max())  # one pass, or numpy's two
+        if low < 0:
+            return 0
+        hi = max(hi, int(high) + 1)
     return hi if hi <= DENSE_KEYS else 0
+
+
+@kernel
+def _range(keys):
+    """``(min, max)`` of ``keys`` (not empty), in one pass."""
+    low = keys[0]
+    high = keys[0]
+    for k in keys:
+        if k < low:
+            low = k
+        elif k > high:
+            high = k
+    return low, high
 
 
 @kernel

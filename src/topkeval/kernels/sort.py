@@ -207,3 +207,36 @@ def quicksort_positions(offsets, scores, thr):
         for p in range(n):
             out[rows[order[p]]] = p
     return out
+
+
+@kernel(outputs=("tied",))
+def tied_neighbours(offsets, scores, tied):
+    """Mark in ``tied`` the rows that share their score with a neighbour in their query (``offsets``:
+    the queries' rows), when every query's scores fall row by row, or every query's rise (as in a TREC
+    run written rank by rank: equal scores are then neighbours), in one pass. Returns False (``tied``
+    then means nothing) when they do not, or a score is not finite."""
+    falling = True
+    rising = True
+    for q in range(offsets.shape[0] - 1):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        if hi > lo:
+            tied[lo] = False
+            if not np.isfinite(scores[lo]):
+                return False
+        for i in range(lo + 1, hi):
+            a = scores[i - 1]
+            b = scores[i]
+            tied[i] = False
+            if not np.isfinite(b):
+                return False
+            if b > a:
+                falling = False
+            elif b < a:
+                rising = False
+            else:
+                tied[i] = True
+                tied[i - 1] = True
+            if not (falling or rising):
+                return False
+    return True

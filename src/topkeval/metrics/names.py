@@ -21,7 +21,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from ..errors import UnknownMetricError, closest
+from ..errors import TopkevalError, UnknownMetricError, closest
 from ..params import MetricName, validate_params
 from .registry import FAMILIES, Family, Param, format_value, is_unit
 
@@ -391,6 +391,24 @@ def _trec_params(fam: Family, value: str, full: str) -> list[tuple]:
     except ValueError as why:
         raise _bad(full, fam, str(why)) from None
     return [_parse_params(fam, text, (), full) for text in texts]
+
+
+def canonical_name(text) -> str | None:
+    """The canonical name of ``text`` when it names a metric, else None: a test of a column label
+    (is it a metric?), which builds no message for a label that is not one (an unknown name's
+    message suggests the closest names: the costliest part of the refusal).
+
+    >>> canonical_name("P@5"), canonical_name("query")
+    ('precision@5', None)
+    """
+    was = getattr(_SUGGESTING, "on", False)
+    _SUGGESTING.on = True  # no suggestions
+    try:
+        return str(parse_metric(text))
+    except TopkevalError:
+        return None
+    finally:
+        _SUGGESTING.on = was
 
 
 @validate_params(text=MetricName())
