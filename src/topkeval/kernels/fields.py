@@ -292,7 +292,7 @@ def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, fives, base,
                     return
                 j = slots[k]
                 if numeric[k]:
-                    # the usual number inline ([-]digits[.digits], at most 15 digits), any other by _number
+                    # the usual number inline ([-]digits[.digits], at most 18 digits), any other by _number
                     t = start
                     negative = buf[t] == 45
                     if negative:
@@ -310,9 +310,12 @@ def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, fives, base,
                         t += 1
                     digits = i - start - (point >= 0) - negative
                     places = i - point - 1 if point >= 0 else 0
-                    if t == i and 0 < digits <= 15 and places <= 22:
+                    if t == i and 0 < digits <= 18:  # then places <= 18 and mantissa < 10**18: exact
                         status = _OK
-                        value = float(mantissa) / powers[places]
+                        if mantissa <= 9_007_199_254_740_992:
+                            value = float(mantissa) / powers[places]
+                        else:  # 16 to 18 significant digits (repr's 17)
+                            value = _eisel_lemire(mantissa, -places, fives)
                         if negative:
                             value = -value
                     else:
