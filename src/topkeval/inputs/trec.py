@@ -168,7 +168,11 @@ def _labels(offsets: np.ndarray, data: np.ndarray) -> pd.CategoricalDtype:
     import pyarrow as pa
 
     labels = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data))
-    return pd.CategoricalDtype(pd.Index(labels.to_numpy(zero_copy_only=False), dtype=object))
+    index = pd.Index(labels.to_numpy(zero_copy_only=False), dtype=object)
+    # the values are distinct text (the reader's hash table): pandas' own check of that, a hashing of
+    # every value, is skipped where pandas offers to
+    fast = getattr(pd.CategoricalDtype, "_from_fastpath", None)
+    return fast(index, False) if fast is not None else pd.CategoricalDtype(index)
 
 
 def _categorical(codes: np.ndarray, dtype: pd.CategoricalDtype) -> pd.Categorical:
