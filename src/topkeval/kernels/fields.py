@@ -276,11 +276,13 @@ def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, fives, base,
                 state[_OUTCOME] = _GIVE_UP  # a control byte, or not ASCII
                 return
             start = i
+            tag = int(c)  # the field's bytes as one integer, as they are read (its last 8 bytes)
             i += 1
             while i < hi:
                 c = buf[i]
                 if c <= 32 or c >= 127:
                     break
+                tag = (tag << 8) | int(c)
                 i += 1
             if field == 0 and buf[start] == 35:  # "#": a comment line, skipped to its end
                 comment = True
@@ -338,10 +340,7 @@ def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, fives, base,
                     if size >= _LONGEST:
                         state[_OUTCOME] = _GIVE_UP
                         return
-                    if size <= 8:  # the bytes are in the cache now: the tag, and no second read of them
-                        tag = 0
-                        for t in range(start, i):
-                            tag = (tag << 8) | int(buf[t])
+                    if size <= 8:  # its bytes, read once
                         words[j, at] = tag
                     else:
                         words[j, at] = ~(start | (size << _SHIFT))
