@@ -329,4 +329,30 @@ def test_a_run_and_its_qrels_read_together_code_their_ids_in_one_space(tmp_path,
     pd.testing.assert_frame_equal(together.summary, apart.summary)
 
 
+def test_qrels_the_compiled_reader_gives_up_are_read_apart_as_before(tmp_path, monkeypatch):
+    """Judgments the compiled reader does not take (an id that is not ASCII, a grade that is not an
+    integer, a line of 5 fields) leave the run read alone and the qrels to read_qrels: the same values
+    as the line readers give, or read_qrels' refusal naming the line."""
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"q{q} Q0 d{i} {i} {1 - i / 100:.6f} r\n" for q in range(3) for i in range(20)))
+    good = "".join(f"q{q} 0 d{i} {i % 3}\n" for q in range(3) for i in range(0, 20, 2))
+    qrels = tmp_path / "qrels.txt"
+    for extra in ("q1 0 dé 2\n", "q2 0 d7 1 extra\n", "q2 0 d7 1.5\n"):
+        qrels.write_text(good + extra, encoding="utf-8")
+        assert trec.coded_runs([run], qrels)[1] is None
+        try:
+            want = trec.read_qrels(qrels)
+        except tk.TopkevalError as exc:
+            with pytest.raises(tk.TopkevalError, match="line 31"):
+                tk.evaluate(run, qrels=qrels, metrics=["P@5", "map"], conventions="trec_eval")
+            assert "line 31" in str(exc)
+            continue
+        got = tk.evaluate(run, qrels=qrels, metrics=["P@5", "map"], conventions="trec_eval")
+        assert len(want) == 31
+        with monkeypatch.context() as m:
+            m.setattr(trec, "_split", lambda *a, **k: None)  # both files by the other readers
+            pd.testing.assert_frame_equal(got.per_query, tk.evaluate(run, qrels=qrels, metrics=["P@5", "map"],
+                                                                     conventions="trec_eval").per_query)
+
+
 _split = trec._split
