@@ -372,8 +372,13 @@ def _size(tag):
     return size
 
 
-@kernel(outputs=("state", "codes", "table", "keys", "offsets", "data"))
-def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
+#: The top bit of a longer id's tag (its FNV-1a hash), never set in the tag of an id of at most 8 ASCII
+#: bytes: the two kinds of tag never match.
+_LONG_TAG = np.uint64(1 << 63)
+
+
+@kernel(outputs=("state", "codes", "table", "tags", "keys", "offsets", "data"))
+def _hash(buf, words, segments, bits, state, codes, table, tags, keys, offsets, data):
     """The code of each id of one field (its ``words``, the columns ``segments[s, 0]:segments[s, 1]``
     in turn; ``buf``: the bytes that the words of ids longer than 8 bytes point into), in order of
     first appearance, into ``codes`` (from ``state[2]`` on); ``state``: the segment and the column
@@ -381,12 +386,13 @@ def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
     row's code (-1), the outcome. Stops (``_GROW``) before an id that would not fit: the table
     half full, or ``offsets`` or ``data`` full.
 
-    An open-addressing table (linear probing, at most half full) of codes + 1 (0: empty), and per
-    code its tag and length (``keys``): an id of at most 8 bytes is its own tag (its word: a lookup
-    reads a slot and a key, never the file); a longer one is tagged by its FNV-1a hash and compared
-    with the distinct ids' bytes, copied next to each other (``data``, by ``offsets``). A row
-    whose id equals the row before's (a query, a run tag: written in runs) takes its code without
-    a lookup."""
+    An open-addressing table (linear probing, at most half full): per slot a code + 1 (0: empty,
+    ``table``) and that id's tag (``tags``), read side by side; per code its tag and length
+    (``keys``, to grow the table). An id of at most 8 bytes is its own tag (its word): a lookup
+    reads one slot, never the file nor the keys. A longer one is tagged by its FNV-1a hash (top bit
+    set) and, where the tags match, compared with the distinct ids' bytes, copied next to each other
+    (``data``, by ``offsets``). A row whose id equals the row before's (a query, a run tag: written
+    in runs) takes its code without a lookup."""
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
     s = state[0]
@@ -409,11 +415,10 @@ def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
                 out += 1
                 col += 1
                 continue
+            size = 0
+            start = 0
             if word > 0:
-                size = _size(word)
-                start = 0
                 tag = np.uint64(word)
-                mixed = (tag + np.uint64(size)) * _GOLDEN
             else:
                 size = (~word) >> _SHIFT
                 start = (~word) & _LOW
@@ -436,26 +441,29 @@ def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
                 tag = _FNV_BASIS
                 for t in range(start, start + size):
                     tag = (tag ^ np.uint64(buf[t])) * _FNV_PRIME
-                mixed = tag * _GOLDEN
+                tag |= _LONG_TAG
             last = word
-            slot = np.int64(mixed >> shift)
+            slot = np.int64((tag * _GOLDEN) >> shift)
             while True:
                 code = np.int64(table[slot]) - 1
                 if code < 0:
                     break
-                if keys[2 * code] == tag and keys[2 * code + 1] == np.uint64(size):
-                    if size <= 8:
+                if tags[slot] == tag:
+                    if word > 0:
                         break
-                    at = offsets[code]
-                    for t in range(size):
-                        if buf[start + t] != data[at + t]:
-                            code = -1
+                    if keys[2 * code + 1] == np.uint64(size):
+                        at = offsets[code]
+                        for t in range(size):
+                            if buf[start + t] != data[at + t]:
+                                code = -1
+                                break
+                        if code >= 0:
                             break
-                    if code >= 0:
-                        break
                 code = -1
                 slot = (slot + 1) & mask
             if code < 0:  # a new id, if it fits
+                if word > 0:
+                    size = _size(word)
                 if 2 * (n + 1) > (1 << bits) or n + 2 > offsets.shape[0] or fill + size > data.shape[0]:
                     state[0] = s
                     state[1] = col
@@ -465,7 +473,7 @@ def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
                     state[5] = previous
                     state[6] = _GROW
                     return
-                if size <= 8:
+                if word > 0:
                     for t in range(size):
                         data[fill + t] = (word >> (8 * (size - 1 - t))) & 255
                 else:
@@ -474,6 +482,7 @@ def _hash(buf, words, segments, bits, state, codes, table, keys, offsets, data):
                 fill += size
                 offsets[n + 1] = fill
                 table[slot] = n + 1
+                tags[slot] = tag
                 keys[2 * n] = tag
                 keys[2 * n + 1] = np.uint64(size)
                 code = n
@@ -510,20 +519,20 @@ def _seed_words(data, offsets):
 
 @kernel
 def _rehash(keys, count, bits):
-    """The table of :func:`_hash` built again with ``2 ** bits`` slots from the keys of its ``count``
-    distinct ids."""
+    """The table of :func:`_hash` (its codes and tags, per slot) built again with ``2 ** bits`` slots
+    from the keys of its ``count`` distinct ids."""
     mask = (1 << bits) - 1
     shift = np.uint64(64 - bits)
     table = np.zeros(1 << bits, np.int32)
+    tags = np.zeros(1 << bits, np.uint64)
     for code in range(count):
         tag = keys[2 * code]
-        size = keys[2 * code + 1]
-        mixed = (tag + size) * _GOLDEN if size <= 8 else tag * _GOLDEN
-        slot = np.int64(mixed >> shift)
+        slot = np.int64((tag * _GOLDEN) >> shift)
         while table[slot] != 0:
             slot = (slot + 1) & mask
         table[slot] = code + 1
-    return table
+        tags[slot] = tag
+    return table, tags
 
 
 def _codes(buf: np.ndarray, words: np.ndarray, segments: np.ndarray, rows: int, seed=None):
@@ -531,24 +540,24 @@ def _codes(buf: np.ndarray, words: np.ndarray, segments: np.ndarray, rows: int, 
     ``seed``: ``(offsets, data)`` of distinct ids that take the first codes, in their order (the
     file's ids found among them take their codes; the others are new, after them)."""
     state = np.array([0, 0, 0, 0, 0, -1, _DONE], np.int64)
-    tables: list = [10, np.zeros(1 << 10, np.int32), np.zeros(2 << 10, np.uint64), np.zeros(1 << 10, np.int64),
-              np.empty(1 << 13, np.uint8)]
+    tables: list = [10, np.zeros(1 << 10, np.int32), np.zeros(1 << 10, np.uint64), np.zeros(2 << 10, np.uint64),
+                    np.zeros(1 << 10, np.int64), np.empty(1 << 13, np.uint8)]
 
     def run(source, words, segments, codes):
         while True:
-            bits, table, keys, offsets, data = tables
-            _quiet(_hash, source, words, segments, bits, state, codes, table, keys, offsets, data)
+            bits, table, tags, keys, offsets, data = tables
+            _quiet(_hash, source, words, segments, bits, state, codes, table, tags, keys, offsets, data)
             if state[6] != _GROW:
                 return
             n = int(state[3])
             if 2 * (n + 1) > (1 << bits):
                 tables[0] = bits + 1
-                tables[1] = _quiet(_rehash, keys, n, bits + 1)
+                tables[1], tables[2] = _quiet(_rehash, keys, n, bits + 1)
             elif n + 2 > len(offsets):
-                tables[2] = np.concatenate([keys, np.zeros_like(keys)])
-                tables[3] = np.concatenate([offsets, np.zeros_like(offsets)])
+                tables[3] = np.concatenate([keys, np.zeros_like(keys)])
+                tables[4] = np.concatenate([offsets, np.zeros_like(offsets)])
             else:  # then an id's bytes did not fit
-                tables[4] = np.concatenate([data, np.empty_like(data)])
+                tables[5] = np.concatenate([data, np.empty_like(data)])
 
     if seed is not None:
         seed_offsets, seed_data = seed
@@ -565,7 +574,7 @@ def _codes(buf: np.ndarray, words: np.ndarray, segments: np.ndarray, rows: int, 
     codes = np.empty(rows, np.int32)
     run(buf, words, segments, codes)
     n = int(state[3])
-    return codes, tables[3][:n + 1], tables[4][:int(state[4])]
+    return codes, tables[4][:n + 1], tables[5][:int(state[4])]
 
 
 def _parts(raw, start: int, parts: int) -> list[tuple[int, int]]:
