@@ -21,13 +21,10 @@ from ..inputs.ids import find_id
 
 def curve_families(results) -> list[str]:
     """The families of ``results`` that take a cutoff, in the order first requested."""
-    from ..metrics import FAMILIES
-    from ..metrics.names import parse_metric
-
     out: list[str] = []
     for name in results.metrics:
-        m = parse_metric(name)
-        fam = FAMILIES[m.family]
+        m = results.metric(name)
+        fam = m.info
         if m.k is not None and fam.cutoff != "none" and str(m).split("@")[0] not in out:
             out.append(str(m).split("@")[0])
     return out
@@ -67,7 +64,7 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
                                  f"{fam!r} (the cutoffs are ks=).")
         parse_metric(f"{fam}@1")  # a family without a cutoff is refused here, with its reason
     if ks is None:
-        cut = [parse_metric(n).k for n in results.metrics]
+        cut = [results.metric(n).k for n in results.metrics]
         top = max([k for k in cut if k is not None], default=20)
         # every cutoff up to 50, then 50 cutoffs spaced evenly on a log scale (a curve, not a table of thousands)
         ks = range(1, top + 1) if top <= 50 else sorted({int(round(x)) for x in np.geomspace(1, top, 50)} | {top})
