@@ -255,3 +255,24 @@ def test_the_refusal_sees_a_label_parsed_again(monkeypatch):
         assert names.trec_name(res.evaluation.metric("P@2")) == "P_2"  # what it does now
         assert tk.parse_metric("precision@2") == res.evaluation.metric("P@2")  # other text passes
     assert seen == ["P@2"]
+
+
+def test_spark_partitions_merged_keep_each_columns_metric(spark):
+    """On Spark, each partition's sums are merged into one Evaluation: its columns' Metric objects are
+    the plan's, and diff reads the items gained and lost through the column's Metric."""
+    import pyarrow as pa
+
+    log = _log()
+    sdf = spark.createDataFrame(pa.Table.from_pandas(log[["query", "item", "relevance", "a", "b"]],
+                                                     preserve_index=False)).repartition(3)
+    res = tk.evaluate(sdf, ["P@2", "R@3", "map"], score=["a", "b"], item="item")
+    _holds_its_metrics(res)
+    local = tk.evaluate(log, ["P@2", "R@3", "map"], score=["a", "b"], item="item")
+    assert res.evaluation.metric_objects == local.evaluation.metric_objects
+    back = pickle.loads(pickle.dumps(res))  # the per-query table collected, the Metric objects kept
+    assert back.evaluation.metric_objects == res.evaluation.metric_objects
+    on_spark = res.diff("a", "b", "R@3").sort_values("query").reset_index(drop=True)
+    here = local.diff("a", "b", "R@3").sort_values("query").reset_index(drop=True)
+    for column in ("gained", "lost"):  # the same items (each side lists them in its own order)
+        assert on_spark[column].map(sorted).tolist() == here[column].map(sorted).tolist()
+    pd.testing.assert_frame_equal(on_spark.drop(columns=["gained", "lost"]), here.drop(columns=["gained", "lost"]))
