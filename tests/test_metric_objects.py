@@ -276,3 +276,27 @@ def test_spark_partitions_merged_keep_each_columns_metric(spark):
     for column in ("gained", "lost"):  # the same items (each side lists them in its own order)
         assert on_spark[column].map(sorted).tolist() == here[column].map(sorted).tolist()
     pd.testing.assert_frame_equal(on_spark.drop(columns=["gained", "lost"]), here.drop(columns=["gained", "lost"]))
+
+
+def test_the_metric_objects_tell_the_outputs_what_the_labels_tell():
+    """The notes and the best values read from each column's Metric equal those read from the labels
+    (the text functions' path for a table or info given alone, which parses them): a cutoff beyond every
+    list (P@50, nDCG@10 over lists of at most 9; not P@9 or R@5), lower is better for FP@k."""
+    from topkeval.outputs.text import best_rows, info_lines
+
+    rng = np.random.default_rng(0)
+    sizes = [5, 7, 9] * 10
+    log = pd.DataFrame({"query": np.repeat(np.arange(30), sizes), "relevance": (rng.random(sum(sizes)) < 0.3).astype(int),
+                        "a": rng.random(sum(sizes)), "b": rng.random(sum(sizes))})
+    res = tk.evaluate(log, ["P@50", "R@5", "nDCG@10", "P@9", "FP@3"], score=["a", "b"])
+    objects = res.evaluation.metric_objects
+    notes = info_lines(res.info, objects)
+    assert notes == info_lines(res.info)
+    beyond_note = [line for line in notes if line.startswith("cutoffs beyond")]
+    assert beyond_note and beyond_note[0].startswith("cutoffs beyond the longest list (9 candidates), so that these "
+                                                     "look at whole lists: P@50, nDCG@10;")
+    best = best_rows(res.summary, objects)
+    assert best == best_rows(res.summary)
+    fp = res.summary["FP@3"]
+    assert best["FP@3"] == set(fp.index[fp == fp.min()]) and best["R@5"] == set(res.summary.index[
+        res.summary["R@5"] == res.summary["R@5"].max()])
