@@ -491,6 +491,7 @@ NAME_READING_FUNCTIONS = {
         "from_per_query": "a table read back (from a file, or made elsewhere): its labels are all it has",
         "_parsed": "from_per_query's one parse of each column label",
         "_metric_name": "check_result_names: a user's query, by= or weight= column name",
+        "restore": "results pickled before Evaluations kept their Metric objects: their labels are all they hold",
     },
     "topkeval.outputs.text": {"metric_of": "a summary table or an info dict given alone, without its results"},
     "topkeval.analysis.views": {"_families": "the families a user names (curves' metrics=)"},

@@ -300,3 +300,19 @@ def test_the_metric_objects_tell_the_outputs_what_the_labels_tell():
     fp = res.summary["FP@3"]
     assert best["FP@3"] == set(fp.index[fp == fp.min()]) and best["R@5"] == set(res.summary.index[
         res.summary["R@5"] == res.summary["R@5"].max()])
+
+
+def test_results_pickled_before_the_metric_objects_read_their_labels_once():
+    """A pickle made before Evaluations kept their Metric objects holds the labels alone (and
+    info["metric_names"]): unpickled, each column gets the Metric its canonical name names."""
+    from topkeval.engine.results import portable, restore
+
+    res = tk.evaluate(_log(), ALIASES, score=["a", "b"], item="item")
+    core, kept, dropped = portable(res.evaluation)
+    del vars(core)["metric_objects"]  # what an older version's pickle holds
+    old = pickle.loads(pickle.dumps(core))
+    assert "metric_objects" not in vars(old)
+    back = tk.Results(restore(old, kept, dropped))
+    assert back.evaluation.metric_objects == res.evaluation.metric_objects
+    _holds_its_metrics(back)
+    assert back.to_string("trec") == res.to_string("trec")

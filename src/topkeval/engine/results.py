@@ -105,9 +105,15 @@ def deep_copied(evaluation: Evaluation, memo: dict | None = None) -> Evaluation:
 
 
 def restore(core: Evaluation, kept: bytes, dropped: dict) -> Evaluation:
-    """The Evaluation :func:`portable` took apart."""
+    """The Evaluation :func:`portable` took apart. One pickled before Evaluations kept their Metric
+    objects holds its labels alone: each is read here, once, as a table read back is
+    (:func:`from_per_query`), by its canonical name."""
     import pickle
 
+    if "metric_objects" not in vars(core):
+        names = core.info.get("metric_names") or {}
+        object.__setattr__(core, "metric_objects", {label: parse_metric(names.get(label, label))
+                                                    for label in core.summary.columns})
     parts = pickle.loads(kept)
     for name, why in dropped.items():
         parts[name] = None if name == "backend" else Dropped(name, why)
