@@ -476,8 +476,9 @@ def test_no_module_outside_metrics_decides_by_a_beyond_family_name():
 
 #: the functions of topkeval.metrics.names that read a metric's name as text (a Metric passes through
 #: them, but a call cannot show which it gets): outside metrics/, only where a name arrives
-READS_A_NAME = frozenset({"parse_metric", "parse_metrics", "labelled_metrics", "label_of", "is_summed",
-                          "is_geometric", "is_bounded", "higher_is_better", "trec_name", "explain_metric"})
+READS_A_NAME = frozenset({"parse_metric", "parse_metrics", "labelled_metrics", "label_of", "canonical_name",
+                          "is_summed", "is_geometric", "is_bounded", "higher_is_better", "trec_name",
+                          "explain_metric"})
 
 #: the input boundaries: whole modules that read the names users write (flags, arguments, the one
 #: parameter layer) ...
