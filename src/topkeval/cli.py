@@ -670,7 +670,7 @@ def _evaluate(args, out) -> int:
         table = res.bounds().reset_index()
         title = "what the click log can say: naive (clicks as relevance), estimate, bounds over the never-shown"
         _write(out, args.format, formats.Document([formats.Block(table, title=title)],
-                                                  notes=report.info_lines(res.info),
+                                                  notes=report.info_lines(res.info, res.evaluation.metric_objects),
                                                   payload={"bounds": report.records(table), "info": res.info}))
         return 0
     _emit_results(res, args.format, args.per_query, out, args.ci, args.interval)
@@ -854,7 +854,7 @@ def _compare(args, out) -> int:
     title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
              f"correction, {args.confidence:.0%} {'' if args.interval is None else interval + ' '}intervals")
     _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
-                                              notes=report.info_lines(res.info),
+                                              notes=report.info_lines(res.info, res.evaluation.metric_objects),
                                               payload={"comparison": report.records(table), "info": res.info}))
     return 0
 
@@ -990,7 +990,7 @@ def _compare_all(args, out) -> int:
                  [bool(p <= smallest * (1 + 1e-9)) for p in table["p_value"]])
     _write(out, args.format, formats.Document([formats.Block(frame, title=title, formats={"p_value": p_text},
                                                              shown=shown)],
-                                              notes=report.info_lines(res.info),
+                                              notes=report.info_lines(res.info, res.evaluation.metric_objects),
                                               payload={"pairs": report.records(bound), "p_floor": smallest,
                                                        "info": res.info}))
     return 0

@@ -1108,5 +1108,5 @@ class Results:
         head = (f"Results: {len(self.models)} model(s), {evaluated_text(info)}"
                 + (f" ({skipped})" if skipped else " (0 skipped as empty)"))
         # what the first line does not say: judged queries a run lacks, cutoffs beyond every list, ties, clicks
-        notes = "".join(f"\nnote: {line}" for line in info_lines(info)[1:])
+        notes = "".join(f"\nnote: {line}" for line in info_lines(info, self._evaluation.metric_objects)[1:])
         return head + "\n" + self._evaluation.summary.to_string() + notes

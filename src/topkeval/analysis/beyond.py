@@ -92,7 +92,7 @@ def with_beyond(evaluation, metrics, inputs: Inputs):
         if label in evaluation.metrics:
             raise ParameterError(f"{label} is evaluated already: ask for it once.")
     taken = [label for label, m in zip(labels, parsed)
-             if str(m) in (evaluation.info.get("metric_names") or {}).values()]
+             if str(m) in {str(known) for known in evaluation.metric_objects.values()}]
     if taken:
         raise ParameterError(f"{taken[0]} is evaluated already (under another name): ask for it once.")
     evaluation.require_rows(inputs.owner)
@@ -120,6 +120,7 @@ def with_beyond(evaluation, metrics, inputs: Inputs):
         info["beyond_defaults"] = {**(info.get("beyond_defaults") or {}), **defaults}
     rerun = evaluation.rerun
     return replace(evaluation, summary=summary, info=info, _per_query=[table],
+                   metric_objects={**evaluation.metric_objects, **dict(zip(labels, parsed))},
                    rerun=_Again(rerun, inputs) if rerun is not None else None)
 
 
@@ -148,7 +149,8 @@ def ordered(evaluation, labels):
     info["metrics"] = list(labels)
     per_query = out.per_query
     others = [c for c in per_query.columns if c not in labels]
-    return replace(out, summary=out.summary[list(labels)], info=info, _per_query=[per_query[others + list(labels)]])
+    return replace(out, summary=out.summary[list(labels)], info=info, _per_query=[per_query[others + list(labels)]],
+                   metric_objects={label: out.metric_objects[label] for label in labels})
 
 
 def without(evaluation, labels):
@@ -158,7 +160,8 @@ def without(evaluation, labels):
     info["metrics"] = keep
     info["metric_names"] = {n: c for n, c in (info.get("metric_names") or {}).items() if n in keep}
     per_query = evaluation.per_query.drop(columns=[n for n in labels if n in evaluation.per_query.columns])
-    return replace(evaluation, summary=evaluation.summary[keep], info=info, _per_query=[per_query])
+    return replace(evaluation, summary=evaluation.summary[keep], info=info, _per_query=[per_query],
+                   metric_objects={n: evaluation.metric_objects[n] for n in keep})
 
 
 def beyond_accuracy(evaluation, k: int = 10, inputs: Inputs | None = None, metrics=None) -> pd.DataFrame:
@@ -199,6 +202,7 @@ def beyond_accuracy(evaluation, k: int = 10, inputs: Inputs | None = None, metri
     out = pd.DataFrame.from_dict(rows, orient="index", columns=list(labels))
     out.index.name = "model"
     out.attrs["defaults"] = defaults  # what was read in place of an input not given (as info["beyond_defaults"])
+    out.attrs["metric_names"] = {label: str(m) for label, m in zip(labels, parsed)}  # as info["metric_names"]
     return out
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..backends.clicks import never_shown_share
-from ..engine import make_plan
+from ..engine import make_plan, plan_of
 from ..engine.aggregate import weighted_mean
 from ..engine.rules import comparable_scores, threshold, tie_rule
 from ..errors import ParameterError
@@ -58,9 +58,9 @@ def bounds(evaluation, metrics=None) -> pd.DataFrame:
         raise ParameterError("bounds() needs the logging ranker's positions: evaluate the click log with "
                              "position='<column>' (the column where never-shown candidates are empty).")
     conv = evaluation.conventions
-    labels = list(evaluation.info["metrics"]) if metrics is None else ([metrics] if isinstance(metrics, str)
-                                                                        else list(metrics))
-    plan = make_plan(labels, conv, clicks="ips" in evaluation.info)  # a pooled ratio's naive value too
+    # the results' own metrics (their Metric objects), or the user's names, read; a pooled ratio's naive value too
+    plan = (plan_of(evaluation.metric_objects, conv, clicks="ips" in evaluation.info) if metrics is None else
+            make_plan([metrics] if isinstance(metrics, str) else list(metrics), conv, clicks="ips" in evaluation.info))
     estimates = _estimates(evaluation, plan)
     weight = evaluation.weight
     query_weights = (evaluation.attributes[weight].reindex(log.queries).to_numpy(np.float64) if weight

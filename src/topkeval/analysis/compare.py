@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -380,10 +379,11 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     frame = pd.DataFrame(out)
     if curve and len(frame):  # a paired t-test's detectable difference leaves the curve's uncertainty out
         frame["detectable_delta"] = math.nan
-    withheld = without_interval(results.info, metrics)  # corrected estimates of sampled evaluation: bias unknown
+    withheld = without_interval(results, metrics)  # corrected estimates of sampled evaluation: bias unknown
     if withheld:
         frame.loc[frame["metric"].isin(withheld), ["ci_low", "ci_high"]] = np.nan
-    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted", _adjust_per_estimator(frame, correction))
+    frame.insert(frame.columns.get_loc("p_value") + 1, "p_adjusted",
+                 _adjust_per_estimator(frame, correction, {label: results.metric(label).estimate for label in metrics}))
     frame.insert(frame.columns.get_loc("p_adjusted") + 1, "significant", frame["p_adjusted"] < alpha)
     frame.insert(frame.columns.get_loc("metric") + 1, "verdict", [verdict(r) for r in frame.itertuples()])
     frame.attrs["n_resamples"] = n_resamples
@@ -402,21 +402,17 @@ def compare(results, baseline: str | None = None, *, metrics=None, test: str = "
     return frame
 
 
-#: the estimator of a sampled evaluation's column label, ``ndcg@10[corrected:bv]`` -> ``corrected:bv``
-_ESTIMATE = re.compile(r"\[([a-z]+:[^\[\]]*)\]$")
-
-
-def _adjust_per_estimator(frame: pd.DataFrame, correction: str | None) -> np.ndarray:
-    """The adjusted p-values of compare's rows: one family per estimator of the metrics (the text in
-    brackets of a sampled evaluation's labels, ``ndcg@10[corrected:bv]``; "" for a metric itself), each
-    adjusted apart; one family, every row, for any other evaluation."""
+def _adjust_per_estimator(frame: pd.DataFrame, correction: str | None, estimates: dict[str, str]) -> np.ndarray:
+    """The adjusted p-values of compare's rows: one family per estimator of the metrics (``estimates``:
+    each column label's :attr:`Metric.estimate <topkeval.metrics.names.Metric>`, a sampled
+    evaluation's ``corrected:bv`` of ``ndcg@10[corrected:bv]``; "" for a metric itself), each adjusted
+    apart; one family, every row, for any other evaluation."""
     out = np.full(len(frame), np.nan)
     if not len(frame):
         return out
     families: dict[str, list[int]] = {}
     for i, label in enumerate(frame["metric"]):
-        found = _ESTIMATE.search(str(label))
-        families.setdefault(found.group(1) if found else "", []).append(i)
+        families.setdefault(estimates[label], []).append(i)
     p = frame["p_value"].to_numpy(dtype=np.float64)
     for idx in families.values():
         out[idx] = adjust(p[idx], correction)
@@ -451,7 +447,7 @@ def _pairs(results, baseline: str, metrics: list, missing: str) -> list[dict]:
                 shift = value_shift(ma[ok], mb[ok])
                 # weights scaled by a power of 2 (exact): weights of 1e308 or 5e-324 neither overflow nor underflow
                 rows.append(dict(key=key, model=model, baseline=baseline, metric=metric, queries=a.index[ok],
-                                 unit=unit_range(results.info, metric, ma[ok], mb[ok]),
+                                 unit=unit_range(results, metric, ma[ok], mb[ok]),
                                  m=np.ldexp(ma[ok], -shift),
                                  b=np.ldexp(mb[ok], -shift), shift=shift, left_out=left_out,
                                  w=None if w_all is None else scaled_weights(w_all[ok]),
@@ -678,7 +674,7 @@ def summary_ci(ev, confidence: float = 0.95, n_resamples: int = 10_000, seed: in
     bounds = stattests.interval_implementation(method, "mean")(
         columns, confidence, n_resamples, np.random.default_rng(seed), weights if weight else None,
         [(tuple(key.items()), model, metric) for key, model, metric in keys])
-    withheld = set(without_interval(ev.info, ev.metrics))  # corrected estimates of sampled evaluation
+    withheld = set(without_interval(ev, ev.metrics))  # corrected estimates of sampled evaluation
     rows = [{**key, "model": model, "metric": metric, "mean": weighted_mean(v, w),
              "ci_low": math.nan if metric in withheld else lo, "ci_high": math.nan if metric in withheld else hi,
              "n_queries": int((~np.isnan(v)).sum())}

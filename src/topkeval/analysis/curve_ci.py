@@ -81,12 +81,11 @@ def position_sums(ev) -> tuple[np.ndarray, np.ndarray, dict]:
     if held is not None:
         return held
     from ..backends.cpu import CPU
-    from ..engine import build_results, evaluate_grouped, make_plan
+    from ..engine import build_results, evaluate_grouped, plan_of
     from ..metrics import FAMILIES
 
     conv = ev.conventions
     labels = list(ev.metrics)
-    names = ev.info.get("metric_names", {})
     kinds = (ev.info.get("ips") or {}).get("estimators") or {}
     pooled = [label for label in labels if kinds.get(label) == "pooled"]
     if pooled:
@@ -98,7 +97,7 @@ def position_sums(ev) -> tuple[np.ndarray, np.ndarray, dict]:
                              "known its intervals covered the truth in 74-78% of 100 logs. On one log, tp@k and "
                              "precision@k order the models as recall_micro@k does, and their intervals carry the "
                              f"curve: evaluate them apart; or {KNOWN}.")
-    plan = make_plan([names.get(label, label) for label in labels], conv)
+    plan = plan_of({label: ev.metric(label) for label in labels}, conv)
     other = [label for label, m in zip(labels, plan.metrics) if FAMILIES[m.family].ips != "ips"]
     if other:
         raise ParameterError(f"{', '.join(other)}: no interval carries an estimated curve's uncertainty for this "

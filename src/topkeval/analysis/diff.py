@@ -38,7 +38,7 @@ def diff(ev, baseline: str, model: str, metric: str, items: bool = True) -> pd.D
     out = pd.DataFrame({qn: queries, "baseline": a.loc[queries].to_numpy(), "model": b.loc[queries].to_numpy()})
     out["delta"] = out["model"] - out["baseline"]
     backend = ev.backend
-    found = backend.items_changed(ev, baseline, model, ev.info["metric_names"].get(metric, metric)) \
+    found = backend.items_changed(ev, baseline, model, ev.metric(metric)) \
         if items and isinstance(backend, ReadsItemsChanged) else None
     if found is not None:
         gained, lost = found

@@ -47,7 +47,6 @@ from .. import stattests
 from ..engine.aggregate import unscale, value_shift
 from ..engine.unbiased import check_decision
 from ..errors import ParameterError, plural
-from ..metrics.names import is_bounded
 from . import curve_ci
 from .segments import groups
 
@@ -377,7 +376,7 @@ def queries_needed(results, metric: str, delta: float, *, power: float = 0.8, al
                                  "difference is detected with 2 queries, and none can be sized.")
         needed = _fewest(lambda k, f=power_at, v=variance: f(k, delta, v, alpha), power)
         detectable = detectable_at(n)
-        if detectable > 1 and unit_range(results.info, label, X):  # more than such a metric can differ: none is
+        if detectable > 1 and unit_range(results, label, X):  # more than such a metric can differ: none is
             detectable = math.inf
         rows.append({**key, "metric": label, "test": test, "delta": delta, "power": power, "alpha": alpha,
                      "variance": variance, "queries_needed": needed, "queries_now": n,
@@ -416,13 +415,14 @@ def _anova_sizing(X: np.ndarray, alpha: float, power: float):
     return variance, power_at, detectable
 
 
-def unit_range(info, label: str, *values: np.ndarray) -> bool:
+def unit_range(results, label: str, *values: np.ndarray) -> bool:
     """Whether the metric of a column takes its values in [0, 1] here, so that two models differ by at
-    most 1: its family says so (:func:`topkeval.metrics.names.is_bounded`; a metric defined with
+    most 1: its Metric says so (:attr:`topkeval.metrics.names.Metric.bounded`; a metric defined with
     ``define_metric`` unless ``bounded=False``), it is not estimated by inverse propensity weighting
     (an unbiased sum may exceed 1; nor off-policy), and every value given lies in [0, 1] (a gain map with negative
     gains gives an nDCG below 0)."""
-    if not is_bounded(label) or (info or {}).get("ips") or (info or {}).get("off_policy"):
+    info = results.info
+    if not results.metric(label).bounded or (info or {}).get("ips") or (info or {}).get("off_policy"):
         return False
     return all(not len(v) or (np.nanmin(v) >= 0 and np.nanmax(v) <= 1) for v in values if not np.isnan(v).all())
 

@@ -84,7 +84,7 @@ from ..errors import ColumnError, DataError, ParameterError, did_you_mean, plura
 from ..inputs import read_columns
 from ..inputs.ids import encode, sorted_codes
 from ..inputs.tables import column_names
-from ..metrics.names import labelled_metrics
+from ..metrics.names import Metric, labelled_metrics
 from ..params import Column, Int, Real, validate_params
 from . import plackett_luce as _pl
 
@@ -345,6 +345,7 @@ class _Metric:
     canonical: str
     family: str
     k: int
+    metric: Metric  # the parsed metric itself: the results' Metric of this column
 
     def coefs(self, width: int) -> np.ndarray:
         out = np.zeros(width)
@@ -362,7 +363,7 @@ def _metrics(metrics) -> list[_Metric]:
                                  "1..k, as precision@k (CTR@k), tp@k (expected clicks in the top k) or dcg@k (clicks "
                                  "weighted by 1/log2(position + 1)). Ratios such as recall or nDCG need what a click "
                                  "log does not hold (the relevant items never shown).")
-        out.append(_Metric(label, str(m), m.family, int(m.k)))
+        out.append(_Metric(label, str(m), m.family, int(m.k), m))
     return out
 
 
@@ -1507,7 +1508,8 @@ def off_policy(log, metrics, *, policy, query: str, item: str, position: str, cl
                               for p in policies if p.spec.kind == "plackett_luce"},
         },
     }
-    evaluation = Evaluation(summary, info, query, conventions, _per_query=[per_query])
+    evaluation = Evaluation(summary, info, query, conventions, metric_objects={m.label: m.metric for m in wanted},
+                            _per_query=[per_query])
     return evaluation, warnings_out
 
 

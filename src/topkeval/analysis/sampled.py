@@ -689,14 +689,14 @@ def _sampled_info(draws: Draws, sampling: str, roles, labels, info, models, valu
             "estimators": estimators, "standard_error": se, "reordered": reordered, **info}
 
 
-def without_interval(info, labels) -> list[str]:
-    """The columns among ``labels`` that are corrected estimates: their intervals (summary_ci, compare)
-    are withheld. An interval over users and draws leaves out the correction's bias, which the sample
-    cannot measure (the ranks finer than N / m are extrapolated); on MovieLens 100k such intervals
-    covered the full-catalogue value in 0 to 98% of samplings, not 95%."""
-    estimators = ((info or {}).get("sampled") or {}).get("estimators") or {}
-    # the label names the estimate too: results rebuilt from the per-query table keep the rule
-    return [label for label in labels if estimators.get(label) in CORRECTIONS or "[corrected:" in str(label)]
+def without_interval(results, labels) -> list[str]:
+    """The columns among ``labels`` (of the Evaluation ``results``) that are corrected estimates: their
+    intervals (summary_ci, compare) are withheld. An interval over users and draws leaves out the
+    correction's bias, which the sample cannot measure (the ranks finer than N / m are extrapolated); on
+    MovieLens 100k such intervals covered the full-catalogue value in 0 to 98% of samplings, not 95%.
+    Each column's Metric names its estimate (``corrected:bv``...), in results rebuilt from the
+    per-query table too (:meth:`topkeval.Results.from_per_query` reads ``ndcg@10[corrected:bv]``)."""
+    return [label for label in labels if results.metric(label).estimate.startswith("corrected:")]
 
 
 def _mean(v: np.ndarray) -> float:

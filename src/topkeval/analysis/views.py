@@ -21,16 +21,26 @@ from ..inputs.ids import find_id
 
 def curve_families(results) -> list[str]:
     """The families of ``results`` that take a cutoff, in the order first requested."""
-    from ..metrics import FAMILIES
-    from ..metrics.names import parse_metric
-
     out: list[str] = []
     for name in results.metrics:
-        m = parse_metric(name)
-        fam = FAMILIES[m.family]
+        m = results.metric(name)
+        fam = m.info
         if m.k is not None and fam.cutoff != "none" and str(m).split("@")[0] not in out:
             out.append(str(m).split("@")[0])
     return out
+
+
+def _families(families: list) -> list:
+    """The families a user named (``curves(metrics=)``), each read: one with a cutoff, or one that takes
+    none, is refused here, with its reason."""
+    from ..metrics.names import parse_metric
+
+    for fam in families:
+        if "@" in str(fam):
+            raise ParameterError(f"curves takes metric families without a cutoff: {str(fam).split('@')[0]!r}, not "
+                                 f"{fam!r} (the cutoffs are ks=).")
+        parse_metric(f"{fam}@1")
+    return families
 
 
 def curves(results, metrics=None, ks=None) -> pd.DataFrame:
@@ -51,23 +61,17 @@ def curves(results, metrics=None, ks=None) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``model, metric, k, value`` (``metric`` names the family, ``value`` the mean).
     """
-    from ..metrics.names import parse_metric
-
     rerun = results.rerun
     if rerun is None:
         raise ParameterError("These results cannot be evaluated again at other cutoffs (they were built from per-query values, "
                              "or kept only sums): evaluate the log with the cutoffs you want instead.")
-    families = curve_families(results) if metrics is None else ([metrics] if isinstance(metrics, str) else list(metrics))
+    families = curve_families(results) if metrics is None else _families([metrics] if isinstance(metrics, str)
+                                                                         else list(metrics))
     if not families:
         raise ParameterError("None of the metrics of these results takes a cutoff (@k): name the families to plot, "
                              "for example metrics=['recall', 'ndcg'].")
-    for fam in families:
-        if "@" in str(fam):
-            raise ParameterError(f"curves takes metric families without a cutoff: {str(fam).split('@')[0]!r}, not "
-                                 f"{fam!r} (the cutoffs are ks=).")
-        parse_metric(f"{fam}@1")  # a family without a cutoff is refused here, with its reason
     if ks is None:
-        cut = [parse_metric(n).k for n in results.metrics]
+        cut = [results.metric(n).k for n in results.metrics]
         top = max([k for k in cut if k is not None], default=20)
         # every cutoff up to 50, then 50 cutoffs spaced evenly on a log scale (a curve, not a table of thousands)
         ks = range(1, top + 1) if top <= 50 else sorted({int(round(x)) for x in np.geomspace(1, top, 50)} | {top})

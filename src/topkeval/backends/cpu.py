@@ -31,6 +31,7 @@ from ..engine.rules import (
 from ..errors import ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
+from ..metrics.names import Metric
 from ..metrics.registry import CWL_DEPTH
 
 
@@ -142,17 +143,17 @@ class CpuBackend:
         p = cpu.inclusion(offsets, scores, rel, grades, items, thr, tie, np.array([k], np.int64))
         return rank, scores, rel, p, rq
 
-    def items_changed(self, evaluation, baseline: str, model: str, metric: str):
+    def items_changed(self, evaluation, baseline: str, model: str, metric: Metric):
         """``(gained, lost)``: per query, the relevant items whose chance of being in the top k rose /
         fell from ``baseline`` to ``model`` (k = R for r_precision); None when the evaluation keeps no
         rows or no item ids."""
         if evaluation.sources is None or evaluation.conventions is None:
             return None
         from ..engine.plan import conventions_of
-        from ..metrics.names import parse_metric
 
-        m = parse_metric(metric)  # under its own relevance threshold (rel=) when it has one
-        return items_changed(evaluation.sources, conventions_of(m, evaluation.conventions), baseline, model, m)
+        # under the metric's own relevance threshold (rel=) when it has one
+        return items_changed(evaluation.sources, conventions_of(metric, evaluation.conventions), baseline, model,
+                             metric)
 
 
 def _ranked_stats(st: QueryStats, log: GroupedLog, plan: Plan, judgments: Judgments, scores: np.ndarray,

@@ -42,6 +42,7 @@ import pandas as pd
 from .. import engine
 from ..errors import DataError, TopkevalError, TopkevalWarning, warn
 from ..metrics.define import ensure, shipped
+from ..metrics.names import Metric
 from .cpu import CPU, items_changed
 from .plugins import BackendPlugin
 
@@ -491,19 +492,17 @@ class SparkRows:
         frame["model"] = frame["model"].astype(object)
         return frame
 
-    def items_changed(self, evaluation, baseline: str, model: str, metric: str):
+    def items_changed(self, evaluation, baseline: str, model: str, metric: Metric):
         """Per query, the relevant items that entered and left ``model``'s top k against
         ``baseline``'s (one Spark job over the partitioned rows); None without item ids."""
         if self._evaluate.keywords["item"] is None:
             return None
         from pyspark.sql.types import StringType, StructField, StructType
 
-        from ..metrics.names import parse_metric
-
         schema = StructType([StructField("q", StringType()), StructField("gained", StringType()),
                              StructField("lost", StringType())])
         job = partial(_diff_partition, evaluate=self._evaluate, baseline=baseline, model=model,
-                      metric=parse_metric(metric), arrow_schema=_arrow_schema(schema))
+                      metric=metric, arrow_schema=_arrow_schema(schema))
         parts = self._parts
         found = _run(lambda: parts.mapInArrow(job, schema).collect())
         key = {json.dumps(_plain(q)): q for q in evaluation.per_query[self._query_name]}

@@ -35,11 +35,11 @@ from .evaluate import (
     warn_if_truncated,
     warn_leaked,
 )
-from .plan import Plan, conventions_of, judged_only_metrics, make_plan
+from .plan import Plan, conventions_of, judged_only_metrics, make_plan, plan_of
 from .results import Evaluation, attach, build_results, check_result_names, from_per_query
 from .rules import Backend, Queries, comparable_scores, discounts, gains_of, threshold, tie_items, tie_rule
 
 __all__ = ["Backend", "Evaluated", "Evaluation", "LogSource", "ModelValues", "Plan", "Queries", "attach", "build_results", "check_result_names",
            "check_depth_rule", "comparable_scores", "conventions_of", "discounts", "evaluate_grouped", "evaluate_log",
-           "from_per_query", "gains_of", "judged_only_metrics", "make_plan", "merge_evaluated", "mean", "threshold", "tie_items", "tie_rule", "truncate", "warn_if_nothing_relevant", "warn_if_truncated",
+           "from_per_query", "gains_of", "judged_only_metrics", "make_plan", "merge_evaluated", "mean", "plan_of", "threshold", "tie_items", "tie_rule", "truncate", "warn_if_nothing_relevant", "warn_if_truncated",
            "warn_leaked"]

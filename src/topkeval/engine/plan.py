@@ -3,6 +3,7 @@ depth an evaluation needs. Everything here is read from the metric registry."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -150,6 +151,14 @@ def make_plan(metrics, conv: Conventions, *, clicks: bool = False, lists: bool =
     ``lists``: the caller's backend declares the ``lists`` capability, so the list-only metrics are
     the plan's :attr:`Plan.lists` (elsewhere each is refused, saying where it is computed)."""
     labels, mets = labelled_metrics(metrics)
+    return plan_of(dict(zip(labels, mets)), conv, clicks=clicks, lists=lists)
+
+
+def plan_of(metrics: Mapping[str, Metric], conv: Conventions, *, clicks: bool = False, lists: bool = False) -> Plan:
+    """The plan of metrics parsed already, each under its column label (an Evaluation's
+    ``metric_objects``: evaluating its own metrics again reads none of its labels); ``clicks`` and
+    ``lists`` as in :func:`make_plan`, which parses the names and calls this."""
+    labels, mets = tuple(metrics), tuple(metrics.values())
     listed: tuple[tuple[str, Metric], ...] = ()
     if lists:
         pairs = list(zip(labels or [str(m) for m in mets], mets))

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..conventions import Conventions
 from ..errors import DataError, ParameterError, TopkevalError, show
-from ..metrics.names import canonical_name, label_of, parse_metric
+from ..metrics.names import Metric, canonical_name, label_of, parse_metric
 from .aggregate import mean, total_weight, weighted_summary
 from .evaluate import Evaluated, LogSource, ModelValues, longest_of, short_of
 from .plan import Plan
@@ -105,9 +105,15 @@ def deep_copied(evaluation: Evaluation, memo: dict | None = None) -> Evaluation:
 
 
 def restore(core: Evaluation, kept: bytes, dropped: dict) -> Evaluation:
-    """The Evaluation :func:`portable` took apart."""
+    """The Evaluation :func:`portable` took apart. One pickled before Evaluations kept their Metric
+    objects holds its labels alone: each is read here, once, as a table read back is
+    (:func:`from_per_query`), by its canonical name."""
     import pickle
 
+    if "metric_objects" not in vars(core):
+        names = core.info.get("metric_names") or {}
+        object.__setattr__(core, "metric_objects", {label: parse_metric(names.get(label, label))
+                                                    for label in core.summary.columns})
     parts = pickle.loads(kept)
     for name, why in dropped.items():
         parts[name] = None if name == "backend" else Dropped(name, why)
@@ -153,6 +159,12 @@ class Evaluation:
         The examination curve the clicks were weighed by when it was estimated
         (:class:`~topkeval.analysis.bias.PositionBias`): intervals fit it again on resampled queries
         (:mod:`topkeval.analysis.curve_ci`); None for a known curve or no weights.
+    metric_objects : Mapping of str to Metric
+        Each metric column's label -> the :class:`~topkeval.metrics.names.Metric` it was planned
+        from (exactly the columns of ``summary``): what every consumer reads to learn a column's
+        family, cutoff, parameters, estimate, direction or trec_eval name (:meth:`metric`), instead
+        of parsing its label again. Set once where the results are built (from the plan; parsed
+        once at the boundary of :func:`from_per_query`), carried along by every change of columns.
     """
 
     summary: pd.DataFrame
@@ -168,7 +180,15 @@ class Evaluation:
     backend: object | None = None
     own_rows: bool = False
     estimated_curve: object | None = None
+    metric_objects: Mapping[str, Metric] = field(default_factory=dict, repr=False)
     _per_query: list = field(default_factory=list, repr=False)  # [DataFrame or its builder], built once
+
+    def __post_init__(self) -> None:
+        columns = list(self.summary.columns)
+        if list(self.metric_objects) != columns or not all(isinstance(m, Metric) for m in self.metric_objects.values()):
+            # a broken invariant of the builders, never a user's error
+            raise AssertionError(f"an Evaluation holds one Metric per metric column, in their order: columns "
+                                 f"{columns}, metric objects {dict(self.metric_objects)}")
 
     @property
     def per_query(self) -> pd.DataFrame:
@@ -186,6 +206,15 @@ class Evaluation:
     def metrics(self) -> list[str]:
         return list(self.summary.columns)
 
+    def metric(self, label: str) -> Metric:
+        """The :class:`~topkeval.metrics.names.Metric` of a metric column, by its label (as in
+        :attr:`metrics`); see :meth:`label` for a name the user wrote."""
+        try:
+            return self.metric_objects[label]
+        except KeyError:
+            raise ParameterError(f"{label!r} is not a metric column of these results; they have "
+                                 f"{', '.join(self.metrics)} (Results.label finds a column by any of its names).") from None
+
     def require_rows(self, owner: str) -> None:
         """Refuse an analysis of the per-query values on results that kept only the means: it would
         compare nothing and say "no detectable difference", or give intervals of nothing."""
@@ -200,14 +229,13 @@ class Evaluation:
         labels = self.metrics
         if isinstance(metric, str) and label_of(metric) in labels:
             return label_of(metric)
-        known = self.info.get("metric_names") or {}
-        try:
+        try:  # the user's name, read (an input boundary); the columns' own metrics are known
             wanted = str(parse_metric(metric))
         except TopkevalError as exc:
             raise ParameterError(f"metric {metric!r} was not evaluated ({exc}); these results have "
                                  f"{', '.join(labels)}.") from None
         for name in labels:
-            if known.get(name, None) == wanted or (name not in known and _canonical(name) == wanted):
+            if str(self.metric_objects[name]) == wanted:
                 return name
         raise ParameterError(f"metric {metric!r} was not evaluated; these results have {', '.join(labels)}.")
 
@@ -237,9 +265,12 @@ def check_result_names(query: str, by: Sequence[str], weight: str | None, metric
                              f"{taken!r}: rename the column.")
 
 
-def _canonical(name: str) -> str | None:
-    """The canonical name of a column label (None for a label that is no metric name)."""
-    return canonical_name(name)
+def _parsed(name: str) -> Metric | None:
+    """The metric a column label of a table read back names (None for a label that is no metric name)."""
+    try:
+        return parse_metric(name)
+    except TopkevalError:
+        return None
 
 
 def _metric_name(name: str) -> bool:
@@ -324,7 +355,8 @@ def build_results(batches: Sequence[Evaluated], plan: Plan, *, query_name: str =
 
     table: Callable[[], pd.DataFrame] = per_query or from_batches
     evaluation = Evaluation(summary_df, base, query_name, plan.conv, ascending=bool(ascending), sources=sources,
-                            rerun=rerun, backend=backend, own_rows=own_rows, _per_query=[table])
+                            rerun=rerun, backend=backend, own_rows=own_rows,
+                            metric_objects=dict(zip(names, plan.metrics)), _per_query=[table])
     return attach(evaluation, attributes, by, weight) if attributes is not None else evaluation
 
 
@@ -373,16 +405,20 @@ def from_per_query(frame: pd.DataFrame, query: str = "query") -> Evaluation:
         raise ParameterError(f"{where}: the frame has no metric column (one column per metric, beside 'model' and "
                              "the query column).")
     canonical: dict[str, str] = {}
+    parsed: dict[str, Metric] = {}
     for name in names:
-        metric = _canonical(name) if isinstance(name, str) and label_of(name) == name else None
-        if metric is None:
+        # the one parse of these labels: a table read back (from a file, or made elsewhere) has nothing else
+        found = _parsed(name) if isinstance(name, str) and label_of(name) == name else None
+        if found is None:
             raise ParameterError(f"{where}: the column {name!r} is not named as a metric (recall@10, ndcg@5, ap...): "
                                  "reports and tables read each metric's direction from its name. Rename it; a metric "
                                  "of your own is named once it is registered.")
+        metric = str(found)
         if metric in canonical.values():
             other = next(n for n, c in canonical.items() if c == metric)
             raise ParameterError(f"{where}: the columns {other!r} and {name!r} name the same metric ({metric}): keep one.")
         canonical[name] = metric
+        parsed[name] = found
         values = frame[name]
         if (not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)
                 or pd.api.types.is_complex_dtype(values)):
@@ -422,7 +458,8 @@ def from_per_query(frame: pd.DataFrame, query: str = "query") -> Evaluation:
             "ties_at_cutoff": {m: None for m in models}, "longest_list": {m: None for m in models},
             "shorter_than_k": {m: None for m in models}, "models": models,
             "metrics": names, "metric_names": canonical}
-    return Evaluation(summary, info, query, None, _per_query=[table])  # computed elsewhere: conventions unknown
+    # computed elsewhere: conventions unknown
+    return Evaluation(summary, info, query, None, metric_objects=parsed, _per_query=[table])
 
 
 def _is_spark_frame(data) -> bool:

@@ -27,6 +27,7 @@ from ..errors import DataError, ParameterError
 from ..inputs.grouped import GroupedLog, Judgments
 from ..kernels.stats import QueryStats
 from ..metrics import DcgSpec
+from ..metrics.names import Metric
 from ..metrics.registry import CWL_DEPTH, ScaledGain
 from .plan import Plan
 
@@ -76,9 +77,10 @@ class RanksAgain(Protocol):
 @runtime_checkable
 class ReadsItemsChanged(Protocol):
     """A backend that reads the rows again for :meth:`~topkeval.Results.diff`'s gained and lost items
-    (:class:`~topkeval.backends.cpu.CpuBackend`, the Spark backend's rows)."""
+    (:class:`~topkeval.backends.cpu.CpuBackend`, the Spark backend's rows); ``metric``: the column's
+    Metric (``Evaluation.metric``), never its label to parse again."""
 
-    def items_changed(self, evaluation, baseline: str, model: str, metric: str): ...
+    def items_changed(self, evaluation, baseline: str, model: str, metric: Metric): ...
 
 
 @runtime_checkable

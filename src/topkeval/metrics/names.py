@@ -160,6 +160,16 @@ class Metric:
         """
         return bool(self.info.bounded) and dict(self.params).get("value", "eu") == "eu"
 
+    @property
+    def trec_eval_name(self) -> str:
+        """The name trec_eval prints for this metric (:func:`trec_name`): what a consumer holding the
+        Metric reads, rather than parsing its column label again.
+
+        >>> Metric("precision", 10).trec_eval_name, Metric("ap").trec_eval_name
+        ('P_10', 'map')
+        """
+        return trec_name(self)
+
 
 def _unknown(text: str, why: str) -> UnknownMetricError:
     """An unknown family: the closest names suggested on the family part of ``text``, each with the

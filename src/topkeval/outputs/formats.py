@@ -201,12 +201,13 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None,
     labels = list(labels) if labels is not None else res.metrics
     summary = _beside(res.summary, beside, labels)
     if beside is not None:
-        from ..metrics.names import parse_metric
-
         payload["summary"] = {str(m): {c: text.json_ready(summary.loc[m, c]) for c in summary.columns}
                               for m in summary.index}
         payload["info"]["metrics"] = labels
-        payload["info"]["metric_names"] = {label: str(parse_metric(label)) for label in labels}
+        # each column's canonical name from its Metric (the results') or as beyond_accuracy named it (beside's)
+        names = {**beside.attrs.get("metric_names", {}),
+                 **{label: str(m) for label, m in res.evaluation.metric_objects.items()}}
+        payload["info"]["metric_names"] = {label: names[label] for label in labels}
         if beside.attrs.get("defaults"):
             payload["info"]["beyond_defaults"] = text.json_ready({**payload["info"].get("beyond_defaults", {}),
                                                                   **beside.attrs["defaults"]})
@@ -229,7 +230,7 @@ def results_document(res, *, per_query: bool = False, ci: float | None = None,
     info = dict(res.info)
     if beside is not None and beside.attrs.get("defaults"):
         info["beyond_defaults"] = {**info.get("beyond_defaults", {}), **beside.attrs["defaults"]}
-    return Document(blocks, notes=text.info_lines(info), payload=payload, texts=texts)
+    return Document(blocks, notes=text.info_lines(info, res.evaluation.metric_objects), payload=payload, texts=texts)
 
 
 def _beside(frame: pd.DataFrame, beside: pd.DataFrame | None, labels: list | None) -> pd.DataFrame:

@@ -80,14 +80,14 @@ def results_html(res, digits: int = 4) -> str:
     """
     from .text import best_rows, info_lines
 
-    best = best_rows(res.summary)
+    best = best_rows(res.summary, res.evaluation.metric_objects)
     head = ["model"] + [f"#{esc(m)}" for m in res.metrics]
     rows = []
     for model in res.models:
         cells = "".join(_num(res.summary.loc[model, m], digits, "num best", bold=True) if model in best[m]
                         else _num(res.summary.loc[model, m], digits) for m in res.metrics)
         rows.append(f'<tr><td class="id">{esc(model)}</td>{cells}</tr>')
-    notes = "".join(f'<p class="note">{esc(line)}</p>' for line in info_lines(res.info))
+    notes = "".join(f'<p class="note">{esc(line)}</p>' for line in info_lines(res.info, res.evaluation.metric_objects))
     return _table(head, rows, "summary") + notes
 
 
@@ -339,7 +339,7 @@ def _summary_section(res, o: ReportOptions, has_rows: bool) -> tuple[str, str, s
     """Each model's mean of each metric, the best in bold, with its bootstrap interval."""
     from .text import best_rows, fmt
 
-    best = best_rows(res.summary)
+    best = best_rows(res.summary, res.evaluation.metric_objects)
     if has_rows:
         ci_all = res.summary_ci(confidence=o.confidence, n_resamples=o.n_resamples, seed=o.seed)
         for name in res.by:  # the summary holds every query: the overall rows of a breakdown by segment
@@ -604,11 +604,9 @@ def _deltas_section(res, o: ReportOptions, d, deltas_svg: str, view_queries: lis
 
 def _queries_section(res, o: ReportOptions, view_queries: list, anchors: dict) -> tuple[str, str, str]:
     """Each query's top k under the baseline and the model, side by side."""
-    from ..metrics.names import parse_metric
-
     k = o.k
     if k is None:  # the smallest cutoff evaluated, at most 20 (a list to read, not recall@100's 100 rows), or 10
-        cut = [parse_metric(n).k for n in res.metrics]
+        cut = [res.evaluation.metric(n).k for n in res.metrics]
         k = min(min([c for c in cut if c is not None], default=10), 20)
     blocks = []
     for q in view_queries:
@@ -665,7 +663,7 @@ def _conventions_section(res) -> tuple[str, str, str]:
     count_rows += [f"<tr><td>{esc(key)}</td>{_int(info[key])}</tr>"
                    for key in ("judged_queries", "run_queries_without_judgments", "missing_from_run")
                    if isinstance(info.get(key), (int, np.integer))]
-    lines = "".join(f"<p>{esc(line)}</p>" for line in info_lines(info))
+    lines = "".join(f"<p>{esc(line)}</p>" for line in info_lines(info, res.evaluation.metric_objects))
     return ("conventions", "Conventions and counts",
             lines + conventions + _table(["count", "#value"], count_rows, "counts"))
 

@@ -14,11 +14,15 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DataError, plural
+
+if TYPE_CHECKING:
+    from ..metrics.names import Metric
 
 
 def fmt(value, digits: int = 4) -> str:
@@ -342,9 +346,10 @@ def counts_text(info: Mapping) -> str:
     return evaluated_text(info) + (f"; {skipped}" if skipped else "")
 
 
-def info_lines(info: Mapping) -> list[str]:
+def info_lines(info: Mapping, metrics: Mapping[str, Metric] | None = None) -> list[str]:
     """What a user might not expect, in sentences: skipped queries, queries without judgments or
-    missing from a run, ties at a cutoff."""
+    missing from a run, ties at a cutoff. ``metrics``: each metric label's Metric (the results' own,
+    ``Results.evaluation.metric_objects``); without it, ``info`` given alone, its labels are read."""
     lines = [counts_text(info)]
     unjudged = {m: c for m, c in (info.get("run_queries_without_judgments") or {}).items() if c}
     if unjudged:
@@ -361,7 +366,7 @@ def info_lines(info: Mapping) -> list[str]:
                      + ("; so each model's mean is over other queries, and the means do not compare: "
                         "missing_queries='zero' counts every judged query (a missing list scores 0), and "
                         "compare() pairs the queries both models have" if uneven(info) else ""))
-    deep = beyond_lists(info)
+    deep = beyond_lists(info, metrics)
     if deep:
         longest, names, padded = deep
         pad = (info.get("conventions") or {}).get("short_lists", "pad") == "pad"
@@ -406,12 +411,26 @@ def default_lines(info: Mapping) -> list[str]:
     return ["beyond accuracy: " + "; ".join(parts)] if parts else []
 
 
-def beyond_lists(info: Mapping) -> tuple[int, list[str], bool] | None:
-    """``(longest list, the metric labels whose cutoff exceeds it, whether one of them reads
-    relevance)`` when some cutoff is deeper than every evaluated list of every model, or every list
-    is empty (None otherwise, or where the lists were not counted)."""
+def metric_of(label: str, metrics: Mapping[str, Metric] | None) -> Metric:
+    """The Metric of a metric column: the results' own (``metrics``: ``Results.evaluation.metric_objects``),
+    or, for a table or an ``info`` given alone (a summary frame, a dict: their labels are all they
+    hold), read from its label: the one place in this module that reads a label.
+
+    >>> from topkeval.metrics.names import Metric
+    >>> metric_of("P@5", {"P@5": Metric("precision", 5)}), metric_of("P@5", None)
+    (Metric(family='precision', k=5, params=(), estimate=''), Metric(family='precision', k=5, params=(), estimate=''))
+    """
+    if metrics is not None:
+        return metrics[label]
     from ..metrics.names import parse_metric
 
+    return parse_metric(label)
+
+
+def beyond_lists(info: Mapping, metrics: Mapping[str, Metric] | None = None) -> tuple[int, list[str], bool] | None:
+    """``(longest list, the metric labels whose cutoff exceeds it, whether one of them reads
+    relevance)`` when some cutoff is deeper than every evaluated list of every model, or every list
+    is empty (None otherwise, or where the lists were not counted). ``metrics``: as :func:`info_lines`."""
     lengths = list((info.get("longest_list") or {}).values())
     if not lengths or any(n is None for n in lengths) or not info.get("evaluated"):
         return None
@@ -419,8 +438,8 @@ def beyond_lists(info: Mapping) -> tuple[int, list[str], bool] | None:
     names, padded = [], False
     for label in info.get("metrics", []):
         try:
-            metric = parse_metric(label)
-        except ValueError:  # a label that names no metric
+            metric = metric_of(label, metrics)
+        except (ValueError, KeyError):  # a label that names no metric
             continue
         if metric.k is not None and metric.k > longest:
             names.append(label)
@@ -545,7 +564,7 @@ def sampled_lines(info: Mapping) -> list[str]:
         lines.append(f"{visible(label)} orders models otherwise than {visible(found['against'])}: it ranks {pairs}, "
                      f"which {visible(found['against'])} ranks the other way round "
                      + ("(sampled metrics need not keep the order of the full catalogue: Krichene & Rendle 2020)"
-                        if "[sampled:" in str(label) else
+                        if sampled["estimators"].get(label) == "sampled" else
                         "(a correction keeps the full catalogue's order on average over the draws, not in every "
                         "draw: compare the models on the full catalogue where it can be computed)"))
     return lines
@@ -567,11 +586,10 @@ def trec_lines(res, per_query: bool) -> str:
     the geometric mean, as trec_eval prints them.
     Results kept without per-query rows (a streamed file) give the ``all`` lines from their counts.
     """
-    from ..metrics.names import is_geometric, is_summed, parse_metric, trec_name
-
+    of = res.evaluation.metric  # each column's Metric: its family, trec_eval's name, how the all line is made
     lines = []
     # num_q is the line every evaluation prints (trec_eval prints it once, with no per-query value)
-    metrics = [m for m in res.metrics if parse_metric(m).family != "num_q"]
+    metrics = [m for m in res.metrics if of(m).family != "num_q"]
     # the per-query values of a Spark evaluation stay on the cluster unless -q asks for them
     pq = res.to_pandas() if per_query or not hasattr(res.per_query, "toArrow") else None
     qn = res.query_name
@@ -582,17 +600,18 @@ def trec_lines(res, per_query: bool) -> str:
             for row in part.to_dict("records"):
                 query = _trec_field(row[qn], "query id")
                 for metric in metrics:
-                    if not is_geometric(metric):  # trec_eval prints no per-query value of a geometric mean
-                        lines.append(_trec_line(trec_name(metric), query, row[metric], is_summed(metric)))
+                    if not of(metric).info.geometric:  # trec_eval prints no per-query value of a geometric mean
+                        lines.append(_trec_line(of(metric).trec_eval_name, query, row[metric], of(metric).info.summed))
         count = res.info["evaluated_per_model"][model]
         lines.append(f"{'num_q':<22}\tall\t{count}")
         for metric in metrics:
             value = res.summary.loc[model, metric]
-            if is_summed(metric):
+            summed = of(metric).info.summed
+            if summed:
                 value = part[metric].sum() if part is not None and len(part) == count else value * count
-            if is_geometric(metric):
+            if of(metric).info.geometric:
                 value = math.exp(value)
-            lines.append(_trec_line(trec_name(metric), "all", value, is_summed(metric)))
+            lines.append(_trec_line(of(metric).trec_eval_name, "all", value, summed))
     return "\n".join(lines) + "\n"
 
 
@@ -624,23 +643,24 @@ def correction_text(correction) -> str:
     return "no" if correction is None or correction == "none" else str(correction)
 
 
-def best_rows(summary: pd.DataFrame) -> dict[str, set]:
+def best_rows(summary: pd.DataFrame, metrics: Mapping[str, Metric] | None = None) -> dict[str, set]:
     """Per metric, the models whose mean is the best: the largest, or the smallest where lower is
     better (fp, fn, fallout, unjudged: the registry's ``higher_is_better``). Ties are all best: means
     within 1e-12 (relative, or absolute near 0) of the best, as ``compare`` counts ties, so two
     models whose sums merely added in another order are both marked. NaN is never best.
+    ``metrics``: each column's Metric (``Results.evaluation.metric_objects``); without it, a table
+    given alone, its column labels are read.
 
+    >>> from topkeval.metrics.names import Metric
     >>> s = pd.DataFrame({"recall@1": [0.5, 0.5, 0.25], "fp@1": [2.0, 1.0, 1.0]}, index=["a", "b", "c"])
-    >>> {m: sorted(v) for m, v in best_rows(s).items()}
+    >>> {m: sorted(v) for m, v in best_rows(s, {"recall@1": Metric("recall", 1), "fp@1": Metric("fp", 1)}).items()}
     {'recall@1': ['a', 'b'], 'fp@1': ['b', 'c']}
     """
-    from ..metrics.names import higher_is_better
-
     out: dict[str, set] = {}
     for metric in summary.columns:
         col = summary[metric].astype(float)
         if col.notna().any():
-            top = col.max() if higher_is_better(metric) else col.min()
+            top = col.max() if metric_of(metric, metrics).info.higher_is_better else col.min()
             near = np.isclose(col.to_numpy(), top, rtol=1e-12, atol=1e-12)
             out[metric] = set(col.index[near])
         else:
@@ -658,8 +678,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
     significantly better than (one :meth:`Results.compare` per model as the baseline, each
     corrected over its rows).
     """
-    from ..metrics.names import higher_is_better
-
+    of = res.evaluation.metric  # each column's Metric: which way is better
     models = res.models
     marks: dict = {}
     if len(models) < 2:
@@ -670,7 +689,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
     how = f"{test} test, {correction_text(correction)} correction, p < {1 - confidence:.2g}"
 
     def better(row) -> bool:
-        return bool(row.significant) and (row.delta > 0) == higher_is_better(row.metric) and row.delta != 0
+        return bool(row.significant) and (row.delta > 0) == of(row.metric).info.higher_is_better and row.delta != 0
 
     def overall(table: pd.DataFrame) -> pd.DataFrame:
         """The rows of every query: the table shows the overall means, not one segment's (by=)."""
@@ -700,7 +719,7 @@ def significance_marks(res, baseline: str | None, **compare_options) -> tuple[di
 def latex(res, baseline: str | None = None, digits: int = 4, **compare_options) -> str:
     """The summary of ``res`` as a booktabs LaTeX tabular (see :meth:`Results.to_latex`)."""
     summary = res.summary
-    best = best_rows(summary)
+    best = best_rows(summary, res.evaluation.metric_objects)
     marks, note = significance_marks(res, baseline, **compare_options)
     lines = [r"\begin{tabular}{l" + "r" * len(summary.columns) + "}", r"\toprule",
              "Model & " + " & ".join(latex_text(c) for c in summary.columns) + r" \\", r"\midrule"]
