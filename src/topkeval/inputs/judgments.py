@@ -303,7 +303,7 @@ def read_runs(data, qrels, conv, *, query: str, relevance: str | None, scores: l
 
         attrs = attributes_by_code(rqc, qlabels, cols, list(by or []), weight, query)
     # judgments grouped by query, in ascending order of id: R, the ideal DCG, and the lookup of grades
-    judged_q = np.unique(jqc)
+    judged_q = np.flatnonzero(np.bincount(jqc, minlength=len(qlabels)))  # codes: counted, not sorted
     pos = np.full(len(qlabels), -1, np.int64)
     pos[judged_q] = np.arange(len(judged_q))
     Q = len(judged_q)
