@@ -321,7 +321,11 @@ def test_a_run_and_its_qrels_read_together_code_their_ids_in_one_space(tmp_path,
         assert list(judged[name].astype(object)) == want[name].tolist(), name
     assert judged["relevance"].tolist() == want["relevance"].tolist()
     metrics = ["P@10", "map", "ndcg_cut_10", "Rprec", "recall@20"]
-    together = tk.evaluate(run, qrels=qrels, metrics=metrics, conventions="trec_eval")
+    with monkeypatch.context() as m:  # read together, the ids need no join at all
+        from topkeval.inputs import judgments
+
+        m.setattr(judgments, "text_codes_together", lambda *a: pytest.fail("the ids were joined"))
+        together = tk.evaluate(run, qrels=qrels, metrics=metrics, conventions="trec_eval")
     monkeypatch.setattr(trec, "_split", lambda path, fields, *a, **k: None if "relevance" in fields else
                         _split(path, fields, *a, **k))
     apart = tk.evaluate(run, qrels=qrels, metrics=metrics, conventions="trec_eval")
