@@ -823,6 +823,16 @@ def test_a_set_name_is_not_one_metric():
         tk.define_metric("official", lambda st: st.n, cutoff="none", summary="s", formula="f")
 
 
+def test_explaining_a_set_lists_its_metrics(capsys):
+    from topkeval.cli import main
+    from topkeval.metrics.trec import trec_set
+
+    text = tk.explain_metric("official")
+    assert text.endswith(": " + ", ".join(trec_set("official"))) and "set of 29 measures" in text
+    assert main(["metrics", "all_trec"]) == 0
+    assert "P_1000, recall_5" in capsys.readouterr().out
+
+
 def test_the_command_line_refuses_a_misspelt_set_in_one_line(tmp_path, capsys):
     from topkeval.cli import main
 

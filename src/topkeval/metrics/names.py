@@ -891,11 +891,18 @@ def explain_metric(name) -> str:
         The canonical name, the definition, when the value is undefined, the tie rules it is computed
         under, and the notes on other tools' meanings of the name.
 
+    A trec_eval measure set (``"official"``, ``"all_trec"``) gives the metrics it stands for.
+
     Examples
     --------
     >>> print(explain_metric("MAP@10").splitlines()[0])
     'MAP@10' is ap@10: average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)
     """
+    members = trec_set(name)
+    if members is not None:  # all_trec, official: what the set stands for
+        return (f"{name!r} is trec_eval's set of {len(members)} measures (trec_eval 10.0's, at its default parameters, "
+                f"in the order it prints them; runid and relstring, which are not numbers, left out): "
+                f"{', '.join(members)}")
     m = parse_metric(name)
     fam = m.info
     shown = name if isinstance(name, str) else str(name)

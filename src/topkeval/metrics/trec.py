@@ -26,6 +26,9 @@ num_nonrel_judged_ret      judged non-relevant candidates retrieved (a grade >= 
 
 S(i) is the sum of the gains of the top i, C(i) the sum over ideal ranks j <= i of max(ideal gain
 of j, 1) (1 past the ideal gains). An undefined value takes ``conventions.undefined``.
+
+trec_eval's measure sets are here too: ``metrics="all_trec"``, ``"official"`` and ``"set"`` stand for
+the measures trec_eval 10.0 prints for that set, in its order and under its names (:func:`trec_set`).
 """
 
 from __future__ import annotations
