@@ -889,9 +889,8 @@ def explain_metric(name) -> str:
     -------
     str
         The canonical name, the definition, when the value is undefined, the tie rules it is computed
-        under, and the notes on other tools' meanings of the name.
-
-    A trec_eval measure set (``"official"``, ``"all_trec"``) gives the metrics it stands for.
+        under, and the notes on other tools' meanings of the name; for a trec_eval measure set
+        (``"official"``, ``"all_trec"``), the metrics it stands for.
 
     Examples
     --------
