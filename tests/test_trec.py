@@ -647,3 +647,199 @@ def test_comment_lines_that_look_like_run_lines_are_skipped(tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("# 0 d1 1\nq1 0 d1 1\n")  # four fields, a grade fourth
     assert read_qrels(qrels)["query"].tolist() == ["q1"]
+
+
+# trec_eval's measure sets: all_trec, official, set ------------------------------------------------------------
+
+#: (expected output, qrels, run, evaluate() options, the set its measures are, -q): out.test is trec_eval
+#: without -m (its "official" set), the others -m all_trec under -q, -c, -M100 and -l2 (the README of the
+#: conformance files); the "set" set has no output of its own: its measures' lines of out.test.a, since
+#: trec_eval computes each measure alone
+SET_CASES = [
+    ("out.test", "qrels.test", "results.test", {}, "official", False),
+    ("out.test.a", "qrels.test", "results.test", {}, "all_trec", False),
+    ("out.test.a", "qrels.test", "results.test", {}, "set", False),
+    ("out.test.aq", "qrels.test", "results.test", {}, "all_trec", True),
+    ("out.test.aqc", "qrels.test", "results.trunc", {"missing_queries": "zero"}, "all_trec", True),
+    ("out.test.aqcM", "qrels.test", "results.trunc", {"missing_queries": "zero", "depth": 100}, "all_trec", True),
+    ("out.test.aql", "qrels.rel_level", "results.test", {"threshold": 2}, "all_trec", True),
+]
+#: the measures of trec_eval's "set" set (measures.c), to pick their lines out of out.test.a
+SET_MEASURES = ("num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
+                "set_map", "set_F")
+
+
+def _trec_lines(text: str, keep=lambda name: True) -> list[tuple[str, ...]]:
+    """trec_eval's output lines as fields, but runid (the run's name) and relstring (a string of
+    digits): the lines that are no metric's number."""
+    return [tuple(line.split()) for line in text.splitlines()
+            if line.strip() and not line.startswith(NOT_NUMBERS) and keep(line.split()[0])]
+
+
+def _by_query(lines: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """Per-query lines grouped by query in query order (each query's measures in their order), then
+    the all lines: under -c trec_eval lists the topic its run lacks in the qrels' order, topkeval
+    after the run's topics."""
+    return sorted((line for line in lines if line[1] != "all"), key=lambda line: line[1]) + [
+        line for line in lines if line[1] == "all"]
+
+
+@pytest.mark.parametrize("expected,qrels,run,options,name,per_query", SET_CASES,
+                         ids=[f"{c[4]} {c[0]}" for c in SET_CASES])
+def test_trec_eval_sets_give_trec_eval_s_own_output(shared_dir, expected, qrels, run, options, name, per_query):
+    """metrics="all_trec" ("official", "set") evaluates each measure trec_eval prints for that set
+    that is a number, in trec_eval's order, each column labelled with trec_eval's name (its plain
+    rbp is topkeval's rbp_trec), with trec_eval's values: the TREC output is trec_eval's own output
+    file, line for line, but runid (printed first here, last under -q by trec_eval) and relstring."""
+    base = shared_dir / "conformance" / "trec_eval"
+    keep = (lambda m: m in SET_MEASURES) if name == "set" else (lambda m: True)
+    theirs = _trec_lines((base / expected).read_text(), keep)
+    res = tk.evaluate(base / run, qrels=base / qrels, metrics=name, conventions="trec_eval", **options)
+    names = list(dict.fromkeys(line[0] for line in theirs if line[1] == "all"))  # in trec_eval's order
+    assert [trec_name(label) for label in res.metrics] == names
+    assert res.metrics == ["rbp_trec" if m == "rbp" else m for m in names]  # labelled as trec_eval names them
+    text = res.to_string("trec", per_query=per_query)
+    assert _by_query(_trec_lines(text)) == _by_query(theirs)
+    assert text.splitlines()[0].split() == ["runid", "all", "STANDARD"]
+    if per_query:
+        return
+    # the numbers themselves, apart from the TREC output: means at 4 decimals, counts summed, gm_ exp'd
+    row = res.summary.loc["STANDARD"]
+    pq = res.per_query
+    for measure, _, value in theirs:
+        label = "rbp_trec" if measure == "rbp" else measure
+        if is_summed(label):
+            got = str(len(pq) if label == "num_q" else int(round(pq[label].sum())))
+        else:
+            got = f"{math.exp(row[label]) if is_geometric(label) else row[label]:.4f}"
+        assert got == value, (measure, got, value)
+
+
+def test_the_command_line_s_trec_eval_sets_print_trec_eval_s_output(shared_dir, capsys):
+    """topkeval evaluate -m all_trec (-m official) --format trec prints trec_eval's own output file,
+    every line, in order (runid included: without -q trec_eval prints it first too)."""
+    from topkeval.cli import main
+
+    base = shared_dir / "conformance" / "trec_eval"
+    for name, expected in (("all_trec", "out.test.a"), ("official", "out.test")):
+        code = main(["evaluate", "--qrels", str(base / "qrels.test"), "--run", str(base / "results.test"),
+                     "--conventions", "trec_eval", "-m", name, "--format", "trec"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert [line.split() for line in out.splitlines()] == [
+            line.split() for line in (base / expected).read_text().splitlines()], name
+    code = main(["evaluate", "--qrels", str(base / "qrels.test"), "--run", str(base / "results.test"),
+                 "--conventions", "trec_eval", "-m", "official,ndcg_cut.3", "-m", "P@10", "--format", "trec"])
+    out, err = capsys.readouterr()
+    lines = [tuple(line.split()) for line in out.splitlines()]
+    assert code == 0, err
+    assert lines[:-1] == [tuple(line.split()) for line in (base / "out.test").read_text().splitlines()]
+    assert lines[-1][:2] == ("ndcg_cut_3", "all")  # P@10 is the set's P_10, printed once
+
+
+def _three_topics() -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(7)
+    run = pd.DataFrame({"query": np.repeat(["q1", "q2", "q3"], 12), "item": np.tile([f"d{i:02d}" for i in range(12)], 3),
+                        "score": rng.permutation(36).astype(float)})
+    qrels = run[["query", "item"]].assign(relevance=rng.integers(-1, 3, 36))
+    return run, qrels
+
+
+def test_a_trec_eval_set_beside_other_names_is_each_metric_alone():
+    """A set name expands where it stands: ["all_trec", "ndcg@3"] is the set's columns, then ndcg@3;
+    each number equals that metric evaluated alone (no value depends on the others of the call); a
+    metric of the set named again, apart or by a second set, keeps the set's label, once."""
+    run, qrels = _three_topics()
+    options = {"qrels": qrels, "item": "item", "conventions": "trec_eval"}
+    both = tk.evaluate(run, metrics=["all_trec", "ndcg@3"], **options)
+    alone = tk.evaluate(run, metrics="all_trec", **options)
+    assert both.metrics == alone.metrics + ["ndcg@3"] and len(alone.metrics) == 98
+    pd.testing.assert_frame_equal(both.per_query[alone.per_query.columns], alone.per_query)
+    for label in ("ndcg@3", "P_5", "gm_map", "rbp_trec", "unj_20", "iprec_at_recall_0.30"):
+        one = tk.evaluate(run, metrics=[label], **options)
+        assert both.per_query[label].tolist() == one.per_query[label].tolist(), label
+    again = tk.evaluate(run, metrics=["official", "P@10", "map", "set", "all_trec"], **options)
+    official = tk.evaluate(run, metrics="official", **options).metrics
+    of_set = tk.evaluate(run, metrics="set", **options).metrics
+    assert again.metrics == list(dict.fromkeys(official + of_set + alone.metrics))  # each once, where first named
+    assert again.metrics[29:35] == ["utility", "set_P", "set_relative_P", "set_recall", "set_map", "set_F"]
+    assert again.label("precision@10") == "P_10" and again.label("ap") == "map"
+    mixed = tk.evaluate(run, metrics=["P@10", "official"], **options)
+    assert mixed.metrics == ["P@10"] + [m for m in official if m != "P_10"]
+
+
+@pytest.mark.parametrize("spelling", ["all_trec", "ALL_TREC", " official ", "Official", "set"])
+def test_trec_eval_set_names_in_every_form_a_name_is_given(spelling):
+    """A set name in a list, a Python set, a tuple, alone, with blanks or another case (names are
+    case-insensitive here), and in the names the command line splits."""
+    from topkeval.metrics.names import labelled_metrics, parse_metrics, split_names
+    from topkeval.metrics.trec import trec_set
+
+    labels = trec_set(spelling)
+    assert labels is not None and len(labels) == {"all_trec": 98, "official": 29, "set": 10}[spelling.strip().lower()]
+    for given in (spelling, [spelling], {spelling}, (spelling,)):
+        assert labelled_metrics(given)[0] == labels
+        assert [str(m) for m in parse_metrics(given)] == [str(tk.parse_metric(label)) for label in labels]
+    assert split_names(f"{spelling.strip()},P@3") == [spelling.strip(), "P@3"]
+
+
+def test_each_metric_of_a_trec_eval_set_prints_under_trec_eval_s_name():
+    """The TREC output prints each set member under trec_eval's own name (P_5, Rprec_mult_0.20,
+    iprec_at_recall_1.00, set_F, 11pt_avg, rbp): trec_name of the label is trec_eval's printed name,
+    the one of trec_eval's measure list (measures.c and each m_*.c file's default parameters)."""
+    from topkeval.metrics.trec import TREC_EVAL_MEASURES, trec_set
+
+    printed = [name for _, names in TREC_EVAL_MEASURES for name in names]
+    assert [trec_name(label) for label in trec_set("all_trec")] == printed
+    assert len(printed) == len(set(printed)) == len(set(map(tk.parse_metric, trec_set("all_trec"))))
+    assert {measure for measure, names in TREC_EVAL_MEASURES if not names} == {"runid", "relstring"}
+
+
+@pytest.mark.parametrize("name,pattern", [
+    ("all_trek", r"Did you mean 'all_trec'"),
+    ("oficial", r"Did you mean 'official'"),
+    ("all-trec", r"Did you mean 'all_trec'"),
+    ("all_trec@10", r"'all_trec' is trec_eval's set of measures.*takes no cutoff"),
+    ("official(rel=2)", r"'official' is trec_eval's set of measures.*takes no cutoff or parameters"),
+    ("prefs", r"preference judgments"),
+    ("all_prefs", r"preference judgments"),
+    ("qrels_jg", r"several judges"),
+])
+def test_set_like_names_that_are_no_set_are_refused_with_the_closest_name(name, pattern):
+    with pytest.raises(tk.UnknownMetricError, match=pattern):
+        tk.evaluate(*_three_topics()[:1], qrels=_three_topics()[1], item="item", metrics=["map", name],
+                    conventions="trec_eval")
+
+
+def test_a_set_name_is_not_one_metric():
+    """Where one metric is meant (parse_metric, a column lookup), a set name says it is several."""
+    with pytest.raises(tk.UnknownMetricError, match="set of 98 measures, not one metric"):
+        tk.parse_metric("all_trec")
+    run, qrels = _three_topics()
+    res = tk.evaluate(run, qrels=qrels, item="item", metrics="official", conventions="trec_eval")
+    with pytest.raises(tk.ParameterError, match="set of 29 measures, not one metric"):
+        res.label("official")
+    with pytest.raises(tk.ParameterError, match="trec_eval's set of measures"):
+        tk.define_metric("official", lambda st: st.n, cutoff="none", summary="s", formula="f")
+
+
+def test_explaining_a_set_lists_its_metrics(capsys):
+    from topkeval.cli import main
+    from topkeval.metrics.trec import trec_set
+
+    text = tk.explain_metric("official")
+    assert text.endswith(": " + ", ".join(trec_set("official"))) and "set of 29 measures" in text
+    assert main(["metrics", "all_trec"]) == 0
+    assert "P_1000, recall_5" in capsys.readouterr().out
+
+
+def test_the_command_line_refuses_a_misspelt_set_in_one_line(tmp_path, capsys):
+    from topkeval.cli import main
+
+    run, qrels = _three_topics()
+    run.to_csv(tmp_path / "run.csv", index=False)
+    qrels.to_csv(tmp_path / "qrels.csv", index=False)
+    code = main(["evaluate", str(tmp_path / "run.csv"), "--qrels", str(tmp_path / "qrels.csv"), "--item", "item",
+                 "-m", "all_trek", "--conventions", "trec_eval"])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "Did you mean 'all_trec'" in err, err

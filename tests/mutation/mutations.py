@@ -388,6 +388,18 @@ _LIST: list[Mutation] = [
       "return DcgSpec(m.param(\"gain\"), \"log2\", conv.negative_grades == \"gain\")", REF),
     M("metrics/trec.py", "return ratio(st.bin_g_sum, st.R, conv.undefined)", "return ratio(st.bin_g_sum, st.rel_ret, conv.undefined)",
       f"{REF} {TREC_HAND}"),
+    # trec_eval's measure sets (all_trec, official, set): their members, default parameters and order
+    M("metrics/trec.py", "_MULTS = tuple(i / 5 for i in range(1, 11))", "_MULTS = tuple(i / 5 for i in range(1, 10))",
+      "tests/test_trec.py::test_trec_eval_sets_give_trec_eval_s_own_output"),
+    M("metrics/trec.py", '("success", ("success_1", "success_5", "success_10"))', '("success", ("success_1", "success_10"))',
+      "tests/test_trec.py::test_trec_eval_sets_give_trec_eval_s_own_output"),
+    M("metrics/trec.py", '"recip_rank", "iprec_at_recall", "P"}),', '"recip_rank", "P"}),', "tests/test_trec.py::test_trec_eval_sets_give_trec_eval_s_own_output"),
+    M("metrics/trec.py", '("num_nonrel_judged_ret", ("num_nonrel_judged_ret",)), ("rbp", ("rbp",)),',
+      '("rbp", ("rbp",)), ("num_nonrel_judged_ret", ("num_nonrel_judged_ret",)),', "tests/test_trec.py::test_trec_eval_sets_give_trec_eval_s_own_output"),
+    M("metrics/names.py", "if first == label or in_set or first in of_sets:", "if first == label or in_set:",
+      "tests/test_trec.py::test_a_trec_eval_set_beside_other_names_is_each_metric_alone"),
+    M("metrics/names.py", "                if not rest:  # trec_eval's all_trec", "                if rest:  # trec_eval's all_trec",
+      "tests/test_trec.py::test_set_like_names_that_are_no_set_are_refused_with_the_closest_name"),
     # the walk's inputs: ideal gains, the cells of a score matrix, the candidates without a judgment
     M("engine/rules.py", "keep = (gain > 0) & (count > 0)", "keep = count > 0", f"{REF} {TREC_HAND}"),
     M("engine/rules.py", "if judgments.zeros is not None and zero_gain > 0:", "if judgments.zeros is not None and zero_gain > 9:",

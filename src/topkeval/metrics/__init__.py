@@ -6,7 +6,8 @@ Nothing here reads data or ranks candidates: each function takes a
 in :data:`FAMILIES` (see :mod:`topkeval.metrics.registry`) by the module that defines it:
 ``setbased`` (top-k and whole-list set metrics, counts), ``rankbased`` (rr, ap, dcg, ndcg, rbp),
 ``judged`` (judged@k, bpref, iprec, iprec_avg, auc, err), ``trec`` (trec_eval's other measures:
-utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret)
+utility, gm_map, gm_bpref, Rprec_mult, binG, G, Rndcg, ndcg_rel, num_nonrel_judged_ret; and its measure
+sets, all_trec and official)
 and ``sequence`` (cwl_eval's C/W/L measures, compat, accuracy); ``pooled`` the ratios pooled over the
 queries of a click log (recall_micro, f1_micro, fbeta_micro: estimates from clicks).
 ``beyond`` registers the beyond-accuracy families (novelty, diversity, coverage...), which read

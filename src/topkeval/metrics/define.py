@@ -19,6 +19,7 @@ from ..errors import ParameterError, TopkevalError
 from ..params import Bool, Function, Options, Text, validate_params
 from . import names
 from .registry import DEFINED, FAMILIES, register
+from .trec import TREC_SETS, TREC_SETS_REFUSED
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _DEFINED = DEFINED  # the built-in families can never be replaced; these can (:func:`shipped` sends them)
@@ -144,6 +145,8 @@ def define_metric(name: str, function: Callable, *, cutoff: str = "required", ra
     if not _NAME.match(name):
         raise ParameterError(f"define_metric: the name {name!r} must be lowercase letters, digits and '_', starting "
                              "with a letter (it is written name@k in a metric list).")
+    if name in TREC_SETS or name in TREC_SETS_REFUSED:  # metrics="official" is the set
+        raise ParameterError(f"define_metric: {name!r} names trec_eval's set of measures; choose another name.")
     if name in FAMILIES and name not in _DEFINED:
         raise ParameterError(f"define_metric: {name!r} is a built-in metric; choose another name.")
     if name in FAMILIES and not replace:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..errors import TopkevalError, UnknownMetricError, closest
 from ..params import MetricName, validate_params
 from .registry import FAMILIES, Family, Param, format_value, is_unit
+from .trec import TREC_SETS, trec_set
 
 #: The largest cutoff accepted (a larger one could not be told from the whole list).
 MAX_CUTOFF = (1 << 40) - 1
@@ -177,10 +178,19 @@ def _unknown(text: str, why: str) -> UnknownMetricError:
     text = str(text)
     base = re.split(r"[@(.]", text, maxsplit=1)[0]
     rest = re.sub(r"\s*@\s*", "@", text[len(base):].strip())
+    if base.strip().lower() in TREC_SETS:  # all_trec@10: a set takes its measures' own cutoffs
+        return UnknownMetricError(f"Bad metric name {text!r}: {base.strip()!r} is trec_eval's set of measures, each at "
+                                  f"trec_eval's default cutoffs; it takes no cutoff or parameters. Name it alone "
+                                  f"({base.strip()!r}) and add other metrics beside it, as in "
+                                  f"[{base.strip()!r}, 'ndcg_cut_3'].")
     canon: list[str] = []
     families: set[str] = set()
     if not getattr(_SUGGESTING, "on", False):  # a suggestion being tried needs no suggestions of its own
-        for h in closest(base.strip(), list(_ALIASES)):  # the closest spelling of each family
+        for h in closest(base.strip(), [*_ALIASES, *TREC_SETS]):  # the closest spelling of each family, or set
+            if h in TREC_SETS:
+                if not rest:  # trec_eval's all_trec, named without a cutoff
+                    canon.append(h)
+                continue
             if _ALIASES[h][0] in families:
                 continue
             families.add(_ALIASES[h][0])
@@ -460,6 +470,10 @@ def parse_metric(text: str | Metric) -> Metric:
         return parse_metric("ir_measures:" + str(text))
     if not isinstance(text, str):
         raise UnknownMetricError(f"A metric name must be a string such as 'recall@10'. Got {text!r}.")
+    members = trec_set(text)
+    if members is not None:
+        raise UnknownMetricError(f"{text!r} is trec_eval's set of {len(members)} measures, not one metric: pass it as "
+                                 "metrics= (evaluate, parse_metrics), where it stands for its measures.")
     estimate = ESTIMATE.match(text)
     if estimate:  # recall@10[corrected:mle]: an estimate of a metric, named after both
         tag = estimate.group("estimate").lower()
@@ -652,6 +666,17 @@ def parse_metrics(metrics) -> list[Metric]:
 
     >>> [str(m) for m in parse_metrics(["P.5,10", "precision@5", "ndcg@3"])]
     ['precision@5', 'precision@10', 'ndcg@3']
+
+    trec_eval's measure sets expand first, where they stand, into their measures in trec_eval's
+    order, each named as trec_eval prints it (:func:`~topkeval.metrics.trec.trec_set`):
+    ``"official"`` (trec_eval without -m), ``"all_trec"`` (``-m all_trec``) and ``"set"``. They
+    leave out ``runid`` and ``relstring``, which are not numbers.
+
+    >>> official = parse_metrics("official")
+    >>> len(official), [str(m) for m in official[4:7]], str(official[-1])
+    (29, ['ap', 'gm_map', 'r_precision'], 'precision@1000')
+    >>> labelled_metrics(["official", "ndcg@3"])[0][-3:]
+    ('P_500', 'P_1000', 'ndcg@3')
     """
     out: list[Metric] = []
     for item in _items(metrics):
@@ -665,7 +690,9 @@ def labelled_metrics(metrics) -> tuple[tuple[str, ...], tuple[Metric, ...]]:
     """The metrics of a list of names, each with its column label: the name as written, blanks
     removed (``"P @ 10"`` is labelled ``"P@10"``; each cutoff of ``"P.5,10"`` as ``"P.5"``,
     ``"P.10"``), or a :class:`Metric`'s canonical name. A name given twice is kept once; one metric
-    under two names is refused, as it would be one column under two labels.
+    under two names is refused, as it would be one column under two labels, except that a metric of
+    a trec_eval set (``"all_trec"``) named again, by the set or apart, is kept once under its first
+    label (``["all_trec", "P@10"]`` has the one column ``P_10``).
 
     >>> labelled_metrics(["map", "P.5,10", "ndcg @ 3", "map"])[0]
     ('map', 'P.5', 'P.10', 'ndcg@3')
@@ -677,16 +704,20 @@ def labelled_metrics(metrics) -> tuple[tuple[str, ...], tuple[Metric, ...]]:
     """
     labels: list[str] = []
     out: list[Metric] = []
+    of_sets: set[str] = set()  # labels given by a trec_eval set ("all_trec"): a metric of a set named again is kept
     for item in _items(metrics):
+        in_set = trec_set(item) is not None
         for label, m in _expand(item):
             if m in out:
                 first = labels[out.index(m)]
-                if first == label:
+                if first == label or in_set or first in of_sets:
                     continue
                 raise UnknownMetricError(f"{first!r} and {label!r} are the same metric, {str(m)!r}: ask for it once "
                                          "(its column is labelled as you write it, and found by any of its names).")
             labels.append(label)
             out.append(m)
+            if in_set:
+                of_sets.add(label)
     return tuple(labels), tuple(out)
 
 
@@ -708,7 +739,11 @@ def _items(metrics) -> list:
 
 
 def _expand(item) -> list[tuple[str, Metric]]:
-    """``(label, metric)`` of each metric an item names (trec_eval's ``P.5,10`` names two)."""
+    """``(label, metric)`` of each metric an item names (trec_eval's ``P.5,10`` names two, its set
+    ``all_trec`` 98)."""
+    members = trec_set(item)
+    if members is not None:  # a set name expands before any other parsing
+        return [pair for name in members for pair in _expand(name)]
     if isinstance(item, str):
         t = _TREC_PARAM.match(item.strip())
         fam = FAMILIES[_ALIASES[t.group("name").lower()][0]] if t and t.group("name").lower() in _ALIASES else None
@@ -864,13 +899,19 @@ def explain_metric(name) -> str:
     -------
     str
         The canonical name, the definition, when the value is undefined, the tie rules it is computed
-        under, and the notes on other tools' meanings of the name.
+        under, and the notes on other tools' meanings of the name; for a trec_eval measure set
+        (``"official"``, ``"all_trec"``), the metrics it stands for.
 
     Examples
     --------
     >>> print(explain_metric("MAP@10").splitlines()[0])
     'MAP@10' is ap@10: average precision (TREC AP: the sum runs over relevant ranks <= k, divided by R)
     """
+    members = trec_set(name)
+    if members is not None:  # all_trec, official: what the set stands for
+        return (f"{name!r} is trec_eval's set of {len(members)} measures (trec_eval 10.0's, at its default parameters, "
+                f"in the order it prints them; runid and relstring, which are not numbers, left out): "
+                f"{', '.join(members)}")
     m = parse_metric(name)
     fam = m.info
     shown = name if isinstance(name, str) else str(name)

@@ -26,13 +26,16 @@ num_nonrel_judged_ret      judged non-relevant candidates retrieved (a grade >= 
 
 S(i) is the sum of the gains of the top i, C(i) the sum over ideal ranks j <= i of max(ideal gain
 of j, 1) (1 past the ideal gains). An undefined value takes ``conventions.undefined``.
+
+trec_eval's measure sets are here too: ``metrics="all_trec"``, ``"official"`` and ``"set"`` stand for
+the measures trec_eval 10.0 prints for that set, in its order and under its names (:func:`trec_set`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShortListError
+from ..errors import ShortListError, UnknownMetricError
 from .judged import DETERMINISTIC
 from .registry import DcgSpec, Param, format_value, register
 from .setbased import ratio
@@ -204,3 +207,103 @@ def ndcg_rel(st, m, conv):
 def num_nonrel_judged_ret(st, m, conv):
     return st.nonrel_judged.copy()
 
+
+
+# trec_eval's measure sets ------------------------------------------------------------------------------------------
+
+#: trec_eval 10's default cutoffs of P, recall, relative_P, ndcg_cut and map_cut (each ``m_*.c`` file's
+#: ``long_cutoff_array``)
+_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+#: ... the levels of iprec_at_recall (and of 11pt_avg, which is one number) and the multiples of Rprec_mult
+_LEVELS = tuple(i / 10 for i in range(11))
+_MULTS = tuple(i / 5 for i in range(1, 11))
+
+#: The measures of trec_eval 10.0's ``all_trec`` set in the order trec_eval computes and prints them (its
+#: array ``te_trec_measures`` of measures.c: the order of the measures, not of the set's list), each with the
+#: names trec_eval prints for it under its default parameters (``P_5`` ... ``P_1000``): the names of its
+#: output's first column, as its test outputs out.test (no -m) and out.test.a (-m all_trec) print them. A
+#: measure with no name is not a number: ``runid`` (the run's name, which the TREC output prints from the
+#: model's name) and ``relstring`` (per query, the relevance of the first ten documents as a string of
+#: digits). dcg, ideal_dcg and yaap are trec_eval measures outside every set (``-m dcg`` asks for one).
+TREC_EVAL_MEASURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("runid", ()), ("num_q", ("num_q",)), ("num_ret", ("num_ret",)), ("num_rel", ("num_rel",)),
+    ("num_rel_ret", ("num_rel_ret",)), ("map", ("map",)), ("gm_map", ("gm_map",)), ("Rprec", ("Rprec",)),
+    ("bpref", ("bpref",)), ("recip_rank", ("recip_rank",)),
+    ("iprec_at_recall", tuple(f"iprec_at_recall_{x:.2f}" for x in _LEVELS)),
+    ("P", tuple(f"P_{k}" for k in _CUTOFFS)), ("relstring", ()),
+    ("recall", tuple(f"recall_{k}" for k in _CUTOFFS)), ("infAP", ("infAP",)), ("gm_bpref", ("gm_bpref",)),
+    ("Rprec_mult", tuple(f"Rprec_mult_{x:.2f}" for x in _MULTS)), ("utility", ("utility",)),
+    ("11pt_avg", ("11pt_avg",)), ("binG", ("binG",)), ("G", ("G",)), ("ndcg", ("ndcg",)),
+    ("ndcg_rel", ("ndcg_rel",)), ("Rndcg", ("Rndcg",)), ("ndcg_cut", tuple(f"ndcg_cut_{k}" for k in _CUTOFFS)),
+    ("map_cut", tuple(f"map_cut_{k}" for k in _CUTOFFS)), ("relative_P", tuple(f"relative_P_{k}" for k in _CUTOFFS)),
+    ("success", ("success_1", "success_5", "success_10")), ("set_P", ("set_P",)),
+    ("set_relative_P", ("set_relative_P",)), ("set_recall", ("set_recall",)), ("set_map", ("set_map",)),
+    ("set_F", ("set_F",)), ("num_nonrel_judged_ret", ("num_nonrel_judged_ret",)), ("rbp", ("rbp",)),
+    ("rbp_resid", ("rbp_resid",)), ("unj", ("unj_5", "unj_10", "unj_20")),
+)
+
+#: trec_eval 10.0's measure sets that topkeval computes (measures.c's ``te_trec_measure_nicknames``), by the
+#: measures each holds: ``official``, what trec_eval prints without -m; ``set``, the measures of the
+#: retrieved set as a whole; ``all_trec``, every measure of the usual qrels.
+TREC_SETS: dict[str, frozenset[str]] = {
+    "official": frozenset({"runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                           "recip_rank", "iprec_at_recall", "P"}),
+    "set": frozenset({"runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
+                      "set_relative_P", "set_map", "set_F"}),
+    "all_trec": frozenset(measure for measure, _ in TREC_EVAL_MEASURES),
+}
+
+#: trec_eval's sets of measures topkeval does not compute, and why.
+TREC_SETS_REFUSED: dict[str, str] = {
+    "all_prefs": "its measures (prefs_simp, prefs_pair, prefs_avgjg, ...) read preference judgments (trec_eval -R "
+                 "prefs), which topkeval does not read",
+    "prefs": "its measures (prefs_simp, prefs_pair, prefs_avgjg, ...) read preference judgments (trec_eval -R "
+             "prefs), which topkeval does not read",
+    "qrels_jg": "its measures (map_avgjg, P_avgjg, Rprec_mult_avgjg) read judgments of several judges (trec_eval "
+                "-R qrels_jg), which topkeval does not read",
+}
+
+#: A printed name that topkeval reads otherwise: trec_eval's plain ``rbp`` is ``rbp_trec`` here (topkeval's
+#: ``rbp`` is Moffat and Zobel's, and needs its p); the set's column is labelled ``rbp_trec``, and the TREC
+#: output prints it ``rbp``.
+_LABELS = {"rbp": "rbp_trec"}
+
+
+def trec_set(name) -> tuple[str, ...] | None:
+    """The metric names a trec_eval measure set stands for, in trec_eval's order; None when ``name`` is
+    not the name of a set.
+
+    ``all_trec`` (``trec_eval -m all_trec``: every measure of the usual qrels), ``official`` (what
+    trec_eval prints without -m) and ``set`` (the measures of the whole retrieved list), case aside,
+    are each measure of trec_eval 10.0's set under its default parameters (``P`` is ``P_5`` ...
+    ``P_1000``), named as trec_eval prints it (those names are then the columns' labels), in the
+    order trec_eval prints them: 98 metrics for ``all_trec``, 29 for ``official``, 10 for ``set``
+    (:data:`TREC_EVAL_MEASURES`). The sets leave out ``runid`` and ``relstring``, which trec_eval
+    prints but which are not numbers (the run's name; per query, the relevance of the first ten
+    documents as text); the TREC output (``to_string("trec")``) prints the run's name on its
+    ``runid`` line itself. trec_eval's plain ``rbp`` is labelled ``rbp_trec`` (topkeval's ``rbp``
+    is Moffat and Zobel's and needs its p); the TREC output prints it ``rbp``.
+
+    Raises
+    ------
+    UnknownMetricError
+        For trec_eval's sets of preference measures (``all_prefs``, ``prefs``) and of several
+        judges' measures (``qrels_jg``): topkeval does not read those judgments.
+
+    Examples
+    --------
+    >>> trec_set("official")[:6], len(trec_set("all_trec")), trec_set("map")
+    (('num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'map', 'gm_map'), 98, None)
+    """
+    if not isinstance(name, str):
+        return None
+    key = name.strip().lower()
+    if key in TREC_SETS_REFUSED:
+        raise UnknownMetricError(f"{name!r} is trec_eval's set of measures that topkeval does not compute: "
+                                 f"{TREC_SETS_REFUSED[key]}. Use trec_eval for it; topkeval computes the sets "
+                                 f"{', '.join(repr(s) for s in TREC_SETS)}.")
+    members = TREC_SETS.get(key)
+    if members is None:
+        return None
+    return tuple(_LABELS.get(printed, printed) for measure, names in TREC_EVAL_MEASURES if measure in members
+                 for printed in names)
