@@ -84,9 +84,17 @@ def test_trec_lines_print_each_query_and_the_all_lines(res):
     only its all line: exp of the mean log), one num_q line, counts summed on the all line."""
     lines = [line.split() for line in res.to_string("trec", per_query=True).splitlines()]
     per_query = res.to_pandas().set_index(["model", "query"])
-    for model in res.models:
-        block = lines[[i for i, line in enumerate(lines) if line[0] == "runid"][res.models.index(model)]:]
-        block = block[: next((i for i, line in enumerate(block[1:], 1) if line[0] == "runid"), len(block))]
+    blocks: list[list] = []  # a model's block: its per-query lines, runid, num_q, its all lines (trec_eval's order)
+    for i, line in enumerate(lines):
+        if i == 0 or (line[1] != "all" and lines[i - 1][1] == "all"):
+            blocks.append([])
+        blocks[-1].append(line)
+    assert [next(line[2] for line in block if line[0] == "runid") for block in blocks] == res.models
+    for model, block in zip(res.models, blocks):
+        at = [line[0] for line in block].index("runid")
+        assert block[at + 1][0] == "num_q" and all(line[1] != "all" for line in block[:at])
+        queries = [line[1] for line in block[:at]]
+        assert queries == sorted(queries)  # trec_eval's order: query ids sorted as text
         assert [line for line in block if line[0] == "num_q"] == [["num_q", "all", "13"]]
         assert not [line for line in block if line[0] == "gm_map" and line[1] != "all"]
         for name, query, value in (line for line in block if line[0] not in ("runid", "num_q")):

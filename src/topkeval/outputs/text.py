@@ -579,7 +579,8 @@ def _trec_field(value, what: str) -> str:
 
 
 def trec_lines(res, per_query: bool) -> str:
-    """trec_eval-style lines: ``measure <tab> query-or-all <tab> value``, per-query lines first (-q).
+    """trec_eval-style lines: ``measure <tab> query-or-all <tab> value``, per-query lines first (-q),
+    queries in trec_eval's order (ids sorted as text), then runid and the ``all`` lines.
 
     num_ret, num_rel and num_rel_ret are summed over queries on the ``all`` line, as trec_eval does.
     gm_map and gm_bpref (per query, the log of a value) have an ``all`` line only: exp of their mean,
@@ -594,14 +595,16 @@ def trec_lines(res, per_query: bool) -> str:
     pq = res.to_pandas() if per_query or not hasattr(res.per_query, "toArrow") else None
     qn = res.query_name
     for model in res.models:
-        lines.append(f"{'runid':<22}\tall\t{_trec_field(model, 'run name')}")
         part = pq[pq["model"] == model] if pq is not None else None
         if part is not None and per_query:
-            for row in part.to_dict("records"):
+            # trec_eval's order: queries sorted by id as text (strcmp), those -c adds among them
+            rows = sorted(part.to_dict("records"), key=lambda row: _trec_field(row[qn], "query id"))
+            for row in rows:
                 query = _trec_field(row[qn], "query id")
                 for metric in metrics:
                     if not of(metric).info.geometric:  # trec_eval prints no per-query value of a geometric mean
                         lines.append(_trec_line(of(metric).trec_eval_name, query, row[metric], of(metric).info.summed))
+        lines.append(f"{'runid':<22}\tall\t{_trec_field(model, 'run name')}")  # as trec_eval: before num_q
         count = res.info["evaluated_per_model"][model]
         lines.append(f"{'num_q':<22}\tall\t{count}")
         for metric in metrics:
