@@ -169,6 +169,9 @@ def test_qrels_grades_are_integers(tmp_path):
     for grade in ("1_0", "1.5", "١", "0x10", "nan"):  # trec_eval's atol would read 1, 1, 0, 0, 0
         with pytest.raises(tk.DataError, match="line 2: the grade .* is not an integer"):
             tk.read_qrels(_write(tmp_path / "q.txt", f"q1 0 d0 1\nq1 0 d1 {grade}\n"))
+    for grade in ("9007199254740993", "1e300"):  # integers, but past those a float64 holds exactly
+        with pytest.raises(tk.DataError, match="line 2: the grade .* is beyond 2\\*\\*53"):
+            tk.read_qrels(_write(tmp_path / "q.txt", f"q1 0 d0 1\nq1 0 d1 {grade}\n"))
     for grade in ("1e0", "1.0", "+1", "-1"):  # whole numbers: the value atol reads too (0 for -0)
         frame = tk.read_qrels(_write(tmp_path / "q.txt", f"q1 0 d0 1\nq1 0 d1 {grade}\n"))
         assert frame["relevance"].tolist() == [1, int(float(grade))]
@@ -629,3 +632,19 @@ def test_rows_read_count_every_models_own_rows(tmp_path):
     (tmp_path / "qrels").write_text("1 0 1 1\n2 0 1 1\n")
     runs = tk.evaluate([tmp_path / "a.run", tmp_path / "b.run"], qrels=tmp_path / "qrels", metrics=["P@1"])
     assert runs.info["rows"] == 5
+
+
+def test_trec_files_whose_query_column_is_named_like_a_result_column_are_told_to_pass_query(tmp_path):
+    """TREC files have no column to rename: the refusal of query='model' says to pass another query=."""
+    run = _write(tmp_path / "r.txt", "q1 Q0 d1 1 0.5 r\nq2 Q0 d1 1 0.5 r\n")
+    qrels = _write(tmp_path / "q.txt", "q1 0 d1 1\nq2 0 d1 1\n")
+    with pytest.raises(tk.ParameterError, match="for TREC files .* pass query='query'"):
+        tk.evaluate(run, qrels=qrels, metrics=["P@1"], query="model")
+
+
+def test_the_top_n_warning_names_the_metric_as_the_user_wrote_it():
+    """The warning that a log of each query's top N cannot know R names the metric under the user's label."""
+    log = pd.DataFrame({"query": np.repeat([1, 2], 3), "item": np.tile([1, 2, 3], 2), "relevance": [1, 0, 0, 0, 1, 0],
+                        "score": [3.0, 2, 1, 3, 2, 1]})
+    with pytest.warns(tk.TopkevalWarning, match="ndcg_cut_2 counts only"):
+        tk.evaluate(log, ["ndcg_cut_2"], item="item")

@@ -368,3 +368,17 @@ def test_cwl_eval_measures_and_columns_equal_cwl_eval(seed, tmp_path, monkeypatc
             for column, theirs in zip(columns, measure.get_scores()):
                 assert pq.loc[q, res.label(named(name, column))] == pytest.approx(theirs, rel=1e-9, abs=1e-12), (
                     name, column, q)
+
+
+def test_results_labelled_by_ir_measures_measures_read_back_from_their_per_query_table():
+    """evaluate labels an ir_measures measure's column with its own spelling (RBP is RBP(p=0.8)); the
+    per-query table reads back as the same metrics (ir_measures' spelling where topkeval's fails)."""
+    ir = pytest.importorskip("ir_measures")
+    rng = np.random.default_rng(0)
+    log = pd.DataFrame({"query": np.repeat(np.arange(30), 10), "item": np.tile(np.arange(10), 30),
+                        "relevance": rng.integers(0, 3, 300), "score": rng.random(300)}).iloc[:-1]  # lists of 9, 10
+    res = tk.evaluate(log, [ir.RBP(p=0.8), ir.RBP(p=0.8, rel=2), ir.nDCG @ 5], item="item")
+    back = tk.Results.from_per_query(res.per_query)
+    assert back.metrics == res.metrics
+    assert [back.evaluation.metric(m) for m in back.metrics] == [res.evaluation.metric(m) for m in res.metrics]
+    pd.testing.assert_frame_equal(back.summary, res.summary)

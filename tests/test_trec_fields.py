@@ -360,3 +360,12 @@ def test_qrels_the_compiled_reader_gives_up_are_read_apart_as_before(tmp_path, m
 
 
 _split = trec._split
+
+
+def test_an_exponent_of_seven_digits_is_read_by_float():
+    """An exponent past the reader's own (7 digits and more) goes to float(), which reads it whatever
+    its size: a million zeros after the point bring 1e1999995 back to 10000."""
+    texts = ["0." + "0" * 1999990 + "1e1999995", "1e-1000000", "5e0000001", "1e+0000000000000000000022"]
+    raw = "".join(f"q Q0 d{i} 1 {t} r\n" for i, t in enumerate(texts)).encode()
+    got = fields.split_fields(raw, [4], [True], 6, 6)
+    assert got[1][0].tolist() == [float(t) for t in texts] == [10000.0, 0.0, 50.0, 1e22]

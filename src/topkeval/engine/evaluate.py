@@ -223,7 +223,7 @@ def warn_if_truncated(plan: Plan, queries: int, fewest: int, most: int) -> None:
     counts relevant items outside the list (the registry's ``needs_all_relevant``: it divides by R,
     or ranks the relevant items ideally): a log of each query's top N recommendations alone cannot
     know the relevant items outside it."""
-    uses_r = [m for m in plan.metrics if FAMILIES[m.family].needs_all_relevant]
+    uses_r = [label for m, label in zip(plan.metrics, plan.labels) if FAMILIES[m.family].needs_all_relevant]
     if queries >= 2 and uses_r and fewest == most:
         warn(f"Every query has exactly {plural(fewest, 'candidate')}. If these are each query's top {fewest} "
              f"recommendations, {uses_r[0]} counts only the relevant items among them, not all relevant items (R is "

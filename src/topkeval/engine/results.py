@@ -254,8 +254,9 @@ def check_result_names(query: str, by: Sequence[str], weight: str | None, metric
     if clash:
         what = "a metric" if clash not in QUERY_TAKEN else f"the column {clash!r} of per_query or Results.diff"
         raise ParameterError(f"The query column is called {clash!r}, which is also the name of {what}: the results "
-                             f"could not hold both. Rename the column (for pandas: "
-                             f"df.rename(columns={{{clash!r}: 'query'}})) and pass query='query'.")
+                             f"could not hold both. Name it otherwise: for a table, rename the column (for pandas: "
+                             f"df.rename(columns={{{clash!r}: 'query'}})) and pass query='query'; for TREC files (whose "
+                             "query column query= names), pass query='query'.")
     taken = sorted({n for n in by if n in RESERVED or n in metric_names or _metric_name(n)}
                    | ({weight} if weight and (weight == "model" or weight in metric_names or _metric_name(weight))
                       else set()))
@@ -266,11 +267,15 @@ def check_result_names(query: str, by: Sequence[str], weight: str | None, metric
 
 
 def _parsed(name: str) -> Metric | None:
-    """The metric a column label of a table read back names (None for a label that is no metric name)."""
-    try:
-        return parse_metric(name)
-    except TopkevalError:
-        return None
+    """The metric a column label of a table read back names (None for a label that is no metric name):
+    a topkeval name, else ir_measures' spelling, under which evaluate labels the columns of the
+    ir_measures measures it is given (``RBP`` is ``RBP(p=0.8)``, whose topkeval ``rbp`` needs a p)."""
+    for text in (name, "ir_measures:" + name):
+        try:
+            return parse_metric(text)
+        except TopkevalError:
+            continue
+    return None
 
 
 def _metric_name(name: str) -> bool:

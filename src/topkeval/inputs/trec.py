@@ -361,6 +361,9 @@ def read_qrels(path) -> pd.DataFrame:
                        "swapped") if len(f) == 6 and f[1].upper() == "Q0" else ""
             raise _bad(path, number, f"a qrels line needs 4 fields (query iteration item grade){swapped}", f)
         grade = float(f[3]) if _NUMBER.fullmatch(f[3]) else math.nan
+        if math.isfinite(grade) and grade == math.floor(grade) and abs(grade) >= 2**53:
+            raise _bad(path, number, f"the grade {f[3]!r} is beyond 2**53, past the integers a float64 holds "
+                                     "exactly: use grades of ordinary size", f)
         if not (abs(grade) < 2**53 and grade == math.floor(grade)):
             raise _bad(path, number, f"the grade {f[3]!r} is not an integer (trec_eval would read only its "
                                      "leading digits)", f)

@@ -206,13 +206,18 @@ def _number(buf, s, e, powers, fives):
             i += 1
         written = 0
         power = 0
+        long_power = False
         while i < e and 48 <= buf[i] <= 57:
             if power < 100_000:
                 power = power * 10 + (int(buf[i]) - 48)
+            else:  # an exponent of 7 digits or more: float() (a million zeros may bring it back into range)
+                long_power = True
             written += 1
             i += 1
         if written == 0:
             return _BAD, 0.0
+        if long_power:
+            exact = False
         exponent += sign * power
     if i != e:
         return _BAD, 0.0
