@@ -29,31 +29,72 @@ def default_threads() -> int:
 
 
 def run_parallel(fn, tasks, workers: int | None = None) -> list:
-    """``[fn(t) for t in tasks]``, the tasks spread over the shared pool (in order of ``tasks``).
+    """``[fn(t) for t in tasks]``, the tasks spread over the calling thread and the shared pool (results
+    in order of ``tasks``).
 
-    The pool has ``default_threads()`` workers, or ``workers`` when more are asked for; extra
-    tasks wait in its queue. A single task runs in the calling thread, and so do the subtasks of a
-    task that itself calls ``run_parallel`` (the pool is never waited on from inside the pool, which
-    could deadlock).
+    The calling thread works too: it and the pool's threads (up to one fewer than the tasks) take the
+    tasks in order, each the next one not yet taken, until none is left; the call returns once every
+    task is done. So a pool thread that is slow to wake (a busy machine, a virtual CPU descheduled)
+    costs nothing: the caller takes its tasks, and at worst runs them all, as one thread would. A
+    single task runs in the calling thread, and so do the subtasks of a task that itself calls
+    ``run_parallel`` (the pool is never waited on from inside the pool, which could deadlock). An
+    exception of a task is raised once every task has ended (the first in task order).
     """
     tasks = list(tasks)
     if len(tasks) <= 1 or getattr(_inside, "flag", False):
         return [fn(t) for t in tasks]
+    n = len(tasks)
+    results: list = [None] * n
+    errors: list = [None] * n
+    state = {"next": 0, "done": 0}
+    cond = threading.Condition()
+    # the work, emptied once done: a pool thread that wakes after the tasks are all taken finds nothing,
+    # and holds no reference to them (to the memory map of a file read, say, closed by the caller)
+    box = [fn, tasks]
 
-    def wrapped(t):
+    def work() -> None:
+        was = getattr(_inside, "flag", False)
         _inside.flag = True
         try:
-            return fn(t)
+            while True:
+                with cond:
+                    i = state["next"]
+                    if i >= n:
+                        return
+                    state["next"] = i + 1
+                    call, items = box
+                try:
+                    results[i] = call(items[i])
+                except BaseException as exc:  # raised by the caller, once every task has ended
+                    errors[i] = exc
+                with cond:
+                    state["done"] += 1
+                    if state["done"] == n:
+                        cond.notify_all()
         finally:
-            _inside.flag = False
+            _inside.flag = was
 
     # submitting under the lock: a call from another thread that needs a larger pool replaces it
     # (and shuts the old one down) only between submissions, never between getting the pool and
     # submitting to it; tasks already submitted finish on the old pool
-    with _LOCK:
-        pool = _pool(max(default_threads(), workers or 0))
-        futures = [pool.submit(wrapped, t) for t in tasks]
-    return [f.result() for f in futures]
+    helpers = min(n - 1, max(default_threads(), workers or 0) - 1)
+    if helpers > 0:
+        with _LOCK:
+            pool = _pool(max(default_threads(), workers or 0))
+            for _ in range(helpers):
+                pool.submit(work)
+    work()
+    with cond:
+        while state["done"] < n:
+            cond.wait()
+        box.clear()
+        out, failed = list(results), [exc for exc in errors if exc is not None]
+        results.clear()  # the late pool thread's view of them: empty too
+        errors.clear()
+    del fn, tasks
+    if failed:
+        raise failed[0]
+    return out
 
 
 _inside = threading.local()
