@@ -709,6 +709,27 @@ def test_trec_eval_sets_give_trec_eval_s_own_output(shared_dir, expected, qrels,
         assert got == value, (measure, got, value)
 
 
+def test_the_command_line_of_trec_eval_s_measure_parameters_test_gives_its_numbers(shared_dir, capsys):
+    """The -m arguments of trec_eval's own out.test.meas_params command, as written there (ndcg_cut.10,20,23.4
+    included: trec_eval reads the cutoff 23.4 as 23), give every number of that file (-q)."""
+    from topkeval.cli import main
+
+    base = shared_dir / "conformance" / "trec_eval"
+    flags = ["iprec_at_recall..10,.20,.25,.75,.50", "P.5,7,3", "recall.20,2000", "Rprec_mult.5.0,0.2,0.35",
+             "utility.2,-1,0,0", "11pt_avg..25,.5,.75", "ndcg.1=3,2=9,4=4.5", "ndcg_cut.10,20,23.4", "success.2,5,20"]
+    code = main(["evaluate", "--qrels", str(base / "qrels.test"), "--run", str(base / "results.test"), "--conventions",
+                 "trec_eval", "--format", "trec", "--per-query"] + [arg for flag in flags for arg in ("-m", flag)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+
+    def numbers(text):
+        return {(_numbers_as_values(m), q): v for m, q, v in (line.split() for line in text.splitlines())
+                if m not in ("runid", "num_q")}
+
+    theirs = numbers((base / "out.test.meas_params").read_text())
+    assert numbers(out) == theirs and len(theirs) >= 80
+
+
 def test_the_command_line_s_trec_eval_sets_print_trec_eval_s_output(shared_dir, capsys):
     """topkeval evaluate -m all_trec (-m official) --format trec prints trec_eval's own output file,
     every line, in order (runid included: without -q trec_eval prints it first too)."""
@@ -837,3 +858,14 @@ def test_the_command_line_refuses_a_misspelt_set_in_one_line(tmp_path, capsys):
                  "-m", "all_trek", "--conventions", "trec_eval"])
     out, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "Did you mean 'all_trec'" in err, err
+
+
+@pytest.mark.parametrize("name,pattern", [
+    ("rbp", "rbp_trec"),  # trec_eval's rbp: a trec_eval user types it first
+    ("relstring.20", "holds no number"), ("runid", "holds no number"),
+    ("ndcg_cut.x", r"whole-number cutoffs x, as in 'ndcg_cut\.10'"), ("P.5,-3", "whole-number cutoffs"),
+])
+def test_trec_eval_names_topkeval_does_not_take_are_refused_saying_why(name, pattern):
+    with pytest.raises(tk.UnknownMetricError, match=pattern):
+        tk.evaluate(pd.DataFrame({"query": [1, 1], "item": [1, 2], "relevance": [1, 0], "score": [2.0, 1.0]}), [name],
+                    item="item", conventions="trec_eval")

@@ -101,6 +101,10 @@ _TREC_CUTOFF = re.compile(r"^(?P<name>[A-Za-z_]+?)_(?P<k>[0-9]+)$")  # P_10, rec
 _TREC_PARAM = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_]*)\.(?P<value>\S+)$")  # P.10, set_F.0.5, 11pt_avg..25,.5
 _TREC_PRINTED_GAINS = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*)_(?P<value>[0-9.+-]+=\S+)$")  # ndcg_1=3,2=9
 _DIGITS = re.compile(r"[0-9]+")
+#: trec_eval's output lines that are not numbers
+_TREC_STRINGS = {"runid": "the run's name", "relstring": "each topic's first documents' relevance, as digits"}
+#: a cutoff written with decimals in trec_eval's form (ndcg_cut.23.4, in its own tests): it reads the leading digits
+_TREC_DECIMAL_CUT = re.compile(r"[0-9]+\.[0-9]*")
 #: trec_eval's printed names of parameters other than a cutoff: Rprec_mult_0.20, utility_2,-1,0,0, 11pt_avg_.25,.5
 _TREC_PRINTED_PARAMS = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_]*?)_(?P<value>[0-9.+-][0-9.,+-]*)$")
 _TREC_FRACTION = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_]*?)_(?P<value>[01]\.[0-9]+)$")  # iprec_at_recall_0.50
@@ -358,7 +362,8 @@ def _parse_params(fam: Family, params: str | None, preset: tuple, full: str) -> 
     for p in fam.params + GENERIC:
         if p.name not in values:
             if p.required:
-                raise _bad(full, fam, f"{fam.name} needs a parameter")
+                trec = " (trec_eval's rbp, the p of its -m rbp.p=0.8, is rbp_trec)" if fam.name == "rbp" else ""
+                raise _bad(full, fam, f"{fam.name} needs a parameter{trec}")
             continue
         if values[p.name] != p.default:
             out.append((p.name, values[p.name]))
@@ -400,6 +405,11 @@ def _trec_param(name: str, value: str, full: str):
         return fam, None, ((unit[0].name, float("0." + value)),)
     if fam.cutoff != "none" and _DIGITS.fullmatch(value):
         return fam, value, ()
+    if fam.cutoff != "none" and _TREC_DECIMAL_CUT.fullmatch(value):  # trec_eval reads 23.4 as 23, its leading digits
+        return fam, value.split(".")[0], ()
+    if fam.cutoff != "none":
+        raise UnknownMetricError(f"Bad metric name {full!r}: trec_eval's form {name}.x takes whole-number cutoffs "
+                                 f"x, as in '{name}.10' (or '{name}.5,10,20' in a list); got {value!r}.")
     raise _bad(full, fam, f"trec_eval's form {name}.{value} is not understood here; write it")
 
 
@@ -474,6 +484,11 @@ def parse_metric(text: str | Metric) -> Metric:
     if members is not None:
         raise UnknownMetricError(f"{text!r} is trec_eval's set of {len(members)} measures, not one metric: pass it as "
                                  "metrics= (evaluate, parse_metrics), where it stands for its measures.")
+    head = re.split(r"[@(._]", text.strip(), maxsplit=1)[0].lower()
+    if head in _TREC_STRINGS:  # runid, relstring.20
+        raise UnknownMetricError(f"{text!r} is a line trec_eval prints that holds no number ({_TREC_STRINGS[head]}), so "
+                                 "it is no metric here: the TREC output (--format trec) prints runid from the model's "
+                                 "name.")
     estimate = ESTIMATE.match(text)
     if estimate:  # recall@10[corrected:mle]: an estimate of a metric, named after both
         tag = estimate.group("estimate").lower()
@@ -752,11 +767,12 @@ def _expand(item) -> list[tuple[str, Metric]]:
             if len(found) > 1:
                 return [(label_of(f"{t.group('name')}.{v.strip()}"), _finish(fam, None, p, item))
                         for v, p in zip(t.group("value").split(","), found)]
-        if t and "," in t.group("value") and (all(_DIGITS.fullmatch(v.strip()) for v in t.group("value").split(","))
-                                              or _fraction_family(t.group("name")) is not None):
+        cuts = t.group("value").split(",") if t else []
+        if t and "," in t.group("value") and (all(_DIGITS.fullmatch(v.strip()) or _TREC_DECIMAL_CUT.fullmatch(v.strip())
+                                                  for v in cuts) or _fraction_family(t.group("name")) is not None):
             # P.5,10; iprec_at_recall.0.10,0.20: one metric per value
             return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
-                    for v in t.group("value").split(",")]
+                    for v in cuts]
     return [(label_of(item) if isinstance(item, (str, Metric)) else label_of(str(item)), parse_metric(item))]
 
 
