@@ -1234,3 +1234,21 @@ def test_ci_refusals_name_the_flags_given(tmp_path, capsys):
     assert "use --interval bootstrap" in err and "--method" not in err
     code, out, err = run(base + ["--by", "seg"], capsys)
     assert code == 2 and err.count("\n") == 1 and "would leave out the segments of --by" in err
+
+
+@pytest.mark.parametrize("queries", [3, 40])
+def test_compare_on_few_queries_says_its_numbers_are_rough(tmp_path, capsys, queries):
+    """Fewer than 20 paired queries: a note says the tests and intervals hold their level only roughly, and
+    (permutation test) the smallest p-value n queries allow; none on more queries."""
+    rng = np.random.default_rng(3)
+    n = queries * 10
+    path = tmp_path / "log.csv"
+    pd.DataFrame({"query": np.repeat(np.arange(queries), 10), "item": np.tile(np.arange(10), queries),
+                  "relevance": rng.integers(0, 2, n), "a": rng.random(n), "b": rng.random(n)}).iloc[:-1].to_csv(path)
+    code = main(["compare", str(path), "--item", "item", "--score", "a", "--score", "b", "--baseline", "a", "-m",
+                 "ndcg@5", "--test", "permutation"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    note = "only 3 paired queries: tests and intervals on fewer than 20 hold their level only roughly"
+    assert (note in out) == (queries == 3)
+    assert ("cannot give a p-value below 0.25" in out) == (queries == 3)

@@ -853,10 +853,29 @@ def _compare(args, out) -> int:
                                                  else None)) for c in ("p_value", "p_adjusted")}
     title = (f"vs {report.visible(args.baseline)}: {args.test} test, {report.correction_text(args.correction)} "
              f"correction, {args.confidence:.0%} {'' if args.interval is None else interval + ' '}intervals")
+    notes = report.info_lines(res.info, res.evaluation.metric_objects) + _few_queries_note(table, args.test)
     _write(out, args.format, formats.Document([formats.Block(table, title=title, formats=p_text, shown=shown)],
-                                              notes=report.info_lines(res.info, res.evaluation.metric_objects),
-                                              payload={"comparison": report.records(table), "info": res.info}))
+                                              notes=notes, payload={"comparison": report.records(table), "info": res.info}))
     return 0
+
+
+#: Fewer paired queries than this: a comparison's tests and intervals hold their level only roughly
+FEW_QUERIES = 20
+
+
+def _few_queries_note(table, test: str) -> list[str]:
+    """A note under a comparison of fewer than :data:`FEW_QUERIES` paired queries: its tests and intervals
+    hold their level only roughly there (docs: how-to/compare, "Few queries"), and a permutation test
+    of n queries cannot give a p-value below 2 / 2**n."""
+    counts = table["n_queries"].dropna() if "n_queries" in table.columns else []
+    if not len(counts) or int(counts.min()) >= FEW_QUERIES:
+        return []
+    n = int(counts.min())
+    floor = f"; a permutation test of {n} queries cannot give a p-value below {2 / 2 ** n:.2g}" \
+        if test == "permutation" and n < 12 else ""
+    return [f"only {n} paired {'query' if n == 1 else 'queries'}: tests and intervals on fewer than {FEW_QUERIES} hold "
+            f"their level only roughly (an interval may exclude 0 where the p-value does not reject){floor}; see "
+            "the how-to on comparing models, 'Few queries'"]
 
 
 def _bias(args, out) -> int:
