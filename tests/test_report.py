@@ -894,3 +894,14 @@ def test_click_sized_report_in_chromium_keeps_its_figures_inside(tmp_path):
             browser.close()
     assert not errors, errors
     assert len(outside) >= 6 and not any(outside), outside
+
+
+def test_curves_are_titled_as_the_tables_spell_their_metrics(tmp_path):
+    """map@10 and mrr@10 (aliases of ap and rr) give curves titled map@k and mrr@k, as the tables say."""
+    rng = np.random.default_rng(0)
+    log = pd.DataFrame({"query": np.repeat(np.arange(30), 10), "item": np.tile(np.arange(10), 30),
+                        "relevance": rng.integers(0, 2, 300), "a": rng.random(300), "b": rng.random(300)}).iloc[:-1]
+    res = tk.evaluate(log, ["map@10", "mrr@10", "recall@5"], score=["a", "b"], item="item")
+    text = Path(res.report(tmp_path / "r.html")).read_text()
+    captions = re.findall(r"<figcaption>([^<]*)@k for k", text)
+    assert captions == ["map", "mrr", "recall"]

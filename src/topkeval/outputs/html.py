@@ -189,8 +189,9 @@ def _figures(res, baseline, model, metrics, curve_frame, diffs, notes) -> tuple[
     curves_html = []
     if curve_frame is not None:
         for fam in dict.fromkeys(curve_frame["metric"]):
-            fig = plots.plot_curve(res, fam, data=curve_frame[curve_frame["metric"] == fam], ax=axes())
-            curves_html.append(f"<figure>{plots.svg(fig)}<figcaption>{esc(fam)}@k for k = "
+            shown = _spelled(res, fam)
+            fig = plots.plot_curve(res, shown, data=curve_frame[curve_frame["metric"] == fam], ax=axes())
+            curves_html.append(f"<figure>{plots.svg(fig)}<figcaption>{esc(shown)}@k for k = "
                                f"{int(curve_frame['k'].min())}..{int(curve_frame['k'].max())}</figcaption></figure>")
     deltas_html = []
     for metric in metrics:
@@ -749,3 +750,13 @@ def write_report(res, path, baseline: str | None = None, *, overwrite: bool = Fa
     target = check_output_path(path, overwrite=overwrite, owner="report")  # before the work, not after
     page = report_html(res, baseline, **options)
     return write_text(target, page, overwrite=overwrite, owner="report")
+
+
+def _spelled(res, family: str) -> str:
+    """A curve's family as the user spelled it in the tables (``map`` for ``map@10``, an alias of ap):
+    the name before ``@`` of a column of that family without parameters, else the family."""
+    for label in res.metrics:
+        metric = res.evaluation.metric(label)
+        if metric.family == family and not metric.params and not metric.estimate and "@" in label:
+            return label.rsplit("@", 1)[0]
+    return family
