@@ -1251,4 +1251,4 @@ def test_compare_on_few_queries_says_its_numbers_are_rough(tmp_path, capsys, que
     assert code == 0, err
     note = "only 3 paired queries: tests and intervals on fewer than 20 hold their level only roughly"
     assert (note in out) == (queries == 3)
-    assert ("cannot give a p-value below 0.25" in out) == (queries == 3)
+    assert ("test of 3 queries cannot give a p-value below 0.25" in out) == (queries == 3)

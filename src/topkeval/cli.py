@@ -871,8 +871,8 @@ def _few_queries_note(table, test: str) -> list[str]:
     if not len(counts) or int(counts.min()) >= FEW_QUERIES:
         return []
     n = int(counts.min())
-    floor = f"; a permutation test of {n} queries cannot give a p-value below {2 / 2 ** n:.2g}" \
-        if test == "permutation" and n < 12 else ""
+    smallest = stattests.TESTS[test].smallest_p(n) if test in stattests.TESTS else None
+    floor = f"; the {test} test of {n} queries cannot give a p-value below {smallest:.2g}" if smallest else ""
     return [f"only {n} paired {'query' if n == 1 else 'queries'}: tests and intervals on fewer than {FEW_QUERIES} hold "
             f"their level only roughly (an interval may exclude 0 where the p-value does not reject){floor}; see "
             "the how-to on comparing models, 'Few queries'"]

@@ -75,6 +75,15 @@ class StatTest:
         """Whether its p-value is a Monte Carlo count (its floor ``1 / (1 + n_resamples)``)."""
         return self.draws is not None
 
+    def smallest_p(self, n: int) -> float | None:
+        """The smallest two-sided p-value the test can give on ``n`` paired queries, where that is small
+        enough to matter: the sign flips of ``n`` queries give ``2 / 2**n`` (0.25 on 3 queries).
+
+        >>> TESTS["permutation"].smallest_p(3), TESTS["t"].smallest_p(3)
+        (0.25, None)
+        """
+        return 2.0 / 2.0 ** n if self.draws == "sign flips" and n < 12 else None
+
 
 #: Every test, in the order the choices are offered; the first of each scope is its default.
 TESTS: dict[str, StatTest] = {t.name: t for t in (

@@ -768,8 +768,10 @@ def _expand(item) -> list[tuple[str, Metric]]:
                 return [(label_of(f"{t.group('name')}.{v.strip()}"), _finish(fam, None, p, item))
                         for v, p in zip(t.group("value").split(","), found)]
         cuts = t.group("value").split(",") if t else []
-        if t and "," in t.group("value") and (all(_DIGITS.fullmatch(v.strip()) or _TREC_DECIMAL_CUT.fullmatch(v.strip())
-                                                  for v in cuts) or _fraction_family(t.group("name")) is not None):
+        decimal = fam is not None and fam.cutoff != "none"  # trec_eval's ndcg_cut.10,23.4: cutoffs, 23.4 read as 23
+        if t and "," in t.group("value") and (all(_DIGITS.fullmatch(v.strip())
+                                                  or (decimal and _TREC_DECIMAL_CUT.fullmatch(v.strip())) for v in cuts)
+                                              or _fraction_family(t.group("name")) is not None):
             # P.5,10; iprec_at_recall.0.10,0.20: one metric per value
             return [(label_of(f"{t.group('name')}.{v.strip()}"), parse_metric(f"{t.group('name')}.{v.strip()}"))
                     for v in cuts]
