@@ -867,10 +867,11 @@ def _few_queries_note(table, test: str) -> list[str]:
     """A note under a comparison of fewer than :data:`FEW_QUERIES` paired queries: its tests and intervals
     hold their level only roughly there (docs: how-to/compare, "Few queries"), and a permutation test
     of n queries cannot give a p-value below 2 / 2**n."""
-    counts = table["n_queries"].dropna() if "n_queries" in table.columns else []
-    if not len(counts) or int(counts.min()) >= FEW_QUERIES:
+    if "n_queries" not in table.columns or not table["n_queries"].notna().any():
         return []
-    n = int(counts.min())
+    n = int(table["n_queries"].min())
+    if n >= FEW_QUERIES:
+        return []
     smallest = stattests.TESTS[test].smallest_p(n) if test in stattests.TESTS else None
     floor = f"; the {test} test of {n} queries cannot give a p-value below {smallest:.2g}" if smallest else ""
     return [f"only {n} paired {'query' if n == 1 else 'queries'}: tests and intervals on fewer than {FEW_QUERIES} hold "
