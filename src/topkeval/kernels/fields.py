@@ -293,7 +293,7 @@ def _tokens(buf, lo, hi, keep, numeric, slots, least, most, powers, fives, base,
                 c = buf[i]
                 if c <= 32 or c >= 127:
                     break
-                tag = (tag << 8) | int(c)
+                tag = ((tag & 0xFFFFFFFFFFFFFF) << 8) | int(c)  # its last 8 bytes (interpreted: no growing integer)
                 i += 1
             if field == 0 and buf[start] == 35:  # "#": a comment line, skipped to its end
                 comment = True
