@@ -38,6 +38,7 @@ qrels, read before it).
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import numpy as np
@@ -620,6 +621,17 @@ def _scratch(size: int) -> np.ndarray:
         if _SPARE and _SPARE[0].size >= size:
             return _SPARE.pop()
     return np.empty(size, np.int64)
+
+
+def _reset_in_child() -> None:
+    """After a fork: a lock another thread held would stay held in the child; the spare is not needed."""
+    global _SPARE_LOCK
+    _SPARE_LOCK = threading.Lock()
+    _SPARE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
 
 
 def _keep(flat: np.ndarray) -> None:
