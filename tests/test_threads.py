@@ -41,3 +41,48 @@ def test_threads_do_not_change_results():
     one = tk.evaluate(log, metrics=metrics, threads=1).per_query
     many = tk.evaluate(log, metrics=metrics, threads=3).per_query
     np.testing.assert_array_equal(one[metrics].to_numpy(), many[metrics].to_numpy())
+
+
+def test_run_parallel_gives_results_in_task_order_raises_the_first_error_and_keeps_no_task():
+    """The caller and the pool take tasks in turn: results come in task order, a task's nested call runs
+    in its own thread, the first failing task's error is raised once all have ended, and nothing of the
+    tasks is held after the call (a pool thread waking late finds none)."""
+    import gc
+    import threading
+    import time
+    import weakref
+
+    from topkeval.kernels.threads import run_parallel
+
+    def slow_square(x):
+        time.sleep(0.001 * (x % 3))
+        inner = run_parallel(lambda y: (y, threading.get_ident()), [x, x + 1])
+        assert {ident for _, ident in inner} == {threading.get_ident()}  # nested: in the task's own thread
+        return x * x
+
+    assert run_parallel(slow_square, range(40), workers=4) == [x * x for x in range(40)]
+    ended = []
+
+    def fails(x):
+        time.sleep(0.002)
+        ended.append(x)
+        if x in (5, 7):
+            raise ValueError(f"task {x}")
+        return x
+
+    try:
+        run_parallel(fails, range(12), workers=3)
+    except ValueError as exc:
+        assert str(exc) == "task 5" and sorted(ended) == list(range(12))
+    else:
+        raise AssertionError("no error raised")
+
+    class Task:
+        pass
+
+    task = Task()
+    ref = weakref.ref(task)
+    run_parallel(lambda t: None, [task, Task()], workers=2)
+    del task
+    gc.collect()
+    assert ref() is None
