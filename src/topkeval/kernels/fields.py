@@ -472,13 +472,7 @@ def _hash(buf, words, segments, bits, state, codes, table, tags, keys, offsets, 
                 if word > 0:
                     size = _size(word)
                 if 2 * (n + 1) > (1 << bits) or n + 2 > offsets.shape[0] or fill + size > data.shape[0]:
-                    state[0] = s
-                    state[1] = col
-                    state[2] = out
-                    state[3] = n
-                    state[4] = fill
-                    state[5] = previous
-                    state[6] = _GROW
+                    _save(state, s, col, out, n, fill, previous, _GROW)
                     return
                 if word > 0:
                     for t in range(size):
@@ -499,13 +493,19 @@ def _hash(buf, words, segments, bits, state, codes, table, tags, keys, offsets, 
             previous = code
             col += 1
         s += 1
+    _save(state, s, col, out, n, fill, previous, _DONE)
+
+
+@kernel(outputs=("state",))
+def _save(state, s, col, out, n, fill, previous, outcome):
+    """Where :func:`_hash` stopped, in ``state`` (its layout: see there), and why."""
     state[0] = s
     state[1] = col
     state[2] = out
     state[3] = n
     state[4] = fill
     state[5] = previous
-    state[6] = _DONE
+    state[6] = outcome
 
 
 @kernel
